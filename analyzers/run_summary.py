@@ -1,0 +1,102 @@
+"""The headline numbers of one run, computed from its folder (never stored: always re-derived)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import pyarrow.compute as pc
+
+from tracer.records import EpochRecord, RunRecord
+from tracer.runfolder import RunFolder
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    framework: str
+    model: str
+    dataset: str
+    device: str
+    batch: int
+    status: str
+    cause: str
+    epochs_done: int
+    epochs_planned: int
+    mean_epoch_s: float | None
+    images_per_s: float | None
+    cpu_pct_mean: float | None
+    cpu_pct_max: float | None
+    cpu_cores_mean: float | None
+    peak_rss_mib: float | None
+    peak_rss_pct_ram: float | None
+    threads_min: int | None
+    threads_median: float | None
+    threads_max: int | None
+    gpu_util_pct_mean: float | None
+    gpu_mem_peak_mib: float | None
+    samples: int
+    trainable_params: int | None
+    folder: str
+
+
+def summarise(folder: RunFolder) -> RunSummary:
+    record = folder.read_record()
+    epochs = folder.epochs()
+    process = folder.samples("process")
+    gpu = folder.samples("gpu")
+    cpu = _column(process, "cpu_pct")
+    cores = _column(process, "cpu_cores")
+    rss = _column(process, "rss_mib")
+    rss_pct = _column(process, "rss_pct_ram")
+    threads = [int(t) for t in _column(process, "threads") if t > 0]
+    gpu_util = _column(gpu, "util_pct")
+    gpu_mem = _column(gpu, "proc_mem_mib") or _column(gpu, "mem_used_mib")
+    spec = record.spec
+    return RunSummary(
+        run_id=record.run_id,
+        framework=spec.framework,
+        model=spec.model,
+        dataset=spec.dataset,
+        device=spec.device,
+        batch=spec.batch,
+        status=record.outcome.status.value,
+        cause=record.outcome.cause,
+        epochs_done=len(epochs),
+        epochs_planned=spec.epochs,
+        mean_epoch_s=mean_epoch_s(epochs),
+        images_per_s=images_per_s(epochs),
+        cpu_pct_mean=_mean(cpu),
+        cpu_pct_max=max(cpu) if cpu else None,
+        cpu_cores_mean=_mean(cores),
+        peak_rss_mib=max(rss) if rss else None,
+        peak_rss_pct_ram=max(rss_pct) if rss_pct else None,
+        threads_min=min(threads) if threads else None,
+        threads_median=statistics.median(threads) if threads else None,
+        threads_max=max(threads) if threads else None,
+        gpu_util_pct_mean=_mean(gpu_util),
+        gpu_mem_peak_mib=max(gpu_mem) if gpu_mem else None,
+        samples=process.num_rows if process is not None else 0,
+        trainable_params=record.model.trainable_params if record.model else None,
+        folder=str(folder.path),
+    )
+
+
+def mean_epoch_s(epochs: list[EpochRecord]) -> float | None:
+    return statistics.fmean(e.duration_s for e in epochs) if epochs else None
+
+
+def images_per_s(epochs: list[EpochRecord]) -> float | None:
+    seconds = sum(e.duration_s for e in epochs)
+    return sum(e.images for e in epochs) / seconds if seconds > 0 else None
+
+
+def _column(table: object, name: str) -> list[float]:
+    if table is None or name not in table.column_names:  # type: ignore[attr-defined]
+        return []
+    col = pc.drop_null(table.column(name))  # type: ignore[attr-defined]
+    return [float(v) for v in col.to_pylist() if v is not None]
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None

@@ -1,0 +1,76 @@
+"""What the tracer knows of each framework: how to install it, and how to tell that it is installed.
+
+The training code itself lives in `tracer/worker/frameworks/<name>.py`; adding a framework is one
+entry here, one worker module and one line in `tracer/worker/registry.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tracer.errors import UserError
+
+MODELS = ("alexnet", "mobilenet_v2", "resnet50", "vgg16")
+
+
+@dataclass(frozen=True)
+class FrameworkInfo:
+    name: str
+    import_name: str
+    dist_names: tuple[str, ...]  # the first one installed gives the version
+    cpu_requirements: tuple[str, ...]
+    gpu_requirements: tuple[str, ...]
+    note: str = ""
+
+
+FRAMEWORKS: dict[str, FrameworkInfo] = {
+    f.name: f
+    for f in (
+        FrameworkInfo(
+            "pytorch",
+            "torch",
+            ("torch",),
+            # pip takes these from the local wheel store; torch 2.13.0's CPU wheel has a broken torchvision.
+            ("torch==2.14.1", "torchvision==0.29.1", "numpy", "pillow"),
+            ("torch==2.14.1", "torchvision==0.29.1", "numpy", "pillow"),
+            note="the 2.14.1 wheel is a CUDA build: the same environment serves CPU and GPU",
+        ),
+        FrameworkInfo(
+            "tensorflow",
+            "tensorflow",
+            ("tensorflow-cpu", "tensorflow"),
+            ("tensorflow-cpu==2.21.0", "pillow"),
+            ("tensorflow[and-cuda]==2.21.0", "pillow"),
+        ),
+        FrameworkInfo(
+            "mxnet",
+            "mxnet",
+            ("mxnet", "mxnet-cu112"),
+            # MXNet 1.9.1 uses np.bool, removed in NumPy 1.24.
+            ("mxnet==1.9.1", "numpy==1.23.5", "pillow"),
+            ("mxnet-cu112==1.9.1", "numpy==1.23.5", "pillow"),
+        ),
+        FrameworkInfo(
+            "paddle",
+            "paddle",
+            ("paddlepaddle", "paddlepaddle-gpu"),
+            ("paddlepaddle==3.3.1", "pillow"),
+            ("paddlepaddle-gpu==3.3.1", "pillow"),
+        ),
+        FrameworkInfo(
+            "singa",
+            "singa",
+            ("singa", "singa-cpu", "singa-gpu"),
+            ("singa",),
+            ("singa",),
+            note="no SINGA build installs here (PyPI has only a CPython 3.6 wheel); see README",
+        ),
+    )
+}
+
+
+def framework_info(name: str) -> FrameworkInfo:
+    try:
+        return FRAMEWORKS[name]
+    except KeyError:
+        raise UserError(f"unknown framework '{name}': choose one of {', '.join(FRAMEWORKS)}") from None

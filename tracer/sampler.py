@@ -1,0 +1,232 @@
+"""Samples the training process tree from the outside, as the study did, and streams it to disk.
+
+CPU % is computed from per-process CPU-time deltas (so DataLoader workers that come and go are
+counted), as `cpu_pct` (100 = every core busy, the study's scale) and `cpu_cores` (1.0 = one core).
+RSS is the sum over the tree. Per-thread CPU times feed the thread timelines.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from tracer.nvml import Nvml
+from tracer.records import SamplingInfo
+from tracer.runfolder import CsvStream, RunFolder
+
+PROCESS_COLUMNS = (
+    "t_ns",
+    "cpu_pct",
+    "cpu_cores",
+    "rss_mib",
+    "rss_pct_ram",
+    "threads",
+    "processes",
+    "sys_cpu_pct",
+    "sys_ram_used_pct",
+    "sys_ram_used_mib",
+)
+THREAD_COLUMNS = ("t_ns", "pid", "tid", "name", "user_s", "system_s")
+CORE_COLUMNS = ("t_ns", "core", "sys_core_pct")
+GPU_COLUMNS = (
+    "t_ns",
+    "gpu",
+    "util_pct",
+    "mem_util_pct",
+    "mem_used_mib",
+    "mem_total_mib",
+    "power_w",
+    "energy_mj",
+    "temp_c",
+    "proc_mem_mib",
+)
+FLUSH_EVERY_S = 0.5
+THREAD_NAME_REFRESH_S = 2.0
+
+
+@dataclass
+class _TreeState:
+    cpu_s: dict[int, float] = field(default_factory=dict)
+    procs: dict[int, psutil.Process] = field(default_factory=dict)
+    thread_names: dict[int, str] = field(default_factory=dict)
+    names_read_at: float = 0.0
+
+
+class Sampler:
+    """Runs in its own thread in the tracer process; `target_pid()` says which process to watch
+    (it may change: under nsys the training process is a grandchild whose pid appears later)."""
+
+    def __init__(self, folder: RunFolder, target_pid: Callable[[], int | None], hz: float, nvml: Nvml | None):
+        self.folder = folder
+        self.target_pid = target_pid
+        self.period_s = 1.0 / hz
+        self.hz = hz
+        self.nvml = nvml
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tracer-sampler", daemon=True)
+        self._state = _TreeState()
+        self._times: list[int] = []
+        self._ncpu = psutil.cpu_count() or 1
+        self._ram_total = psutil.virtual_memory().total
+        self._last_wall_ns: int | None = None
+        self._last_mono: float | None = None
+        self.error: str | None = None
+
+    def start(self) -> None:
+        psutil.cpu_percent(percpu=True)
+        self._thread.start()
+
+    def stop(self) -> SamplingInfo:
+        self._stop.set()
+        self._thread.join()
+        return self.sampling_info()
+
+    def sampling_info(self) -> SamplingInfo:
+        gaps = [b - a for a, b in zip(self._times, self._times[1:])]
+        mean_ms = sum(gaps) / len(gaps) / 1e6 if gaps else 0.0
+        return SamplingInfo(
+            requested_hz=self.hz,
+            achieved_period_ms=round(mean_ms, 3),
+            samples=len(self._times),
+            max_gap_ms=round(max(gaps) / 1e6, 3) if gaps else 0.0,
+        )
+
+    def _run(self) -> None:
+        streams = {
+            "process": CsvStream(self.folder.sample_stream_path("process"), PROCESS_COLUMNS),
+            "threads": CsvStream(self.folder.sample_stream_path("threads"), THREAD_COLUMNS),
+            "cores": CsvStream(self.folder.sample_stream_path("cores"), CORE_COLUMNS),
+        }
+        if self.nvml is not None:
+            streams["gpu"] = CsvStream(self.folder.sample_stream_path("gpu"), GPU_COLUMNS)
+        next_tick = time.monotonic()
+        last_flush = next_tick
+        try:
+            while not self._stop.is_set():
+                self._sample(streams)
+                now = time.monotonic()
+                if now - last_flush >= FLUSH_EVERY_S:
+                    for s in streams.values():
+                        s.flush()
+                    last_flush = now
+                next_tick += self.period_s
+                if next_tick < now:  # fell behind: skip missed ticks rather than burst
+                    next_tick = now + self.period_s
+                self._stop.wait(next_tick - now)
+            self._sample(streams)
+        except Exception as e:  # noqa: BLE001 - the run goes on; the cause is recorded
+            self.error = f"{type(e).__name__}: {e}"
+        finally:
+            for s in streams.values():
+                s.close()
+
+    def _tree(self, pid: int) -> list[psutil.Process]:
+        """The watched process and all its descendants; Process objects are reused across samples."""
+        try:
+            root = self._state.procs.get(pid) or psutil.Process(pid)
+            found = [root] + root.children(recursive=True)
+        except psutil.Error:
+            return []
+        procs = []
+        for p in found:
+            known = self._state.procs.get(p.pid)
+            procs.append(known if known is not None and known.create_time() == p.create_time() else p)
+        self._state.procs = {p.pid: p for p in procs}
+        return procs
+
+    def _sample(self, streams: dict[str, CsvStream]) -> None:
+        t_ns = time.time_ns()
+        mono = time.monotonic()
+        pid = self.target_pid()
+        procs = self._tree(pid) if pid else []
+        cpu_delta_s, rss, threads, live = 0.0, 0, 0, 0
+        refresh_names = mono - self._state.names_read_at >= THREAD_NAME_REFRESH_S
+        new_cpu: dict[int, float] = {}
+        for p in procs:
+            try:
+                with p.oneshot():
+                    times = p.cpu_times()
+                    mem = p.memory_info()
+                    nthreads = p.num_threads()
+                    thread_times = p.threads()
+                    created_ns = int(p.create_time() * 1e9)
+            except psutil.Error:
+                continue
+            live += 1
+            total = times.user + times.system
+            prev = self._state.cpu_s.get(p.pid)
+            if prev is not None:
+                cpu_delta_s += max(0.0, total - prev)
+            elif self._last_wall_ns is not None and created_ns >= self._last_wall_ns - 10_000_000:
+                cpu_delta_s += total  # born since the last sample: all its CPU time is new
+            new_cpu[p.pid] = total
+            rss += mem.rss
+            threads += nthreads
+            for th in thread_times:
+                streams["threads"].append(
+                    (t_ns, p.pid, th.id, self._thread_name(p.pid, th.id, refresh_names), th.user_time, th.system_time)
+                )
+        if refresh_names:
+            self._state.names_read_at = mono
+        self._state.cpu_s = new_cpu
+        dt = mono - self._last_mono if self._last_mono is not None else 0.0
+        cores = cpu_delta_s / dt if dt > 0 else 0.0
+        self._last_mono, self._last_wall_ns = mono, t_ns
+        vm = psutil.virtual_memory()
+        per_core = psutil.cpu_percent(percpu=True)
+        if live:
+            self._append_process_row(streams["process"], t_ns, cores, rss, threads, live, per_core, vm)
+        for core, pct in enumerate(per_core):
+            streams["cores"].append((t_ns, core, pct))
+        if self.nvml is not None:
+            pids = {p.pid for p in procs}
+            for i in range(len(self.nvml.handles)):
+                r = self.nvml.read(i, pids)
+                streams["gpu"].append(
+                    (
+                        t_ns,
+                        r.gpu,
+                        r.util_pct,
+                        r.mem_util_pct,
+                        r.mem_used_mib,
+                        r.mem_total_mib,
+                        r.power_w,
+                        r.energy_mj,
+                        r.temp_c,
+                        r.proc_mem_mib,
+                    )
+                )
+        self._times.append(t_ns)
+
+    def _thread_name(self, pid: int, tid: int, refresh: bool) -> str:
+        name = self._state.thread_names.get(tid)
+        if name is None or refresh:
+            try:
+                name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            except OSError:
+                name = name or ""
+            self._state.thread_names[tid] = name
+        return name
+
+    def _append_process_row(
+        self, stream: CsvStream, t_ns: int, cores: float, rss: int, threads: int, live: int, per_core: list[float], vm: object
+    ) -> None:
+        stream.append(
+            (
+                t_ns,
+                round(100.0 * cores / self._ncpu, 3),
+                round(cores, 4),
+                round(rss / 2**20, 3),
+                round(100.0 * rss / self._ram_total, 4),
+                threads,
+                live,
+                round(sum(per_core) / max(len(per_core), 1), 2),
+                vm.percent,  # type: ignore[attr-defined]
+                round(vm.used / 2**20, 1),  # type: ignore[attr-defined]
+            )
+        )

@@ -1,0 +1,30 @@
+"""The interface of a trace backend: how it wraps the worker, and what it leaves in the run folder."""
+
+from __future__ import annotations
+
+from tracer.records import RunSpec
+from tracer.runfolder import RunFolder
+
+
+class TraceBackend:
+    """The default does nothing: training runs unwrapped and only the sampler measures it."""
+
+    name = "none"
+    #: True when the launched process is not the worker itself (nsys): the sampler then waits for
+    #: the worker's own pid file instead of watching the launched process.
+    wraps_process = False
+
+    def check(self, spec: RunSpec) -> None:
+        """Raise UserError when the backend cannot work here (tool or GPU missing)."""
+
+    def command(self, worker_cmd: list[str], folder: RunFolder) -> list[str]:
+        return worker_cmd
+
+    def environment(self, folder: RunFolder) -> dict[str, str]:
+        """Extra environment variables for the worker (e.g. switching in-process tracing on)."""
+        return {}
+
+    def finish(self, folder: RunFolder) -> list[str]:
+        """After the worker ended (however it ended): convert and ingest traces; returns the trace
+        files kept, relative to the run folder."""
+        return []

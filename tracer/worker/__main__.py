@@ -1,0 +1,5 @@
+import sys
+
+from tracer.worker.main import main
+
+sys.exit(main())

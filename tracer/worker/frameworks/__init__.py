@@ -1,0 +1,1 @@
+"""One module per framework, each defining `Trainer` (a `tracer.worker.base.Trainer`)."""

@@ -1,0 +1,135 @@
+"""PyTorch: torchvision models and transforms, torch.utils.data.DataLoader as the input pipeline."""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Dict, Tuple
+
+import numpy as np
+import torch
+import torchvision
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset
+from torchvision import transforms
+
+from tracer.worker import base
+from tracer.worker.base import EpochStats, ParamCount
+from tracer.worker.nvtx import Nvtx
+from tracer.worker.workload import MEAN, STD, ImageList
+
+MODELS = {
+    "alexnet": torchvision.models.alexnet,
+    "mobilenet_v2": torchvision.models.mobilenet_v2,
+    "resnet50": torchvision.models.resnet50,
+    "vgg16": torchvision.models.vgg16,
+}
+
+
+class ImageFolderList(Dataset):  # type: ignore[type-arg]
+    def __init__(self, images: ImageList, transform: Any) -> None:
+        self.images = images
+        self.transform = transform
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, index: int) -> Tuple[Any, int]:
+        with Image.open(self.images.files[index]) as im:
+            return self.transform(im.convert("RGB")), self.images.labels[index]
+
+
+def _seed_worker(worker_id: int) -> None:
+    seed = torch.initial_seed() % 2**32
+    np.random.seed(seed)
+    random.seed(seed)
+
+
+class Trainer(base.Trainer):
+    def versions(self) -> Dict[str, str]:
+        return {
+            "torch": torch.__version__,
+            "torchvision": torchvision.__version__,
+            "cuda": str(torch.version.cuda),
+            "cudnn": str(torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None),
+            "numpy": np.__version__,
+        }
+
+    def knobs(self) -> Dict[str, object]:
+        cfg = self.cfg
+        return {
+            "DataLoader.num_workers": self._workers(),
+            "DataLoader.prefetch_factor": cfg.prefetch if self._workers() > 0 else None,
+            "torch.set_num_threads": torch.get_num_threads(),
+            "autocast": "bfloat16" if cfg.device == "cpu" and cfg.amp else ("float16" if cfg.amp else None),
+        }
+
+    def _workers(self) -> int:
+        return self.cfg.workers if self.cfg.workers is not None else 0
+
+    def build(self) -> ParamCount:
+        cfg = self.cfg
+        torch.manual_seed(cfg.seed)
+        random.seed(cfg.seed)
+        np.random.seed(cfg.seed)
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+        if cfg.gpu_thread_mode:
+            raise ValueError("--gpu-thread-mode is a TensorFlow setting; PyTorch has no equivalent")
+        if cfg.device == "gpu":
+            if not torch.cuda.is_available():
+                raise RuntimeError("--device gpu, but torch.cuda.is_available() is False")
+            self.device = torch.device("cuda")
+            torch.backends.cudnn.benchmark = True
+            self.nvtx = Nvtx(torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop)
+        else:
+            self.device = torch.device("cpu")
+        self.model = MODELS[cfg.model](weights=None, num_classes=cfg.num_classes).to(self.device)
+        self.loss_fn = torch.nn.CrossEntropyLoss()
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=cfg.lr, momentum=cfg.momentum)
+        transform = transforms.Compose(
+            [
+                transforms.Resize(cfg.image_size),
+                transforms.CenterCrop(cfg.image_size),
+                transforms.RandomHorizontalFlip(),
+                transforms.ToTensor(),
+                transforms.Normalize(MEAN, STD),
+            ]
+        )
+        generator = torch.Generator()
+        generator.manual_seed(cfg.seed)
+        workers = self._workers()
+        self.loader = DataLoader(
+            ImageFolderList(self.images, transform),
+            batch_size=cfg.batch,
+            shuffle=True,
+            num_workers=workers,
+            prefetch_factor=cfg.prefetch if workers > 0 else None,
+            persistent_workers=workers > 0,
+            pin_memory=cfg.device == "gpu",
+            worker_init_fn=_seed_worker,
+            generator=generator,
+        )
+        trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+        total = sum(p.numel() for p in self.model.parameters()) + sum(b.numel() for b in self.model.buffers())
+        return ParamCount(trainable, total)
+
+    def train_epoch(self, epoch: int) -> EpochStats:
+        self.model.train()
+        images, loss_sum = 0, 0.0
+        amp_dtype = torch.bfloat16 if self.device.type == "cpu" else torch.float16
+        for step, (x, y) in enumerate(self.loader):
+            with self.nvtx.range("step %d" % step):
+                x = x.to(self.device, non_blocking=True)
+                y = y.to(self.device, non_blocking=True)
+                self.optimizer.zero_grad(set_to_none=True)
+                with torch.autocast(self.device.type, dtype=amp_dtype, enabled=self.cfg.amp):
+                    loss = self.loss_fn(self.model(x), y)
+                loss.backward()
+                self.optimizer.step()
+                value = float(loss.item())
+            images += int(y.shape[0])
+            loss_sum += value * int(y.shape[0])
+            self.reporter.step(epoch, images, value)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        return EpochStats(images, loss_sum / max(images, 1))

@@ -1,0 +1,102 @@
+"""Entry point of the training child process: `python -m tracer.worker RUN_DIR`.
+
+Exit codes: 0 trained, 1 the framework raised, 3 the framework could not be imported.
+Every outcome is also an event in `events.jsonl`, so the tracer knows why even if stderr is noisy.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import signal
+import sys
+import time
+import traceback
+from typing import List, Optional
+
+from tracer.worker.reporting import Reporter
+from tracer.worker.workload import WorkloadConfig, list_images
+
+EXIT_FRAMEWORK_ERROR = 1
+EXIT_IMPORT_ERROR = 3
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m tracer.worker RUN_DIR", file=sys.stderr)
+        return 2
+    run_dir = args[0]
+    cfg = WorkloadConfig.load(os.path.join(run_dir, "worker_config.json"))
+    with open(os.path.join(run_dir, "worker.pid"), "w") as f:
+        f.write(str(os.getpid()))
+    reporter = Reporter(os.path.join(run_dir, "events.jsonl"))
+    reporter.emit(
+        "start",
+        pid=os.getpid(),
+        python=sys.executable,
+        python_version=platform.python_version(),
+        framework=cfg.framework,
+    )
+    try:
+        return _train(cfg, reporter)
+    finally:
+        reporter.close()
+
+
+def _train(cfg: WorkloadConfig, reporter: Reporter) -> int:
+    try:
+        from tracer.worker.registry import load_trainer
+
+        trainer_cls = load_trainer(cfg.framework)
+    except ImportError as e:
+        message = "cannot import the %s framework in %s: %s" % (cfg.framework, sys.executable, e)
+        print(message, file=sys.stderr)
+        reporter.emit("error", error=message, stage="import")
+        return EXIT_IMPORT_ERROR
+    try:
+        images = list_images(cfg.dataset_dir, cfg.limit)
+        reporter.emit("dataset", images=images.total_in_folder, images_used=len(images), classes=images.classes)
+        trainer = trainer_cls(cfg, images, reporter)
+        reporter.emit("versions", versions=trainer.versions())
+        reporter.emit("phase", name="build")
+        params = trainer.build()
+        reporter.emit("model", trainable_params=params.trainable, total_params=params.total, knobs=trainer.knobs())
+        for epoch in range(1, cfg.epochs + 1):
+            reporter.emit("epoch_start", epoch=epoch, images_total=len(images), epochs=cfg.epochs)
+            _inject_fault(cfg.fault, epoch)
+            with trainer.nvtx.range("epoch %d" % epoch):
+                stats = trainer.train_epoch(epoch)
+            reporter.emit("epoch_end", epoch=epoch, images=stats.images, loss=stats.loss)
+        reporter.emit("end")
+        return 0
+    except BaseException as e:  # noqa: BLE001 - any framework failure is a result to record
+        lines = traceback.format_exception(type(e), e, e.__traceback__)
+        sys.stderr.write("".join(lines))
+        sys.stderr.flush()
+        reporter.emit("error", error="%s: %s" % (type(e).__name__, e), stage="train", traceback=lines[-8:])
+        if isinstance(e, KeyboardInterrupt):
+            return 130
+        return EXIT_FRAMEWORK_ERROR
+
+
+def _inject_fault(fault: Optional[str], epoch: int) -> None:
+    """Deliberate failures for tests of failure handling: `KIND@EPOCH`, KIND in raise|abort|segv|hang."""
+    if not fault:
+        return
+    kind, _, at = fault.partition("@")
+    if int(at or 1) != epoch:
+        return
+    if kind == "raise":
+        raise RuntimeError("injected fault at epoch %d" % epoch)
+    if kind == "abort":
+        sys.stderr.write("injected abort at epoch %d\n" % epoch)
+        sys.stderr.flush()
+        os.abort()
+    if kind == "segv":
+        sys.stderr.write("injected segfault at epoch %d\n" % epoch)
+        sys.stderr.flush()
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if kind == "hang":
+        while True:
+            time.sleep(1)

@@ -1,0 +1,17 @@
+"""Framework name -> worker module; adding a framework is one new module and one line here."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Type
+
+from tracer.worker.base import Trainer
+
+WORKER_MODULES = {
+    "pytorch": "tracer.worker.frameworks.pytorch",
+}
+
+
+def load_trainer(framework: str) -> Type[Trainer]:
+    module = importlib.import_module(WORKER_MODULES[framework])
+    return module.Trainer  # type: ignore[no-any-return]

@@ -1,0 +1,124 @@
+"""The study's workload, shared by every framework: configuration, image list, preprocessing constants.
+
+Python 3.8 syntax; standard library, NumPy and Pillow only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, fields
+from typing import Any, Dict, List, Optional, Tuple
+
+MEAN = (0.485, 0.456, 0.406)
+STD = (0.229, 0.224, 0.225)
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
+
+# torchvision's trainable parameter counts for 3 classes: the reference every framework is held to.
+REFERENCE_PARAMS = {
+    "alexnet": 57016131,
+    "mobilenet_v2": 2227715,
+    "resnet50": 23514179,
+    "vgg16": 134272835,
+}
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """What the tracer asks the worker to train; written by the tracer as `worker_config.json`."""
+
+    framework: str
+    model: str
+    dataset_dir: str
+    device: str = "cpu"
+    batch: int = 1
+    epochs: int = 1
+    limit: Optional[int] = None
+    image_size: int = 224
+    num_classes: int = 3
+    lr: float = 0.001
+    momentum: float = 0.9
+    seed: int = 0
+    workers: Optional[int] = None
+    prefetch: Optional[int] = None
+    threads: Optional[int] = None
+    amp: bool = False
+    gpu_thread_mode: Optional[str] = None
+    fault: Optional[str] = None
+
+    @classmethod
+    def load(cls, path: str) -> "WorkloadConfig":
+        with open(path) as f:
+            data = json.load(f)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass(frozen=True)
+class ImageList:
+    """The images of one run, in a deterministic order, with integer labels."""
+
+    files: List[str]
+    labels: List[int]
+    classes: List[str]
+    total_in_folder: int
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+
+def list_images(dataset_dir: str, limit: Optional[int] = None) -> ImageList:
+    """Classes are the sorted sub-folders; with a limit, images are taken round-robin across classes
+    so that even a 16-image run sees every class."""
+    classes = sorted(d for d in os.listdir(dataset_dir) if os.path.isdir(os.path.join(dataset_dir, d)))
+    per_class = []  # type: List[List[Tuple[str, int]]]
+    for label, name in enumerate(classes):
+        folder = os.path.join(dataset_dir, name)
+        names = sorted(n for n in os.listdir(folder) if n.lower().endswith(IMAGE_SUFFIXES))
+        per_class.append([(os.path.join(folder, n), label) for n in names])
+    total = sum(len(c) for c in per_class)
+    ordered = []  # type: List[Tuple[str, int]]
+    longest = max((len(c) for c in per_class), default=0)
+    for i in range(longest):
+        for items in per_class:
+            if i < len(items):
+                ordered.append(items[i])
+    if limit is not None:
+        ordered = ordered[:limit]
+    return ImageList(
+        files=[f for f, _ in ordered], labels=[lab for _, lab in ordered], classes=classes, total_in_folder=total
+    )
+
+
+def resize_and_crop(image: Any, size: int) -> Any:
+    """Resize the shorter side to `size`, then centre-crop to size x size (a PIL image in, one out).
+
+    Frameworks without an image-transform library use this so that every framework sees the same pixels.
+    """
+    from PIL import Image
+
+    image = image.convert("RGB")
+    w, h = image.size
+    scale = size / float(min(w, h))
+    nw, nh = max(size, int(round(w * scale))), max(size, int(round(h * scale)))
+    image = image.resize((nw, nh), Image.BILINEAR)
+    left, top = (nw - size) // 2, (nh - size) // 2
+    return image.crop((left, top, left + size, top + size))
+
+
+def load_normalised(path: str, size: int, flip: bool, channels_first: bool = True) -> Any:
+    """Decode, resize + crop, optional horizontal flip, scale to [0, 1], normalise: float32 array."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(path) as im:
+        im = resize_and_crop(im, size)
+        if flip:
+            im = im.transpose(Image.FLIP_LEFT_RIGHT)
+        arr = np.asarray(im, dtype=np.float32) / 255.0
+    arr = (arr - np.asarray(MEAN, dtype=np.float32)) / np.asarray(STD, dtype=np.float32)
+    return arr.transpose(2, 0, 1).copy() if channels_first else arr
+
+
+def parameter_summary(trainable: int, total: int) -> Dict[str, int]:
+    return {"trainable_params": int(trainable), "total_params": int(total)}

@@ -1,0 +1,1 @@
+"""PySide6 + pyqtgraph desktop viewer over run folders."""
