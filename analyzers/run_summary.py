@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pyarrow.compute as pc
 
-from tracer.records import EpochRecord, RunRecord
+from tracer.records import EpochRecord
 from tracer.runfolder import RunFolder
 
 

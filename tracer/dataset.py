@@ -72,7 +72,7 @@ def _background(rng: np.random.Generator, w: int, h: int) -> Image.Image:
 
 
 def _terrain(rng: np.random.Generator, draw: ImageDraw.ImageDraw, w: int, h: int) -> None:
-    for layer in range(int(rng.integers(1, 4))):
+    for _ in range(int(rng.integers(1, 4))):
         base_y = h * rng.uniform(0.5, 0.8)
         xs = np.linspace(0, w, 9)
         ys = base_y + rng.normal(0, h * 0.05, xs.size)
@@ -160,10 +160,14 @@ def ensure_generated(name: str, progress: Callable[[int], None] | None = None) -
 def validate_folder(path: Path) -> list[str]:
     """A user's dataset: one sub-folder per class, each with at least one image."""
     if not path.is_dir():
-        raise UserError(f"dataset folder {path} does not exist: give small, big or a folder with one sub-folder per class")
+        raise UserError(
+            f"dataset folder {path} does not exist: give small, big or a folder with one sub-folder per class"
+        )
     classes = sorted(p.name for p in path.iterdir() if p.is_dir())
     if not classes:
-        raise UserError(f"dataset folder {path} has no class sub-folders: put each class's images in its own sub-folder")
+        raise UserError(
+            f"dataset folder {path} has no class sub-folders: put each class's images in its own sub-folder"
+        )
     suffixes = (".jpg", ".jpeg", ".png", ".bmp")
     empty = [c for c in classes if not any(f.suffix.lower() in suffixes for f in (path / c).iterdir())]
     if empty:

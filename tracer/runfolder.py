@@ -218,9 +218,7 @@ def epochs_from_events(events: Sequence[dict[str, Any]]) -> list[EpochRecord]:
 def list_runs(out_dir: Path) -> list[RunFolder]:
     if not out_dir.is_dir():
         return []
-    return sorted(
-        (RunFolder(p) for p in out_dir.iterdir() if (p / RUN_JSON).exists()), key=lambda r: r.run_id
-    )
+    return sorted((RunFolder(p) for p in out_dir.iterdir() if (p / RUN_JSON).exists()), key=lambda r: r.run_id)
 
 
 def find_run(out_dir: Path, ref: str) -> RunFolder:

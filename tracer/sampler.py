@@ -214,7 +214,15 @@ class Sampler:
         return name
 
     def _append_process_row(
-        self, stream: CsvStream, t_ns: int, cores: float, rss: int, threads: int, live: int, per_core: list[float], vm: object
+        self,
+        stream: CsvStream,
+        t_ns: int,
+        cores: float,
+        rss: int,
+        threads: int,
+        live: int,
+        per_core: list[float],
+        vm: object,
     ) -> None:
         stream.append(
             (

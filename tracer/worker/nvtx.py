@@ -44,5 +44,6 @@ def _ctypes_nvtx():  # type: ignore[no-untyped-def]
         except OSError:
             continue
         lib.nvtxRangePushA.argtypes = [ctypes.c_char_p]
-        return (lambda s: lib.nvtxRangePushA(s.encode())), lib.nvtxRangePop
+        push = lib.nvtxRangePushA
+        return (lambda s: push(s.encode())), lib.nvtxRangePop
     return None, None

@@ -1,0 +1,42 @@
+"""`tracer env create|list`: per-framework virtual environments."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from tracer import environments
+from tracer.cli.common import console
+from tracer.errors import UserError
+from tracer.frameworks import FRAMEWORKS
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("env", help="per-framework virtual environments")
+    esub = p.add_subparsers(dest="env_cmd", required=True)
+    c = esub.add_parser("create", help="make the framework's environment under the cache folder")
+    c.add_argument("framework", help=f"one of: {', '.join(FRAMEWORKS)}")
+    gpu = c.add_mutually_exclusive_group()
+    gpu.add_argument("--gpu", dest="gpu", action="store_true", default=None, help="install the GPU packages")
+    gpu.add_argument("--cpu", dest="gpu", action="store_false", help="install the CPU packages")
+    c.set_defaults(func=cmd_env_create)
+    lst = esub.add_parser("list", help="show which frameworks are installed")
+    lst.set_defaults(func=cmd_env_list)
+
+
+def cmd_env_create(args: argparse.Namespace) -> int:
+    status = environments.create(args.framework, args.gpu)
+    if not status.installed:
+        raise UserError(f"{args.framework}: the environment was made but the framework does not import")
+    console().print(f"{args.framework} {status.version}: {status.python}")
+    return 0
+
+
+def cmd_env_list(args: argparse.Namespace) -> int:
+    table = Table("framework", "installed", "version", "interpreter")
+    for s in environments.list_all():
+        table.add_row(s.framework, "yes" if s.installed else "no", s.version or "-", s.python or "-")
+    console().print(table)
+    console().print(f"environments live in {environments.env_dir('x').parent} (set TRACER_CACHE to move them)")
+    return 0

@@ -1,0 +1,93 @@
+"""`tracer runs` and `tracer show`: what is in the runs folder."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from tracer import cases
+from tracer.cli.common import console, err_console, fmt
+from tracer.errors import UserError
+from tracer.records import RunStatus
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("runs", help="list run folders")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs (default runs/)")
+    p.set_defaults(func=cmd_runs)
+    s = sub.add_parser("show", help="print one run's summary")
+    s.add_argument("run", help="run id (or a unique part of it) or a run folder path")
+    s.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs (default runs/)")
+    s.set_defaults(func=cmd_show)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from analyzers.run_summary import summarise
+    from tracer.runfolder import list_runs
+
+    runs = list_runs(args.out)
+    if not runs:
+        err_console().print(f"no runs in {args.out}: make one with `tracer profile ...`")
+        return 0
+    table = Table("run id", "framework", "model", "dataset", "device", "batch", "status", "epochs", "mean epoch s")
+    for folder in runs:
+        try:
+            s = summarise(folder)
+        except UserError as e:
+            table.add_row(folder.run_id, "", "", "", "", "", f"unreadable: {e}", "", "")
+            continue
+        table.add_row(
+            s.run_id,
+            s.framework,
+            s.model,
+            cases.dataset_label(s.dataset),
+            s.device,
+            str(s.batch),
+            s.status,
+            f"{s.epochs_done}/{s.epochs_planned}",
+            fmt(s.mean_epoch_s, ".2f"),
+        )
+    console().print(table)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from analyzers.run_summary import summarise
+    from tracer.runfolder import find_run
+
+    folder = find_run(args.out, args.run)
+    print_summary(summarise(folder), console())
+    record = folder.read_record()
+    if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:
+        console().print("last lines of the worker's output:")
+        for line in record.outcome.stderr_tail[-10:]:
+            console().print(f"  {line}", markup=False)
+    return 0
+
+
+def print_summary(s: object, console: Console) -> None:
+    from analyzers.run_summary import RunSummary
+
+    assert isinstance(s, RunSummary)
+    rows = [
+        ("run", s.run_id),
+        ("what", f"{s.framework} {s.model} on {cases.dataset_label(s.dataset)}, {s.device}, batch {s.batch}"),
+        ("status", s.status + (f" ({s.cause})" if s.cause else "")),
+        ("epochs", f"{s.epochs_done}/{s.epochs_planned}"),
+        ("mean epoch time", f"{fmt(s.mean_epoch_s, '.3f')} s"),
+        ("images/s", fmt(s.images_per_s, ".1f")),
+        ("CPU % (100 = all cores)", f"mean {fmt(s.cpu_pct_mean, '.1f')}, max {fmt(s.cpu_pct_max, '.1f')}"),
+        ("peak RSS", f"{fmt(s.peak_rss_mib, '.0f')} MiB ({fmt(s.peak_rss_pct_ram, '.1f')} % of RAM)"),
+        ("threads", f"min {fmt(s.threads_min)}, median {fmt(s.threads_median)}, max {fmt(s.threads_max)}"),
+        ("GPU utilisation", "no GPU sampled" if s.gpu_util_pct_mean is None else f"mean {s.gpu_util_pct_mean:.1f} %"),
+        ("trainable parameters", fmt(s.trainable_params, ",")),
+        ("samples", str(s.samples)),
+        ("folder", s.folder),
+    ]
+    table = Table(show_header=False, box=None)
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
