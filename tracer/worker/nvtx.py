@@ -44,6 +44,9 @@ def _ctypes_nvtx():  # type: ignore[no-untyped-def]
         except OSError:
             continue
         lib.nvtxRangePushA.argtypes = [ctypes.c_char_p]
-        push = lib.nvtxRangePushA
-        return (lambda s: push(s.encode())), lib.nvtxRangePop
+        return _encoding(lib.nvtxRangePushA), lib.nvtxRangePop
     return None, None
+
+
+def _encoding(push):  # type: ignore[no-untyped-def]
+    return lambda name: push(name.encode())
