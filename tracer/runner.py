@@ -178,7 +178,8 @@ class Runner:
             proc.wait()
             sampling = sampler.stop()
             view.close()
-        outcome = classify(proc.returncode, ended_by, folder, spec)
+        returncode = self.backend.worker_returncode(proc.returncode, folder)
+        outcome = classify(returncode, ended_by, folder, spec)
         if sampler.error:
             outcome = dataclasses.replace(outcome, cause=f"{outcome.cause}; sampler stopped early: {sampler.error}")
         return outcome, sampling

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from tracer.errors import UserError
 from tracer.tracing.base import TraceBackend
+from tracer.tracing.nsys import NsysBackend
 
 BACKENDS: dict[str, type[TraceBackend]] = {
     "none": TraceBackend,
+    "nsys": NsysBackend,
 }
 
 

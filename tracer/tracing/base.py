@@ -24,6 +24,11 @@ class TraceBackend:
         """Extra environment variables for the worker (e.g. switching in-process tracing on)."""
         return {}
 
+    def worker_returncode(self, returncode: int, folder: RunFolder) -> int:
+        """The worker's exit status as `subprocess` reports it, from the launched process's
+        (they differ when a wrapper such as nsys re-encodes a signal death as 128+N)."""
+        return returncode
+
     def finish(self, folder: RunFolder) -> list[str]:
         """After the worker ended (however it ended): convert and ingest traces; returns the trace
         files kept, relative to the run folder."""

@@ -1,0 +1,159 @@
+"""`--trace nsys`: the worker runs under `nsys profile`; its report is exported to SQLite afterwards.
+
+Files: `raw/trace.nsys-rep` (open it in the Nsight Systems GUI), `raw/trace.sqlite` (what the
+analyzers ingest), `raw/nsys-export.log`. nsys is the launched process, the worker its child, so the
+sampler follows the worker's own pid file, and nsys's exit status (the app's code, or 128+N for a
+signal N) is turned back into the worker's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+from tracer.errors import UserError
+from tracer.paths import cache_root
+from tracer.records import RunSpec
+from tracer.runfolder import RunFolder, read_jsonl
+from tracer.tracing.base import TraceBackend
+
+REPORT = "raw/trace.nsys-rep"
+SQLITE = "raw/trace.sqlite"
+EXPORT_LOG = "raw/nsys-export.log"
+EXPORT_TIMEOUT_S = 1800.0
+INSTALL_HINT = (
+    "install Nsight Systems, put nsys on PATH or point NSYS at it; "
+    "for CPU-only tracing on Debian/Ubuntu, scripts/install_nsys.sh puts Debian's nsys in the cache"
+)
+
+
+def _version_key(path: Path) -> list[int]:
+    return [int(n) for n in re.findall(r"\d+", str(path))]
+
+
+def _executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def candidates() -> list[Path]:
+    """Where nsys may be when $NSYS does not say: PATH, our cache, the usual NVIDIA folders (newest first)."""
+    found: list[Path] = []
+    on_path = shutil.which("nsys")
+    if on_path:
+        found.append(Path(on_path))
+    cached = cache_root() / "nsys" / "root" / "usr" / "lib" / "nsight-systems"
+    found += [cached / "bin" / "nsys", cached / "host-linux-x64" / "nsys"]
+    opt = Path("/opt/nvidia")
+    patterns = (
+        "nsight-systems*/*/bin/nsys",
+        "nsight-systems*/bin/nsys",
+        "nsight-systems*/*/target-linux-x64/nsys",
+        "nsight-compute/*/host/target-linux-x64/nsys",
+    )
+    for pattern in patterns:
+        found += sorted(opt.glob(pattern), key=_version_key, reverse=True)
+    found.append(Path("/usr/local/cuda/bin/nsys"))
+    return found
+
+
+def find_nsys() -> Path:
+    """$NSYS (the executable or its folder) wins; else the first of `candidates()` that exists."""
+    env = os.environ.get("NSYS")
+    if env:
+        path = Path(env).expanduser()
+        path = path / "nsys" if path.is_dir() else path
+        if _executable(path):
+            return path
+        raise UserError(f"NSYS={env} is not an nsys executable: {INSTALL_HINT}")
+    for path in candidates():
+        if _executable(path):
+            return path
+    raise UserError(
+        f"--trace nsys: no nsys found (looked in $NSYS, PATH, {cache_root() / 'nsys'}, /opt/nvidia): {INSTALL_HINT}"
+    )
+
+
+def profile_args(spec: RunSpec) -> list[str]:
+    """CUDA + NVTX + OS-runtime tracing on GPU runs, NVTX + OS runtime on CPU runs; CPU sampling
+    and context switches only with --nsys-sampling (they cost more and need perf_event access)."""
+    trace = "cuda,nvtx,osrt" if spec.device == "gpu" else "osrt,nvtx"
+    sampling = "process-tree" if spec.nsys_sampling else "none"
+    return [f"--trace={trace}", f"--sample={sampling}", f"--cpuctxsw={sampling}"]
+
+
+class NsysBackend(TraceBackend):
+    name = "nsys"
+    wraps_process = True
+
+    def __init__(self) -> None:
+        self._nsys: Path | None = None
+
+    @property
+    def nsys(self) -> Path:
+        if self._nsys is None:
+            self._nsys = find_nsys()
+        return self._nsys
+
+    def check(self, spec: RunSpec) -> None:
+        self._nsys = find_nsys()
+
+    def command(self, worker_cmd: list[str], folder: RunFolder) -> list[str]:
+        spec = folder.read_record().spec
+        output = folder.path / REPORT
+        return [
+            str(self.nsys),
+            "profile",
+            *profile_args(spec),
+            f"--output={output.with_suffix('')}",
+            "--force-overwrite=true",
+            *worker_cmd,
+        ]
+
+    def worker_returncode(self, returncode: int, folder: RunFolder) -> int:
+        """nsys exits with the app's code, or 128+N when the app died of signal N. A worker that
+        wrote its `end` event and was not killed by a signal finished, whatever nsys says of itself."""
+        if returncode > 128:
+            try:
+                return -signal.Signals(returncode - 128).value
+            except ValueError:
+                pass
+        finished = any(e.get("kind") == "end" for e in read_jsonl(folder.events_path))
+        errors = any(e.get("kind") == "error" for e in read_jsonl(folder.events_path))
+        if returncode != 0 and finished and not errors:
+            return 0
+        return returncode
+
+    def finish(self, folder: RunFolder) -> list[str]:
+        report = folder.path / REPORT
+        if not report.exists():
+            leftovers = sorted(p.name for p in folder.raw_dir.glob("*.qdstrm"))
+            hint = (
+                f" (only {', '.join(leftovers)}: nsys's QdstrmImporter failed; nsys 2025 needs libdw.so.1, "
+                "see docs/tracing.md)"
+                if leftovers
+                else " (see raw/worker.log)"
+            )
+            raise RuntimeError(f"nsys wrote no report {REPORT}{hint}")
+        sqlite = folder.path / SQLITE
+        with (folder.path / EXPORT_LOG).open("wb") as log:
+            done = subprocess.run(
+                [
+                    str(self.nsys),
+                    "export",
+                    "--type=sqlite",
+                    f"--output={sqlite}",
+                    "--force-overwrite=true",
+                    str(report),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=EXPORT_TIMEOUT_S,
+                check=False,
+            )
+        if done.returncode != 0 or not sqlite.exists():
+            raise RuntimeError(f"nsys export to SQLite failed with code {done.returncode}: see {EXPORT_LOG}")
+        return [REPORT, SQLITE]
