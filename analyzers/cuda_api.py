@@ -1,0 +1,163 @@
+"""The CUDA API time split, computed as `nsys stats --report cuda_api_sum` computes it.
+
+nsys groups the runtime table by the recorded name (nameId), sums end - start, and prints the name
+with its `_vNNNN` suffix cut (`analyzers.tables.api_display_name`); runtime and driver calls are in
+one list. StdDev is the sample standard deviation (0 for a single call); Med is the usual median
+(mean of the two middle values for an even count). Rows are sorted by total time, largest first.
+
+Phases (`phase_summaries`): a call belongs to the phase its *start* falls in, so phases partition
+the calls and their totals add up to the whole.
+- startup: from the first traced call to the end of the first training step (an NVTX range named
+  `step…`/`train_step…`, else the first NVTX `epoch N` range's start, else the first epoch start
+  from the worker's events). It holds CUDA context creation, module loading, the caching
+  allocator's first cudaMalloc calls, cuDNN/cuBLAS handle and stream creation, autotuning.
+- steady: everything after startup.
+- `epoch N`: the NVTX ranges named `epoch N` when present, else the worker's epoch events.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from analyzers import tables as t
+from tracer.runfolder import RunFolder
+
+SOURCE_PREFERENCE = ("nsys", "cupti", "kineto")
+_EPOCH = re.compile(r"^epoch[ _]?(\d+)$", re.IGNORECASE)
+_STEP = re.compile(r"^(train_)?step[ _#]?\d*", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ApiRow:
+    """One line of cuda_api_sum. Times in ns; `name` is nsys's display name."""
+
+    name: str
+    time_pct: float
+    total_ns: int
+    calls: int
+    avg_ns: float
+    med_ns: float
+    min_ns: int
+    max_ns: int
+    stddev_ns: float
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    return duckdb.connect(config={"threads": max(1, min(4, _cpus()))})
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def sources(path: Path) -> list[str]:
+    """The sources present in one table file, in order of preference."""
+    if not path.exists():
+        return []
+    con = connect()
+    found = {r[0] for r in con.execute(f"SELECT DISTINCT source FROM read_parquet('{_sql_path(path)}')").fetchall()}
+    return [s for s in SOURCE_PREFERENCE if s in found] + sorted(found - set(SOURCE_PREFERENCE))
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def summarise_durations(
+    path: Path,
+    name_col: str,
+    display: str,
+    start_ns: int | None = None,
+    end_ns: int | None = None,
+    source: str | None = None,
+) -> list[tuple[str, float, int, int, float, float, int, int, float]]:
+    """The nsys *_sum statistics over one Parquet table, grouped by `name_col`, shown as `display`."""
+    if not path.exists():
+        return []
+    where = []
+    if start_ns is not None:
+        where.append(f"start_ns >= {int(start_ns)}")
+    if end_ns is not None:
+        where.append(f"start_ns < {int(end_ns)}")
+    if source is None:
+        present = sources(path)
+        source = present[0] if present else None
+    if source is not None:
+        where.append(f"source = '{source}'")
+    cond = ("WHERE " + " AND ".join(where)) if where else ""
+    sql = f"""
+        WITH s AS (
+            SELECT {name_col} AS key, any_value({display}) AS shown, sum(dur_ns) AS total, count(*) AS n,
+                   avg(dur_ns) AS avg, median(dur_ns) AS med, min(dur_ns) AS mn, max(dur_ns) AS mx,
+                   coalesce(stddev_samp(dur_ns), 0) AS sd
+            FROM read_parquet('{_sql_path(path)}') {cond}
+            GROUP BY 1
+        )
+        SELECT shown, total * 100.0 / sum(total) OVER (), total, n, avg, med, mn, mx, sd
+        FROM s ORDER BY total DESC, shown, key
+    """
+    rows = connect().execute(sql).fetchall()
+    return [
+        (str(r[0]), float(r[1]), int(r[2]), int(r[3]), float(r[4]), float(r[5]), int(r[6]), int(r[7]), float(r[8]))
+        for r in rows
+    ]
+
+
+def api_summary(
+    folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None, source: str | None = None
+) -> list[ApiRow]:
+    """cuda_api_sum over calls starting in [start_ns, end_ns); one source (nsys > cupti > kineto)."""
+    rows = summarise_durations(folder.table_path(t.CUDA_API), "name", "api", start_ns, end_ns, source)
+    return [ApiRow(*r) for r in rows]
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    start_ns: int | None
+    end_ns: int | None
+
+
+def _nvtx(folder: RunFolder) -> list[tuple[str, int, int]]:
+    path = folder.table_path(t.NVTX)
+    if not path.exists():
+        return []
+    rows = connect().execute(f"SELECT name, start_ns, end_ns FROM read_parquet('{_sql_path(path)}') ORDER BY start_ns")
+    return [(str(n), int(s), int(e)) for n, s, e in rows.fetchall()]
+
+
+def phases(folder: RunFolder) -> list[Phase]:
+    """whole, startup, steady and one phase per epoch (see the module docstring for the cuts)."""
+    nvtx = _nvtx(folder)
+    epochs: list[Phase] = []
+    for name, s, e in nvtx:
+        m = _EPOCH.match(name)
+        if m:
+            epochs.append(Phase(f"epoch {int(m.group(1))}", s, e))
+    if not epochs:
+        epochs = [Phase(f"epoch {ep.epoch}", ep.start_ns, ep.end_ns) for ep in folder.epochs()]
+    steps = [e for name, _s, e in nvtx if _STEP.match(name)]
+    cut: int | None = None
+    if steps:
+        cut = steps[0]
+    elif epochs:
+        cut = epochs[0].start_ns
+    out = [Phase("whole", None, None)]
+    if cut is not None:
+        out += [Phase("startup", None, cut), Phase("steady", cut, None)]
+    return out + epochs
+
+
+def phase_summaries(folder: RunFolder) -> dict[str, list[ApiRow]]:
+    """Keys "whole", "startup", "steady" and "epoch N"; startup and steady are empty lists when the
+    run has neither step/epoch NVTX ranges nor epoch events to cut at."""
+    out: dict[str, list[ApiRow]] = {"whole": [], "startup": [], "steady": []} | {
+        p.name: api_summary(folder, p.start_ns, p.end_ns) for p in phases(folder)
+    }
+    return out

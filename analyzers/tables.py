@@ -1,0 +1,180 @@
+"""The normalised trace tables of a run folder, declared in one place (units in column names).
+
+Every ingester (nsys SQLite, Kineto JSON, our CUPTI records) writes these Arrow schemas to
+`<run>/<table>.parquet`; every summary reads them, so no summary knows where a row came from.
+All times are Unix-epoch nanoseconds when the source says how to get there (see `analyzers.clock`);
+`trace_meta.json` records per source whether the clock is `unix_ns` or `relative_ns`.
+
+CUPTI records on disk (what a worker-side collector writes; `analyzers.ingest.cupti` reads them):
+  `raw/cupti/*.parquet` or `raw/cupti/*.jsonl`, written in batches as activity buffers complete
+  (one file per batch; a JSONL line cut short by a crash is skipped). One record per row/line with
+  `kind` in {"runtime", "driver", "kernel", "memcpy", "memset"}, `start_ns`, `end_ns` (CUPTI
+  timestamps), `name` (API name as CUPTI gives it, kernel name, or for memcpy the copy kind as in
+  `MEMCPY_KINDS`, e.g. "Host-to-Device"), and where known: `pid`, `tid`, `correlation_id`,
+  `device`, `stream`, `bytes`, `grid_x/y/z`, `block_x/y/z`, `thread_name`.
+  `raw/cupti/clock.json` = {"offset_ns": N} where N = time.time_ns() - cuptiGetTimestamp() taken
+  once at start; it is added to every time. Without it times are taken as already Unix ns.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+
+CUDA_API = "cuda_api"
+KERNELS = "kernels"
+MEMCPY = "memcpy"
+NVTX = "nvtx"
+OSRT = "osrt"
+TRACE_META = "trace_meta.json"
+
+CUDA_API_SCHEMA = pa.schema(
+    [
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("dur_ns", pa.int64()),
+        ("name", pa.string()),
+        ("api", pa.string()),
+        ("kind", pa.string()),
+        ("pid", pa.int64()),
+        ("tid", pa.int64()),
+        ("thread_name", pa.string()),
+        ("correlation_id", pa.int64()),
+        ("source", pa.string()),
+    ]
+)
+
+KERNELS_SCHEMA = pa.schema(
+    [
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("dur_ns", pa.int64()),
+        ("name", pa.string()),
+        ("short_name", pa.string()),
+        ("device", pa.int64()),
+        ("stream", pa.int64()),
+        ("correlation_id", pa.int64()),
+        ("pid", pa.int64()),
+        ("grid_x", pa.int64()),
+        ("grid_y", pa.int64()),
+        ("grid_z", pa.int64()),
+        ("block_x", pa.int64()),
+        ("block_y", pa.int64()),
+        ("block_z", pa.int64()),
+        ("source", pa.string()),
+    ]
+)
+
+MEMCPY_SCHEMA = pa.schema(
+    [
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("dur_ns", pa.int64()),
+        ("kind", pa.string()),
+        ("bytes", pa.int64()),
+        ("device", pa.int64()),
+        ("stream", pa.int64()),
+        ("correlation_id", pa.int64()),
+        ("source", pa.string()),
+    ]
+)
+
+NVTX_SCHEMA = pa.schema(
+    [
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("name", pa.string()),
+        ("pid", pa.int64()),
+        ("tid", pa.int64()),
+        ("source", pa.string()),
+    ]
+)
+
+OSRT_SCHEMA = pa.schema(
+    [
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("name", pa.string()),
+        ("pid", pa.int64()),
+        ("tid", pa.int64()),
+        ("thread_name", pa.string()),
+        ("source", pa.string()),
+    ]
+)
+
+THREAD_TIMELINE_SCHEMA = pa.schema(
+    [
+        ("tid", pa.int64()),
+        ("pid", pa.int64()),
+        ("thread_name", pa.string()),
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("activity", pa.string()),
+        ("source", pa.string()),
+    ]
+)
+
+SCHEMAS: dict[str, pa.Schema] = {
+    CUDA_API: CUDA_API_SCHEMA,
+    KERNELS: KERNELS_SCHEMA,
+    MEMCPY: MEMCPY_SCHEMA,
+    NVTX: NVTX_SCHEMA,
+    OSRT: OSRT_SCHEMA,
+}
+
+# CUPTI's CUpti_ActivityMemcpyKind, the same ids and labels as nsys's ENUM_CUDA_MEMCPY_OPER.
+MEMCPY_KINDS: dict[int, str] = {
+    0: "Unknown",
+    1: "Host-to-Device",
+    2: "Device-to-Host",
+    3: "Host-to-Array",
+    4: "Array-to-Host",
+    5: "Array-to-Array",
+    6: "Array-to-Device",
+    7: "Device-to-Array",
+    8: "Device-to-Device",
+    9: "Host-to-Host",
+    10: "Peer-to-Peer",
+    11: "Unified Host-to-Device",
+    12: "Unified Device-to-Host",
+    13: "Unified Device-to-Device",
+}
+MEMSET_KIND = "[CUDA memset]"
+
+
+def memcpy_kind_label(label: str) -> str:
+    """The operation name nsys's cuda_gpu_mem_*_sum reports print, e.g. "[CUDA memcpy Host-to-Device]"."""
+    return f"[CUDA memcpy {label}]"
+
+
+def api_display_name(name: str) -> str:
+    """nsys's rule, verbatim from its SQL: when the 6th- and 5th-last characters are `_v`, drop the
+    last 6 (cudaLaunchKernel_v7000 -> cudaLaunchKernel; cudaLaunchKernelExC_v11060 stays as is)."""
+    return name[:-6] if len(name) >= 6 and name[-6:-4] == "_v" else name
+
+
+_KINETO_MEMCPY = re.compile(r"Memcpy\s+(\w+)")
+_KINETO_MEMCPY_KINDS = {
+    "HtoD": "Host-to-Device",
+    "DtoH": "Device-to-Host",
+    "DtoD": "Device-to-Device",
+    "HtoH": "Host-to-Host",
+    "PtoP": "Peer-to-Peer",
+    "HtoA": "Host-to-Array",
+    "AtoH": "Array-to-Host",
+    "AtoA": "Array-to-Array",
+    "AtoD": "Array-to-Device",
+    "DtoA": "Device-to-Array",
+}
+
+
+def kineto_memcpy_kind(event_name: str) -> str:
+    """Kineto names copies "Memcpy HtoD (Pageable -> Device)"; map to nsys's operation label."""
+    m = _KINETO_MEMCPY.match(event_name)
+    label = _KINETO_MEMCPY_KINDS.get(m.group(1), m.group(1)) if m else event_name
+    return memcpy_kind_label(label)
+
+
+def empty(schema: pa.Schema) -> pa.Table:
+    return schema.empty_table()

@@ -1,0 +1,205 @@
+"""Per-thread timelines: when each thread of the training process ran, and what it did.
+
+Sources, all on the Unix ns clock:
+- `sampler` (always): the per-thread CPU times the tracer samples; an interval between two samples
+  where the thread's user+system time grew is activity "cpu" (neighbouring intervals merged).
+- `nsys` (when OSRT was traced): each OS-runtime call (pthread_cond_wait, read, ioctl ...), named.
+- `pyspy` (when `raw/pyspy*.json` speedscope files exist): the leaf Python function of each sample,
+  consecutive equal samples merged. py-spy's speedscope output has no absolute time: its samples
+  are laid from `raw/pyspy.start_ns` (a file holding one integer) when present, else from the run's
+  wall-clock start, so treat their placement as approximate (±1 sampling period plus start-up lag).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analyzers import tables as t
+from tracer.errors import UserError
+from tracer.runfolder import RunFolder
+
+_PYSPY_THREAD = re.compile(r"Thread\s+(0x[0-9a-fA-F]+|\d+)(?:\s+\"([^\"]*)\")?")
+_PYSPY_PROCESS = re.compile(r"Process\s+(\d+)")
+
+
+@dataclass(frozen=True)
+class ThreadRow:
+    """One thread: CPU seconds it used (sampler), time seen busy, time in OS-runtime calls, and
+    what it did most (the OSRT call or Python function with the most time)."""
+
+    pid: int
+    tid: int
+    thread_name: str
+    cpu_s: float
+    active_ns: int
+    osrt_ns: int
+    top_osrt: str
+    pyspy_ns: int
+    top_python: str
+
+
+def _empty() -> dict[str, list[Any]]:
+    return {name: [] for name in t.THREAD_TIMELINE_SCHEMA.names}
+
+
+def sampler_intervals(threads: pa.Table | None) -> dict[str, list[Any]]:
+    """Merged intervals where a thread's CPU time grew between consecutive samples."""
+    out = _empty()
+    if threads is None or threads.num_rows == 0:
+        return out
+    tid = threads["tid"].to_numpy()
+    pid = threads["pid"].to_numpy()
+    t_ns = threads["t_ns"].to_numpy().astype(np.int64)
+    cpu = threads["user_s"].to_numpy().astype(float) + threads["system_s"].to_numpy().astype(float)
+    names = threads["name"].to_pylist()
+    order = np.lexsort((t_ns, tid))
+    tid, pid, t_ns, cpu = tid[order], pid[order], t_ns[order], cpu[order]
+    names = [names[i] for i in order]
+    for i in range(1, len(order)):
+        if tid[i] != tid[i - 1] or pid[i] != pid[i - 1] or cpu[i] <= cpu[i - 1]:
+            continue
+        start, end = int(t_ns[i - 1]), int(t_ns[i])
+        if out["end_ns"] and out["tid"][-1] == tid[i] and out["pid"][-1] == pid[i] and out["end_ns"][-1] == start:
+            out["end_ns"][-1] = end
+            continue
+        out["tid"].append(int(tid[i]))
+        out["pid"].append(int(pid[i]))
+        out["thread_name"].append(str(names[i] or ""))
+        out["start_ns"].append(start)
+        out["end_ns"].append(end)
+        out["activity"].append("cpu")
+        out["source"].append("sampler")
+    return out
+
+
+def osrt_intervals(folder: RunFolder) -> dict[str, list[Any]]:
+    out = _empty()
+    path = folder.table_path(t.OSRT)
+    if not path.exists():
+        return out
+    table = pq.read_table(path)
+    out["tid"] = table["tid"].to_pylist()
+    out["pid"] = table["pid"].to_pylist()
+    out["thread_name"] = table["thread_name"].to_pylist()
+    out["start_ns"] = table["start_ns"].to_pylist()
+    out["end_ns"] = table["end_ns"].to_pylist()
+    out["activity"] = table["name"].to_pylist()
+    out["source"] = ["nsys"] * table.num_rows
+    return out
+
+
+def pyspy_files(folder: RunFolder) -> list[Path]:
+    raw = folder.raw_dir
+    if not raw.is_dir():
+        return []
+    return sorted(p for p in raw.glob("pyspy*") if p.suffix == ".json" or p.name.endswith(".speedscope"))
+
+
+def _pyspy_start_ns(folder: RunFolder) -> int:
+    marker = folder.raw_dir / "pyspy.start_ns"
+    if marker.exists():
+        try:
+            return int(marker.read_text().strip())
+        except ValueError:
+            pass
+    try:
+        return folder.read_record().wall_start_ns
+    except UserError:
+        return 0
+
+
+def parse_speedscope(path: Path, start_ns: int) -> dict[str, list[Any]]:
+    """py-spy's speedscope JSON: one sampled profile per thread, weights in seconds."""
+    out = _empty()
+    try:
+        doc = json.loads(path.read_text())
+        frames = doc["shared"]["frames"]
+        profiles = doc["profiles"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise UserError(f"{path}: not a speedscope profile ({e})") from None
+    scale = {"seconds": 1e9, "milliseconds": 1e6, "microseconds": 1e3, "nanoseconds": 1.0}
+    for prof in profiles:
+        if prof.get("type") != "sampled":
+            continue
+        label = str(prof.get("name", ""))
+        m = _PYSPY_THREAD.search(label)
+        tid = int(m.group(1), 0) if m else -1
+        tname = (m.group(2) or "") if m else label
+        pm = _PYSPY_PROCESS.search(label)
+        pid = int(pm.group(1)) if pm else -1
+        unit = scale.get(str(prof.get("unit", "seconds")), 1e9)
+        clock = float(prof.get("startValue", 0)) * unit
+        for stack, weight in zip(prof.get("samples", []), prof.get("weights", [])):
+            dur = float(weight) * unit
+            leaf = frames[stack[-1]]["name"] if stack else "<idle>"
+            s_ns, e_ns = start_ns + int(clock), start_ns + int(clock + dur)
+            clock += dur
+            if out["end_ns"] and out["tid"][-1] == tid and out["activity"][-1] == leaf and out["end_ns"][-1] == s_ns:
+                out["end_ns"][-1] = e_ns
+                continue
+            for k, v in (("tid", tid), ("pid", pid), ("thread_name", tname), ("start_ns", s_ns), ("end_ns", e_ns)):
+                out[k].append(v)
+            out["activity"].append(leaf)
+            out["source"].append("pyspy")
+    return out
+
+
+def thread_timeline(folder: RunFolder) -> pa.Table:
+    """tid, pid, thread_name, start_ns, end_ns, activity, source; sorted by thread, then time."""
+    parts = [sampler_intervals(folder.samples("threads")), osrt_intervals(folder)]
+    start = _pyspy_start_ns(folder) if pyspy_files(folder) else 0
+    parts += [parse_speedscope(p, start) for p in pyspy_files(folder)]
+    cols = _empty()
+    for part in parts:
+        for k in cols:
+            cols[k].extend(part[k])
+    table = pa.table(cols, schema=t.THREAD_TIMELINE_SCHEMA)
+    return table.sort_by([("pid", "ascending"), ("tid", "ascending"), ("start_ns", "ascending")])
+
+
+def thread_summary(folder: RunFolder) -> list[ThreadRow]:
+    """One row per thread seen by any source, busiest (CPU seconds, then OSRT time) first."""
+    cpu_s: dict[tuple[int, int], float] = {}
+    names: dict[tuple[int, int], str] = {}
+    samples = folder.samples("threads")
+    if samples is not None and samples.num_rows:
+        for r in samples.select(["pid", "tid", "name", "user_s", "system_s"]).to_pylist():
+            key = (int(r["pid"]), int(r["tid"]))
+            cpu = float(r["user_s"] or 0) + float(r["system_s"] or 0)
+            cpu_s[key] = max(cpu_s.get(key, 0.0), cpu)
+            names[key] = str(r["name"] or names.get(key, ""))
+    timeline = thread_timeline(folder).to_pylist()
+    per: dict[tuple[int, int], dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
+    for r in timeline:
+        key = (r["pid"], r["tid"])
+        per[key][r["source"]][r["activity"]] += r["end_ns"] - r["start_ns"]
+        if r["thread_name"] and not names.get(key):
+            names[key] = r["thread_name"]
+    rows = []
+    for key in set(per) | set(cpu_s):
+        src = per.get(key, {})
+        osrt = src.get("nsys", {})
+        py = src.get("pyspy", {})
+        rows.append(
+            ThreadRow(
+                pid=key[0],
+                tid=key[1],
+                thread_name=names.get(key, ""),
+                cpu_s=cpu_s.get(key, 0.0),
+                active_ns=int(sum(src.get("sampler", {}).values())),
+                osrt_ns=int(sum(osrt.values())),
+                top_osrt=max(osrt, key=lambda k: osrt[k]) if osrt else "",
+                pyspy_ns=int(sum(py.values())),
+                top_python=max(py, key=lambda k: py[k]) if py else "",
+            )
+        )
+    return sorted(rows, key=lambda r: (-r.cpu_s, -r.osrt_ns, r.pid, r.tid))

@@ -1,0 +1,120 @@
+"""`tracer analyze RUN` (CUDA API split, kernels, memory operations, threads) and
+`tracer export-trace RUN OUT.json` (Chrome trace for Perfetto)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from tracer.cli.common import console
+from tracer.errors import UserError
+
+SECTIONS = ("cuda_api", "kernels", "memcpy", "threads")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("analyze", help="print a run's CUDA API split, kernel, memory and thread summaries")
+    p.add_argument("run", help="run id (or a unique part of it) or a run folder path")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs (default runs/)")
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
+    p.add_argument("--phase", default="whole", help="whole (default), startup, steady, or 'epoch N'")
+    p.add_argument("--top", type=int, default=20, help="rows per table in table format (default 20)")
+    p.set_defaults(func=cmd_analyze)
+    e = sub.add_parser("export-trace", help="write a run as Chrome-trace JSON (open it in Perfetto)")
+    e.add_argument("run", help="run id (or a unique part of it) or a run folder path")
+    e.add_argument("output", type=Path, help="the .json file to write")
+    e.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs (default runs/)")
+    e.set_defaults(func=cmd_export)
+
+
+def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
+    """Every section as plain rows, for one phase (ingesting raw traces first if not yet done)."""
+    from analyzers import cuda_api, kernels, tables, threads
+    from analyzers.ingest import ingest_run
+
+    if not run.table_path(tables.CUDA_API).exists() and not run.table_path(tables.KERNELS).exists():
+        ingest_run(run)
+    cuts = {p.name: p for p in cuda_api.phases(run)}
+    wanted = " ".join(phase.split())
+    if wanted not in cuts:
+        known = ", ".join(cuts)
+        raise UserError(f"no phase '{phase}' in {run.path}: this run has {known}")
+    p = cuts[wanted]
+    return {
+        "cuda_api": [dataclasses.asdict(r) for r in cuda_api.api_summary(run, p.start_ns, p.end_ns)],
+        "kernels": [dataclasses.asdict(r) for r in kernels.kernel_summary(run, p.start_ns, p.end_ns)],
+        "memcpy": [dataclasses.asdict(r) for r in kernels.memcpy_summary(run, p.start_ns, p.end_ns)],
+        "threads": [dataclasses.asdict(r) for r in threads.thread_summary(run)],
+    }
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from tracer.runfolder import find_run
+
+    run = find_run(args.out, args.run)
+    data = analysis(run, args.phase)
+    if args.format == "json":
+        json.dump({"run": run.run_id, "phase": args.phase} | data, sys.stdout, indent=1)
+        print()
+    elif args.format == "csv":
+        for section in SECTIONS:
+            rows = data[section]
+            if not rows:
+                continue
+            writer = csv.writer(sys.stdout, lineterminator="\n")
+            writer.writerow(["section", *rows[0].keys()])
+            for r in rows:
+                writer.writerow([section, *r.values()])
+    else:
+        print_tables(data, args.top, f"{run.run_id} ({args.phase})")
+    return 0
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:,.1f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def print_tables(data: dict[str, list[dict[str, Any]]], top: int, title: str) -> None:
+    out = console()
+    titles = {
+        "cuda_api": "CUDA API (as nsys cuda_api_sum)",
+        "kernels": "GPU kernels (as nsys cuda_gpu_kern_sum)",
+        "memcpy": "GPU memory operations (as nsys cuda_gpu_mem_time_sum)",
+        "threads": "threads",
+    }
+    for section in SECTIONS:
+        rows = data[section]
+        if not rows:
+            out.print(f"{titles[section]}: none in {title}")
+            continue
+        table = Table(*rows[0].keys(), title=f"{titles[section]} — {title}")
+        for r in rows[:top]:
+            table.add_row(*(_cell(v) for v in r.values()))
+        out.print(table)
+        if len(rows) > top:
+            out.print(f"... {len(rows) - top} more rows (--top N, or --format csv for all)")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from analyzers import chrome_trace
+    from analyzers.ingest import ingest_run
+    from analyzers.tables import CUDA_API
+    from tracer.runfolder import find_run
+
+    run = find_run(args.out, args.run)
+    if not run.table_path(CUDA_API).exists():
+        ingest_run(run)
+    n = chrome_trace.export(run, args.output)
+    console().print(f"wrote {n} events to {args.output} (open it in Perfetto or chrome://tracing)")
+    return 0

@@ -1,0 +1,64 @@
+"""`tracer import FILE`: a run folder made from a trace someone already has (nsys .sqlite/.nsys-rep,
+Kineto JSON), so it can be analysed, viewed and compared like a run of ours."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from tracer.cli.common import console
+from tracer.errors import UserError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("import", help="make a run folder from an nsys or Kineto trace file")
+    p.add_argument("file", type=Path, help="an nsys .sqlite or .nsys-rep, or a Kineto .json[.gz]")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
+    p.set_defaults(func=cmd_import)
+
+
+def _run_id(path: Path) -> str:
+    stem = path.name.split(".")[0] or "trace"
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-imported-{stem}"[:120]
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from analyzers.ingest import _source_of, read_trace, trace_kind, write_tables
+    from tracer.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
+    from tracer.runfolder import RunFolder
+
+    path: Path = args.file
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    if trace_kind(path) not in ("nsys-sqlite", "nsys-rep", "kineto"):
+        raise UserError(f"{path}: not a trace this tracer reads (nsys .sqlite/.nsys-rep, Kineto .json[.gz])")
+    tables, clock = read_trace(path)  # before making the folder: a bad file leaves nothing behind
+    run_id = _run_id(path)
+    n = 1
+    while (args.out / run_id).exists():
+        n += 1
+        run_id = f"{_run_id(path)}-{n}"
+    folder = RunFolder.create(args.out, run_id)
+    shutil.copyfile(path, folder.raw_dir / path.name)
+    source = _source_of(path)
+    written = write_tables(folder, tables, source, clock)
+    starts = [int(tb["start_ns"][0].as_py()) for tb in tables.values() if tb.num_rows]
+    ends = [int(max(tb["end_ns"].to_pylist())) for tb in tables.values() if tb.num_rows]
+    record = RunRecord(
+        run_id=run_id,
+        spec=RunSpec(framework="imported", model="unknown", dataset=str(path), trace=source),
+        # The trace was made elsewhere: this machine's facts would mislead, so they stay unknown.
+        environment=EnvironmentInfo("unknown", "unknown", "unknown", 0, 0, 0.0, sys.version.split()[0]),
+        outcome=Outcome(status=RunStatus.OK, cause=f"imported from {path.name}"),
+        wall_start_ns=min(starts) if starts else 0,
+        wall_end_ns=max(ends) if ends else None,
+        trace_files=(f"raw/{path.name}",),
+        knobs={"imported_from": str(path.resolve()), "clock": json.dumps(clock.to_json())},
+    )
+    folder.write_record(record)
+    console().print(f"imported {path} -> {folder.path} ({', '.join(written) or 'no CUDA tables'})")
+    return 0
