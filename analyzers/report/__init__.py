@@ -1,0 +1,34 @@
+"""The study's tables and figures regenerated from run folders: `tables` and `series` compute,
+`charts` and `html` render, `build` plans the steps and `write_report` runs them all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Sequence
+
+from analyzers.report import charts
+from analyzers.report.build import Output, Step, plan_report
+from analyzers.report.html import write_index
+from analyzers.report.runs import LoadedRun, collect_runs
+
+__all__ = ["Output", "Step", "collect_runs", "plan_report", "write_report"]
+
+
+def write_report(
+    runs: Sequence[LoadedRun],
+    out: Path,
+    formats: Sequence[str] = charts.FORMATS,
+    warnings: Sequence[str] = (),
+    on_step: Callable[[Step], None] | None = None,
+) -> tuple[Path, list[Output]]:
+    """Writes every table and figure into `out` (created if needed) and `out/index.html`; `on_step`
+    is called before each step (for progress). Returns the page and what was written."""
+    out.mkdir(parents=True, exist_ok=True)
+    outputs = []
+    for step in plan_report(runs, out, formats):
+        if on_step is not None:
+            on_step(step)
+        result = step.run()
+        if result is not None:
+            outputs.append(result)
+    return write_index(out, runs, outputs, warnings), outputs

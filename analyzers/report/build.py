@@ -1,0 +1,146 @@
+"""A report as a plan of steps (so a caller can show progress), each writing files into one folder.
+
+`plan_report` decides what there is to draw from the runs given; running every step and then
+`html.write_index` gives the finished folder. Nothing here draws or formats: it wires the pure
+analyses (`tables`, `series`) to the renderers (`charts`, `tables.write_csv`, `html`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from analyzers.report import charts, series, tables
+from analyzers.report.runs import CaseKey, LoadedRun, by_case, latest_per_framework
+
+TABLES = (("cpu", "table1-cpu", "Table 1: CPU training"), ("gpu", "table2-gpu", "Table 2: GPU training"))
+
+
+@dataclass
+class Output:
+    """One table or figure of the report and the files that hold it."""
+
+    kind: str  # "table" or "figure"
+    title: str
+    files: list[Path] = field(default_factory=list)
+    caption: str = ""
+    rows: list[tables.TableRow] = field(default_factory=list)
+    device: str = ""
+
+
+@dataclass(frozen=True)
+class Step:
+    description: str
+    run: Callable[[], Output | None]
+
+
+def plan_report(runs: Sequence[LoadedRun], out: Path, formats: Sequence[str] = charts.FORMATS) -> list[Step]:
+    """Every step of the report on `runs`, in the order the page shows them. Figures a case has no
+    data for (CUDA API without a trace, energy without NVML) are not planned."""
+    steps = [Step(f"writing {title}", _table_step(runs, device, out / stem, title)) for device, stem, title in TABLES]
+    cases = by_case(runs)
+    for case, group in cases.items():
+        chosen = latest_per_framework(r for r in group if _has_process_samples(r))
+        if chosen:
+            steps.append(Step(f"drawing resources of {case.name}", _resource_step(case, chosen, out, formats)))
+    for case, group in cases.items():
+        chosen = latest_per_framework(r for r in group if _has_cuda(r))
+        if chosen:
+            steps.append(Step(f"summarising CUDA API calls of {case.name}", _cuda_step(case, chosen, out, formats)))
+    for case, group in cases.items():
+        chosen = latest_per_framework(
+            r
+            for r in group
+            if r.folder.samples_dir.joinpath("gpu.parquet").exists() or r.folder.sample_stream_path("gpu").exists()
+        )
+        if chosen:
+            steps.append(Step(f"computing GPU energy of {case.name}", _energy_step(case, chosen, out, formats)))
+    return steps
+
+
+def _has_process_samples(run: LoadedRun) -> bool:
+    folder = run.folder
+    return folder.sample_parquet_path("process").exists() or folder.sample_stream_path("process").exists()
+
+
+def _has_cuda(run: LoadedRun) -> bool:
+    from analyzers import tables as trace_tables
+
+    return run.folder.table_path(trace_tables.CUDA_API).exists()
+
+
+def _note(run: LoadedRun) -> str:
+    outcome = run.record.outcome
+    return "" if run.ok else f"({outcome.status.value})"
+
+
+def _table_step(runs: Sequence[LoadedRun], device: str, base: Path, title: str) -> Callable[[], Output]:
+    def step() -> Output:
+        rows = tables.table_rows(runs, device)
+        csv_path, md_path = base.with_suffix(".csv"), base.with_suffix(".md")
+        tables.write_csv(rows, csv_path)
+        md_path.write_text(tables.to_markdown(rows, device, title))
+        return Output("table", title, [csv_path, md_path], rows=rows, device=device)
+
+    return step
+
+
+def _resource_step(
+    case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: Sequence[str]
+) -> Callable[[], Output]:
+    def step() -> Output:
+        data = {fw: series.resource_series(r.folder) for fw, r in chosen.items()}
+        env = {fw: r.record.environment for fw, r in chosen.items()}
+        fig = charts.resource_figure(
+            f"CPU, RAM and threads over time\n{case.title}",
+            data,
+            {fw: _note(r) for fw, r in chosen.items()},
+            {fw: e.cpu_logical_cores for fw, e in env.items()},
+            {fw: e.ram_total_mib / 1024 for fw, e in env.items()},
+        )
+        files = charts.save(fig, out / f"fig-resources-{case.slug}", formats)
+        hz = sorted({f"{r.record.spec.sample_hz:g}" for r in chosen.values()})
+        caption = (
+            f"The training process and its children, sampled at {' / '.join(hz)} Hz; shaded bands are epochs. "
+            "Runs: " + ", ".join(r.folder.run_id for r in chosen.values()) + "."
+        )
+        return Output("figure", f"CPU %, RAM % and threads over time: {case.title}", files, caption)
+
+    return step
+
+
+def _cuda_step(case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: Sequence[str]) -> Callable[[], Output]:
+    def step() -> Output:
+        phases = {fw: series.cuda_phases(r.folder) for fw, r in chosen.items()}
+        panels = []
+        for phase, label in (("whole", "whole run"), ("steady", "steady state")):
+            shares = {fw: p[phase] for fw, p in phases.items() if p.get(phase)}
+            names, grouped = series.group_shares(shares)
+            panels.append((label, names, grouped))
+        fig = charts.cuda_api_figure(f"Share of CUDA API time per function\n{case.title}", panels)
+        files = charts.save(fig, out / f"fig-cuda-api-{case.slug}", formats)
+        caption = (
+            "Functions with at least 1 % of the CUDA API time in some framework; the rest is grouped as 'other'. "
+            "Steady state as analyzers.cuda_api defines it. Runs: "
+            + ", ".join(r.folder.run_id for r in chosen.values())
+            + "."
+        )
+        return Output("figure", f"CUDA API time per function: {case.title}", files, caption)
+
+    return step
+
+
+def _energy_step(
+    case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: Sequence[str]
+) -> Callable[[], Output | None]:
+    def step() -> Output | None:
+        energy = {fw: rows for fw, r in chosen.items() if (rows := series.epoch_energy(r.folder))}
+        if not energy:
+            return None
+        fig = charts.energy_figure(f"GPU energy and power per epoch\n{case.title}", energy)
+        files = charts.save(fig, out / f"fig-energy-{case.slug}", formats)
+        caption = "Sum over the GPUs the run used. Runs: " + ", ".join(chosen[fw].folder.run_id for fw in energy) + "."
+        return Output("figure", f"GPU energy and power per epoch\n{case.title}", files, caption)
+
+    return step

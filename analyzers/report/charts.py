@@ -1,0 +1,186 @@
+"""Matplotlib renderers for the report's figures: data in (from `analyzers.report.series`), a
+`Figure` out. No analysis happens here and no pyplot state is used, so renderers are safe to call
+from any thread and never open a window (the Agg canvas does all drawing)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from analyzers import palette
+from analyzers.report.series import OTHER, EpochEnergy, ResourceSeries
+
+FORMATS = ("png", "svg")
+DPI = 110
+_RC = {"font.size": 9.5, "axes.titlesize": 10.5, "axes.labelsize": 9.5, "legend.fontsize": 9}
+
+
+def _figure(width_in: float, height_in: float) -> Figure:
+    fig = Figure(figsize=(width_in, height_in), dpi=DPI, layout="constrained")
+    return fig
+
+
+def save(fig: Figure, base: Path, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Writes `base.<fmt>` for each format; SVG and PDF carry no timestamp, so reruns compare equal."""
+    out = []
+    for fmt in formats:
+        path = base.with_suffix(f".{fmt}")
+        metadata = {"Date": None} if fmt in ("svg", "pdf") else None
+        fig.savefig(path, format=fmt, dpi=DPI if fmt == "png" else "figure", metadata=metadata)
+        out.append(path)
+    return out
+
+
+def resource_figure(
+    title: str,
+    series: Mapping[str, ResourceSeries],
+    notes: Mapping[str, str],
+    cores: Mapping[str, int],
+    ram_gib: Mapping[str, float],
+) -> Figure:
+    """Figures 1-2: CPU %, RAM % and threads over time, one column per framework, rows sharing
+    their y axis (so columns compare at a glance) and all panels sharing the time axis."""
+    import matplotlib
+
+    frameworks = palette.order(list(series))
+    ncols = max(1, len(frameworks))
+    with matplotlib.rc_context(_RC):
+        fig = _figure(max(6.0, 3.3 * ncols + 1.2), 7.2)
+        axes = fig.subplots(3, ncols, sharex=True, sharey="row", squeeze=False)
+        for col, fw in enumerate(frameworks):
+            s = series[fw]
+            c = palette.colour(fw)
+            top, mid, bottom = axes[0][col], axes[1][col], axes[2][col]
+            top.plot(s.t_s, s.cpu_pct, color=c, lw=1.1)
+            mid.plot(s.t_s, s.ram_pct, color=c, lw=1.1)
+            bottom.step(s.t_s, s.threads, where="post", color=c, lw=1.1)
+            head = palette.label(fw) + (f"\n{notes[fw]}" if notes.get(fw) else "")
+            top.set_title(head, color=c, fontweight="bold")
+            for ax in (top, mid, bottom):
+                _epoch_bands(ax, s)
+                ax.grid(True, alpha=0.3, lw=0.5)
+            _epoch_labels(top, s)
+            bottom.set_xlabel("time since run start (s)")
+            if not s.t_s.size:
+                mid.text(0.5, 0.5, "no samples", transform=mid.transAxes, ha="center", va="center")
+        first = frameworks[0] if frameworks else ""
+        axes[0][0].set_ylabel(f"CPU %\n(100 = all {cores.get(first, '?')} cores)")
+        axes[1][0].set_ylabel(f"RAM % (RSS of\n{ram_gib.get(first, 0):.0f} GiB)")
+        axes[2][0].set_ylabel("threads")
+        axes[0][0].set_ylim(bottom=0)
+        axes[1][0].set_ylim(bottom=0)
+        axes[2][0].set_ylim(bottom=0)
+        axes[2][0].yaxis.get_major_locator().set_params(integer=True)
+        fig.suptitle(title, fontweight="bold")
+        fig.legend(
+            handles=[Patch(facecolor="0.90", edgecolor="0.75", label="training epochs (shaded alternately)")],
+            loc="outside lower center",
+            frameon=False,
+        )
+    return fig
+
+
+def _epoch_bands(ax: Axes, s: ResourceSeries) -> None:
+    for i, (start, end) in enumerate(zip(s.epoch_starts_s, s.epoch_ends_s)):
+        ax.axvspan(start, end, color="0.90" if i % 2 == 0 else "0.95", lw=0, zorder=0)
+
+
+def _epoch_labels(ax: Axes, s: ResourceSeries) -> None:
+    if not 0 < len(s.epoch_starts_s) <= 12:
+        return
+    for i, (start, end) in enumerate(zip(s.epoch_starts_s, s.epoch_ends_s), start=1):
+        ax.text(
+            (start + end) / 2,
+            0.98,
+            f"epoch {i}" if len(s.epoch_starts_s) <= 4 else f"E{i}",
+            transform=ax.get_xaxis_transform(),
+            ha="center",
+            va="top",
+            fontsize=8,
+            color="0.35",
+        )
+
+
+def cuda_api_figure(title: str, panels: Sequence[tuple[str, list[str], Mapping[str, list[float]]]]) -> Figure:
+    """Figure 3: per panel (e.g. whole run, steady state), the share of CUDA API time of each
+    function as horizontal bars, one bar per framework in its colour, functions largest first."""
+    import matplotlib
+
+    frameworks = palette.order({fw for _, _, shares in panels for fw in shares})
+    longest = max((len(n) for _, names, _ in panels for n in names), default=10)
+    nbars = max((len(names) for _, names, _ in panels), default=1)
+    height = min(14.0, 1.6 + nbars * (0.22 * len(frameworks) + 0.18))
+    with matplotlib.rc_context(_RC):
+        fig = _figure(min(16.0, 2.5 + len(panels) * (3.2 + 0.055 * longest)), max(3.6, height))
+        axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
+        for ax, (panel_title, names, shares) in zip(axes, panels):
+            _hbars(ax, names, {fw: shares[fw] for fw in frameworks if fw in shares})
+            ax.set_title(panel_title)
+            ax.set_xlabel("share of CUDA API time (%)")
+        fig.suptitle(title, fontweight="bold")
+        fig.legend(
+            handles=[Patch(facecolor=palette.colour(fw), label=palette.label(fw)) for fw in frameworks],
+            loc="outside lower center",
+            ncols=min(5, max(1, len(frameworks))),
+            frameon=False,
+        )
+    return fig
+
+
+def _hbars(ax: Axes, names: list[str], shares: Mapping[str, list[float]]) -> None:
+    if not names:
+        ax.text(0.5, 0.5, "no CUDA API calls in this phase", transform=ax.transAxes, ha="center", va="center")
+        ax.set_yticks([])
+        return
+    n = len(shares)
+    height = 0.8 / max(1, n)
+    y = np.arange(len(names))
+    xmax = max((v for vals in shares.values() for v in vals), default=1.0)
+    for i, (fw, values) in enumerate(shares.items()):
+        offs = y - 0.4 + height * (i + 0.5)
+        bars = ax.barh(offs, values, height=height * 0.92, color=palette.colour(fw))
+        for bar, v in zip(bars, values):
+            if v > 0:
+                ax.text(v + xmax * 0.01, bar.get_y() + bar.get_height() / 2, f"{v:.1f}", va="center", fontsize=7.5)
+        if OTHER in names:
+            bars[names.index(OTHER)].set_hatch("///")
+    ax.set_yticks(y, [f"{OTHER} (< 1 % each)" if n_ == OTHER else n_ for n_ in names])
+    ax.invert_yaxis()
+    ax.set_xlim(0, xmax * 1.15 + 1)
+    ax.grid(True, axis="x", alpha=0.3, lw=0.5)
+
+
+def energy_figure(title: str, energy: Mapping[str, list[EpochEnergy]]) -> Figure:
+    """Per-epoch GPU energy (J) and mean power (W), one bar per framework in each epoch."""
+    import matplotlib
+
+    frameworks = palette.order(list(energy))
+    epochs = sorted({e.epoch for rows in energy.values() for e in rows})
+    with matplotlib.rc_context(_RC):
+        fig = _figure(max(7.0, 2.0 + 0.5 * len(epochs) * max(1, len(frameworks))), 4.0)
+        left, right = fig.subplots(1, 2, squeeze=True)
+        width = 0.8 / max(1, len(frameworks))
+        for i, fw in enumerate(frameworks):
+            by_epoch = {e.epoch: e for e in energy[fw]}
+            xs = [epochs.index(k) - 0.4 + width * (i + 0.5) for k in by_epoch]
+            c = palette.colour(fw)
+            left.bar(xs, [e.energy_j for e in by_epoch.values()], width=width * 0.92, color=c, label=palette.label(fw))
+            right.bar(xs, [e.mean_power_w for e in by_epoch.values()], width=width * 0.92, color=c)
+        for ax, ylabel, head in (
+            (left, "energy per epoch (J)", "GPU energy per epoch"),
+            (right, "mean power (W)", "GPU mean power per epoch"),
+        ):
+            ax.set_xticks(range(len(epochs)), [str(k) for k in epochs])
+            ax.set_xlabel("epoch")
+            ax.set_ylabel(ylabel)
+            ax.set_title(head)
+            ax.grid(True, axis="y", alpha=0.3, lw=0.5)
+        sources = sorted({e.source for rows in energy.values() for e in rows})
+        fig.suptitle(f"{title}\n(NVML; from {' and '.join(sources)})", fontweight="bold")
+        fig.legend(loc="outside lower center", ncols=min(5, max(1, len(frameworks))), frameon=False)
+    return fig

@@ -1,0 +1,128 @@
+"""`index.html`: the whole report on one page that opens from disk, with no server and no network.
+
+Figures are linked relatively (the PNG shown, SVG/PDF a click away), tables are inlined, the style
+sheet is inline; nothing is fetched from elsewhere, so the folder can be zipped and mailed.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Sequence
+
+from analyzers import palette
+from analyzers.report import tables
+from analyzers.report.build import Output
+from analyzers.report.runs import LoadedRun
+
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
+       padding: 0 1em; color: #222; }
+h1 { margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f4f4f4; }
+tr.failed td { background: #fdecea; }
+.swatch { display: inline-block; width: 0.8em; height: 0.8em; border-radius: 2px; margin-right: 0.3em; }
+figure { margin: 1em 0 2em; } figure img { max-width: 100%; border: 1px solid #eee; }
+figcaption, .files, .muted { color: #555; font-size: 0.9em; }
+nav a { margin-right: 1em; }
+"""
+
+
+def write_index(out: Path, runs: Sequence[LoadedRun], outputs: Sequence[Output], warnings: Sequence[str]) -> Path:
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<title>dl-tracer report</title>",
+        f"<style>{CSS}</style></head><body>",
+        "<h1>dl-tracer report</h1>",
+        f'<p class="muted">{len(runs)} runs; every number below is recomputed from the run folders.</p>',
+        _nav(outputs),
+    ]
+    figure_no = 0
+    for output in outputs:
+        anchor = _anchor(output)
+        if output.kind == "table":
+            parts.append(f'<h2 id="{anchor}">{_e(output.title)}</h2>')
+            parts.append(_table(output))
+        else:
+            figure_no += 1
+            parts.append(f'<h2 id="{anchor}">Figure {figure_no}: {_e(output.title)}</h2>')
+            parts.append(_figure(output, out))
+    parts.append('<h2 id="runs">Runs</h2>')
+    parts.append(_runs_table(runs))
+    if warnings:
+        parts.append("<h3>Skipped</h3><ul>" + "".join(f"<li>{_e(w)}</li>" for w in warnings) + "</ul>")
+    parts.append("</body></html>\n")
+    path = out / "index.html"
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _anchor(output: Output) -> str:
+    return output.files[0].stem if output.files else "".join(c if c.isalnum() else "-" for c in output.title)
+
+
+def _nav(outputs: Sequence[Output]) -> str:
+    links = [f'<a href="#{_anchor(o)}">{_e(o.title.split(":")[0])}</a>' for o in outputs if o.kind == "table"]
+    links.append(f'<span class="muted">{sum(o.kind == "figure" for o in outputs)} figures below</span>')
+    return "<nav>" + "".join(links) + ' <a href="#runs">Runs</a></nav>'
+
+
+def _links(files: Sequence[Path], out: Path) -> str:
+    return (
+        '<p class="files">'
+        + " · ".join(f'<a href="{_e(f.relative_to(out).as_posix())}">{_e(f.suffix[1:].upper())}</a>' for f in files)
+        + "</p>"
+    )
+
+
+def _table(output: Output) -> str:
+    if not output.rows:
+        return f'<p class="muted">No {output.device.upper()} runs were given.</p>' + _links(
+            output.files, output.files[0].parent
+        )
+    columns = tables.display_columns(output.device)
+    head = "".join(f"<th>{_e(h)}</th>" for h, _, _ in columns)
+    body = []
+    for row in output.rows:
+        cells = tables.display_cells(row, output.device)
+        tds = []
+        for (_, name, spec), cell in zip(columns, cells):
+            if name == "framework":
+                swatch = f'<span class="swatch" style="background:{palette.colour(row.framework)}"></span>'
+                tds.append(f"<td>{swatch}{_e(cell)}</td>")
+            else:
+                tds.append(f'<td class="num">{_e(cell)}</td>' if spec else f"<td>{_e(cell)}</td>")
+        cls = "" if row.status == "ok" else ' class="failed"'
+        body.append(f"<tr{cls}>" + "".join(tds) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>" + _links(
+        output.files, output.files[0].parent
+    )
+
+
+def _figure(output: Output, out: Path) -> str:
+    png = next((f for f in output.files if f.suffix == ".png"), None)
+    img = f'<img src="{_e(png.relative_to(out).as_posix())}" alt="{_e(output.title)}">' if png else ""
+    return f"<figure>{img}<figcaption>{_e(output.caption)}</figcaption>{_links(output.files, out)}</figure>"
+
+
+def _runs_table(runs: Sequence[LoadedRun]) -> str:
+    rows = []
+    for r in runs:
+        spec, outcome = r.record.spec, r.record.outcome
+        status = outcome.status.value + (f": {outcome.cause}" if outcome.cause else "")
+        cls = "" if r.ok else ' class="failed"'
+        rows.append(
+            f"<tr{cls}><td>{_e(r.folder.run_id)}</td><td>{_e(palette.label(spec.framework))}</td>"
+            f'<td>{_e(r.case.name)}</td><td>{_e(spec.device)}</td><td class="num">{spec.batch}</td>'
+            f'<td class="num">{spec.epochs}</td><td>{_e(status)}</td></tr>'
+        )
+    head = "<tr>" + "".join(f"<th>{h}</th>" for h in ("run", "framework", "case", "device", "batch", "epochs", "status"))
+    return f"<table><thead>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"

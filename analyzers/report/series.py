@@ -1,0 +1,175 @@
+"""The numbers behind the report's figures, computed from run folders (pure: no plotting here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from tracer.runfolder import RunFolder
+
+OTHER = "other"
+
+
+@dataclass(frozen=True)
+class ResourceSeries:
+    """CPU %, RAM % and threads of the training process tree; `t_s` counts from the run's start."""
+
+    t_s: np.ndarray
+    cpu_pct: np.ndarray  # 100 = all logical cores busy
+    ram_pct: np.ndarray  # RSS as % of the machine's RAM
+    threads: np.ndarray
+    epoch_starts_s: tuple[float, ...]
+    epoch_ends_s: tuple[float, ...]
+
+
+def resource_series(folder: RunFolder) -> ResourceSeries:
+    record = folder.read_record()
+    t0 = record.wall_start_ns
+    process = folder.samples("process")
+    epochs = folder.epochs()
+
+    def col(name: str) -> np.ndarray:
+        if process is None or name not in process.column_names:
+            return np.array([], dtype=float)
+        return np.asarray(process.column(name).to_numpy(zero_copy_only=False), dtype=float)
+
+    t_ns = col("t_ns")
+    return ResourceSeries(
+        t_s=(t_ns - t0) / 1e9 if t_ns.size else t_ns,
+        cpu_pct=col("cpu_pct"),
+        ram_pct=col("rss_pct_ram"),
+        threads=col("threads"),
+        epoch_starts_s=tuple((e.start_ns - t0) / 1e9 for e in epochs),
+        epoch_ends_s=tuple((e.end_ns - t0) / 1e9 for e in epochs),
+    )
+
+
+@dataclass(frozen=True)
+class EpochEnergy:
+    epoch: int
+    duration_s: float
+    energy_j: float
+    mean_power_w: float
+    source: str  # "energy counter" (NVML total energy) or "power samples" (integrated)
+
+
+def epoch_energy(folder: RunFolder) -> list[EpochEnergy]:
+    """Energy and mean power of each epoch on the GPUs the run used (those where its processes held
+    memory; all sampled GPUs when NVML gave no per-process memory). Energy comes from NVML's total
+    energy counter, interpolated at the epoch's start and end; without the counter, from the power
+    samples integrated over the epoch. Empty when the run has no GPU samples with either."""
+    gpu = folder.samples("gpu")
+    epochs = folder.epochs()
+    if gpu is None or gpu.num_rows == 0 or not epochs:
+        return []
+    per_gpu = _split_by_gpu(gpu)
+    used = [g for g, cols in per_gpu.items() if np.nanmax(cols["proc_mem_mib"], initial=0.0) > 0]
+    gpus = used or list(per_gpu)
+    out = []
+    for e in epochs:
+        energy_j = 0.0
+        sources = set()
+        for g in gpus:
+            cols = per_gpu[g]
+            value, source = _gpu_energy_j(cols, e.start_ns, e.end_ns)
+            if value is None:
+                continue
+            energy_j += value
+            sources.add(source)
+        if not sources:
+            continue
+        out.append(
+            EpochEnergy(
+                epoch=e.epoch,
+                duration_s=e.duration_s,
+                energy_j=energy_j,
+                mean_power_w=energy_j / e.duration_s if e.duration_s > 0 else 0.0,
+                source=" + ".join(sorted(sources)),
+            )
+        )
+    return out
+
+
+def _split_by_gpu(gpu: pa.Table) -> dict[int, dict[str, np.ndarray]]:
+    names = ("t_ns", "energy_mj", "power_w", "proc_mem_mib")
+    data = {
+        n: np.asarray(gpu.column(n).to_numpy(zero_copy_only=False), dtype=float)
+        if n in gpu.column_names
+        else np.full(gpu.num_rows, np.nan)
+        for n in names
+    }
+    index = (
+        np.asarray(gpu.column("gpu").to_numpy(zero_copy_only=False), dtype=int)
+        if "gpu" in gpu.column_names
+        else (np.zeros(gpu.num_rows, dtype=int))
+    )
+    out = {}
+    for g in sorted(set(index.tolist())):
+        mask = index == g
+        order = np.argsort(data["t_ns"][mask], kind="stable")
+        out[g] = {n: data[n][mask][order] for n in names}
+    return out
+
+
+def _gpu_energy_j(cols: Mapping[str, np.ndarray], start_ns: int, end_ns: int) -> tuple[float | None, str]:
+    t = cols["t_ns"]
+    energy = cols["energy_mj"]
+    ok = ~np.isnan(energy)
+    if ok.sum() >= 2 and t[ok][0] <= start_ns and t[ok][-1] >= end_ns:
+        e0, e1 = np.interp([start_ns, end_ns], t[ok], energy[ok])
+        return float(e1 - e0) / 1000.0, "energy counter"
+    power = cols["power_w"]
+    ok = ~np.isnan(power)
+    if ok.sum() < 2 or t[ok][0] > end_ns or t[ok][-1] < start_ns:
+        return None, ""
+    grid = np.concatenate(([start_ns], t[ok][(t[ok] > start_ns) & (t[ok] < end_ns)], [end_ns])).astype(float)
+    watts = np.interp(grid, t[ok], power[ok])
+    return float(np.trapezoid(watts, grid / 1e9)), "power samples"
+
+
+@dataclass(frozen=True)
+class ApiShare:
+    name: str
+    time_pct: float
+
+
+def cuda_phases(folder: RunFolder) -> dict[str, list[ApiShare]]:
+    """The share of CUDA API time per function, per phase ("whole", "steady", ...), as
+    `analyzers.cuda_api.phase_summaries` computes it; empty when the run has no CUDA API trace."""
+    from analyzers import tables as trace_tables
+
+    if not folder.table_path(trace_tables.CUDA_API).exists():
+        return {}
+    from analyzers.cuda_api import phase_summaries
+
+    return {
+        phase: [ApiShare(row.name, float(row.time_pct)) for row in rows]
+        for phase, rows in phase_summaries(folder).items()
+        if rows
+    }
+
+
+def group_shares(
+    shares: Mapping[str, Sequence[ApiShare]], threshold_pct: float = 1.0
+) -> tuple[list[str], dict[str, list[float]]]:
+    """Functions at or above `threshold_pct` in at least one of the runs, largest first, then
+    `OTHER` holding the rest; for each run key, its share of every listed function (summing to 100)."""
+    totals: dict[str, float] = {}
+    for rows in shares.values():
+        for row in rows:
+            if row.time_pct >= threshold_pct:
+                totals[row.name] = max(totals.get(row.name, 0.0), row.time_pct)
+    names = sorted(totals, key=lambda n: (-totals[n], n))
+    out: dict[str, list[float]] = {}
+    for key, rows in shares.items():
+        by_name = {r.name: r.time_pct for r in rows}
+        listed = [by_name.get(n, 0.0) for n in names]
+        rest = sum(v for n, v in by_name.items() if n not in totals)
+        out[key] = listed + [rest]
+    has_rest = any(v[-1] > 0 for v in out.values())
+    if not has_rest:
+        return names, {k: v[:-1] for k, v in out.items()}
+    return names + [OTHER], out

@@ -1,0 +1,45 @@
+"""`tracer compare RUN_A RUN_B`: what changed from A to B, as ratios B / A."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.table import Table
+
+from tracer.cli.common import console
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "compare",
+        help="compare two runs: epoch time, CPU, RSS, threads, GPU, CUDA API, as ratios B / A",
+        description="Headline numbers of two runs side by side with the ratio B / A (above 1: B is larger).",
+    )
+    p.add_argument("run_a", metavar="RUN_A", help="run folder, or run id (or a unique part) in --out")
+    p.add_argument("run_b", metavar="RUN_B", help="run folder, or run id (or a unique part) in --out")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs for ids (default runs/)")
+    p.add_argument("--csv", type=Path, metavar="FILE", help="also write the comparison as CSV")
+    p.add_argument("--top", type=int, default=5, help="CUDA API functions to list (default 5)")
+    p.set_defaults(func=cmd_compare)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from analyzers.compare import compare, rows_for_print, write_csv
+    from tracer.runfolder import find_run
+
+    a, b = find_run(args.out, args.run_a), find_run(args.out, args.run_b)
+    a.read_record(), b.read_record()
+    result = compare(a, b, top_cuda=args.top)
+    out = console()
+    for label, s in (("A", result.a), ("B", result.b)):
+        status = s.status + (f" ({s.cause})" if s.cause else "")
+        out.print(f"{label}: {s.run_id}  [{s.framework} {s.model} {s.device} batch {s.batch}, {status}]", markup=False)
+    table = Table("metric", "A", "B", "B / A")
+    for row in rows_for_print(result):
+        table.add_row(*row)
+    out.print(table)
+    if args.csv is not None:
+        write_csv(result, args.csv)
+        out.print(f"written to {args.csv}")
+    return 0

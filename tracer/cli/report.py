@@ -1,0 +1,56 @@
+"""`tracer report`: the study's tables and figures, regenerated from run folders into one folder."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from tracer.cli.common import console, err_console
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "report",
+        help="write Tables 1-2 and the figures (PNG, SVG, index.html) for a set of runs",
+        description="Tables (CSV, Markdown) and figures (PNG, SVG, optionally PDF) from run folders, "
+        "and an index.html that shows them all and opens without a server.",
+    )
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_OR_DIR", help="run folders, or folders of runs")
+    p.add_argument("--out", type=Path, required=True, help="folder to write the report into (created)")
+    p.add_argument("--pdf", action="store_true", help="also write every figure as PDF")
+    p.set_defaults(func=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from analyzers.report import charts, collect_runs, plan_report, write_report
+    from analyzers.report.build import Step
+
+    err = err_console()
+    runs, warnings = collect_runs(args.runs)
+    for warning in warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}", markup=True, highlight=False)
+    formats = (*charts.FORMATS, "pdf") if args.pdf else charts.FORMATS
+    total = len(plan_report(runs, args.out, formats))
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task("report", total=total)
+        started = [0]
+
+        def on_step(step: Step) -> None:
+            progress.update(task, description=step.description, completed=started[0])
+            started[0] += 1
+
+        index, outputs = write_report(runs, args.out, formats, warnings, on_step=on_step)
+        progress.update(task, completed=total)
+    figures = sum(o.kind == "figure" for o in outputs)
+    console().print(f"{len(runs)} runs: 2 tables and {figures} figures in {args.out}; open {index}")
+    return 0
