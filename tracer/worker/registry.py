@@ -9,6 +9,10 @@ from tracer.worker.base import Trainer
 
 WORKER_MODULES = {
     "pytorch": "tracer.worker.frameworks.pytorch",
+    "tensorflow": "tracer.worker.frameworks.tensorflow",
+    "mxnet": "tracer.worker.frameworks.mxnet",
+    "paddle": "tracer.worker.frameworks.paddle",
+    "singa": "tracer.worker.frameworks.singa",
 }
 
 

@@ -1,0 +1,190 @@
+"""MXNet 1.9 Gluon: gluon.model_zoo.vision models, gluon.data.DataLoader as the input pipeline.
+
+Gluon's AlexNet and VGG16 size their first Dense layer from the flattened feature map (9216 and 25088 at
+224 px); an adaptive average pool to torchvision's 6x6 / 7x7 is inserted before it, as torchvision has,
+so that the parameter count does not depend on the image size.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import random
+from typing import Any, Dict, Tuple
+
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, gluon
+from mxnet.gluon.model_zoo import vision
+
+from tracer.worker import base
+from tracer.worker.base import EpochStats, ParamCount
+from tracer.worker.workload import ImageList, load_normalised
+
+ZOO_NAMES = {"alexnet": "alexnet", "mobilenet_v2": "mobilenetv2_1.0", "resnet50": "resnet50_v1", "vgg16": "vgg16"}
+ADAPTIVE_POOL = {"alexnet": 6, "vgg16": 7}
+
+
+class AdaptiveAvgPool(gluon.HybridBlock):
+    def __init__(self, size: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.size = size
+
+    def hybrid_forward(self, F: Any, x: Any) -> Any:
+        return F.contrib.AdaptiveAvgPooling2D(x, output_size=self.size)
+
+
+def build_model(name: str, num_classes: int) -> Any:
+    net = vision.get_model(ZOO_NAMES[name], classes=num_classes, pretrained=False)
+    if name in ADAPTIVE_POOL:
+        layers = list(net.features._children.values())
+        features = gluon.nn.HybridSequential(prefix="")
+        for layer in layers:
+            first_flat = isinstance(layer, (gluon.nn.Flatten, gluon.nn.Dense))
+            if first_flat and not any(isinstance(c, AdaptiveAvgPool) for c in features):
+                features.add(AdaptiveAvgPool(ADAPTIVE_POOL[name]))
+            features.add(layer)
+        net.features = features
+    return net
+
+
+def initialise(net: Any, image_size: int, ctx: Any) -> ParamCount:
+    """Initialises the (deferred-shape) parameters with one forward pass and counts them."""
+    net.initialize(mx.init.Xavier(), ctx=ctx)
+    net(mx.nd.zeros((1, 3, image_size, image_size), ctx=ctx))
+    trainable = total = 0
+    for p in net.collect_params().values():
+        n = int(np.prod(p.shape))
+        total += n
+        if p.grad_req != "null":
+            trainable += n
+    return ParamCount(trainable, total)
+
+
+def model_params(name: str, num_classes: int = 3, image_size: int = 224) -> ParamCount:
+    """For the parity test: the counts of the model exactly as a run builds it."""
+    return initialise(build_model(name, num_classes), image_size, mx.cpu())
+
+
+class ImageDataset(gluon.data.Dataset):
+    """Decodes with the shared PIL+NumPy preprocessing; the flip is drawn per item from Python's RNG."""
+
+    def __init__(self, images: ImageList, size: int) -> None:
+        self.files = list(images.files)
+        self.labels = list(images.labels)
+        self.size = size
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int) -> Tuple[Any, int]:
+        flip = random.random() < 0.5
+        return load_normalised(self.files[index], self.size, flip), self.labels[index]
+
+
+def _batchify(samples: Any) -> Tuple[Any, Any]:
+    x = np.stack([s[0] for s in samples])
+    y = np.asarray([s[1] for s in samples], dtype=np.float32)
+    return mx.nd.array(x, dtype="float32"), mx.nd.array(y, dtype="float32")
+
+
+class Trainer(base.Trainer):
+    def versions(self) -> Dict[str, str]:
+        features = mx.runtime.Features()
+        return {
+            "mxnet": mx.__version__,
+            "cuda": str(features.is_enabled("CUDA")),
+            "cudnn": str(features.is_enabled("CUDNN")),
+            "mkldnn": str(features.is_enabled("MKLDNN")),
+            "numpy": np.__version__,
+        }
+
+    def knobs(self) -> Dict[str, object]:
+        cfg = self.cfg
+        return {
+            "gluon.data.DataLoader.num_workers": self._workers(),
+            "gluon.data.DataLoader.prefetch": cfg.prefetch,
+            "MXSetNumOMPThreads": cfg.threads,
+            "mxnet.contrib.amp.target_dtype": self._amp_dtype(),
+            "hybridize": True,
+        }
+
+    def _workers(self) -> int:
+        return self.cfg.workers if self.cfg.workers is not None else 0
+
+    def _amp_dtype(self) -> Any:
+        if not self.cfg.amp:
+            return None
+        return "float16" if self.cfg.device == "gpu" else "bfloat16"
+
+    def build(self) -> ParamCount:
+        cfg = self.cfg
+        if cfg.gpu_thread_mode:
+            raise ValueError("--gpu-thread-mode is a TensorFlow setting; MXNet has no equivalent")
+        if cfg.workers is not None and cfg.workers < 0:
+            raise ValueError("--workers %d: gluon DataLoader needs 0 or more" % cfg.workers)
+        if cfg.prefetch is not None and self._workers() == 0:
+            raise ValueError("--prefetch needs --workers >= 1: gluon's DataLoader only prefetches with workers")
+        if cfg.threads:
+            if mx.base._LIB.MXSetNumOMPThreads(ctypes.c_int(cfg.threads)) != 0:
+                raise RuntimeError(
+                    "MXSetNumOMPThreads(%d) failed: %s" % (cfg.threads, mx.base.py_str(mx.base._LIB.MXGetLastError()))
+                )
+        mx.random.seed(cfg.seed)
+        np.random.seed(cfg.seed)
+        random.seed(cfg.seed)
+        if cfg.device == "gpu":
+            if mx.context.num_gpus() == 0:
+                raise RuntimeError("--device gpu, but mxnet.context.num_gpus() is 0")
+            self.ctx = mx.gpu(0)
+        else:
+            self.ctx = mx.cpu()
+        if cfg.amp:
+            from mxnet.contrib import amp
+
+            amp.init(target_dtype=self._amp_dtype())
+        self.net = build_model(cfg.model, cfg.num_classes)
+        params = initialise(self.net, cfg.image_size, self.ctx)
+        self.net.hybridize()
+        self.loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        self.trainer = gluon.Trainer(
+            self.net.collect_params(), "sgd", {"learning_rate": cfg.lr, "momentum": cfg.momentum}
+        )
+        if cfg.amp:
+            from mxnet.contrib import amp
+
+            amp.init_trainer(self.trainer)
+        self.loader = gluon.data.DataLoader(
+            ImageDataset(self.images, cfg.image_size),
+            batch_size=cfg.batch,
+            shuffle=True,
+            last_batch="keep",
+            batchify_fn=_batchify,
+            num_workers=self._workers(),
+            prefetch=cfg.prefetch,
+            pin_memory=cfg.device == "gpu",
+        )
+        return params
+
+    def train_epoch(self, epoch: int) -> EpochStats:
+        images, loss_sum = 0, 0.0
+        for step, (x, y) in enumerate(self.loader):
+            with self.nvtx.range("step %d" % step):
+                x = x.as_in_context(self.ctx)
+                y = y.as_in_context(self.ctx)
+                with autograd.record():
+                    loss = self.loss_fn(self.net(x), y)
+                    if self.cfg.amp:
+                        from mxnet.contrib import amp
+
+                        with amp.scale_loss(loss, self.trainer) as scaled:
+                            autograd.backward(scaled)
+                if not self.cfg.amp:
+                    loss.backward()
+                n = int(x.shape[0])
+                self.trainer.step(n)
+                value = float(loss.mean().asscalar())
+            images += n
+            loss_sum += value * n
+            self.reporter.step(epoch, images, value)
+        mx.nd.waitall()
+        return EpochStats(images, loss_sum / max(images, 1))

@@ -1,0 +1,172 @@
+"""PaddlePaddle (dynamic graph): paddle.vision.models, paddle.io.DataLoader as the input pipeline.
+
+paddle.vision's AlexNet flattens its last feature map straight into a 9216-wide Linear, which only fits
+224 px input; an adaptive average pool to 6x6 is added before it, as torchvision has it.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Dict, Tuple
+
+import numpy as np
+import paddle
+from paddle.vision import models
+
+from tracer.worker import base
+from tracer.worker.base import EpochStats, ParamCount
+from tracer.worker.nvtx import Nvtx
+from tracer.worker.workload import ImageList, load_normalised
+
+
+class AlexNet(models.AlexNet):
+    """paddle.vision.models.AlexNet with torchvision's AdaptiveAvgPool2d((6, 6)) before the classifier."""
+
+    def __init__(self, num_classes: int) -> None:
+        super().__init__(num_classes=num_classes)
+        self._pool6 = paddle.nn.AdaptiveAvgPool2D((6, 6))
+
+    def forward(self, inputs: Any) -> Any:
+        x = self._conv1(inputs)
+        x = self._conv2(x)
+        x = paddle.nn.functional.relu(self._conv3(x))
+        x = paddle.nn.functional.relu(self._conv4(x))
+        x = self._pool6(self._conv5(x))
+        x = paddle.flatten(x, start_axis=1, stop_axis=-1)
+        x = paddle.nn.functional.relu(self._fc6(self._drop1(x)))
+        x = paddle.nn.functional.relu(self._fc7(self._drop2(x)))
+        return self._fc8(x)
+
+
+def build_model(name: str, num_classes: int) -> Any:
+    if name == "alexnet":
+        return AlexNet(num_classes)
+    zoo = {"mobilenet_v2": models.mobilenet_v2, "resnet50": models.resnet50, "vgg16": models.vgg16}
+    return zoo[name](pretrained=False, num_classes=num_classes)
+
+
+def count_params(model: Any) -> ParamCount:
+    params = list(model.parameters())
+    trainable = sum(int(np.prod(p.shape)) for p in params if not p.stop_gradient)
+    total = sum(int(np.prod(p.shape)) for p in params) + sum(int(np.prod(b.shape)) for b in model.buffers())
+    return ParamCount(trainable, total)
+
+
+def model_params(name: str, num_classes: int = 3, image_size: int = 224) -> ParamCount:
+    """For the parity test: the counts of the model exactly as a run builds it (size-independent)."""
+    return count_params(build_model(name, num_classes))
+
+
+class ImageDataset(paddle.io.Dataset):  # type: ignore[misc]
+    """Decodes with the shared PIL+NumPy preprocessing; the flip is drawn per item from Python's RNG
+    (paddle.io seeds each worker process)."""
+
+    def __init__(self, images: ImageList, size: int) -> None:
+        super().__init__()
+        self.files = list(images.files)
+        self.labels = list(images.labels)
+        self.size = size
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int) -> Tuple[Any, Any]:
+        flip = random.random() < 0.5
+        return load_normalised(self.files[index], self.size, flip), np.int64(self.labels[index])
+
+
+class Trainer(base.Trainer):
+    def versions(self) -> Dict[str, str]:
+        return {
+            "paddlepaddle": paddle.__version__,
+            "cuda": str(paddle.version.cuda()),
+            "cudnn": str(paddle.version.cudnn()),
+            "numpy": np.__version__,
+        }
+
+    def knobs(self) -> Dict[str, object]:
+        cfg = self.cfg
+        return {
+            "paddle.io.DataLoader.num_workers": self._workers(),
+            "paddle.io.DataLoader.prefetch_factor": self._prefetch(),
+            "paddle.base.core.set_num_threads": cfg.threads,
+            "paddle.amp.auto_cast": self._amp_dtype(),
+        }
+
+    def _workers(self) -> int:
+        return self.cfg.workers if self.cfg.workers is not None else 0
+
+    def _prefetch(self) -> int:
+        return self.cfg.prefetch if self.cfg.prefetch is not None else 2
+
+    def _amp_dtype(self) -> Any:
+        if not self.cfg.amp:
+            return None
+        return "float16" if self.cfg.device == "gpu" else "bfloat16"
+
+    def build(self) -> ParamCount:
+        cfg = self.cfg
+        if cfg.gpu_thread_mode:
+            raise ValueError("--gpu-thread-mode is a TensorFlow setting; PaddlePaddle has no equivalent")
+        if cfg.workers is not None and cfg.workers < 0:
+            raise ValueError("--workers %d: paddle.io.DataLoader needs 0 or more" % cfg.workers)
+        if cfg.prefetch is not None and cfg.prefetch < 1:
+            raise ValueError("--prefetch %d: paddle.io.DataLoader's prefetch_factor must be at least 1" % cfg.prefetch)
+        if cfg.threads:
+            paddle.base.core.set_num_threads(cfg.threads)
+        if cfg.device == "gpu":
+            if not paddle.device.is_compiled_with_cuda() or paddle.device.cuda.device_count() == 0:
+                raise RuntimeError("--device gpu, but this PaddlePaddle has no CUDA device (a CPU build, or no GPU)")
+            paddle.set_device("gpu:0")
+            self.nvtx = (
+                Nvtx(paddle.base.core.nvprof_nvtx_push, paddle.base.core.nvprof_nvtx_pop)
+                if hasattr(paddle.base.core, "nvprof_nvtx_push")
+                else self.nvtx
+            )
+        else:
+            paddle.set_device("cpu")
+        paddle.seed(cfg.seed)
+        np.random.seed(cfg.seed)
+        random.seed(cfg.seed)
+        self.model = build_model(cfg.model, cfg.num_classes)
+        self.loss_fn = paddle.nn.CrossEntropyLoss()
+        self.optimizer = paddle.optimizer.Momentum(
+            learning_rate=cfg.lr, momentum=cfg.momentum, parameters=self.model.parameters()
+        )
+        self.scaler = paddle.amp.GradScaler() if cfg.amp and cfg.device == "gpu" else None
+        workers = self._workers()
+        self.loader = paddle.io.DataLoader(
+            ImageDataset(self.images, cfg.image_size),
+            batch_size=cfg.batch,
+            shuffle=True,
+            drop_last=False,
+            num_workers=workers,
+            prefetch_factor=self._prefetch(),
+            use_shared_memory=workers > 0,
+            persistent_workers=workers > 0,
+        )
+        return count_params(self.model)
+
+    def train_epoch(self, epoch: int) -> EpochStats:
+        self.model.train()
+        images, loss_sum = 0, 0.0
+        dtype = self._amp_dtype()
+        for step, (x, y) in enumerate(self.loader):
+            with self.nvtx.range("step %d" % step):
+                with paddle.amp.auto_cast(enable=dtype is not None, dtype=dtype or "float16"):
+                    loss = self.loss_fn(self.model(x), y)
+                if self.scaler is not None:
+                    scaled = self.scaler.scale(loss)
+                    scaled.backward()
+                    self.scaler.step(self.optimizer)
+                    self.scaler.update()
+                else:
+                    loss.backward()
+                    self.optimizer.step()
+                self.optimizer.clear_grad(set_to_zero=False)
+                value = float(loss.item())
+            n = int(y.shape[0])
+            images += n
+            loss_sum += value * n
+            self.reporter.step(epoch, images, value)
+        return EpochStats(images, loss_sum / max(images, 1))

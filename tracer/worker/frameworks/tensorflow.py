@@ -1,0 +1,226 @@
+"""TensorFlow 2 / Keras: keras.applications models, tf.data (parallel map + prefetch) as the input pipeline.
+
+Keras has no AlexNet, and its VGG16 head is sized for 224 px (Flatten of 7x7x512); both are defined here
+to match torchvision, including torchvision's adaptive average pooling, so that the parameter count does
+not depend on the image size.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any, Dict
+
+import numpy as np
+import tensorflow as tf
+
+from tracer.worker import base
+from tracer.worker.base import EpochStats, ParamCount
+from tracer.worker.workload import load_normalised
+
+keras = tf.keras
+
+GPU_THREAD_MODES = ("global", "gpu_private", "gpu_shared")
+
+
+def _pool_matrix(size_in: int, size_out: int) -> Any:
+    """Row i averages input bins [floor(i*n/m), ceil((i+1)*n/m)): torch's adaptive average pooling."""
+    m = np.zeros((size_out, size_in), dtype=np.float32)
+    for i in range(size_out):
+        start = (i * size_in) // size_out
+        end = -((-(i + 1) * size_in) // size_out)
+        m[i, start:end] = 1.0 / (end - start)
+    return m
+
+
+class AdaptiveAveragePooling2D(keras.layers.Layer):
+    """torch.nn.AdaptiveAvgPool2d for channels-last input: separable, so two constant matrices suffice."""
+
+    def __init__(self, output_size: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.output_size = output_size
+
+    def build(self, input_shape: Any) -> None:
+        self._rows = tf.constant(_pool_matrix(int(input_shape[1]), self.output_size))
+        self._cols = tf.constant(_pool_matrix(int(input_shape[2]), self.output_size))
+
+    def call(self, x: Any) -> Any:
+        rows = tf.cast(self._rows, x.dtype)
+        cols = tf.cast(self._cols, x.dtype)
+        return tf.einsum("oh,bhwc,pw->bopc", rows, x, cols)
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return (input_shape[0], self.output_size, self.output_size, input_shape[3])
+
+
+def _classifier(x: Any, num_classes: int, width: int, name: str) -> Any:
+    """torchvision's AlexNet/VGG head: Dropout, Linear, ReLU, Dropout, Linear, ReLU, Linear."""
+    layers = keras.layers
+    x = layers.Flatten(name=name + "_flatten")(x)
+    x = layers.Dropout(0.5)(x)
+    x = layers.Dense(width, activation="relu", name=name + "_fc1")(x)
+    x = layers.Dropout(0.5)(x)
+    x = layers.Dense(width, activation="relu", name=name + "_fc2")(x)
+    return layers.Dense(num_classes, name=name + "_predictions", dtype="float32")(x)
+
+
+def alexnet(image_size: int, num_classes: int) -> Any:
+    """torchvision.models.alexnet in Keras (channels last)."""
+    layers = keras.layers
+    inputs = keras.Input((image_size, image_size, 3))
+    x = layers.ZeroPadding2D(2)(inputs)
+    x = layers.Conv2D(64, 11, strides=4, activation="relu")(x)
+    x = layers.MaxPooling2D(3, strides=2)(x)
+    x = layers.Conv2D(192, 5, padding="same", activation="relu")(x)
+    x = layers.MaxPooling2D(3, strides=2)(x)
+    x = layers.Conv2D(384, 3, padding="same", activation="relu")(x)
+    x = layers.Conv2D(256, 3, padding="same", activation="relu")(x)
+    x = layers.Conv2D(256, 3, padding="same", activation="relu")(x)
+    x = layers.MaxPooling2D(3, strides=2)(x)
+    x = AdaptiveAveragePooling2D(6)(x)
+    return keras.Model(inputs, _classifier(x, num_classes, 4096, "alexnet"), name="alexnet")
+
+
+def vgg16(image_size: int, num_classes: int) -> Any:
+    """keras.applications.VGG16's convolutional base with torchvision's head (adaptive pool to 7x7)."""
+    conv = keras.applications.VGG16(include_top=False, weights=None, input_shape=(image_size, image_size, 3))
+    x = AdaptiveAveragePooling2D(7)(conv.output)
+    return keras.Model(conv.input, _classifier(x, num_classes, 4096, "vgg16"), name="vgg16")
+
+
+def mobilenet_v2(image_size: int, num_classes: int) -> Any:
+    return keras.applications.MobileNetV2(
+        input_shape=(image_size, image_size, 3), weights=None, classes=num_classes, classifier_activation=None
+    )
+
+
+def resnet50(image_size: int, num_classes: int) -> Any:
+    return keras.applications.ResNet50(
+        input_shape=(image_size, image_size, 3), weights=None, classes=num_classes, classifier_activation=None
+    )
+
+
+MODELS = {"alexnet": alexnet, "mobilenet_v2": mobilenet_v2, "resnet50": resnet50, "vgg16": vgg16}
+
+
+def count_params(model: Any) -> ParamCount:
+    trainable = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    total = trainable + sum(int(np.prod(w.shape)) for w in model.non_trainable_weights)
+    return ParamCount(trainable, total)
+
+
+def model_params(name: str, num_classes: int = 3, image_size: int = 224) -> ParamCount:
+    """For the parity test: the counts of the model exactly as a run builds it."""
+    return count_params(MODELS[name](image_size, num_classes))
+
+
+class Trainer(base.Trainer):
+    def versions(self) -> Dict[str, str]:
+        build = tf.sysconfig.get_build_info()
+        return {
+            "tensorflow": tf.__version__,
+            "keras": keras.__version__,
+            "cuda": str(build.get("cuda_version")),
+            "cudnn": str(build.get("cudnn_version")),
+            "numpy": np.__version__,
+        }
+
+    def knobs(self) -> Dict[str, object]:
+        cfg = self.cfg
+        return {
+            "tf.data.map.num_parallel_calls": cfg.workers if cfg.workers is not None else "AUTOTUNE",
+            "tf.data.prefetch.buffer_size": cfg.prefetch if cfg.prefetch is not None else "AUTOTUNE",
+            "tf.config.threading.intra_op_parallelism_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+            "keras.mixed_precision.global_policy": keras.mixed_precision.global_policy().name,
+            "TF_GPU_THREAD_MODE": os.environ.get("TF_GPU_THREAD_MODE"),
+        }
+
+    def _check_knobs(self) -> None:
+        cfg = self.cfg
+        if cfg.gpu_thread_mode is not None:
+            if cfg.gpu_thread_mode not in GPU_THREAD_MODES:
+                raise ValueError(
+                    "--gpu-thread-mode %s: TensorFlow accepts %s" % (cfg.gpu_thread_mode, ", ".join(GPU_THREAD_MODES))
+                )
+            if cfg.device != "gpu":
+                raise ValueError("--gpu-thread-mode sets TF_GPU_THREAD_MODE, which only matters with --device gpu")
+        for name, value in (("--workers", cfg.workers), ("--prefetch", cfg.prefetch), ("--threads", cfg.threads)):
+            if value is not None and value < 1:
+                raise ValueError("%s %d: tf.data and TensorFlow's thread pools need at least 1" % (name, value))
+
+    def build(self) -> ParamCount:
+        cfg = self.cfg
+        self._check_knobs()
+        if cfg.gpu_thread_mode:
+            os.environ["TF_GPU_THREAD_MODE"] = cfg.gpu_thread_mode  # read when the GPU device is created
+        if cfg.threads:
+            tf.config.threading.set_intra_op_parallelism_threads(cfg.threads)
+        keras.utils.set_random_seed(cfg.seed)
+        random.seed(cfg.seed)
+        gpus = tf.config.list_physical_devices("GPU")
+        if cfg.device == "gpu":
+            if not gpus:
+                raise RuntimeError("--device gpu, but tf.config.list_physical_devices('GPU') is empty")
+            self.device = "/GPU:0"
+        else:
+            if gpus:
+                tf.config.set_visible_devices([], "GPU")
+            self.device = "/CPU:0"
+        if cfg.amp:
+            keras.mixed_precision.set_global_policy("mixed_float16" if cfg.device == "gpu" else "mixed_bfloat16")
+        with tf.device(self.device):
+            self.model = MODELS[cfg.model](cfg.image_size, cfg.num_classes)
+            optimizer = keras.optimizers.SGD(learning_rate=cfg.lr, momentum=cfg.momentum)
+            if cfg.amp and cfg.device == "gpu":
+                optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
+            self.optimizer = optimizer
+        self.loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        self.dataset = self._pipeline()
+        self._step = tf.function(self._train_step, reduce_retracing=True)
+        return count_params(self.model)
+
+    def _pipeline(self) -> Any:
+        cfg = self.cfg
+        files = list(self.images.files)
+        size = cfg.image_size
+
+        def load(index: Any) -> Any:
+            return load_normalised(files[int(index)], size, flip=False, channels_first=False)
+
+        def decode(index: Any, label: Any) -> Any:
+            image = tf.numpy_function(load, [index], tf.float32, stateful=False)
+            image.set_shape((size, size, 3))
+            return tf.image.random_flip_left_right(image, seed=cfg.seed), label
+
+        parallel = cfg.workers if cfg.workers is not None else tf.data.AUTOTUNE
+        prefetch = cfg.prefetch if cfg.prefetch is not None else tf.data.AUTOTUNE
+        indices = np.arange(len(files), dtype=np.int64)
+        labels = np.asarray(self.images.labels, dtype=np.int64)
+        return (
+            tf.data.Dataset.from_tensor_slices((indices, labels))
+            .shuffle(len(files), seed=cfg.seed, reshuffle_each_iteration=True)
+            .map(decode, num_parallel_calls=parallel, deterministic=True)
+            .batch(cfg.batch)
+            .prefetch(prefetch)
+        )
+
+    def _train_step(self, x: Any, y: Any) -> Any:
+        with tf.GradientTape() as tape:
+            logits = tf.cast(self.model(x, training=True), tf.float32)
+            loss = self.loss_fn(y, logits)
+            scaled = self.optimizer.scale_loss(loss) if hasattr(self.optimizer, "scale_loss") else loss
+        grads = tape.gradient(scaled, self.model.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
+        return loss
+
+    def train_epoch(self, epoch: int) -> EpochStats:
+        images, loss_sum = 0, 0.0
+        with tf.device(self.device):
+            for step, (x, y) in enumerate(self.dataset):
+                with self.nvtx.range("step %d" % step):
+                    value = float(self._step(x, y))
+                n = int(y.shape[0])
+                images += n
+                loss_sum += value * n
+                self.reporter.step(epoch, images, value)
+        return EpochStats(images, loss_sum / max(images, 1))
