@@ -1,0 +1,168 @@
+"""`tracer campaign PLAN`: a plan file's matrix of runs, here one at a time or over a Ray cluster."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from tracer.campaign.estimate import clock, estimate
+from tracer.campaign.local import kill_leftover, run_local
+from tracer.campaign.plan import Plan, load_plan
+from tracer.campaign.record import FAILED, OK, Campaign
+from tracer.campaign.view import CampaignView
+from tracer.cases import dataset_label
+from tracer.cli.common import console, err_console, fmt
+from tracer.errors import UserError
+from tracer.runfolder import RunFolder
+
+EXIT_SOME_FAILED = 1
+TABLE_CSV = "epoch_times.csv"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "campaign",
+        help="run a plan file's matrix of runs, resumably, here or over a Ray cluster",
+        description="Run every cell of a TOML plan (see docs/campaigns.md) one at a time, or one per node on a "
+        "Ray cluster. Killed and started again, it skips finished runs and redoes the interrupted one.",
+    )
+    p.add_argument("plan", type=Path, help="the plan file (TOML)")
+    p.add_argument("--dry-run", action="store_true", help="list the runs and their estimated time; run nothing")
+    p.add_argument("--retry", type=int, default=0, metavar="N", help="run a failed cell up to N more times")
+    p.add_argument("--ray", metavar="ADDRESS", help="spread the runs over the Ray cluster at ADDRESS (or 'auto')")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
+    p.add_argument(
+        "--shared-dir", type=Path, help="with --ray: a folder every node sees; run folders travel through it, not Ray"
+    )
+    p.add_argument("--nodes", type=int, help="with --dry-run: the number of nodes to spread the estimate over")
+    p.add_argument("--no-report", action="store_true", help="write only the epoch-time table at the end")
+    p.set_defaults(func=cmd_campaign)
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    if args.retry < 0:
+        raise UserError("--retry must be 0 or more")
+    if args.shared_dir is not None and args.ray is None:
+        raise UserError("--shared-dir goes with --ray: the local runner writes straight into --out")
+    plan = load_plan(args.plan)
+    if args.dry_run:
+        return dry_run(plan, args.out, args.nodes, console())
+    out_dir = args.out.resolve()
+    err = err_console()
+    with Campaign(plan, out_dir) as campaign:
+        for note in campaign.recover(kill=None if args.ray else kill_leftover):
+            err.print(f"resuming: {note}")
+        cells = campaign.todo(retry_failed=args.retry > 0)
+        counts = campaign.counts()
+        done = len(plan.cells) - len(cells)
+        err.print(
+            f"campaign {plan.name}: {len(plan.cells)} runs, {done} done already, {len(cells)} to run -> {out_dir}"
+        )
+        view = CampaignView(err, plan.name, len(plan.cells), done)
+        try:
+            if args.ray:
+                from tracer.campaign.ray_runner import run_ray
+
+                shared = args.shared_dir.resolve() if args.shared_dir else None
+                run_ray(campaign, cells, args.retry, view, args.ray, shared)
+            else:
+                run_local(campaign, cells, args.retry, view)
+        finally:
+            view.close()
+        counts = campaign.counts()
+        folders = campaign.run_folders()
+        write_outputs(campaign, folders, not args.no_report, err)
+        err.print(
+            f"campaign {plan.name}: {counts[OK]} ok, {counts[FAILED]} failed, {counts['todo']} not run; "
+            f"record {campaign.path}"
+        )
+        return EXIT_SOME_FAILED if counts[FAILED] or counts["todo"] else 0
+
+
+def dry_run(plan: Plan, out_dir: Path, nodes: int | None, out: Console) -> int:
+    campaign = Campaign(plan, out_dir.resolve()).peek()
+    seconds = estimate(list(plan.cells), out_dir)
+    table = Table("cell", "framework", "model", "dataset", "device", "batch", "epochs", "state", "estimate")
+    todo_s, unknown, todo = 0.0, 0, 0
+    for cell in plan.cells:
+        entry = campaign.cells.get(cell.cell_id)
+        state = entry.state if entry and entry.state in (OK, FAILED) else "to run"
+        est = seconds[cell.cell_id]
+        if state == "to run":
+            todo += 1
+            if est is None:
+                unknown += 1
+            else:
+                todo_s += est
+        table.add_row(
+            cell.cell_id, cell.framework, cell.model, dataset_label(cell.dataset), cell.device, str(cell.batch),
+            str(cell.epochs), state, "?" if est is None else clock(est),
+        )  # fmt: skip
+    out.print(table)
+    known = todo - unknown
+    line = f"{len(plan.cells)} runs in plan {plan.name}, {todo} to run; estimated {clock(todo_s)} for {known} of them"
+    if unknown:
+        line += f"; {unknown} have no earlier run of the same setting in {out_dir} to estimate from"
+    out.print(line)
+    if nodes and nodes > 1 and known:
+        out.print(f"over {nodes} nodes (one run per node at a time): about {clock(todo_s / nodes)} at best")
+    return 0
+
+
+def write_outputs(campaign: Campaign, folders: list[RunFolder], report: bool, err: Console) -> None:
+    """The study's epoch-time table (Table 1/2) as CSV, always; the full report where `analyzers.report`
+    is there. Neither may lose the campaign: a failure is a warning."""
+    if not folders:
+        return
+    try:
+        path = write_epoch_table(folders, campaign.dir / TABLE_CSV)
+        err.print(f"epoch-time table: {path}")
+    except (UserError, OSError, ValueError) as e:
+        err.print(f"[yellow]epoch-time table not written:[/yellow] {e}")
+    if not report:
+        return
+    try:
+        from analyzers.report import collect_runs, write_report
+    except ImportError:
+        return
+    try:
+        runs, warnings = collect_runs([f.path for f in folders])
+        page, _ = write_report(runs, campaign.dir / "report", warnings=warnings)
+        err.print(f"report: {page}")
+    except Exception as e:  # noqa: BLE001 - the runs are safe; the report can be made later with `tracer report`
+        err.print(f"[yellow]report not written:[/yellow] {type(e).__name__}: {e}")
+
+
+def write_epoch_table(folders: list[RunFolder], path: Path) -> Path:
+    """Mean epoch time per framework x model x dataset x device x batch, over the ok runs (repetitions pooled)."""
+    from analyzers.run_summary import summarise
+
+    groups: dict[tuple[str, str, str, str, int], list[float]] = defaultdict(list)
+    rates: dict[tuple[str, str, str, str, int], list[float]] = defaultdict(list)
+    for folder in folders:
+        s = summarise(folder)
+        if s.status != OK or s.mean_epoch_s is None:
+            continue
+        key = (s.framework, s.model, dataset_label(s.dataset), s.device, s.batch)
+        groups[key].append(s.mean_epoch_s)
+        if s.images_per_s is not None:
+            rates[key].append(s.images_per_s)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["framework", "model", "dataset", "device", "batch", "runs", "mean_epoch_s", "stdev_epoch_s",
+                    "images_per_s"])  # fmt: skip
+        for key in sorted(groups):
+            values = groups[key]
+            stdev = statistics.stdev(values) if len(values) > 1 else None
+            rate = statistics.fmean(rates[key]) if rates[key] else None
+            w.writerow([*key, len(values), f"{statistics.fmean(values):.4f}", fmt(stdev, ".4f"), fmt(rate, ".2f")])
+    tmp.replace(path)
+    return path
