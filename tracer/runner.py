@@ -27,6 +27,7 @@ from tracer.progress import ProgressView
 from tracer.records import DatasetInfo, ModelFacts, Outcome, RunRecord, RunSpec, RunStatus
 from tracer.runfolder import RunFolder, read_jsonl
 from tracer.sampler import Sampler
+from tracer.tracing.pyspy import PySpyRecorder, find_pyspy
 
 POLL_S = 0.2
 TERMINATE_GRACE_S = 5.0
@@ -109,10 +110,12 @@ class Runner:
         self.launch = launch
         self.console = console or Console(stderr=True)
         self.backend = tracing.backend(launch.spec.trace)
+        self._pyspy_files: list[str] = []
 
     def run(self) -> tuple[RunFolder, RunRecord]:
         spec = self.launch.spec
-        self.backend.check(spec)
+        self.backend.check(spec, self.launch.python.python)
+        pyspy = find_pyspy() if spec.pyspy else None
         nvml, nvml_status = Nvml.open()
         env = dataclasses.replace(
             sysinfo.collect(nvml, nvml_status),
@@ -132,17 +135,17 @@ class Runner:
         folder.write_record(record)
         self.console.print(f"run {folder.run_id}: {spec.framework} {spec.model} on {spec.dataset}, {spec.device}")
         try:
-            outcome, sampling = self._train(folder, nvml)
+            outcome, sampling = self._train(folder, nvml, pyspy)
         finally:
             if nvml is not None:
                 nvml.close()
-        trace_files = self._finish_traces(folder)
+        trace_files = self._finish_traces(folder) + self._pyspy_files
         folder.finalise_samples()
         record = _completed(record, folder, outcome, sampling, trace_files)
         folder.write_record(record)
         return folder, record
 
-    def _train(self, folder: RunFolder, nvml: Nvml | None) -> tuple[Outcome, Any]:
+    def _train(self, folder: RunFolder, nvml: Nvml | None, pyspy: Path | None = None) -> tuple[Outcome, Any]:
         spec = self.launch.spec
         cmd = [self.launch.python.python, "-m", "tracer.worker", str(folder.path)]
         cmd = self.backend.command(cmd, folder)
@@ -160,12 +163,15 @@ class Runner:
 
         sampler = Sampler(folder, target_pid, spec.sample_hz, nvml)
         sampler.start()
+        spy = PySpyRecorder(folder, pyspy) if pyspy is not None else None
         view = ProgressView(self.console, folder.events_path, spec.epochs)
         ended_by: str | None = None
         try:
             with _sigterm_as_interrupt():
                 while proc.poll() is None:
                     view.poll()
+                    if spy is not None:
+                        spy.poll(_read_pid(folder))
                     if spec.timeout_s is not None and time.monotonic() - started > spec.timeout_s:
                         ended_by = "timeout"
                         _terminate(proc)
@@ -176,6 +182,10 @@ class Runner:
             _terminate(proc)
         finally:
             proc.wait()
+            if spy is not None:
+                self._pyspy_files = spy.stop()
+                if spy.error:
+                    self.console.print(f"[yellow]py-spy:[/yellow] {spy.error}")
             sampling = sampler.stop()
             view.close()
         returncode = self.backend.worker_returncode(proc.returncode, folder)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import traceback
 from pathlib import Path
 
 from rich.console import Console
@@ -10,10 +11,13 @@ from rich.console import Console
 from tracer import cases, dataset, environments, tracing
 from tracer.cli.common import console, err_console
 from tracer.cli.runs import print_summary
+from tracer.errors import UserError
 from tracer.frameworks import FRAMEWORKS, MODELS
 from tracer.records import RunSpec, RunStatus
+from tracer.runfolder import RunFolder
 
 EXIT_RUN_FAILED = 1
+INGEST_LOG = "ingest.log"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -34,7 +38,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--limit", type=int, help="train on the first N images only (balanced across classes)")
     p.add_argument("--image-size", type=int, default=224, help="side of the square input in pixels (default 224)")
     p.add_argument("--sample-hz", type=float, default=10.0, help="sampling rate of CPU/RAM/threads/GPU (default 10)")
-    p.add_argument("--trace", default="none", help=f"trace backend: {', '.join(tracing.names())} (default none)")
+    p.add_argument(
+        "--trace",
+        default="none",
+        help="trace backend (default none): " + "; ".join(f"{k}: {v}" for k, v in tracing.HELP.items()),
+    )
+    p.add_argument(
+        "--nsys-sampling",
+        action="store_true",
+        help="with --trace nsys: also CPU IP sampling and context switches of the process tree (costs more)",
+    )
+    p.add_argument(
+        "--pyspy",
+        action="store_true",
+        help="record the worker's Python stacks (all threads) with py-spy into raw/pyspy.speedscope.json",
+    )
     p.add_argument("--out", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
     p.add_argument("--timeout", type=float, help="stop the training after this many seconds (run ends as timeout)")
     p.add_argument("--python", help="an interpreter that has the framework, instead of its tracer env")
@@ -73,8 +91,13 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         threads=args.threads,
         amp=args.amp,
         gpu_thread_mode=args.gpu_thread_mode,
+        pyspy=args.pyspy,
+        nsys_sampling=args.nsys_sampling,
     )
     cases.check_spec(spec)
+    tracing.backend(spec.trace)  # an unknown name is one line, before anything is generated
+    if spec.nsys_sampling and spec.trace != "nsys":
+        raise UserError("--nsys-sampling applies to --trace nsys only")
     return spec
 
 
@@ -98,8 +121,27 @@ def cmd_profile(args: argparse.Namespace) -> int:
     data_dir = resolve_dataset(spec.dataset, err)
     launch = Launch(spec, python, data_dir, args.out, fault=args.inject_fault)
     folder, record = Runner(launch, err).run()
+    if spec.trace != "none" or spec.pyspy:
+        ingest_traces(folder, err)
     print_summary(summarise(folder), console())
     if record.outcome.status is not RunStatus.OK:
         err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
         return EXIT_RUN_FAILED
     return 0
+
+
+def ingest_traces(folder: RunFolder, err: Console) -> list[str]:
+    """Trace files -> the run's tables. A failure is one printed line and `raw/ingest.log`, never a lost run."""
+    log = folder.raw_dir / INGEST_LOG
+    try:
+        from analyzers.ingest import ingest_run
+
+        tables = ingest_run(folder)
+    except Exception as e:  # noqa: BLE001 - the run folder is complete without its tables
+        log.write_text("".join(traceback.format_exception(type(e), e, e.__traceback__)))
+        err.print(f"[yellow]traces not ingested[/yellow] ({type(e).__name__}: {e}); details in {log}")
+        return []
+    log.write_text(f"ingested: {', '.join(tables) or 'no tables'}\n")
+    if tables:
+        err.print(f"trace tables: {', '.join(tables)}")
+    return tables

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 from tracer.errors import UserError
 from tracer.tracing.base import TraceBackend
+from tracer.tracing.cupti import CuptiBackend
 from tracer.tracing.nsys import NsysBackend
+from tracer.tracing.torch_profiler import TorchProfilerBackend
 
 BACKENDS: dict[str, type[TraceBackend]] = {
     "none": TraceBackend,
     "nsys": NsysBackend,
+    "cupti": CuptiBackend,
+    "torch": TorchProfilerBackend,
+}
+
+#: One line per backend for `tracer profile --help`.
+HELP = {
+    "none": "no tracer, only the sampler",
+    "nsys": "Nsight Systems: CUDA+NVTX+OS runtime (OS runtime+NVTX on CPU); raw/trace.nsys-rep + .sqlite",
+    "cupti": "CUPTI Activity API in the worker (any framework, --device gpu, needs cupti-python); raw/cupti/",
+    "torch": "PyTorch profiler (pytorch only; CPU and GPU); raw/kineto.json.gz",
 }
 
 

@@ -14,8 +14,9 @@ class TraceBackend:
     #: the worker's own pid file instead of watching the launched process.
     wraps_process = False
 
-    def check(self, spec: RunSpec) -> None:
-        """Raise UserError when the backend cannot work here (tool or GPU missing)."""
+    def check(self, spec: RunSpec, python: str = "") -> None:
+        """Raise UserError when the backend cannot work here (tool or GPU missing); `python` is
+        the worker's interpreter, for backends that need something inside it."""
 
     def command(self, worker_cmd: list[str], folder: RunFolder) -> list[str]:
         return worker_cmd

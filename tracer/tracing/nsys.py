@@ -98,7 +98,7 @@ class NsysBackend(TraceBackend):
             self._nsys = find_nsys()
         return self._nsys
 
-    def check(self, spec: RunSpec) -> None:
+    def check(self, spec: RunSpec, python: str = "") -> None:
         self._nsys = find_nsys()
 
     def command(self, worker_cmd: list[str], folder: RunFolder) -> list[str]:

@@ -1,6 +1,7 @@
 """Entry point of the training child process: `python -m tracer.worker RUN_DIR`.
 
-Exit codes: 0 trained, 1 the framework raised, 3 the framework could not be imported.
+Exit codes: 0 trained, 1 the framework raised, 3 the framework could not be imported,
+4 the in-process tracer asked for by TRACER_TRACE (cupti, torch) could not start.
 Every outcome is also an event in `events.jsonl`, so the tracer knows why even if stderr is noisy.
 """
 
@@ -19,6 +20,8 @@ from tracer.worker.workload import WorkloadConfig, list_images
 
 EXIT_FRAMEWORK_ERROR = 1
 EXIT_IMPORT_ERROR = 3
+EXIT_TRACE_ERROR = 4
+TRACE_ENV = "TRACER_TRACE"
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -39,9 +42,44 @@ def main(argv: Optional[List[str]] = None) -> int:
         framework=cfg.framework,
     )
     try:
+        trace = _start_trace(run_dir, cfg, reporter)
+    except BaseException as e:  # noqa: BLE001 - a tracer that cannot start is a result to record
+        message = "cannot start --trace %s: %s: %s" % (os.environ.get(TRACE_ENV), type(e).__name__, e)
+        print(message, file=sys.stderr)
+        reporter.emit("error", error=message, stage="trace")
+        reporter.close()
+        return EXIT_TRACE_ERROR
+    try:
         return _train(cfg, reporter)
     finally:
+        _stop_trace(trace, reporter)
         reporter.close()
+
+
+def _start_trace(run_dir: str, cfg: WorkloadConfig, reporter: Reporter) -> Optional[object]:
+    """In-process tracing switched on by the tracer's backend through TRACER_TRACE."""
+    kind = os.environ.get(TRACE_ENV, "")
+    raw_dir = os.path.join(run_dir, "raw")
+    if kind == "cupti":
+        from tracer.worker import cupti_trace
+
+        return cupti_trace.start(raw_dir, reporter)
+    if kind == "torch":
+        from tracer.worker import torch_trace
+
+        return torch_trace.start(raw_dir, reporter, cfg.device)
+    return None
+
+
+def _stop_trace(trace: Optional[object], reporter: Reporter) -> None:
+    """A trace that fails to stop loses the trace, not the training: `trace_error`, not `error`."""
+    if trace is None:
+        return
+    try:
+        trace.stop()  # type: ignore[attr-defined]
+    except BaseException as e:  # noqa: BLE001
+        traceback.print_exc()
+        reporter.emit("trace_error", error="%s: %s" % (type(e).__name__, e))
 
 
 def _train(cfg: WorkloadConfig, reporter: Reporter) -> int:

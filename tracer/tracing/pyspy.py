@@ -1,0 +1,100 @@
+"""`--pyspy`: py-spy records the worker's Python stacks (all threads, idle ones too) from outside.
+
+Started once the worker has written its pid (under nsys that is the grandchild, the real worker),
+stopped at the end: py-spy ends by itself when the worker exits; one still running then gets
+SIGINT, which makes it write its file. Output: `raw/pyspy.speedscope.json` (speedscope format),
+its own log `raw/pyspy.log`, and `raw/pyspy.start_ns` (Unix ns when it attached, to place
+the samples, whose times in the file are relative). It needs ptrace rights over the worker (root, or
+`kernel.yama.ptrace_scope=0`, or CAP_SYS_PTRACE).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+from tracer.errors import UserError
+from tracer.paths import cache_root
+from tracer.runfolder import RunFolder
+
+OUTPUT = "raw/pyspy.speedscope.json"
+LOG = "raw/pyspy.log"
+#: When py-spy was started (Unix ns, one integer): its speedscope file has only relative times.
+START = "raw/pyspy.start_ns"
+RATE_HZ = 50
+STOP_WAIT_S = 30.0
+
+
+def find_pyspy() -> Path:
+    """py-spy beside the tracer's interpreter (its venv), on PATH, or in the tool venv of the cache."""
+    candidates = [Path(sys.executable).parent / "py-spy"]
+    on_path = shutil.which("py-spy")
+    if on_path:
+        candidates.append(Path(on_path))
+    candidates.append(cache_root() / "venv" / "bin" / "py-spy")
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    raise UserError("--pyspy needs py-spy: `pip install py-spy` into the tracer's environment")
+
+
+class PySpyRecorder:
+    def __init__(self, folder: RunFolder, pyspy: Path | None = None) -> None:
+        self.folder = folder
+        self.pyspy = pyspy or find_pyspy()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self.error: str | None = None
+
+    def command(self, pid: int) -> list[str]:
+        return [
+            str(self.pyspy),
+            "record",
+            "--pid",
+            str(pid),
+            "--threads",
+            "--idle",
+            "--format",
+            "speedscope",
+            "-o",
+            str(self.folder.path / OUTPUT),
+            "--rate",
+            str(RATE_HZ),
+        ]
+
+    def poll(self, worker_pid: int | None) -> None:
+        """Called from the runner's loop: attaches once the worker's pid is known."""
+        if self.proc is not None or worker_pid is None:
+            return
+        self._log = (self.folder.path / LOG).open("wb")
+        (self.folder.path / START).write_text(f"{time.time_ns()}\n")
+        self.proc = subprocess.Popen(
+            self.command(worker_pid), stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def stop(self) -> list[str]:
+        """Waits for py-spy to write its output; returns the files kept (relative to the run folder)."""
+        if self.proc is None:
+            self.error = "py-spy never started: the worker wrote no pid file"
+            return []
+        try:
+            self.proc.wait(timeout=STOP_WAIT_S / 3)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=STOP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self._log is not None:
+            self._log.close()
+        kept = [p for p in (OUTPUT, START, LOG) if (self.folder.path / p).exists()]
+        if OUTPUT not in kept:
+            self.error = f"py-spy wrote no {OUTPUT} (exit code {self.proc.returncode}; see {LOG})"
+        return kept
