@@ -1,0 +1,57 @@
+"""Viewer tests run offscreen on real run folders made by the real CLI (see tests/conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+
+os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before pytest-qt makes the QApplication
+
+from tracer.runfolder import RunFolder  # noqa: E402
+
+FAST = ("--limit", "3")
+
+
+@pytest.fixture(scope="session")
+def second_pytorch_run(make_run: Callable[..., RunFolder]) -> RunFolder:
+    """A second real run with another model: the side-by-side partner where only PyTorch is installed."""
+    return make_run("pytorch", "--model", "mobilenet_v2", *FAST)
+
+
+@pytest.fixture(scope="session")
+def failed_run(make_run: Callable[..., RunFolder]) -> RunFolder:
+    """A real run whose worker raised in epoch 2: status failed, one epoch done."""
+    return make_run("pytorch", *FAST, "--inject-fault", "raise@2", expect_ok=False)
+
+
+@pytest.fixture
+def missing_files_run(tiny_pytorch_run: RunFolder, tmp_path: Path) -> RunFolder:
+    """A copy of a real run that lost its samples and events (a half-copied or damaged folder)."""
+    path = tmp_path / tiny_pytorch_run.run_id
+    shutil.copytree(tiny_pytorch_run.path, path)
+    shutil.rmtree(path / "samples")
+    (path / "events.jsonl").unlink()
+    return RunFolder(path)
+
+
+@pytest.fixture
+def open_window(qtbot: object) -> Callable[..., object]:
+    """Opens the main window on run folders and waits until they are loaded."""
+    from viewer.window import MainWindow
+
+    def open_(paths: Iterable[Path], out_dir: Path = Path("runs"), layout_mode: str = "overlay") -> MainWindow:
+        window = MainWindow(out_dir)
+        qtbot.addWidget(window)  # type: ignore[attr-defined]
+        window.set_layout_mode(layout_mode)
+        window.resize(1400, 1000)
+        window.show()
+        paths = list(paths)
+        window.add_runs(paths)
+        qtbot.waitUntil(lambda: window.loader.pending == 0 and len(window.runs) == len(paths), timeout=60_000)  # type: ignore[attr-defined]
+        return window
+
+    return open_

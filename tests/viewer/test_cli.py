@@ -1,0 +1,31 @@
+"""`tracer view` as a user runs it: a real process that renders offscreen, saves and exits."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tracer.runfolder import RunFolder
+
+
+def _tracer(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    return subprocess.run([sys.executable, "-m", "tracer", *args], capture_output=True, text=True, timeout=300,
+                          env=env)
+
+
+def test_screenshot_of_a_run(tiny_pytorch_run: RunFolder, tmp_path: Path) -> None:
+    out = tmp_path / "out.png"
+    result = _tracer("view", str(tiny_pytorch_run.path), "--screenshot", str(out))
+    assert result.returncode == 0, result.stderr
+    data = out.read_bytes()
+    assert data.startswith(b"\x89PNG") and len(data) > 50_000
+
+
+def test_unknown_run_is_a_user_error(tmp_path: Path) -> None:
+    result = _tracer("view", "no-such-run", "--out", str(tmp_path), "--screenshot", str(tmp_path / "x.png"))
+    assert result.returncode == 2
+    assert "no run 'no-such-run'" in result.stderr
+    assert not (tmp_path / "x.png").exists()

@@ -1,0 +1,68 @@
+"""The Qt-free data layer: what a run folder becomes before any panel sees it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from tracer.runfolder import RunFolder
+from viewer.data import ApiShare, api_split, lanes_from_thread_samples, load_run
+
+
+def test_series_hold_every_sample(tiny_pytorch_run: RunFolder) -> None:
+    data = load_run(tiny_pytorch_run.path)
+    process = tiny_pytorch_run.samples("process")
+    assert process is not None
+    assert data.messages == []
+    for key in ("cpu_pct", "rss_mib", "threads"):
+        (series,) = data.series[key]
+        assert len(series) == process.num_rows
+        assert np.all(np.diff(series.t_ns) >= 0)
+    assert "gpu_util_pct" not in data.series  # a CPU run: no GPU panels
+    assert [e.epoch for e in data.epochs] == [1, 2]
+    assert data.threads is not None and data.threads.lane_names
+
+
+def test_cursor_value_is_the_last_sample_at_or_before(tiny_pytorch_run: RunFolder) -> None:
+    (cpu,) = load_run(tiny_pytorch_run.path).series["cpu_pct"]
+    assert cpu.value_at(float(cpu.t_ns[3])) == cpu.y[3]
+    assert cpu.value_at(float(cpu.t_ns[3]) + 1) == cpu.y[3]
+    assert cpu.value_at(float(cpu.t_ns[0]) - 1e6) is None
+
+
+def test_missing_folder_is_a_message(tmp_path: Path) -> None:
+    data = load_run(tmp_path / "nope")
+    assert data.record is None and "does not exist" in data.messages[0]
+    empty = load_run(tmp_path)
+    assert any("not a run folder" in m for m in empty.messages)
+
+
+def test_thread_samples_become_merged_segments() -> None:
+    t = [0, 100, 200, 300, 400]
+    samples = pa.table({
+        "t_ns": [x * 10_000_000 for x in t] * 2,
+        "pid": [1] * 10,
+        "tid": [1] * 5 + [2] * 5,
+        "name": ["main"] * 5 + ["worker"] * 5,
+        "user_s": [0, 1, 2, 2, 2] + [0, 0, 0, 0, 0.5],
+        "system_s": [0.0] * 10,
+    })
+    lanes = lanes_from_thread_samples(samples)
+    assert lanes.lane_names == ["main (1)", "worker (2)"]
+    segments = list(zip(lanes.lane.tolist(), lanes.activity.tolist(), lanes.start_ns.tolist(), lanes.end_ns.tolist()))
+    assert segments == [
+        (0, "busy", 0, 2_000_000_000),
+        (0, "idle", 2_000_000_000, 4_000_000_000),
+        (1, "idle", 0, 3_000_000_000),
+        (1, "active", 3_000_000_000, 4_000_000_000),
+    ]
+
+
+def test_api_split_groups_small_functions() -> None:
+    shares = [ApiShare("cudaLaunchKernel", 70.0, 7, 1), ApiShare("cudaMemcpyAsync", 29.2, 3, 1),
+              ApiShare("cudaFree", 0.5, 1, 1), ApiShare("cudaMalloc", 0.3, 1, 1)]
+    split = api_split(shares)
+    assert [name for name, _ in split] == ["cudaLaunchKernel", "cudaMemcpyAsync", "other (< 1 % each)"]
+    assert abs(split[-1][1] - 0.8) < 1e-9

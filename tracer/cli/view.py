@@ -1,0 +1,48 @@
+"""`tracer view`: the desktop viewer over run folders (PySide6 + pyqtgraph, imported only when used)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tracer.errors import UserError
+from tracer.runfolder import find_run
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("view", help="open runs side by side in the desktop viewer")
+    p.add_argument("runs", nargs="*", help="run ids (or unique parts) or run folder paths; none opens the browser")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs for ids and the browser (runs/)")
+    p.add_argument("--screenshot", type=Path, metavar="FILE.png", help="render offscreen, save the window, exit")
+    p.add_argument("--columns", action="store_true", help="one column per run instead of one colour per run")
+    p.add_argument("--align", choices=("start", "epoch"), default="start",
+                   help="x axis zero: run start (default) or first epoch start")
+    p.add_argument("--size", default="1600x1150", help="screenshot size in pixels, WxH (default 1600x1150)")
+    p.set_defaults(func=cmd_view)
+
+
+def resolve(ref: str, out_dir: Path) -> Path:
+    """A folder path is taken as it is, even a damaged one (the viewer says what is wrong with it)."""
+    path = Path(ref)
+    if path.is_dir():
+        return path
+    return find_run(out_dir, ref).path
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    try:
+        from viewer.app import has_display, run_viewer
+    except ImportError as e:
+        raise UserError(f"the viewer needs PySide6 and pyqtgraph: pip install 'dl-tracer[viewer]' ({e})") from None
+    paths = [resolve(ref, args.out) for ref in args.runs]
+    try:
+        width, height = (int(v) for v in args.size.lower().split("x"))
+    except ValueError:
+        raise UserError(f"--size {args.size}: give it as WIDTHxHEIGHT, e.g. 1600x1150") from None
+    screenshot = args.screenshot
+    if screenshot is not None and screenshot.suffix.lower() not in (".png", ".svg"):
+        raise UserError(f"--screenshot {screenshot}: the file must end in .png or .svg")
+    if screenshot is None and not has_display():
+        raise UserError("no display here: use --screenshot FILE.png to render the window offscreen")
+    layout_mode = "columns" if args.columns else "overlay"
+    return run_viewer(paths, args.out, screenshot, (width, height), layout_mode, args.align)

@@ -1,0 +1,95 @@
+"""Run browser: the run folders under `runs/` as a filterable, sortable table; double-click or
+"Open selected" adds them to the view. Summaries are computed off the GUI thread."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from analyzers.run_summary import summarise
+from tracer.errors import UserError
+from tracer.runfolder import list_runs
+from viewer.loader import Task
+
+COLUMNS = ("framework", "model", "dataset", "device", "batch", "status", "mean epoch (s)", "run id")
+
+
+def browse(out_dir: Path) -> list[list[str]]:
+    """One row per run folder; an unreadable one says why in its status column."""
+    rows = []
+    for folder in list_runs(out_dir):
+        try:
+            s = summarise(folder)
+        except (UserError, OSError, ValueError, KeyError, TypeError) as e:
+            rows.append(["", "", "", "", "", f"unreadable: {e}", "", folder.run_id, str(folder.path)])
+            continue
+        status = s.status + (f" ({s.cause})" if s.cause else "")
+        mean = "-" if s.mean_epoch_s is None else f"{s.mean_epoch_s:.2f}"
+        rows.append([s.framework, s.model, s.dataset, s.device, str(s.batch), status, mean, s.run_id, s.folder])
+    return rows
+
+
+class RunBrowser(QtWidgets.QWidget):
+    open_runs = QtCore.Signal(list)
+    _rows_ready = QtCore.Signal(list)
+
+    def __init__(self, out_dir: Path, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.out_dir = out_dir
+        self.model = QtGui.QStandardItemModel(0, len(COLUMNS), self)
+        self.model.setHorizontalHeaderLabels(list(COLUMNS))
+        self.proxy = QtCore.QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setFilterKeyColumn(-1)
+        self.proxy.setFilterCaseSensitivity(QtCore.Qt.CaseInsensitive)
+        self.filter = QtWidgets.QLineEdit()
+        self.filter.setPlaceholderText("filter: framework, model, status ... (any column)")
+        self.filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self.table = QtWidgets.QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectRows)
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.NoEditTriggers)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.doubleClicked.connect(lambda _: self._open_selected())
+        self.where = QtWidgets.QLabel()
+        open_button = QtWidgets.QPushButton("Open selected")
+        open_button.clicked.connect(self._open_selected)
+        refresh = QtWidgets.QPushButton("Refresh")
+        refresh.clicked.connect(self.refresh)
+        top = QtWidgets.QHBoxLayout()
+        top.addWidget(self.filter, 1)
+        top.addWidget(refresh)
+        top.addWidget(open_button)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.where)
+        self._rows_ready.connect(self._fill)
+        self.loading = False
+
+    def refresh(self) -> None:
+        self.loading = True
+        self.where.setText(f"reading {self.out_dir} ...")
+        out_dir = self.out_dir
+        QtCore.QThreadPool.globalInstance().start(Task(lambda: browse(out_dir), self._rows_ready.emit))
+
+    def _fill(self, rows: list[list[str]]) -> None:
+        self.model.removeRows(0, self.model.rowCount())
+        for row in rows:
+            items = [QtGui.QStandardItem(v) for v in row[: len(COLUMNS)]]
+            items[0].setData(row[-1], QtCore.Qt.UserRole)
+            self.model.appendRow(items)
+        self.table.resizeColumnsToContents()
+        self.where.setText(f"{len(rows)} runs in {self.out_dir.resolve()}")
+        self.loading = False
+
+    def visible_rows(self) -> int:
+        return int(self.proxy.rowCount())
+
+    def _open_selected(self) -> None:
+        rows = {index.row() for index in self.table.selectionModel().selectedRows()}
+        paths = [Path(self.proxy.index(r, 0).data(QtCore.Qt.UserRole)) for r in sorted(rows)]
+        if paths:
+            self.open_runs.emit(paths)

@@ -1,0 +1,462 @@
+"""Qt-free data sources of the viewer: one run folder loaded into numpy arrays, ready to plot.
+
+`load_run` never raises for a damaged, failed or half-written folder: what it could not read becomes a
+line in `RunData.messages`, and the panels show what is there. Trace panels use the analyzers
+(`analyzers.cuda_api`, `analyzers.kernels`, `analyzers.threads`) when they are installed and the run has
+a trace; without them they say so. Times stay Unix-epoch ns (`*_ns`) until a panel asks for seconds
+from an anchor (`RunData.anchor_ns`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analyzers.run_summary import images_per_s, mean_epoch_s
+from tracer.errors import UserError
+from tracer.records import EpochRecord, RunRecord, RunStatus
+from tracer.runfolder import RunFolder
+
+Progress = Callable[[float, str], None]
+
+NO_TRACE = "no trace in this run"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One time panel: which sample table and column feed it, and how to label it."""
+
+    key: str
+    title: str
+    unit: str
+    table: str
+    columns: tuple[str, ...]  # the first present one is used
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("cpu_pct", "CPU (100 % = all cores)", "%", "process", ("cpu_pct",)),
+    Metric("rss_mib", "Resident memory (RSS)", "MiB", "process", ("rss_mib",)),
+    Metric("threads", "Threads", "count", "process", ("threads",)),
+    Metric("gpu_util_pct", "GPU utilisation", "%", "gpu", ("util_pct", "gpu_util_pct")),
+    Metric("gpu_mem_mib", "GPU memory", "MiB", "gpu", ("proc_mem_mib", "mem_used_mib")),
+    Metric("gpu_power_w", "GPU power", "W", "gpu", ("power_w",)),
+)
+METRIC_BY_KEY = {m.key: m for m in METRICS}
+
+
+@dataclass(frozen=True)
+class Series:
+    """One curve: sample times (Unix ns) and values; `label` tells several GPUs of one run apart."""
+
+    metric: str
+    t_ns: np.ndarray
+    y: np.ndarray
+    label: str = ""
+
+    def __len__(self) -> int:
+        return int(self.t_ns.shape[0])
+
+    def value_at(self, t_ns: float) -> float | None:
+        """The last sample at or before `t_ns` (what the sampler knew then), None outside the run."""
+        if len(self) == 0 or t_ns < self.t_ns[0] or t_ns > self.t_ns[-1]:
+            return None
+        i = int(np.searchsorted(self.t_ns, t_ns, side="right")) - 1
+        return float(self.y[max(i, 0)])
+
+
+@dataclass(frozen=True)
+class ThreadLanes:
+    """Thread activity as segments, one lane per (pid, tid); `source` says where it came from."""
+
+    lane_names: list[str]
+    lane: np.ndarray  # lane index of each segment
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    activity: np.ndarray  # object array of str
+    source: str
+
+    @property
+    def activities(self) -> list[str]:
+        return sorted({str(a) for a in self.activity})
+
+
+@dataclass(frozen=True)
+class ApiCalls:
+    """Individual CUDA API calls, for the thread lanes when zoomed in."""
+
+    lane: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    name: np.ndarray
+
+
+@dataclass(frozen=True)
+class ApiShare:
+    name: str
+    time_pct: float
+    total_ns: int
+    calls: int
+
+
+@dataclass
+class RunData:
+    """Everything the viewer shows of one run; loaded off the GUI thread."""
+
+    path: Path
+    record: RunRecord | None = None
+    epochs: list[EpochRecord] = field(default_factory=list)
+    series: dict[str, list[Series]] = field(default_factory=dict)
+    threads: ThreadLanes | None = None
+    api_calls: ApiCalls | None = None
+    cuda_phases: dict[str, list[ApiShare]] = field(default_factory=dict)
+    kernels: list[dict[str, Any]] = field(default_factory=list)
+    trace_note: str = NO_TRACE
+    messages: list[str] = field(default_factory=list)
+    name: str = ""  # set by the viewer where two runs would otherwise share a label
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id if self.record else self.path.name
+
+    @property
+    def label(self) -> str:
+        """Short legend text: framework and model, which is what a comparison tells apart."""
+        return self.name or self.default_label
+
+    @property
+    def default_label(self) -> str:
+        if self.record is None:
+            return self.path.name
+        s = self.record.spec
+        status = "" if self.record.outcome.status is RunStatus.OK else f" [{self.status}]"
+        return f"{s.framework} {s.model} b{s.batch} {s.device}{status}"
+
+    @property
+    def status(self) -> str:
+        return self.record.outcome.status.value if self.record else "unreadable"
+
+    @property
+    def start_ns(self) -> int:
+        """Run start: the tracer's wall start, else the first sample or epoch."""
+        if self.record is not None:
+            return self.record.wall_start_ns
+        firsts = [int(s.t_ns[0]) for ss in self.series.values() for s in ss if len(s)]
+        if self.epochs:
+            firsts.append(self.epochs[0].start_ns)
+        return min(firsts) if firsts else 0
+
+    def anchor_ns(self, align: str) -> int:
+        """Time zero of the x axis: `start` (run start) or `epoch` (first epoch start, where there is one)."""
+        if align == "epoch" and self.epochs:
+            return self.epochs[0].start_ns
+        return self.start_ns
+
+    @property
+    def sample_count(self) -> int:
+        ss = self.series.get("cpu_pct") or []
+        return len(ss[0]) if ss else 0
+
+    @property
+    def ram_total_mib(self) -> float | None:
+        return self.record.environment.ram_total_mib if self.record else None
+
+    @property
+    def mean_epoch_s(self) -> float | None:
+        return mean_epoch_s(self.epochs)
+
+    @property
+    def images_per_s(self) -> float | None:
+        return images_per_s(self.epochs)
+
+    def facts(self) -> list[tuple[str, str]]:
+        """`run.json` facts for the facts table, in reading order."""
+        r = self.record
+        if r is None:
+            return [("status", "unreadable"), ("folder", str(self.path))]
+        env, spec, out = r.environment, r.spec, r.outcome
+        versions = ", ".join(f"{k} {v}" for k, v in env.framework_versions.items()) or "-"
+        gpus = ", ".join(g.name for g in env.gpus) or "none"
+        status = out.status.value + (f": {out.cause}" if out.cause else "")
+        if out.exit_code not in (None, 0):
+            status += f" (exit {out.exit_code})"
+        if out.signal:
+            status += f" (signal {out.signal})"
+        duration = f"{(r.wall_end_ns - r.wall_start_ns) / 1e9:.1f} s" if r.wall_end_ns else "-"
+        return [
+            ("status", status),
+            ("framework", f"{spec.framework} ({versions})"),
+            ("model", spec.model),
+            ("parameters", f"{r.model.trainable_params:,}" if r.model else "-"),
+            ("dataset", f"{spec.dataset}, {r.dataset.images_used if r.dataset else '?'} images"),
+            ("device", f"{spec.device}; GPU: {gpus}"),
+            ("batch / epochs", f"{spec.batch} / {len(self.epochs)} of {spec.epochs}"),
+            ("mean epoch", _fmt(self.mean_epoch_s, ".2f", " s")),
+            ("images/s", _fmt(self.images_per_s, ".1f")),
+            ("CPU", f"{env.cpu_model}, {env.cpu_logical_cores} logical cores"),
+            ("RAM", f"{env.ram_total_mib / 1024:.1f} GiB"),
+            ("Python", env.worker_python_version or env.tracer_python),
+            ("samples", f"{self.sample_count:,}"),
+            ("trace", self.trace_note if not self.cuda_phases else spec.trace),
+            ("duration", duration),
+            ("folder", str(self.path)),
+        ]
+
+
+def name_runs(runs: Sequence[RunData]) -> None:
+    """Gives runs that would share a label the end of their run id, so legends tell them apart."""
+    counts: dict[str, int] = {}
+    for run in runs:
+        counts[run.default_label] = counts.get(run.default_label, 0) + 1
+    for run in runs:
+        duplicate = counts[run.default_label] > 1
+        run.name = f"{run.default_label} #{run.run_id[-4:]}" if duplicate else ""
+
+
+def _fmt(value: float | None, spec: str, unit: str = "") -> str:
+    return "-" if value is None else format(value, spec) + unit
+
+
+def load_run(path: Path | str, progress: Progress | None = None) -> RunData:
+    """Loads one run folder; every problem is a message, never an exception."""
+    report = progress or (lambda fraction, text: None)
+    folder = RunFolder(Path(path))
+    data = RunData(path=folder.path)
+    if not folder.path.is_dir():
+        data.messages.append(f"{folder.path} does not exist")
+        return data
+    report(0.05, "run.json")
+    try:
+        data.record = folder.read_record()
+    except UserError as e:
+        data.messages.append(str(e))
+    except (TypeError, ValueError, KeyError) as e:
+        data.messages.append(f"{folder.run_json} does not match the run format ({e})")
+    if data.record is not None and data.record.outcome.status is not RunStatus.OK:
+        out = data.record.outcome
+        line = f"status {out.status.value}" + (f": {out.cause}" if out.cause else "")
+        if out.stderr_tail:
+            line += f" (last output: {out.stderr_tail[-1].strip()})"
+        data.messages.append(line)
+    report(0.15, "epochs")
+    data.epochs = _guard(data, "events.jsonl", folder.epochs, [])
+    if data.record is not None and not folder.events_path.exists():
+        data.messages.append("events.jsonl is missing: no epoch markers")
+    report(0.25, "samples")
+    for table in ("process", "gpu"):
+        data.series.update(_guard(data, f"samples/{table}", lambda t=table: _load_series(folder, t), {}))
+    if not data.series.get("cpu_pct"):
+        data.messages.append("no process samples (samples/process.parquet or .csv is missing or empty)")
+    report(0.6, "threads")
+    data.threads = _guard(data, "thread timeline", lambda: load_thread_lanes(folder), None)
+    report(0.75, "CUDA trace")
+    _guard(data, "CUDA trace", lambda: _load_trace(folder, data), None)
+    report(1.0, "done")
+    return data
+
+
+def _guard(data: RunData, what: str, fn: Callable[[], Any], default: Any) -> Any:
+    try:
+        return fn()
+    except Exception as e:  # a damaged folder or a half-finished analyzer is a message, never a crash
+        data.messages.append(f"{what} could not be read: {type(e).__name__}: {e}")
+        return default
+
+
+def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
+    table = folder.samples(table_name)
+    if table is None or table.num_rows == 0 or "t_ns" not in table.column_names:
+        return {}
+    out: dict[str, list[Series]] = {}
+    groups: list[tuple[str, pa.Table]] = [("", table)]
+    if "gpu" in table.column_names:
+        gpu = table.column("gpu").to_numpy(zero_copy_only=False)
+        ids = np.unique(gpu)
+        groups = [(f"GPU{int(g)}" if len(ids) > 1 else "", table.filter(pa.array(gpu == g))) for g in ids]
+    for label, part in groups:
+        t = _as_float_array(part.column("t_ns"), np.int64)
+        order = None if np.all(t[1:] >= t[:-1]) else np.argsort(t, kind="stable")
+        for metric in METRICS:
+            if metric.table != table_name:
+                continue
+            col = next((c for c in metric.columns if c in part.column_names), None)
+            if col is None:
+                continue
+            y = _as_float_array(part.column(col), np.float64)
+            if np.all(np.isnan(y)):
+                continue
+            tt, yy = (t, y) if order is None else (t[order], y[order])
+            out.setdefault(metric.key, []).append(Series(metric.key, tt, yy, label))
+    return out
+
+
+def _as_float_array(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
+    if column.null_count:
+        column = column.cast(pa.float64())
+        return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64).astype(dtype)
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def _optional(module: str) -> Any:
+    """An analyzer module that may not exist yet (trace analyzers land separately)."""
+    try:
+        return importlib.import_module(module)
+    except Exception:  # absent, or broken while it is being written: the panel says "no trace"
+        return None
+
+
+def load_thread_lanes(folder: RunFolder) -> ThreadLanes | None:
+    """The analyzers' thread timeline where there is one, else activity derived from per-thread CPU time."""
+    threads_mod = _optional("analyzers.threads")
+    if threads_mod is not None and hasattr(threads_mod, "thread_timeline"):
+        table = threads_mod.thread_timeline(folder)
+        if table is not None and table.num_rows:
+            return _lanes_from_timeline(table)
+    samples = folder.samples("threads")
+    if samples is None or samples.num_rows == 0:
+        return None
+    return lanes_from_thread_samples(samples)
+
+
+def _lanes_from_timeline(table: pa.Table) -> ThreadLanes:
+    pid = table.column("pid").to_numpy(zero_copy_only=False).astype(np.int64)
+    tid = table.column("tid").to_numpy(zero_copy_only=False).astype(np.int64)
+    names = table.column("thread_name").to_pylist()
+    keys = pid * (1 << 32) + tid
+    uniq, first, lane = np.unique(keys, return_index=True, return_inverse=True)
+    lane_names = [f"{names[i] or 'thread'} ({int(tid[i])})" for i in first]
+    sources = sorted({str(s) for s in table.column("source").to_pylist()}) if "source" in table.column_names else []
+    return ThreadLanes(
+        lane_names=lane_names,
+        lane=lane.astype(np.int64),
+        start_ns=table.column("start_ns").to_numpy(zero_copy_only=False).astype(np.int64),
+        end_ns=table.column("end_ns").to_numpy(zero_copy_only=False).astype(np.int64),
+        activity=np.asarray(table.column("activity").to_pylist(), dtype=object),
+        source=", ".join(sources) or "thread timeline",
+    )
+
+
+BUSY_FRACTION = 0.5
+ACTIVE_FRACTION = 0.05
+
+
+def lanes_from_thread_samples(samples: pa.Table) -> ThreadLanes:
+    """Per-thread CPU time between samples as `busy` (>= half a core), `active` or `idle` segments.
+
+    Consecutive intervals of the same activity merge into one segment, so a lane costs what its
+    changes cost, not what its samples cost.
+    """
+    t = samples.column("t_ns").to_numpy(zero_copy_only=False).astype(np.int64)
+    pid = samples.column("pid").to_numpy(zero_copy_only=False).astype(np.int64)
+    tid = samples.column("tid").to_numpy(zero_copy_only=False).astype(np.int64)
+    cpu = (
+        samples.column("user_s").to_numpy(zero_copy_only=False).astype(np.float64)
+        + samples.column("system_s").to_numpy(zero_copy_only=False).astype(np.float64)
+    )
+    names = samples.column("name").to_numpy(zero_copy_only=False)
+    keys = pid * (1 << 32) + tid
+    order = np.lexsort((t, keys))
+    t, keys, cpu, names, tid = t[order], keys[order], cpu[order], names[order], tid[order]
+    uniq, first = np.unique(keys, return_index=True)
+    lane_of = np.searchsorted(uniq, keys)
+    same = keys[1:] == keys[:-1]
+    dt = np.diff(t).astype(np.float64)
+    busy = np.where(dt > 0, np.diff(cpu) * 1e9 / np.where(dt > 0, dt, 1), 0.0)
+    level = np.where(busy >= BUSY_FRACTION, 2, np.where(busy >= ACTIVE_FRACTION, 1, 0))
+    idx = np.nonzero(same)[0]  # interval i runs from sample i to i+1 of the same thread
+    lane, start, end, lvl = lane_of[idx], t[idx], t[idx + 1], level[idx]
+    if len(idx):
+        change = np.ones(len(idx), dtype=bool)
+        change[1:] = (lane[1:] != lane[:-1]) | (lvl[1:] != lvl[:-1]) | (start[1:] != end[:-1])
+        starts = np.nonzero(change)[0]
+        ends = np.append(starts[1:], len(idx)) - 1
+        lane, lvl, start, end = lane[starts], lvl[starts], start[starts], end[ends]
+    labels = np.array(["idle", "active", "busy"], dtype=object)
+    # the last name a thread had is the one it is known by (threads are renamed after they start)
+    last = np.append(first[1:], len(keys)) - 1
+    lane_names = [f"{names[i]} ({int(tid[i])})" for i in last]
+    return ThreadLanes(lane_names, lane.astype(np.int64), start, end, labels[lvl], "sampled per-thread CPU time")
+
+
+def _load_trace(folder: RunFolder, data: RunData) -> None:
+    """CUDA API split per phase, kernel top list, and API calls for the thread lanes."""
+    cuda_api = _optional("analyzers.cuda_api")
+    has_table = folder.table_path("cuda_api").exists()
+    if cuda_api is None or not has_table:
+        data.trace_note = NO_TRACE if not has_table else "trace analyzers are not installed"
+        return
+    phases = cuda_api.phase_summaries(folder)
+    data.cuda_phases = {phase: [_share(row) for row in rows] for phase, rows in phases.items()}
+    data.trace_note = "" if data.cuda_phases else NO_TRACE
+    kernels_mod = _optional("analyzers.kernels")
+    if kernels_mod is not None and folder.table_path("kernels").exists():
+        data.kernels = rows_of(kernels_mod.kernel_summary(folder))
+    data.api_calls = _api_calls(folder, data.threads)
+
+
+def _share(row: Any) -> ApiShare:
+    return ApiShare(str(row.name), float(row.time_pct), int(row.total_ns), int(row.calls))
+
+
+def rows_of(result: Any) -> list[dict[str, Any]]:
+    """A summary as a list of dicts, whether an analyzer returns a table, records or dicts."""
+    if result is None:
+        return []
+    if isinstance(result, pa.Table):
+        return list(result.to_pylist())
+    if hasattr(result, "to_dict") and hasattr(result, "columns"):  # a DataFrame
+        return list(result.to_dict("records"))
+    rows = []
+    for item in result:
+        if isinstance(item, dict):
+            rows.append(dict(item))
+        elif hasattr(item, "_asdict"):
+            rows.append(dict(item._asdict()))
+        elif hasattr(item, "__dataclass_fields__"):
+            rows.append({k: getattr(item, k) for k in item.__dataclass_fields__})
+    return rows
+
+
+def _api_calls(folder: RunFolder, lanes: ThreadLanes | None) -> ApiCalls | None:
+    if lanes is None:
+        return None
+    table = pq.read_table(folder.table_path("cuda_api"), columns=["start_ns", "end_ns", "name", "tid"])
+    if table.num_rows == 0:
+        return None
+    tid = table.column("tid").to_numpy(zero_copy_only=False).astype(np.int64)
+    lane_tids = np.array([_tid_of(n) for n in lanes.lane_names], dtype=np.int64)
+    order = np.argsort(lane_tids)
+    pos = np.searchsorted(lane_tids[order], tid).clip(0, max(len(order) - 1, 0))
+    found = lane_tids[order][pos] == tid if len(order) else np.zeros(len(tid), dtype=bool)
+    start = table.column("start_ns").to_numpy(zero_copy_only=False).astype(np.int64)
+    sort = np.argsort(start[found], kind="stable")
+    return ApiCalls(
+        lane=order[pos][found][sort],
+        start_ns=start[found][sort],
+        end_ns=table.column("end_ns").to_numpy(zero_copy_only=False).astype(np.int64)[found][sort],
+        name=np.asarray(table.column("name").to_pylist(), dtype=object)[found][sort],
+    )
+
+
+def _tid_of(lane_name: str) -> int:
+    try:
+        return int(lane_name.rsplit("(", 1)[1].rstrip(")"))
+    except (IndexError, ValueError):
+        return -1
+
+
+def api_split(shares: Sequence[ApiShare], min_pct: float = 1.0) -> list[tuple[str, float]]:
+    """The study's Figure 3: functions with >= `min_pct` % of API time, the rest summed as `other`."""
+    big = [(s.name, s.time_pct) for s in shares if s.time_pct >= min_pct]
+    rest = sum(s.time_pct for s in shares if s.time_pct < min_pct)
+    big.sort(key=lambda item: -item[1])
+    if rest > 0 and not math.isclose(rest, 0.0):
+        big.append((f"other (< {min_pct:g} % each)", rest))
+    return big

@@ -1,0 +1,34 @@
+"""Export of any panel or the whole window: PNG by grabbing the widget, SVG by painting it into
+a QSvgGenerator (vector text and lines for the pyqtgraph plots)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
+
+FORMATS = ("png", "svg")
+
+
+def export_widget(widget: QtWidgets.QWidget, path: Path) -> Path:
+    """Writes `widget` as it is on screen (or would be, offscreen) to `path`; the suffix picks the format."""
+    suffix = path.suffix.lower().lstrip(".")
+    if suffix not in FORMATS:
+        raise ValueError(f"{path}: export as .png or .svg")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == "png":
+        if not widget.grab().save(str(path), "PNG"):
+            raise OSError(f"could not write {path}")
+        return path
+    generator = QtSvg.QSvgGenerator()
+    generator.setFileName(str(path))
+    size = widget.size()
+    generator.setSize(size)
+    generator.setViewBox(QtCore.QRect(QtCore.QPoint(0, 0), size))
+    generator.setTitle(widget.windowTitle() or "dl-tracer viewer")
+    painter = QtGui.QPainter(generator)
+    try:
+        widget.render(painter)
+    finally:
+        painter.end()
+    return path

@@ -1,0 +1,72 @@
+"""Loading off the GUI thread: each run folder is read by `viewer.data.load_run` in a QThreadPool worker,
+and its result comes back to the GUI thread as a queued signal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6 import QtCore
+
+from viewer.data import load_run
+
+
+class Task(QtCore.QRunnable):
+    def __init__(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        super().__init__()
+        self.fn = fn
+        self.done = done
+
+    def run(self) -> None:
+        self.done(self.fn())
+
+
+class RunLoader(QtCore.QObject):
+    """`progress(fraction, text)` covers every pending run; `loaded(RunData)` per run; `idle` when none is left."""
+
+    progress = QtCore.Signal(float, str)
+    loaded = QtCore.Signal(object)
+    idle = QtCore.Signal()
+    _finished = QtCore.Signal(str, object)
+    _step = QtCore.Signal(str, float, str)
+
+    def __init__(self, parent: QtCore.QObject | None = None) -> None:
+        super().__init__(parent)
+        self.pool = QtCore.QThreadPool(self)
+        self.pool.setMaxThreadCount(max(2, min(4, QtCore.QThread.idealThreadCount())))
+        self._fractions: dict[str, float] = {}
+        self._finished.connect(self._on_finished)
+        self._step.connect(self._on_step)
+
+    @property
+    def pending(self) -> int:
+        return len(self._fractions)
+
+    def load(self, path: Path) -> None:
+        key = str(path)
+        self._fractions[key] = 0.0
+        self.progress.emit(self._overall(), f"loading {path.name}")
+
+        def report(fraction: float, text: str) -> None:
+            self._step.emit(key, fraction, f"{path.name}: {text}")
+
+        self.pool.start(Task(lambda: load_run(path, report), lambda data: self._finished.emit(key, data)))
+
+    def _overall(self) -> float:
+        return sum(self._fractions.values()) / len(self._fractions) if self._fractions else 1.0
+
+    def _on_step(self, key: str, fraction: float, text: str) -> None:
+        if key in self._fractions:
+            self._fractions[key] = fraction
+            self.progress.emit(self._overall(), text)
+
+    def _on_finished(self, key: str, data: object) -> None:
+        self._fractions.pop(key, None)
+        self.loaded.emit(data)
+        self.progress.emit(self._overall(), "")
+        if not self._fractions:
+            self.idle.emit()
+
+    def wait(self, timeout_ms: int = -1) -> bool:
+        return bool(self.pool.waitForDone(timeout_ms))

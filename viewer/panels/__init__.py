@@ -1,0 +1,1 @@
+"""The viewer's panels, each fed from `viewer.data.RunData` and nothing else."""

@@ -1,0 +1,127 @@
+"""CUDA API time split per run as horizontal bars (the study's Figure 3), switchable by phase
+(whole run, start-up, steady state, each epoch), and a kernel top list."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyqtgraph as pg
+from PySide6 import QtWidgets
+
+from viewer.data import NO_TRACE, RunData, api_split
+from viewer.style import run_colour
+
+PHASE_ORDER = ("whole", "startup", "steady")
+KERNEL_ROWS = 15
+
+
+class CudaPanel(QtWidgets.QWidget):
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.runs: list[RunData] = []
+        self.phase = QtWidgets.QComboBox()
+        self.phase.currentTextChanged.connect(lambda _: self._draw_bars())
+        self.note = QtWidgets.QLabel(NO_TRACE)
+        self.note.setWordWrap(True)
+        self.bars = pg.PlotWidget()
+        self.bars.setMinimumHeight(220)
+        self.kernels = QtWidgets.QTableWidget(0, 6)
+        self.kernels.setHorizontalHeaderLabels(["run", "kernel", "time %", "total ms", "calls", "avg µs"])
+        self.kernels.horizontalHeader().setSectionResizeMode(1, QtWidgets.QHeaderView.Stretch)
+        top = QtWidgets.QHBoxLayout()
+        top.addWidget(QtWidgets.QLabel("phase:"))
+        top.addWidget(self.phase)
+        top.addWidget(self.note, 1)
+        split = QtWidgets.QSplitter()
+        split.addWidget(self.bars)
+        split.addWidget(self.kernels)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(split, 1)
+        self.bar_items: dict[str, pg.BarGraphItem] = {}
+
+    def set_runs(self, runs: Sequence[RunData]) -> None:
+        self.runs = list(runs)
+        phases: list[str] = []
+        for run in self.runs:
+            phases += [p for p in run.cuda_phases if p not in phases]
+        ordered = [p for p in PHASE_ORDER if p in phases] + sorted(
+            (p for p in phases if p not in PHASE_ORDER), key=_epoch_key
+        )
+        current = self.phase.currentText()
+        self.phase.blockSignals(True)
+        self.phase.clear()
+        self.phase.addItems(ordered)
+        if current in ordered:
+            self.phase.setCurrentText(current)
+        self.phase.blockSignals(False)
+        untraced = [r.label for r in self.runs if not r.cuda_phases]
+        self.note.setText("; ".join(f"{label}: {NO_TRACE}" for label in untraced))
+        self._draw_bars()
+        self._fill_kernels()
+
+    def _draw_bars(self) -> None:
+        plot = self.bars.getPlotItem()
+        plot.clear()
+        self.bar_items.clear()
+        phase = self.phase.currentText()
+        traced = [(i, r) for i, r in enumerate(self.runs) if phase in r.cuda_phases]
+        if not traced:
+            plot.setTitle(NO_TRACE if self.runs else "no runs loaded", size="10pt")
+            plot.getAxis("left").setTicks(None)
+            return
+        splits = {r.run_id: dict(api_split(r.cuda_phases[phase])) for _, r in traced}
+        names: list[str] = []
+        for split in splits.values():
+            names += [n for n in split if n not in names]
+        names.sort(key=lambda n: (n.startswith("other"), -max(s.get(n, 0.0) for s in splits.values())))
+        height = 0.8 / len(traced)
+        if plot.legend is None:
+            plot.addLegend(offset=(-10, 5), labelTextSize="9pt")
+        for k, (index, run) in enumerate(traced):
+            split = splits[run.run_id]
+            ys = [i + k * height - 0.4 + height / 2 for i in range(len(names))]
+            item = pg.BarGraphItem(
+                x0=[0.0] * len(names), y=ys, height=height * 0.9, width=[split.get(n, 0.0) for n in names],
+                brush=run_colour(index), name=run.label,
+            )
+            plot.addItem(item)
+            self.bar_items[run.run_id] = item
+        plot.getAxis("left").setTicks([[(i, n) for i, n in enumerate(names)], []])
+        plot.getViewBox().invertY(True)
+        plot.setLabel("bottom", "share of CUDA API time (%)")
+        plot.setTitle(f"CUDA API time split, {phase} (functions >= 1 %, the rest as other)", size="10pt")
+
+    def _fill_kernels(self) -> None:
+        rows: list[tuple[str, dict[str, Any]]] = []
+        for run in self.runs:
+            ranked = sorted(run.kernels, key=lambda k: -float(_get(k, "total_ns", "time_pct") or 0))
+            rows += [(run.label, k) for k in ranked[:KERNEL_ROWS]]
+        self.kernels.setRowCount(len(rows))
+        for i, (label, k) in enumerate(rows):
+            total = _get(k, "total_ns")
+            avg = _get(k, "avg_ns")
+            values = [
+                label,
+                str(_get(k, "short_name", "name", "kernel") or "?"),
+                _num(_get(k, "time_pct"), ".1f"),
+                _num(None if total is None else float(total) / 1e6, ".2f"),
+                _num(_get(k, "calls", "instances", "count"), ".0f"),
+                _num(None if avg is None else float(avg) / 1e3, ".1f"),
+            ]
+            for j, v in enumerate(values):
+                self.kernels.setItem(i, j, QtWidgets.QTableWidgetItem(v))
+
+
+def _get(row: dict[str, Any], *keys: str) -> Any:
+    return next((row[k] for k in keys if row.get(k) is not None), None)
+
+
+def _num(value: Any, spec: str) -> str:
+    return "-" if value is None else format(float(value), spec)
+
+
+def _epoch_key(phase: str) -> tuple[int, str]:
+    tail = phase.rsplit(" ", 1)[-1]
+    return (int(tail), phase) if tail.isdigit() else (1 << 30, phase)
