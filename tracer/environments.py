@@ -111,9 +111,32 @@ def create(framework: str, gpu: bool | None = None, python: str = sys.executable
         subprocess.run([python, "-m", "venv", str(target)], check=True)
     cmd = [str(env_python(framework)), "-m", "pip", "install", "--disable-pip-version-check", *requirements]
     result = subprocess.run(cmd)
+    if result.returncode != 0 and fw.missing_hint:
+        return _create_with_conda(fw, use_gpu, pip_exit=result.returncode)
     if result.returncode != 0:
         raise UserError(
             f"pip could not install {' '.join(requirements)} into {target} (exit {result.returncode}); "
             f"see pip's output above{'; ' + fw.note if fw.note else ''}"
         )
     return status(framework)
+
+
+def _create_with_conda(fw: FrameworkInfo, use_gpu: bool, pip_exit: int) -> EnvStatus:
+    """For frameworks pip cannot install here (SINGA): a conda environment in the env's place when conda
+    is on PATH, else one line saying what is missing and how to use an interpreter that has it."""
+    conda = shutil.which("conda") or shutil.which("mamba")
+    packages = fw.conda_gpu if use_gpu else fw.conda_cpu
+    if conda is None or not packages:
+        raise UserError(
+            f"pip could not install {fw.name} (exit {pip_exit}) and conda is not on PATH: {fw.missing_hint}"
+        )
+    target = env_dir(fw.name)
+    shutil.rmtree(target, ignore_errors=True)
+    channels = [arg for c in fw.conda_channels for arg in ("-c", c)]
+    result = subprocess.run([conda, "create", "-y", "-p", str(target), *channels, *packages, "pillow"])
+    if result.returncode != 0:
+        raise UserError(
+            f"neither pip (exit {pip_exit}) nor conda (exit {result.returncode}) could install {fw.name}: "
+            f"{fw.missing_hint}"
+        )
+    return status(fw.name)

@@ -21,6 +21,12 @@ class FrameworkInfo:
     cpu_requirements: tuple[str, ...]
     gpu_requirements: tuple[str, ...]
     note: str = ""
+    # Tried when pip fails and `conda` is on PATH: a conda environment made at the env's place.
+    conda_channels: tuple[str, ...] = ()
+    conda_cpu: tuple[str, ...] = ()
+    conda_gpu: tuple[str, ...] = ()
+    # What to tell the user when neither pip nor conda could install it (one line).
+    missing_hint: str = ""
 
 
 FRAMEWORKS: dict[str, FrameworkInfo] = {
@@ -63,7 +69,16 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             ("singa", "singa-cpu", "singa-gpu"),
             ("singa",),
             ("singa",),
-            note="no SINGA build installs here (PyPI has only a CPython 3.6 wheel); see README",
+            note="no SINGA build installs here (PyPI has only a CPython 3.6 wheel); see docs/frameworks.md",
+            conda_channels=("nusdbsystem", "conda-forge"),
+            conda_cpu=("singa-cpu",),
+            conda_gpu=("singa-gpu",),
+            missing_hint=(
+                "SINGA's Python package (module `singa`) is missing: PyPI has only a CPython 3.6 wheel; install it "
+                "with conda (`conda install -c nusdbsystem -c conda-forge singa-cpu`, or singa-gpu) or from source "
+                "(https://singa.apache.org/docs/installation), then run "
+                "`tracer profile --framework singa --python /path/to/that/env/bin/python ...`"
+            ),
         ),
     )
 }

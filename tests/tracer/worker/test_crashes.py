@@ -1,0 +1,59 @@
+"""Crashes are results: a worker that raises, aborts or segfaults, or a framework that rejects what it
+is asked to do, ends as a `failed` run whose run.json carries the framework's own last error lines."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tracer.runfolder import RunFolder
+
+QUICK = ("--model", "mobilenet_v2", "--limit", "4", "--batch", "4", "--threads", "1")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("framework", "fault", "signal", "text"),
+    [
+        ("paddle", "raise@1", None, "RuntimeError: injected fault at epoch 1"),
+        ("mxnet", "abort@1", "SIGABRT", "injected abort at epoch 1"),
+        ("tensorflow", "segv@1", "SIGSEGV", "injected segfault at epoch 1"),
+    ],
+)
+def test_injected_crash_is_a_failed_run(
+    framework: str, fault: str, signal: str | None, text: str, make_run: Callable[..., RunFolder]
+) -> None:
+    folder = make_run(framework, *QUICK, "--inject-fault", fault, expect_ok=False)
+    record = folder.read_record()
+    outcome = record.outcome
+    assert outcome.status.value == "failed"
+    assert outcome.signal == signal
+    assert any(text in line for line in outcome.stderr_tail), outcome.stderr_tail
+    if signal is None:
+        assert text in outcome.cause
+    else:
+        assert signal in outcome.cause
+    assert record.model is not None and record.model.trainable_params > 0  # what happened before is kept
+    process = folder.samples("process")
+    assert process is not None and process.num_rows >= 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("framework", "args", "error"),
+    [
+        # Gluon's AlexNet pools a 1x1 map with a 3x3 window at 32 px: MXNet's own shape check refuses.
+        ("mxnet", ("--model", "alexnet", "--image-size", "32"), "kernel size (3) exceeds input"),
+        # Keras' SGD refuses a momentum outside [0, 1] itself.
+        ("tensorflow", ("--model", "mobilenet_v2", "--momentum", "1.5"), "`momentum` must be a float between [0, 1]"),
+    ],
+)
+def test_framework_error_text_is_in_the_outcome(
+    framework: str, args: tuple[str, ...], error: str, make_run: Callable[..., RunFolder]
+) -> None:
+    folder = make_run(framework, "--limit", "4", "--threads", "1", *args, expect_ok=False)
+    outcome = folder.read_record().outcome
+    assert outcome.status.value == "failed" and outcome.exit_code == 1
+    assert error in outcome.cause
+    assert any(error in line for line in outcome.stderr_tail), outcome.stderr_tail

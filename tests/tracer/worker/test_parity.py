@@ -1,0 +1,69 @@
+"""Architecture parity: every framework's four models have torchvision's trainable parameter count
+within 1 %, counted exactly as a run counts them (the worker module's `model_params`), in the
+framework's own interpreter."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests.conftest import require_framework
+from tracer.environments import env_python
+from tracer.frameworks import MODELS
+from tracer.runner import worker_pythonpath
+from tracer.worker.workload import REFERENCE_PARAMS
+
+IMAGE_SIZE = 64  # what the CI runs use; the counts do not depend on it (adaptive pooling everywhere)
+
+PROBE = """
+import json, sys
+from tracer.worker.frameworks import {module} as worker
+for name in sys.argv[1:]:
+    c = worker.model_params(name, 3, {size})
+    print(json.dumps({{"model": name, "trainable": c.trainable, "total": c.total}}), flush=True)
+"""
+
+# pytorch.py counts inside build(); the same two sums here, on the same torchvision constructors.
+PROBE_PYTORCH = """
+import json, sys
+from tracer.worker.frameworks import pytorch as worker
+for name in sys.argv[1:]:
+    m = worker.MODELS[name](weights=None, num_classes=3)
+    trainable = sum(p.numel() for p in m.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in m.parameters()) + sum(b.numel() for b in m.buffers())
+    c = worker.ParamCount(trainable, total)
+    print(json.dumps({{"model": name, "trainable": c.trainable, "total": c.total}}), flush=True)
+"""
+
+
+def counts(framework: str) -> dict[str, tuple[int, int]]:
+    env = dict(os.environ, PYTHONPATH=str(worker_pythonpath()), TF_CPP_MIN_LOG_LEVEL="2")
+    code = (PROBE_PYTORCH if framework == "pytorch" else PROBE).format(module=framework, size=IMAGE_SIZE)
+    out = subprocess.run(
+        [str(env_python(framework)), "-c", code, *MODELS],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd="/",
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    return {r["model"]: (r["trainable"], r["total"]) for r in rows}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "mxnet", "paddle", "singa"])
+def test_trainable_parameters_within_one_percent(framework: str) -> None:
+    require_framework(framework)
+    found = counts(framework)
+    assert sorted(found) == sorted(MODELS)
+    for model, (trainable, total) in found.items():
+        reference = REFERENCE_PARAMS[model]
+        assert abs(trainable - reference) / reference < 0.01, (framework, model, trainable, reference)
+        assert total >= trainable
+    if framework == "pytorch":  # the reference is torchvision's own count
+        assert {m: t for m, (t, _) in found.items()} == REFERENCE_PARAMS

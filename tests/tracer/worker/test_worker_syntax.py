@@ -1,0 +1,38 @@
+"""Worker-side code runs in the framework's interpreter, which on edge boards can be Python 3.8."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import tracer.worker
+
+WORKER = Path(tracer.worker.__file__).resolve().parent
+ALLOWED_TOP_LEVEL = {"__future__", "tracer", "numpy", "PIL", "torch", "torchvision"}
+ALLOWED_TOP_LEVEL |= {"tensorflow", "mxnet", "paddle", "singa", "cupti"}  # cupti: the CUPTI trace backend
+
+
+def test_worker_code_is_python_3_8() -> None:
+    vermin = Path(sys.executable).parent / "vermin"
+    result = subprocess.run(
+        [str(vermin), "-t=3.8-", "--no-tips", "--violations", "--eval-annotations", str(WORKER)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_worker_imports_only_stdlib_numpy_pillow_and_its_framework() -> None:
+    for path in WORKER.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                assert top in ALLOWED_TOP_LEVEL or top in sys.stdlib_module_names, f"{path.name} imports {name}"
