@@ -124,5 +124,6 @@ def _runs_table(runs: Sequence[LoadedRun]) -> str:
             f'<td>{_e(r.case.name)}</td><td>{_e(spec.device)}</td><td class="num">{spec.batch}</td>'
             f'<td class="num">{spec.epochs}</td><td>{_e(status)}</td></tr>'
         )
-    head = "<tr>" + "".join(f"<th>{h}</th>" for h in ("run", "framework", "case", "device", "batch", "epochs", "status"))
+    names = ("run", "framework", "case", "device", "batch", "epochs", "status")
+    head = "<tr>" + "".join(f"<th>{h}</th>" for h in names)
     return f"<table><thead>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"

@@ -1,0 +1,81 @@
+"""Table 1 / Table 2: every cell against the value computed from the run folder's own files."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from tests.analyzers.report import _expected as x
+from tests.analyzers.report.conftest import ReportRuns
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def _row_of(rows: list[dict[str, str]], run: Path) -> dict[str, str]:
+    (row,) = [r for r in rows if run.name in r["run_ids"].split()]
+    return row
+
+
+def test_ok_run_cells_equal_values_from_the_folder(report_dir: Path, report_runs: ReportRuns) -> None:
+    run = report_runs.ok
+    row = _row_of(_rows(report_dir / "table1-cpu.csv"), run)
+    spec = x.record(run)["spec"]
+    assert row["framework"] == spec["framework"] == "pytorch"
+    assert (row["model"], row["dataset"], row["device"], int(row["batch"])) == (
+        spec["model"],
+        spec["dataset"],
+        "cpu",
+        spec["batch"],
+    )
+    assert row["status"] == "ok" and row["cause"] == ""
+    assert (int(row["runs_ok"]), int(row["runs_failed"])) == (1, 0)
+    assert int(row["epochs"]) == len(x.epochs(run)) == spec["epochs"]
+    assert float(row["mean_epoch_s"]) == pytest.approx(x.mean_epoch_s(run), rel=1e-12)
+    assert float(row["images_per_s"]) == pytest.approx(x.images_per_s(run), rel=1e-12)
+    cpu = x.process_column(run, "cpu_pct")
+    assert float(row["cpu_pct_mean"]) == pytest.approx(sum(cpu) / len(cpu), rel=1e-12)
+    assert float(row["peak_rss_mib"]) == pytest.approx(max(x.process_column(run, "rss_mib")), rel=1e-12)
+    assert row["gpu_util_pct_mean"] == ""
+
+
+def test_failed_run_is_a_failed_row_with_its_cause(report_dir: Path, report_runs: ReportRuns) -> None:
+    run = report_runs.failed
+    outcome = x.record(run)["outcome"]
+    assert outcome["status"] == "failed" and "injected fault" in outcome["cause"]
+    row = _row_of(_rows(report_dir / "table1-cpu.csv"), run)
+    assert (row["status"], row["cause"]) == ("failed", outcome["cause"])
+    assert (int(row["runs_ok"]), int(row["runs_failed"]), int(row["batch"])) == (0, 1, 2)
+    assert row["mean_epoch_s"] == row["images_per_s"] == ""
+    md = (report_dir / "table1-cpu.md").read_text()
+    (line,) = [ln for ln in md.splitlines() if "| 2 |" in ln]
+    assert f"**failed: {outcome['cause']}**" in line
+    assert [c.strip() for c in line.split("|")].count("failed") == 2  # mean epoch time and images/s say so too
+
+
+def test_markdown_cells_are_the_csv_values_formatted(report_dir: Path, report_runs: ReportRuns) -> None:
+    run = report_runs.ok
+    md = (report_dir / "table1-cpu.md").read_text().splitlines()
+    header = [c.strip() for c in md[2].strip("|").split("|")]
+    (line,) = [ln for ln in md if "| 1 | ok |" in ln]
+    cells = dict(zip(header, (c.strip() for c in line.strip("|").split("|"))))
+    cpu = x.process_column(run, "cpu_pct")
+    assert cells["Framework"] == "PyTorch"
+    assert cells["Batch"] == "1"
+    assert cells["Mean epoch (s)"] == f"{x.mean_epoch_s(run):.3f}"
+    assert cells["Images/s"] == f"{x.images_per_s(run):.2f}"
+    assert cells["CPU % mean (100 = all cores)"] == f"{sum(cpu) / len(cpu):.1f}"
+    assert cells["Peak RSS (MiB)"] == f"{max(x.process_column(run, 'rss_mib')):.0f}"
+
+
+def test_imported_traces_are_not_table_rows_and_no_gpu_runs_leave_table2_empty(
+    report_dir: Path, report_runs: ReportRuns
+) -> None:
+    rows = _rows(report_dir / "table1-cpu.csv")
+    assert {r["run_ids"] for r in rows} == {report_runs.ok.name, report_runs.failed.name}
+    assert _rows(report_dir / "table2-gpu.csv") == []
+    assert "No GPU runs were given." in (report_dir / "table2-gpu.md").read_text()
