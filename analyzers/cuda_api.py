@@ -28,7 +28,7 @@ from tracer.runfolder import RunFolder
 
 SOURCE_PREFERENCE = ("nsys", "cupti", "kineto")
 _EPOCH = re.compile(r"^epoch[ _]?(\d+)$", re.IGNORECASE)
-_STEP = re.compile(r"^(train_)?step[ _#]?\d*", re.IGNORECASE)
+_STEP = re.compile(r"^((train_)?step[ _#]?\d*|ProfilerStep#\d+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
