@@ -81,7 +81,8 @@ def test_gpu_busy_matches_a_plain_sweep(ingested: dict[str, RunFolder], shared_f
         ).fetchall()
     )
     con.close()
-    busy, cur_s, cur_e = 0, *spans[0]
+    busy = 0
+    cur_s, cur_e = spans[0]
     for s, e in spans[1:]:
         if s > cur_e:
             busy += cur_e - cur_s
