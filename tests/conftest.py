@@ -18,9 +18,7 @@ TINY = ["--epochs", "2", "--limit", "16", "--image-size", "64", "--dataset", "sm
 
 def run_tracer(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """`tracer ARGS` as a user runs it (a real process, real exit code, real output)."""
-    return subprocess.run(
-        [sys.executable, "-m", "tracer", *args], capture_output=True, text=True, timeout=timeout
-    )
+    return subprocess.run([sys.executable, "-m", "tracer", *args], capture_output=True, text=True, timeout=timeout)
 
 
 def require_framework(name: str) -> None:

@@ -150,12 +150,16 @@ class Sampler:
         for p in procs:
             try:
                 with p.oneshot():
+                    if p.status() == psutil.STATUS_ZOMBIE:  # exited, not yet reaped: nothing to measure
+                        continue
                     times = p.cpu_times()
                     mem = p.memory_info()
                     nthreads = p.num_threads()
                     thread_times = p.threads()
                     created_ns = int(p.create_time() * 1e9)
             except psutil.Error:
+                continue
+            if mem.rss == 0:  # mid-exit: its memory is already released
                 continue
             live += 1
             total = times.user + times.system

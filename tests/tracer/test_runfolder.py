@@ -1,0 +1,57 @@
+"""The run folder survives crashes: atomic run.json, streams readable up to the last whole line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tracer.errors import UserError
+from tracer.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
+from tracer.runfolder import CsvStream, RunFolder, find_run, read_csv_stream, read_jsonl, write_json_atomic
+
+
+def record(run_id: str) -> RunRecord:
+    env = EnvironmentInfo("h", "linux", "cpu", 2, 2, 1024.0, "3.11")
+    return RunRecord(run_id, RunSpec("pytorch", "alexnet", "small"), env, Outcome(RunStatus.RUNNING), 1)
+
+
+def test_record_round_trip(tmp_path: Path) -> None:
+    folder = RunFolder.create(tmp_path, "r1")
+    rec = record("r1")
+    folder.write_record(rec)
+    assert folder.read_record() == rec
+    assert json.loads(folder.run_json.read_text())["outcome"]["status"] == "running"
+
+
+def test_atomic_write_leaves_no_temp_files(tmp_path: Path) -> None:
+    target = tmp_path / "x.json"
+    write_json_atomic(target, {"a": 1})
+    write_json_atomic(target, {"a": 2})
+    assert json.loads(target.read_text()) == {"a": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_streams_tolerate_a_cut_last_line(tmp_path: Path) -> None:
+    stream = CsvStream(tmp_path / "s.csv", ["t_ns", "v"])
+    stream.append((1, 0.5))
+    stream.append((2, 0.75))
+    stream.close()
+    with (tmp_path / "s.csv").open("a") as f:
+        f.write("3,0.")  # a crash mid-write
+    table = read_csv_stream(tmp_path / "s.csv")
+    assert table.column("t_ns").to_pylist() == [1, 2]
+    (tmp_path / "e.jsonl").write_text('{"kind": "a"}\n{"kind": "b"}\n{"kin')
+    assert [e["kind"] for e in read_jsonl(tmp_path / "e.jsonl")] == ["a", "b"]
+
+
+def test_damaged_and_unknown_runs_are_clear_errors(tmp_path: Path) -> None:
+    folder = RunFolder.create(tmp_path, "20260101-pytorch-x")
+    with pytest.raises(UserError, match="no run.json"):
+        folder.read_record()
+    folder.run_json.write_text("{not json")
+    with pytest.raises(UserError, match="unreadable"):
+        folder.read_record()
+    with pytest.raises(UserError, match="no run 'zzz'"):
+        find_run(tmp_path, "zzz")

@@ -1,0 +1,86 @@
+"""The sampler, pointed at a real child that burns CPU in N threads, sees N cores' worth and >= N threads."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tracer.runfolder import RunFolder
+from tracer.sampler import Sampler
+
+BURNER = """
+import hashlib, sys, threading, time
+n, seconds = int(sys.argv[1]), float(sys.argv[2])
+buf = b"x" * (1 << 20)
+def burn():
+    end = time.time() + seconds
+    while time.time() < end:
+        hashlib.sha256(buf).digest()   # releases the GIL: real parallel CPU
+threads = [threading.Thread(target=burn) for _ in range(n)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+"""
+
+
+def test_sampler_sees_cpu_threads_and_rss(tmp_path: Path) -> None:
+    """The sampled CPU must add up to what the kernel charged the child (rusage), and on an idle
+    machine that is N cores' worth; a busy machine gives the burner less, and the sampler must say so."""
+    n = min(2, psutil.cpu_count() or 1)
+    folder = RunFolder.create(tmp_path, "burn")
+    child = subprocess.Popen([sys.executable, "-c", BURNER, str(n), "3"])
+    sampler = Sampler(folder, lambda: child.pid, hz=20, nvml=None)
+    sampler.start()
+    started = time.monotonic()
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.monotonic() - started
+    child.returncode = status
+    info = sampler.stop()
+    charged_cores = (usage.ru_utime + usage.ru_stime) / wall
+    process = folder.samples("process")
+    assert process is not None and process.num_rows >= 40
+    t = process.column("t_ns").to_pylist()
+    cores = process.column("cpu_cores").to_pylist()
+    sampled_cpu_s = sum(c * (b - a) / 1e9 for c, a, b in zip(cores[1:], t, t[1:]))
+    assert sampled_cpu_s == pytest.approx(usage.ru_utime + usage.ru_stime, rel=0.15)
+    busy = [c for c in cores[4:-2]]
+    assert sum(busy) / len(busy) == pytest.approx(charged_cores, rel=0.25)
+    if psutil.cpu_percent(interval=0.2) < 20:  # idle machine (CI): the burner really had N cores
+        assert sum(busy) / len(busy) > 0.8 * n
+    assert max(process.column("cpu_pct").to_pylist()) <= 105.0  # 100 % = all cores
+    assert max(process.column("threads").to_pylist()) >= n + 1
+    assert min(process.column("rss_mib").to_pylist()) > 1
+    threads = folder.samples("threads")
+    assert threads is not None and len(set(threads.column("tid").to_pylist())) >= n + 1
+    assert info.samples >= process.num_rows
+    assert 40 <= info.achieved_period_ms <= 80
+
+
+def test_streams_reach_disk_while_running(tmp_path: Path) -> None:
+    folder = RunFolder.create(tmp_path, "stream")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+    sampler = Sampler(folder, lambda: child.pid, hz=10, nvml=None)
+    sampler.start()
+    try:
+        time.sleep(1.6)
+        lines = folder.sample_stream_path("process").read_text().splitlines()
+        assert len(lines) >= 6, "samples must be flushed at least every second"
+    finally:
+        sampler.stop()
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.parametrize("hz", [0.0, -1.0])
+def test_bad_rates_are_rejected(hz: float) -> None:
+    from tracer.cases import check_spec
+    from tracer.errors import UserError
+    from tracer.records import RunSpec
+
+    with pytest.raises(UserError, match="sample-hz"):
+        check_spec(RunSpec("pytorch", "alexnet", "small", sample_hz=hz))
