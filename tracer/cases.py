@@ -58,8 +58,8 @@ def check_spec(spec: RunSpec) -> None:
         raise UserError("--limit must be at least 1")
     if spec.image_size < 32:
         raise UserError("--image-size must be at least 32 (the models' pooling needs it)")
-    if spec.sample_hz <= 0 or spec.sample_hz > 1000:
-        raise UserError("--sample-hz must be in (0, 1000]")
+    if spec.sample_hz < 0 or spec.sample_hz > 1000:
+        raise UserError("--sample-hz must be in [0, 1000] (0 switches sampling off)")
     if spec.timeout_s is not None and spec.timeout_s <= 0:
         raise UserError("--timeout must be positive")
 

@@ -64,7 +64,7 @@ class Sampler:
     def __init__(self, folder: RunFolder, target_pid: Callable[[], int | None], hz: float, nvml: Nvml | None):
         self.folder = folder
         self.target_pid = target_pid
-        self.period_s = 1.0 / hz
+        self.period_s = 1.0 / hz if hz > 0 else 0.0
         self.hz = hz
         self.nvml = nvml
         self._stop = threading.Event()
@@ -78,12 +78,16 @@ class Sampler:
         self.error: str | None = None
 
     def start(self) -> None:
+        """With hz == 0 nothing is sampled: the baseline of the sampler-overhead benchmark."""
+        if self.hz <= 0:
+            return
         psutil.cpu_percent(percpu=True)
         self._thread.start()
 
     def stop(self) -> SamplingInfo:
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
         return self.sampling_info()
 
     def sampling_info(self) -> SamplingInfo:

@@ -20,8 +20,8 @@ from tracer.runfolder import RunFolder, list_runs
 
 def torchvision_params(model: str) -> int:
     code = (
-        "import torchvision; m = torchvision.models.%s(weights=None, num_classes=3); "
-        "print(sum(p.numel() for p in m.parameters() if p.requires_grad))" % model
+        f"import torchvision; m = torchvision.models.{model}(weights=None, num_classes=3); "
+        "print(sum(p.numel() for p in m.parameters() if p.requires_grad))"
     )
     out = subprocess.run([str(env_python("pytorch")), "-c", code], capture_output=True, text=True, check=True)
     return int(out.stdout.strip())

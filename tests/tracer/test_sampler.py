@@ -76,7 +76,7 @@ def test_streams_reach_disk_while_running(tmp_path: Path) -> None:
         child.wait()
 
 
-@pytest.mark.parametrize("hz", [0.0, -1.0])
+@pytest.mark.parametrize("hz", [-1.0, 5000.0])
 def test_bad_rates_are_rejected(hz: float) -> None:
     from tracer.cases import check_spec
     from tracer.errors import UserError
