@@ -1,0 +1,124 @@
+"""CUDA API summary over a generated nsys-schema SQLite (default 10 million runtime rows) against a
+plain pandas `read_sql` + groupby baseline, in the same run.
+
+    ~/.cache/dl-tracer/venv/bin/python benchmarks/bench_cuda_api_sum.py [--rows N] [--db PATH]
+
+Times: our ingest (SQLite -> cuda_api.parquet), our api_summary over the Parquet table (what the
+viewer and reports call again and again), both together, and the baseline. The generated file is
+kept (default /tmp/bench_nsys_<N>.sqlite) so reruns skip generation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from analyzers.cuda_api import api_summary  # noqa: E402
+from analyzers.ingest import ingest_file  # noqa: E402
+from tracer.runfolder import RunFolder  # noqa: E402
+
+NAMES = [
+    "cudaLaunchKernel_v7000",
+    "cudaMemcpyAsync_v3020",
+    "cudaStreamSynchronize_v3020",
+    "cudaMalloc_v3020",
+    "cudaFree_v3020",
+    "cudaEventRecord_v3020",
+    "cudaStreamCreateWithFlags_v5000",
+    "cudaLaunchKernelExC_v11060",
+    "cuLaunchKernel",
+    "cuGetProcAddress_v2",
+]
+
+
+def generate(path: Path, rows: int) -> None:
+    """Same tables and columns nsys 3.x writes; durations skewed like real traces."""
+    tmp = path.with_suffix(".tmp")
+    tmp.unlink(missing_ok=True)
+    con = sqlite3.connect(tmp)
+    con.executescript(
+        """
+        CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE ThreadNames (nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER);
+        CREATE TABLE TARGET_INFO_SESSION_START_TIME (utcEpochNs INTEGER, utcTime TEXT, localTime TEXT);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
+            eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL,
+            returnValue INTEGER NOT NULL, callchainId INTEGER);
+        """
+    )
+    con.executemany("INSERT INTO StringIds VALUES (?, ?)", list(enumerate(NAMES + ["python3"])))
+    gtid = (1234 << 24) | 1234
+    con.execute("INSERT INTO ThreadNames VALUES (?, 0, ?)", (len(NAMES), gtid))
+    con.execute("INSERT INTO TARGET_INFO_SESSION_START_TIME VALUES (1700000000000000000, '', '')")
+    con.execute(
+        f"""
+        INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME
+        WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c LIMIT {rows})
+        SELECT i * 1000, i * 1000 + 500 + (abs(random()) % 100000) / (1 + abs(random()) % 50),
+               CASE WHEN i % 10 = 8 THEN 1 ELSE 0 END, {gtid} + (i % 4), i, i % {len(NAMES)}, 0, NULL
+        FROM c
+        """
+    )
+    con.commit()
+    con.close()
+    tmp.rename(path)
+
+
+def baseline(path: Path) -> float:
+    """What one would write with pandas: read the table, group, aggregate (median and std included)."""
+    import pandas as pd
+
+    t0 = time.perf_counter()
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    df = pd.read_sql("SELECT start, end, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass != 67", con)
+    names = pd.read_sql("SELECT id, value FROM StringIds", con).set_index("id")["value"]
+    con.close()
+    df["dur"] = df["end"] - df["start"]
+    g = df.groupby("nameId")["dur"].agg(["sum", "count", "mean", "median", "min", "max", "std"])
+    g["pct"] = g["sum"] * 100.0 / g["sum"].sum()
+    g.index = g.index.map(names)
+    g.sort_values("sum", ascending=False)
+    return time.perf_counter() - t0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--db", type=Path)
+    args = ap.parse_args()
+    db = args.db or Path(tempfile.gettempdir()) / f"bench_nsys_{args.rows}.sqlite"
+    if not db.exists():
+        t0 = time.perf_counter()
+        generate(db, args.rows)
+        print(f"generated {db} ({args.rows:,} rows) in {time.perf_counter() - t0:.1f} s")
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = RunFolder(Path(tmp))
+        t0 = time.perf_counter()
+        ingest_file(db, folder)
+        t_ingest = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        rows = api_summary(folder)
+        t_summary = time.perf_counter() - t0
+    t_base = baseline(db)
+    n = args.rows
+    print(f"rows: {n:,}; top: {rows[0].name} {rows[0].time_pct:.1f} %")
+    for label, secs in (
+        ("ingest SQLite -> Parquet", t_ingest),
+        ("api_summary over Parquet", t_summary),
+        ("ingest + api_summary", t_ingest + t_summary),
+        ("pandas read_sql + groupby", t_base),
+    ):
+        print(f"{label:28s} {secs:8.2f} s  {n / secs / 1e6:7.2f} M rows/s")
+    print(f"ratio baseline / api_summary       : {t_base / t_summary:6.1f}x")
+    print(f"ratio baseline / (ingest + summary): {t_base / (t_ingest + t_summary):6.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
