@@ -66,7 +66,7 @@ def _background(rng: np.random.Generator, w: int, h: int) -> Image.Image:
     t = np.linspace(0, 1, h)[:, None, None]
     sky = top * (1 - t) + bottom * t
     clouds = rng.uniform(-25, 25, (max(2, h // 60), max(2, w // 60), 1))
-    clouds_img = Image.fromarray(((clouds[:, :, 0] + 25) * 5).astype(np.uint8)).resize((w, h), Image.BICUBIC)
+    clouds_img = Image.fromarray(((clouds[:, :, 0] + 25) * 5).astype(np.uint8)).resize((w, h), Image.Resampling.BICUBIC)
     texture = (np.asarray(clouds_img, dtype=np.float64)[:, :, None] / 5.0) - 25
     return Image.fromarray(np.clip(sky + texture, 0, 255).astype(np.uint8), "RGB")
 
