@@ -128,6 +128,8 @@ class Cell:
                 continue
             if knob.kind is bool:
                 args += [knob.flag] if value else []
+            elif value == "":  # an empty string leaves the option at its default (e.g. no fault)
+                continue
             else:
                 args += [knob.flag, str(value)]
         if self.python:
@@ -230,7 +232,9 @@ def parse_plan(text: str, path: Path) -> Plan:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: not valid TOML: {e}") from None
+        at = re.search(r"\(at line (\d+), column \d+\)", str(e))
+        where = f"{path}:{at.group(1)}" if at else str(path)
+        raise UserError(f"{where}: not valid TOML: {e}") from None
     c = _Checker(path, text)
     for key in data:
         if key not in TOP_KEYS:
@@ -400,7 +404,7 @@ def _expand(
 
 
 def _slug(value: Any) -> str:
-    return re.sub(r"[^A-Za-z0-9_.]+", "-", str(value)).strip("-") or "x"
+    return re.sub(r"[^A-Za-z0-9_.]+", "-", str(value)).strip("-") or "none"
 
 
 def _cell_id(fields: Mapping[str, Any], varying: Mapping[str, Any], repetition: int | None) -> str:

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from tracer.campaign.estimate import clock, estimate
 from tracer.campaign.local import kill_leftover, run_local
-from tracer.campaign.plan import Plan, load_plan
+from tracer.campaign.plan import Cell, Plan, load_plan
 from tracer.campaign.record import FAILED, OK, Campaign
 from tracer.campaign.view import CampaignView
 from tracer.cases import dataset_label
@@ -70,7 +70,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
                 from tracer.campaign.ray_runner import run_ray
 
                 shared = args.shared_dir.resolve() if args.shared_dir else None
-                run_ray(campaign, cells, args.retry, view, args.ray, shared)
+                run_ray(campaign, longest_first(cells, out_dir), args.retry, view, args.ray, shared)
             else:
                 run_local(campaign, cells, args.retry, view)
         finally:
@@ -83,6 +83,13 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             f"record {campaign.path}"
         )
         return EXIT_SOME_FAILED if counts[FAILED] or counts["todo"] else 0
+
+
+def longest_first(cells: list[Cell], out_dir: Path) -> list[Cell]:
+    """Ray starts queued runs roughly in the order given: the longest first shortens the campaign
+    (a long run started last would leave the other nodes idle). Cells without an estimate go first."""
+    seconds = estimate(cells, out_dir)
+    return sorted(cells, key=lambda c: (seconds[c.cell_id] is not None, -(seconds[c.cell_id] or 0.0)))
 
 
 def dry_run(plan: Plan, out_dir: Path, nodes: int | None, out: Console) -> int:

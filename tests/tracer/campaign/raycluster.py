@@ -1,0 +1,97 @@
+"""A throwaway Ray cluster on this machine: a head and worker nodes, each offering one `tracer_node`.
+
+The machine may be shared, so the cluster gets a temp folder of its own and is stopped by ending
+exactly the processes whose command lines name that folder (and their children), not by `ray stop`,
+which would end every Ray process on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+RAY = str(Path(sys.executable).with_name("ray"))
+NODE = json.dumps({"tracer_node": 1})
+OBJECT_STORE_BYTES = str(100 * 1024 * 1024)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LocalCluster:
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = workers
+        self.temp = Path(tempfile.mkdtemp(prefix="tracer-ray-", dir="/tmp"))  # short: Ray's socket paths
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+
+    def _ray(self, *args: str) -> None:
+        result = subprocess.run([RAY, *args], env=self.env, capture_output=True, text=True, timeout=180)
+        if result.returncode != 0:
+            raise RuntimeError(f"ray {' '.join(args)} failed: {result.stderr[-2000:]}")
+
+    def start(self) -> LocalCluster:
+        common = ["--num-cpus", "1", "--resources", NODE, "--object-store-memory", OBJECT_STORE_BYTES,
+                  "--disable-usage-stats"]  # fmt: skip
+        self._ray("start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(self.port),
+                  "--temp-dir", str(self.temp), "--include-dashboard=false", *common)  # fmt: skip
+        for _ in range(self.workers):
+            self._ray("start", "--address", self.address, "--node-ip-address", "127.0.0.1", *common)
+        return self
+
+    def processes(self) -> list[psutil.Process]:
+        me = {psutil.Process().pid, *(p.pid for p in psutil.Process().parents())}
+        tag = str(self.temp)
+        roots = []
+        for p in psutil.process_iter(["cmdline"]):
+            try:
+                if p.pid not in me and any(tag in a for a in (p.info["cmdline"] or [])):
+                    roots.append(p)
+            except psutil.Error:
+                continue
+        found = {p.pid: p for p in roots}
+        for p in roots:
+            try:
+                found.update({c.pid: c for c in p.children(recursive=True)})
+            except psutil.Error:
+                continue
+        return list(found.values())
+
+    def raylets(self) -> list[psutil.Process]:
+        return [p for p in self.processes() if p.name() == "raylet"]
+
+    def stop(self) -> None:
+        procs = self.processes()
+        for p in procs:
+            try:
+                p.terminate()
+            except psutil.Error:
+                pass
+        _, alive = psutil.wait_procs(procs, timeout=10)
+        for p in alive:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(alive, timeout=5)
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+    def wait_for_nodes(self, count: int, timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while len(self.raylets()) < count:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"fewer than {count} raylets after {timeout_s} s")
+            time.sleep(0.5)

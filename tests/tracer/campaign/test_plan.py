@@ -1,0 +1,123 @@
+"""Plan files: expansion into cells with stable ids, and errors that name the line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tracer.campaign.plan import load_plan, parse_plan
+from tracer.errors import UserError
+
+ROOT = Path(__file__).resolve().parents[3]
+
+BASE = """\
+name = "t"
+frameworks = ["pytorch", "tensorflow"]
+models = ["alexnet", "mobilenet_v2"]
+datasets = ["small"]
+"""
+
+
+def plan(text: str, tmp_path: Path):  # type: ignore[no-untyped-def]
+    path = tmp_path / "plan.toml"
+    path.write_text(text)
+    return load_plan(path)
+
+
+def error(text: str, tmp_path: Path) -> str:
+    with pytest.raises(UserError) as e:
+        plan(text, tmp_path)
+    return str(e.value)
+
+
+def test_study_plan_is_the_160_run_matrix() -> None:
+    study = load_plan(ROOT / "plans" / "study.toml")
+    assert len(study.cells) == 160
+    assert len({c.cell_id for c in study.cells}) == 160
+    assert {c.epochs for c in study.cells} == {100}
+    assert len(load_plan(ROOT / "plans" / "tiny.toml").cells) == 4
+
+
+def test_defaults_and_profile_arguments(tmp_path: Path) -> None:
+    p = plan(BASE + "[knobs]\nlimit = 8\nimage_size = 64\namp = true\n", tmp_path)
+    assert [c.cell_id for c in p.cells] == [
+        "pytorch-alexnet-small-cpu-b1-e1",
+        "pytorch-mobilenet_v2-small-cpu-b1-e1",
+        "tensorflow-alexnet-small-cpu-b1-e1",
+        "tensorflow-mobilenet_v2-small-cpu-b1-e1",
+    ]
+    args = p.cells[0].profile_args()
+    assert args[:6] == ["--framework", "pytorch", "--model", "alexnet", "--dataset", "small"]
+    assert "--amp" in args and args[args.index("--limit") + 1] == "8" and args[args.index("--image-size") + 1] == "64"
+
+
+def test_cell_ids_do_not_depend_on_the_rest_of_the_matrix(tmp_path: Path) -> None:
+    small = {c.cell_id for c in plan(BASE, tmp_path).cells}
+    bigger = plan(BASE.replace('["small"]', '["small", "big"]') + "batches = [1, 100]\n", tmp_path)
+    assert small <= {c.cell_id for c in bigger.cells}
+    assert len(bigger.cells) == 16
+
+
+def test_knob_lists_and_repetitions_are_axes_and_exclusions_apply(tmp_path: Path) -> None:
+    text = BASE + (
+        "repetitions = 2\n[knobs]\nimage_size = [32, 64]\n"
+        '[[exclude]]\nframework = "tensorflow"\n\n[[exclude]]\nmodel = "alexnet"\nimage_size = 32\n'
+    )
+    cells = plan(text, tmp_path).cells
+    assert len(cells) == 1 * 2 * 2 * 2 - 2  # pytorch only, minus alexnet@32 twice
+    assert "pytorch-mobilenet_v2-small-cpu-b1-e1-imagesize32-r2" in {c.cell_id for c in cells}
+    assert all(not (c.model == "alexnet" and c.knobs["image_size"] == 32) for c in cells)
+
+
+def test_an_empty_string_knob_is_left_out(tmp_path: Path) -> None:
+    cells = plan(BASE + '[knobs]\ninject_fault = ["", "raise@1"]\n', tmp_path).cells
+    with_fault = [c for c in cells if "--inject-fault" in c.profile_args()]
+    assert len(cells) == 8 and len(with_fault) == 4
+    assert any(c.cell_id.endswith("injectfaultnone") for c in cells)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        (BASE + "color = 1\n", 5, "unknown key 'color'"),
+        (BASE + "[knobs]\nlimit = 8\nimagesize = 64\n", 7, "unknown knob 'imagesize'"),
+        (
+            'name = "t"\nframeworks = [\n  "pytorch",\n  "pytoch",\n]\nmodels = ["alexnet"]\ndatasets = ["small"]\n',
+            4,
+            "unknown value 'pytoch'",
+        ),  # fmt: skip
+        (BASE + 'devices = ["cpu", "tpu"]\n', 5, "unknown value 'tpu'"),
+        (BASE + "batches = [1, 0]\n", 5, "batches"),
+        (BASE + 'epochs = "many"\n', 5, "epochs"),
+        (BASE + "[knobs]\nlimit = 8\nimage_size = 16\n", 7, "at least 32"),
+        (BASE + '[knobs]\nlimit = "eight"\n', 6, "not int"),
+        (BASE + '\n[[exclude]]\nframework = "pytorch"\n\n[[exclude]]\nmodle = "alexnet"\n', 10, "unknown key 'modle'"),
+        (BASE + '\n[[exclude]]\nmodel = "alexnt"\n', 7, "unknown value 'alexnt'"),
+        (BASE + '[python]\npytorch = "/usr/bin/python3"\nsinga2 = "x"\n', 7, "unknown framework 'singa2'"),
+        (BASE + "repetitions = 0\n", 5, "repetitions"),
+        (BASE + "epochs = = 3\n", 5, "not valid TOML"),
+    ],
+)
+def test_errors_name_the_line(tmp_path: Path, text: str, line: int, words: str) -> None:
+    message = error(text, tmp_path)
+    assert f"plan.toml:{line}" in message, message
+    assert words in message, message
+
+
+def test_missing_axis_and_empty_matrix_are_errors(tmp_path: Path) -> None:
+    assert "no 'datasets'" in error('frameworks = ["pytorch"]\nmodels = ["alexnet"]\n', tmp_path)
+    assert "leave no runs" in error(BASE + '[[exclude]]\ndataset = "small"\n', tmp_path)
+
+
+def test_dataset_folders_resolve_against_the_plan(tmp_path: Path) -> None:
+    (tmp_path / "mine" / "fire").mkdir(parents=True)
+    cells = plan(BASE.replace('["small"]', '["mine"]'), tmp_path).cells
+    assert cells[0].dataset == str((tmp_path / "mine").resolve())
+    assert cells[0].cell_id == "pytorch-alexnet-mine-cpu-b1-e1"
+    assert "unknown dataset 'nowhere'" in error(BASE.replace('["small"]', '["nowhere"]'), tmp_path)
+
+
+def test_parse_plan_without_a_file() -> None:
+    p = parse_plan(BASE, Path("inline.toml"))
+    assert p.name == "t" and len(p.cells) == 4
