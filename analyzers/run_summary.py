@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 import statistics
 from dataclasses import dataclass
 
+import psutil
 import pyarrow.compute as pc
 
-from tracer.records import EpochRecord
+from tracer.records import EpochRecord, RunRecord, RunStatus
 from tracer.runfolder import RunFolder
 
 
@@ -60,7 +62,7 @@ def summarise(folder: RunFolder) -> RunSummary:
         dataset=spec.dataset,
         device=spec.device,
         batch=spec.batch,
-        status=record.outcome.status.value,
+        status=displayed_status(record),
         cause=record.outcome.cause,
         epochs_done=len(epochs),
         epochs_planned=spec.epochs,
@@ -80,6 +82,17 @@ def summarise(folder: RunFolder) -> RunSummary:
         trainable_params=record.model.trainable_params if record.model else None,
         folder=str(folder.path),
     )
+
+
+def displayed_status(record: RunRecord) -> str:
+    """A folder still saying `running` whose tracer is gone on this host was abandoned (the tracer
+    itself was killed): its samples are readable, but nobody will finish it."""
+    status = record.outcome.status.value
+    if record.outcome.status is not RunStatus.RUNNING or record.tracer_pid is None:
+        return status
+    if record.environment.hostname != socket.gethostname():
+        return status
+    return status if psutil.pid_exists(record.tracer_pid) else "abandoned"
 
 
 def mean_epoch_s(epochs: list[EpochRecord]) -> float | None:

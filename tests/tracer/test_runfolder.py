@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from analyzers.run_summary import summarise
 from tracer.errors import UserError
 from tracer.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
 from tracer.runfolder import CsvStream, RunFolder, find_run, read_csv_stream, read_jsonl, write_json_atomic
@@ -55,3 +61,14 @@ def test_damaged_and_unknown_runs_are_clear_errors(tmp_path: Path) -> None:
         folder.read_record()
     with pytest.raises(UserError, match="no run 'zzz'"):
         find_run(tmp_path, "zzz")
+
+
+def test_a_folder_whose_tracer_died_shows_as_abandoned(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    folder = RunFolder.create(tmp_path, "r2")
+    rec = record("r2")
+    env = dataclasses.replace(rec.environment, hostname=socket.gethostname())
+    folder.write_record(dataclasses.replace(rec, environment=env, tracer_pid=int(gone.stdout)))
+    assert summarise(folder).status == "abandoned"
+    folder.write_record(dataclasses.replace(rec, environment=env, tracer_pid=os.getpid()))
+    assert summarise(folder).status == "running"
