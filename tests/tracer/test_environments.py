@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_framework
+from tests.tracer.worker.helpers import require_singa
 from tracer.environments import env_python, status
 from tracer.frameworks import FRAMEWORKS
 from tracer.runfolder import RunFolder
@@ -38,13 +38,26 @@ def test_env_create_singa_says_what_is_missing(tmp_path: Path) -> None:
 
 
 def test_profile_singa_without_an_interpreter_is_one_line(tmp_path: Path) -> None:
-    result = tracer_cli("profile", "--framework", "singa", "--model", "alexnet", "--out", str(tmp_path), cache=tmp_path)
+    result = tracer_cli(
+        "profile",
+        "--framework",
+        "singa",
+        "--model",
+        "alexnet",
+        "--dataset",
+        "small",
+        "--out",
+        str(tmp_path),
+        cache=tmp_path,
+    )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "tracer env create singa" in result.stderr and "--python" in result.stderr
 
 
 def test_python_without_singa_is_refused(tmp_path: Path) -> None:
-    result = tracer_cli("profile", "--framework", "singa", "--python", sys.executable, "--out", str(tmp_path))
+    result = tracer_cli(
+        "profile", "--framework", "singa", "--case", "SimpleBig", "--python", sys.executable, "--out", str(tmp_path)
+    )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "has no singa module" in result.stderr
 
@@ -58,7 +71,7 @@ def test_every_framework_has_cpu_and_gpu_recipes() -> None:
 @pytest.mark.slow
 def test_singa_tiny_run(make_run: Callable[..., RunFolder]) -> None:
     """Runs only where SINGA is installed (`tracer env create singa` succeeded); skipped here."""
-    require_framework("singa")
+    require_singa()
     folder = make_run("singa", "--model", "mobilenet_v2", "--limit", "8", "--batch", "4")
     record = folder.read_record()
     assert record.outcome.status.value == "ok" and len(folder.epochs()) == 2

@@ -16,9 +16,9 @@ QUICK = ("--model", "mobilenet_v2", "--limit", "4", "--batch", "4", "--threads",
 @pytest.mark.parametrize(
     ("framework", "fault", "signal", "text"),
     [
-        ("paddle", "raise@1", None, "RuntimeError: injected fault at epoch 1"),
-        ("mxnet", "abort@1", "SIGABRT", "injected abort at epoch 1"),
-        ("tensorflow", "segv@1", "SIGSEGV", "injected segfault at epoch 1"),
+        ("mxnet", "raise@1", None, "RuntimeError: injected fault at epoch 1"),
+        ("paddle", "abort@1", "SIGABRT", "injected abort at epoch 1"),
+        ("mxnet", "segv@1", "SIGSEGV", "injected segfault at epoch 1"),
     ],
 )
 def test_injected_crash_is_a_failed_run(

@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from tests.conftest import require_framework
+from tests.tracer.worker.helpers import require_singa
 from tracer.environments import env_python
 from tracer.frameworks import MODELS
 from tracer.runner import worker_pythonpath
@@ -58,6 +59,8 @@ def counts(framework: str) -> dict[str, tuple[int, int]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "mxnet", "paddle", "singa"])
 def test_trainable_parameters_within_one_percent(framework: str) -> None:
+    if framework == "singa":
+        require_singa()
     require_framework(framework)
     found = counts(framework)
     assert sorted(found) == sorted(MODELS)
