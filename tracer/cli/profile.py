@@ -95,7 +95,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         nsys_sampling=args.nsys_sampling,
     )
     cases.check_spec(spec)
-    tracing.backend(spec.trace)  # an unknown name is one line, before anything is generated
+    tracing.backend(spec.trace).check(spec)  # cheap checks before anything is generated; the runner re-checks
     if spec.nsys_sampling and spec.trace != "nsys":
         raise UserError("--nsys-sampling applies to --trace nsys only")
     return spec

@@ -3,7 +3,8 @@
 Files: `raw/trace.nsys-rep` (open it in the Nsight Systems GUI), `raw/trace.sqlite` (what the
 analyzers ingest), `raw/nsys-export.log`. nsys is the launched process, the worker its child, so the
 sampler follows the worker's own pid file, and nsys's exit status (the app's code, or 128+N for a
-signal N) is turned back into the worker's.
+signal N) is turned back into the worker's. nsys is started through `nsys_launch.py`, which retries
+the launch failures nsys shows under heavy load.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 from tracer.errors import UserError
@@ -25,6 +27,8 @@ REPORT = "raw/trace.nsys-rep"
 SQLITE = "raw/trace.sqlite"
 EXPORT_LOG = "raw/nsys-export.log"
 EXPORT_TIMEOUT_S = 1800.0
+#: Runs nsys and retries a launch that failed before the worker started (see its docstring).
+LAUNCHER = Path(__file__).with_name("nsys_launch.py")
 INSTALL_HINT = (
     "install Nsight Systems, put nsys on PATH or point NSYS at it; "
     "for CPU-only tracing on Debian/Ubuntu, scripts/install_nsys.sh puts Debian's nsys in the cache"
@@ -105,6 +109,9 @@ class NsysBackend(TraceBackend):
         spec = folder.read_record().spec
         output = folder.path / REPORT
         return [
+            sys.executable,
+            str(LAUNCHER),
+            str(folder.path),
             str(self.nsys),
             "profile",
             *profile_args(spec),

@@ -1,0 +1,149 @@
+"""--trace nsys: where nsys is found, how its exit status is read, and real CPU runs under Debian's nsys."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import TINY, run_tracer
+from tests.tracer.tracing.helpers import require_gpu, require_nsys
+from tracer.errors import UserError
+from tracer.records import RunSpec, RunStatus
+from tracer.runfolder import RunFolder
+from tracer.tracing.nsys import LAUNCHER, NsysBackend, find_nsys, profile_args
+
+
+def _spec(**kw: object) -> RunSpec:
+    return RunSpec(framework="pytorch", model="alexnet", dataset="small", **kw)  # type: ignore[arg-type]
+
+
+def test_profile_args_per_device_and_sampling() -> None:
+    assert profile_args(_spec()) == ["--trace=osrt,nvtx", "--sample=none", "--cpuctxsw=none"]
+    assert profile_args(_spec(device="gpu"))[0] == "--trace=cuda,nvtx,osrt"
+    assert profile_args(_spec(nsys_sampling=True))[1:] == ["--sample=process-tree", "--cpuctxsw=process-tree"]
+
+
+def test_nsys_env_wins_and_a_bad_one_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "bin" / "nsys"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("NSYS", str(fake.parent))  # a folder holding nsys works too
+    assert find_nsys() == fake
+    monkeypatch.setenv("NSYS", str(tmp_path / "missing"))
+    with pytest.raises(UserError, match="NSYS=.* is not an nsys executable"):
+        find_nsys()
+
+
+def test_cli_without_nsys_says_so_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NSYS", str(tmp_path / "no-nsys"))
+    out = tmp_path / "runs"
+    result = run_tracer(
+        "profile", "--framework", "pytorch", "--model", "alexnet", *TINY, "--trace", "nsys", "--out", str(out)
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "nsys" in result.stderr
+    assert not out.exists() or not list(out.iterdir())
+
+
+def _folder_with_events(path: Path, *kinds: str) -> RunFolder:
+    path.mkdir()
+    (path / "events.jsonl").write_text("".join(f'{{"kind": "{k}", "t_ns": 1}}\n' for k in kinds))
+    return RunFolder(path)
+
+
+def test_worker_status_recovered_from_nsys_exit_code(tmp_path: Path) -> None:
+    backend = NsysBackend()
+    finished = _folder_with_events(tmp_path / "finished", "start", "end")
+    crashed = _folder_with_events(tmp_path / "crashed", "start")
+    assert backend.worker_returncode(128 + signal.SIGSEGV, crashed) == -signal.SIGSEGV
+    assert backend.worker_returncode(128 + signal.SIGKILL, finished) == -signal.SIGKILL
+    assert backend.worker_returncode(3, crashed) == 3
+    assert backend.worker_returncode(1, finished) == 0  # nsys's own trouble after the worker finished
+    assert backend.worker_returncode(0, finished) == 0
+
+
+def _launch(tmp_path: Path, script: str) -> subprocess.CompletedProcess[str]:
+    fake = tmp_path / "fake_nsys.py"
+    fake.write_text(script)
+    return subprocess.run(
+        [sys.executable, str(LAUNCHER), str(tmp_path), sys.executable, str(fake)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_launcher_retries_an_nsys_that_died_before_the_worker_started(tmp_path: Path) -> None:
+    script = f"""
+import os, sys
+count = {str(tmp_path / "count")!r}
+n = int(open(count).read()) if os.path.exists(count) else 0
+open(count, "w").write(str(n + 1))
+if n == 0:
+    sys.exit(1)  # like nsys's sem_open failure: no worker.pid written
+open({str(tmp_path / "worker.pid")!r}, "w").write("1")
+sys.exit(0)
+"""
+    done = _launch(tmp_path, script)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "count").read_text() == "2" and "retrying (2/3)" in done.stderr
+
+
+def test_launcher_does_not_retry_once_the_worker_ran_and_keeps_its_status(tmp_path: Path) -> None:
+    script = f"""
+import os, signal
+open({str(tmp_path / "worker.pid")!r}, "w").write("1")
+os.kill(os.getpid(), signal.SIGSEGV)
+"""
+    done = _launch(tmp_path, script)
+    assert done.returncode == 128 + signal.SIGSEGV
+    assert "retrying" not in done.stderr
+
+
+@pytest.mark.nsys
+def test_cpu_run_under_debian_nsys_ends_ok_with_an_osrt_timeline(make_run: Callable[..., RunFolder]) -> None:
+    require_nsys()
+    folder = make_run("pytorch", "--model", "alexnet", "--trace", "nsys", "--device", "cpu")
+    record = folder.read_record()
+    assert record.outcome.status is RunStatus.OK, record.outcome
+    assert set(record.trace_files) >= {"raw/trace.nsys-rep", "raw/trace.sqlite"}
+    for name in record.trace_files:
+        assert (folder.path / name).stat().st_size > 0
+    worker_pid = int(folder.worker_pid_path.read_text())
+    assert record.worker_pid == worker_pid
+    # the sampler watched the worker (nsys's grandchild), not nsys
+    threads = folder.samples("threads")
+    assert threads is not None and set(threads.column("pid").to_pylist()) >= {worker_pid}
+    with sqlite3.connect(f"file:{folder.path / 'raw/trace.sqlite'}?mode=ro", uri=True) as db:
+        (n_osrt,) = db.execute("SELECT count(*) FROM OSRT_API").fetchone()
+    assert n_osrt > 0
+    osrt = pq.read_table(folder.table_path("osrt")).to_pylist()
+    assert osrt and worker_pid in {r["pid"] for r in osrt}
+
+
+@pytest.mark.nsys
+def test_worker_crash_under_nsys_is_failed_not_ok(make_run: Callable[..., RunFolder]) -> None:
+    require_nsys()
+    folder = make_run("pytorch", "--trace", "nsys", "--epochs", "1", "--inject-fault", "segv@1", expect_ok=False)
+    outcome = folder.read_record().outcome
+    assert outcome.status is RunStatus.FAILED
+    assert "SIGSEGV" in outcome.cause
+
+
+@pytest.mark.gpu
+@pytest.mark.nsys
+def test_gpu_run_under_nsys_traces_cuda(make_run: Callable[..., RunFolder]) -> None:
+    require_gpu()
+    require_nsys()
+    folder = make_run("pytorch", "--device", "gpu", "--batch", "8", "--trace", "nsys")
+    assert folder.read_record().outcome.status is RunStatus.OK
+    assert folder.table_path("cuda_api").exists() and folder.table_path("kernels").exists()
