@@ -271,7 +271,8 @@ def _guard(data: RunData, what: str, fn: Callable[[], Any], default: Any) -> Any
 
 
 def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
-    table = folder.samples(table_name)
+    wanted = ["t_ns", "gpu"] + [c for m in METRICS if m.table == table_name for c in m.columns]
+    table = read_samples(folder, table_name, wanted)
     if table is None or table.num_rows == 0 or "t_ns" not in table.column_names:
         return {}
     out: dict[str, list[Series]] = {}
@@ -314,15 +315,35 @@ def _optional(module: str) -> Any:
 
 def load_thread_lanes(folder: RunFolder) -> ThreadLanes | None:
     """The analyzers' thread timeline where there is one, else activity derived from per-thread CPU time."""
-    threads_mod = _optional("analyzers.threads")
+    threads_mod = _optional("analyzers.threads") if _has_thread_trace(folder) else None
     if threads_mod is not None and hasattr(threads_mod, "thread_timeline"):
         table = threads_mod.thread_timeline(folder)
         if table is not None and table.num_rows:
             return _lanes_from_timeline(table)
-    samples = folder.samples("threads")
+    samples = read_samples(folder, "threads", ("t_ns", "pid", "tid", "name", "user_s", "system_s"))
     if samples is None or samples.num_rows == 0:
         return None
     return lanes_from_thread_samples(samples)
+
+
+def read_samples(folder: RunFolder, name: str, columns: Sequence[str] | None = None) -> pa.Table | None:
+    """Only the columns a panel needs from Parquet (memory-mapped); the whole CSV stream otherwise."""
+    parquet = folder.sample_parquet_path(name)
+    if not parquet.exists():
+        return folder.samples(name)
+    if columns is not None:
+        present = set(pq.read_schema(parquet).names)
+        columns = [c for c in columns if c in present]
+    return pq.read_table(parquet, columns=columns, memory_map=True)
+
+
+def _has_thread_trace(folder: RunFolder) -> bool:
+    """Whether a source beyond the sampler (nsys OS runtime, py-spy) can add to the thread lanes; without
+    one the sampler's per-thread CPU times are read vectorised here, which stays fast on long runs."""
+    raw = folder.raw_dir
+    return raw.is_dir() and any(
+        p.suffix in (".sqlite", ".nsys-rep") or p.name.startswith("pyspy") for p in raw.iterdir()
+    )
 
 
 def _lanes_from_timeline(table: pa.Table) -> ThreadLanes:
@@ -360,13 +381,13 @@ def lanes_from_thread_samples(samples: pa.Table) -> ThreadLanes:
         samples.column("user_s").to_numpy(zero_copy_only=False).astype(np.float64)
         + samples.column("system_s").to_numpy(zero_copy_only=False).astype(np.float64)
     )
-    names = samples.column("name").to_numpy(zero_copy_only=False)
     keys = pid * (1 << 32) + tid
-    order = np.lexsort((t, keys))
-    t, keys, cpu, names, tid = t[order], keys[order], cpu[order], names[order], tid[order]
-    uniq, first = np.unique(keys, return_index=True)
-    lane_of = np.searchsorted(uniq, keys)
+    # the sampler writes in time order: a stable sort by thread keeps it, and costs a fraction of a lexsort
+    order = np.argsort(keys, kind="stable") if np.all(t[1:] >= t[:-1]) else np.lexsort((t, keys))
+    t, keys, cpu, tid = t[order], keys[order], cpu[order], tid[order]
     same = keys[1:] == keys[:-1]
+    first = np.flatnonzero(np.concatenate(([True], ~same)))
+    lane_of = np.cumsum(np.concatenate(([False], ~same)))
     dt = np.diff(t).astype(np.float64)
     busy = np.where(dt > 0, np.diff(cpu) * 1e9 / np.where(dt > 0, dt, 1), 0.0)
     level = np.where(busy >= BUSY_FRACTION, 2, np.where(busy >= ACTIVE_FRACTION, 1, 0))
@@ -381,14 +402,15 @@ def lanes_from_thread_samples(samples: pa.Table) -> ThreadLanes:
     labels = np.array(["idle", "active", "busy"], dtype=object)
     # the last name a thread had is the one it is known by (threads are renamed after they start)
     last = np.append(first[1:], len(keys)) - 1
-    lane_names = [f"{names[i]} ({int(tid[i])})" for i in last]
+    names = samples.column("name").take(pa.array(order[last])).to_pylist()
+    lane_names = [f"{name} ({int(tid[i])})" for name, i in zip(names, last)]
     return ThreadLanes(lane_names, lane.astype(np.int64), start, end, labels[lvl], "sampled per-thread CPU time")
 
 
 def _load_trace(folder: RunFolder, data: RunData) -> None:
     """CUDA API split per phase, kernel top list, and API calls for the thread lanes."""
-    cuda_api = _optional("analyzers.cuda_api")
     has_table = folder.table_path("cuda_api").exists()
+    cuda_api = _optional("analyzers.cuda_api") if has_table else None
     if cuda_api is None or not has_table:
         data.trace_note = NO_TRACE if not has_table else "trace analyzers are not installed"
         return

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from viewer import compat
 from viewer.browser import RunBrowser
 from viewer.cursor import TimeCursor
 from viewer.data import RunData, name_runs
@@ -27,6 +28,7 @@ REBUILD_DELAY_MS = 300
 
 class MainWindow(QtWidgets.QMainWindow):
     def __init__(self, out_dir: Path = Path("runs")) -> None:
+        compat.apply()
         use_light_theme()
         super().__init__()
         self.setWindowTitle("dl-tracer viewer")
@@ -63,7 +65,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.split.addWidget(self.timeline)
         self.split.addWidget(self.threads)
         self.split.addWidget(self.tabs)
-        self.split.setSizes([560, 300, 200])
+        self.split.setSizes([560, 380, 160])
         central = QtWidgets.QWidget()
         layout = QtWidgets.QVBoxLayout(central)
         layout.setContentsMargins(4, 4, 4, 4)

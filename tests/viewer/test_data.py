@@ -46,7 +46,7 @@ def test_thread_samples_become_merged_segments() -> None:
         "pid": [1] * 10,
         "tid": [1] * 5 + [2] * 5,
         "name": ["main"] * 5 + ["worker"] * 5,
-        "user_s": [0, 1, 2, 2, 2] + [0, 0, 0, 0, 0.5],
+        "user_s": [0, 1, 2, 2, 2] + [0, 0, 0, 0, 0.2],
         "system_s": [0.0] * 10,
     })
     lanes = lanes_from_thread_samples(samples)

@@ -72,7 +72,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         plot = self.addPlot(row=row, col=col)
         plot.setDownsampling(auto=True, mode="peak")
         plot.setClipToView(True)
-        plot.showGrid(x=True, y=True, alpha=0.25)
+        plot.showGrid(x=False, y=False)
         plot.setMenuEnabled(True)
         plot.getAxis("left").setWidth(LEFT_AXIS_WIDTH)
         plot.showAxis("right")
@@ -124,7 +124,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
                 finite = bool(np.isfinite(s.y).all())
                 name = run.label + (f" {s.label}" if s.label else "")
                 curve = pg.PlotDataItem(
-                    x, s.y, pen=pg.mkPen(colour, width=1.5), name=name if metric is self.metrics[0] else None,
+                    x, s.y, pen=pg.mkPen(colour, width=1), name=name if metric is self.metrics[0] else None,
                     skipFiniteCheck=finite, connect="all" if finite else "finite",
                 )
                 plot.addItem(curve)

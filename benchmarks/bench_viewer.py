@@ -1,0 +1,143 @@
+"""How fast the viewer opens big runs and redraws after a pan or zoom, offscreen.
+
+Generates 4 run folders of 1 million process samples each (Parquet, about 28 h at 10 Hz, with
+8 sampled threads), opens them in the main window, and times:
+- open: from creating the window to every run loaded, every panel built and the window painted once;
+- redraw: one zoom or pan of the linked x axis plus a full repaint of the time panels and thread lanes.
+Goal: open <= 2 s, redraw <= 50 ms. Run: `python benchmarks/bench_viewer.py [--samples N] [--runs N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from tracer.records import EnvironmentInfo, ModelFacts, Outcome, RunRecord, RunSpec, RunStatus  # noqa: E402
+from tracer.runfolder import RunFolder  # noqa: E402
+
+PERIOD_NS = 100_000_000
+THREADS = 8
+EPOCHS = 10
+START_NS = 1_790_000_000_000_000_000
+
+
+def make_run(out: Path, index: int, samples: int) -> Path:
+    """A finished run folder whose samples are a noisy but plausible training run."""
+    rng = np.random.default_rng(index)
+    run_id = f"bench-{index}-{('pytorch', 'tensorflow', 'mxnet', 'paddle')[index % 4]}"
+    folder = RunFolder.create(out, run_id)
+    t = START_NS + np.arange(samples, dtype=np.int64) * PERIOD_NS
+    end = int(t[-1])
+    spec = RunSpec(framework=run_id.split("-")[-1], model="resnet50", dataset="big", epochs=EPOCHS)
+    env = EnvironmentInfo("bench", "Linux", "bench CPU", 16, 8, 64 * 1024.0, "3.11")
+    record = RunRecord(run_id, spec, env, Outcome(RunStatus.OK), START_NS, end, model=ModelFacts(25_557_032, 25_557_032))
+    folder.write_record(record)
+    bounds = np.linspace(START_NS + 30 * 10**9, end, EPOCHS + 1).astype(np.int64)
+    with folder.events_path.open("w") as f:
+        for e in range(EPOCHS):
+            f.write(json.dumps({"kind": "epoch_start", "t_ns": int(bounds[e]), "epoch": e + 1}) + "\n")
+            f.write(json.dumps({"kind": "epoch_end", "t_ns": int(bounds[e + 1]), "epoch": e + 1,
+                                "images": 6003, "loss": 1.0 / (e + 1)}) + "\n")
+    cpu = np.clip(60 + 25 * np.sin(np.arange(samples) / 500.0) + rng.normal(0, 8, samples), 0, 100)
+    rss = 2000 + np.cumsum(rng.normal(0, 0.5, samples)).clip(-500, 500) + 300 * (np.arange(samples) % 3000 > 2500)
+    process = pa.table({
+        "t_ns": t, "cpu_pct": cpu, "cpu_cores": cpu * 0.16, "rss_mib": rss, "rss_pct_ram": rss / 655.36,
+        "threads": (20 + (np.arange(samples) // 100_000) % 5).astype(np.int64),
+        "processes": np.ones(samples, dtype=np.int64), "sys_cpu_pct": cpu, "sys_ram_used_pct": rss / 655.36,
+        "sys_ram_used_mib": rss + 4000,
+    })
+    pq.write_table(process, folder.sample_parquet_path("process"))
+    every = t[::THREADS]
+    n = len(every)
+    busy = rng.random((THREADS, n)) < np.linspace(0.9, 0.1, THREADS)[:, None]
+    cpu_s = np.cumsum(busy * 0.08, axis=1)
+    threads = pa.table({
+        "t_ns": np.tile(every, THREADS), "pid": np.full(n * THREADS, 1000, dtype=np.int64),
+        "tid": np.repeat(np.arange(1000, 1000 + THREADS, dtype=np.int64), n),
+        "name": np.repeat(np.array([f"worker-{i}" for i in range(THREADS)], dtype=object), n),
+        "user_s": cpu_s.ravel(), "system_s": np.zeros(n * THREADS),
+    })
+    pq.write_table(threads, folder.sample_parquet_path("threads"))
+    return folder.path
+
+
+def median_ms(times: list[float]) -> float:
+    return statistics.median(times) * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=15, help="redraws timed per kind (median reported)")
+    args = parser.parse_args()
+
+    from PySide6 import QtWidgets
+
+    from viewer.window import MainWindow
+
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
+    with tempfile.TemporaryDirectory(prefix="bench-viewer-") as tmp:
+        t0 = time.perf_counter()
+        paths = [make_run(Path(tmp), i, args.samples) for i in range(args.runs)]
+        print(f"generated {args.runs} runs x {args.samples:,} samples in {time.perf_counter() - t0:.1f} s")
+
+        t0 = time.perf_counter()
+        window = MainWindow(Path(tmp))
+        window.resize(1600, 1100)
+        window.show()
+        window.add_runs(paths)
+        while window.loader.pending:
+            app.processEvents()
+            time.sleep(0.001)
+        t_loaded = time.perf_counter()
+        app.processEvents()
+        window.grab()
+        t_open = time.perf_counter()
+        print(f"open: {t_open - t0:.2f} s  (loading in the background {t_loaded - t0:.2f} s, "
+              f"building panels and first paint {t_open - t_loaded:.2f} s)  goal <= 2 s")
+
+        master = window.timeline.master
+        assert master is not None
+        (lo, hi), _ = master.viewRange()
+        span = hi - lo
+
+        def redraw(x0: float, x1: float) -> float:
+            """One range change and one synchronous paint of the linked panels (what a drag step costs)."""
+            app.processEvents()
+            start = time.perf_counter()
+            master.setXRange(x0, x1, padding=0)
+            window.timeline.grab()
+            window.threads.grab()
+            return time.perf_counter() - start
+
+        redraw(lo, hi)
+        kinds = {
+            "zoom to 10 % of the run": [(lo + span * (0.1 + 0.02 * i), lo + span * (0.2 + 0.02 * i))
+                                        for i in range(args.repeat)],
+            "pan at full view": [(lo + span * 0.01 * (i % 3), hi + span * 0.01 * (i % 3)) for i in range(args.repeat)],
+            "zoom to 1 minute": [(lo + span * 0.5 + 60 * i, lo + span * 0.5 + 60 * (i + 1)) for i in range(args.repeat)],
+        }
+        for kind, ranges in kinds.items():
+            times = [redraw(a, b) for a, b in ranges]
+            print(f"redraw after {kind}: median {median_ms(times):.1f} ms, max {max(times) * 1000:.1f} ms "
+                  f"(goal <= 50 ms)")
+        window.close()
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared machines make this noisy)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
