@@ -11,12 +11,12 @@ import zlib
 
 FRAMEWORK_COLOURS: dict[str, str] = {
     "pytorch": "#D55E00",  # vermillion
-    "tensorflow": "#E69F00",  # orange
-    "mxnet": "#0072B2",  # blue
-    "paddle": "#009E73",  # bluish green
-    "singa": "#CC79A7",  # reddish purple
+    "tensorflow": "#0072B2",  # blue
+    "mxnet": "#009E73",  # bluish green
+    "paddle": "#CC79A7",  # reddish purple
+    "singa": "#E69F00",  # orange
 }
-SPARE_COLOURS = ("#56B4E9", "#F0E442", "#000000", "#999999", "#882255", "#44AA99")
+SPARE_COLOURS = ("#56B4E9", "#882255", "#44AA99", "#555555", "#999933", "#332288")
 OTHER_COLOUR = "#BBBBBB"  # "the rest", e.g. CUDA API functions under 1 %
 
 FRAMEWORK_LABELS: dict[str, str] = {

@@ -70,7 +70,7 @@ def resource_figure(
                 mid.text(0.5, 0.5, "no samples", transform=mid.transAxes, ha="center", va="center")
         first = frameworks[0] if frameworks else ""
         axes[0][0].set_ylabel(f"CPU %\n(100 = all {cores.get(first, '?')} cores)")
-        axes[1][0].set_ylabel(f"RAM % (RSS of\n{ram_gib.get(first, 0):.0f} GiB)")
+        axes[1][0].set_ylabel(f"RAM %\n(RSS / {ram_gib.get(first, 0):.0f} GiB)")
         axes[2][0].set_ylabel("threads")
         axes[0][0].set_ylim(bottom=0)
         axes[1][0].set_ylim(bottom=0)

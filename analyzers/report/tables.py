@@ -105,7 +105,7 @@ DISPLAY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("CPU % mean (100 = all cores)", "cpu_pct_mean", ".1f"),
     ("Peak RSS (MiB)", "peak_rss_mib", ".0f"),
     ("GPU util % mean", "gpu_util_pct_mean", ".1f"),
-    ("Runs", "runs_ok", "d"),
+    ("Runs ok/all", "runs_ok", "d"),
     ("Status", "status", ""),
 )
 
@@ -118,7 +118,7 @@ def display_cells(row: TableRow, device: str) -> list[str]:
         if name == "status":
             cells.append(status_text(row))
         elif name == "runs_ok":
-            cells.append(f"{row.runs_ok}" + (f" (+{row.runs_failed} not ok)" if row.runs_failed else ""))
+            cells.append(f"{row.runs_ok}/{row.runs_ok + row.runs_failed}")
         elif value is None:
             cells.append(row.status if row.status != "ok" and name in ("mean_epoch_s", "images_per_s") else "-")
         else:

@@ -1,0 +1,81 @@
+"""`tracer compare`: ratios B / A against values computed from the two run folders directly."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from analyzers.compare import compare
+from tests.analyzers.report import _expected as x
+from tests.conftest import run_tracer
+from tracer.runfolder import RunFolder
+
+
+@pytest.fixture(scope="module")
+def second_run(make_run: Callable[..., RunFolder]) -> RunFolder:
+    return make_run("pytorch", "--batch", "4", "--limit", "8", "--epochs", "1")
+
+
+def _threads_max(run: Path) -> float:
+    return max(x.process_column(run, "threads"))
+
+
+def test_ratios_equal_values_from_the_folders(
+    tiny_pytorch_run: RunFolder, second_run: RunFolder, tmp_path: Path
+) -> None:
+    a, b = tiny_pytorch_run.path, second_run.path
+    out = tmp_path / "cmp.csv"
+    result = run_tracer("compare", str(a), str(b), "--csv", str(out))
+    assert result.returncode == 0, result.stderr
+    assert a.name in result.stdout and b.name in result.stdout
+    with out.open() as f:
+        rows = {r["metric"]: r for r in csv.DictReader(f)}
+    assert (rows["run id"]["run_a"], rows["run id"]["run_b"]) == (a.name, b.name)
+    cpu_a, cpu_b = x.process_column(a, "cpu_pct"), x.process_column(b, "cpu_pct")
+    expected = {
+        "mean epoch time": (x.mean_epoch_s(a), x.mean_epoch_s(b)),
+        "images/s": (x.images_per_s(a), x.images_per_s(b)),
+        "CPU % mean (100 = all cores)": (sum(cpu_a) / len(cpu_a), sum(cpu_b) / len(cpu_b)),
+        "peak RSS": (max(x.process_column(a, "rss_mib")), max(x.process_column(b, "rss_mib"))),
+        "threads max": (_threads_max(a), _threads_max(b)),
+    }
+    for metric, (va, vb) in expected.items():
+        row = rows[metric]
+        assert float(row["run_a"]) == pytest.approx(va, rel=1e-12), metric
+        assert float(row["run_b"]) == pytest.approx(vb, rel=1e-12), metric
+        assert float(row["ratio_b_over_a"]) == pytest.approx(vb / va, rel=1e-12), metric
+    assert rows["GPU utilisation mean"]["ratio_b_over_a"] == ""  # no GPU here: no ratio, not a zero
+    ratio = vb / va  # the last one printed, as the console shows it
+    assert f"{ratio:.2f}x" in result.stdout
+
+
+def test_cuda_api_differences_from_imported_traces(tmp_path: Path, shared_fixtures: Path) -> None:
+    out = tmp_path / "runs"
+    for rel in ("nsys-h100/resnet18_train_nsys2025.3.1.sqlite", "kineto-h100/resnet50_bs100_train_torch2.11.json.gz"):
+        assert run_tracer("import", str(shared_fixtures / rel), "--out", str(out)).returncode == 0
+    a, b = sorted(out.iterdir())
+    ta, tb = x.cuda_totals_ns(a), x.cuda_totals_ns(b)
+    diffs = {d.metric: d for d in compare(RunFolder(a), RunFolder(b)).differences}
+    total = diffs["CUDA API total time"]
+    assert total.a == pytest.approx(sum(ta.values()) / 1e6) and total.b == pytest.approx(sum(tb.values()) / 1e6)
+    assert total.ratio == pytest.approx(sum(tb.values()) / sum(ta.values()))
+    biggest = max(set(ta) | set(tb), key=lambda n: abs(tb.get(n, 0) - ta.get(n, 0)))
+    top = diffs[f"CUDA {biggest} time"]
+    assert (top.a, top.b) == pytest.approx((ta.get(biggest, 0) / 1e6, tb.get(biggest, 0) / 1e6))
+    assert sum(m.startswith("CUDA ") and m != "CUDA API total time" for m in diffs) == 5
+
+
+@pytest.mark.parametrize("which", ["missing", "damaged"])
+def test_bad_input_is_one_line_and_exit_2(tiny_pytorch_run: RunFolder, tmp_path: Path, which: str) -> None:
+    bad = tmp_path / "bad"
+    if which == "damaged":
+        shutil.copytree(tiny_pytorch_run.path, bad)
+        (bad / "run.json").write_text("{not json")
+    result = run_tracer("compare", str(tiny_pytorch_run.path), str(bad), "--out", str(tmp_path))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tracer: error:"), result.stderr
