@@ -17,7 +17,13 @@ from analyzers.report.series import OTHER, EpochEnergy, ResourceSeries
 
 FORMATS = ("png", "svg")
 DPI = 110
-_RC = {"font.size": 9.5, "axes.titlesize": 10.5, "axes.labelsize": 9.5, "legend.fontsize": 9}
+_RC = {
+    "svg.hashsalt": "dl-tracer",
+    "font.size": 9.5,
+    "axes.titlesize": 10.5,
+    "axes.labelsize": 9.5,
+    "legend.fontsize": 9,
+}
 
 
 def _figure(width_in: float, height_in: float) -> Figure:
@@ -27,11 +33,14 @@ def _figure(width_in: float, height_in: float) -> Figure:
 
 def save(fig: Figure, base: Path, formats: Sequence[str] = FORMATS) -> list[Path]:
     """Writes `base.<fmt>` for each format; SVG and PDF carry no timestamp, so reruns compare equal."""
+    import matplotlib
+
     out = []
     for fmt in formats:
         path = base.with_suffix(f".{fmt}")
         metadata = {"Date": None} if fmt in ("svg", "pdf") else None
-        fig.savefig(path, format=fmt, dpi=DPI if fmt == "png" else "figure", metadata=metadata)
+        with matplotlib.rc_context(_RC):
+            fig.savefig(path, format=fmt, dpi=DPI if fmt == "png" else "figure", metadata=metadata)
         out.append(path)
     return out
 

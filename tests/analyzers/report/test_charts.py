@@ -79,3 +79,13 @@ def test_index_html_opens_offline_and_links_only_to_its_own_files(report_dir: Pa
     assert shown == {p.name for p in report_dir.glob("*.png")}
     assert "injected fault at epoch 1" in page
     assert report_runs.ok.name in page and report_runs.failed.name in page
+
+
+def test_svg_is_byte_identical_when_redrawn(tmp_path: Path) -> None:
+    from analyzers.report import charts
+
+    panels = [("whole run", ["launch", OTHER], {"pytorch": [90.0, 10.0], "paddle": [70.0, 30.0]})]
+    first, second = (
+        charts.save(charts.cuda_api_figure("t", panels), tmp_path / name, ["svg"])[0] for name in ("a", "b")
+    )
+    assert first.read_bytes() == second.read_bytes()
