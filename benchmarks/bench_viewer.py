@@ -94,20 +94,21 @@ def main() -> int:
         paths = [make_run(Path(tmp), i, args.samples) for i in range(args.runs)]
         print(f"generated {args.runs} runs x {args.samples:,} samples in {time.perf_counter() - t0:.1f} s")
 
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         window = MainWindow(Path(tmp))
         window.resize(1600, 1100)
         window.show()
         window.add_runs(paths)
-        while window.loader.pending:
+        while window.loader.pending or len(window.runs) < len(paths):
             app.processEvents()
             time.sleep(0.001)
         t_loaded = time.perf_counter()
         app.processEvents()
         window.grab()
         t_open = time.perf_counter()
-        print(f"open: {t_open - t0:.2f} s  (loading in the background {t_loaded - t0:.2f} s, "
-              f"building panels and first paint {t_open - t_loaded:.2f} s)  goal <= 2 s")
+        print(f"open: {t_open - t0:.2f} s wall, {time.process_time() - cpu0:.2f} s CPU over all threads  "
+              f"(until the last run loaded and panels built {t_loaded - t0:.2f} s, first paint "
+              f"{t_open - t_loaded:.2f} s)  goal <= 2 s")
 
         master = window.timeline.master
         assert master is not None
@@ -117,12 +118,14 @@ def main() -> int:
         def redraw(x0: float, x1: float) -> float:
             """One range change and one synchronous paint of the linked panels (what a drag step costs)."""
             app.processEvents()
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             master.setXRange(x0, x1, padding=0)
             window.timeline.grab()
             window.threads.grab()
+            cpu_times.append(time.process_time() - cpu)
             return time.perf_counter() - start
 
+        cpu_times: list[float] = []
         redraw(lo, hi)
         kinds = {
             "zoom to 10 % of the run": [(lo + span * (0.1 + 0.02 * i), lo + span * (0.2 + 0.02 * i))
@@ -131,9 +134,10 @@ def main() -> int:
             "zoom to 1 minute": [(lo + span * 0.5 + 60 * i, lo + span * 0.5 + 60 * (i + 1)) for i in range(args.repeat)],
         }
         for kind, ranges in kinds.items():
+            cpu_times.clear()
             times = [redraw(a, b) for a, b in ranges]
-            print(f"redraw after {kind}: median {median_ms(times):.1f} ms, max {max(times) * 1000:.1f} ms "
-                  f"(goal <= 50 ms)")
+            print(f"redraw after {kind}: median {median_ms(times):.1f} ms wall, {median_ms(cpu_times):.1f} ms CPU, "
+                  f"max {max(times) * 1000:.1f} ms wall (goal <= 50 ms)")
         window.close()
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared machines make this noisy)")
     return 0

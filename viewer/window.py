@@ -151,7 +151,7 @@ class MainWindow(QtWidgets.QMainWindow):
         runs = self.runs
         name_runs(runs)
         self.timeline.set_runs(runs, self.align, self.layout_mode)
-        self.threads.set_runs(runs, self.align, self.timeline.master)
+        self.threads.set_runs(runs, self.align, self.timeline.link_x if self.timeline.master else None)
         self.epochs.set_runs(runs)
         self.facts.set_runs(runs)
         self.cuda.set_runs(runs)

@@ -8,7 +8,7 @@ seconds, the CUDA API calls of runs with a trace appear as a black stripe on the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,7 +60,7 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         self.legend: pg.LegendItem | None = None
         self.message = ""
 
-    def set_runs(self, runs: Sequence[RunData], align: str, link_to: pg.PlotItem | None) -> None:
+    def set_runs(self, runs: Sequence[RunData], align: str, link: Callable[[pg.PlotItem], None] | None) -> None:
         self.runs = list(runs)
         self.align = align
         plot = self.plot
@@ -87,9 +87,9 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
             if lanes is None:
                 missing.append(run.label)
                 continue
-            ticks.append((-y + 0.4, f"▼ {run.label[:24]}"))
+            ticks.append((-y + 0.4, f"▼ {run.label[:20]}"))
             for i, name in enumerate(lanes.lane_names):
-                ticks.append((-(y + 1 + i) + 0.4, name[:28]))
+                ticks.append((-(y + 1 + i) + 0.4, name[:24]))
             self.lanes[run.run_id] = self._prepare(run, y)
             shown.update(lanes.activities)
             anchor = run.anchor_ns(align)
@@ -113,10 +113,10 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
                           size="9pt", justify="left")
             plot.setYRange(-y, 0.5, padding=0)
             bounds = [(lane.x0.min(), lane.x1.max()) for lane in self.lanes.values() if len(lane.x0)]
-            if link_to is None and bounds:
+            if link is None and bounds:
                 plot.setXRange(min(b[0] for b in bounds), max(b[1] for b in bounds))
-        if link_to is not None:
-            plot.setXLink(link_to)
+        if link is not None:
+            link(plot)
         self._redraw()
 
     def _prepare(self, run: RunData, top: int) -> _RunLanes:

@@ -35,6 +35,8 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         self.cursor_lines: list[pg.InfiniteLine] = []
         self.metrics: list[Metric] = []
         self.master: pg.PlotItem | None = None
+        self._x_group: list[pg.PlotItem] = []
+        self._syncing = False
         self.ci.setSpacing(2)
         cursor.moved.connect(self._on_cursor)
         self.scene().sigMouseMoved.connect(self._on_mouse)
@@ -52,6 +54,8 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         self.epoch_markers.clear()
         self.cursor_lines.clear()
         self.master = None
+        self._x_group: list[pg.PlotItem] = []
+        self._syncing = False
         self.metrics = [m for m in METRICS if any(r.series.get(m.key) for r in self.runs)]
         if not self.metrics:
             self.addLabel("no samples to plot: add a run (toolbar, run browser, or drop a folder here)", row=0, col=0)
@@ -90,8 +94,12 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         if self.master is None:
             self.master = plot
             plot.addLegend(offset=(-10, 5), labelTextSize="10pt", brush=pg.mkBrush(255, 255, 255, 220))
-        else:
+        elif col == 0:
             plot.setXLink(self.master)
+        elif row == 0:
+            self.link_x(plot)
+        else:
+            plot.setXLink(self.plots[(self.metrics[0].key, col)])
         if col > 0:
             plot.setYLink(self.plots[(metric.key, 0)])
         line = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen("#444444", width=1, style=QtCore.Qt.DashLine))
@@ -100,6 +108,34 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         plot.addItem(line, ignoreBounds=True)
         self.cursor_lines.append(line)
         self.plots[(metric.key, col)] = plot
+
+    def link_x(self, plot: pg.PlotItem) -> None:
+        """Puts `plot` on the shared x axis. pyqtgraph's setXLink aligns views by screen position, right
+        for plots stacked in one column; plots beside the master (columns, a full-width panel under
+        columns) follow its range by value instead."""
+        master = self.master
+        if master is None:
+            return
+        if self.layout_mode != "columns":
+            plot.setXLink(master)
+            return
+        self._x_group.append(plot)
+        plot.setXLink(None)
+        plot.sigXRangeChanged.connect(lambda _, r: self._sync_x(r))
+        if len(self._x_group) == 1:
+            master.sigXRangeChanged.connect(lambda _, r: self._sync_x(r))
+        plot.setXRange(*master.viewRange()[0], padding=0)
+
+    def _sync_x(self, x_range: tuple[float, float]) -> None:
+        if self._syncing:
+            return
+        self._syncing = True
+        try:
+            for plot in [self.master, *self._x_group]:
+                if plot is not None and tuple(plot.viewRange()[0]) != tuple(x_range):
+                    plot.setXRange(*x_range, padding=0)
+        finally:
+            self._syncing = False
 
     def _add_ram_axis(self, plot: pg.PlotItem) -> None:
         """A right axis in % of RAM when every loaded run ran on the same amount of RAM."""
