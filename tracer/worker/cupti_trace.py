@@ -77,6 +77,21 @@ class CuptiCollector:
         self._kernel, self._memcpy, self._memset = int(k.CONCURRENT_KERNEL), int(k.MEMCPY), int(k.MEMSET)
 
     def start(self):
+        """Registers the buffer callbacks and enables the activities; on failure, undoes what it did."""
+        try:
+            self._start()
+        except BaseException:
+            if self._enabled:
+                try:
+                    for kind in self._enabled:
+                        self.c.activity_disable(kind)
+                    self.c.finalize()
+                except Exception:  # noqa: BLE001 - the first error is the one to report
+                    pass
+                self._enabled = []
+            raise
+
+    def _start(self):
         c = self.c
         os.makedirs(self.out_dir, exist_ok=True)
         first = self._clock_pair()

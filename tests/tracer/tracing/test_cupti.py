@@ -173,3 +173,69 @@ def test_real_cupti_run_on_gpu(make_run: Callable[..., RunFolder]) -> None:
     overhead = [e for e in folder.events() if e["kind"] == "trace_overhead"]
     assert overhead and overhead[0]["records"] > 0
     assert folder.table_path("cuda_api").exists() and folder.table_path("kernels").exists()
+
+
+BINDING_CHECK = """
+import json
+from cupti import cupti as c
+from tracer.worker import cupti_trace as t
+missing = [k for k in t.KINDS if not hasattr(c.ActivityKind, k)]
+missing += [n for n in t.NOISY_RUNTIME if not hasattr(c.runtime_api_trace_cbid, n)]
+missing += [n for n in t.NOISY_DRIVER if not hasattr(c.driver_api_trace_cbid, n)]
+for f in ("set_thread_id_type", "activity_register_callbacks", "activity_enable", "activity_disable",
+          "activity_enable_runtime_api", "activity_enable_driver_api", "activity_flush_period",
+          "activity_flush_all", "finalize", "get_timestamp", "get_callback_name"):
+    if not hasattr(c, f):
+        missing.append(f)
+for cls, attrs in ((c.ActivityAPI, "kind cbid start end process_id thread_id correlation_id"),
+                   (c.ActivityMemcpy6, "kind copy_kind start end device_id stream_id correlation_id bytes"),
+                   (c.ActivityMemset4, "kind start end device_id stream_id correlation_id bytes")):
+    missing += [cls.__name__ + "." + a for a in attrs.split() if not hasattr(cls, a)]
+kernel = [getattr(c, n) for n in dir(c) if n.startswith("ActivityKernel")][-1]
+missing += [kernel.__name__ + "." + a for a in "name start end device_id stream_id correlation_id".split()
+            if not hasattr(kernel, a)]
+memcpy = {int(m): m.name for m in c.ActivityMemcpyKind if int(m) in t.MEMCPY_NAMES}
+print(json.dumps({"missing": missing, "memcpy": memcpy}))
+"""
+
+
+def test_collector_uses_only_what_the_real_binding_has() -> None:
+    """Runs where cupti-python is importable by the PyTorch env (the GPU machine; or
+    TRACER_TEST_CUPTI_PATH=<unpacked wheel>): every kind, call id, function and field the collector
+    uses exists, and CUPTI's memcpy kinds are numbered as MEMCPY_NAMES says. No GPU needed."""
+    from tracer.environments import env_python
+    from tracer.runner import worker_pythonpath
+
+    python = env_python("pytorch")
+    if not Path(python).exists():
+        pytest.skip("no PyTorch environment here")
+    path = os.pathsep.join(p for p in (os.environ.get("TRACER_TEST_CUPTI_PATH", ""), str(worker_pythonpath())) if p)
+    done = subprocess.run(
+        [str(python), "-c", BINDING_CHECK], env=dict(os.environ, PYTHONPATH=path), capture_output=True, text=True
+    )
+    if "No module named 'cupti'" in done.stderr:
+        pytest.skip(
+            "cupti-python is not installed in the PyTorch env (set TRACER_TEST_CUPTI_PATH to an unpacked wheel)"
+        )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["missing"] == []
+    short = {"HTOD": "Host-to-Device", "DTOH": "Device-to-Host", "DTOD": "Device-to-Device", "PTOP": "Peer-to-Peer"}
+    for value, name in found["memcpy"].items():
+        if name in short:
+            assert cupti_trace.MEMCPY_NAMES[int(value)] == short[name]
+
+
+def test_a_start_that_fails_half_way_switches_cupti_off_again(tmp_path: Path) -> None:
+    class Failing(FakeCupti):
+        def activity_enable_driver_api(self, cbid: int, enable: int) -> None:
+            raise RuntimeError("CUPTI_ERROR_INVALID_PARAMETER")
+
+    fake = Failing()
+    collector = cupti_trace.CuptiCollector(str(tmp_path / "cupti"), Reporter(str(tmp_path / "e.jsonl")), fake)
+    with pytest.raises(RuntimeError, match="INVALID_PARAMETER"):
+        collector.start()
+    assert [c[0] for c in fake.calls][-6:] == ["activity_disable"] * 5 + ["finalize"]
+    calls = len(fake.calls)
+    collector.stop()  # nothing left to stop
+    assert len(fake.calls) == calls
