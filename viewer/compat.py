@@ -1,7 +1,8 @@
 """Work-arounds for bad binding releases, applied once when the window is made.
 
 PySide6 6.12.0 on Python 3.11 drops one reference to `None` on every call of a Qt method that
-returns nothing (QPainter.drawRect, setPen ...), and to `True`/`False` from methods returning bool: fine on 3.12+, where None is immortal, but on 3.11
+returns nothing (QPainter.drawRect, setPen ...), and to `True`/`False` from methods returning
+bool: fine on 3.12+, where None is immortal, but on 3.11
 `None` is freed after some ten thousand paint calls and the interpreter aborts with
 "none_dealloc: deallocating None". Measured here: -1000 per 1000 drawRect on 6.12.0, +1 on 6.11.3.
 Until the pin in pyproject excludes it, the viewer gives None enough references to outlive any session.

@@ -35,7 +35,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.setAcceptDrops(True)
         self.runs: list[RunData] = []
         self._order: list[Path] = []  # runs are shown in the order they were asked for, not loaded
-        self.cursor = TimeCursor(self)
+        self.time_cursor = TimeCursor(self)
         self.loader = RunLoader(self)
         self.loader.loaded.connect(self._on_loaded)
         self.loader.progress.connect(self._on_progress)
@@ -48,8 +48,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.banner.setTextInteractionFlags(QtCore.Qt.TextSelectableByMouse)
         self.banner.setStyleSheet("background:#fff3cd; color:#5c4400; padding:4px; border:1px solid #e0c36c;")
         self.banner.hide()
-        self.timeline = TimelinePanel(self.cursor)
-        self.threads = ThreadPanel(self.cursor)
+        self.timeline = TimelinePanel(self.time_cursor)
+        self.threads = ThreadPanel(self.time_cursor)
         self.epochs = EpochTable()
         self.facts = FactsTable()
         self.cuda = CudaPanel()
@@ -156,7 +156,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.facts.set_runs(runs)
         self.cuda.set_runs(runs)
         self._show_messages()
-        if self.cursor.x is None:
+        if self.time_cursor.x is None:
             self.place_cursor()
 
     def _show_messages(self) -> None:
@@ -178,7 +178,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if run is None:
             return
         e = run.epochs[0]
-        self.cursor.set(((e.start_ns + e.end_ns) / 2 - run.anchor_ns(self.align)) / 1e9)
+        self.time_cursor.set(((e.start_ns + e.end_ns) / 2 - run.anchor_ns(self.align)) / 1e9)
 
     def reset_zoom(self) -> None:
         for plot in self.timeline.plots.values():

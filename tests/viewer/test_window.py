@@ -84,13 +84,13 @@ def test_tensorflow_beside_pytorch(
 
 def test_one_cursor_for_every_panel(open_window: Opener, tiny_pytorch_run: RunFolder) -> None:
     window = open_window([tiny_pytorch_run.path])
-    window.cursor.set(4.25)
+    window.time_cursor.set(4.25)
     assert all(line.value() == 4.25 for line in window.timeline.cursor_lines)
     assert window.threads.cursor_line.value() == 4.25
     title = window.timeline.plots[("cpu_pct", 0)].titleLabel.text
     assert "at 4.25 s" in title and "pytorch alexnet" in title
     window.timeline.cursor_lines[-1].setValue(6.0)  # dragging any panel's line moves them all
-    assert window.cursor.x == 6.0 and window.timeline.cursor_lines[0].value() == 6.0
+    assert window.time_cursor.x == 6.0 and window.timeline.cursor_lines[0].value() == 6.0
 
 
 def test_failed_run_opens_with_its_cause(open_window: Opener, failed_run: RunFolder) -> None:

@@ -46,14 +46,14 @@ class _RunLanes:
 class ThreadPanel(pg.GraphicsLayoutWidget):
     def __init__(self, cursor: TimeCursor, parent: object = None) -> None:
         super().__init__(parent)
-        self.cursor = cursor
+        self.time_cursor = cursor
         self.runs: list[RunData] = []
         self.align = "start"
         self.plot: pg.PlotItem = self.addPlot(row=0, col=0)
         self.lanes: dict[str, _RunLanes] = {}
         self.visible_calls = 0
         self.cursor_line = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen("#444444", style=QtCore.Qt.DashLine))
-        self.cursor_line.sigPositionChanged.connect(lambda ln: self.cursor.set(ln.value()))
+        self.cursor_line.sigPositionChanged.connect(lambda ln: self.time_cursor.set(ln.value()))
         cursor.moved.connect(self._on_cursor)
         self.plot.sigXRangeChanged.connect(self._redraw)
         self.plot.getViewBox().sigResized.connect(self._redraw)
@@ -109,8 +109,8 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
             plot.setTitle("no thread data in the loaded runs", size="9pt")
         else:
             sources = "; ".join(sorted({r.threads.source for r in self.runs if r.threads}))
-            plot.setTitle(f"<b>Thread lanes</b>: one per thread (name and tid), coloured by activity; source: {sources}",
-                          size="9pt", justify="left")
+            title = f"<b>Thread lanes</b>: one per thread (name and tid), coloured by activity; source: {sources}"
+            plot.setTitle(title, size="9pt", justify="left")
             plot.setYRange(-y, 0.5, padding=0)
             bounds = [(lane.x0.min(), lane.x1.max()) for lane in self.lanes.values() if len(lane.x0)]
             if link is None and bounds:

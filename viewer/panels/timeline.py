@@ -25,7 +25,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
 
     def __init__(self, cursor: TimeCursor, parent: object = None) -> None:
         super().__init__(parent)
-        self.cursor = cursor
+        self.time_cursor = cursor
         self.runs: list[RunData] = []
         self.align = "start"
         self.layout_mode = "overlay"
@@ -67,8 +67,8 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         for index, run in enumerate(self.runs):
             col = index if columns > 1 else 0
             self._add_run(run, index, col)
-        if self.cursor.x is not None:
-            self._on_cursor(self.cursor.x)
+        if self.time_cursor.x is not None:
+            self._on_cursor(self.time_cursor.x)
         else:
             self._refresh_titles(None)
 
@@ -104,7 +104,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
             plot.setYLink(self.plots[(metric.key, 0)])
         line = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen("#444444", width=1, style=QtCore.Qt.DashLine))
         line.setZValue(50)
-        line.sigPositionChanged.connect(lambda ln: self.cursor.set(ln.value()))
+        line.sigPositionChanged.connect(lambda ln: self.time_cursor.set(ln.value()))
         plot.addItem(line, ignoreBounds=True)
         self.cursor_lines.append(line)
         self.plots[(metric.key, col)] = plot
@@ -193,7 +193,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
     def _on_mouse(self, pos: QtCore.QPointF) -> None:
         for plot in self.plots.values():
             if plot.sceneBoundingRect().contains(pos) and plot.getViewBox().sceneBoundingRect().contains(pos):
-                self.cursor.set(plot.getViewBox().mapSceneToView(pos).x())
+                self.time_cursor.set(plot.getViewBox().mapSceneToView(pos).x())
                 return
 
     def _on_cursor(self, x: float) -> None:
