@@ -85,9 +85,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=15, help="redraws timed per kind (median reported)")
     args = parser.parse_args()
 
-    from PySide6 import QtWidgets
+    from PySide6 import QtWidgets  # noqa: TID251 - a benchmark of the viewer
 
-    from viewer.window import MainWindow
+    from viewer.window import MainWindow  # noqa: TID251
 
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
     with tempfile.TemporaryDirectory(prefix="bench-viewer-") as tmp:
