@@ -65,18 +65,21 @@ def resource_figure(
             s = series[fw]
             c = palette.colour(fw)
             top, mid, bottom = axes[0][col], axes[1][col], axes[2][col]
-            top.plot(s.t_s, s.cpu_pct, color=c, lw=1.1)
-            mid.plot(s.t_s, s.ram_pct, color=c, lw=1.1)
-            bottom.step(s.t_s, s.threads, where="post", color=c, lw=1.1)
+            t = _break_gaps(s.t_s)
+            top.plot(t, s.cpu_pct, color=c, lw=1.1)
+            mid.plot(t, s.ram_pct, color=c, lw=1.1)
+            bottom.step(t, s.threads, where="post", color=c, lw=1.1)
             head = palette.label(fw) + (f"\n{notes[fw]}" if notes.get(fw) else "")
             top.set_title(head, color=c, fontweight="bold")
             for ax in (top, mid, bottom):
                 _epoch_bands(ax, s)
                 ax.grid(True, alpha=0.3, lw=0.5)
-            _epoch_labels(top, s)
             bottom.set_xlabel("time since run start (s)")
             if not s.t_s.size:
                 mid.text(0.5, 0.5, "no samples", transform=mid.transAxes, ha="center", va="center")
+        lo, hi = axes[0][0].get_xlim()
+        for col, fw in enumerate(frameworks):
+            _epoch_labels(axes[0][col], series[fw], hi - lo)
         first = frameworks[0] if frameworks else ""
         axes[0][0].set_ylabel(f"CPU %\n(100 = all {cores.get(first, '?')} cores)")
         axes[1][0].set_ylabel(f"RAM %\n(RSS / {ram_gib.get(first, 0):.0f} GiB)")
@@ -99,14 +102,25 @@ def _epoch_bands(ax: Axes, s: ResourceSeries) -> None:
         ax.axvspan(start, end, color="0.90" if i % 2 == 0 else "0.95", lw=0, zorder=0)
 
 
-def _epoch_labels(ax: Axes, s: ResourceSeries) -> None:
-    if not 0 < len(s.epoch_starts_s) <= 12:
-        return
+def _break_gaps(t_s: np.ndarray) -> np.ndarray:
+    """Times with NaN where the sampler missed more than 5 periods, so no line is drawn across a gap."""
+    if t_s.size < 3:
+        return t_s
+    dt = np.diff(t_s)
+    gap = np.concatenate(([False], dt > 5 * np.median(dt)))
+    return np.where(gap, np.nan, t_s)
+
+
+def _epoch_labels(ax: Axes, s: ResourceSeries, span: float) -> None:
+    """'epoch N' on bands wide enough to hold it, 'EN' on narrower ones, nothing on slivers."""
     for i, (start, end) in enumerate(zip(s.epoch_starts_s, s.epoch_ends_s), start=1):
+        width = (end - start) / span if span > 0 else 0.0
+        if width < 0.06:
+            continue
         ax.text(
             (start + end) / 2,
             0.98,
-            f"epoch {i}" if len(s.epoch_starts_s) <= 4 else f"E{i}",
+            f"epoch {i}" if width >= 0.17 else f"E{i}",
             transform=ax.get_xaxis_transform(),
             ha="center",
             va="top",
@@ -155,7 +169,7 @@ def _hbars(ax: Axes, names: list[str], shares: Mapping[str, list[float]]) -> Non
         bars = ax.barh(offs, values, height=height * 0.92, color=palette.colour(fw))
         for bar, v in zip(bars, values):
             if v > 0:
-                ax.text(v + xmax * 0.01, bar.get_y() + bar.get_height() / 2, f"{v:.1f}", va="center", fontsize=7.5)
+                ax.text(v + xmax * 0.01, bar.get_y() + bar.get_height() / 2, f"{v:.1f}" if v >= 0.05 else "<0.1", va="center", fontsize=7.5)
         if OTHER in names:
             bars[names.index(OTHER)].set_hatch("///")
     ax.set_yticks(y, [f"{OTHER} (< 1 % each)" if n_ == OTHER else n_ for n_ in names])
