@@ -28,7 +28,7 @@ def export_widget(widget: QtWidgets.QWidget, path: Path) -> Path:
     generator.setTitle(widget.windowTitle() or "dl-tracer viewer")
     painter = QtGui.QPainter(generator)
     try:
-        widget.render(painter, QtCore.QPoint())
+        QtWidgets.QWidget.render(widget, painter, QtCore.QPoint())  # QGraphicsView overrides render()
     finally:
         painter.end()
     return path
