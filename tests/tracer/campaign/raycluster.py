@@ -22,6 +22,11 @@ import psutil
 RAY = str(Path(sys.executable).with_name("ray"))
 NODE = json.dumps({"tracer_node": 1})
 OBJECT_STORE_BYTES = str(100 * 1024 * 1024)
+START_ATTEMPTS = 3
+
+
+class RayStartTimeout(RuntimeError):
+    """A node did not come up in Ray's fixed start-up window: the machine is too busy, not our bug."""
 
 
 def free_port() -> int:
@@ -36,12 +41,24 @@ class LocalCluster:
         self.temp = Path(tempfile.mkdtemp(prefix="tracer-ray-", dir="/tmp"))  # short: Ray's socket paths
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        self.env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+        # no idle workers started ahead of need: fewer processes competing while the node comes up
+        self.env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_enable_worker_prestart": "0"}
 
     def _ray(self, *args: str) -> None:
-        result = subprocess.run([RAY, *args], env=self.env, capture_output=True, text=True, timeout=180)
-        if result.returncode != 0:
-            raise RuntimeError(f"ray {' '.join(args)} failed: {result.stderr[-2000:]}")
+        """`ray start ...`, tried again when it fails: a raylet gives its agents a fixed 15 s to come up
+        (ray-project/ray#65983), which a busy machine can miss."""
+        for _ in range(START_ATTEMPTS):
+            result = subprocess.run([RAY, *args], env=self.env, capture_output=True, text=True, timeout=180)
+            if result.returncode == 0:
+                return
+            self._stop_node_processes(args)
+        error = RayStartTimeout if "timed out during startup" in result.stderr else RuntimeError
+        raise error(f"ray {' '.join(args)} failed {START_ATTEMPTS} times: {result.stderr[-2000:]}")
+
+    def _stop_node_processes(self, args: tuple[str, ...]) -> None:
+        if "--head" in args:  # a failed head leaves its GCS behind: clear the whole cluster and retry
+            self.stop()
+            self.temp.mkdir(parents=True, exist_ok=True)
 
     def start(self) -> LocalCluster:
         common = ["--num-cpus", "1", "--resources", NODE, "--object-store-memory", OBJECT_STORE_BYTES,
