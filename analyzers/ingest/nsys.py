@@ -9,11 +9,12 @@ opened read-only (`mode=ro` URI); any SQLite error becomes one-line UserError.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from analyzers import tables as t
@@ -92,54 +93,100 @@ def _strings(con: sqlite3.Connection) -> dict[int, str]:
     return dict(con.execute("SELECT id, value FROM StringIds"))
 
 
-def read_cuda_api(con: sqlite3.Connection, names: set[str], clock: Clock) -> pa.Table:
+RUNTIME_COLUMNS = ["start", "end", "nameId", "eventClass", "globalTid", "correlationId"]
+
+
+def read_cuda_api(con: sqlite3.Connection, names: set[str], clock: Clock, path: Path | None = None) -> pa.Table:
+    """The runtime/driver calls, ordered by start. With `path`, the integer columns are decoded from the
+    file's pages at once (`sqlite_pages`); sqlite3 row by row is the fallback for layouts it leaves out."""
     if "CUPTI_ACTIVITY_KIND_RUNTIME" not in names:
         return t.empty(t.CUDA_API_SCHEMA)
-    excluded = ",".join(str(c) for c in excluded_event_classes(con, names))
+    excluded = excluded_event_classes(con, names)
     strings = _strings(con)
     tnames = thread_names(con, names)
+    cols = runtime_columns(con, path, excluded) if path is not None else None
+    if cols is not None:
+        if not len(cols[0]):
+            return t.empty(t.CUDA_API_SCHEMA)
+        return _cuda_api_table(*cols, strings, tnames, clock)
     cur = con.execute(
         "SELECT start, end, nameId, eventClass, coalesce(globalTid, 0), coalesce(correlationId, -1) "
-        f"FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass NOT IN ({excluded}) ORDER BY start"
+        f"FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass NOT IN ({','.join(map(str, excluded))}) ORDER BY start"
     )
     parts: list[pa.Table] = []
     while rows := cur.fetchmany(CHUNK_ROWS):
-        parts.append(_cuda_api_chunk(rows, strings, tnames, clock))
+        arrays = (np.array(c, dtype=np.int64) for c in zip(*rows))
+        parts.append(_cuda_api_table(*arrays, strings, tnames, clock))
     if not parts:
         return t.empty(t.CUDA_API_SCHEMA)
     return pa.concat_tables(parts)
 
 
-def _cuda_api_chunk(
-    rows: list[tuple[Any, ...]], strings: dict[int, str], tnames: dict[int, str], clock: Clock
-) -> pa.Table:
-    import numpy as np
+def runtime_columns(
+    con: sqlite3.Connection, path: Path, excluded: list[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """start, end, nameId, eventClass, globalTid (NULL -> 0), correlationId (NULL -> -1) of the runtime
+    rows not in `excluded` classes, stably ordered by start; None when the page reader can't."""
+    from analyzers.ingest.sqlite_pages import read_int_columns
 
-    start, end, name_id, event_class, gtid, corr = (np.array(c, dtype=np.int64) for c in zip(*rows))
-    uniq, inverse = np.unique(name_id, return_inverse=True)
-    recorded = [strings.get(int(i), f"<nameId {int(i)}>") for i in uniq]
-    name = pa.DictionaryArray.from_arrays(pa.array(inverse.astype(np.int32)), pa.array(recorded))
-    api = pa.DictionaryArray.from_arrays(
-        pa.array(inverse.astype(np.int32)), pa.array([t.api_display_name(n) for n in recorded])
+    got = read_int_columns(con, path, "CUPTI_ACTIVITY_KIND_RUNTIME", RUNTIME_COLUMNS)
+    if got is None or any(got[c][1].any() for c in ("start", "end", "nameId", "eventClass")):
+        return None
+    start, end, name_id, event_class = (got[c][0] for c in ("start", "end", "nameId", "eventClass"))
+    gtid = got["globalTid"][0]  # NULLs read as 0 already
+    corr, corr_null = got["correlationId"]
+    if corr_null.any():
+        corr[corr_null] = -1
+    cols = [start, end, name_id, event_class, gtid, corr]
+    keep = ~np.isin(event_class, excluded)
+    if not keep.all():
+        cols = [a[keep] for a in cols]
+    if len(cols[0]) and not (cols[0][1:] >= cols[0][:-1]).all():
+        order = np.argsort(cols[0], kind="stable")
+        cols = [a[order] for a in cols]
+    return cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]
+
+
+def _dictionary(values: np.ndarray, label: Callable[[int], str]) -> pa.Array:
+    """values as strings through a small dictionary (few distinct ids among many rows)."""
+    encoded = pa.array(values).dictionary_encode()
+    labels = pa.array([label(int(v)) for v in encoded.dictionary.to_numpy()], pa.string())
+    return pa.DictionaryArray.from_arrays(encoded.indices, labels).cast(pa.string())
+
+
+def _cuda_api_table(
+    start: np.ndarray,
+    end: np.ndarray,
+    name_id: np.ndarray,
+    event_class: np.ndarray,
+    gtid: np.ndarray,
+    corr: np.ndarray,
+    strings: dict[int, str],
+    tnames: dict[int, str],
+    clock: Clock,
+) -> pa.Table:
+    n = len(start)
+
+    def recorded(i: int) -> str:
+        return strings.get(i, f"<nameId {i}>")
+
+    kind = pa.DictionaryArray.from_arrays(
+        pa.array((event_class == DRIVER_EVENT_CLASS).astype(np.int8)), pa.array(["runtime", "driver"])
     )
-    kinds = np.where(event_class == DRIVER_EVENT_CLASS, "driver", "runtime")
-    ug, ginv = np.unique(gtid, return_inverse=True)
-    thread = pa.DictionaryArray.from_arrays(
-        pa.array(ginv.astype(np.int32)), pa.array([tnames.get(int(g), "") for g in ug])
-    )
+    source = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int8)), pa.array(["nsys"]))
     return pa.table(
         {
             "start_ns": start + clock.offset_ns,
             "end_ns": end + clock.offset_ns,
             "dur_ns": end - start,
-            "name": name.cast(pa.string()),
-            "api": api.cast(pa.string()),
-            "kind": pa.array(kinds),
+            "name": _dictionary(name_id, recorded),
+            "api": _dictionary(name_id, lambda i: t.api_display_name(recorded(i))),
+            "kind": kind.cast(pa.string()),
             "pid": (gtid >> 24) & 0xFFFFFF,
             "tid": gtid & 0xFFFFFF,
-            "thread_name": thread.cast(pa.string()),
+            "thread_name": _dictionary(gtid, lambda g: tnames.get(g, "")),
             "correlation_id": corr,
-            "source": pa.array(["nsys"] * len(start)),
+            "source": source.cast(pa.string()),
         },
         schema=t.CUDA_API_SCHEMA,
     )
@@ -269,7 +316,7 @@ def read_sqlite(path: Path) -> tuple[dict[str, pa.Table], Clock]:
         names = check_nsys(path, con)
         clock = session_clock(con, names)
         out = {
-            t.CUDA_API: read_cuda_api(con, names, clock),
+            t.CUDA_API: read_cuda_api(con, names, clock, path),
             t.KERNELS: read_kernels(con, names, clock),
             t.MEMCPY: read_memcpy(con, names, clock),
             t.NVTX: read_nvtx(con, names, clock),
