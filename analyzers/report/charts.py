@@ -5,7 +5,7 @@ from any thread and never open a window (the Agg canvas does all drawing)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -17,13 +17,20 @@ from analyzers.report.series import OTHER, EpochEnergy, ResourceSeries
 
 FORMATS = ("png", "svg")
 DPI = 110
-_RC = {
+_RC: dict[str, Any] = {
     "svg.hashsalt": "dl-tracer",
     "font.size": 9.5,
     "axes.titlesize": 10.5,
     "axes.labelsize": 9.5,
     "legend.fontsize": 9,
 }
+
+
+def _style() -> Any:
+    """Our fonts and a fixed SVG id salt (byte-identical SVGs), for drawing and for saving."""
+    import matplotlib
+
+    return matplotlib.rc_context(_RC)  # type: ignore[arg-type]
 
 
 def _figure(width_in: float, height_in: float) -> Figure:
@@ -33,13 +40,12 @@ def _figure(width_in: float, height_in: float) -> Figure:
 
 def save(fig: Figure, base: Path, formats: Sequence[str] = FORMATS) -> list[Path]:
     """Writes `base.<fmt>` for each format; SVG and PDF carry no timestamp, so reruns compare equal."""
-    import matplotlib
 
     out = []
     for fmt in formats:
         path = base.with_suffix(f".{fmt}")
         metadata = {"Date": None} if fmt in ("svg", "pdf") else None
-        with matplotlib.rc_context(_RC):
+        with _style():
             fig.savefig(path, format=fmt, dpi=DPI if fmt == "png" else "figure", metadata=metadata)
         out.append(path)
     return out
@@ -54,11 +60,10 @@ def resource_figure(
 ) -> Figure:
     """Figures 1-2: CPU %, RAM % and threads over time, one column per framework, rows sharing
     their y axis (so columns compare at a glance) and all panels sharing the time axis."""
-    import matplotlib
 
     frameworks = palette.order(list(series))
     ncols = max(1, len(frameworks))
-    with matplotlib.rc_context(_RC):
+    with _style():
         fig = _figure(max(6.0, 3.3 * ncols + 1.2), 7.2)
         axes = fig.subplots(3, ncols, sharex=True, sharey="row", squeeze=False)
         for col, fw in enumerate(frameworks):
@@ -132,13 +137,12 @@ def _epoch_labels(ax: Axes, s: ResourceSeries, span: float) -> None:
 def cuda_api_figure(title: str, panels: Sequence[tuple[str, list[str], Mapping[str, list[float]]]]) -> Figure:
     """Figure 3: per panel (e.g. whole run, steady state), the share of CUDA API time of each
     function as horizontal bars, one bar per framework in its colour, functions largest first."""
-    import matplotlib
 
     frameworks = palette.order({fw for _, _, shares in panels for fw in shares})
     longest = max((len(n) for _, names, _ in panels for n in names), default=10)
     nbars = max((len(names) for _, names, _ in panels), default=1)
     height = min(14.0, 1.6 + nbars * (0.22 * len(frameworks) + 0.18))
-    with matplotlib.rc_context(_RC):
+    with _style():
         fig = _figure(min(16.0, 2.5 + len(panels) * (3.2 + 0.055 * longest)), max(3.6, height))
         axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
         for ax, (panel_title, names, shares) in zip(axes, panels):
@@ -169,7 +173,8 @@ def _hbars(ax: Axes, names: list[str], shares: Mapping[str, list[float]]) -> Non
         bars = ax.barh(offs, values, height=height * 0.92, color=palette.colour(fw))
         for bar, v in zip(bars, values):
             if v > 0:
-                ax.text(v + xmax * 0.01, bar.get_y() + bar.get_height() / 2, f"{v:.1f}" if v >= 0.05 else "<0.1", va="center", fontsize=7.5)
+                text = f"{v:.1f}" if v >= 0.05 else "<0.1"
+                ax.text(v + xmax * 0.01, bar.get_y() + bar.get_height() / 2, text, va="center", fontsize=7.5)
         if OTHER in names:
             bars[names.index(OTHER)].set_hatch("///")
     ax.set_yticks(y, [f"{OTHER} (< 1 % each)" if n_ == OTHER else n_ for n_ in names])
@@ -180,11 +185,10 @@ def _hbars(ax: Axes, names: list[str], shares: Mapping[str, list[float]]) -> Non
 
 def energy_figure(title: str, energy: Mapping[str, list[EpochEnergy]]) -> Figure:
     """Per-epoch GPU energy (J) and mean power (W), one bar per framework in each epoch."""
-    import matplotlib
 
     frameworks = palette.order(list(energy))
     epochs = sorted({e.epoch for rows in energy.values() for e in rows})
-    with matplotlib.rc_context(_RC):
+    with _style():
         fig = _figure(max(7.0, 2.0 + 0.5 * len(epochs) * max(1, len(frameworks))), 4.0)
         left, right = fig.subplots(1, 2, squeeze=True)
         width = 0.8 / max(1, len(frameworks))

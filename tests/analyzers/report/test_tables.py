@@ -61,7 +61,7 @@ def test_markdown_cells_are_the_csv_values_formatted(report_dir: Path, report_ru
     run = report_runs.ok
     md = (report_dir / "table1-cpu.md").read_text().splitlines()
     header = [c.strip() for c in md[2].strip("|").split("|")]
-    (line,) = [ln for ln in md if "| 1 | ok |" in ln]
+    (line,) = [ln for ln in md if "| 1/1 | ok |" in ln]
     cells = dict(zip(header, (c.strip() for c in line.strip("|").split("|"))))
     cpu = x.process_column(run, "cpu_pct")
     assert cells["Framework"] == "PyTorch"
