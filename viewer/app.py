@@ -47,8 +47,7 @@ def run_viewer(
     if screenshot is None:
         window.show()
         if not runs:
-            window.tabs.setCurrentWidget(window.browser)
-            window.browser.refresh()
+            window.show_browser()
         return int(app.exec())
     window.resize(*size)
     window.show()

@@ -42,15 +42,15 @@ class RunBrowser(QtWidgets.QWidget):
         self.proxy = QtCore.QSortFilterProxyModel(self)
         self.proxy.setSourceModel(self.model)
         self.proxy.setFilterKeyColumn(-1)
-        self.proxy.setFilterCaseSensitivity(QtCore.Qt.CaseInsensitive)
+        self.proxy.setFilterCaseSensitivity(QtCore.Qt.CaseSensitivity.CaseInsensitive)
         self.filter = QtWidgets.QLineEdit()
         self.filter.setPlaceholderText("filter: framework, model, status ... (any column)")
         self.filter.textChanged.connect(self.proxy.setFilterFixedString)
         self.table = QtWidgets.QTableView()
         self.table.setModel(self.proxy)
         self.table.setSortingEnabled(True)
-        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectRows)
-        self.table.setEditTriggers(QtWidgets.QAbstractItemView.NoEditTriggers)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.doubleClicked.connect(lambda _: self._open_selected())
         self.where = QtWidgets.QLabel()
@@ -79,7 +79,7 @@ class RunBrowser(QtWidgets.QWidget):
         self.model.removeRows(0, self.model.rowCount())
         for row in rows:
             items = [QtGui.QStandardItem(v) for v in row[: len(COLUMNS)]]
-            items[0].setData(row[-1], QtCore.Qt.UserRole)
+            items[0].setData(row[-1], QtCore.Qt.ItemDataRole.UserRole)
             self.model.appendRow(items)
         self.table.resizeColumnsToContents()
         self.where.setText(f"{len(rows)} runs in {self.out_dir.resolve()}")
@@ -90,6 +90,6 @@ class RunBrowser(QtWidgets.QWidget):
 
     def _open_selected(self) -> None:
         rows = {index.row() for index in self.table.selectionModel().selectedRows()}
-        paths = [Path(self.proxy.index(r, 0).data(QtCore.Qt.UserRole)) for r in sorted(rows)]
+        paths = [Path(self.proxy.index(r, 0).data(QtCore.Qt.ItemDataRole.UserRole)) for r in sorted(rows)]
         if paths:
             self.open_runs.emit(paths)

@@ -4,12 +4,11 @@ the toolbar or a folder dropped on the window."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from viewer import compat
 from viewer.browser import RunBrowser
 from viewer.cursor import TimeCursor
 from viewer.data import RunData, name_runs
@@ -28,7 +27,6 @@ REBUILD_DELAY_MS = 300
 
 class MainWindow(QtWidgets.QMainWindow):
     def __init__(self, out_dir: Path = Path("runs")) -> None:
-        compat.apply()
         use_light_theme()
         super().__init__()
         self.setWindowTitle("dl-tracer viewer")
@@ -45,7 +43,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
         self.banner = QtWidgets.QLabel()
         self.banner.setWordWrap(True)
-        self.banner.setTextInteractionFlags(QtCore.Qt.TextSelectableByMouse)
+        self.banner.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         self.banner.setStyleSheet("background:#fff3cd; color:#5c4400; padding:4px; border:1px solid #e0c36c;")
         self.banner.hide()
         self.timeline = TimelinePanel(self.time_cursor)
@@ -61,7 +59,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.tabs.addTab(self.facts, "Run facts")
         self.tabs.addTab(self.cuda, "CUDA API")
         self.tabs.addTab(self.browser, "Run browser")
-        self.split = QtWidgets.QSplitter(QtCore.Qt.Vertical)
+        self.split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
         self.split.addWidget(self.timeline)
         self.split.addWidget(self.threads)
         self.split.addWidget(self.tabs)
@@ -85,7 +83,7 @@ class MainWindow(QtWidgets.QMainWindow):
         bar = self.addToolBar("main")
         bar.setMovable(False)
         bar.addAction("Add run…", self._ask_folder)
-        bar.addAction("Run browser", lambda: (self.tabs.setCurrentWidget(self.browser), self.browser.refresh()))
+        bar.addAction("Run browser", self.show_browser)
         self.align_box = QtWidgets.QComboBox()
         for text, key in ALIGN_CHOICES:
             self.align_box.addItem(text, key)
@@ -101,13 +99,13 @@ class MainWindow(QtWidgets.QMainWindow):
         bar.addSeparator()
         export = QtWidgets.QToolButton()
         export.setText("Export")
-        export.setPopupMode(QtWidgets.QToolButton.InstantPopup)
+        export.setPopupMode(QtWidgets.QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QtWidgets.QMenu(export)
         targets = (("window", self), ("time panels", self.timeline), ("thread lanes", self.threads),
                    ("CUDA API panel", self.cuda), ("current tab", None))
         for name, widget in targets:
             for fmt in ("PNG", "SVG"):
-                menu.addAction(f"{name} as {fmt}…", lambda w=widget, f=fmt, n=name: self._ask_export(w, f, n))
+                menu.addAction(f"{name} as {fmt}…", self._exporter(widget, fmt, name))
         export.setMenu(menu)
         bar.addWidget(export)
 
@@ -185,10 +183,17 @@ class MainWindow(QtWidgets.QMainWindow):
             plot.enableAutoRange()
         self.threads.plot.enableAutoRange(x=True)
 
+    def show_browser(self) -> None:
+        self.tabs.setCurrentWidget(self.browser)
+        self.browser.refresh()
+
     def _ask_folder(self) -> None:
         path = QtWidgets.QFileDialog.getExistingDirectory(self, "Add a run folder", str(self.browser.out_dir))
         if path:
             self.add_runs([Path(path)])
+
+    def _exporter(self, widget: QtWidgets.QWidget | None, fmt: str, name: str) -> Callable[[], None]:
+        return lambda: self._ask_export(widget, fmt, name)
 
     def _ask_export(self, widget: QtWidgets.QWidget | None, fmt: str, name: str) -> None:
         target = widget or self.tabs.currentWidget()

@@ -28,7 +28,7 @@ class CudaPanel(QtWidgets.QWidget):
         self.bars.setMinimumHeight(220)
         self.kernels = QtWidgets.QTableWidget(0, 6)
         self.kernels.setHorizontalHeaderLabels(["run", "kernel", "time %", "total ms", "calls", "avg µs"])
-        self.kernels.horizontalHeader().setSectionResizeMode(1, QtWidgets.QHeaderView.Stretch)
+        self.kernels.horizontalHeader().setSectionResizeMode(1, QtWidgets.QHeaderView.ResizeMode.Stretch)
         top = QtWidgets.QHBoxLayout()
         top.addWidget(QtWidgets.QLabel("phase:"))
         top.addWidget(self.phase)

@@ -16,9 +16,9 @@ class EpochTable(QtWidgets.QTableWidget):
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(0, len(self.HEADERS), parent)
         self.setHorizontalHeaderLabels(list(self.HEADERS))
-        self.horizontalHeader().setSectionResizeMode(0, QtWidgets.QHeaderView.Stretch)
+        self.horizontalHeader().setSectionResizeMode(0, QtWidgets.QHeaderView.ResizeMode.Stretch)
         self.verticalHeader().setVisible(False)
-        self.setEditTriggers(QtWidgets.QAbstractItemView.NoEditTriggers)
+        self.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
 
     def set_runs(self, runs: Sequence[RunData]) -> None:
         rows = []
@@ -42,7 +42,7 @@ class FactsTable(QtWidgets.QTableWidget):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(0, 0, parent)
-        self.setEditTriggers(QtWidgets.QAbstractItemView.NoEditTriggers)
+        self.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setWordWrap(True)
 
     def set_runs(self, runs: Sequence[RunData]) -> None:
@@ -60,4 +60,4 @@ class FactsTable(QtWidgets.QTableWidget):
             values = dict(f)
             for row, key in enumerate(keys):
                 self.setItem(row, col, QtWidgets.QTableWidgetItem(values.get(key, "")))
-        self.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.Stretch)
+        self.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Stretch)
