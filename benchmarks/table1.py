@@ -52,6 +52,8 @@ def run_cell(args: argparse.Namespace, out: Path, framework: str, model: str, da
     cmd += ["--image-size", str(args.image_size), "--out", str(folder_out)]
     if args.timeout:
         cmd += ["--timeout", str(args.timeout)]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
     result = subprocess.run(cmd, capture_output=True, text=True)
     runs = list_runs(folder_out) if folder_out.exists() else []
     if not runs:  # refused before a run folder existed (e.g. framework not installed): exit code 2
@@ -88,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int, default=2, help="epochs per run (default 2)")
     p.add_argument("--warmup", type=int, default=1, help="leading epochs left out of the mean (default 1)")
     p.add_argument("--image-size", type=int, default=224, help="input side in pixels (the study's 224)")
+    p.add_argument("--threads", type=int, help="intra-op threads for every framework (default: each one's own)")
     p.add_argument("--timeout", type=float, help="per-run limit in seconds (the cell then reads 'timeout')")
     p.add_argument("--out", type=Path, help="where run folders go (default: a temporary folder)")
     p.add_argument("--csv", type=Path, help="also write the cells as CSV")
@@ -111,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"Mean epoch time (s) on CPU, {platform.system()} {platform.machine()}, {cpu_model()}, {os.cpu_count()} CPUs; "
         f"--limit {args.limit} images, {args.image_size} px, {args.epochs} epochs "
-        f"(first {args.warmup} left out of the mean); {time.monotonic() - started:.0f} s in all.\n"
+        f"(first {args.warmup} left out of the mean), intra-op threads: {args.threads or 'framework default'}; "
+        f"{time.monotonic() - started:.0f} s in all.\n"
     )
     print(markdown(cells, args.datasets, args.batches))
     return 0
