@@ -19,6 +19,7 @@ from typing import IO, Any
 
 import ijson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from analyzers import tables as t
 from analyzers.clock import Clock, kineto_clock
@@ -71,36 +72,63 @@ def _int(value: Any, default: int = -1) -> int:
 
 
 class _Columns:
-    def __init__(self, names: list[str]) -> None:
+    """Kept rows of one table: Python lists for the last few thousand rows, Arrow batches before them,
+    so a long trace never sits in memory as Python objects (peak memory is the goal here)."""
+
+    BATCH_ROWS = 8192
+
+    def __init__(self, names: list[str], schema: pa.Schema) -> None:
+        self.schema = schema
+        self.types = {n: (schema.field(n).type if n in schema.names else pa.int64()) for n in names}
         self.cols: dict[str, list[Any]] = {n: [] for n in names}
+        self.batches: list[pa.RecordBatch] = []
 
     def add(self, **values: Any) -> None:
         for k, v in values.items():
             self.cols[k].append(v)
+        if len(self.cols["start_ns"]) >= self.BATCH_ROWS:
+            self._flush()
 
-    def table(self, schema: pa.Schema, offset_ns: int) -> pa.Table:
-        cols = dict(self.cols)
-        n = len(cols["start_ns"])
-        cols["start_ns"] = [s + offset_ns for s in cols["start_ns"]]
+    def _flush(self) -> None:
+        if self.cols["start_ns"]:
+            arrays = [pa.array(v, type=self.types[k]) for k, v in self.cols.items()]
+            self.batches.append(pa.RecordBatch.from_arrays(arrays, names=list(self.cols)))
+            for v in self.cols.values():
+                v.clear()
+
+    def table(self, offset_ns: int) -> pa.Table:
+        self._flush()
+        schema = self.schema
+        if not self.batches:
+            return t.empty(schema)
+        raw = pa.Table.from_batches(self.batches)
+        self.batches = []
+        n = raw.num_rows
+        start = pc.add(raw["start_ns"], offset_ns)
+        cols: dict[str, Any] = {k: raw[k] for k in raw.column_names}
+        cols["start_ns"] = start
         if "dur_ns" in schema.names:
-            cols["end_ns"] = [s + d for s, d in zip(cols["start_ns"], cols["dur_ns"])]
+            cols["end_ns"] = pc.add(start, raw["dur_ns"])
         else:
-            cols["end_ns"] = [e + offset_ns for e in cols["end_ns"]]
-        cols["source"] = ["kineto"] * n
-        for name in schema.names:
-            cols.setdefault(name, [None] * n)
-        return pa.table({k: cols[k] for k in schema.names}, schema=schema).sort_by("start_ns")
+            cols["end_ns"] = pc.add(raw["end_ns"], offset_ns)
+        cols["source"] = pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int8()), ["kineto"]).cast(pa.string())
+        arrays = [cols[k] if k in cols else pa.nulls(n, schema.field(k).type) for k in schema.names]
+        return pa.table(arrays, schema=schema).sort_by("start_ns")
 
 
 def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
     """The CUDA tables of a Kineto trace; UserError (one line) for anything that is not one."""
-    api = _Columns(["start_ns", "dur_ns", "name", "api", "kind", "pid", "tid", "thread_name", "correlation_id"])
+    api = _Columns(
+        ["start_ns", "dur_ns", "name", "api", "kind", "pid", "tid", "thread_name", "correlation_id"],
+        t.CUDA_API_SCHEMA,
+    )
     kern = _Columns(
         ["start_ns", "dur_ns", "name", "short_name", "device", "stream", "correlation_id", "pid"]
-        + ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
+        + ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"],
+        t.KERNELS_SCHEMA,
     )
-    mem = _Columns(["start_ns", "dur_ns", "kind", "bytes", "device", "stream", "correlation_id"])
-    ranges = _Columns(["start_ns", "end_ns", "name", "pid", "tid"])
+    mem = _Columns(["start_ns", "dur_ns", "kind", "bytes", "device", "stream", "correlation_id"], t.MEMCPY_SCHEMA)
+    ranges = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.NVTX_SCHEMA)
     seen = 0
     try:
         with _open(path) as raw:
@@ -174,10 +202,10 @@ def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
     m = _BASE_TIME.search(f.head) or _BASE_TIME.search(f.tail)
     clock = kineto_clock(int(m.group(1)) if m else None)
     out = {
-        t.CUDA_API: api.table(t.CUDA_API_SCHEMA, clock.offset_ns),
-        t.KERNELS: kern.table(t.KERNELS_SCHEMA, clock.offset_ns),
-        t.MEMCPY: mem.table(t.MEMCPY_SCHEMA, clock.offset_ns),
-        t.NVTX: ranges.table(t.NVTX_SCHEMA, clock.offset_ns),
+        t.CUDA_API: api.table(clock.offset_ns),
+        t.KERNELS: kern.table(clock.offset_ns),
+        t.MEMCPY: mem.table(clock.offset_ns),
+        t.NVTX: ranges.table(clock.offset_ns),
     }
     return {k: v for k, v in out.items() if v.num_rows}, clock
 
