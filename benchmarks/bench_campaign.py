@@ -33,7 +33,7 @@ repetitions = {runs}
 
 [knobs]
 limit = 8
-image_size = 32
+image_size = 64
 """
 
 
