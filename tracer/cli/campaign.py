@@ -59,7 +59,6 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         for note in campaign.recover(kill=None if args.ray else kill_leftover):
             err.print(f"resuming: {note}")
         cells = campaign.todo(retry_failed=args.retry > 0)
-        counts = campaign.counts()
         done = len(plan.cells) - len(cells)
         err.print(
             f"campaign {plan.name}: {len(plan.cells)} runs, {done} done already, {len(cells)} to run -> {out_dir}"
