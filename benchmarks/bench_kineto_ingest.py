@@ -60,8 +60,13 @@ def generate(out: Path, copies: int) -> int:
 
 
 def run_child(code: str) -> tuple[float, float, str]:
-    """(wall s, peak RSS MiB, stdout) of `python -c code` in a fresh process."""
-    wrapper = code + "\nimport resource; print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+    """(wall s, peak RSS MiB, stdout) of `python -c code` in a fresh process.
+
+    Peak RSS is the child's VmHWM: ru_maxrss would not do, Linux carries it across fork + exec, so a
+    child would report this parent's peak (the whole generated trace held as Python objects)."""
+    wrapper = code + (
+        "\nimport re; print('MAXRSS', re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
+    )
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", wrapper], capture_output=True, text=True)
     wall = time.perf_counter() - t0
