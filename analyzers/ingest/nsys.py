@@ -115,8 +115,8 @@ def read_cuda_api(con: sqlite3.Connection, names: set[str], clock: Clock, path: 
     )
     parts: list[pa.Table] = []
     while rows := cur.fetchmany(CHUNK_ROWS):
-        arrays = (np.array(c, dtype=np.int64) for c in zip(*rows))
-        parts.append(_cuda_api_table(*arrays, strings, tnames, clock))
+        a = [np.array(c, dtype=np.int64) for c in zip(*rows)]
+        parts.append(_cuda_api_table(a[0], a[1], a[2], a[3], a[4], a[5], strings, tnames, clock))
     if not parts:
         return t.empty(t.CUDA_API_SCHEMA)
     return pa.concat_tables(parts)

@@ -71,7 +71,7 @@ def _read(
     size = path.stat().st_size
     buf = np.zeros(size + 16, dtype=np.uint8)  # 8-byte gathers may run past the end
     with path.open("rb") as f:
-        if f.readinto(memoryview(buf)[:size]) != size:
+        if f.readinto(buf[:size].data) != size:
             raise _Unsupported("short read")
     if buf[:16].tobytes() != b"SQLite format 3\x00":
         raise _Unsupported("magic")
