@@ -89,6 +89,31 @@ def profile_args(spec: RunSpec) -> list[str]:
     return [f"--trace={trace}", f"--sample={sampling}", f"--cpuctxsw={sampling}"]
 
 
+def stop_agents(folder: RunFolder) -> list[int]:
+    """Ends the helper agent of this run's nsys (`nsys --start-agent --session-name=profile-APP-NSYSPID`),
+    which leaves the process group and so outlives a run whose nsys was stopped or killed."""
+    try:
+        nsys_pid = int((folder.raw_dir / "nsys.pid").read_text().strip())
+    except (OSError, ValueError):
+        return []
+    suffix = f"-{nsys_pid}".encode()
+    stopped = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"--start-agent" in args and any(a.startswith(b"--session-name=") and a.endswith(suffix) for a in args):
+            try:
+                os.kill(int(entry.name), signal.SIGTERM)
+                stopped.append(int(entry.name))
+            except ProcessLookupError:
+                pass
+    return stopped
+
+
 class NsysBackend(TraceBackend):
     name = "nsys"
     wraps_process = True
@@ -135,6 +160,7 @@ class NsysBackend(TraceBackend):
         return returncode
 
     def finish(self, folder: RunFolder) -> list[str]:
+        stop_agents(folder)
         report = folder.path / REPORT
         if not report.exists():
             leftovers = sorted(p.name for p in folder.raw_dir.glob("*.qdstrm"))

@@ -1,9 +1,18 @@
-"""Runs `nsys profile ...` for the nsys backend, retrying when nsys fails before the worker started.
+"""Runs `nsys profile ...` for the nsys backend: retries a launch that failed, and stops an nsys
+that hangs after the worker has exited.
 
 Run as a script by path (`python nsys_launch.py RUN_DIR NSYS_ARGS...`), so it imports only the
-standard library. Why: under heavy CPU load nsys sometimes dies at launch (`sem_open ... No such
-file or directory` from its ProcessWaiter, seen with Debian's 2022.4 on a loaded 2-core machine),
-before the worker wrote `worker.pid`; training never began, so running nsys again is safe.
+standard library. Why:
+- under heavy CPU load nsys sometimes dies at launch (`sem_open ... No such file or directory` from
+  its ProcessWaiter, seen with Debian's 2022.4 on a loaded 2-core machine), before the worker wrote
+  `worker.pid`; training never began, so running nsys again is safe (3 tries);
+- with CPU sampling on (`--nsys-sampling`) Debian's nsys 2022.4 was seen to hang for good in
+  "Generating ...qdstrm" after the worker had finished. Once the worker has exited, nsys gets
+  $TRACER_NSYS_REPORT_TIMEOUT_S (default 600) to write its report; then it is stopped and this
+  exits with code 1 (the run is still judged by the worker's own events).
+
+The nsys pid goes to `raw/nsys.pid`: its helper agent (`nsys --start-agent --session-name=...-PID`)
+leaves the process group, and the backend ends it after the run.
 
 Exit status: nsys's own (the app's code, or 128+N for a signal N), and 128+N when nsys itself dies
 of signal N. SIGTERM/SIGINT (the runner ending the run) reach nsys through the process group; this
@@ -21,10 +30,56 @@ import time
 ATTEMPTS = 3
 LAUNCH_FAILURE_WITHIN_S = 120.0
 RETRY_PAUSE_S = 2.0
+STOP_GRACE_S = 15.0
+
+
+def _alive(pid: int) -> bool:
+    """A zombie (exited, not yet reaped by nsys) counts as gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _worker_pid(run_dir: str) -> int | None:
+    try:
+        with open(os.path.join(run_dir, "worker.pid")) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _wait(proc: subprocess.Popen[bytes], run_dir: str, report_timeout_s: float) -> int:
+    worker_gone_at: float | None = None
+    while True:
+        try:
+            return proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
+        pid = _worker_pid(run_dir)
+        if pid is None or _alive(pid):
+            continue
+        worker_gone_at = worker_gone_at or time.monotonic()
+        if time.monotonic() - worker_gone_at < report_timeout_s:
+            continue
+        sys.stderr.write(
+            f"dl-tracer: nsys did not finish its report within {report_timeout_s:g} s after the worker exited; "
+            "stopping it\n"
+        )
+        sys.stderr.flush()
+        proc.terminate()
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        return 1
 
 
 def main(argv: list[str]) -> int:
     run_dir, cmd = argv[0], argv[1:]
+    report_timeout_s = float(os.environ.get("TRACER_NSYS_REPORT_TIMEOUT_S", "600"))
     stopping: list[int] = []
 
     def on_signal(signum: int, frame: object) -> None:
@@ -36,13 +91,10 @@ def main(argv: list[str]) -> int:
     rc = 1
     for attempt in range(1, ATTEMPTS + 1):
         started = time.monotonic()
-        proc = subprocess.Popen(cmd, restore_signals=True)
-        while True:
-            try:
-                rc = proc.wait()
-                break
-            except InterruptedError:
-                continue
+        proc = subprocess.Popen(cmd)
+        with open(os.path.join(run_dir, "raw", "nsys.pid"), "w") as f:
+            f.write(f"{proc.pid}\n")
+        rc = _wait(proc, run_dir, report_timeout_s)
         if rc < 0:
             rc = 128 - rc
         launch_failed = (

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from tests.tracer.tracing.helpers import require_gpu, require_nsys
 from tracer.errors import UserError
 from tracer.records import RunSpec, RunStatus
 from tracer.runfolder import RunFolder
-from tracer.tracing.nsys import LAUNCHER, NsysBackend, find_nsys, profile_args
+from tracer.tracing.nsys import LAUNCHER, NsysBackend, find_nsys, profile_args, stop_agents
 
 
 def _spec(**kw: object) -> RunSpec:
@@ -71,11 +73,13 @@ def test_worker_status_recovered_from_nsys_exit_code(tmp_path: Path) -> None:
     assert backend.worker_returncode(0, finished) == 0
 
 
-def _launch(tmp_path: Path, script: str) -> subprocess.CompletedProcess[str]:
+def _launch(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProcess[str]:
     fake = tmp_path / "fake_nsys.py"
     fake.write_text(script)
+    (tmp_path / "raw").mkdir(exist_ok=True)
     return subprocess.run(
         [sys.executable, str(LAUNCHER), str(tmp_path), sys.executable, str(fake)],
+        env=dict(os.environ, **env),
         capture_output=True,
         text=True,
         timeout=60,
@@ -107,6 +111,47 @@ os.kill(os.getpid(), signal.SIGSEGV)
     done = _launch(tmp_path, script)
     assert done.returncode == 128 + signal.SIGSEGV
     assert "retrying" not in done.stderr
+
+
+def test_launcher_stops_an_nsys_that_hangs_after_the_worker_exited(tmp_path: Path) -> None:
+    script = f"""
+import subprocess, sys, time
+worker = subprocess.Popen([sys.executable, "-c", "pass"])
+open({str(tmp_path / "worker.pid")!r}, "w").write(str(worker.pid))
+worker.wait()
+time.sleep(60)  # like nsys 2022.4 stuck in 'Generating ...qdstrm'
+"""
+    started = time.monotonic()
+    done = _launch(tmp_path, script, TRACER_NSYS_REPORT_TIMEOUT_S="2")
+    assert done.returncode == 1 and "did not finish its report" in done.stderr
+    assert time.monotonic() - started < 30
+    assert int((tmp_path / "raw" / "nsys.pid").read_text()) > 0
+
+
+def test_finish_ends_the_agent_of_this_runs_nsys_only(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path)
+    (tmp_path / "raw").mkdir()
+    agents = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import time; time.sleep(60)",
+                "--start-agent",
+                f"--session-name=profile-python-{pid}",
+            ]
+        )
+        for pid in (4242, 4343)
+    ]
+    try:
+        (tmp_path / "raw" / "nsys.pid").write_text("4242\n")
+        assert stop_agents(folder) == [agents[0].pid]
+        assert agents[0].wait(timeout=10) == -signal.SIGTERM
+        assert agents[1].poll() is None
+    finally:
+        for a in agents:
+            a.kill()
+            a.wait()
 
 
 @pytest.mark.nsys
