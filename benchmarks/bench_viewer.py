@@ -5,6 +5,9 @@ Generates 4 run folders of 1 million process samples each (Parquet, about 28 h a
 - open: from creating the window to every run loaded, every panel built and the window painted once;
 - redraw: one zoom or pan of the linked x axis plus a full repaint of the time panels and thread lanes.
 Goal: open <= 2 s, redraw <= 50 ms. Run: `python benchmarks/bench_viewer.py [--samples N] [--runs N]`.
+Wall and CPU time (`time.process_time`, all threads of this process) are both reported: on a shared, loaded
+machine the CPU figure is the steadier one. `--compare-downsampling` times one plot of 4 curves drawn by
+pyqtgraph's own clip-to-view and peak downsampling against the viewer's min/max pyramid.
 """
 
 from __future__ import annotations
@@ -78,11 +81,59 @@ def median_ms(times: list[float]) -> float:
     return statistics.median(times) * 1000
 
 
+def compare_downsampling(app: object, samples: int) -> None:
+    """One plot, 4 curves of `samples` points: pyqtgraph's clipToView + auto peak downsampling against
+    `EnvelopeCurve`; CPU time of building plus first paint, and the median of 10 redraws per kind."""
+    import pyqtgraph as pg  # noqa: TID251 - a benchmark of the viewer
+
+    from viewer.panels.curve import EnvelopeCurve  # noqa: TID251
+    from viewer.pyramid import Envelope  # noqa: TID251
+
+    rng = np.random.default_rng(0)
+    x = np.arange(samples) * 0.1
+    ys = [np.cumsum(rng.normal(size=samples)) for _ in range(4)]
+    span = float(x[-1])
+    kinds = {
+        "pan at full view": [(span * 0.01 * (i % 3), span * (1 + 0.01 * (i % 3))) for i in range(10)],
+        "zoom to 10 %": [(span * (0.1 + 0.02 * i), span * (0.2 + 0.02 * i)) for i in range(10)],
+        "zoom to 1 minute": [(span / 2 + 60 * i, span / 2 + 60 * (i + 1)) for i in range(10)],
+    }
+    pg.setConfigOptions(antialias=False)
+    for way in ("pyqtgraph", "pyramid"):
+        widget = pg.PlotWidget()
+        widget.resize(1400, 300)
+        widget.show()
+        cpu = time.process_time()
+        if way == "pyqtgraph":
+            widget.getPlotItem().setDownsampling(auto=True, mode="peak")
+            widget.getPlotItem().setClipToView(True)
+        for y in ys:
+            widget.addItem(pg.PlotDataItem(x, y, skipFiniteCheck=True) if way == "pyqtgraph"
+                           else EnvelopeCurve(Envelope(x, y), 0.0))
+        widget.grab()
+        build = time.process_time() - cpu
+        medians = []
+        for kind, ranges in kinds.items():
+            times = []
+            for a, b in ranges:
+                app.processEvents()  # type: ignore[attr-defined]
+                cpu = time.process_time()
+                widget.setXRange(a, b, padding=0)
+                widget.grab()
+                times.append(time.process_time() - cpu)
+            medians.append(f"{kind} {median_ms(times):.1f} ms")
+        print(f"{way:>9}: build + first paint {build * 1000:.0f} ms CPU; redraw CPU (median): " + ", ".join(medians))
+        widget.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=15, help="redraws timed per kind (median reported)")
+    parser.add_argument("--dir", type=Path, help="keep the generated runs here and reuse them on the next call")
+    parser.add_argument("--compare-downsampling", action="store_true",
+                        help="only time pyqtgraph's downsampling against the viewer's pyramid on one plot")
     args = parser.parse_args()
 
     from PySide6 import QtWidgets  # noqa: TID251 - a benchmark of the viewer
@@ -90,13 +141,20 @@ def main() -> int:
     from viewer.window import MainWindow  # noqa: TID251
 
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
+    if args.compare_downsampling:
+        compare_downsampling(app, args.samples)
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench-viewer-") as tmp:
-        t0 = time.perf_counter()
-        paths = [make_run(Path(tmp), i, args.samples) for i in range(args.runs)]
-        print(f"generated {args.runs} runs x {args.samples:,} samples in {time.perf_counter() - t0:.1f} s")
+        out = args.dir / f"{args.runs}x{args.samples}" if args.dir else Path(tmp)
+        paths = sorted(out.glob("bench-*")) if out.is_dir() else []
+        if len(paths) != args.runs:
+            t0 = time.perf_counter()
+            out.mkdir(parents=True, exist_ok=True)
+            paths = [make_run(out, i, args.samples) for i in range(args.runs)]
+            print(f"generated {args.runs} runs x {args.samples:,} samples in {time.perf_counter() - t0:.1f} s")
 
         t0, cpu0 = time.perf_counter(), time.process_time()
-        window = MainWindow(Path(tmp))
+        window = MainWindow(out)
         window.resize(1600, 1100)
         window.show()
         window.add_runs(paths)

@@ -9,21 +9,25 @@ from an anchor (`RunData.anchor_ns`).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers.run_summary import images_per_s, mean_epoch_s
 from tracer.errors import UserError
 from tracer.records import EpochRecord, RunRecord, RunStatus
 from tracer.runfolder import RunFolder
+from viewer.pyramid import Envelope, LaneIndex
 
 Progress = Callable[[float, str], None]
 
@@ -64,12 +68,57 @@ class Series:
     def __len__(self) -> int:
         return int(self.t_ns.shape[0])
 
+    @cached_property
+    def envelope(self) -> Envelope:
+        """Zoom levels for drawing, x in seconds since the first sample (`t_ns[0]`)."""
+        origin = self.t_ns[0] if len(self) else 0
+        return Envelope((self.t_ns - origin) * 1e-9, self.y)
+
     def value_at(self, t_ns: float) -> float | None:
         """The last sample at or before `t_ns` (what the sampler knew then), None outside the run."""
         if len(self) == 0 or t_ns < self.t_ns[0] or t_ns > self.t_ns[-1]:
             return None
-        i = int(np.searchsorted(self.t_ns, t_ns, side="right")) - 1
+        # an int64 key: a float one would convert the whole array to float64 on every call; then the
+        # comparison in float (what the caller's time means at ~256 ns resolution) settles a tie
+        i = int(np.searchsorted(self.t_ns, np.int64(math.floor(t_ns)), side="right")) - 1
+        while i + 1 < len(self) and float(self.t_ns[i + 1]) <= t_ns:
+            i += 1
         return float(self.y[max(i, 0)])
+
+
+LOW_PRIORITY = ("idle", "sleeping", "waiting")
+
+# nsys OS-runtime calls by what a thread in them is doing; a lane shows the kind, not each call's name
+OSRT_KINDS = {
+    "waiting": ("poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait", "pthread_cond_wait",
+                "pthread_cond_timedwait", "pthread_mutex_lock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
+                "pthread_join", "sem_wait", "sem_timedwait", "nanosleep", "usleep", "sleep", "clock_nanosleep",
+                "futex", "wait", "waitpid", "sched_yield"),
+    "io": ("read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "writev", "fread", "fwrite",
+           "fgets", "fputs", "fflush", "open", "open64", "openat", "openat64", "fopen", "fopen64", "close",
+           "fclose", "stat", "stat64", "lstat", "lstat64", "fstat", "fstat64", "fileno", "mmap", "mmap64",
+           "munmap", "dup", "dup2", "fcntl", "fcntl64", "pipe", "pipe2", "socket", "bind", "connect", "listen",
+           "accept", "accept4", "send", "sendto", "sendmsg", "recv", "recvfrom", "recvmsg", "shutdown"),
+    "driver (ioctl)": ("ioctl",),
+}
+KIND_OF_OSRT = {call: kind for kind, calls in OSRT_KINDS.items() for call in calls}
+OTHER_OSRT = "other OS call"
+PYTHON = "python"
+
+
+def lane_activity(activity: str, source: str) -> str:
+    """What a thread-timeline interval shows as: the sampler's `cpu` as it is, an OS-runtime call as its
+    kind (waiting, io, driver, other), a py-spy sample as `python`."""
+    if source == "pyspy":
+        return PYTHON
+    if source == "nsys":
+        return KIND_OF_OSRT.get(activity, OTHER_OSRT)
+    return activity
+
+
+def activity_priority(activity: str) -> tuple[int, str]:
+    """Order in which activities win a pixel of a thread lane: idle ones lose, `busy` wins."""
+    return (0 if activity in LOW_PRIORITY else 2 if activity == "busy" else 1, activity)
 
 
 @dataclass(frozen=True)
@@ -80,12 +129,34 @@ class ThreadLanes:
     lane: np.ndarray  # lane index of each segment
     start_ns: np.ndarray
     end_ns: np.ndarray
-    activity: np.ndarray  # object array of str
+    code: np.ndarray  # each segment's activity, an index into `names`
+    names: tuple[str, ...]
     source: str
 
     @property
+    def activity(self) -> np.ndarray:
+        """Each segment's activity name (object array)."""
+        return np.asarray(self.names, dtype=object)[self.code] if self.names else np.zeros(0, dtype=object)
+
+    @cached_property
     def activities(self) -> list[str]:
-        return sorted({str(a) for a in self.activity})
+        """The activities present, lowest priority first."""
+        used: list[int] = np.unique(self.code).tolist() if len(self.code) else []
+        return sorted((self.names[int(i)] for i in used), key=activity_priority)
+
+    @property
+    def origin_ns(self) -> int:
+        return int(self.start_ns.min()) if len(self.start_ns) else 0
+
+    @cached_property
+    def index(self) -> LaneIndex:
+        """For drawing: x in seconds since `origin_ns`, level = position in `activities`."""
+        remap = np.zeros(max(len(self.names), 1), dtype=np.int64)
+        for level, name in enumerate(self.activities):
+            remap[self.names.index(name)] = level
+        origin = self.origin_ns
+        return LaneIndex((self.start_ns - origin) * 1e-9, (self.end_ns - origin) * 1e-9, self.lane,
+                         remap[self.code], len(self.lane_names), len(self.activities))
 
 
 @dataclass(frozen=True)
@@ -96,6 +167,18 @@ class ApiCalls:
     start_ns: np.ndarray
     end_ns: np.ndarray
     name: np.ndarray
+    lanes: int  # lanes of the run's ThreadLanes
+
+    @property
+    def origin_ns(self) -> int:
+        return int(self.start_ns[0]) if len(self.start_ns) else 0
+
+    @cached_property
+    def index(self) -> LaneIndex:
+        """For drawing: x in seconds since `origin_ns`, one level."""
+        origin = self.origin_ns
+        return LaneIndex((self.start_ns - origin) * 1e-9, (self.end_ns - origin) * 1e-9, self.lane,
+                         np.zeros(len(self.lane), dtype=np.int64), self.lanes, 1, fine_bins=0)
 
 
 @dataclass(frozen=True)
@@ -251,15 +334,27 @@ def load_run(path: Path | str, progress: Progress | None = None) -> RunData:
         data.messages.append("events.jsonl is missing: no epoch markers")
     report(0.25, "samples")
     for table in ("process", "gpu"):
-        data.series.update(_guard(data, f"samples/{table}", lambda t=table: _load_series(folder, t), {}))
+        data.series.update(_guard(data, f"samples/{table}", functools.partial(_load_series, folder, table), {}))
     if not data.series.get("cpu_pct"):
         data.messages.append("no process samples (samples/process.parquet or .csv is missing or empty)")
     report(0.6, "threads")
     data.threads = _guard(data, "thread timeline", lambda: load_thread_lanes(folder), None)
     report(0.75, "CUDA trace")
     _guard(data, "CUDA trace", lambda: _load_trace(folder, data), None)
+    report(0.9, "zoom levels")
+    _guard(data, "zoom levels", lambda: build_indexes(data), None)
     report(1.0, "done")
     return data
+
+
+def build_indexes(data: RunData) -> None:
+    """The zoom levels the panels draw from, built here (off the GUI thread) rather than on first paint."""
+    for series in data.series.values():
+        for s in series:
+            s.envelope  # noqa: B018 - cached
+    for lanes in (data.threads, data.api_calls):
+        if lanes is not None:
+            lanes.index  # noqa: B018 - cached
 
 
 def _guard(data: RunData, what: str, fn: Callable[[], Any], default: Any) -> Any:
@@ -282,7 +377,7 @@ def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
         ids = np.unique(gpu)
         groups = [(f"GPU{int(g)}" if len(ids) > 1 else "", table.filter(pa.array(gpu == g))) for g in ids]
     for label, part in groups:
-        t = _as_float_array(part.column("t_ns"), np.int64)
+        t = _as_array(part.column("t_ns"), np.int64)
         order = None if np.all(t[1:] >= t[:-1]) else np.argsort(t, kind="stable")
         for metric in METRICS:
             if metric.table != table_name:
@@ -290,7 +385,7 @@ def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
             col = next((c for c in metric.columns if c in part.column_names), None)
             if col is None:
                 continue
-            y = _as_float_array(part.column(col), np.float64)
+            y = _as_array(part.column(col), np.float64)
             if np.all(np.isnan(y)):
                 continue
             tt, yy = (t, y) if order is None else (t[order], y[order])
@@ -298,7 +393,7 @@ def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
     return out
 
 
-def _as_float_array(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
+def _as_array(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
     if column.null_count:
         column = column.cast(pa.float64())
         return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64).astype(dtype)
@@ -334,7 +429,8 @@ def read_samples(folder: RunFolder, name: str, columns: Sequence[str] | None = N
     if columns is not None:
         present = set(pq.read_schema(parquet).names)
         columns = [c for c in columns if c in present]
-    return pq.read_table(parquet, columns=columns, memory_map=True)
+    # strings stay dictionary-encoded (thread names repeat on every sample): no per-row string copies
+    return pq.read_table(parquet, columns=columns, memory_map=True, read_dictionary=["name", "thread_name"])
 
 
 def _has_thread_trace(folder: RunFolder) -> bool:
@@ -347,19 +443,28 @@ def _has_thread_trace(folder: RunFolder) -> bool:
 
 
 def _lanes_from_timeline(table: pa.Table) -> ThreadLanes:
-    pid = table.column("pid").to_numpy(zero_copy_only=False).astype(np.int64)
-    tid = table.column("tid").to_numpy(zero_copy_only=False).astype(np.int64)
-    names = table.column("thread_name").to_pylist()
+    pid = _as_array(table.column("pid"), np.int64)
+    tid = _as_array(table.column("tid"), np.int64)
     keys = pid * (1 << 32) + tid
     uniq, first, lane = np.unique(keys, return_index=True, return_inverse=True)
-    lane_names = [f"{names[i] or 'thread'} ({int(tid[i])})" for i in first]
-    sources = sorted({str(s) for s in table.column("source").to_pylist()}) if "source" in table.column_names else []
+    names = table.column("thread_name").take(pa.array(first)).to_pylist()
+    lane_names = [f"{name or 'thread'} ({int(tid[i])})" for name, i in zip(names, first)]
+    source = (table.column("source") if "source" in table.column_names else pa.chunked_array([pa.nulls(len(table))]))
+    # (source, activity) pairs are few: label each pair once, then map every row through its pair's code
+    pairs = pc.binary_join_element_wise(pc.fill_null(source.cast(pa.string()), ""),
+                                        table.column("activity").cast(pa.string()), "\x00")
+    pair = pc.dictionary_encode(pairs.combine_chunks())
+    kinds = [lane_activity(act, src) for src, act in (str(p).split("\x00", 1) for p in pair.dictionary.to_pylist())]
+    kind_names = sorted(set(kinds))
+    remap = np.array([kind_names.index(k) for k in kinds] or [0], dtype=np.int64)
+    sources = sorted({str(s) for s in pc.unique(source).to_pylist() if s})
     return ThreadLanes(
         lane_names=lane_names,
-        lane=lane.astype(np.int64),
-        start_ns=table.column("start_ns").to_numpy(zero_copy_only=False).astype(np.int64),
-        end_ns=table.column("end_ns").to_numpy(zero_copy_only=False).astype(np.int64),
-        activity=np.asarray(table.column("activity").to_pylist(), dtype=object),
+        lane=lane.astype(np.int64).ravel(),
+        start_ns=_as_array(table.column("start_ns"), np.int64),
+        end_ns=_as_array(table.column("end_ns"), np.int64),
+        code=remap[pair.indices.to_numpy(zero_copy_only=False)],
+        names=tuple(kind_names),
         source=", ".join(sources) or "thread timeline",
     )
 
@@ -374,17 +479,13 @@ def lanes_from_thread_samples(samples: pa.Table) -> ThreadLanes:
     Consecutive intervals of the same activity merge into one segment, so a lane costs what its
     changes cost, not what its samples cost.
     """
-    t = samples.column("t_ns").to_numpy(zero_copy_only=False).astype(np.int64)
-    pid = samples.column("pid").to_numpy(zero_copy_only=False).astype(np.int64)
-    tid = samples.column("tid").to_numpy(zero_copy_only=False).astype(np.int64)
-    cpu = (
-        samples.column("user_s").to_numpy(zero_copy_only=False).astype(np.float64)
-        + samples.column("system_s").to_numpy(zero_copy_only=False).astype(np.float64)
-    )
-    keys = pid * (1 << 32) + tid
-    # the sampler writes in time order: a stable sort by thread keeps it, and costs a fraction of a lexsort
-    order = np.argsort(keys, kind="stable") if np.all(t[1:] >= t[:-1]) else np.lexsort((t, keys))
-    t, keys, cpu, tid = t[order], keys[order], cpu[order], tid[order]
+    t = _as_array(samples.column("t_ns"), np.int64)
+    tid = _as_array(samples.column("tid"), np.int64)
+    cpu = _as_array(samples.column("user_s"), np.float64) + _as_array(samples.column("system_s"), np.float64)
+    keys = _as_array(samples.column("pid"), np.int64) * (1 << 32) + tid
+    order = _thread_major_order(keys, t)
+    if order is not None:
+        t, keys, cpu, tid = t[order], keys[order], cpu[order], tid[order]
     same = keys[1:] == keys[:-1]
     first = np.flatnonzero(np.concatenate(([True], ~same)))
     lane_of = np.cumsum(np.concatenate(([False], ~same)))
@@ -399,12 +500,24 @@ def lanes_from_thread_samples(samples: pa.Table) -> ThreadLanes:
         starts = np.nonzero(change)[0]
         ends = np.append(starts[1:], len(idx)) - 1
         lane, lvl, start, end = lane[starts], lvl[starts], start[starts], end[ends]
-    labels = np.array(["idle", "active", "busy"], dtype=object)
     # the last name a thread had is the one it is known by (threads are renamed after they start)
     last = np.append(first[1:], len(keys)) - 1
-    names = samples.column("name").take(pa.array(order[last])).to_pylist()
+    names = samples.column("name").take(pa.array(last if order is None else order[last])).to_pylist()
     lane_names = [f"{name} ({int(tid[i])})" for name, i in zip(names, last)]
-    return ThreadLanes(lane_names, lane.astype(np.int64), start, end, labels[lvl], "sampled per-thread CPU time")
+    return ThreadLanes(lane_names, lane.astype(np.int64), start, end, lvl.astype(np.int64), ("idle", "active", "busy"),
+                       "sampled per-thread CPU time")
+
+
+def _thread_major_order(keys: np.ndarray, t: np.ndarray) -> np.ndarray | None:
+    """The order that groups samples by thread, in time order within each; None where they already are."""
+    dk = np.diff(keys)
+    if np.all((dk > 0) | ((dk == 0) & (np.diff(t) >= 0))):
+        return None
+    if np.all(t[1:] >= t[:-1]):  # the sampler writes in time order: a stable sort by thread keeps it
+        _, code = np.unique(keys, return_inverse=True)
+        small = code.astype(np.int16) if code.max(initial=0) < (1 << 15) else code
+        return np.argsort(small.ravel(), kind="stable")  # a radix sort for 16-bit keys
+    return np.lexsort((t, keys))
 
 
 def _load_trace(folder: RunFolder, data: RunData) -> None:
@@ -464,6 +577,7 @@ def _api_calls(folder: RunFolder, lanes: ThreadLanes | None) -> ApiCalls | None:
         start_ns=start[found][sort],
         end_ns=table.column("end_ns").to_numpy(zero_copy_only=False).astype(np.int64)[found][sort],
         name=np.asarray(table.column("name").to_pylist(), dtype=object)[found][sort],
+        lanes=len(lanes.lane_names),
     )
 
 

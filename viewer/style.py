@@ -22,6 +22,9 @@ ACTIVITY_COLOURS = {
     "io": "#8c564b",
     "sleeping": "#d9d9d9",
     "waiting": "#bdbdbd",
+    "driver (ioctl)": "#17becf",
+    "other OS call": "#7f7f7f",
+    "python": "#e377c2",
 }
 _EXTRA = ("#17becf", "#e377c2", "#7f7f7f", "#bcbd22", "#ff7f0e", "#393b79")
 

@@ -93,6 +93,22 @@ def test_one_cursor_for_every_panel(open_window: Opener, tiny_pytorch_run: RunFo
     assert window.time_cursor.x == 6.0 and window.timeline.cursor_lines[0].value() == 6.0
 
 
+def test_cursor_readouts_in_columns(
+    open_window: Opener, tiny_pytorch_run: RunFolder, second_pytorch_run: RunFolder
+) -> None:
+    window = open_window([tiny_pytorch_run.path, second_pytorch_run.path], layout_mode="columns")
+    window.time_cursor.set(4.25)
+    for col, run in enumerate(window.runs):
+        assert run.label in window.timeline.title_text("cpu_pct", col)
+        for metric, spec in (("cpu_pct", ".1f"), ("rss_mib", ".0f"), ("threads", ".0f")):
+            (series,) = run.series[metric]
+            value = series.value_at(run.anchor_ns("start") + 4.25e9)
+            assert value is not None
+            title = window.timeline.title_text(metric, col)
+            assert "at 4.25 s" in title and f"<b>{format(value, spec)}" in title
+    assert "% RAM" in window.timeline.title_text("rss_mib", 1)
+
+
 def test_failed_run_opens_with_its_cause(open_window: Opener, failed_run: RunFolder) -> None:
     window = open_window([failed_run.path])
     (run,) = window.runs
@@ -123,11 +139,11 @@ def test_dropping_a_folder_adds_the_run(open_window: Opener, qtbot: object, tiny
     mime = QtCore.QMimeData()
     mime.setUrls([QtCore.QUrl.fromLocalFile(str(tiny_pytorch_run.path))])
     pos = QtCore.QPointF(50, 50)
-    buttons, mods = QtCore.Qt.LeftButton, QtCore.Qt.NoModifier
-    enter = QtGui.QDragEnterEvent(pos.toPoint(), QtCore.Qt.CopyAction, mime, buttons, mods)
+    buttons, mods = QtCore.Qt.MouseButton.LeftButton, QtCore.Qt.KeyboardModifier.NoModifier
+    enter = QtGui.QDragEnterEvent(pos.toPoint(), QtCore.Qt.DropAction.CopyAction, mime, buttons, mods)
     window.dragEnterEvent(enter)
     assert enter.isAccepted()
-    window.dropEvent(QtGui.QDropEvent(pos, QtCore.Qt.CopyAction, mime, buttons, mods))
+    window.dropEvent(QtGui.QDropEvent(pos, QtCore.Qt.DropAction.CopyAction, mime, buttons, mods))
     qtbot.waitUntil(lambda: len(window.runs) == 1 and window.loader.pending == 0, timeout=60_000)  # type: ignore[attr-defined]
     assert window.runs[0].path == tiny_pytorch_run.path
 

@@ -40,6 +40,15 @@ class CudaPanel(QtWidgets.QWidget):
         layout.addLayout(top)
         layout.addWidget(split, 1)
         self.bar_items: dict[str, pg.BarGraphItem] = {}
+        self.bar_names: list[str] = []  # the bars' rows, top to bottom
+
+    def bar_split(self, run_id: str) -> list[tuple[str, float]]:
+        """(function, % of API time) as drawn for a run in the current phase, rows without a bar left out."""
+        item = self.bar_items.get(run_id)
+        if item is None:
+            return []
+        widths = [float(w) for w in item.opts["width"]]
+        return [(n, w) for n, w in zip(self.bar_names, widths) if w > 0]
 
     def set_runs(self, runs: Sequence[RunData]) -> None:
         self.runs = list(runs)
@@ -65,6 +74,7 @@ class CudaPanel(QtWidgets.QWidget):
         plot = self.bars.getPlotItem()
         plot.clear()
         self.bar_items.clear()
+        self.bar_names = []
         phase = self.phase.currentText()
         traced = [(i, r) for i, r in enumerate(self.runs) if phase in r.cuda_phases]
         if not traced:
@@ -76,6 +86,7 @@ class CudaPanel(QtWidgets.QWidget):
         for split in splits.values():
             names += [n for n in split if n not in names]
         names.sort(key=lambda n: (n.startswith("other"), -max(s.get(n, 0.0) for s in splits.values())))
+        self.bar_names = names
         height = 0.8 / len(traced)
         if plot.legend is None:
             plot.addLegend(offset=(-10, 5), labelTextSize="9pt")

@@ -1,19 +1,21 @@
 """Time panels (CPU, RSS, threads, GPU): one row per metric, one colour or one column per run,
-all on one linked x axis, with epoch markers and the shared cursor's readout in each row's title.
+all on one linked x axis, with epoch markers and the shared cursor's readout in each plot's title.
 
-Large series are left to pyqtgraph: `clipToView` and automatic peak downsampling per row.
+Curves draw from each series' precomputed min/max pyramid (`viewer.panels.curve.EnvelopeCurve`), so a pan or
+zoom costs what the plot's pixels cost, whatever the length of the run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
 from viewer.cursor import TimeCursor
-from viewer.data import METRICS, Metric, RunData
+from viewer.data import METRICS, Metric, RunData, Series
+from viewer.panels.curve import EnvelopeCurve
+from viewer.panels.markers import EpochMarkers
 from viewer.style import LEFT_AXIS_WIDTH, RIGHT_AXIS_WIDTH, run_colour
 
 ALIGN_LABELS = {"start": "time since run start (s)", "epoch": "time since first epoch start (s)"}
@@ -30,11 +32,13 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         self.align = "start"
         self.layout_mode = "overlay"
         self.plots: dict[tuple[str, int], pg.PlotItem] = {}
-        self.curves: dict[str, dict[str, list[pg.PlotDataItem]]] = {}
-        self.epoch_markers: dict[str, dict[str, list[pg.InfiniteLine]]] = {}
+        self.curves: dict[str, dict[str, list[EnvelopeCurve]]] = {}
+        self.epoch_markers: dict[str, dict[str, EpochMarkers]] = {}
         self.cursor_lines: list[pg.InfiniteLine] = []
         self.metrics: list[Metric] = []
         self.master: pg.PlotItem | None = None
+        self._pool: dict[tuple[str, int], pg.PlotItem] = {}  # plots outlive rebuilds: making one costs ~50 ms
+        self._synced: set[int] = set()
         self._x_group: list[pg.PlotItem] = []
         self._syncing = False
         self.ci.setSpacing(2)
@@ -54,7 +58,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         self.epoch_markers.clear()
         self.cursor_lines.clear()
         self.master = None
-        self._x_group: list[pg.PlotItem] = []
+        self._x_group = []
         self._syncing = False
         self.metrics = [m for m in METRICS if any(r.series.get(m.key) for r in self.runs)]
         if not self.metrics:
@@ -73,24 +77,33 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
             self._refresh_titles(None)
 
     def _add_plot(self, metric: Metric, row: int, col: int, last_row: bool) -> None:
-        plot = self.addPlot(row=row, col=col)
-        plot.setDownsampling(auto=True, mode="peak")
-        plot.setClipToView(True)
+        plot = self._pool.get((metric.key, col))
+        if plot is None:
+            plot = self._pool[(metric.key, col)] = pg.PlotItem()
+        else:
+            plot.clear()
+            plot.setXLink(None)
+            plot.setYLink(None)
+        self.addItem(plot, row=row, col=col)
         plot.showGrid(x=False, y=False)
         plot.setMenuEnabled(True)
         plot.getAxis("left").setWidth(LEFT_AXIS_WIDTH)
         plot.showAxis("right")
         plot.getAxis("right").setWidth(RIGHT_AXIS_WIDTH)
         plot.getAxis("right").setStyle(showValues=False)
+        plot.getAxis("right").showLabel(False)
         plot.setLabel("left", f"{_short(metric)} ({metric.unit})")
         if metric.unit == "%" and metric.key == "cpu_pct":
             plot.setYRange(0, 100, padding=0.02)
         if metric.key == "rss_mib":
             self._add_ram_axis(plot)
         if last_row:
+            plot.showAxis("bottom")
             plot.setLabel("bottom", ALIGN_LABELS[self.align])
         else:
-            plot.getAxis("bottom").setStyle(showValues=False)
+            plot.hideAxis("bottom")  # one time axis, under the last row
+        if plot.legend is not None:
+            plot.legend.setVisible(self.master is None)
         if self.master is None:
             self.master = plot
             plot.addLegend(offset=(-10, 5), labelTextSize="10pt", brush=pg.mkBrush(255, 255, 255, 220))
@@ -102,7 +115,8 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
             plot.setXLink(self.plots[(self.metrics[0].key, col)])
         if col > 0:
             plot.setYLink(self.plots[(metric.key, 0)])
-        line = pg.InfiniteLine(angle=90, movable=True, pen=pg.mkPen("#444444", width=1, style=QtCore.Qt.DashLine))
+        dash = pg.mkPen("#444444", width=1, style=QtCore.Qt.PenStyle.DashLine)
+        line = pg.InfiniteLine(angle=90, movable=True, pen=dash)
         line.setZValue(50)
         line.sigPositionChanged.connect(lambda ln: self.time_cursor.set(ln.value()))
         plot.addItem(line, ignoreBounds=True)
@@ -121,9 +135,10 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
             return
         self._x_group.append(plot)
         plot.setXLink(None)
-        plot.sigXRangeChanged.connect(lambda _, r: self._sync_x(r))
-        if len(self._x_group) == 1:
-            master.sigXRangeChanged.connect(lambda _, r: self._sync_x(r))
+        for p in (plot, master):
+            if id(p) not in self._synced:  # plots are reused across rebuilds: connect each once
+                self._synced.add(id(p))
+                p.sigXRangeChanged.connect(lambda _, r: self._sync_x(r))
         plot.setXRange(*master.viewRange()[0], padding=0)
 
     def _sync_x(self, x_range: tuple[float, float]) -> None:
@@ -156,39 +171,26 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
             plot = self.plots[(metric.key, col)]
             items = []
             for s in run.series.get(metric.key, []):
-                x = (s.t_ns - anchor) / 1e9
-                finite = bool(np.isfinite(s.y).all())
+                offset = (int(s.t_ns[0]) - anchor) / 1e9 if len(s) else 0.0
                 name = run.label + (f" {s.label}" if s.label else "")
-                curve = pg.PlotDataItem(
-                    x, s.y, pen=pg.mkPen(colour, width=1), name=name if metric is self.metrics[0] else None,
-                    skipFiniteCheck=finite, connect="all" if finite else "finite",
-                )
+                curve = EnvelopeCurve(s.envelope, offset, pen=pg.mkPen(colour, width=1),
+                                      name=name if metric is self.metrics[0] else None)
                 plot.addItem(curve)
                 items.append(curve)
             self.curves[run.run_id][metric.key] = items
             self.epoch_markers[run.run_id][metric.key] = self._epoch_lines(run, plot, index, colour, anchor, metric)
-        if self.layout_mode == "columns":
-            self.plots[(self.metrics[0].key, col)].setTitle(run.label, color=colour)
 
     def _epoch_lines(
         self, run: RunData, plot: pg.PlotItem, index: int, colour: str, anchor: int, metric: Metric
-    ) -> list[pg.InfiniteLine]:
-        """One line per epoch at its start; the first row labels it with its duration."""
-        lines = []
-        labelled = metric is self.metrics[0]
-        pen = pg.mkPen(colour, width=1, style=QtCore.Qt.DotLine)
-        for epoch in run.epochs:
-            opts = {"position": 0.93 - 0.1 * (index % 4), "color": colour, "movable": False}
-            label = f"E{epoch.epoch} {epoch.duration_s:.1f} s" if labelled else None
-            line = pg.InfiniteLine(
-                (epoch.start_ns - anchor) / 1e9, angle=90, pen=pen, label=label, labelOpts=opts if labelled else None
-            )
-            plot.addItem(line, ignoreBounds=True)
-            lines.append(line)
-        if run.epochs:
-            end = pg.InfiniteLine((run.epochs[-1].end_ns - anchor) / 1e9, angle=90, pen=pen)
-            plot.addItem(end, ignoreBounds=True)
-        return lines
+    ) -> EpochMarkers:
+        """A line at each epoch's start and one at the last epoch's end; the first row labels each line
+        with its epoch's duration."""
+        starts = [(e.start_ns - anchor) / 1e9 for e in run.epochs]
+        end = (run.epochs[-1].end_ns - anchor) / 1e9 if run.epochs else None
+        labels = [f"E{e.epoch} {e.duration_s:.1f} s" for e in run.epochs] if metric is self.metrics[0] else None
+        markers = EpochMarkers(starts, end, colour, labels, label_height=0.93 - 0.1 * (index % 4))
+        plot.addItem(markers, ignoreBounds=True)
+        return markers
 
     def _on_mouse(self, pos: QtCore.QPointF) -> None:
         for plot in self.plots.values():
@@ -205,26 +207,47 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         self._refresh_titles(x)
 
     def _refresh_titles(self, x: float | None) -> None:
-        """Each row's title: metric and unit, then each run's value at the cursor in its colour."""
-        columns = len(self.runs) if self.layout_mode == "columns" else 1
+        """Each plot's title: metric and unit, then the value at the cursor of each run it shows, in the
+        run's colour; in columns, the top plot of each column also names its run."""
+        at = "" if x is None else f" at {x:.2f} s"
         for metric in self.metrics:
-            parts = []
-            for index, run in enumerate(self.runs):
-                for s in run.series.get(metric.key, []):
-                    value = None if x is None else s.value_at(run.anchor_ns(self.align) + x * 1e9)
-                    text = "-" if value is None else format(value, UNIT_FORMAT.get(metric.unit, ".2f"))
-                    if metric.key == "rss_mib" and value is not None and run.ram_total_mib:
-                        text += f" ({100 * value / run.ram_total_mib:.1f} % RAM)"
-                    who = run.label + (f" {s.label}" if s.label else "")
-                    parts.append(f"<span style='color:{run_colour(index)}'>{who}: <b>{text}</b></span>")
-            at = "" if x is None else f" at {x:.2f} s"
-            title = f"<b>{metric.title}</b> [{metric.unit}]{at}: " + " &nbsp; ".join(parts)
-            if columns == 1:
+            if self.layout_mode != "columns":
+                parts = [self._readout(run, index, metric, s, x, with_run=True)
+                         for index, run in enumerate(self.runs) for s in run.series.get(metric.key, [])]
+                title = f"<b>{metric.title}</b> [{metric.unit}]{at}: " + " &nbsp; ".join(parts)
                 self.plots[(metric.key, 0)].setTitle(title, size="9pt", justify="left")
+                continue
+            for index, run in enumerate(self.runs):
+                plot = self.plots.get((metric.key, index))
+                if plot is None:
+                    continue
+                parts = [self._readout(run, index, metric, s, x, with_run=False)
+                         for s in run.series.get(metric.key, [])]
+                head = (f"<span style='color:{run_colour(index)}'><b>{run.label}</b></span> &nbsp; "
+                        if metric is self.metrics[0] else "")
+                title = f"{head}<b>{_short(metric)}</b> [{metric.unit}]{at}: " + " &nbsp; ".join(parts or ["-"])
+                plot.setTitle(title, size="9pt", justify="left")
+
+    def _readout(self, run: RunData, index: int, metric: Metric, s: Series, x: float | None, with_run: bool) -> str:
+        """One series' value at the cursor, in its run's colour (RSS also in % of RAM)."""
+        value = None if x is None else s.value_at(run.anchor_ns(self.align) + x * 1e9)
+        text = "-" if value is None else format(value, UNIT_FORMAT.get(metric.unit, ".2f"))
+        if metric.key == "rss_mib" and value is not None and run.ram_total_mib:
+            text += f" ({100 * value / run.ram_total_mib:.1f} % RAM)"
+        who = " ".join(w for w in (run.label if with_run else "", s.label) if w)
+        return f"<span style='color:{run_colour(index)}'>{who + ': ' if who else ''}<b>{text}</b></span>"
+
+    def title_text(self, metric: str, col: int = 0) -> str:
+        plot = self.plots.get((metric, col))
+        return str(plot.titleLabel.text) if plot is not None else ""
 
     def sample_counts(self, run_id: str, metric: str) -> list[int]:
-        """Points each curve of a run holds (before any downsampling): what tests compare with the samples."""
-        return [len(c.getOriginalDataset()[0]) for c in self.curves.get(run_id, {}).get(metric, [])]
+        """Samples each curve of a run stands for (it draws a pyramid level): what tests compare with the run."""
+        return [len(c) for c in self.curves.get(run_id, {}).get(metric, [])]
+
+    def drawn_points(self, run_id: str, metric: str) -> list[int]:
+        """Points each curve of a run hands Qt for the current view."""
+        return [len(c.getData()[0]) for c in self.curves.get(run_id, {}).get(metric, [])]
 
 
 def _short(metric: Metric) -> str:

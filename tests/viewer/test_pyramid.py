@@ -1,0 +1,81 @@
+"""Zoom levels: what the time panels and thread lanes draw must show every peak and every burst, while
+handing Qt about as many points as the plot has pixels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+
+from viewer.panels.curve import EnvelopeCurve
+from viewer.pyramid import Envelope, LaneIndex, _raster
+
+N = 1_000_003  # not a multiple of the bucket factor: the last bucket is short
+
+
+@pytest.fixture(scope="module")
+def series() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(1)
+    x = np.arange(N) * 0.1
+    y = rng.normal(size=N)
+    y[777_777] = 50.0  # one spike a full view must not lose
+    y[5_000:5_010] = np.nan  # a gap in the samples
+    return x, y
+
+
+@pytest.mark.parametrize("window", [(0.0, N * 0.1), (1_000.0, 2_000.0), (77_700.0, 77_800.0), (99_990.0, 1e9),
+                                    (-50.0, 3.0)])
+def test_envelope_keeps_every_extreme_in_view(series: tuple[np.ndarray, np.ndarray],
+                                              window: tuple[float, float]) -> None:
+    x, y = series
+    env = Envelope(x, y)
+    x0, x1 = window
+    xs, ys = env.view(x0, x1, 1600)
+    inside = (x >= x0) & (x <= x1)
+    assert np.nanmax(ys) >= np.nanmax(y[inside]) and np.nanmin(ys) <= np.nanmin(y[inside])
+    assert xs[0] <= max(x0, x[0]) and xs[-1] >= min(x1, x[-1]) - env.level_for(x0, x1, 1600)[0] * 0.1
+    assert len(xs) <= 2 * 4 * 1600 + 8  # about two points per pixel, at most one level finer than needed
+
+
+def test_envelope_shows_samples_when_zoomed_in(series: tuple[np.ndarray, np.ndarray]) -> None:
+    x, y = series
+    xs, ys = Envelope(x, y).view(100.05, 110.05, 1600)
+    # every sample in view, plus the one before and the one after so the line reaches both edges
+    assert np.array_equal(xs, x[1000:1102]) and np.array_equal(ys, y[1000:1102], equal_nan=True)
+
+
+def test_lane_raster_matches_the_segments() -> None:
+    rng = np.random.default_rng(2)
+    lanes, per_lane = 6, 40_000
+    parts = []
+    for lane in range(lanes):
+        cuts = np.sort(rng.choice(np.arange(1, 10 * per_lane), per_lane, replace=False)) * 0.25
+        start, end = np.append(0.0, cuts), np.append(cuts, 10 * per_lane * 0.25)
+        parts.append((start, end, np.full(len(start), lane), rng.integers(0, 3, len(start))))
+    x0, x1, lane_of, level = (np.concatenate(p) for p in zip(*parts))
+    index = LaneIndex(x0, x1, lane_of, level, lanes, 3)
+    assert index.fine is not None
+    for v0, v1 in [(0.0, 100_000.0), (-5.0, 40_000.0), (5_000.0, 5_060.0), (50_000.0, 50_000.5)]:
+        exact = _raster(x0, x1, lane_of, level, lanes, 3, v0, v1, 1200)
+        drawn = index.raster(v0, v1, 1200)
+        assert (drawn == exact).mean() > 0.99  # the whole-run raster may shift an edge by a fraction of a pixel
+        assert (drawn >= 0).sum() >= (exact >= 0).sum()  # and never drops a segment
+
+
+def test_curve_hands_qt_about_a_point_per_pixel(qtbot: object, series: tuple[np.ndarray, np.ndarray]) -> None:
+    x, y = series
+    widget = pg.PlotWidget()
+    qtbot.addWidget(widget)  # type: ignore[attr-defined]
+    widget.resize(900, 300)
+    widget.show()
+    curve = EnvelopeCurve(Envelope(x, y), offset=10.0)
+    widget.addItem(curve)
+    widget.getPlotItem().setXRange(10.0, 10.0 + N * 0.1, padding=0)
+    pixels = widget.getViewBox().width()
+    drawn_x, drawn_y = curve.getData()
+    assert len(curve) == N and 0 < len(drawn_x) <= 8 * pixels + 8
+    assert np.nanmax(drawn_y) == 50.0
+    assert curve.dataBounds(0) == pytest.approx((10.0, 10.0 + (N - 1) * 0.1))
+    widget.getPlotItem().setXRange(110.0, 111.0, padding=0)
+    drawn_x, _ = curve.getData()
+    assert drawn_x[0] <= 110.0 and drawn_x[-1] >= 111.0 and len(drawn_x) <= 14

@@ -1,0 +1,79 @@
+"""Epoch markers: one item per run and plot that paints every epoch's line (and label) itself.
+
+A pyqtgraph InfiniteLine per epoch recomputes its geometry in Python on every range change; with ten
+epochs, four runs and six rows that was most of the cost of a pan. This item does one paint call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui
+
+from viewer.style import label_font
+
+LABEL_GAP_PX = 3
+
+
+class EpochMarkers(pg.GraphicsObject):
+    """Vertical dotted lines at `starts` (and one at `end`), spanning the view; `labels` (one per start, or
+    none) are written beside each line at `label_height` (0 = bottom, 1 = top of the view)."""
+
+    def __init__(
+        self, starts: Sequence[float], end: float | None, colour: str, labels: Sequence[str] | None = None,
+        label_height: float = 0.93,
+    ) -> None:
+        super().__init__()
+        self.starts = np.asarray(starts, dtype=np.float64)
+        self.lines = np.append(self.starts, end) if end is not None else self.starts
+        self.labels = list(labels) if labels else []
+        self.label_height = label_height
+        self.pen = pg.mkPen(colour, width=1, style=QtCore.Qt.PenStyle.DotLine)
+        self.pen.setCosmetic(True)
+        self.text_pen = QtGui.QPen(QtGui.QColor(colour))
+        self.font = label_font(8)
+        self.setZValue(20)
+
+    def __len__(self) -> int:
+        """Epochs marked."""
+        return int(self.starts.shape[0])
+
+    def boundingRect(self) -> QtCore.QRectF:  # noqa: N802 - Qt's name
+        rect = self.viewRect()
+        return QtCore.QRectF() if rect is None else rect
+
+    def viewRangeChanged(self, *args: Any) -> None:  # noqa: N802 - pyqtgraph's name
+        self.prepareGeometryChange()
+
+    def dataBounds(self, ax: int, frac: float = 1.0, orthoRange: Any = None) -> tuple[None, None]:  # noqa: N802,N803
+        return None, None  # markers never widen the auto range
+
+    def paint(self, painter: QtGui.QPainter, *args: Any) -> None:
+        rect = self.viewRect()
+        if rect is None or not len(self.lines):
+            return
+        left, right = rect.left(), rect.right()
+        seen = (self.lines >= left) & (self.lines <= right)
+        if not seen.any():
+            return
+        painter.setPen(self.pen)
+        top, bottom = rect.top(), rect.bottom()
+        for x in self.lines[seen]:
+            painter.drawLine(QtCore.QPointF(x, top), QtCore.QPointF(x, bottom))
+        if not self.labels:
+            return
+        to_device = painter.transform()
+        y = top + (bottom - top) * self.label_height  # the view's y grows upwards: top() is its lowest value
+        painter.save()
+        painter.resetTransform()  # text in pixels, not in the plot's stretched units
+        painter.setPen(self.text_pen)
+        painter.setFont(self.font)
+        metrics = QtGui.QFontMetricsF(self.font)
+        for x, text in zip(self.starts, self.labels):
+            if left <= x <= right:
+                at = to_device.map(QtCore.QPointF(x, y))
+                painter.drawText(QtCore.QPointF(at.x() + LABEL_GAP_PX, at.y() + metrics.ascent() / 2), text)
+        painter.restore()
