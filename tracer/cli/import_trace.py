@@ -12,12 +12,16 @@ from pathlib import Path
 
 from tracer.cli.common import console
 from tracer.errors import UserError
+from tracer.frameworks import framework_info
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("import", help="make a run folder from an nsys or Kineto trace file")
     p.add_argument("file", type=Path, help="an nsys .sqlite or .nsys-rep, or a Kineto .json[.gz]")
     p.add_argument("--out", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
+    p.add_argument("--framework", default="imported", help="label the run with the framework that made the trace")
+    p.add_argument("--model", default="unknown", help="label the run with the model that was traced")
+    p.add_argument("--device", default="gpu", choices=["cpu", "gpu"], help="where it ran (default gpu)")
     p.set_defaults(func=cmd_import)
 
 
@@ -32,6 +36,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from tracer.runfolder import RunFolder
 
     path: Path = args.file
+    if args.framework != "imported":
+        framework_info(args.framework)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     if trace_kind(path) not in ("nsys-sqlite", "nsys-rep", "kineto"):
@@ -50,7 +56,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     ends = [int(max(tb["end_ns"].to_pylist())) for tb in tables.values() if tb.num_rows]
     record = RunRecord(
         run_id=run_id,
-        spec=RunSpec(framework="imported", model="unknown", dataset=str(path), trace=source),
+        spec=RunSpec(framework=args.framework, model=args.model, dataset=str(path), device=args.device, trace=source),
         # The trace was made elsewhere: this machine's facts would mislead, so they stay unknown.
         environment=EnvironmentInfo("unknown", "unknown", "unknown", 0, 0, 0.0, sys.version.split()[0]),
         outcome=Outcome(status=RunStatus.OK, cause=f"imported from {path.name}"),
