@@ -4,6 +4,7 @@ however the training ends (finished, raised, crashed, killed, timed out, Ctrl-C)
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import signal
@@ -50,7 +51,7 @@ def worker_pythonpath() -> Path:
     """A folder holding only `tracer/worker`, so the framework's interpreter sees none of the
     tracer's own packages (a NumPy from here would shadow MXNet's pinned one)."""
     source = Path(tracer.__file__).resolve().parent
-    stage = cache_root() / "worker-path" / str(abs(hash(str(source))))
+    stage = cache_root() / "worker-path" / hashlib.sha256(str(source).encode()).hexdigest()[:16]
     pkg = stage / "tracer"
     pkg.mkdir(parents=True, exist_ok=True)
     (pkg / "__init__.py").write_text('"""Worker-side stub of the tracer package."""\n')

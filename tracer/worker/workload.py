@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, fields
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -71,13 +71,13 @@ def list_images(dataset_dir: str, limit: Optional[int] = None) -> ImageList:
     """Classes are the sorted sub-folders; with a limit, images are taken round-robin across classes
     so that even a 16-image run sees every class."""
     classes = sorted(d for d in os.listdir(dataset_dir) if os.path.isdir(os.path.join(dataset_dir, d)))
-    per_class = []  # type: List[List[Tuple[str, int]]]
+    per_class: List[List[Tuple[str, int]]] = []
     for label, name in enumerate(classes):
         folder = os.path.join(dataset_dir, name)
         names = sorted(n for n in os.listdir(folder) if n.lower().endswith(IMAGE_SUFFIXES))
         per_class.append([(os.path.join(folder, n), label) for n in names])
     total = sum(len(c) for c in per_class)
-    ordered = []  # type: List[Tuple[str, int]]
+    ordered: List[Tuple[str, int]] = []
     longest = max((len(c) for c in per_class), default=0)
     for i in range(longest):
         for items in per_class:
@@ -101,7 +101,7 @@ def resize_and_crop(image: Any, size: int) -> Any:
     w, h = image.size
     scale = size / float(min(w, h))
     nw, nh = max(size, int(round(w * scale))), max(size, int(round(h * scale)))
-    image = image.resize((nw, nh), Image.BILINEAR)
+    image = image.resize((nw, nh), getattr(Image, "Resampling", Image).BILINEAR)
     left, top = (nw - size) // 2, (nh - size) // 2
     return image.crop((left, top, left + size, top + size))
 
@@ -114,11 +114,7 @@ def load_normalised(path: str, size: int, flip: bool, channels_first: bool = Tru
     with Image.open(path) as im:
         im = resize_and_crop(im, size)
         if flip:
-            im = im.transpose(Image.FLIP_LEFT_RIGHT)
-        arr = np.asarray(im, dtype=np.float32) / 255.0
-    arr = (arr - np.asarray(MEAN, dtype=np.float32)) / np.asarray(STD, dtype=np.float32)
+            im = im.transpose(getattr(Image, "Transpose", Image).FLIP_LEFT_RIGHT)  # Pillow < 9.1 has no enum
+        pixels = np.asarray(im, dtype=np.float32) / 255.0
+    arr = (pixels - np.asarray(MEAN, dtype=np.float32)) / np.asarray(STD, dtype=np.float32)
     return arr.transpose(2, 0, 1).copy() if channels_first else arr
-
-
-def parameter_summary(trainable: int, total: int) -> Dict[str, int]:
-    return {"trainable_params": int(trainable), "total_params": int(total)}

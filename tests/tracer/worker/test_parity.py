@@ -27,22 +27,10 @@ for name in sys.argv[1:]:
     print(json.dumps({{"model": name, "trainable": c.trainable, "total": c.total}}), flush=True)
 """
 
-# pytorch.py counts inside build(); the same two sums here, on the same torchvision constructors.
-PROBE_PYTORCH = """
-import json, sys
-from tracer.worker.frameworks import pytorch as worker
-for name in sys.argv[1:]:
-    m = worker.MODELS[name](weights=None, num_classes=3)
-    trainable = sum(p.numel() for p in m.parameters() if p.requires_grad)
-    total = sum(p.numel() for p in m.parameters()) + sum(b.numel() for b in m.buffers())
-    c = worker.ParamCount(trainable, total)
-    print(json.dumps({{"model": name, "trainable": c.trainable, "total": c.total}}), flush=True)
-"""
-
 
 def counts(framework: str) -> dict[str, tuple[int, int]]:
     env = dict(os.environ, PYTHONPATH=str(worker_pythonpath()), TF_CPP_MIN_LOG_LEVEL="2")
-    code = (PROBE_PYTORCH if framework == "pytorch" else PROBE).format(module=framework, size=IMAGE_SIZE)
+    code = PROBE.format(module=framework, size=IMAGE_SIZE)
     out = subprocess.run(
         [str(env_python(framework)), "-c", code, *MODELS],
         capture_output=True,

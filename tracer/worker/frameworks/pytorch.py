@@ -38,6 +38,17 @@ class ImageFolderList(Dataset):  # type: ignore[type-arg]
             return self.transform(im.convert("RGB")), self.images.labels[index]
 
 
+def count_params(model: Any) -> ParamCount:
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters()) + sum(b.numel() for b in model.buffers())
+    return ParamCount(trainable, total)
+
+
+def model_params(name: str, num_classes: int = 3, image_size: int = 224) -> ParamCount:
+    """For the parity test: the counts of the model exactly as a run builds it."""
+    return count_params(MODELS[name](weights=None, num_classes=num_classes))
+
+
 def _seed_worker(worker_id: int) -> None:
     seed = torch.initial_seed() % 2**32
     np.random.seed(seed)
@@ -109,9 +120,7 @@ class Trainer(base.Trainer):
             worker_init_fn=_seed_worker,
             generator=generator,
         )
-        trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
-        total = sum(p.numel() for p in self.model.parameters()) + sum(b.numel() for b in self.model.buffers())
-        return ParamCount(trainable, total)
+        return count_params(self.model)
 
     def train_epoch(self, epoch: int) -> EpochStats:
         self.model.train()
