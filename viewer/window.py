@@ -171,12 +171,16 @@ class MainWindow(QtWidgets.QMainWindow):
         return self.banner.text()
 
     def place_cursor(self) -> None:
-        """Puts the cursor half-way through the first run's first epoch, so every title shows a value."""
-        run = next((r for r in self.runs if r.epochs), None)
-        if run is None:
+        """Puts the cursor half-way through the time every run spends in its first epoch (on the shared
+        axis), so every title shows a value; where those epochs do not overlap, in the first run's."""
+        firsts = [((r.epochs[0].start_ns - r.anchor_ns(self.align)) / 1e9,
+                   (r.epochs[0].end_ns - r.anchor_ns(self.align)) / 1e9) for r in self.runs if r.epochs]
+        if not firsts:
             return
-        e = run.epochs[0]
-        self.time_cursor.set(((e.start_ns + e.end_ns) / 2 - run.anchor_ns(self.align)) / 1e9)
+        start, end = max(a for a, _ in firsts), min(b for _, b in firsts)
+        if not end > start:
+            start, end = firsts[0]
+        self.time_cursor.set((start + end) / 2)
 
     def reset_zoom(self) -> None:
         for plot in self.timeline.plots.values():

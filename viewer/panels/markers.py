@@ -6,6 +6,7 @@ epochs, four runs and six rows that was most of the cost of a pan. This item doe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from PySide6 import QtCore, QtGui
 from viewer.style import label_font
 
 LABEL_GAP_PX = 3
+LABEL_ROWS = 2  # a label that would overlap the one before it goes one line lower
 
 
 class EpochMarkers(pg.GraphicsObject):
@@ -72,8 +74,15 @@ class EpochMarkers(pg.GraphicsObject):
         painter.setPen(self.text_pen)
         painter.setFont(self.font)
         metrics = QtGui.QFontMetricsF(self.font)
+        ends = [-math.inf] * LABEL_ROWS  # right end of the last label written in each row, in pixels
         for x, text in zip(self.starts, self.labels):
-            if left <= x <= right:
-                at = to_device.map(QtCore.QPointF(x, y))
-                painter.drawText(QtCore.QPointF(at.x() + LABEL_GAP_PX, at.y() + metrics.ascent() / 2), text)
+            if not left <= x <= right:
+                continue
+            at = to_device.map(QtCore.QPointF(x, y))
+            x_px = at.x() + LABEL_GAP_PX
+            row = next((i for i, end in enumerate(ends) if x_px > end + LABEL_GAP_PX), None)
+            if row is None:  # no room in any row: close epochs keep their lines, not their labels
+                continue
+            ends[row] = x_px + metrics.horizontalAdvance(text)
+            painter.drawText(QtCore.QPointF(x_px, at.y() + metrics.ascent() / 2 + row * metrics.height()), text)
         painter.restore()

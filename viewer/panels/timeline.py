@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pyqtgraph as pg
-from PySide6 import QtCore
+from PySide6 import QtCore, QtGui
 
 from viewer.cursor import TimeCursor
 from viewer.data import METRICS, Metric, RunData, Series
@@ -19,6 +19,7 @@ from viewer.panels.markers import EpochMarkers
 from viewer.style import LEFT_AXIS_WIDTH, RIGHT_AXIS_WIDTH, run_colour
 
 ALIGN_LABELS = {"start": "time since run start (s)", "epoch": "time since first epoch start (s)"}
+TITLE_HEIGHT = 34  # two lines of 9 pt
 UNIT_FORMAT = {"%": ".1f", "MiB": ".0f", "count": ".0f", "W": ".1f"}
 
 
@@ -215,7 +216,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
                 parts = [self._readout(run, index, metric, s, x, with_run=True)
                          for index, run in enumerate(self.runs) for s in run.series.get(metric.key, [])]
                 title = f"<b>{metric.title}</b> [{metric.unit}]{at}: " + " &nbsp; ".join(parts)
-                self.plots[(metric.key, 0)].setTitle(title, size="9pt", justify="left")
+                self._set_title(self.plots[(metric.key, 0)], title, 1)
                 continue
             for index, run in enumerate(self.runs):
                 plot = self.plots.get((metric.key, index))
@@ -226,7 +227,23 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
                 head = (f"<span style='color:{run_colour(index)}'><b>{run.label}</b></span> &nbsp; "
                         if metric is self.metrics[0] else "")
                 title = f"{head}<b>{_short(metric)}</b> [{metric.unit}]{at}: " + " &nbsp; ".join(parts or ["-"])
-                plot.setTitle(title, size="9pt", justify="left")
+                self._set_title(plot, title, len(self.runs))
+
+    def _set_title(self, plot: pg.PlotItem, html: str, columns: int) -> None:
+        """A title wraps onto a second line rather than widen its plot past the window (a long
+        readout of many runs would otherwise push the right axis out of view)."""
+        plot.setTitle(html, size="9pt", justify="left")
+        plot.layout.setRowFixedHeight(0, TITLE_HEIGHT)
+        label = plot.titleLabel
+        label.setMaximumHeight(TITLE_HEIGHT)
+        width = max(120.0, self.width() / max(columns, 1) - LEFT_AXIS_WIDTH - RIGHT_AXIS_WIDTH - 40)
+        label.item.setTextWidth(width)
+        label.updateMin()
+
+    def resizeEvent(self, event: QtGui.QResizeEvent | None) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        if getattr(self, "metrics", None):  # pyqtgraph resizes once before __init__ is done
+            self._refresh_titles(self.time_cursor.x)
 
     def _readout(self, run: RunData, index: int, metric: Metric, s: Series, x: float | None, with_run: bool) -> str:
         """One series' value at the cursor, in its run's colour (RSS also in % of RAM)."""
