@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import duckdb
@@ -115,6 +116,59 @@ def api_summary(
     """cuda_api_sum over calls starting in [start_ns, end_ns); one source (nsys > cupti > kineto)."""
     rows = summarise_durations(folder.table_path(t.CUDA_API), "name", "api", start_ns, end_ns, source)
     return [ApiRow(*r) for r in rows]
+
+
+def api_summary_sqlite(path: Path, start_ns: int | None = None, end_ns: int | None = None) -> list[ApiRow]:
+    """cuda_api_sum straight from an nsys SQLite export, computed by SQLite as `nsys stats` does: SQL
+    aggregates per nameId, and the median from ROW_NUMBER() over each name's calls ordered by duration,
+    joined to the aggregates' COUNT; backtrace duplicates left out as the ingest leaves them out. Same
+    rows as `api_summary` over the ingested table; `start_ns`/`end_ns` are on the same (Unix) clock.
+
+    Slow on big files (SQLite sorts for GROUP BY and again for the window): for repeated summaries,
+    ingest once and use `api_summary`. StdDev comes from SQLite's compensated float sum of squares,
+    finished in exact arithmetic: within about 1e-16 * (mean / stddev)^2 of a two-pass computation."""
+    from analyzers.ingest import nsys
+
+    with nsys.open_readonly(path) as db:
+        names = nsys.check_nsys(path, db)
+        if nsys.RUNTIME not in names:
+            return []
+        offset = nsys.session_clock(db, names).offset_ns
+        cond = [f"eventClass NOT IN ({','.join(map(str, nsys.excluded_event_classes(db, names)))})"]
+        if start_ns is not None:
+            cond.append(f"start >= {int(start_ns) - offset}")
+        if end_ns is not None:
+            cond.append(f"start < {int(end_ns) - offset}")
+        for pragma in (f"threads = {_cpus()}", "temp_store = MEMORY", "cache_size = -262144"):
+            db.table(f"PRAGMA {pragma}")
+        rows = db.rows(
+            f"""
+            WITH r AS (SELECT nameId AS k, end - start AS d FROM {nsys.RUNTIME} WHERE {" AND ".join(cond)}),
+            a AS MATERIALIZED (
+                SELECT k, count(*) AS n, sum(d) AS total, min(d) AS mn, max(d) AS mx, total(d * d) AS sq
+                FROM r GROUP BY k
+            ),
+            w AS (SELECT k, d, row_number() OVER (PARTITION BY k ORDER BY d) AS rn FROM r),
+            m AS (
+                SELECT w.k AS k, avg(w.d) AS med FROM w JOIN a ON a.k = w.k
+                WHERE w.rn IN ((a.n + 1) / 2, (a.n + 2) / 2) GROUP BY w.k
+            )
+            SELECT coalesce(s.value, '<nameId ' || a.k || '>') AS name, a.n, a.total, a.mn, a.mx, a.sq, m.med
+            FROM a JOIN m ON m.k = a.k LEFT JOIN StringIds s ON s.id = a.k
+            """
+        )
+    grand = sum(int(r[2]) for r in rows)
+    out = []
+    for name, n, total, mn, mx, sq, med in rows:
+        n, total = int(n), int(total)
+        var = (Fraction(sq) - Fraction(total * total, n)) / (n - 1) if n > 1 else Fraction(0)
+        var = var if var > 0 else Fraction(0)
+        shown = t.api_display_name(str(name))
+        pct = float(Fraction(total * 100, grand)) if grand else 0.0
+        row = ApiRow(shown, pct, total, n, total / n, float(med), int(mn), int(mx), float(var) ** 0.5)
+        out.append((str(name), row))
+    out.sort(key=lambda x: (-x[1].total_ns, x[1].name, x[0]))
+    return [row for _, row in out]
 
 
 @dataclass(frozen=True)
