@@ -373,9 +373,10 @@ def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
     out: dict[str, list[Series]] = {}
     groups: list[tuple[str, pa.Table]] = [("", table)]
     if "gpu" in table.column_names:
-        gpu = table.column("gpu").to_numpy(zero_copy_only=False)
+        gpu = _as_array(table.column("gpu"), np.int64)
         ids = np.unique(gpu)
-        groups = [(f"GPU{int(g)}" if len(ids) > 1 else "", table.filter(pa.array(gpu == g))) for g in ids]
+        groups = [(f"GPU{int(g)}" if len(ids) > 1 else "", table.filter(pc.equal(table.column("gpu"), g.item())))
+                  for g in ids]
     for label, part in groups:
         t = _as_array(part.column("t_ns"), np.int64)
         order = None if np.all(t[1:] >= t[:-1]) else np.argsort(t, kind="stable")
@@ -393,11 +394,33 @@ def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
     return out
 
 
+_NUMPY_OF = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
+             pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
+             pa.float32(): np.float32, pa.float64(): np.float64}
+
+
 def _as_array(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
+    """A column as numpy; nulls become NaN. Numbers are viewed in place (a memory-mapped file stays
+    mapped, no copy) where the dtype matches: pyarrow's own to_numpy imports pandas, 0.4 s of CPU."""
     if column.null_count:
-        column = column.cast(pa.float64())
-        return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.float64).astype(dtype)
-    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=dtype)
+        column = pc.fill_null(column.cast(pa.float64()), math.nan)
+    arr = _one_chunk(column)
+    kind = _NUMPY_OF.get(arr.type)
+    if kind is None:
+        return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=dtype)
+    view = np.frombuffer(arr.buffers()[1], dtype=kind, count=len(arr), offset=arr.offset * np.dtype(kind).itemsize)
+    return view if view.dtype == dtype else view.astype(dtype)
+
+
+def _values_at(column: pa.ChunkedArray, rows: np.ndarray) -> list[Any]:
+    """A few values by row number (pa.array of a numpy index would import pandas, 0.4 s of CPU)."""
+    return [column[int(i)].as_py() for i in rows]
+
+
+def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
+    if column.num_chunks == 1:
+        return column.chunk(0)
+    return column.combine_chunks() if column.num_chunks else pa.array([], type=column.type)
 
 
 def _optional(module: str) -> Any:
@@ -426,11 +449,15 @@ def read_samples(folder: RunFolder, name: str, columns: Sequence[str] | None = N
     parquet = folder.sample_parquet_path(name)
     if not parquet.exists():
         return folder.samples(name)
+    # ParquetFile, not read_table: read_table goes through pyarrow.dataset, whose import (pandas with it)
+    # costs more CPU than reading a million rows. Strings stay dictionary-encoded (thread names repeat on
+    # every sample): no per-row string copies.
+    present = set(pq.read_schema(parquet, memory_map=True).names)
     if columns is not None:
-        present = set(pq.read_schema(parquet).names)
         columns = [c for c in columns if c in present]
-    # strings stay dictionary-encoded (thread names repeat on every sample): no per-row string copies
-    return pq.read_table(parquet, columns=columns, memory_map=True, read_dictionary=["name", "thread_name"])
+    strings = [c for c in ("name", "thread_name") if c in present]
+    with pq.ParquetFile(parquet, memory_map=True, read_dictionary=strings) as file:
+        return file.read(columns=columns)
 
 
 def _has_thread_trace(folder: RunFolder) -> bool:
@@ -447,7 +474,7 @@ def _lanes_from_timeline(table: pa.Table) -> ThreadLanes:
     tid = _as_array(table.column("tid"), np.int64)
     keys = pid * (1 << 32) + tid
     uniq, first, lane = np.unique(keys, return_index=True, return_inverse=True)
-    names = table.column("thread_name").take(pa.array(first)).to_pylist()
+    names = _values_at(table.column("thread_name"), first)
     lane_names = [f"{name or 'thread'} ({int(tid[i])})" for name, i in zip(names, first)]
     source = (table.column("source") if "source" in table.column_names else pa.chunked_array([pa.nulls(len(table))]))
     # (source, activity) pairs are few: label each pair once, then map every row through its pair's code
@@ -463,7 +490,7 @@ def _lanes_from_timeline(table: pa.Table) -> ThreadLanes:
         lane=lane.astype(np.int64).ravel(),
         start_ns=_as_array(table.column("start_ns"), np.int64),
         end_ns=_as_array(table.column("end_ns"), np.int64),
-        code=remap[pair.indices.to_numpy(zero_copy_only=False)],
+        code=remap[_as_array(pa.chunked_array([pair.indices]), np.int64)],
         names=tuple(kind_names),
         source=", ".join(sources) or "thread timeline",
     )
@@ -502,7 +529,7 @@ def lanes_from_thread_samples(samples: pa.Table) -> ThreadLanes:
         lane, lvl, start, end = lane[starts], lvl[starts], start[starts], end[ends]
     # the last name a thread had is the one it is known by (threads are renamed after they start)
     last = np.append(first[1:], len(keys)) - 1
-    names = samples.column("name").take(pa.array(last if order is None else order[last])).to_pylist()
+    names = _values_at(samples.column("name"), last if order is None else order[last])
     lane_names = [f"{name} ({int(tid[i])})" for name, i in zip(names, last)]
     return ThreadLanes(lane_names, lane.astype(np.int64), start, end, lvl.astype(np.int64), ("idle", "active", "busy"),
                        "sampled per-thread CPU time")
@@ -565,17 +592,17 @@ def _api_calls(folder: RunFolder, lanes: ThreadLanes | None) -> ApiCalls | None:
     table = pq.read_table(folder.table_path("cuda_api"), columns=["start_ns", "end_ns", "name", "tid"])
     if table.num_rows == 0:
         return None
-    tid = table.column("tid").to_numpy(zero_copy_only=False).astype(np.int64)
+    tid = _as_array(table.column("tid"), np.int64)
     lane_tids = np.array([_tid_of(n) for n in lanes.lane_names], dtype=np.int64)
     order = np.argsort(lane_tids)
     pos = np.searchsorted(lane_tids[order], tid).clip(0, max(len(order) - 1, 0))
     found = lane_tids[order][pos] == tid if len(order) else np.zeros(len(tid), dtype=bool)
-    start = table.column("start_ns").to_numpy(zero_copy_only=False).astype(np.int64)
+    start = _as_array(table.column("start_ns"), np.int64)
     sort = np.argsort(start[found], kind="stable")
     return ApiCalls(
         lane=order[pos][found][sort],
         start_ns=start[found][sort],
-        end_ns=table.column("end_ns").to_numpy(zero_copy_only=False).astype(np.int64)[found][sort],
+        end_ns=_as_array(table.column("end_ns"), np.int64)[found][sort],
         name=np.asarray(table.column("name").to_pylist(), dtype=object)[found][sort],
         lanes=len(lanes.lane_names),
     )

@@ -22,7 +22,7 @@ from viewer.style import use_light_theme
 
 ALIGN_CHOICES = (("x: seconds since run start", "start"), ("x: seconds since first epoch", "epoch"))
 LAYOUT_CHOICES = (("one colour per run", "overlay"), ("one column per run", "columns"))
-REBUILD_DELAY_MS = 300
+REBUILD_DELAY_MS = 1000  # runs still loading after this show the ones already loaded
 
 
 class MainWindow(QtWidgets.QMainWindow):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from tracer.runfolder import RunFolder
 from viewer.data import ApiShare, api_split, lanes_from_thread_samples, load_run
@@ -66,3 +68,21 @@ def test_api_split_groups_small_functions() -> None:
     split = api_split(shares)
     assert [name for name, _ in split] == ["cudaLaunchKernel", "cudaMemcpyAsync", "other (< 1 % each)"]
     assert abs(split[-1][1] - 0.8) < 1e-9
+
+
+def test_gpu_samples_become_one_series_per_gpu(tiny_pytorch_run: RunFolder, tmp_path: Path) -> None:
+    path = tmp_path / tiny_pytorch_run.run_id
+    shutil.copytree(tiny_pytorch_run.path, path)
+    t0 = 1_790_000_000_000_000_000
+    gpu = pa.table({
+        "t_ns": [t0 + k * 100_000_000 for k in range(5) for _ in range(2)],
+        "gpu": [0, 1] * 5,
+        "util_pct": [10.0, 90.0] * 5,
+        "power_w": [None, 300.0] * 5,
+    })
+    pq.write_table(gpu, RunFolder(path).sample_parquet_path("gpu"))
+    data = load_run(path)
+    util = {s.label: s.y.tolist() for s in data.series["gpu_util_pct"]}
+    assert util == {"GPU0": [10.0] * 5, "GPU1": [90.0] * 5}
+    assert [s.label for s in data.series["gpu_power_w"]] == ["GPU1"]  # all NaN on GPU0: no curve
+    assert data.series["gpu_util_pct"][0].envelope.y_bounds == (10.0, 10.0)
