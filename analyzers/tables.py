@@ -14,6 +14,10 @@ CUPTI records on disk (what a worker-side collector writes; `analyzers.ingest.cu
   `device`, `stream`, `bytes`, `grid_x/y/z`, `block_x/y/z`, `thread_name`.
   `raw/cupti/clock.json` = {"offset_ns": N} where N = time.time_ns() - cuptiGetTimestamp() taken
   once at start; it is added to every time. Without it times are taken as already Unix ns.
+
+An ingester may hand over string columns dictionary-encoded (`dictionary_strings(schema)`: same
+values, each distinct string stored once), which the Parquet writer takes without hashing millions of
+strings again; the files always read back with the plain schemas below.
 """
 
 from __future__ import annotations
@@ -174,6 +178,22 @@ def kineto_memcpy_kind(event_name: str) -> str:
     m = _KINETO_MEMCPY.match(event_name)
     label = _KINETO_MEMCPY_KINDS.get(m.group(1), m.group(1)) if m else event_name
     return memcpy_kind_label(label)
+
+
+def dictionary_strings(schema: pa.Schema) -> pa.Schema:
+    """`schema` with its string columns dictionary-encoded (int32 indices)."""
+    return pa.schema(
+        [f.with_type(pa.dictionary(pa.int32(), pa.string())) if f.type == pa.string() else f for f in schema]
+    )
+
+
+def has_dictionaries(table: pa.Table) -> bool:
+    return any(pa.types.is_dictionary(f.type) for f in table.schema)
+
+
+def plain(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` with dictionary-encoded columns decoded to `schema`'s plain types."""
+    return table.cast(schema) if has_dictionaries(table) else table
 
 
 def empty(schema: pa.Schema) -> pa.Table:

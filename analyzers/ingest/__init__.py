@@ -101,16 +101,19 @@ def read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
 
 
 def write_tables(folder: RunFolder, tables: dict[str, pa.Table], source: str, clock: Clock) -> list[str]:
-    """Writes (or appends to) `<run>/<table>.parquet` atomically and records the clock per source."""
+    """Writes (or appends to) `<run>/<table>.parquet` atomically and records the clock per source.
+    Dictionary-encoded string columns (see `analyzers.tables`) go to the Parquet writer as they are,
+    without the Arrow schema in the file, so the file reads back with the declared plain-string schema."""
     written = []
     for name, table in tables.items():
         path = folder.table_path(name)
         if path.exists():
             old = pq.read_table(path)
+            table = t.plain(table, old.schema)
             table = pa.concat_tables([old.filter(pa.compute.not_equal(old["source"], source)), table])
             table = table.sort_by("start_ns")
         tmp = path.with_suffix(".parquet.tmp")
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, store_schema=not t.has_dictionaries(table))
         os.replace(tmp, path)
         written.append(name)
     meta_path = folder.path / t.TRACE_META

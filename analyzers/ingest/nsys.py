@@ -176,14 +176,20 @@ def _strings(db: Db) -> dict[int, str]:
     return {int(i): str(v) for i, v in db.rows("SELECT id, value FROM StringIds")}
 
 
-def _labels(values: pa.ChunkedArray | pa.Array, label: Callable[[int], str]) -> pa.Array:
+def _labels(values: pa.ChunkedArray | pa.Array, label: Callable[[int], str], encoded: bool = False) -> pa.Array:
     """Integer ids as strings through a small dictionary (few distinct ids among many rows): the
-    label function runs once per distinct id, the rows are an Arrow `take`."""
+    label function runs once per distinct id. `encoded` keeps the result a DictionaryArray."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    encoded = values.dictionary_encode()
-    labels = pa.array([label(int(v)) for v in encoded.dictionary.to_pylist()], pa.string())
-    return labels.take(encoded.indices)
+    codes = values.dictionary_encode()
+    labels = pa.array([label(int(v)) for v in codes.dictionary.to_pylist()], pa.string())
+    if encoded:
+        return pa.DictionaryArray.from_arrays(codes.indices, labels)
+    return labels.take(codes.indices)
+
+
+def _constant(value: str, n: int) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.repeat(pa.scalar(0, pa.int32()), n), pa.array([value]))
 
 
 def runtime_sql(excluded: list[int], where: str = "") -> str:
@@ -224,7 +230,8 @@ def _workers() -> int:
 
 
 def read_cuda_api(db: Db, names: set[str], clock: Clock) -> pa.Table:
-    """The runtime/driver calls, stably ordered by start (ties keep the file's rowid order)."""
+    """The runtime/driver calls, stably ordered by start (ties keep the file's rowid order). The string
+    columns stay dictionary-encoded (`tables.dictionary_strings`): 10 M rows have a few dozen names."""
     if RUNTIME not in names:
         return t.empty(t.CUDA_API_SCHEMA)
     raw = _runtime_rows(db, excluded_event_classes(db, names))
@@ -241,22 +248,22 @@ def read_cuda_api(db: Db, names: set[str], clock: Clock) -> pa.Table:
 
     start, end, gtid = raw["start"], raw["end"], raw["globalTid"]
     is_driver = pc.equal(raw["eventClass"], DRIVER_EVENT_CLASS).combine_chunks()
-    kind = pa.DictionaryArray.from_arrays(pc.cast(is_driver, pa.int8()), pa.array(["runtime", "driver"]))
+    kind = pa.DictionaryArray.from_arrays(pc.cast(is_driver, pa.int32()), pa.array(["runtime", "driver"]))
     return pa.table(
         {
             "start_ns": pc.add(start, clock.offset_ns),
             "end_ns": pc.add(end, clock.offset_ns),
             "dur_ns": pc.subtract(end, start),
-            "name": _labels(raw["nameId"], recorded),
-            "api": _labels(raw["nameId"], lambda i: t.api_display_name(recorded(i))),
-            "kind": kind.cast(pa.string()),
+            "name": _labels(raw["nameId"], recorded, encoded=True),
+            "api": _labels(raw["nameId"], lambda i: t.api_display_name(recorded(i)), encoded=True),
+            "kind": kind,
             "pid": _pid(gtid),
             "tid": _tid(gtid),
-            "thread_name": _labels(gtid, lambda g: tnames.get(g, "")),
+            "thread_name": _labels(gtid, lambda g: tnames.get(g, ""), encoded=True),
             "correlation_id": raw["correlationId"],
-            "source": _repeat("nsys", raw.num_rows),
+            "source": _constant("nsys", raw.num_rows),
         },
-        schema=t.CUDA_API_SCHEMA,
+        schema=t.dictionary_strings(t.CUDA_API_SCHEMA),
     )
 
 

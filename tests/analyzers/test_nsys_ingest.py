@@ -7,10 +7,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from analyzers import cuda_api
+from analyzers import cuda_api, tables
 from analyzers.ingest import nsys
 from tests.analyzers.conftest import NSYS_FILES
 from tracer.errors import UserError
@@ -36,7 +36,16 @@ def test_adbc_equals_sqlite3_fallback(rel: str, shared_fixtures: Path, monkeypat
     for name, table in fast.items():
         assert table.schema == slow[name].schema
         assert table.equals(slow[name]), name
-        assert all(not pa.types.is_dictionary(f.type) for f in table.schema)
+        assert tables.plain(table, tables.SCHEMAS[name]).schema == tables.SCHEMAS[name]
+
+
+@pytest.mark.parametrize("rel", NSYS_FILES)
+def test_files_read_back_with_plain_schemas(rel: str, ingested: dict[str, RunFolder]) -> None:
+    for name, schema in tables.SCHEMAS.items():
+        path = ingested[rel].table_path(name)
+        if path.exists():
+            table = pq.read_table(path)
+            assert table.schema == schema and table.num_rows
 
 
 def _generated(path: Path, rows: int) -> None:
