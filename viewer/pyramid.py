@@ -12,7 +12,7 @@ import numpy as np
 
 FACTOR = 4
 COARSEST = 1024  # buckets in the coarsest level: fewer than any plot is wide
-FINE_BINS = 1 << 16  # lane raster of a whole run; finer views use the segments themselves
+FINE_BINS = 1 << 18  # lane raster of a whole run; finer views use the segments themselves
 FINE_PER_COLUMN = 8  # the fine raster serves columns at least this many of its bins wide (edges within 1/8)
 
 
