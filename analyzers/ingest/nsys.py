@@ -31,12 +31,8 @@ RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 RANGE_ROWS = 2_000_000
 
 
-def decode_global_tid(global_tid: int) -> tuple[int, int]:
-    """nsys's serialised GlobalId: pid in bits 24..47, tid in bits 0..23."""
-    return (global_tid >> 24) & 0xFFFFFF, global_tid & 0xFFFFFF
-
-
 def _pid(gtid: Any) -> Any:
+    """nsys's serialised GlobalId (globalTid/globalPid): pid in bits 24..47, tid in bits 0..23."""
     return pc.bit_wise_and(pc.shift_right(gtid, 24), 0xFFFFFF)
 
 
