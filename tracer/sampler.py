@@ -47,6 +47,7 @@ GPU_COLUMNS = (
 )
 FLUSH_EVERY_S = 0.5
 THREAD_NAME_REFRESH_S = 2.0
+TREE_RESCAN_S = 1.0
 
 
 @dataclass
@@ -55,6 +56,9 @@ class _TreeState:
     procs: dict[int, psutil.Process] = field(default_factory=dict)
     thread_names: dict[int, str] = field(default_factory=dict)
     names_read_at: float = 0.0
+    root_pid: int | None = None
+    scanned_ns: int = 0
+    born_since_last_scan: set[int] = field(default_factory=set)
 
 
 class Sampler:
@@ -129,25 +133,35 @@ class Sampler:
             for s in streams.values():
                 s.close()
 
-    def _tree(self, pid: int) -> list[psutil.Process]:
-        """The watched process and all its descendants; Process objects are reused across samples."""
+    def _tree(self, pid: int, now_ns: int) -> list[psutil.Process]:
+        """The watched process and its descendants. Finding descendants means reading every process on
+        the machine (psutil's `children()`: 70 % of a sample's cost on a busy host), so the tree is
+        rescanned every TREE_RESCAN_S and the known processes are reused in between."""
+        state = self._state
+        if state.root_pid == pid and now_ns - state.scanned_ns < TREE_RESCAN_S * 1e9:
+            return list(state.procs.values())
         try:
-            root = self._state.procs.get(pid) or psutil.Process(pid)
+            root = state.procs.get(pid) or psutil.Process(pid)
             found = [root] + root.children(recursive=True)
         except psutil.Error:
             return []
         procs = []
         for p in found:
-            known = self._state.procs.get(p.pid)
+            known = state.procs.get(p.pid)
             procs.append(known if known is not None and known.create_time() == p.create_time() else p)
-        self._state.procs = {p.pid: p for p in procs}
+        # Not there at the last scan of this tree: born since (psutil's create_time cannot tell, it is
+        # only as exact as the boot time's whole second).
+        earlier = set(state.procs) if state.root_pid == pid else None
+        state.procs = {p.pid: p for p in procs}
+        state.born_since_last_scan = set(state.procs) - earlier if earlier is not None else set()
+        state.root_pid, state.scanned_ns = pid, now_ns
         return procs
 
     def _sample(self, streams: dict[str, CsvStream]) -> None:
         t_ns = time.time_ns()
         mono = time.monotonic()
         pid = self.target_pid()
-        procs = self._tree(pid) if pid else []
+        procs = self._tree(pid, t_ns) if pid else []
         cpu_delta_s, rss, threads, live = 0.0, 0, 0, 0
         refresh_names = mono - self._state.names_read_at >= THREAD_NAME_REFRESH_S
         new_cpu: dict[int, float] = {}
@@ -160,7 +174,6 @@ class Sampler:
                     mem = p.memory_info()
                     nthreads = p.num_threads()
                     thread_times = p.threads()
-                    created_ns = int(p.create_time() * 1e9)
             except psutil.Error:
                 continue
             if mem.rss == 0:  # mid-exit: its memory is already released
@@ -170,8 +183,8 @@ class Sampler:
             prev = self._state.cpu_s.get(p.pid)
             if prev is not None:
                 cpu_delta_s += max(0.0, total - prev)
-            elif self._last_wall_ns is not None and created_ns >= self._last_wall_ns - 10_000_000:
-                cpu_delta_s += total  # born since the last sample: all its CPU time is new
+            elif p.pid in self._state.born_since_last_scan:
+                cpu_delta_s += total  # all its CPU time is new
             new_cpu[p.pid] = total
             rss += mem.rss
             threads += nthreads

@@ -52,7 +52,10 @@ def test_sampler_sees_cpu_threads_and_rss(tmp_path: Path) -> None:
     assert sum(busy) / len(busy) == pytest.approx(charged_cores, rel=0.25)
     if psutil.cpu_percent(interval=0.2) < 20:  # idle machine (CI): the burner really had N cores
         assert sum(busy) / len(busy) > 0.8 * n
-    assert max(process.column("cpu_pct").to_pylist()) <= 105.0  # 100 % = all cores
+    pct = process.column("cpu_pct").to_pylist()
+    # 100 % = all cores; one 50 ms sample can read a tick (4-10 ms) high, a quarter-second mean cannot
+    smoothed = [sum(pct[i : i + 5]) / 5 for i in range(len(pct) - 4)]
+    assert max(smoothed) <= 103.0
     assert max(process.column("threads").to_pylist()) >= n + 1
     assert min(process.column("rss_mib").to_pylist()) > 1
     threads = folder.samples("threads")
@@ -84,3 +87,27 @@ def test_bad_rates_are_rejected(hz: float) -> None:
 
     with pytest.raises(UserError, match="sample-hz"):
         check_spec(RunSpec("pytorch", "alexnet", "small", sample_hz=hz))
+
+
+SPAWNER = """
+import subprocess, sys, time
+time.sleep(1.0)
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], "1", "2.5"])   # a late DataLoader-like worker
+child.wait()
+"""
+
+
+def test_late_children_are_found_and_their_cpu_counted(tmp_path: Path) -> None:
+    folder = RunFolder.create(tmp_path, "tree")
+    parent = subprocess.Popen([sys.executable, "-c", SPAWNER, BURNER])
+    sampler = Sampler(folder, lambda: parent.pid, hz=10, nvml=None)
+    sampler.start()
+    parent.wait()
+    sampler.stop()
+    process = folder.samples("process")
+    assert process is not None
+    assert max(process.column("processes").to_pylist()) == 2
+    t = process.column("t_ns").to_pylist()
+    cores = process.column("cpu_cores").to_pylist()
+    sampled_cpu_s = sum(c * (b - a) / 1e9 for c, a, b in zip(cores[1:], t, t[1:]))
+    assert sampled_cpu_s > 1.5, "the grandchild burned about 2.5 s of CPU; it must be counted"
