@@ -46,6 +46,7 @@ def main() -> None:
             ratios.append(times[10.0] / times[0.0])
             print(f"pair {i + 1}: sampled {times[10.0]:.3f} s, unsampled {times[0.0]:.3f} s, ratio {ratios[-1]:.4f}")
     print(f"median ratio (sampled / unsampled epoch time) over {args.pairs} pairs: {statistics.median(ratios):.4f}")
+    print(f"spread of the pairs' ratios: {min(ratios):.3f} to {max(ratios):.3f}")
 
 
 if __name__ == "__main__":

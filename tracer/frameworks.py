@@ -69,7 +69,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             ("singa", "singa-cpu", "singa-gpu"),
             ("singa",),
             ("singa",),
-            note="no SINGA build installs here (PyPI has only a CPython 3.6 wheel); see docs/frameworks.md",
+            note="no SINGA build installs here (PyPI has only a CPython 3.6 wheel); see README, SINGA",
             conda_channels=("nusdbsystem", "conda-forge"),
             conda_cpu=("singa-cpu",),
             conda_gpu=("singa-gpu",),

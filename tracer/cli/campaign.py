@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p = sub.add_parser(
         "campaign",
         help="run a plan file's matrix of runs, resumably, here or over a Ray cluster",
-        description="Run every cell of a TOML plan (see docs/campaigns.md) one at a time, or one per node on a "
+        description="Run every cell of a TOML plan (see the README, Campaigns) one at a time, or one per node on a "
         "Ray cluster. Killed and started again, it skips finished runs and redoes the interrupted one.",
     )
     p.add_argument("plan", type=Path, help="the plan file (TOML)")

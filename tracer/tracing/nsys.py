@@ -166,7 +166,7 @@ class NsysBackend(TraceBackend):
             leftovers = sorted(p.name for p in folder.raw_dir.glob("*.qdstrm"))
             hint = (
                 f" (only {', '.join(leftovers)}: nsys's QdstrmImporter failed; nsys 2025 needs libdw.so.1, "
-                "see docs/tracing.md)"
+                "see the README, Tracing a run)"
                 if leftovers
                 else " (see raw/worker.log)"
             )

@@ -2,7 +2,7 @@
 SINGA's documented Python API and its `examples/cnn` (model/alexnet.py, model/resnet.py, train_cnn.py).
 
 UNVERIFIED HERE: no SINGA build installs on the development machines (PyPI has only a CPython 3.6
-wheel), so this module has never been run; see docs/frameworks.md.
+wheel), so this module has never been run; see README, SINGA.
 
 SINGA has no model zoo package, so the four models are defined with `singa.layer` to match torchvision
 (including its adaptive average pooling, done with two constant matrices through `singa.autograd`).
