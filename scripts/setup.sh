@@ -27,7 +27,7 @@ if [ "$(cat "$venv/.tracer-stamp" 2>/dev/null)" != "$stamp" ]; then
   echo "$stamp" > "$venv/.tracer-stamp"
 else
   # the cached environment may point at another clone: re-point it here (fast, no downloads)
-  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e "$root"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$root"
 fi
 
 for fw in "${frameworks[@]}"; do
