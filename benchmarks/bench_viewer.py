@@ -52,27 +52,49 @@ def make_run(out: Path, index: int, samples: int) -> Path:
     with folder.events_path.open("w") as f:
         for e in range(EPOCHS):
             f.write(json.dumps({"kind": "epoch_start", "t_ns": int(bounds[e]), "epoch": e + 1}) + "\n")
-            f.write(json.dumps({"kind": "epoch_end", "t_ns": int(bounds[e + 1]), "epoch": e + 1,
-                                "images": 6003, "loss": 1.0 / (e + 1)}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "kind": "epoch_end",
+                        "t_ns": int(bounds[e + 1]),
+                        "epoch": e + 1,
+                        "images": 6003,
+                        "loss": 1.0 / (e + 1),
+                    }
+                )
+                + "\n"
+            )
     cpu = np.clip(60 + 25 * np.sin(np.arange(samples) / 500.0) + rng.normal(0, 8, samples), 0, 100)
     rss = 2000 + np.cumsum(rng.normal(0, 0.5, samples)).clip(-500, 500) + 300 * (np.arange(samples) % 3000 > 2500)
-    process = pa.table({
-        "t_ns": t, "cpu_pct": cpu, "cpu_cores": cpu * 0.16, "rss_mib": rss, "rss_pct_ram": rss / 655.36,
-        "threads": (20 + (np.arange(samples) // 100_000) % 5).astype(np.int64),
-        "processes": np.ones(samples, dtype=np.int64), "sys_cpu_pct": cpu, "sys_ram_used_pct": rss / 655.36,
-        "sys_ram_used_mib": rss + 4000,
-    })
+    process = pa.table(
+        {
+            "t_ns": t,
+            "cpu_pct": cpu,
+            "cpu_cores": cpu * 0.16,
+            "rss_mib": rss,
+            "rss_pct_ram": rss / 655.36,
+            "threads": (20 + (np.arange(samples) // 100_000) % 5).astype(np.int64),
+            "processes": np.ones(samples, dtype=np.int64),
+            "sys_cpu_pct": cpu,
+            "sys_ram_used_pct": rss / 655.36,
+            "sys_ram_used_mib": rss + 4000,
+        }
+    )
     pq.write_table(process, folder.sample_parquet_path("process"))
     every = t[::THREADS]
     n = len(every)
     busy = rng.random((THREADS, n)) < np.linspace(0.9, 0.1, THREADS)[:, None]
     cpu_s = np.cumsum(busy * 0.08, axis=1)
-    threads = pa.table({
-        "t_ns": np.tile(every, THREADS), "pid": np.full(n * THREADS, 1000, dtype=np.int64),
-        "tid": np.repeat(np.arange(1000, 1000 + THREADS, dtype=np.int64), n),
-        "name": np.repeat(np.array([f"worker-{i}" for i in range(THREADS)], dtype=object), n),
-        "user_s": cpu_s.ravel(), "system_s": np.zeros(n * THREADS),
-    })
+    threads = pa.table(
+        {
+            "t_ns": np.tile(every, THREADS),
+            "pid": np.full(n * THREADS, 1000, dtype=np.int64),
+            "tid": np.repeat(np.arange(1000, 1000 + THREADS, dtype=np.int64), n),
+            "name": np.repeat(np.array([f"worker-{i}" for i in range(THREADS)], dtype=object), n),
+            "user_s": cpu_s.ravel(),
+            "system_s": np.zeros(n * THREADS),
+        }
+    )
     pq.write_table(threads, folder.sample_parquet_path("threads"))
     return folder.path
 
@@ -108,8 +130,11 @@ def compare_downsampling(app: object, samples: int) -> None:
             widget.getPlotItem().setDownsampling(auto=True, mode="peak")
             widget.getPlotItem().setClipToView(True)
         for y in ys:
-            widget.addItem(pg.PlotDataItem(x, y, skipFiniteCheck=True) if way == "pyqtgraph"
-                           else EnvelopeCurve(Envelope(x, y), 0.0))
+            widget.addItem(
+                pg.PlotDataItem(x, y, skipFiniteCheck=True)
+                if way == "pyqtgraph"
+                else EnvelopeCurve(Envelope(x, y), 0.0)
+            )
         widget.grab()
         build = time.process_time() - cpu
         medians = []
@@ -132,8 +157,11 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=15, help="redraws timed per kind (median reported)")
     parser.add_argument("--dir", type=Path, help="keep the generated runs here and reuse them on the next call")
-    parser.add_argument("--compare-downsampling", action="store_true",
-                        help="only time pyqtgraph's downsampling against the viewer's pyramid on one plot")
+    parser.add_argument(
+        "--compare-downsampling",
+        action="store_true",
+        help="only time pyqtgraph's downsampling against the viewer's pyramid on one plot",
+    )
     args = parser.parse_args()
 
     from PySide6 import QtWidgets  # noqa: TID251 - a benchmark of the viewer
@@ -165,10 +193,12 @@ def main() -> int:
         app.processEvents()
         window.grab()
         t_open = time.perf_counter()
-        print(f"open: {t_open - t0:.2f} s wall, {time.process_time() - cpu0:.2f} s CPU over all threads, "
-              f"{time.thread_time() - gui0:.2f} s of it on the GUI thread  "
-              f"(until the last run loaded and panels built {t_loaded - t0:.2f} s, first paint "
-              f"{t_open - t_loaded:.2f} s)  goal <= 2 s")
+        print(
+            f"open: {t_open - t0:.2f} s wall, {time.process_time() - cpu0:.2f} s CPU over all threads, "
+            f"{time.thread_time() - gui0:.2f} s of it on the GUI thread  "
+            f"(until the last run loaded and panels built {t_loaded - t0:.2f} s, first paint "
+            f"{t_open - t_loaded:.2f} s)  goal <= 2 s"
+        )
 
         master = window.timeline.master
         assert master is not None
@@ -189,17 +219,20 @@ def main() -> int:
         redraw(lo, hi)
         repeats = range(args.repeat)
         kinds = {
-            "zoom to 10 % of the run": [(lo + span * (0.1 + 0.02 * i), lo + span * (0.2 + 0.02 * i))
-                                        for i in range(args.repeat)],
+            "zoom to 10 % of the run": [
+                (lo + span * (0.1 + 0.02 * i), lo + span * (0.2 + 0.02 * i)) for i in range(args.repeat)
+            ],
             "pan at full view": [(lo + span * 0.01 * (i % 3), hi + span * 0.01 * (i % 3)) for i in repeats],
             "zoom to 1 minute": [(lo + span * 0.5 + 60 * i, lo + span * 0.5 + 60 * (i + 1)) for i in repeats],
         }
         for kind, ranges in kinds.items():
             cpu_times.clear()
             times = [redraw(a, b) for a, b in ranges]
-            print(f"redraw after {kind}: median {median_ms(times):.1f} ms wall, "
-                  f"{median_ms(cpu_times):.1f} ms CPU, "
-                  f"max {max(times) * 1000:.1f} ms wall (goal <= 50 ms)")
+            print(
+                f"redraw after {kind}: median {median_ms(times):.1f} ms wall, "
+                f"{median_ms(cpu_times):.1f} ms CPU, "
+                f"max {max(times) * 1000:.1f} ms wall (goal <= 50 ms)"
+            )
         window.close()
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared machines make this noisy)")
     return 0

@@ -90,15 +90,82 @@ LOW_PRIORITY = ("idle", "sleeping", "waiting")
 
 # nsys OS-runtime calls by what a thread in them is doing; a lane shows the kind, not each call's name
 OSRT_KINDS = {
-    "waiting": ("poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait", "pthread_cond_wait",
-                "pthread_cond_timedwait", "pthread_mutex_lock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
-                "pthread_join", "sem_wait", "sem_timedwait", "nanosleep", "usleep", "sleep", "clock_nanosleep",
-                "futex", "wait", "waitpid", "sched_yield"),
-    "io": ("read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "writev", "fread", "fwrite",
-           "fgets", "fputs", "fflush", "open", "open64", "openat", "openat64", "fopen", "fopen64", "close",
-           "fclose", "stat", "stat64", "lstat", "lstat64", "fstat", "fstat64", "fileno", "mmap", "mmap64",
-           "munmap", "dup", "dup2", "fcntl", "fcntl64", "pipe", "pipe2", "socket", "bind", "connect", "listen",
-           "accept", "accept4", "send", "sendto", "sendmsg", "recv", "recvfrom", "recvmsg", "shutdown"),
+    "waiting": (
+        "poll",
+        "ppoll",
+        "select",
+        "pselect",
+        "epoll_wait",
+        "epoll_pwait",
+        "pthread_cond_wait",
+        "pthread_cond_timedwait",
+        "pthread_mutex_lock",
+        "pthread_rwlock_rdlock",
+        "pthread_rwlock_wrlock",
+        "pthread_join",
+        "sem_wait",
+        "sem_timedwait",
+        "nanosleep",
+        "usleep",
+        "sleep",
+        "clock_nanosleep",
+        "futex",
+        "wait",
+        "waitpid",
+        "sched_yield",
+    ),
+    "io": (
+        "read",
+        "write",
+        "pread",
+        "pread64",
+        "pwrite",
+        "pwrite64",
+        "readv",
+        "writev",
+        "fread",
+        "fwrite",
+        "fgets",
+        "fputs",
+        "fflush",
+        "open",
+        "open64",
+        "openat",
+        "openat64",
+        "fopen",
+        "fopen64",
+        "close",
+        "fclose",
+        "stat",
+        "stat64",
+        "lstat",
+        "lstat64",
+        "fstat",
+        "fstat64",
+        "fileno",
+        "mmap",
+        "mmap64",
+        "munmap",
+        "dup",
+        "dup2",
+        "fcntl",
+        "fcntl64",
+        "pipe",
+        "pipe2",
+        "socket",
+        "bind",
+        "connect",
+        "listen",
+        "accept",
+        "accept4",
+        "send",
+        "sendto",
+        "sendmsg",
+        "recv",
+        "recvfrom",
+        "recvmsg",
+        "shutdown",
+    ),
     "driver (ioctl)": ("ioctl",),
 }
 KIND_OF_OSRT = {call: kind for kind, calls in OSRT_KINDS.items() for call in calls}
@@ -155,8 +222,14 @@ class ThreadLanes:
         for level, name in enumerate(self.activities):
             remap[self.names.index(name)] = level
         origin = self.origin_ns
-        return LaneIndex((self.start_ns - origin) * 1e-9, (self.end_ns - origin) * 1e-9, self.lane,
-                         remap[self.code], len(self.lane_names), len(self.activities))
+        return LaneIndex(
+            (self.start_ns - origin) * 1e-9,
+            (self.end_ns - origin) * 1e-9,
+            self.lane,
+            remap[self.code],
+            len(self.lane_names),
+            len(self.activities),
+        )
 
 
 @dataclass(frozen=True)
@@ -177,8 +250,15 @@ class ApiCalls:
     def index(self) -> LaneIndex:
         """For drawing: x in seconds since `origin_ns`, one level."""
         origin = self.origin_ns
-        return LaneIndex((self.start_ns - origin) * 1e-9, (self.end_ns - origin) * 1e-9, self.lane,
-                         np.zeros(len(self.lane), dtype=np.int64), self.lanes, 1, fine_bins=0)
+        return LaneIndex(
+            (self.start_ns - origin) * 1e-9,
+            (self.end_ns - origin) * 1e-9,
+            self.lane,
+            np.zeros(len(self.lane), dtype=np.int64),
+            self.lanes,
+            1,
+            fine_bins=0,
+        )
 
 
 @dataclass(frozen=True)
@@ -375,8 +455,9 @@ def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
     if "gpu" in table.column_names:
         gpu = _as_array(table.column("gpu"), np.int64)
         ids = np.unique(gpu)
-        groups = [(f"GPU{int(g)}" if len(ids) > 1 else "", table.filter(pc.equal(table.column("gpu"), g.item())))
-                  for g in ids]
+        groups = [
+            (f"GPU{int(g)}" if len(ids) > 1 else "", table.filter(pc.equal(table.column("gpu"), g.item()))) for g in ids
+        ]
     for label, part in groups:
         t = _as_array(part.column("t_ns"), np.int64)
         order = None if np.all(t[1:] >= t[:-1]) else np.argsort(t, kind="stable")
@@ -394,9 +475,18 @@ def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
     return out
 
 
-_NUMPY_OF = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
-             pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
-             pa.float32(): np.float32, pa.float64(): np.float64}
+_NUMPY_OF = {
+    pa.int8(): np.int8,
+    pa.int16(): np.int16,
+    pa.int32(): np.int32,
+    pa.int64(): np.int64,
+    pa.uint8(): np.uint8,
+    pa.uint16(): np.uint16,
+    pa.uint32(): np.uint32,
+    pa.uint64(): np.uint64,
+    pa.float32(): np.float32,
+    pa.float64(): np.float64,
+}
 
 
 def _as_array(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
@@ -476,10 +566,11 @@ def _lanes_from_timeline(table: pa.Table) -> ThreadLanes:
     uniq, first, lane = np.unique(keys, return_index=True, return_inverse=True)
     names = _values_at(table.column("thread_name"), first)
     lane_names = [f"{name or 'thread'} ({int(tid[i])})" for name, i in zip(names, first)]
-    source = (table.column("source") if "source" in table.column_names else pa.chunked_array([pa.nulls(len(table))]))
+    source = table.column("source") if "source" in table.column_names else pa.chunked_array([pa.nulls(len(table))])
     # (source, activity) pairs are few: label each pair once, then map every row through its pair's code
-    pairs = pc.binary_join_element_wise(pc.fill_null(source.cast(pa.string()), ""),
-                                        table.column("activity").cast(pa.string()), "\x00")
+    pairs = pc.binary_join_element_wise(
+        pc.fill_null(source.cast(pa.string()), ""), table.column("activity").cast(pa.string()), "\x00"
+    )
     pair = pc.dictionary_encode(pairs.combine_chunks())
     kinds = [lane_activity(act, src) for src, act in (str(p).split("\x00", 1) for p in pair.dictionary.to_pylist())]
     kind_names = sorted(set(kinds))
@@ -531,8 +622,15 @@ def lanes_from_thread_samples(samples: pa.Table) -> ThreadLanes:
     last = np.append(first[1:], len(keys)) - 1
     names = _values_at(samples.column("name"), last if order is None else order[last])
     lane_names = [f"{name} ({int(tid[i])})" for name, i in zip(names, last)]
-    return ThreadLanes(lane_names, lane.astype(np.int64), start, end, lvl.astype(np.int64), ("idle", "active", "busy"),
-                       "sampled per-thread CPU time")
+    return ThreadLanes(
+        lane_names,
+        lane.astype(np.int64),
+        start,
+        end,
+        lvl.astype(np.int64),
+        ("idle", "active", "busy"),
+        "sampled per-thread CPU time",
+    )
 
 
 def _thread_major_order(keys: np.ndarray, t: np.ndarray) -> np.ndarray | None:

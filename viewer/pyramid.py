@@ -66,7 +66,7 @@ class Envelope:
             return self.x[first:end], self.y[first:end]
         k = self.steps.index(step)
         b0, b1 = first // step, -(-end // step)
-        xs = self.x[b0 * step: b1 * step: step]
+        xs = self.x[b0 * step : b1 * step : step]
         y = np.empty(2 * len(xs))
         y[0::2] = self.lo[k][b0:b1]
         y[1::2] = self.hi[k][b0:b1]
@@ -89,7 +89,13 @@ class LaneIndex:
     """Segments [x0, x1) on `lanes` lanes, each with a level (higher wins a pixel), for `raster`."""
 
     def __init__(
-        self, x0: np.ndarray, x1: np.ndarray, lane: np.ndarray, level: np.ndarray, lanes: int, levels: int,
+        self,
+        x0: np.ndarray,
+        x1: np.ndarray,
+        lane: np.ndarray,
+        level: np.ndarray,
+        lanes: int,
+        levels: int,
         fine_bins: int = FINE_BINS,
     ) -> None:
         step = np.diff(lane)
@@ -138,13 +144,21 @@ class LaneIndex:
                 out[:, edges[1:] <= edges[:-1]] = -1
                 return out
         keep = self.visible(v0, v1)
-        return _raster(self.x0[keep], self.x1[keep], self.lane[keep], self.level[keep], self.lanes, self.levels,
-                       v0, v1, bins)
+        return _raster(
+            self.x0[keep], self.x1[keep], self.lane[keep], self.level[keep], self.lanes, self.levels, v0, v1, bins
+        )
 
 
 def _raster(
-    x0: np.ndarray, x1: np.ndarray, lane: np.ndarray, level: np.ndarray, lanes: int, levels: int,
-    v0: float, v1: float, bins: int,
+    x0: np.ndarray,
+    x1: np.ndarray,
+    lane: np.ndarray,
+    level: np.ndarray,
+    lanes: int,
+    levels: int,
+    v0: float,
+    v1: float,
+    bins: int,
 ) -> np.ndarray:
     """(lanes, bins) array of the highest level whose segments touch each bin; -1 where none does."""
     out = np.full((lanes, bins), -1, dtype=np.int64)

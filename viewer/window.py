@@ -101,8 +101,13 @@ class MainWindow(QtWidgets.QMainWindow):
         export.setText("Export")
         export.setPopupMode(QtWidgets.QToolButton.ToolButtonPopupMode.InstantPopup)
         menu = QtWidgets.QMenu(export)
-        targets = (("window", self), ("time panels", self.timeline), ("thread lanes", self.threads),
-                   ("CUDA API panel", self.cuda), ("current tab", None))
+        targets = (
+            ("window", self),
+            ("time panels", self.timeline),
+            ("thread lanes", self.threads),
+            ("CUDA API panel", self.cuda),
+            ("current tab", None),
+        )
         for name, widget in targets:
             for fmt in ("PNG", "SVG"):
                 menu.addAction(f"{name} as {fmt}…", self._exporter(widget, fmt, name))
@@ -173,8 +178,14 @@ class MainWindow(QtWidgets.QMainWindow):
     def place_cursor(self) -> None:
         """Puts the cursor half-way through the time every run spends in its first epoch (on the shared
         axis), so every title shows a value; where those epochs do not overlap, in the first run's."""
-        firsts = [((r.epochs[0].start_ns - r.anchor_ns(self.align)) / 1e9,
-                   (r.epochs[0].end_ns - r.anchor_ns(self.align)) / 1e9) for r in self.runs if r.epochs]
+        firsts = [
+            (
+                (r.epochs[0].start_ns - r.anchor_ns(self.align)) / 1e9,
+                (r.epochs[0].end_ns - r.anchor_ns(self.align)) / 1e9,
+            )
+            for r in self.runs
+            if r.epochs
+        ]
         if not firsts:
             return
         start, end = max(a for a, _ in firsts), min(b for _, b in firsts)

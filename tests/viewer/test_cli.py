@@ -12,8 +12,7 @@ from tracer.runfolder import RunFolder
 
 def _tracer(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
-    return subprocess.run([sys.executable, "-m", "tracer", *args], capture_output=True, text=True, timeout=300,
-                          env=env)
+    return subprocess.run([sys.executable, "-m", "tracer", *args], capture_output=True, text=True, timeout=300, env=env)
 
 
 def test_screenshot_of_a_run(tiny_pytorch_run: RunFolder, tmp_path: Path) -> None:

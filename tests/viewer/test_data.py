@@ -43,14 +43,16 @@ def test_missing_folder_is_a_message(tmp_path: Path) -> None:
 
 def test_thread_samples_become_merged_segments() -> None:
     t = [0, 100, 200, 300, 400]
-    samples = pa.table({
-        "t_ns": [x * 10_000_000 for x in t] * 2,
-        "pid": [1] * 10,
-        "tid": [1] * 5 + [2] * 5,
-        "name": ["main"] * 5 + ["worker"] * 5,
-        "user_s": [0, 1, 2, 2, 2] + [0, 0, 0, 0, 0.2],
-        "system_s": [0.0] * 10,
-    })
+    samples = pa.table(
+        {
+            "t_ns": [x * 10_000_000 for x in t] * 2,
+            "pid": [1] * 10,
+            "tid": [1] * 5 + [2] * 5,
+            "name": ["main"] * 5 + ["worker"] * 5,
+            "user_s": [0, 1, 2, 2, 2] + [0, 0, 0, 0, 0.2],
+            "system_s": [0.0] * 10,
+        }
+    )
     lanes = lanes_from_thread_samples(samples)
     assert lanes.lane_names == ["main (1)", "worker (2)"]
     segments = list(zip(lanes.lane.tolist(), lanes.activity.tolist(), lanes.start_ns.tolist(), lanes.end_ns.tolist()))
@@ -63,8 +65,12 @@ def test_thread_samples_become_merged_segments() -> None:
 
 
 def test_api_split_groups_small_functions() -> None:
-    shares = [ApiShare("cudaLaunchKernel", 70.0, 7, 1), ApiShare("cudaMemcpyAsync", 29.2, 3, 1),
-              ApiShare("cudaFree", 0.5, 1, 1), ApiShare("cudaMalloc", 0.3, 1, 1)]
+    shares = [
+        ApiShare("cudaLaunchKernel", 70.0, 7, 1),
+        ApiShare("cudaMemcpyAsync", 29.2, 3, 1),
+        ApiShare("cudaFree", 0.5, 1, 1),
+        ApiShare("cudaMalloc", 0.3, 1, 1),
+    ]
     split = api_split(shares)
     assert [name for name, _ in split] == ["cudaLaunchKernel", "cudaMemcpyAsync", "other (< 1 % each)"]
     assert abs(split[-1][1] - 0.8) < 1e-9
@@ -74,12 +80,14 @@ def test_gpu_samples_become_one_series_per_gpu(tiny_pytorch_run: RunFolder, tmp_
     path = tmp_path / tiny_pytorch_run.run_id
     shutil.copytree(tiny_pytorch_run.path, path)
     t0 = 1_790_000_000_000_000_000
-    gpu = pa.table({
-        "t_ns": [t0 + k * 100_000_000 for k in range(5) for _ in range(2)],
-        "gpu": [0, 1] * 5,
-        "util_pct": [10.0, 90.0] * 5,
-        "power_w": [None, 300.0] * 5,
-    })
+    gpu = pa.table(
+        {
+            "t_ns": [t0 + k * 100_000_000 for k in range(5) for _ in range(2)],
+            "gpu": [0, 1] * 5,
+            "util_pct": [10.0, 90.0] * 5,
+            "power_w": [None, 300.0] * 5,
+        }
+    )
     pq.write_table(gpu, RunFolder(path).sample_parquet_path("gpu"))
     data = load_run(path)
     util = {s.label: s.y.tolist() for s in data.series["gpu_util_pct"]}

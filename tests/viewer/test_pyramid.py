@@ -23,10 +23,12 @@ def series() -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-@pytest.mark.parametrize("window", [(0.0, N * 0.1), (1_000.0, 2_000.0), (77_700.0, 77_800.0), (99_990.0, 1e9),
-                                    (-50.0, 3.0)])
-def test_envelope_keeps_every_extreme_in_view(series: tuple[np.ndarray, np.ndarray],
-                                              window: tuple[float, float]) -> None:
+@pytest.mark.parametrize(
+    "window", [(0.0, N * 0.1), (1_000.0, 2_000.0), (77_700.0, 77_800.0), (99_990.0, 1e9), (-50.0, 3.0)]
+)
+def test_envelope_keeps_every_extreme_in_view(
+    series: tuple[np.ndarray, np.ndarray], window: tuple[float, float]
+) -> None:
     x, y = series
     env = Envelope(x, y)
     x0, x1 = window

@@ -29,8 +29,10 @@ def test_panels_hold_the_runs_data(open_window: Opener, tiny_pytorch_run: RunFol
     assert threads is not None
     assert window.threads.lane_count(run.run_id) == len(set(threads.column("tid").to_pylist()))
     assert window.epochs.rowCount() == len(epochs)
-    facts = {window.facts.verticalHeaderItem(r).text(): window.facts.item(r, 0).text()
-             for r in range(window.facts.rowCount())}
+    facts = {
+        window.facts.verticalHeaderItem(r).text(): window.facts.item(r, 0).text()
+        for r in range(window.facts.rowCount())
+    }
     assert facts["status"] == "ok"
     assert facts["parameters"].replace(",", "").isdigit()
     assert "no trace in this run" in window.cuda.note.text()
@@ -117,8 +119,11 @@ def test_failed_run_opens_with_its_cause(open_window: Opener, failed_run: RunFol
     assert window.banner.isVisibleTo(window)
     assert window.timeline.sample_counts(run.run_id, "cpu_pct") == [failed_run.samples("process").num_rows]
     assert len(window.timeline.epoch_markers[run.run_id]["cpu_pct"]) == 1
-    status = next(window.facts.item(r, 0).text() for r in range(window.facts.rowCount())
-                  if window.facts.verticalHeaderItem(r).text() == "status")
+    status = next(
+        window.facts.item(r, 0).text()
+        for r in range(window.facts.rowCount())
+        if window.facts.verticalHeaderItem(r).text() == "status"
+    )
     assert status.startswith("failed") and "injected fault" in status
 
 
@@ -168,8 +173,9 @@ def test_run_browser_filters(
 
 
 @pytest.mark.parametrize("suffix", ["png", "svg"])
-def test_export_panels_and_window(open_window: Opener, tiny_pytorch_run: RunFolder, tmp_path: Path,
-                                  suffix: str) -> None:
+def test_export_panels_and_window(
+    open_window: Opener, tiny_pytorch_run: RunFolder, tmp_path: Path, suffix: str
+) -> None:
     window = open_window([tiny_pytorch_run.path])
     for name, widget in (("window", window), ("timeline", window.timeline), ("threads", window.threads)):
         out = export_widget(widget, tmp_path / f"{name}.{suffix}")

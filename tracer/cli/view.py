@@ -15,8 +15,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs for ids and the browser (runs/)")
     p.add_argument("--screenshot", type=Path, metavar="FILE.png", help="render offscreen, save the window, exit")
     p.add_argument("--columns", action="store_true", help="one column per run instead of one colour per run")
-    p.add_argument("--align", choices=("start", "epoch"), default="start",
-                   help="x axis zero: run start (default) or first epoch start")
+    p.add_argument(
+        "--align",
+        choices=("start", "epoch"),
+        default="start",
+        help="x axis zero: run start (default) or first epoch start",
+    )
     p.add_argument("--size", default="1600x1150", help="screenshot size in pixels, WxH (default 1600x1150)")
     p.set_defaults(func=cmd_view)
 

@@ -94,8 +94,12 @@ class CudaPanel(QtWidgets.QWidget):
             split = splits[run.run_id]
             ys = [i + k * height - 0.4 + height / 2 for i in range(len(names))]
             item = pg.BarGraphItem(
-                x0=[0.0] * len(names), y=ys, height=height * 0.9, width=[split.get(n, 0.0) for n in names],
-                brush=run_colour(index), name=run.label,
+                x0=[0.0] * len(names),
+                y=ys,
+                height=height * 0.9,
+                width=[split.get(n, 0.0) for n in names],
+                brush=run_colour(index),
+                name=run.label,
             )
             plot.addItem(item)
             self.bar_items[run.run_id] = item

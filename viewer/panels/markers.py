@@ -25,7 +25,11 @@ class EpochMarkers(pg.GraphicsObject):
     none) are written beside each line at `label_height` (0 = bottom, 1 = top of the view)."""
 
     def __init__(
-        self, starts: Sequence[float], end: float | None, colour: str, labels: Sequence[str] | None = None,
+        self,
+        starts: Sequence[float],
+        end: float | None,
+        colour: str,
+        labels: Sequence[str] | None = None,
         label_height: float = 0.93,
     ) -> None:
         super().__init__()

@@ -24,8 +24,17 @@ class EpochTable(QtWidgets.QTableWidget):
         rows = []
         for index, run in enumerate(runs):
             for e in run.epochs:
-                rows.append((index, run.label, str(e.epoch), f"{e.duration_s:.2f}", str(e.images),
-                             f"{e.images_per_s:.1f}", f"{e.loss:.4f}"))
+                rows.append(
+                    (
+                        index,
+                        run.label,
+                        str(e.epoch),
+                        f"{e.duration_s:.2f}",
+                        str(e.images),
+                        f"{e.images_per_s:.1f}",
+                        f"{e.loss:.4f}",
+                    )
+                )
             if not run.epochs:
                 rows.append((index, run.label, "-", "no epoch completed", "", "", ""))
         self.setRowCount(len(rows))

@@ -94,8 +94,16 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
             anchor = run.anchor_ns(align)
             if len(lanes.start_ns):
                 first, last = int(lanes.start_ns.min()), int(lanes.end_ns.max())
-                plot.addItem(pg.BarGraphItem(x0=[(first - anchor) / 1e9], width=[(last - first) / 1e9], y0=[-y + 0.25],
-                                             height=[0.3], brush=run_colour(index), pen=pg.mkPen(None)))
+                plot.addItem(
+                    pg.BarGraphItem(
+                        x0=[(first - anchor) / 1e9],
+                        width=[(last - first) / 1e9],
+                        y0=[-y + 0.25],
+                        height=[0.3],
+                        brush=run_colour(index),
+                        pen=pg.mkPen(None),
+                    )
+                )
             y += len(lanes.lane_names) + 1
         for activity in sorted(shown, key=activity_priority):
             self.legend.addItem(_swatch(activity_colour(activity)), activity)
@@ -111,8 +119,9 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
             title = f"<b>Thread lanes</b>: one per thread (name and tid), coloured by activity; source: {sources}"
             plot.setTitle(title, size="9pt", justify="left")
             plot.setYRange(-y, 0.5, padding=0)
-            bounds = [(r.index.span[0] + r.offset, r.index.span[1] + r.offset) for r in self.lanes.values()
-                      if len(r.index)]
+            bounds = [
+                (r.index.span[0] + r.offset, r.index.span[1] + r.offset) for r in self.lanes.values() if len(r.index)
+            ]
             if link is None and bounds:
                 plot.setXRange(min(b[0] for b in bounds), max(b[1] for b in bounds))
         if link is not None:
@@ -158,7 +167,7 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
                 c0, c1 = x0 - run.calls_offset, x1 - run.calls_offset
                 self.visible_calls += len(run.calls.visible(c0, c1))
                 hit = run.calls.raster(c0, c1, bins)[::-1] >= 0
-                stripe = img[:, 1: SUBROWS - 2]
+                stripe = img[:, 1 : SUBROWS - 2]
                 stripe[np.broadcast_to(hit[:, None, :], stripe.shape[:3])] = (0, 0, 0, 255)
             run.image.setImage(img.reshape(run.lanes * SUBROWS, bins, 4), autoLevels=False)
             run.image.setRect(QtCore.QRectF(x0, -(run.top + run.lanes), x1 - x0, run.lanes))

@@ -174,8 +174,9 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
             for s in run.series.get(metric.key, []):
                 offset = (int(s.t_ns[0]) - anchor) / 1e9 if len(s) else 0.0
                 name = run.label + (f" {s.label}" if s.label else "")
-                curve = EnvelopeCurve(s.envelope, offset, pen=pg.mkPen(colour, width=1),
-                                      name=name if metric is self.metrics[0] else None)
+                curve = EnvelopeCurve(
+                    s.envelope, offset, pen=pg.mkPen(colour, width=1), name=name if metric is self.metrics[0] else None
+                )
                 plot.addItem(curve)
                 items.append(curve)
             self.curves[run.run_id][metric.key] = items
@@ -213,8 +214,11 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         at = "" if x is None else f" at {x:.2f} s"
         for metric in self.metrics:
             if self.layout_mode != "columns":
-                parts = [self._readout(run, index, metric, s, x, with_run=True)
-                         for index, run in enumerate(self.runs) for s in run.series.get(metric.key, [])]
+                parts = [
+                    self._readout(run, index, metric, s, x, with_run=True)
+                    for index, run in enumerate(self.runs)
+                    for s in run.series.get(metric.key, [])
+                ]
                 title = f"<b>{metric.title}</b> [{metric.unit}]{at}: " + " &nbsp; ".join(parts)
                 self._set_title(self.plots[(metric.key, 0)], title, 1)
                 continue
@@ -222,10 +226,14 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
                 plot = self.plots.get((metric.key, index))
                 if plot is None:
                     continue
-                parts = [self._readout(run, index, metric, s, x, with_run=False)
-                         for s in run.series.get(metric.key, [])]
-                head = (f"<span style='color:{run_colour(index)}'><b>{run.label}</b></span> &nbsp; "
-                        if metric is self.metrics[0] else "")
+                parts = [
+                    self._readout(run, index, metric, s, x, with_run=False) for s in run.series.get(metric.key, [])
+                ]
+                head = (
+                    f"<span style='color:{run_colour(index)}'><b>{run.label}</b></span> &nbsp; "
+                    if metric is self.metrics[0]
+                    else ""
+                )
                 title = f"{head}<b>{_short(metric)}</b> [{metric.unit}]{at}: " + " &nbsp; ".join(parts or ["-"])
                 self._set_title(plot, title, len(self.runs))
 
@@ -268,5 +276,11 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
 
 
 def _short(metric: Metric) -> str:
-    return {"cpu_pct": "CPU", "rss_mib": "RSS", "threads": "threads", "gpu_util_pct": "GPU util",
-            "gpu_mem_mib": "GPU mem", "gpu_power_w": "power"}[metric.key]
+    return {
+        "cpu_pct": "CPU",
+        "rss_mib": "RSS",
+        "threads": "threads",
+        "gpu_util_pct": "GPU util",
+        "gpu_mem_mib": "GPU mem",
+        "gpu_power_w": "power",
+    }[metric.key]
