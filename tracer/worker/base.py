@@ -7,7 +7,7 @@ A framework module defines `class Trainer(base.Trainer)`; `tracer.worker.main` d
 from __future__ import annotations
 
 import abc
-from typing import Dict, NamedTuple
+from typing import Dict, NamedTuple, Optional
 
 from tracer.worker.nvtx import Nvtx
 from tracer.worker.reporting import Reporter
@@ -43,6 +43,16 @@ class Trainer(abc.ABC):
     def train_epoch(self, epoch: int) -> EpochStats:
         """One pass over the images; calls `self.reporter.step(...)` after every batch and wraps
         each step in `self.nvtx.range("step N")`."""
+
+    def _workers(self) -> int:
+        """--workers, or 0 (the input pipeline runs in the training process) when not given."""
+        return self.cfg.workers if self.cfg.workers is not None else 0
+
+    def _amp_dtype(self) -> Optional[str]:
+        """What --amp means here: float16 on a GPU, bfloat16 on a CPU; None without --amp."""
+        if not self.cfg.amp:
+            return None
+        return "float16" if self.cfg.device == "gpu" else "bfloat16"
 
     def knobs(self) -> Dict[str, object]:
         """The framework settings each CLI knob was mapped to, for run.json."""

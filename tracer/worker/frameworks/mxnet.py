@@ -108,14 +108,6 @@ class Trainer(base.Trainer):
             "hybridize": True,
         }
 
-    def _workers(self) -> int:
-        return self.cfg.workers if self.cfg.workers is not None else 0
-
-    def _amp_dtype(self) -> Any:
-        if not self.cfg.amp:
-            return None
-        return "float16" if self.cfg.device == "gpu" else "bfloat16"
-
     def build(self) -> ParamCount:
         cfg = self.cfg
         if cfg.gpu_thread_mode:

@@ -93,16 +93,8 @@ class Trainer(base.Trainer):
             "paddle.amp.auto_cast": self._amp_dtype(),
         }
 
-    def _workers(self) -> int:
-        return self.cfg.workers if self.cfg.workers is not None else 0
-
     def _prefetch(self) -> int:
         return self.cfg.prefetch if self.cfg.prefetch is not None else 2
-
-    def _amp_dtype(self) -> Any:
-        if not self.cfg.amp:
-            return None
-        return "float16" if self.cfg.device == "gpu" else "bfloat16"
 
     def build(self) -> ParamCount:
         cfg = self.cfg

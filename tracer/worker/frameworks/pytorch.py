@@ -74,9 +74,6 @@ class Trainer(base.Trainer):
             "autocast": "bfloat16" if cfg.device == "cpu" and cfg.amp else ("float16" if cfg.amp else None),
         }
 
-    def _workers(self) -> int:
-        return self.cfg.workers if self.cfg.workers is not None else 0
-
     def build(self) -> ParamCount:
         cfg = self.cfg
         torch.manual_seed(cfg.seed)
