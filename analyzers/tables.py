@@ -26,6 +26,8 @@ import re
 
 import pyarrow as pa
 
+from tracer.worker.cupti_trace import MEMCPY_NAMES
+
 CUDA_API = "cuda_api"
 KERNELS = "kernels"
 MEMCPY = "memcpy"
@@ -127,19 +129,10 @@ SCHEMAS: dict[str, pa.Schema] = {
     OSRT: OSRT_SCHEMA,
 }
 
-# CUPTI's CUpti_ActivityMemcpyKind, the same ids and labels as nsys's ENUM_CUDA_MEMCPY_OPER.
+# CUPTI's CUpti_ActivityMemcpyKind (named once, in the worker's collector), plus the unified-memory
+# ids that nsys's ENUM_CUDA_MEMCPY_OPER adds.
 MEMCPY_KINDS: dict[int, str] = {
-    0: "Unknown",
-    1: "Host-to-Device",
-    2: "Device-to-Host",
-    3: "Host-to-Array",
-    4: "Array-to-Host",
-    5: "Array-to-Array",
-    6: "Array-to-Device",
-    7: "Device-to-Array",
-    8: "Device-to-Device",
-    9: "Host-to-Host",
-    10: "Peer-to-Peer",
+    **MEMCPY_NAMES,
     11: "Unified Host-to-Device",
     12: "Unified Device-to-Host",
     13: "Unified Device-to-Device",

@@ -36,7 +36,7 @@ NOISY_DRIVER = ("cuDevicePrimaryCtxGetState", "cuCtxGetCurrent", "cuKernelGetAtt
 BUFFER_BYTES = 8 * 1024 * 1024
 FLUSH_PERIOD_MS = 2000
 BATCH_FORMAT = "dl-tracer-cupti-batch/1"
-#: CUpti_ActivityMemcpyKind values, named as nsys and `analyzers.tables.MEMCPY_KINDS` name them.
+#: CUpti_ActivityMemcpyKind values, named as nsys names them (`analyzers.tables.MEMCPY_KINDS` builds on these).
 MEMCPY_NAMES = {
     0: "Unknown",
     1: "Host-to-Device",

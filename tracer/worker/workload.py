@@ -118,3 +118,16 @@ def load_normalised(path: str, size: int, flip: bool, channels_first: bool = Tru
         pixels = np.asarray(im, dtype=np.float32) / 255.0
     arr = (pixels - np.asarray(MEAN, dtype=np.float32)) / np.asarray(STD, dtype=np.float32)
     return arr.transpose(2, 0, 1).copy() if channels_first else arr
+
+
+def adaptive_pool_matrix(size_in: int, size_out: int) -> Any:
+    """Row i averages input bins [floor(i*n/m), ceil((i+1)*n/m)): torch's adaptive average pooling,
+    as a matrix, for frameworks whose zoo models only fit 224 px input."""
+    import numpy as np
+
+    m = np.zeros((size_out, size_in), dtype=np.float32)
+    for i in range(size_out):
+        start = (i * size_in) // size_out
+        end = -((-(i + 1) * size_in) // size_out)
+        m[i, start:end] = 1.0 / (end - start)
+    return m

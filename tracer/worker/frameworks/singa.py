@@ -20,17 +20,7 @@ from singa import autograd, device, layer, model, opt, tensor
 
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
-from tracer.worker.workload import load_normalised
-
-
-def _pool_matrix(size_in: int, size_out: int) -> Any:
-    """Row i averages input bins [floor(i*n/m), ceil((i+1)*n/m)): torch's adaptive average pooling."""
-    m = np.zeros((size_out, size_in), dtype=np.float32)
-    for i in range(size_out):
-        start = (i * size_in) // size_out
-        end = -((-(i + 1) * size_in) // size_out)
-        m[i, start:end] = 1.0 / (end - start)
-    return m
+from tracer.worker.workload import adaptive_pool_matrix, load_normalised
 
 
 class AdaptiveAvgPool(layer.Layer):
@@ -43,8 +33,8 @@ class AdaptiveAvgPool(layer.Layer):
 
     def _matrices(self, h: int, w: int, dev: Any) -> Tuple[Any, Any]:
         if (h, w) not in self._mats:
-            rows = tensor.from_numpy(_pool_matrix(h, self.size).T.copy())  # (H, n)
-            cols = tensor.from_numpy(_pool_matrix(w, self.size).T.copy())  # (W, n)
+            rows = tensor.from_numpy(adaptive_pool_matrix(h, self.size).T.copy())  # (H, n)
+            cols = tensor.from_numpy(adaptive_pool_matrix(w, self.size).T.copy())  # (W, n)
             rows.to_device(dev)
             cols.to_device(dev)
             self._mats[(h, w)] = (rows, cols)

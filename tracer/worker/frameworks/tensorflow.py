@@ -16,21 +16,11 @@ import tensorflow as tf
 
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
-from tracer.worker.workload import load_normalised
+from tracer.worker.workload import adaptive_pool_matrix, load_normalised
 
 keras = tf.keras
 
 GPU_THREAD_MODES = ("global", "gpu_private", "gpu_shared")
-
-
-def _pool_matrix(size_in: int, size_out: int) -> Any:
-    """Row i averages input bins [floor(i*n/m), ceil((i+1)*n/m)): torch's adaptive average pooling."""
-    m = np.zeros((size_out, size_in), dtype=np.float32)
-    for i in range(size_out):
-        start = (i * size_in) // size_out
-        end = -((-(i + 1) * size_in) // size_out)
-        m[i, start:end] = 1.0 / (end - start)
-    return m
 
 
 class AdaptiveAveragePooling2D(keras.layers.Layer):
@@ -41,8 +31,8 @@ class AdaptiveAveragePooling2D(keras.layers.Layer):
         self.output_size = output_size
 
     def build(self, input_shape: Any) -> None:
-        self._rows = tf.constant(_pool_matrix(int(input_shape[1]), self.output_size))
-        self._cols = tf.constant(_pool_matrix(int(input_shape[2]), self.output_size))
+        self._rows = tf.constant(adaptive_pool_matrix(int(input_shape[1]), self.output_size))
+        self._cols = tf.constant(adaptive_pool_matrix(int(input_shape[2]), self.output_size))
 
     def call(self, x: Any) -> Any:
         rows = tf.cast(self._rows, x.dtype)
