@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from analyzers import tables as t
 from analyzers.threads import thread_timeline
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 GPU_PID_BASE = 1_000_000_000
 THREADS_PID = 999_999_999

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 from analyzers.run_summary import RunSummary, summarise
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 # (metric, RunSummary field, unit): the order is the order printed.
 METRICS: tuple[tuple[str, str, str], ...] = (

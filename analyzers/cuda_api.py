@@ -25,7 +25,7 @@ from pathlib import Path
 import duckdb
 
 from analyzers import tables as t
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 SOURCE_PREFERENCE = ("nsys", "cupti", "kineto")
 _EPOCH = re.compile(r"^epoch[ _]?(\d+)$", re.IGNORECASE)

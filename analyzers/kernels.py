@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from analyzers import tables as t
 from analyzers.cuda_api import summarise_durations
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 
 @dataclass(frozen=True)

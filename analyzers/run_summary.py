@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import psutil
 import pyarrow.compute as pc
 
-from tracer.records import EpochRecord, RunRecord, RunStatus
-from tracer.runfolder import RunFolder
+from tracer.core.records import EpochRecord, RunRecord, RunStatus
+from tracer.core.runfolder import RunFolder
 
 
 @dataclass(frozen=True)

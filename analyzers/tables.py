@@ -26,7 +26,7 @@ import re
 
 import pyarrow as pa
 
-from tracer.worker.cupti_trace import MEMCPY_NAMES
+from tracer.core.schema import MEMCPY_NAMES
 
 CUDA_API = "cuda_api"
 KERNELS = "kernels"

@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analyzers import tables as t
-from tracer.errors import UserError
-from tracer.runfolder import RunFolder
+from tracer.core.errors import UserError
+from tracer.core.runfolder import RunFolder
 
 _PYSPY_THREAD = re.compile(r"Thread\s+(0x[0-9a-fA-F]+|\d+)(?:\s+\"([^\"]*)\")?")
 _PYSPY_PROCESS = re.compile(r"Process\s+(\d+)")

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tracer.runfolder import list_runs
+from tracer.core.runfolder import list_runs
 
 
 def one_run(out: Path, hz: float, args: argparse.Namespace) -> float:

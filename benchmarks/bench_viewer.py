@@ -27,8 +27,8 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from tracer.records import EnvironmentInfo, ModelFacts, Outcome, RunRecord, RunSpec, RunStatus  # noqa: E402
-from tracer.runfolder import RunFolder  # noqa: E402
+from tracer.core.records import EnvironmentInfo, ModelFacts, Outcome, RunRecord, RunSpec, RunStatus  # noqa: E402
+from tracer.core.runfolder import RunFolder  # noqa: E402
 
 PERIOD_NS = 100_000_000
 THREADS = 8

@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tracer.core.runfolder import list_runs
 from tracer.frameworks import MODELS
-from tracer.runfolder import list_runs
 from tracer.sysinfo import cpu_model
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tracer.core.runfolder import RunFolder, list_runs
 from tracer.environments import status
-from tracer.runfolder import RunFolder, list_runs
 
 TINY = ["--epochs", "2", "--limit", "16", "--image-size", "64", "--dataset", "small"]
 

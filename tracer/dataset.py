@@ -18,7 +18,8 @@ from typing import Callable
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
-from tracer.errors import UserError
+from tracer.core.cases import DATASET_IMAGES
+from tracer.core.errors import UserError
 from tracer.paths import cache_root
 
 CLASSES = ("fire", "no_fire", "smoke")
@@ -32,7 +33,7 @@ class DatasetSize:
     images: int
 
 
-SIZES = {"small": DatasetSize("small", 791), "big": DatasetSize("big", 6003)}
+SIZES = {name: DatasetSize(name, images) for name, images in DATASET_IMAGES.items()}
 
 
 def class_counts(total: int) -> dict[str, int]:

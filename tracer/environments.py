@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracer.errors import UserError
+from tracer.core.errors import UserError
 from tracer.frameworks import FRAMEWORKS, FrameworkInfo, framework_info
 from tracer.paths import cache_root
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tracer.errors import UserError
-
-MODELS = ("alexnet", "mobilenet_v2", "resnet50", "vgg16")
+from tracer.core.errors import UserError
+from tracer.core.options import MODELS  # noqa: F401 - re-exported for the worker-facing code
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from tracer.core.schema import KIND, Event
+
 
 class ProgressView:
     def __init__(self, console: Console, events_path: Path, epochs: int) -> None:
@@ -61,10 +63,10 @@ class ProgressView:
         return out
 
     def _on_event(self, e: dict[str, Any]) -> None:
-        kind = e.get("kind")
+        kind = e.get(KIND)
         if kind == "model":
             self.console.print(f"model: {e['trainable_params']:,} trainable parameters")
-        elif kind == "epoch_start":
+        elif kind == Event.EPOCH_START:
             self._epoch_start_ns = e["t_ns"]
             self._epoch_total = int(e["images_total"])
             if self._task is not None:
@@ -72,12 +74,12 @@ class ProgressView:
             self._task = self._progress.add_task(
                 f"epoch {e['epoch']}/{self.epochs}", total=self._epoch_total, rate=0.0, eta="-"
             )
-        elif kind == "progress" and self._task is not None:
+        elif kind == Event.PROGRESS and self._task is not None:
             images = int(e["images"])
             elapsed = (e["t_ns"] - self._epoch_start_ns) / 1e9
             rate = images / elapsed if elapsed > 0 else 0.0
             self._progress.update(self._task, completed=images, rate=rate, eta=self._eta(e["epoch"], images, rate))
-        elif kind == "epoch_end":
+        elif kind == Event.EPOCH_END:
             seconds = (e["t_ns"] - self._epoch_start_ns) / 1e9
             self._durations.append(seconds)
             rate = e["images"] / seconds if seconds > 0 else 0.0

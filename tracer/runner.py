@@ -20,13 +20,15 @@ from rich.console import Console
 
 import tracer
 from tracer import sysinfo, tracing
-from tracer.cases import make_run_id
+from tracer.core.cases import make_run_id
+from tracer.core.options import worker_config
+from tracer.core.records import DatasetInfo, ModelFacts, Outcome, RunRecord, RunSpec, RunStatus
+from tracer.core.runfolder import RunFolder, read_jsonl
+from tracer.core.schema import KIND, Event
 from tracer.environments import EnvStatus
 from tracer.nvml import Nvml
 from tracer.paths import cache_root
 from tracer.progress import ProgressView
-from tracer.records import DatasetInfo, ModelFacts, Outcome, RunRecord, RunSpec, RunStatus
-from tracer.runfolder import RunFolder, read_jsonl
 from tracer.sampler import Sampler
 from tracer.tracing.pyspy import PySpyRecorder, find_pyspy
 
@@ -44,7 +46,6 @@ class Launch:
     python: EnvStatus
     dataset_dir: Path
     out_dir: Path
-    fault: str | None = None  # deliberate worker failure, for tests: KIND@EPOCH
 
 
 def worker_pythonpath() -> Path:
@@ -62,30 +63,6 @@ def worker_pythonpath() -> Path:
         tmp.symlink_to(source / "worker", target_is_directory=True)
         os.replace(tmp, link)
     return stage
-
-
-def worker_config(launch: Launch) -> dict[str, Any]:
-    s = launch.spec
-    return {
-        "framework": s.framework,
-        "model": s.model,
-        "dataset_dir": str(launch.dataset_dir),
-        "device": s.device,
-        "batch": s.batch,
-        "epochs": s.epochs,
-        "limit": s.limit,
-        "image_size": s.image_size,
-        "num_classes": s.num_classes,
-        "lr": s.lr,
-        "momentum": s.momentum,
-        "seed": s.seed,
-        "workers": s.workers,
-        "prefetch": s.prefetch,
-        "threads": s.threads,
-        "amp": s.amp,
-        "gpu_thread_mode": s.gpu_thread_mode,
-        "fault": launch.fault,
-    }
 
 
 @contextmanager
@@ -124,7 +101,8 @@ class Runner:
             worker_python_version=self.launch.python.python_version,
         )
         folder = RunFolder.create(self.launch.out_dir, make_run_id(spec))
-        folder.worker_config_path.write_text(json.dumps(worker_config(self.launch), indent=2) + "\n")
+        config = worker_config(spec, dataset_dir=str(self.launch.dataset_dir))
+        folder.worker_config_path.write_text(json.dumps(config, indent=2) + "\n")
         record = RunRecord(
             run_id=folder.run_id,
             spec=spec,
@@ -142,7 +120,7 @@ class Runner:
                 nvml.close()
         trace_files = self._finish_traces(folder) + self._pyspy_files
         folder.finalise_samples()
-        record = _completed(record, folder, outcome, sampling, trace_files)
+        record = _completed(record, folder, outcome, sampling, trace_files, self.launch.dataset_dir)
         folder.write_record(record)
         return folder, record
 
@@ -239,8 +217,8 @@ def stderr_tail(folder: RunFolder, lines: int = STDERR_TAIL_LINES) -> tuple[str,
 def classify(returncode: int, ended_by: str | None, folder: RunFolder, spec: RunSpec) -> Outcome:
     """Turns how the process ended into a status and a cause a person can read."""
     events = list(read_jsonl(folder.events_path))
-    finished = any(e.get("kind") == "end" for e in events)
-    errors = [e for e in events if e.get("kind") == "error"]
+    finished = any(e.get(KIND) == Event.END for e in events)
+    errors = [e for e in events if e.get(KIND) == Event.ERROR]
     tail = stderr_tail(folder)
     if ended_by == "timeout":
         return Outcome(RunStatus.TIMEOUT, f"ran past --timeout {spec.timeout_s:g} s", returncode, None, tail)
@@ -263,27 +241,26 @@ def classify(returncode: int, ended_by: str | None, folder: RunFolder, spec: Run
 
 
 def _completed(
-    record: RunRecord, folder: RunFolder, outcome: Outcome, sampling: Any, trace_files: list[str]
+    record: RunRecord, folder: RunFolder, outcome: Outcome, sampling: Any, trace_files: list[str], dataset_dir: Path
 ) -> RunRecord:
     """Fills in what the worker reported (versions, dataset, parameter counts) and how it ended."""
     events = folder.events()
     by_kind: dict[str, dict[str, Any]] = {}
     for e in events:
-        by_kind.setdefault(e["kind"], e)
+        by_kind.setdefault(e[KIND], e)
     env = record.environment
-    if "versions" in by_kind:
-        env = dataclasses.replace(env, framework_versions=dict(by_kind["versions"]["versions"]))
+    if Event.VERSIONS in by_kind:
+        env = dataclasses.replace(env, framework_versions=dict(by_kind[Event.VERSIONS]["versions"]))
     dataset = None
-    if "dataset" in by_kind:
-        d = by_kind["dataset"]
-        dataset_dir = json.loads(folder.worker_config_path.read_text())["dataset_dir"]
-        dataset = DatasetInfo(dataset_dir, int(d["images"]), tuple(d["classes"]), int(d["images_used"]))
+    if Event.DATASET in by_kind:
+        d = by_kind[Event.DATASET]
+        dataset = DatasetInfo(str(dataset_dir), int(d["images"]), tuple(d["classes"]), int(d["images_used"]))
     model = knobs = None
-    if "model" in by_kind:
-        m = by_kind["model"]
+    if Event.MODEL in by_kind:
+        m = by_kind[Event.MODEL]
         model = ModelFacts(int(m["trainable_params"]), int(m["total_params"]))
         knobs = m.get("knobs") or {}
-    start = by_kind.get("start", {})
+    start = by_kind.get(Event.START, {})
     return dataclasses.replace(
         record,
         environment=env,

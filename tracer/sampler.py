@@ -15,36 +15,11 @@ from pathlib import Path
 
 import psutil
 
+from tracer.core import schema
+from tracer.core.records import SamplingInfo
+from tracer.core.runfolder import CsvStream, RunFolder
 from tracer.nvml import Nvml
-from tracer.records import SamplingInfo
-from tracer.runfolder import CsvStream, RunFolder
 
-PROCESS_COLUMNS = (
-    "t_ns",
-    "cpu_pct",
-    "cpu_cores",
-    "rss_mib",
-    "rss_pct_ram",
-    "threads",
-    "processes",
-    "sys_cpu_pct",
-    "sys_ram_used_pct",
-    "sys_ram_used_mib",
-)
-THREAD_COLUMNS = ("t_ns", "pid", "tid", "name", "user_s", "system_s")
-CORE_COLUMNS = ("t_ns", "core", "sys_core_pct")
-GPU_COLUMNS = (
-    "t_ns",
-    "gpu",
-    "util_pct",
-    "mem_util_pct",
-    "mem_used_mib",
-    "mem_total_mib",
-    "power_w",
-    "energy_mj",
-    "temp_c",
-    "proc_mem_mib",
-)
 FLUSH_EVERY_S = 0.5
 THREAD_NAME_REFRESH_S = 2.0
 TREE_RESCAN_S = 1.0
@@ -106,12 +81,11 @@ class Sampler:
 
     def _run(self) -> None:
         streams = {
-            "process": CsvStream(self.folder.sample_stream_path("process"), PROCESS_COLUMNS),
-            "threads": CsvStream(self.folder.sample_stream_path("threads"), THREAD_COLUMNS),
-            "cores": CsvStream(self.folder.sample_stream_path("cores"), CORE_COLUMNS),
+            t.name: CsvStream(self.folder.sample_stream_path(t.name), t.columns)
+            for t in (schema.PROCESS, schema.THREADS_TABLE, schema.CORES)
         }
         if self.nvml is not None:
-            streams["gpu"] = CsvStream(self.folder.sample_stream_path("gpu"), GPU_COLUMNS)
+            streams[schema.GPUS.name] = CsvStream(self.folder.sample_stream_path(schema.GPUS.name), schema.GPUS.columns)
         next_tick = time.monotonic()
         last_flush = next_tick
         try:
@@ -189,7 +163,7 @@ class Sampler:
             rss += mem.rss
             threads += nthreads
             for th in thread_times:
-                streams["threads"].append(
+                streams[schema.THREADS_TABLE.name].append(
                     (t_ns, p.pid, th.id, self._thread_name(p.pid, th.id, refresh_names), th.user_time, th.system_time)
                 )
         if refresh_names:
@@ -201,14 +175,14 @@ class Sampler:
         vm = psutil.virtual_memory()
         per_core = psutil.cpu_percent(percpu=True)
         if live:
-            self._append_process_row(streams["process"], t_ns, cores, rss, threads, live, per_core, vm)
+            self._append_process_row(streams[schema.PROCESS.name], t_ns, cores, rss, threads, live, per_core, vm)
         for core, pct in enumerate(per_core):
-            streams["cores"].append((t_ns, core, pct))
+            streams[schema.CORES.name].append((t_ns, core, pct))
         if self.nvml is not None:
             pids = {p.pid for p in procs}
             for i in range(len(self.nvml.handles)):
                 r = self.nvml.read(i, pids)
-                streams["gpu"].append(
+                streams[schema.GPUS.name].append(
                     (
                         t_ns,
                         r.gpu,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import psutil
 
+from tracer.core.records import EnvironmentInfo, GpuInfo
 from tracer.nvml import Nvml
-from tracer.records import EnvironmentInfo, GpuInfo
 
 
 def cpu_model() -> str:

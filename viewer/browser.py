@@ -8,8 +8,8 @@ from pathlib import Path
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from analyzers.run_summary import summarise
-from tracer.errors import UserError
-from tracer.runfolder import list_runs
+from tracer.core.errors import UserError
+from tracer.core.runfolder import list_runs
 from viewer.loader import Task
 
 COLUMNS = ("framework", "model", "dataset", "device", "batch", "status", "mean epoch (s)", "run id")

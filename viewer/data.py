@@ -24,9 +24,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers.run_summary import images_per_s, mean_epoch_s
-from tracer.errors import UserError
-from tracer.records import EpochRecord, RunRecord, RunStatus
-from tracer.runfolder import RunFolder
+from tracer.core.errors import UserError
+from tracer.core.records import EpochRecord, RunRecord, RunStatus
+from tracer.core.runfolder import RunFolder
 from viewer.pyramid import Envelope, LaneIndex
 
 Progress = Callable[[float, str], None]

@@ -22,8 +22,8 @@ import pyarrow.parquet as pq
 
 from analyzers import tables as t
 from analyzers.clock import Clock
-from tracer.errors import UserError
-from tracer.runfolder import RunFolder, write_json_atomic
+from tracer.core.errors import UserError
+from tracer.core.runfolder import RunFolder, write_json_atomic
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 

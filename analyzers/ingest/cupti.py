@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 
 from analyzers import tables as t
 from analyzers.clock import UNIX_NS, Clock
-from tracer.errors import UserError
-from tracer.runfolder import read_jsonl
+from tracer.core.errors import UserError
+from tracer.core.runfolder import read_jsonl
 
 API_KINDS = {"runtime", "driver"}
 

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from analyzers import tables as t
 from analyzers.clock import Clock, kineto_clock
-from tracer.errors import UserError
+from tracer.core.errors import UserError
 
 RUNTIME_CATS = {"cuda_runtime": "runtime", "Runtime": "runtime", "cuda_driver": "driver"}
 KERNEL_CATS = {"kernel", "Kernel"}

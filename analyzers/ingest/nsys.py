@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from analyzers import tables as t
 from analyzers.clock import Clock, nsys_clock
-from tracer.errors import UserError
+from tracer.core.errors import UserError
 
 BACKTRACE_EVENT_CLASS = 67
 DRIVER_EVENT_CLASS = 1

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from tracer.cases import CASES, dataset_label
-from tracer.errors import UserError
-from tracer.records import RunRecord, RunStatus
-from tracer.runfolder import RUN_JSON, RunFolder, list_runs
+from tracer.core.cases import CASES, dataset_label
+from tracer.core.errors import UserError
+from tracer.core.records import RunRecord, RunStatus
+from tracer.core.runfolder import RunFolder, list_runs
+from tracer.core.schema import RUN_JSON
 
 IMPORTED = "imported"  # the device of a case made by `tracer import`: what ran where is unknown
 

@@ -8,7 +8,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 OTHER = "other"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from analyzers.ingest import ingest_file
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 NSYS_FILES = [
     "nsys-h100/resnet18_train_nsys2025.3.1.sqlite",

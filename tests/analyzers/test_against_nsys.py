@@ -15,7 +15,7 @@ import pytest
 from analyzers import cuda_api
 from analyzers.ingest import find_nsys
 from tests.analyzers.conftest import NSYS_FILES
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 pytestmark = pytest.mark.nsys
 

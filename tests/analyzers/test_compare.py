@@ -12,7 +12,7 @@ import pytest
 from analyzers.compare import compare
 from tests.analyzers.report import _expected as x
 from tests.conftest import run_tracer
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 
 @pytest.fixture(scope="module")

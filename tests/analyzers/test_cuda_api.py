@@ -17,7 +17,7 @@ import pytest
 from analyzers import cuda_api
 from analyzers.tables import CUDA_API
 from tests.analyzers.conftest import KINETO_FILES, NSYS_FILES
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 
 def expected_from_durations(durs: dict[str, list[int]], shown: dict[str, str]) -> dict[tuple[str, int], tuple]:

@@ -10,8 +10,8 @@ import pytest
 
 from analyzers.ingest import ingest_file, ingest_run
 from tests.conftest import run_tracer
-from tracer.errors import UserError
-from tracer.runfolder import RunFolder
+from tracer.core.errors import UserError
+from tracer.core.runfolder import RunFolder
 
 
 def bad_files(shared_fixtures: Path, tmp: Path) -> dict[str, Path]:

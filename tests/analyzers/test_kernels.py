@@ -15,7 +15,7 @@ import pytest
 
 from analyzers import kernels
 from tests.analyzers.conftest import KINETO_FILES, NSYS_FILES
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 
 def _stats(durs: dict[str, list[int]]) -> dict[str, tuple[int, int, int, int, float]]:

@@ -13,8 +13,8 @@ import pytest
 from analyzers import cuda_api, tables
 from analyzers.ingest import nsys
 from tests.analyzers.conftest import NSYS_FILES
-from tracer.errors import UserError
-from tracer.runfolder import RunFolder
+from tracer.core.errors import UserError
+from tracer.core.runfolder import RunFolder
 
 
 def test_adbc_is_used_and_read_only(shared_fixtures: Path) -> None:

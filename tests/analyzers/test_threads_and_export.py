@@ -13,7 +13,7 @@ from analyzers import chrome_trace, threads
 from analyzers.tables import CUDA_API, KERNELS
 from tests.analyzers.conftest import NSYS_FILES
 from tests.conftest import run_tracer
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 
 def test_sampler_timeline_from_a_real_run(tiny_pytorch_run: RunFolder) -> None:

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from tracer import dataset
-from tracer.errors import UserError
+from tracer.core.errors import UserError
 
 
 def folder_digest(path: Path) -> str:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.tracer.worker.helpers import require_singa
+from tracer.core.runfolder import RunFolder
 from tracer.environments import env_python, status
 from tracer.frameworks import FRAMEWORKS
-from tracer.runfolder import RunFolder
 
 
 def tracer_cli(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TINY, require_framework, run_tracer
+from tracer.core.runfolder import RunFolder, list_runs
 from tracer.environments import env_python
-from tracer.runfolder import RunFolder, list_runs
 
 
 def torchvision_params(model: str) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 from tracer.sampler import Sampler
 
 BURNER = """
@@ -81,12 +81,11 @@ def test_streams_reach_disk_while_running(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("hz", [-1.0, 5000.0])
 def test_bad_rates_are_rejected(hz: float) -> None:
-    from tracer.cases import check_spec
-    from tracer.errors import UserError
-    from tracer.records import RunSpec
+    from tracer.core.errors import UserError
+    from tracer.core.options import validate_spec
 
     with pytest.raises(UserError, match="sample-hz"):
-        check_spec(RunSpec("pytorch", "alexnet", "small", sample_hz=hz))
+        validate_spec({"framework": "pytorch", "model": "alexnet", "dataset": "small", "sample_hz": hz})
 
 
 SPAWNER = """

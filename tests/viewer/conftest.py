@@ -11,7 +11,7 @@ import pytest
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before pytest-qt makes the QApplication
 
-from tracer.runfolder import RunFolder  # noqa: E402
+from tracer.core.runfolder import RunFolder  # noqa: E402
 
 FAST = ("--limit", "3")
 

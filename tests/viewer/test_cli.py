@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 
 def _tracer(*args: str) -> subprocess.CompletedProcess[str]:

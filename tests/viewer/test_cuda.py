@@ -10,7 +10,7 @@ import pytest
 from analyzers.cuda_api import phase_summaries
 from analyzers.kernels import kernel_summary
 from tests.conftest import run_tracer
-from tracer.runfolder import RunFolder, list_runs
+from tracer.core.runfolder import RunFolder, list_runs
 from viewer.data import ApiShare, api_split
 from viewer.window import MainWindow
 

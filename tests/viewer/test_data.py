@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 from viewer.data import ApiShare, api_split, lanes_from_thread_samples, load_run
 
 

@@ -9,7 +9,7 @@ import pytest
 from PySide6 import QtCore, QtGui
 
 from tests.conftest import require_framework
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 from viewer.export import export_widget
 from viewer.window import MainWindow
 

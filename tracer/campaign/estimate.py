@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Hashable
 
 from tracer.campaign.plan import Cell
-from tracer.errors import UserError
-from tracer.records import RunSpec, RunStatus
-from tracer.runfolder import list_runs
+from tracer.core.errors import UserError
+from tracer.core.records import RunSpec, RunStatus
+from tracer.core.runfolder import list_runs
 
 
 @dataclass(frozen=True)

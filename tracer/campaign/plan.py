@@ -35,18 +35,18 @@ import re
 from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Annotated, Any, Mapping
 
+import pydantic
 import tomllib
+from pydantic import ConfigDict, Field
 
-from tracer import tracing
-from tracer.cases import DEVICES, dataset_label
-from tracer.dataset import SIZES
-from tracer.errors import UserError
-from tracer.frameworks import FRAMEWORKS, MODELS
+from tracer.core import options
+from tracer.core.cases import DATASET_IMAGES, dataset_label
+from tracer.core.errors import UserError
+from tracer.frameworks import FRAMEWORKS
 
-# plan key -> (cell field, validator); order is the order of a cell id's parts
-AXES = ("frameworks", "models", "datasets", "devices", "batches", "epochs", "trace")
+# plan axis key -> the RunSpec field it sets; order is the order of a cell id's parts
 AXIS_FIELD = {
     "frameworks": "framework",
     "models": "model",
@@ -56,46 +56,21 @@ AXIS_FIELD = {
     "epochs": "epochs",
     "trace": "trace",
 }
-TOP_KEYS = {"name", "description", "repetitions", "knobs", "python", "exclude", *AXES}
-REQUIRED = ("frameworks", "models", "datasets")
+AXES = tuple(AXIS_FIELD)
 DEFAULTS: dict[str, list[Any]] = {"devices": ["cpu"], "batches": [1], "epochs": [1], "trace": ["none"]}
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]*"
+# Plan-only knob: GPUs a GPU run asks Ray for (default 1); not a `tracer profile` option.
+PLAN_ONLY_KNOBS: dict[str, Any] = {"gpus": Annotated[int, Field(ge=0, le=64)]}
 
 
-@dataclass(frozen=True)
-class Knob:
-    """A `tracer profile` option a plan may set: its flag, its value type, and a check of the value."""
-
-    flag: str
-    kind: type
-    check: Callable[[Any], str | None] = lambda v: None
-    test_only: bool = False
+def knob_key(name: str) -> str:
+    """A knob is named in a plan as its flag is on the command line (`timeout` for --timeout)."""
+    return options.flag_of(name)[2:].replace("-", "_")
 
 
-def _at_least(n: float) -> Callable[[Any], str | None]:
-    return lambda v: None if v >= n else f"must be at least {n:g}"
-
-
-def _positive(v: Any) -> str | None:
-    return None if v > 0 else "must be positive"
-
-
-KNOBS: dict[str, Knob] = {
-    "limit": Knob("--limit", int, _at_least(1)),
-    "image_size": Knob("--image-size", int, _at_least(32)),
-    "workers": Knob("--workers", int, _at_least(0)),
-    "prefetch": Knob("--prefetch", int, _at_least(0)),
-    "threads": Knob("--threads", int, _at_least(1)),
-    "amp": Knob("--amp", bool),
-    "gpu_thread_mode": Knob("--gpu-thread-mode", str),
-    "lr": Knob("--lr", float, _positive),
-    "momentum": Knob("--momentum", float, _at_least(0)),
-    "seed": Knob("--seed", int),
-    "sample_hz": Knob("--sample-hz", float, lambda v: None if 0 < v <= 1000 else "must be in (0, 1000]"),
-    "timeout": Knob("--timeout", float, _positive),
-    "gpus": Knob("", int, _at_least(0)),  # GPUs a GPU run asks Ray for (default 1); not a profile option
-    # Deliberate worker failure (KIND@EPOCH), for testing campaigns; hidden in `tracer profile --help` too.
-    "inject_fault": Knob("--inject-fault", str, test_only=True),
-}
+def knob_fields() -> dict[str, str]:
+    """knob key -> RunSpec field, for every option a plan may set outside its axes."""
+    return {knob_key(n): n for n in options.plan_options() if n not in AXIS_FIELD.values()}
 
 
 @dataclass(frozen=True)
@@ -122,16 +97,17 @@ class Cell:
             "--device", self.device, "--batch", str(self.batch), "--epochs", str(self.epochs),
             "--trace", self.trace,
         ]  # fmt: skip
+        fields = knob_fields()
         for name, value in sorted(self.knobs.items()):
-            knob = KNOBS[name]
-            if not knob.flag:
+            if name not in fields:  # a plan-only knob such as gpus
                 continue
-            if knob.kind is bool:
-                args += [knob.flag] if value else []
+            flag = options.flag_of(fields[name])
+            if isinstance(value, bool):
+                args += [flag] if value else []
             elif value == "":  # an empty string leaves the option at its default (e.g. no fault)
                 continue
             else:
-                args += [knob.flag, str(value)]
+                args += [flag, str(value)]
         if self.python:
             args += ["--python", self.python]
         return args
@@ -203,7 +179,60 @@ class _Lines:
         return start
 
 
-class _Checker:
+def _one_or_many(item: Any) -> Any:
+    """A plan value is a scalar or a list; both become a non-empty list of checked items."""
+    return Annotated[
+        list[item], Field(min_length=1), pydantic.BeforeValidator(lambda v: v if isinstance(v, list) else [v])
+    ]
+
+
+def _known_framework(v: str) -> str:
+    if v not in FRAMEWORKS:
+        raise ValueError(f"unknown value '{v}': choose from {', '.join(FRAMEWORKS)}")
+    return v
+
+
+def _axis_type(key: str) -> Any:
+    hint = options.spec_fields()[AXIS_FIELD[key]][0]
+    if key == "frameworks":
+        hint = Annotated[str, pydantic.AfterValidator(_known_framework)]
+    return _one_or_many(hint)
+
+
+def _models() -> tuple[type[pydantic.BaseModel], type[pydantic.BaseModel]]:
+    """The plan file's typed model, built from the option declarations (so a new option is a new knob)."""
+    strict = ConfigDict(extra="forbid", strict=True)
+    knob_types = {key: options.spec_fields()[name][0] for key, name in knob_fields().items()} | PLAN_ONLY_KNOBS
+    knobs = pydantic.create_model(  # type: ignore[call-overload]
+        "Knobs", __config__=strict, **{k: (_one_or_many(t) | None, None) for k, t in knob_types.items()}
+    )
+    axes = {k: (_axis_type(k), ...) if k not in DEFAULTS else (_axis_type(k), DEFAULTS[k]) for k in AXES}
+    plan = pydantic.create_model(  # type: ignore[call-overload]
+        "PlanFile",
+        __config__=strict,
+        name=(Annotated[str, Field(pattern=f"^{NAME_PATTERN}$")] | None, None),
+        description=(str, ""),
+        repetitions=(Annotated[int, Field(ge=1)], 1),
+        knobs=(knobs, None),
+        python=(
+            dict[Annotated[str, pydantic.AfterValidator(_unknown_framework_key)], Annotated[str, Field(min_length=1)]],
+            {},
+        ),
+        exclude=(list[Annotated[dict[str, Any], Field(min_length=1)]], []),
+        **axes,
+    )
+    return plan, knobs
+
+
+def _unknown_framework_key(v: str) -> str:
+    if v not in FRAMEWORKS:
+        raise ValueError(f"unknown framework '{v}': choose from {', '.join(FRAMEWORKS)}")
+    return v
+
+
+class _Where:
+    """Turns a pydantic error's location into the plan file's line and words a user reads."""
+
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
         self.lines = _Lines(text)
@@ -212,19 +241,58 @@ class _Checker:
         where = f"{self.path}:{line}" if line else str(self.path)
         return UserError(f"{where}: {message}")
 
-    def key_error(self, table: str, key: str, message: str, index: int = 0) -> UserError:
-        return self.fail(self.lines.key(table, key, index), message)
+    def error(self, e: Mapping[str, Any], table: str = "", index: int = 0) -> UserError:
+        loc = [p for p in e["loc"] if not isinstance(p, int)]
+        if loc and loc[0] in ("knobs", "python"):
+            table, loc = str(loc[0]), loc[1:]
+        key = str(loc[0]) if loc else ""
+        value = e.get("input")
+        if e["type"] == "missing":
+            return self.fail(None, f"the plan has no '{key}': say which {key} to run")
+        if e["type"] == "extra_forbidden":
+            what = {"": "key", "knobs": "knob"}.get(table, "key")
+            known = sorted(knob_fields()) if table == "knobs" else sorted(_models()[0].model_fields)
+            suffix = " in [[exclude]]" if table == "exclude" else ""
+            return self.fail(
+                self.lines.key(table, key, index), f"unknown {what} '{key}'{suffix}: the plan knows {', '.join(known)}"
+            )
+        line = (
+            self.lines.value(table, key, value, index)
+            if not isinstance(value, (list, dict))
+            else self.lines.key(table, key, index)
+        )
+        label = f"{table}.{key}" if table else key
+        return self.fail(line, f"{label}: {_words(e)}")
 
-    def value_error(self, table: str, key: str, value: Any, message: str, index: int = 0) -> UserError:
-        return self.fail(self.lines.value(table, key, value, index), message)
+
+def _words(e: Mapping[str, Any]) -> str:
+    value, ctx = e.get("input"), e.get("ctx") or {}
+    kind = e["type"]
+    if kind == "value_error":
+        return str(ctx.get("error", e["msg"]))
+    if kind == "literal_error":
+        return f"unknown value {value!r}: choose from {ctx.get('expected', '')}".replace('"', "'")
+    if kind in ("greater_than_equal", "greater_than"):
+        return f"{value!r} must be at least {ctx.get('ge', ctx.get('gt'))}"
+    if kind in ("less_than_equal", "less_than"):
+        return f"{value!r} must be at most {ctx.get('le', ctx.get('lt'))}"
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        return f"{value!r} is not {kind.split('_')[0]}"
+    if kind == "too_short":
+        return "is empty: give at least one value"
+    if kind == "finite_number":
+        return f"{value!r} must be a finite number"
+    return str(e["msg"])
 
 
 def load_plan(path: Path) -> Plan:
     """Reads, checks and expands a plan file."""
     try:
-        text = path.read_text()
+        text = path.read_bytes().decode("utf-8")
     except OSError as e:
         raise UserError(f"cannot read plan {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a UTF-8 text file: a plan is TOML text") from None
     return parse_plan(text, path)
 
 
@@ -233,145 +301,78 @@ def parse_plan(text: str, path: Path) -> Plan:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         at = re.search(r"\(at line (\d+), column \d+\)", str(e))
-        where = f"{path}:{at.group(1)}" if at else str(path)
-        raise UserError(f"{where}: not valid TOML: {e}") from None
-    c = _Checker(path, text)
-    for key in data:
-        if key not in TOP_KEYS:
-            raise c.key_error("", key, f"unknown key '{key}': the plan knows {', '.join(sorted(TOP_KEYS))}")
-    for key in REQUIRED:
-        if key not in data:
-            raise c.fail(None, f"the plan has no '{key}': say which {key} to run")
-    name = data.get("name", path.stem)
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", name):
-        raise c.key_error("", "name", "name must be a word of letters, digits, '-', '_' or '.'")
-    axes = {key: _axis(c, data, key, path.parent) for key in AXES}
-    repetitions = data.get("repetitions", 1)
-    if type(repetitions) is not int or repetitions < 1:
-        raise c.key_error("", "repetitions", "repetitions must be a whole number of at least 1")
-    knobs = _knobs(c, data.get("knobs", {}))
-    python = _python(c, data.get("python", {}), axes["frameworks"])
-    exclusions = _exclusions(c, data.get("exclude", []), knobs)
-    cells = _expand(c, axes, knobs, repetitions, exclusions, python)
+        line = f"{path}:{at.group(1)}" if at else str(path)
+        raise UserError(f"{line}: not valid TOML: {e}") from None
+    where = _Where(path, text)
+    plan_model, knobs_model = _models()
+    try:
+        checked: Any = plan_model.model_validate(data)
+    except pydantic.ValidationError as e:
+        raise where.error(e.errors()[0]) from None
+    axes = {key: _unique(where, key, getattr(checked, key)) for key in AXES}
+    axes["datasets"] = [_dataset(where, v, path.parent) for v in axes["datasets"]]
+    knobs = {k: v for k, v in (checked.knobs.model_dump() if checked.knobs else {}).items() if v is not None}
+    exclusions = [_exclusion(where, i, rule, knobs_model) for i, rule in enumerate(checked.exclude)]
+    cells = _expand(where, axes, knobs, checked.repetitions, exclusions, checked.python)
     if not cells:
-        raise c.fail(None, "the plan's exclusions leave no runs")
-    return Plan(name, path, tuple(cells), str(data.get("description", "")))
+        raise where.fail(None, "the plan's exclusions leave no runs")
+    return Plan(checked.name or path.stem, path, tuple(cells), checked.description)
 
 
-def _axis(c: _Checker, data: Mapping[str, Any], key: str, base: Path) -> list[Any]:
-    raw = data.get(key, DEFAULTS.get(key))
-    values = raw if isinstance(raw, list) else [raw]
-    if not values:
-        raise c.key_error("", key, f"'{key}' is empty: give at least one value")
-    out: list[Any] = []
-    for v in values:
-        err = _check_axis_value(key, v, base)
-        if err:
-            raise c.value_error("", key, v, f"{key}: {err}")
-        if v in out:
-            raise c.value_error("", key, v, f"{key}: {v!r} is listed twice")
-        out.append(_resolve_dataset(v, base) if key == "datasets" else v)
-    return out
+def _unique(where: _Where, key: str, values: list[Any]) -> list[Any]:
+    for i, v in enumerate(values):
+        if v in values[:i]:
+            raise where.fail(where.lines.value("", key, v), f"{key}: {v!r} is listed twice")
+    return values
 
 
-def _check_axis_value(key: str, v: Any, base: Path) -> str | None:
-    if key in ("batches", "epochs"):
-        return None if type(v) is int and v >= 1 else f"{v!r} is not a whole number of at least 1"
-    if not isinstance(v, str):
-        return f"{v!r} is not a string"
-    choices: Sequence[str] | None = {
-        "frameworks": tuple(FRAMEWORKS),
-        "models": MODELS,
-        "devices": DEVICES,
-        "trace": tracing.names(),
-    }.get(key)
-    if choices is not None:
-        return None if v in choices else f"unknown value '{v}': choose from {', '.join(choices)}"
-    if v in SIZES or (base / v).expanduser().is_dir():
-        return None
-    return f"unknown dataset '{v}': use {' or '.join(SIZES)}, or a folder with one sub-folder per class"
-
-
-def _resolve_dataset(v: str, base: Path) -> str:
-    return v if v in SIZES else str((base / v).expanduser().resolve())
-
-
-def _knob_value(name: str, v: Any) -> str | None:
-    knob = KNOBS[name]
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) if knob.kind is float else type(v) is knob.kind
-    if not ok:
-        return f"{v!r} is not {'a number' if knob.kind is float else knob.kind.__name__}"
-    return knob.check(v)
-
-
-def _knobs(c: _Checker, raw: Any) -> dict[str, list[Any]]:
-    if not isinstance(raw, dict):
-        raise c.key_error("", "knobs", "knobs must be a table: [knobs]")
-    out: dict[str, list[Any]] = {}
-    for name, value in raw.items():
-        if name not in KNOBS:
-            public = ", ".join(k for k, kn in KNOBS.items() if not kn.test_only)
-            raise c.key_error("knobs", name, f"unknown knob '{name}': the plan knows {public}")
-        values = value if isinstance(value, list) else [value]
-        if not values:
-            raise c.key_error("knobs", name, f"knob '{name}' is an empty list")
-        for v in values:
-            err = _knob_value(name, v)
-            if err:
-                raise c.value_error("knobs", name, v, f"knob {name}: {err}")
-        out[name] = values
-    return out
-
-
-def _python(c: _Checker, raw: Any, frameworks: list[str]) -> dict[str, str]:
-    if not isinstance(raw, dict):
-        raise c.key_error("", "python", 'python must be a table: [python] framework = "/path/to/python"')
-    for fw, interpreter in raw.items():
-        if fw not in FRAMEWORKS:
-            raise c.key_error("python", fw, f"unknown framework '{fw}': choose from {', '.join(FRAMEWORKS)}")
-        if not isinstance(interpreter, str) or not interpreter:
-            raise c.key_error("python", fw, f"python.{fw} must be the path of an interpreter")
-    return dict(raw)
+def _dataset(where: _Where, v: str, base: Path) -> str:
+    if v in DATASET_IMAGES:
+        return v
+    folder = (base / v).expanduser()
+    if not folder.is_dir():
+        raise where.fail(
+            where.lines.value("", "datasets", v),
+            f"datasets: unknown dataset '{v}': use {' or '.join(DATASET_IMAGES)}, or a class-per-folder folder",
+        )
+    return str(folder.resolve())
 
 
 FIELD_AXIS = {v: k for k, v in AXIS_FIELD.items()}
 
 
-def _exclusions(c: _Checker, raw: Any, knobs: Mapping[str, list[Any]]) -> list[dict[str, list[Any]]]:
-    if not isinstance(raw, list):
-        raise c.key_error("", "exclude", "exclude must be an array of tables: [[exclude]]")
-    out = []
-    for i, table in enumerate(raw):
-        if not isinstance(table, dict) or not table:
-            raise c.fail(c.lines.key("exclude", None, i), "each [[exclude]] needs at least one key = value")
-        rule: dict[str, list[Any]] = {}
-        for key, value in table.items():
-            values = value if isinstance(value, list) else [value]
-            if key in FIELD_AXIS:
-                for v in values:
-                    err = _check_axis_value(FIELD_AXIS[key], v, c.path.parent)
-                    if err:
-                        raise c.value_error("exclude", key, v, f"exclude.{key}: {err}", i)
-                if key == "dataset":
-                    values = [_resolve_dataset(v, c.path.parent) for v in values]
-            elif key in KNOBS or key == "repetition":
-                for v in values:
-                    if key == "repetition":
-                        err = None if type(v) is int and v >= 1 else f"{v!r} is not a whole number of at least 1"
-                    else:
-                        err = _knob_value(key, v)
-                    if err:
-                        raise c.value_error("exclude", key, v, f"exclude.{key}: {err}", i)
-            else:
-                known = ", ".join([*FIELD_AXIS, "repetition", *knobs])
-                raise c.key_error("exclude", key, f"unknown key '{key}' in [[exclude]]: use {known}", i)
-            rule[key] = values
-        out.append(rule)
+def _exclusion(where: _Where, index: int, rule: Mapping[str, Any], knobs_model: Any) -> dict[str, list[Any]]:
+    """An [[exclude]] table: each key is an axis (singular), a knob or `repetition`, checked like them."""
+    out: dict[str, list[Any]] = {}
+    plan_model = _models()[0]
+    for key, value in rule.items():
+        values = value if isinstance(value, list) else [value]
+        if key in FIELD_AXIS:
+            model, field_name = plan_model, FIELD_AXIS[key]
+        elif key in knobs_model.model_fields:
+            model, field_name = knobs_model, key
+        elif key == "repetition":
+            if not all(type(v) is int and v >= 1 for v in values):
+                raise where.fail(
+                    where.lines.key("exclude", key, index), "exclude.repetition: a whole number of at least 1"
+                )
+            out[key] = values
+            continue
+        else:
+            known = ", ".join([*FIELD_AXIS, "repetition", *knob_fields()])
+            raise where.fail(where.lines.key("exclude", key, index), f"unknown key '{key}' in [[exclude]]: use {known}")
+        adapter: Any = pydantic.TypeAdapter(model.model_fields[field_name].annotation, config=ConfigDict(strict=True))  # type: ignore[arg-type]
+        try:
+            checked = adapter.validate_python(values)
+        except pydantic.ValidationError as e:
+            err = dict(e.errors()[0], loc=(key,))
+            raise where.error(err, "exclude", index) from None
+        out[key] = [_dataset(where, v, where.path.parent) for v in checked] if key == "dataset" else list(checked)
     return out
 
 
 def _expand(
-    c: _Checker,
+    c: _Where,
     axes: Mapping[str, list[Any]],
     knobs: Mapping[str, list[Any]],
     repetitions: int,
@@ -397,7 +398,9 @@ def _expand(
             **fields,
         )
         if cell.cell_id in seen:
-            raise c.key_error("", "datasets", f"two cells would both be called {cell.cell_id}: rename a dataset folder")
+            raise c.fail(
+                c.lines.key("", "datasets"), f"two cells would both be called {cell.cell_id}: rename a dataset folder"
+            )
         seen[cell.cell_id] = cell
         cells.append(cell)
     return cells

@@ -30,7 +30,7 @@ from tracer.campaign.local import die_with_parent, log_tail, profile_command
 from tracer.campaign.plan import Cell
 from tracer.campaign.record import OK, Campaign
 from tracer.campaign.view import CampaignView
-from tracer.errors import UserError
+from tracer.core.errors import UserError
 
 RESOURCE = "tracer_node"
 NODE_RETRIES = 3

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import IO, Any, Iterable
 
 from tracer.campaign.plan import Cell, Plan
-from tracer.errors import UserError
-from tracer.records import RunStatus
-from tracer.runfolder import RUN_JSON, RunFolder, list_runs, write_json_atomic
+from tracer.core.errors import UserError
+from tracer.core.records import RunStatus
+from tracer.core.runfolder import RunFolder, list_runs, write_json_atomic
+from tracer.core.schema import RUN_JSON
 
 FORMAT_VERSION = 1
 MARKER = "campaign_cell.json"

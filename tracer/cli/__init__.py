@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from tracer.cli import analyze, campaign, compare, data, env, import_trace, profile, report, runs, view
-from tracer.errors import UserError
+from tracer.core.errors import UserError
 
 COMMAND_MODULES = [profile, runs, data, env, analyze, import_trace, report, compare, campaign, view]
 

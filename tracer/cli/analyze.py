@@ -14,7 +14,7 @@ from typing import Any
 from rich.table import Table
 
 from tracer.cli.common import console
-from tracer.errors import UserError
+from tracer.core.errors import UserError
 
 SECTIONS = ("cuda_api", "kernels", "memcpy", "threads")
 
@@ -56,7 +56,7 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from tracer.runfolder import find_run
+    from tracer.core.runfolder import find_run
 
     run = find_run(args.out, args.run)
     data = analysis(run, args.phase)
@@ -110,7 +110,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from analyzers import chrome_trace
     from analyzers.ingest import ingest_run
     from analyzers.tables import CUDA_API
-    from tracer.runfolder import find_run
+    from tracer.core.runfolder import find_run
 
     run = find_run(args.out, args.run)
     if not run.table_path(CUDA_API).exists():

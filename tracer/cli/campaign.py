@@ -16,10 +16,10 @@ from tracer.campaign.local import kill_leftover, run_local
 from tracer.campaign.plan import Cell, Plan, load_plan
 from tracer.campaign.record import FAILED, OK, Campaign
 from tracer.campaign.view import CampaignView
-from tracer.cases import dataset_label
 from tracer.cli.common import console, err_console, fmt
-from tracer.errors import UserError
-from tracer.runfolder import RunFolder
+from tracer.core.cases import dataset_label
+from tracer.core.errors import UserError
+from tracer.core.runfolder import RunFolder
 
 EXIT_SOME_FAILED = 1
 TABLE_CSV = "epoch_times.csv"

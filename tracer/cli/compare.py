@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from analyzers.compare import compare, rows_for_print, write_csv
-    from tracer.runfolder import find_run
+    from tracer.core.runfolder import find_run
 
     a, b = find_run(args.out, args.run_a), find_run(args.out, args.run_b)
     a.read_record(), b.read_record()

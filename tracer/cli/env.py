@@ -8,7 +8,7 @@ from rich.table import Table
 
 from tracer import environments
 from tracer.cli.common import console
-from tracer.errors import UserError
+from tracer.core.errors import UserError
 from tracer.frameworks import FRAMEWORKS
 
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from tracer.cli.common import console
-from tracer.errors import UserError
+from tracer.core.errors import UserError
 from tracer.frameworks import framework_info
 
 
@@ -32,8 +32,8 @@ def _run_id(path: Path) -> str:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from analyzers.ingest import _source_of, read_trace, trace_kind, write_tables
-    from tracer.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
-    from tracer.runfolder import RunFolder
+    from tracer.core.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
+    from tracer.core.runfolder import RunFolder
 
     path: Path = args.file
     if args.framework != "imported":
@@ -56,7 +56,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     ends = [int(max(tb["end_ns"].to_pylist())) for tb in tables.values() if tb.num_rows]
     record = RunRecord(
         run_id=run_id,
-        spec=RunSpec(framework=args.framework, model=args.model, dataset=str(path), device=args.device, trace=source),
+        # An imported trace's labels are whatever the user says; they are recorded, not checked as options.
+        spec=RunSpec(framework=args.framework, model=args.model, dataset=str(path), device=args.device, trace=source),  # type: ignore[arg-type]
         # The trace was made elsewhere: this machine's facts would mislead, so they stay unknown.
         environment=EnvironmentInfo("unknown", "unknown", "unknown", 0, 0, 0.0, sys.version.split()[0]),
         outcome=Outcome(status=RunStatus.OK, cause=f"imported from {path.name}"),

@@ -8,10 +8,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from tracer import cases
 from tracer.cli.common import console, err_console, fmt
-from tracer.errors import UserError
-from tracer.records import RunStatus
+from tracer.core import cases
+from tracer.core.errors import UserError
+from tracer.core.records import RunStatus
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from analyzers.run_summary import summarise
-    from tracer.runfolder import list_runs
+    from tracer.core.runfolder import list_runs
 
     runs = list_runs(args.out)
     if not runs:
@@ -56,7 +56,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from analyzers.run_summary import summarise
-    from tracer.runfolder import find_run
+    from tracer.core.runfolder import find_run
 
     folder = find_run(args.out, args.run)
     print_summary(summarise(folder), console())

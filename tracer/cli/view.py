@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tracer.errors import UserError
-from tracer.runfolder import find_run
+from tracer.core.errors import UserError
+from tracer.core.runfolder import find_run
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

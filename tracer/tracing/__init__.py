@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tracer.errors import UserError
+from tracer.core.errors import UserError
 from tracer.tracing.base import TraceBackend
 from tracer.tracing.cupti import CuptiBackend
 from tracer.tracing.nsys import NsysBackend

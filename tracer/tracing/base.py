@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tracer.records import RunSpec
-from tracer.runfolder import RunFolder
+from tracer.core.records import RunSpec
+from tracer.core.runfolder import RunFolder
 
 
 class TraceBackend:

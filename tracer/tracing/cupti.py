@@ -16,27 +16,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracer.errors import UserError
-from tracer.records import RunSpec
-from tracer.runfolder import RunFolder
+from tracer.core.errors import UserError
+from tracer.core.records import RunSpec
+from tracer.core.runfolder import RunFolder
+from tracer.core.schema import CUPTI_COLUMNS
 from tracer.tracing.base import TraceBackend
 
 CUPTI_DIR = "raw/cupti"
 PROBE_TIMEOUT_S = 120.0
-RECORD_SCHEMA = pa.schema(
-    [
-        ("kind", pa.string()),
-        ("name", pa.string()),
-        ("start_ns", pa.int64()),
-        ("end_ns", pa.int64()),
-        ("pid", pa.int64()),
-        ("tid", pa.int64()),
-        ("correlation_id", pa.int64()),
-        ("device", pa.int64()),
-        ("stream", pa.int64()),
-        ("bytes", pa.int64()),
-    ]
-)
+_CUPTI_TYPES = {"kind": pa.string(), "name": pa.string()}
+RECORD_SCHEMA = pa.schema([(c, _CUPTI_TYPES.get(c, pa.int64())) for c in CUPTI_COLUMNS])
 
 #: Run in the worker's interpreter: is `cupti` importable, and which CUDA does that env carry?
 PROBE = """

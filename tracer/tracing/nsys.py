@@ -17,10 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tracer.errors import UserError
+from tracer.core.errors import UserError
+from tracer.core.records import RunSpec
+from tracer.core.runfolder import RunFolder, read_jsonl
+from tracer.core.schema import KIND, Event
 from tracer.paths import cache_root
-from tracer.records import RunSpec
-from tracer.runfolder import RunFolder, read_jsonl
 from tracer.tracing.base import TraceBackend
 
 REPORT = "raw/trace.nsys-rep"
@@ -153,8 +154,8 @@ class NsysBackend(TraceBackend):
                 return -signal.Signals(returncode - 128).value
             except ValueError:
                 pass
-        finished = any(e.get("kind") == "end" for e in read_jsonl(folder.events_path))
-        errors = any(e.get("kind") == "error" for e in read_jsonl(folder.events_path))
+        finished = any(e.get(KIND) == Event.END for e in read_jsonl(folder.events_path))
+        errors = any(e.get(KIND) == Event.ERROR for e in read_jsonl(folder.events_path))
         if returncode != 0 and finished and not errors:
             return 0
         return returncode

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import IO
 
-from tracer.errors import UserError
+from tracer.core.errors import UserError
+from tracer.core.runfolder import RunFolder
 from tracer.paths import cache_root
-from tracer.runfolder import RunFolder
 
 OUTPUT = "raw/pyspy.speedscope.json"
 LOG = "raw/pyspy.log"

@@ -6,9 +6,9 @@ calls and kernels on GPU runs. Works on CPU too. PyTorch only.
 
 from __future__ import annotations
 
-from tracer.errors import UserError
-from tracer.records import RunSpec
-from tracer.runfolder import RunFolder
+from tracer.core.errors import UserError
+from tracer.core.records import RunSpec
+from tracer.core.runfolder import RunFolder
 from tracer.tracing.base import TraceBackend
 
 TRACE = "raw/kineto.json.gz"

@@ -21,6 +21,9 @@ import os
 import threading
 import time
 
+from tracer.worker.schema import CUPTI_COLUMNS as COLUMNS
+from tracer.worker.schema import MEMCPY_NAMES, Event
+
 KINDS = ("RUNTIME", "DRIVER", "CONCURRENT_KERNEL", "MEMCPY", "MEMSET")
 #: Calls switched off at the source (Kineto's list and their siblings); set TRACER_CUPTI_ALL_CALLS=1 to keep them.
 NOISY_RUNTIME = (
@@ -36,22 +39,6 @@ NOISY_DRIVER = ("cuDevicePrimaryCtxGetState", "cuCtxGetCurrent", "cuKernelGetAtt
 BUFFER_BYTES = 8 * 1024 * 1024
 FLUSH_PERIOD_MS = 2000
 BATCH_FORMAT = "dl-tracer-cupti-batch/1"
-#: CUpti_ActivityMemcpyKind values, named as nsys names them (`analyzers.tables.MEMCPY_KINDS` builds on these).
-MEMCPY_NAMES = {
-    0: "Unknown",
-    1: "Host-to-Device",
-    2: "Device-to-Host",
-    3: "Host-to-Array",
-    4: "Array-to-Host",
-    5: "Array-to-Array",
-    6: "Array-to-Device",
-    7: "Device-to-Array",
-    8: "Device-to-Device",
-    9: "Host-to-Host",
-    10: "Peer-to-Peer",
-}
-#: Columns of a batch file, one list each; `name` holds indexes into the batch's `names`.
-COLUMNS = ("kind", "name", "start_ns", "end_ns", "pid", "tid", "correlation_id", "device", "stream", "bytes")
 
 
 class CuptiCollector:
@@ -137,7 +124,7 @@ class CuptiCollector:
             c.finalize()
             self._write_meta()
         self.reporter.emit(
-            "trace_overhead",
+            Event.TRACE_OVERHEAD,
             backend="cupti",
             records=self.records,
             batches=self.batches,

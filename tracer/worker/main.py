@@ -16,6 +16,7 @@ import traceback
 from typing import List, Optional
 
 from tracer.worker.reporting import Reporter
+from tracer.worker.schema import EVENTS_FILE, WORKER_CONFIG_FILE, WORKER_PID_FILE, Event
 from tracer.worker.workload import WorkloadConfig, list_images
 
 EXIT_FRAMEWORK_ERROR = 1
@@ -30,12 +31,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("usage: python -m tracer.worker RUN_DIR", file=sys.stderr)
         return 2
     run_dir = args[0]
-    cfg = WorkloadConfig.load(os.path.join(run_dir, "worker_config.json"))
-    with open(os.path.join(run_dir, "worker.pid"), "w") as f:
+    cfg = WorkloadConfig.load(os.path.join(run_dir, WORKER_CONFIG_FILE))
+    with open(os.path.join(run_dir, WORKER_PID_FILE), "w") as f:
         f.write(str(os.getpid()))
-    reporter = Reporter(os.path.join(run_dir, "events.jsonl"))
+    reporter = Reporter(os.path.join(run_dir, EVENTS_FILE))
     reporter.emit(
-        "start",
+        Event.START,
         pid=os.getpid(),
         python=sys.executable,
         python_version=platform.python_version(),
@@ -46,7 +47,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except BaseException as e:  # noqa: BLE001 - a tracer that cannot start is a result to record
         message = "cannot start --trace %s: %s: %s" % (os.environ.get(TRACE_ENV), type(e).__name__, e)
         print(message, file=sys.stderr)
-        reporter.emit("error", error=message, stage="trace")
+        reporter.emit(Event.ERROR, error=message, stage="trace")
         reporter.close()
         return EXIT_TRACE_ERROR
     try:
@@ -79,7 +80,7 @@ def _stop_trace(trace: Optional[object], reporter: Reporter) -> None:
         trace.stop()  # type: ignore[attr-defined]
     except BaseException as e:  # noqa: BLE001
         traceback.print_exc()
-        reporter.emit("trace_error", error="%s: %s" % (type(e).__name__, e))
+        reporter.emit(Event.TRACE_ERROR, error="%s: %s" % (type(e).__name__, e))
 
 
 def _train(cfg: WorkloadConfig, reporter: Reporter) -> int:
@@ -90,29 +91,29 @@ def _train(cfg: WorkloadConfig, reporter: Reporter) -> int:
     except ImportError as e:
         message = "cannot import the %s framework in %s: %s" % (cfg.framework, sys.executable, e)
         print(message, file=sys.stderr)
-        reporter.emit("error", error=message, stage="import")
+        reporter.emit(Event.ERROR, error=message, stage="import")
         return EXIT_IMPORT_ERROR
     try:
         images = list_images(cfg.dataset_dir, cfg.limit)
-        reporter.emit("dataset", images=images.total_in_folder, images_used=len(images), classes=images.classes)
+        reporter.emit(Event.DATASET, images=images.total_in_folder, images_used=len(images), classes=images.classes)
         trainer = trainer_cls(cfg, images, reporter)
-        reporter.emit("versions", versions=trainer.versions())
-        reporter.emit("phase", name="build")
+        reporter.emit(Event.VERSIONS, versions=trainer.versions())
+        reporter.emit(Event.PHASE, name="build")
         params = trainer.build()
-        reporter.emit("model", trainable_params=params.trainable, total_params=params.total, knobs=trainer.knobs())
+        reporter.emit(Event.MODEL, trainable_params=params.trainable, total_params=params.total, knobs=trainer.knobs())
         for epoch in range(1, cfg.epochs + 1):
-            reporter.emit("epoch_start", epoch=epoch, images_total=len(images), epochs=cfg.epochs)
-            _inject_fault(cfg.fault, epoch)
+            reporter.emit(Event.EPOCH_START, epoch=epoch, images_total=len(images), epochs=cfg.epochs)
+            _inject_fault(cfg.inject_fault, epoch)
             with trainer.nvtx.range("epoch %d" % epoch):
                 stats = trainer.train_epoch(epoch)
-            reporter.emit("epoch_end", epoch=epoch, images=stats.images, loss=stats.loss)
-        reporter.emit("end")
+            reporter.emit(Event.EPOCH_END, epoch=epoch, images=stats.images, loss=stats.loss)
+        reporter.emit(Event.END)
         return 0
     except BaseException as e:  # noqa: BLE001 - any framework failure is a result to record
         lines = traceback.format_exception(type(e), e, e.__traceback__)
         sys.stderr.write("".join(lines))
         sys.stderr.flush()
-        reporter.emit("error", error="%s: %s" % (type(e).__name__, e), stage="train", traceback=lines[-8:])
+        reporter.emit(Event.ERROR, error="%s: %s" % (type(e).__name__, e), stage="train", traceback=lines[-8:])
         if isinstance(e, KeyboardInterrupt):
             return 130
         return EXIT_FRAMEWORK_ERROR

@@ -10,6 +10,8 @@ import json
 import time
 from typing import Any, Optional
 
+from tracer.worker.schema import KIND, T_NS, Event
+
 
 class Reporter:
     def __init__(self, path: str, progress_every_s: float = 0.5) -> None:
@@ -18,7 +20,7 @@ class Reporter:
         self._last_progress_ns = 0
 
     def emit(self, kind: str, **fields: Any) -> None:
-        record = {"kind": kind, "t_ns": time.time_ns()}
+        record = {KIND: kind, T_NS: time.time_ns()}
         record.update(fields)
         self._file.write(json.dumps(record) + "\n")
         self._file.flush()
@@ -29,7 +31,7 @@ class Reporter:
         if now - self._last_progress_ns < self._progress_every_ns:
             return
         self._last_progress_ns = now
-        self.emit("progress", epoch=epoch, images=images, loss=loss)
+        self.emit(Event.PROGRESS, epoch=epoch, images=images, loss=loss)
 
     def close(self) -> None:
         self._file.close()

@@ -8,6 +8,8 @@ used. The trace is held by Kineto until the end and written once, gzipped, to `r
 import os
 import time
 
+from tracer.worker.schema import Event
+
 
 class TorchTrace:
     def __init__(self, raw_dir, reporter, device):
@@ -44,7 +46,7 @@ class TorchTrace:
         os.replace(tmp, self.path)
         t2 = time.perf_counter()
         self.reporter.emit(
-            "trace_overhead",
+            Event.TRACE_OVERHEAD,
             backend="torch",
             activities=self.activities,
             stop_s=t1 - t0,

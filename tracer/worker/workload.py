@@ -25,7 +25,8 @@ REFERENCE_PARAMS = {
 
 @dataclass(frozen=True)
 class WorkloadConfig:
-    """What the tracer asks the worker to train; written by the tracer as `worker_config.json`."""
+    """What the tracer asks the worker to train (`worker_config.json`). The tracer derives that file from
+    its option declarations (tracer/core/options.py); a test holds these fields to them."""
 
     framework: str
     model: str
@@ -44,7 +45,7 @@ class WorkloadConfig:
     threads: Optional[int] = None
     amp: bool = False
     gpu_thread_mode: Optional[str] = None
-    fault: Optional[str] = None
+    inject_fault: Optional[str] = None
 
     @classmethod
     def load(cls, path: str) -> "WorkloadConfig":

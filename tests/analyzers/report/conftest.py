@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_tracer
-from tracer.runfolder import RunFolder, list_runs
+from tracer.core.runfolder import RunFolder, list_runs
 
 IMPORTS = ("nsys-h100/resnet18_train_nsys2025.3.1.sqlite", "kineto-h100/resnet50_bs100_train_torch2.11.json.gz")
 

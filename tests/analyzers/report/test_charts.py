@@ -13,7 +13,7 @@ from analyzers import palette
 from analyzers.report.series import OTHER, cuda_phases, group_shares
 from tests.analyzers.report import _expected as x
 from tests.analyzers.report.conftest import ReportRuns
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 
 def _figures(report_dir: Path, kind: str) -> list[Path]:

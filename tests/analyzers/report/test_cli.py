@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_tracer
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 
 def _bad(tmp_path: Path, which: str, run: RunFolder) -> Path:

@@ -17,7 +17,7 @@ from analyzers.report import collect_runs, write_report
 from analyzers.report.series import epoch_energy
 from tests.analyzers.report import _expected as x
 from tests.analyzers.report.conftest import set_spec
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 WATTS = 150.0
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tracer.records import RunStatus
-from tracer.runfolder import RunFolder, list_runs
+from tracer.core.records import RunStatus
+from tracer.core.runfolder import RunFolder, list_runs
 
 KNOBS = "[knobs]\nlimit = 8\nimage_size = 64\n"
 

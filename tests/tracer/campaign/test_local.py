@@ -25,8 +25,8 @@ from tests.tracer.campaign.conftest import (
     runs_by_cell,
     write_plan,
 )
-from tracer.records import RunStatus
-from tracer.runfolder import RunFolder, list_runs
+from tracer.core.records import RunStatus
+from tracer.core.runfolder import RunFolder, list_runs
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tracer.campaign.plan import load_plan, parse_plan
-from tracer.errors import UserError
+from tracer.core.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[3]
 

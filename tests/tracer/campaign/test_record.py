@@ -9,9 +9,9 @@ import pytest
 
 from tracer.campaign.plan import Cell, parse_plan
 from tracer.campaign.record import FAILED, OK, Campaign
-from tracer.errors import UserError
-from tracer.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
-from tracer.runfolder import RunFolder, list_runs
+from tracer.core.errors import UserError
+from tracer.core.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
+from tracer.core.runfolder import RunFolder, list_runs
 
 PLAN = 'name = "rec"\nframeworks = ["pytorch"]\nmodels = ["alexnet", "vgg16"]\ndatasets = ["small"]\n'
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import run_tracer
-from tracer.runfolder import list_runs
+from tracer.core.runfolder import list_runs
 
 
 def test_import_with_labels(shared_fixtures: Path, tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from typing import Any, Callable
 
 import pytest
 
+from tracer.core.errors import UserError
 from tracer.environments import has_nvidia_gpu
-from tracer.errors import UserError
 from tracer.tracing.nsys import find_nsys
 
 

@@ -15,9 +15,9 @@ import pytest
 
 from tests.conftest import TINY, require_framework, run_tracer
 from tests.tracer.tracing.helpers import FakeCupti, api, kernel, memcpy, memset, require_gpu
-from tracer.errors import UserError
-from tracer.records import RunSpec, RunStatus
-from tracer.runfolder import RunFolder, read_jsonl
+from tracer.core.errors import UserError
+from tracer.core.records import RunSpec, RunStatus
+from tracer.core.runfolder import RunFolder, read_jsonl
 from tracer.tracing.cupti import CuptiBackend, convert_batches, install_hint
 from tracer.worker import cupti_trace
 from tracer.worker.reporting import Reporter

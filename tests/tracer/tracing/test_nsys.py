@@ -17,9 +17,9 @@ import pytest
 
 from tests.conftest import TINY, run_tracer
 from tests.tracer.tracing.helpers import require_gpu, require_nsys
-from tracer.errors import UserError
-from tracer.records import RunSpec, RunStatus
-from tracer.runfolder import RunFolder
+from tracer.core.errors import UserError
+from tracer.core.records import RunSpec, RunStatus
+from tracer.core.runfolder import RunFolder
 from tracer.tracing.nsys import LAUNCHER, NsysBackend, find_nsys, profile_args, stop_agents
 
 

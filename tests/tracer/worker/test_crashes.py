@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 QUICK = ("--model", "mobilenet_v2", "--limit", "4", "--batch", "4", "--threads", "1")
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tracer.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder
 
 # --limit 8, batch 4: two steps per epoch; MobileNetV2 is the cheapest of the four models on 2 cores.
 SMALL = ("--model", "mobilenet_v2", "--limit", "8", "--batch", "4", "--threads", "1")

@@ -20,15 +20,19 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from tracer.errors import UserError
-from tracer.records import EpochRecord, RunRecord
-
-RUN_JSON = "run.json"
-EVENTS = "events.jsonl"
-WORKER_PID = "worker.pid"
-WORKER_CONFIG = "worker_config.json"
-WORKER_LOG = "raw/worker.log"
-SAMPLE_TABLES = ("process", "threads", "gpu", "cores")
+from tracer.core.errors import UserError
+from tracer.core.records import EpochRecord, RunRecord
+from tracer.core.schema import (
+    EVENTS_FILE,
+    KIND,
+    RUN_JSON,
+    SAMPLE_TABLES,
+    SAMPLES_DIR,
+    WORKER_CONFIG_FILE,
+    WORKER_LOG,
+    WORKER_PID_FILE,
+    Event,
+)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -105,7 +109,7 @@ class RunFolder:
 
     @property
     def events_path(self) -> Path:
-        return self.path / EVENTS
+        return self.path / EVENTS_FILE
 
     @property
     def raw_dir(self) -> Path:
@@ -113,15 +117,15 @@ class RunFolder:
 
     @property
     def samples_dir(self) -> Path:
-        return self.path / "samples"
+        return self.path / SAMPLES_DIR
 
     @property
     def worker_pid_path(self) -> Path:
-        return self.path / WORKER_PID
+        return self.path / WORKER_PID_FILE
 
     @property
     def worker_config_path(self) -> Path:
-        return self.path / WORKER_CONFIG
+        return self.path / WORKER_CONFIG_FILE
 
     @property
     def worker_log(self) -> Path:
@@ -135,7 +139,7 @@ class RunFolder:
     def create(cls, out_dir: Path, run_id: str) -> RunFolder:
         path = out_dir / run_id
         (path / "raw").mkdir(parents=True, exist_ok=False)
-        (path / "samples").mkdir()
+        (path / SAMPLES_DIR).mkdir()
         return cls(path)
 
     def write_record(self, record: RunRecord) -> None:
@@ -195,10 +199,10 @@ def read_csv_stream(path: Path) -> pa.Table:
 
 
 def epochs_from_events(events: Sequence[dict[str, Any]]) -> list[EpochRecord]:
-    starts = {e["epoch"]: e for e in events if e.get("kind") == "epoch_start"}
+    starts = {e["epoch"]: e for e in events if e.get(KIND) == Event.EPOCH_START}
     out = []
     for e in events:
-        if e.get("kind") != "epoch_end":
+        if e.get(KIND) != Event.EPOCH_END:
             continue
         start = starts.get(e["epoch"])
         if start is None:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from analyzers.run_summary import summarise
-from tracer.errors import UserError
-from tracer.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
-from tracer.runfolder import CsvStream, RunFolder, find_run, read_csv_stream, read_jsonl, write_json_atomic
+from tracer.core.errors import UserError
+from tracer.core.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
+from tracer.core.runfolder import CsvStream, RunFolder, find_run, read_csv_stream, read_jsonl, write_json_atomic
 
 
 def record(run_id: str) -> RunRecord:

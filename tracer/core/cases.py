@@ -1,4 +1,4 @@
-"""The study's named cases and the checks that turn CLI choices into a RunSpec."""
+"""The study's named cases and data sets, and how a run is named after them."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from tracer import tracing
-from tracer.dataset import SIZES
-from tracer.errors import UserError
-from tracer.frameworks import MODELS, framework_info
-from tracer.records import RunSpec
+from tracer.core.errors import UserError
+from tracer.core.options import RunSpec
+
+# The study's two generated data sets: name -> number of images.
+DATASET_IMAGES = {"small": 791, "big": 6003}
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,6 @@ CASES = {
     )
 }
 
-DEVICES = ("cpu", "gpu")
-
 
 def resolve_case(case: str | None, model: str | None, dataset: str | None) -> tuple[str, str]:
     """A case gives model and dataset; --model/--dataset override either."""
@@ -44,28 +42,8 @@ def resolve_case(case: str | None, model: str | None, dataset: str | None) -> tu
     return model, dataset
 
 
-def check_spec(spec: RunSpec) -> None:
-    framework_info(spec.framework)
-    if spec.model not in MODELS:
-        raise UserError(f"unknown model '{spec.model}': choose one of {', '.join(MODELS)}")
-    if spec.device not in DEVICES:
-        raise UserError(f"unknown device '{spec.device}': choose cpu or gpu")
-    tracing.backend(spec.trace)
-    for name in ("batch", "epochs", "image_size"):
-        if getattr(spec, name) < 1:
-            raise UserError(f"--{name.replace('_', '-')} must be at least 1")
-    if spec.limit is not None and spec.limit < 1:
-        raise UserError("--limit must be at least 1")
-    if spec.image_size < 32:
-        raise UserError("--image-size must be at least 32 (the models' pooling needs it)")
-    if spec.sample_hz < 0 or spec.sample_hz > 1000:
-        raise UserError("--sample-hz must be in [0, 1000] (0 switches sampling off)")
-    if spec.timeout_s is not None and spec.timeout_s <= 0:
-        raise UserError("--timeout must be positive")
-
-
 def dataset_label(dataset: str) -> str:
-    return dataset if dataset in SIZES else dataset.rstrip("/").split("/")[-1] or "custom"
+    return dataset if dataset in DATASET_IMAGES else dataset.rstrip("/").split("/")[-1] or "custom"
 
 
 def make_run_id(spec: RunSpec) -> str:

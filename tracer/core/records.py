@@ -1,4 +1,4 @@
-"""The data model of a run folder, declared in one place.
+"""The records of a run folder (`run.json` and the epochs), declared in one place.
 
 Every record is a frozen dataclass that turns into plain JSON and back, so a run folder
 written on one machine loads on another. Units are in field names (`_s`, `_ns`, `_mib`).
@@ -10,6 +10,8 @@ import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+from tracer.core.options import RunSpec
 
 RUN_FORMAT_VERSION = 1
 
@@ -23,35 +25,6 @@ class RunStatus(str, enum.Enum):
     KILLED = "killed"
     TIMEOUT = "timeout"
     INTERRUPTED = "interrupted"
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """Everything that defines what was trained and how it was measured."""
-
-    framework: str
-    model: str
-    dataset: str  # "small", "big" or a folder path
-    device: str = "cpu"  # "cpu" or "gpu"
-    batch: int = 1
-    epochs: int = 1
-    limit: int | None = None
-    image_size: int = 224
-    num_classes: int = 3
-    lr: float = 0.001
-    momentum: float = 0.9
-    seed: int = 0
-    case: str | None = None
-    trace: str = "none"
-    sample_hz: float = 10.0
-    timeout_s: float | None = None
-    workers: int | None = None
-    prefetch: int | None = None
-    threads: int | None = None
-    amp: bool = False
-    gpu_thread_mode: str | None = None
-    pyspy: bool = False
-    nsys_sampling: bool = False
 
 
 @dataclass(frozen=True)

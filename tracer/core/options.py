@@ -1,0 +1,239 @@
+"""Every run option, declared once: name, type, default, bounds, choices, help, and who receives it.
+
+`RunSpec` is that declaration. Each field carries its bounds as pydantic constraints and an `Opt`
+that says how it meets users. From it come the `tracer profile` flags (`add_arguments`), the keys a
+campaign plan accepts (`plan_options`), the validation of a spec from either (`validate_spec`), and the
+configuration sent to the worker (`worker_config`). Adding an option is adding one field here.
+
+pydantic validates (it reads `Annotated` constraints on a plain dataclass, so the spec stays a frozen
+dataclass that serialises like every other record); it is also what checks plan files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Mapping, get_args, get_origin, get_type_hints
+
+import pydantic
+from pydantic import Field
+
+from tracer.core.errors import UserError
+
+DEFAULT_IMAGE_SIZE = 224
+MAX_COUNT = 1_000_000
+MODELS = ("alexnet", "mobilenet_v2", "resnet50", "vgg16")
+DEVICES = ("cpu", "gpu")
+TRACE_BACKENDS = ("none", "nsys", "cupti", "torch")
+GPU_THREAD_MODES = ("global", "gpu_private", "gpu_shared")
+
+
+@dataclass(frozen=True)
+class Opt:
+    """How one `RunSpec` field meets users."""
+
+    help: str
+    flag: str = ""  # default: --field-name
+    cli: bool = True  # a `tracer profile` flag
+    plan: bool = True  # a key a campaign plan may set (in [knobs] or as an axis)
+    worker: bool = True  # sent to the worker in its configuration
+    frameworks: tuple[str, ...] = ()  # the frameworks that accept it; () = all
+    hidden: bool = False  # left out of --help (test hooks)
+    required: bool = False  # a required flag (fields without a default may still come from --case)
+    noun: str = ""  # what a value is called in messages ("unknown trace backend 'x'"); default: the name
+
+
+def _opt(hint: Any) -> Opt:
+    for meta in get_args(hint)[1:]:
+        if isinstance(meta, Opt):
+            return meta
+    raise TypeError(f"RunSpec field without an Opt: {hint!r}")
+
+
+FiniteFloat = Field(allow_inf_nan=False)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that defines what was trained and how it was measured (the `spec` of run.json)."""
+
+    framework: Annotated[str, Opt("the framework to train with (see `tracer env list`)", required=True)]
+    model: Annotated[
+        Literal["alexnet", "mobilenet_v2", "resnet50", "vgg16"], Opt("the model to train (overrides the case's)")
+    ]
+    dataset: Annotated[
+        str,
+        Opt(
+            "small (791 images), big (6003) or a folder with one sub-folder per class (overrides the case's)",
+            worker=False,  # the worker gets the resolved folder, dataset_dir
+        ),
+    ]
+    device: Annotated[Literal["cpu", "gpu"], Opt("cpu (default) or gpu")] = "cpu"
+    batch: Annotated[int, Field(ge=1, le=MAX_COUNT), Opt("batch size")] = 1
+    epochs: Annotated[int, Field(ge=1, le=MAX_COUNT), Opt("epochs")] = 1
+    limit: Annotated[int | None, Field(ge=1), Opt("train on the first N images only (balanced across classes)")] = None
+    image_size: Annotated[
+        int,
+        Field(ge=32, le=4096),
+        Opt("side of the square input in pixels, at least 32 for the models' pooling"),
+    ] = DEFAULT_IMAGE_SIZE
+    num_classes: Annotated[int, Field(ge=2), Opt("classes of the classifier", cli=False, plan=False)] = 3
+    lr: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False), Opt("SGD learning rate")] = 0.001
+    momentum: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), Opt("SGD momentum, 0 to 1")] = 0.9
+    seed: Annotated[int, Field(ge=0, le=2**32 - 1), Opt("seed for weights, shuffling and flips")] = 0
+    case: Annotated[
+        str | None, Opt("a named case, SimpleBig or ComplexSmall (gives model and dataset)", worker=False, plan=False)
+    ] = None
+    trace: Annotated[
+        Literal["none", "nsys", "cupti", "torch"], Opt("trace backend", worker=False, noun="trace backend")
+    ] = "none"
+    sample_hz: Annotated[
+        float,
+        Field(ge=0, le=1000, allow_inf_nan=False),
+        Opt("sampling rate of CPU/RAM/threads/GPU in Hz, 0 switches sampling off", worker=False),
+    ] = 10.0
+    timeout_s: Annotated[
+        float | None,
+        Field(gt=0, allow_inf_nan=False),
+        Opt("stop the training after this many seconds (the run ends as timeout)", flag="--timeout", worker=False),
+    ] = None
+    workers: Annotated[
+        int | None, Field(ge=0, le=1024), Opt("input-pipeline workers (default: the framework's own default)")
+    ] = None
+    prefetch: Annotated[int | None, Field(ge=0, le=1024), Opt("batches prefetched by the input pipeline")] = None
+    threads: Annotated[int | None, Field(ge=1, le=1024), Opt("intra-op threads of the framework")] = None
+    amp: Annotated[bool, Opt("mixed precision")] = False
+    gpu_thread_mode: Annotated[
+        Literal["global", "gpu_private", "gpu_shared"] | None,
+        Opt("TensorFlow's GPU thread mode, e.g. gpu_private", frameworks=("tensorflow",)),
+    ] = None
+    pyspy: Annotated[
+        bool,
+        Opt("record the worker's Python stacks (all threads) with py-spy into raw/pyspy.speedscope.json", worker=False),
+    ] = False
+    nsys_sampling: Annotated[
+        bool,
+        Opt(
+            "with --trace nsys: also CPU IP sampling and context switches of the process tree (costs more)",
+            worker=False,
+        ),
+    ] = False
+    inject_fault: Annotated[
+        str | None,
+        Opt("a deliberate worker failure KIND@EPOCH, for testing (raise, segfault, exit, hang ...)", hidden=True),
+    ] = None
+
+
+def spec_fields(spec_type: type = RunSpec) -> dict[str, tuple[Any, Opt, dataclasses.Field[Any]]]:
+    """field name -> (annotated type, its Opt, the dataclass field), in declaration order."""
+    hints = get_type_hints(spec_type, include_extras=True)
+    return {f.name: (hints[f.name], _opt(hints[f.name]), f) for f in dataclasses.fields(spec_type)}
+
+
+def flag_of(name: str, spec_type: type = RunSpec) -> str:
+    opt = spec_fields(spec_type)[name][1]
+    return opt.flag or "--" + name.replace("_", "-")
+
+
+def _base_type(hint: Any) -> Any:
+    """`Annotated[int | None, ...]` -> int; `Literal[...]` stays."""
+    inner = get_args(hint)[0] if get_origin(hint) is Annotated else hint
+    args = [a for a in get_args(inner) if a is not type(None)]
+    if args and get_origin(inner) is not Literal and len(args) == 1:
+        return args[0]
+    return inner
+
+
+def _choices(hint: Any) -> tuple[Any, ...] | None:
+    base = _base_type(hint)
+    if get_origin(base) is Literal:
+        return get_args(base)
+    inner = get_args(hint)[0] if get_origin(hint) is Annotated else hint
+    for a in get_args(inner):
+        if get_origin(a) is Literal:
+            return get_args(a)
+    return None
+
+
+def add_arguments(
+    parser: argparse.ArgumentParser, spec_type: type = RunSpec, extra_help: Mapping[str, str] | None = None
+) -> None:
+    """One `tracer profile` flag per CLI option. Values are checked later by `validate_spec`
+    (argparse only converts), so the CLI and a plan refuse the same values with the same words.
+    `extra_help` adds what only a higher layer knows (the installed frameworks, the trace backends)."""
+    for name, (hint, opt, f) in spec_fields(spec_type).items():
+        if not opt.cli:
+            continue
+        help_text = argparse.SUPPRESS if opt.hidden else opt.help
+        if extra_help and name in extra_help and not opt.hidden:
+            help_text = f"{help_text}: {extra_help[name]}"
+        if opt.frameworks:
+            help_text = help_text if opt.hidden else f"{help_text} [{', '.join(opt.frameworks)} only]"
+        flag = flag_of(name, spec_type)
+        base = _base_type(hint)
+        if f.default not in (dataclasses.MISSING, None, False) and not opt.hidden:
+            help_text = f"{help_text} (default {f.default})"
+        if base is bool:
+            parser.add_argument(flag, dest=name, action="store_true", help=help_text)
+            continue
+        kwargs: dict[str, Any] = {"dest": name, "help": help_text, "metavar": flag[2:].replace("-", "_").upper()}
+        choices = _choices(hint)
+        if choices is not None and not opt.hidden:
+            kwargs["help"] = f"{help_text}; one of: {', '.join(map(str, choices))}"
+        if base in (int, float):
+            kwargs["type"] = base
+        if opt.required:
+            kwargs["required"] = True
+        elif f.default is not dataclasses.MISSING:
+            kwargs["default"] = f.default
+        parser.add_argument(flag, **kwargs)
+
+
+def plan_options(spec_type: type = RunSpec) -> dict[str, Any]:
+    """The options a campaign plan may set, with their annotated types (for the plan model)."""
+    return {name: hint for name, (hint, opt, _) in spec_fields(spec_type).items() if opt.plan}
+
+
+def validate_spec(values: Mapping[str, Any], spec_type: type = RunSpec) -> Any:
+    """A checked spec, or a `UserError` naming the flag and the rule it broke."""
+    try:
+        return pydantic.TypeAdapter(spec_type).validate_python(dict(values))
+    except pydantic.ValidationError as e:
+        raise UserError(describe_error(e.errors()[0], spec_type)) from None
+
+
+def describe_error(error: Mapping[str, Any], spec_type: type = RunSpec) -> str:
+    """One pydantic error as one line in the words of the flag a user typed."""
+    loc = [str(part) for part in error.get("loc", ()) if not str(part).isdigit()]
+    name = loc[0] if loc else ""
+    fields = spec_fields(spec_type)
+    label = flag_of(name, spec_type) if name in fields else name
+    noun = (fields[name][1].noun if name in fields else "") or name.replace("_", " ")
+    value, ctx, kind = error.get("input"), error.get("ctx") or {}, str(error.get("type", ""))
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{label} must be a finite number, not {value}"
+    if kind == "literal_error":
+        choices = _choices(fields[name][0]) if name in fields else ()
+        return f"unknown {noun} '{value}': choose one of {', '.join(map(str, choices or ()))}"
+    bounds = {"greater_than_equal": "at least", "greater_than": "more than", "less_than_equal": "at most"}
+    if kind in bounds:
+        limit = ctx.get("ge", ctx.get("gt", ctx.get("le")))
+        return f"{label} must be {bounds[kind]} {limit} (got {value})"
+    message = str(error.get("msg", "is not valid")).replace("Input should be", "must be")
+    return f"{label} {message[0].lower() + message[1:]} (got {value!r})"
+
+
+def check_frameworks(spec: RunSpec, spec_type: type = RunSpec) -> None:
+    """Refuses an option that the chosen framework does not take (its worker would ignore it)."""
+    for name, (_, opt, f) in spec_fields(spec_type).items():
+        if opt.frameworks and spec.framework not in opt.frameworks and getattr(spec, name) != f.default:
+            raise UserError(f"{flag_of(name, spec_type)} applies to {', '.join(opt.frameworks)} only")
+
+
+def worker_config(spec: Any, **extra: Any) -> dict[str, Any]:
+    """The configuration the worker trains from: every option marked for it, plus what the runner adds."""
+    config = {name: getattr(spec, name) for name, (_, opt, _) in spec_fields(type(spec)).items() if opt.worker}
+    config.update(extra)
+    return config

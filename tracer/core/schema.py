@@ -1,0 +1,138 @@
+"""Every table and stream a run folder holds, declared once: file names, sample-table columns (units
+in the names), event kinds, CUPTI raw records. Writers and readers import these names; a test fails
+when one of them appears as a bare string literal anywhere else, and the docs' run-folder reference
+page is generated from this module.
+
+The names the worker writes live in `tracer.worker.schema` (Python 3.6, standard library only, because
+it runs in the framework's interpreter); this module re-exports them so nothing else imports the worker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from tracer.worker.schema import (
+    CUPTI_COLUMNS,
+    EVENTS_FILE,
+    KIND,
+    MEMCPY_NAMES,
+    T_NS,
+    WORKER_CONFIG_FILE,
+    WORKER_PID_FILE,
+    Event,
+)
+
+__all__ = [
+    "CUPTI_COLUMNS",
+    "EVENTS_FILE",
+    "KIND",
+    "MEMCPY_NAMES",
+    "T_NS",
+    "WORKER_CONFIG_FILE",
+    "WORKER_PID_FILE",
+    "Event",
+]
+
+RUN_JSON = "run.json"
+WORKER_LOG = "raw/worker.log"
+SAMPLES_DIR = "samples"
+
+# --- sample-table columns (one constant per name; t_ns is the Unix-epoch time of the sample)
+CPU_PCT = "cpu_pct"  # CPU of the process tree, 100 = every core busy (the study's scale)
+CPU_CORES = "cpu_cores"  # the same in cores, 1.0 = one core busy
+RSS_MIB = "rss_mib"
+RSS_PCT_RAM = "rss_pct_ram"
+THREADS = "threads"
+PROCESSES = "processes"
+SYS_CPU_PCT = "sys_cpu_pct"  # the whole machine, every process
+SYS_RAM_USED_PCT = "sys_ram_used_pct"
+SYS_RAM_USED_MIB = "sys_ram_used_mib"
+PID = "pid"
+TID = "tid"
+THREAD_NAME = "name"
+USER_S = "user_s"
+SYSTEM_S = "system_s"
+CORE = "core"
+SYS_CORE_PCT = "sys_core_pct"
+GPU = "gpu"
+UTIL_PCT = "util_pct"
+MEM_UTIL_PCT = "mem_util_pct"
+MEM_USED_MIB = "mem_used_mib"
+MEM_TOTAL_MIB = "mem_total_mib"
+POWER_W = "power_w"
+ENERGY_MJ = "energy_mj"
+TEMP_C = "temp_c"
+PROC_MEM_MIB = "proc_mem_mib"
+
+
+@dataclass(frozen=True)
+class SampleTable:
+    """One sample table: `samples/<name>.csv` while the run goes, `samples/<name>.parquet` after."""
+
+    name: str
+    schema: pa.Schema
+    description: str
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(self.schema.names)
+
+
+PROCESS = SampleTable(
+    "process",
+    pa.schema(
+        [
+            (T_NS, pa.int64()),
+            (CPU_PCT, pa.float64()),
+            (CPU_CORES, pa.float64()),
+            (RSS_MIB, pa.float64()),
+            (RSS_PCT_RAM, pa.float64()),
+            (THREADS, pa.int64()),
+            (PROCESSES, pa.int64()),
+            (SYS_CPU_PCT, pa.float64()),
+            (SYS_RAM_USED_PCT, pa.float64()),
+            (SYS_RAM_USED_MIB, pa.float64()),
+        ]
+    ),
+    "the training's process tree (worker and loader processes) and the whole machine, one row per sample",
+)
+THREADS_TABLE = SampleTable(
+    "threads",
+    pa.schema(
+        [
+            (T_NS, pa.int64()),
+            (PID, pa.int64()),
+            (TID, pa.int64()),
+            (THREAD_NAME, pa.string()),
+            (USER_S, pa.float64()),
+            (SYSTEM_S, pa.float64()),
+        ]
+    ),
+    "cumulative CPU seconds of every thread of the tree, one row per thread per sample",
+)
+CORES = SampleTable(
+    "cores",
+    pa.schema([(T_NS, pa.int64()), (CORE, pa.int64()), (SYS_CORE_PCT, pa.float64())]),
+    "busy % of each logical core of the machine, one row per core per sample",
+)
+GPUS = SampleTable(
+    "gpu",
+    pa.schema(
+        [
+            (T_NS, pa.int64()),
+            (GPU, pa.int64()),
+            (UTIL_PCT, pa.float64()),
+            (MEM_UTIL_PCT, pa.float64()),
+            (MEM_USED_MIB, pa.float64()),
+            (MEM_TOTAL_MIB, pa.float64()),
+            (POWER_W, pa.float64()),
+            (ENERGY_MJ, pa.float64()),
+            (TEMP_C, pa.float64()),
+            (PROC_MEM_MIB, pa.float64()),
+        ]
+    ),
+    "NVML readings of each GPU (only where NVML finds one), one row per GPU per sample",
+)
+SAMPLE_TABLES: dict[str, SampleTable] = {t.name: t for t in (PROCESS, THREADS_TABLE, CORES, GPUS)}
