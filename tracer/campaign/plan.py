@@ -32,13 +32,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import tomllib
 from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
 from typing import Annotated, Any, Mapping
 
 import pydantic
-import tomllib
 from pydantic import ConfigDict, Field
 
 from tracer.core import options

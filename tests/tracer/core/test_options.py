@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 from tracer.campaign.plan import parse_plan
 from tracer.core.options import validate_spec, worker_config
-plan = parse_plan('frameworks = ["pytorch"]\\nmodels = ["alexnet"]\\ndatasets = ["small"]\\n[knobs]\\ntrial_knob = 4\\n', Path("p.toml"))
+text = 'frameworks = ["pytorch"]\\nmodels = ["alexnet"]\\ndatasets = ["small"]\\n'
+plan = parse_plan(text + '[knobs]\\ntrial_knob = 4\\n', Path("p.toml"))
 print("plan-args", plan.cells[0].profile_args())
 spec = validate_spec({"framework": "pytorch", "model": "alexnet", "dataset": "small", "trial_knob": 4})
 print("worker", worker_config(spec, dataset_dir="/d"))

@@ -1,0 +1,99 @@
+"""MkDocs hook: the reference pages are generated from the code, so they cannot drift from it.
+
+`<!-- generated: cli -->` becomes the run-option table (from `tracer.core.options`) and every
+subcommand's help; `<!-- generated: run-folder -->` becomes the tables and event kinds of
+`tracer.core.schema`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import typing
+from typing import Any
+
+MARK = "<!-- generated: {} -->"
+
+
+def on_page_markdown(markdown: str, **kwargs: Any) -> str:
+    if MARK.format("cli") in markdown:
+        markdown = markdown.replace(MARK.format("cli"), _cli())
+    if MARK.format("run-folder") in markdown:
+        markdown = markdown.replace(MARK.format("run-folder"), _run_folder())
+    return markdown
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _bounds(hint: Any) -> str:
+    parts = []
+    for meta in typing.get_args(hint)[1:]:
+        for attr, word in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+            for m in getattr(meta, "metadata", []):
+                value = getattr(m, attr, None)
+                if value is not None:
+                    parts.append(f"{word} {value}")
+        if getattr(meta, "allow_inf_nan", None) is False:
+            parts.append("finite")
+    return ", ".join(parts)
+
+
+def _cli() -> str:
+    from tracer.campaign.plan import AXIS_FIELD, knob_key
+    from tracer.cli import build_parser
+    from tracer.core import options
+
+    axis_of = {field: axis for axis, field in AXIS_FIELD.items()}
+
+    rows = [
+        "## Run options",
+        "",
+        "| flag | type | default | bounds or choices | frameworks | plan key | help |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]  # noqa: E501
+    for name, (hint, opt, f) in options.spec_fields().items():
+        if opt.hidden or not opt.cli:
+            continue
+        base = options._base_type(hint)
+        choices = options._choices(hint)
+        kind = "flag" if base is bool else ("choice" if choices else getattr(base, "__name__", str(base)))
+        default = "" if f.default is dataclasses.MISSING else f.default
+        limits = ", ".join(map(str, choices)) if choices else _bounds(hint)
+        plan = (axis_of.get(name) or knob_key(name)) if opt.plan else ""
+        rows.append(
+            f"| `{options.flag_of(name)}` | {kind} | {_cell(default)} | {_cell(limits)} | "
+            f"{', '.join(opt.frameworks) or 'all'} | {plan} | {_cell(opt.help)} |"
+        )
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    out = ["\n".join(rows), "", "## Subcommands", ""]
+    for command, sub_parser in sub.choices.items():
+        sub_parser.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=100)
+        out += [f"### tracer {command}", "", "```text", sub_parser.format_help().rstrip(), "```", ""]
+    return "\n".join(out)
+
+
+def _run_folder() -> str:
+    from tracer.core import schema
+
+    out = ["## Sample tables", ""]
+    for table in schema.SAMPLE_TABLES.values():
+        out += [f"### `{schema.SAMPLES_DIR}/{table.name}.parquet`", "", table.description + ".", ""]
+        out += ["| column | type |", "| --- | --- |"]
+        out += [f"| `{f.name}` | {f.type} |" for f in table.schema]
+        out.append("")
+    out += [
+        "## Event kinds",
+        "",
+        f"One JSON object per line of `{schema.EVENTS_FILE}`, with `{schema.KIND}` and `{schema.T_NS}`.",
+        "",
+    ]  # noqa: E501
+    out += ["| kind |", "| --- |"] + [f"| `{k}` |" for k in schema.Event.ALL] + [""]
+    out += [
+        "## CUPTI batch records",
+        "",
+        "Columns of the in-worker collector's batch files: " + ", ".join(f"`{c}`" for c in schema.CUPTI_COLUMNS) + ".",
+    ]  # noqa: E501
+    return "\n".join(out)
