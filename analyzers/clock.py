@@ -37,8 +37,3 @@ def kineto_clock(base_time_ns: int | None) -> Clock:
     if base_time_ns is None:
         return Clock(0, RELATIVE_NS)
     return Clock(int(base_time_ns), UNIX_NS)
-
-
-def us_to_ns(us: float) -> int:
-    """Kineto microseconds (float, 3 decimals) to integer ns."""
-    return int(round(us * 1000.0))

@@ -17,7 +17,6 @@ FRAMEWORK_COLOURS: dict[str, str] = {
     "singa": "#E69F00",  # orange
 }
 SPARE_COLOURS = ("#56B4E9", "#882255", "#44AA99", "#555555", "#999933", "#332288")
-OTHER_COLOUR = "#BBBBBB"  # "the rest", e.g. CUDA API functions under 1 %
 
 FRAMEWORK_LABELS: dict[str, str] = {
     "pytorch": "PyTorch",

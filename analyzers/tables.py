@@ -5,13 +5,10 @@ Every ingester (nsys SQLite, Kineto JSON, our CUPTI records) writes these Arrow 
 All times are Unix-epoch nanoseconds when the source says how to get there (see `analyzers.clock`);
 `trace_meta.json` records per source whether the clock is `unix_ns` or `relative_ns`.
 
-CUPTI records on disk (what a worker-side collector writes; `analyzers.ingest.cupti` reads them):
-  `raw/cupti/*.parquet` or `raw/cupti/*.jsonl`, written in batches as activity buffers complete
-  (one file per batch; a JSONL line cut short by a crash is skipped). One record per row/line with
-  `kind` in {"runtime", "driver", "kernel", "memcpy", "memset"}, `start_ns`, `end_ns` (CUPTI
-  timestamps), `name` (API name as CUPTI gives it, kernel name, or for memcpy the copy kind as in
-  `MEMCPY_KINDS`, e.g. "Host-to-Device"), and where known: `pid`, `tid`, `correlation_id`,
-  `device`, `stream`, `bytes`, `grid_x/y/z`, `block_x/y/z`, `thread_name`.
+CUPTI records on disk (what the in-worker collector writes; `analyzers.ingest.cupti` reads them):
+  `raw/cupti/records-NNNNN.parquet`, one file per activity batch, with the columns of
+  `tracer.core.schema.CUPTI_COLUMNS` (`kind` in {"runtime", "driver", "kernel", "memcpy", "memset"};
+  for memcpy, `name` is the copy kind as in `MEMCPY_KINDS`, e.g. "Host-to-Device").
   `raw/cupti/clock.json` = {"offset_ns": N} where N = time.time_ns() - cuptiGetTimestamp() taken
   once at start; it is added to every time. Without it times are taken as already Unix ns.
 

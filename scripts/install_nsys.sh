@@ -38,7 +38,10 @@ if [[ -z "$mirror" ]]; then
     mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null \
         | sed -nE -e 's/^URIs:[[:space:]]*//p' -e 's/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+).*/\2/p' \
         | tr ' ' '\n' | grep -E '/debian/?$' | head -n1 || true)
-    mirror="${mirror:-http://deb.debian.org/debian}"
+    if [[ -z "$mirror" ]]; then
+        echo "install_nsys: no Debian archive found in /etc/apt/sources.list*: set NSYS_DEB_MIRROR=<archive URL> and run again" >&2
+        exit 2
+    fi
 fi
 suite="${NSYS_DEB_SUITE:-$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")}"
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg

@@ -10,7 +10,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,17 +19,18 @@ from typing import Any
 from rich.console import Console
 
 import tracer
-from tracer import sysinfo, tracing
+from tracer import sysinfo
 from tracer.core.cases import make_run_id
 from tracer.core.options import worker_config
 from tracer.core.records import DatasetInfo, ModelFacts, Outcome, RunRecord, RunSpec, RunStatus
-from tracer.core.runfolder import RunFolder, read_jsonl
+from tracer.core.runfolder import RunFolder
 from tracer.core.schema import KIND, Event
 from tracer.environments import EnvStatus
 from tracer.nvml import Nvml
 from tracer.paths import cache_root
 from tracer.progress import ProgressView
 from tracer.sampler import Sampler
+from tracer.tracing.base import TraceBackend
 from tracer.tracing.pyspy import PySpyRecorder, find_pyspy
 
 POLL_S = 0.2
@@ -46,6 +47,7 @@ class Launch:
     python: EnvStatus
     dataset_dir: Path
     out_dir: Path
+    backend: TraceBackend  # built and given its cheap checks once, by whoever launches
 
 
 def worker_pythonpath() -> Path:
@@ -87,7 +89,7 @@ class Runner:
     def __init__(self, launch: Launch, console: Console | None = None) -> None:
         self.launch = launch
         self.console = console or Console(stderr=True)
-        self.backend = tracing.backend(launch.spec.trace)
+        self.backend = launch.backend
         self._pyspy_files: list[str] = []
 
     def run(self) -> tuple[RunFolder, RunRecord]:
@@ -114,20 +116,22 @@ class Runner:
         folder.write_record(record)
         self.console.print(f"run {folder.run_id}: {spec.framework} {spec.model} on {spec.dataset}, {spec.device}")
         try:
-            outcome, sampling = self._train(folder, nvml, pyspy)
+            outcome, sampling, events = self._train(folder, nvml, pyspy)
         finally:
             if nvml is not None:
                 nvml.close()
         trace_files = self._finish_traces(folder) + self._pyspy_files
         folder.finalise_samples()
-        record = _completed(record, folder, outcome, sampling, trace_files, self.launch.dataset_dir)
+        record = _completed(record, events, outcome, sampling, trace_files, self.launch.dataset_dir)
         folder.write_record(record)
         return folder, record
 
-    def _train(self, folder: RunFolder, nvml: Nvml | None, pyspy: Path | None = None) -> tuple[Outcome, Any]:
+    def _train(
+        self, folder: RunFolder, nvml: Nvml | None, pyspy: Path | None = None
+    ) -> tuple[Outcome, Any, list[dict[str, Any]]]:
         spec = self.launch.spec
         cmd = [self.launch.python.python, "-m", "tracer.worker", str(folder.path)]
-        cmd = self.backend.command(cmd, folder)
+        cmd = self.backend.command(cmd, folder, spec)
         env = dict(os.environ)
         env["PYTHONPATH"] = str(worker_pythonpath())
         env["PYTHONUNBUFFERED"] = "1"
@@ -167,11 +171,12 @@ class Runner:
                     self.console.print(f"[yellow]py-spy:[/yellow] {spy.error}")
             sampling = sampler.stop()
             view.close()
-        returncode = self.backend.worker_returncode(proc.returncode, folder)
-        outcome = classify(returncode, ended_by, folder, spec)
+        events = folder.events()  # read once, now that the worker has ended
+        returncode = self.backend.worker_returncode(proc.returncode, events)
+        outcome = classify(returncode, ended_by, events, folder, spec)
         if sampler.error:
             outcome = dataclasses.replace(outcome, cause=f"{outcome.cause}; sampler stopped early: {sampler.error}")
-        return outcome, sampling
+        return outcome, sampling, events
 
     def _finish_traces(self, folder: RunFolder) -> list[str]:
         try:
@@ -214,9 +219,10 @@ def stderr_tail(folder: RunFolder, lines: int = STDERR_TAIL_LINES) -> tuple[str,
     return tuple(kept[-lines:])
 
 
-def classify(returncode: int, ended_by: str | None, folder: RunFolder, spec: RunSpec) -> Outcome:
+def classify(
+    returncode: int, ended_by: str | None, events: Sequence[Mapping[str, Any]], folder: RunFolder, spec: RunSpec
+) -> Outcome:
     """Turns how the process ended into a status and a cause a person can read."""
-    events = list(read_jsonl(folder.events_path))
     finished = any(e.get(KIND) == Event.END for e in events)
     errors = [e for e in events if e.get(KIND) == Event.ERROR]
     tail = stderr_tail(folder)
@@ -241,11 +247,15 @@ def classify(returncode: int, ended_by: str | None, folder: RunFolder, spec: Run
 
 
 def _completed(
-    record: RunRecord, folder: RunFolder, outcome: Outcome, sampling: Any, trace_files: list[str], dataset_dir: Path
+    record: RunRecord,
+    events: Sequence[Mapping[str, Any]],
+    outcome: Outcome,
+    sampling: Any,
+    trace_files: list[str],
+    dataset_dir: Path,
 ) -> RunRecord:
     """Fills in what the worker reported (versions, dataset, parameter counts) and how it ended."""
-    events = folder.events()
-    by_kind: dict[str, dict[str, Any]] = {}
+    by_kind: dict[str, Mapping[str, Any]] = {}
     for e in events:
         by_kind.setdefault(e[KIND], e)
     env = record.environment

@@ -52,7 +52,6 @@ class Sampler:
         self._times: list[int] = []
         self._ncpu = psutil.cpu_count() or 1
         self._ram_total = psutil.virtual_memory().total
-        self._last_wall_ns: int | None = None
         self._last_mono: float | None = None
         self.error: str | None = None
 
@@ -171,7 +170,7 @@ class Sampler:
         self._state.cpu_s = new_cpu
         dt = mono - self._last_mono if self._last_mono is not None else 0.0
         cores = cpu_delta_s / dt if dt > 0 else 0.0
-        self._last_mono, self._last_wall_ns = mono, t_ns
+        self._last_mono = mono
         vm = psutil.virtual_memory()
         per_core = psutil.cpu_percent(percpu=True)
         if live:

@@ -16,7 +16,6 @@ import pyarrow.parquet as pq
 from analyzers import tables as t
 from analyzers.clock import UNIX_NS, Clock
 from tracer.core.errors import UserError
-from tracer.core.runfolder import read_jsonl
 
 API_KINDS = {"runtime", "driver"}
 
@@ -27,11 +26,11 @@ def _records(path: Path) -> list[dict[str, Any]]:
             return pq.read_table(path).to_pylist()
         except (OSError, pa.ArrowInvalid) as e:
             raise UserError(f"{path}: unreadable CUPTI batch ({e})") from None
-    return list(read_jsonl(path))
+    raise UserError(f"{path}: not a CUPTI batch (expected records-NNNNN.parquet)")
 
 
 def batch_files(cupti_dir: Path) -> list[Path]:
-    return sorted(p for p in cupti_dir.iterdir() if p.suffix in (".parquet", ".jsonl") and p.is_file())
+    return sorted(p for p in cupti_dir.iterdir() if p.suffix == ".parquet" and p.is_file())
 
 
 def read_dir(cupti_dir: Path) -> tuple[dict[str, pa.Table], Clock]:

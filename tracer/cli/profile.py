@@ -46,7 +46,6 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     spec: RunSpec = options.validate_spec({**values, "model": model, "dataset": data})
     options.check_frameworks(spec)
     framework_info(spec.framework)
-    tracing.backend(spec.trace).check(spec)  # cheap checks before anything is generated; the runner re-checks
     if spec.nsys_sampling and spec.trace != "nsys":
         raise UserError("--nsys-sampling applies to --trace nsys only")
     return spec
@@ -67,10 +66,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from tracer.runner import Launch, Runner
 
     spec = spec_from_args(args)
+    backend = tracing.backend(spec.trace)
+    backend.check(spec)  # cheap checks before anything is generated; the runner checks inside the interpreter
     python = environments.resolve_python(spec.framework, args.python)
     err = err_console()
     data_dir = resolve_dataset(spec.dataset, err)
-    launch = Launch(spec, python, data_dir, args.out)
+    launch = Launch(spec, python, data_dir, args.out, backend)
     folder, record = Runner(launch, err).run()
     if spec.trace != "none" or spec.pyspy:
         ingest_traces(folder, err)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from tracer.core.records import RunSpec
 from tracer.core.runfolder import RunFolder
 
@@ -18,14 +21,14 @@ class TraceBackend:
         """Raise UserError when the backend cannot work here (tool or GPU missing); `python` is
         the worker's interpreter, for backends that need something inside it."""
 
-    def command(self, worker_cmd: list[str], folder: RunFolder) -> list[str]:
+    def command(self, worker_cmd: list[str], folder: RunFolder, spec: RunSpec) -> list[str]:
         return worker_cmd
 
     def environment(self, folder: RunFolder) -> dict[str, str]:
         """Extra environment variables for the worker (e.g. switching in-process tracing on)."""
         return {}
 
-    def worker_returncode(self, returncode: int, folder: RunFolder) -> int:
+    def worker_returncode(self, returncode: int, events: Sequence[Mapping[str, Any]]) -> int:
         """The worker's exit status as `subprocess` reports it, from the launched process's
         (they differ when a wrapper such as nsys re-encodes a signal death as 128+N)."""
         return returncode

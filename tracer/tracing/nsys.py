@@ -15,11 +15,13 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tracer.core.errors import UserError
 from tracer.core.records import RunSpec
-from tracer.core.runfolder import RunFolder, read_jsonl
+from tracer.core.runfolder import RunFolder
 from tracer.core.schema import KIND, Event
 from tracer.paths import cache_root
 from tracer.tracing.base import TraceBackend
@@ -131,8 +133,7 @@ class NsysBackend(TraceBackend):
     def check(self, spec: RunSpec, python: str = "") -> None:
         self._nsys = find_nsys()
 
-    def command(self, worker_cmd: list[str], folder: RunFolder) -> list[str]:
-        spec = folder.read_record().spec
+    def command(self, worker_cmd: list[str], folder: RunFolder, spec: RunSpec) -> list[str]:
         output = folder.path / REPORT
         return [
             sys.executable,
@@ -146,7 +147,7 @@ class NsysBackend(TraceBackend):
             *worker_cmd,
         ]
 
-    def worker_returncode(self, returncode: int, folder: RunFolder) -> int:
+    def worker_returncode(self, returncode: int, events: Sequence[Mapping[str, Any]]) -> int:
         """nsys exits with the app's code, or 128+N when the app died of signal N. A worker that
         wrote its `end` event and was not killed by a signal finished, whatever nsys says of itself."""
         if returncode > 128:
@@ -154,8 +155,8 @@ class NsysBackend(TraceBackend):
                 return -signal.Signals(returncode - 128).value
             except ValueError:
                 pass
-        finished = any(e.get(KIND) == Event.END for e in read_jsonl(folder.events_path))
-        errors = any(e.get(KIND) == Event.ERROR for e in read_jsonl(folder.events_path))
+        kinds = {e.get(KIND) for e in events}
+        finished, errors = Event.END in kinds, Event.ERROR in kinds
         if returncode != 0 and finished and not errors:
             return 0
         return returncode

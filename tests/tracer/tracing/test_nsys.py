@@ -66,11 +66,11 @@ def test_worker_status_recovered_from_nsys_exit_code(tmp_path: Path) -> None:
     backend = NsysBackend()
     finished = _folder_with_events(tmp_path / "finished", "start", "end")
     crashed = _folder_with_events(tmp_path / "crashed", "start")
-    assert backend.worker_returncode(128 + signal.SIGSEGV, crashed) == -signal.SIGSEGV
-    assert backend.worker_returncode(128 + signal.SIGKILL, finished) == -signal.SIGKILL
-    assert backend.worker_returncode(3, crashed) == 3
-    assert backend.worker_returncode(1, finished) == 0  # nsys's own trouble after the worker finished
-    assert backend.worker_returncode(0, finished) == 0
+    assert backend.worker_returncode(128 + signal.SIGSEGV, crashed.events()) == -signal.SIGSEGV
+    assert backend.worker_returncode(128 + signal.SIGKILL, finished.events()) == -signal.SIGKILL
+    assert backend.worker_returncode(3, crashed.events()) == 3
+    assert backend.worker_returncode(1, finished.events()) == 0  # nsys's own trouble after the worker finished
+    assert backend.worker_returncode(0, finished.events()) == 0
 
 
 def _launch(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProcess[str]:
