@@ -75,7 +75,7 @@ def test_bad_input_is_one_line_and_exit_2(tiny_pytorch_run: RunFolder, tmp_path:
     if which == "damaged":
         shutil.copytree(tiny_pytorch_run.path, bad)
         (bad / "run.json").write_text("{not json")
-    result = run_tracer("compare", str(tiny_pytorch_run.path), str(bad), "--out", str(tmp_path))
+    result = run_tracer("compare", str(tiny_pytorch_run.path), str(bad), "--runs", str(tmp_path))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tracer: error:"), result.stderr

@@ -100,7 +100,7 @@ def test_cli_import_analyze_export(shared_fixtures: Path, tmp_path: Path) -> Non
     (run,) = [p for p in runs.iterdir()]
     assert (run / "raw" / src.name).exists() and (run / "cuda_api.parquet").exists()
     assert json.loads((run / "run.json").read_text())["spec"]["framework"] == "imported"
-    res = run_tracer("analyze", run.name, "--out", str(runs), "--format", "json")
+    res = run_tracer("analyze", run.name, "--runs", str(runs), "--format", "json")
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)
     assert data["cuda_api"][0]["name"] == "cudaEventSynchronize" and data["cuda_api"][0]["total_ns"] == 258743116

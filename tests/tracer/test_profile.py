@@ -53,13 +53,13 @@ def test_tiny_run_is_complete(tiny_pytorch_run: RunFolder) -> None:
 
 def test_runs_and_show(tiny_pytorch_run: RunFolder) -> None:
     out = str(tiny_pytorch_run.path.parent)
-    listing = run_tracer("runs", "--out", out)
+    listing = run_tracer("runs", "--runs", out)
     assert listing.returncode == 0 and tiny_pytorch_run.run_id in listing.stdout and "ok" in listing.stdout
-    shown = run_tracer("show", tiny_pytorch_run.run_id.split("-", 2)[2], "--out", out)
+    shown = run_tracer("show", tiny_pytorch_run.run_id.split("-", 2)[2], "--runs", out)
     assert shown.returncode == 0
     for expected in ("mean epoch time", "images/s", "CPU %", "peak RSS", "threads", "57,016,131"):
         assert expected in shown.stdout
-    missing = run_tracer("show", "no-such-run", "--out", out)
+    missing = run_tracer("show", "no-such-run", "--runs", out)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1
 
 

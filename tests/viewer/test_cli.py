@@ -24,7 +24,7 @@ def test_screenshot_of_a_run(tiny_pytorch_run: RunFolder, tmp_path: Path) -> Non
 
 
 def test_unknown_run_is_a_user_error(tmp_path: Path) -> None:
-    result = _tracer("view", "no-such-run", "--out", str(tmp_path), "--screenshot", str(tmp_path / "x.png"))
+    result = _tracer("view", "no-such-run", "--runs", str(tmp_path), "--screenshot", str(tmp_path / "x.png"))
     assert result.returncode == 2
     assert "no run 'no-such-run'" in result.stderr
     assert not (tmp_path / "x.png").exists()

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.table import Table
 
-from tracer.cli.common import console
+from tracer.cli.common import add_runs_dir, console
 from tracer.core.errors import UserError
 
 SECTIONS = ("cuda_api", "kernels", "memcpy", "threads")
@@ -22,7 +22,7 @@ SECTIONS = ("cuda_api", "kernels", "memcpy", "threads")
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("analyze", help="print a run's CUDA API split, kernel, memory and thread summaries")
     p.add_argument("run", help="run id (or a unique part of it) or a run folder path")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs (default runs/)")
+    add_runs_dir(p)
     p.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
     p.add_argument("--phase", default="whole", help="whole (default), startup, steady, or 'epoch N'")
     p.add_argument("--top", type=int, default=20, help="rows per table in table format (default 20)")
@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     e = sub.add_parser("export-trace", help="write a run as Chrome-trace JSON (open it in Perfetto)")
     e.add_argument("run", help="run id (or a unique part of it) or a run folder path")
     e.add_argument("output", type=Path, help="the .json file to write")
-    e.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs (default runs/)")
+    add_runs_dir(e)
     e.set_defaults(func=cmd_export)
 
 
@@ -58,7 +58,7 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
 def cmd_analyze(args: argparse.Namespace) -> int:
     from tracer.core.runfolder import find_run
 
-    run = find_run(args.out, args.run)
+    run = find_run(args.runs_dir, args.run)
     data = analysis(run, args.phase)
     if args.format == "json":
         json.dump({"run": run.run_id, "phase": args.phase} | data, sys.stdout, indent=1)
@@ -112,7 +112,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from analyzers.tables import CUDA_API
     from tracer.core.runfolder import find_run
 
-    run = find_run(args.out, args.run)
+    run = find_run(args.runs_dir, args.run)
     if not run.table_path(CUDA_API).exists():
         ingest_run(run)
     n = chrome_trace.export(run, args.output)

@@ -16,7 +16,7 @@ from tracer.campaign.local import kill_leftover, run_local
 from tracer.campaign.plan import Cell, Plan, load_plan
 from tracer.campaign.record import FAILED, OK, Campaign
 from tracer.campaign.view import CampaignView
-from tracer.cli.common import console, err_console, fmt
+from tracer.cli.common import add_out_dir, console, err_console, fmt
 from tracer.core.cases import dataset_label
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--dry-run", action="store_true", help="list the runs and their estimated time; run nothing")
     p.add_argument("--retry", type=int, default=0, metavar="N", help="run a failed cell up to N more times")
     p.add_argument("--ray", metavar="ADDRESS", help="spread the runs over the Ray cluster at ADDRESS (or 'auto')")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
+    add_out_dir(p)
     p.add_argument(
         "--shared-dir", type=Path, help="with --ray: a folder every node sees; run folders travel through it, not Ray"
     )

@@ -1,10 +1,36 @@
-"""What every subcommand module shares: consoles and number formatting."""
+"""What every subcommand module shares: consoles, number formatting, and the folder options
+(`--runs` is always the folder of runs to read, `--out` always where to write)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from pathlib import Path
 
 from rich.console import Console
+
+DEFAULT_RUNS_DIR = Path("runs")
+
+
+def add_runs_dir(parser: argparse.ArgumentParser) -> None:
+    """`--runs DIR`: the folder of runs a subcommand reads (run ids are looked up there)."""
+    parser.add_argument(
+        "--runs",
+        dest="runs_dir",
+        type=Path,
+        default=DEFAULT_RUNS_DIR,
+        metavar="DIR",
+        help="folder of runs to read (default runs/)",
+    )
+
+
+def add_out_dir(parser: argparse.ArgumentParser, what: str = "run folders", required: bool = False) -> None:
+    """`--out DIR`: where a subcommand writes; the same name in every subcommand that writes."""
+    default = None if required else DEFAULT_RUNS_DIR
+    where = "" if required else f" (default {DEFAULT_RUNS_DIR}/)"
+    parser.add_argument(
+        "--out", type=Path, default=default, required=required, metavar="DIR", help=f"where {what} go{where}"
+    )
 
 
 def console() -> Console:

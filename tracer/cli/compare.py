@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from tracer.cli.common import console
+from tracer.cli.common import add_runs_dir, console
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -18,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     p.add_argument("run_a", metavar="RUN_A", help="run folder, or run id (or a unique part) in --out")
     p.add_argument("run_b", metavar="RUN_B", help="run folder, or run id (or a unique part) in --out")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs for ids (default runs/)")
+    add_runs_dir(p)
     p.add_argument("--csv", type=Path, metavar="FILE", help="also write the comparison as CSV")
     p.add_argument("--top", type=int, default=5, help="CUDA API functions to list (default 5)")
     p.set_defaults(func=cmd_compare)
@@ -28,7 +28,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from analyzers.compare import compare, rows_for_print, write_csv
     from tracer.core.runfolder import find_run
 
-    a, b = find_run(args.out, args.run_a), find_run(args.out, args.run_b)
+    a, b = find_run(args.runs_dir, args.run_a), find_run(args.runs_dir, args.run_b)
     a.read_record(), b.read_record()
     result = compare(a, b, top_cuda=args.top)
     out = console()

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tracer.cli.common import console
+from tracer.cli.common import add_out_dir, console
 from tracer.core.errors import UserError
 from tracer.frameworks import framework_info
 
@@ -18,7 +18,7 @@ from tracer.frameworks import framework_info
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("import", help="make a run folder from an nsys or Kineto trace file")
     p.add_argument("file", type=Path, help="an nsys .sqlite or .nsys-rep, or a Kineto .json[.gz]")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
+    add_out_dir(p)
     p.add_argument("--framework", default="imported", help="label the run with the framework that made the trace")
     p.add_argument("--model", default="unknown", help="label the run with the model that was traced")
     p.add_argument("--device", default="gpu", choices=["cpu", "gpu"], help="where it ran (default gpu)")

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tracer import dataset, environments, tracing
-from tracer.cli.common import console, err_console
+from tracer.cli.common import add_out_dir, console, err_console
 from tracer.cli.runs import print_summary
 from tracer.core import cases, options
 from tracer.core.errors import UserError
@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
             "trace": "; ".join(f"{k}: {v}" for k, v in tracing.HELP.items()),
         },
     )
-    p.add_argument("--out", type=Path, default=Path("runs"), help="where run folders go (default runs/)")
+    add_out_dir(p)
     p.add_argument("--python", help="an interpreter that has the framework, instead of its tracer env")
     p.set_defaults(func=cmd_profile)
 

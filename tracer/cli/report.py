@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tracer.cli.common import console, err_console
+from tracer.cli.common import add_out_dir, console, err_console
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -18,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "and an index.html that shows them all and opens without a server.",
     )
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_OR_DIR", help="run folders, or folders of runs")
-    p.add_argument("--out", type=Path, required=True, help="folder to write the report into (created)")
+    add_out_dir(p, "the report's tables, figures and index.html", required=True)
     p.add_argument("--pdf", action="store_true", help="also write every figure as PDF")
     p.set_defaults(func=cmd_report)
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from tracer.cli.common import console, err_console, fmt
+from tracer.cli.common import add_runs_dir, console, err_console, fmt
 from tracer.core import cases
 from tracer.core.errors import UserError
 from tracer.core.records import RunStatus
@@ -16,11 +15,11 @@ from tracer.core.records import RunStatus
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("runs", help="list run folders")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs (default runs/)")
+    add_runs_dir(p)
     p.set_defaults(func=cmd_runs)
     s = sub.add_parser("show", help="print one run's summary")
     s.add_argument("run", help="run id (or a unique part of it) or a run folder path")
-    s.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs (default runs/)")
+    add_runs_dir(s)
     s.set_defaults(func=cmd_show)
 
 
@@ -28,9 +27,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from analyzers.run_summary import summarise
     from tracer.core.runfolder import list_runs
 
-    runs = list_runs(args.out)
+    runs = list_runs(args.runs_dir)
     if not runs:
-        err_console().print(f"no runs in {args.out}: make one with `tracer profile ...`")
+        err_console().print(f"no runs in {args.runs_dir}: make one with `tracer profile ...`")
         return 0
     table = Table("run id", "framework", "model", "dataset", "device", "batch", "status", "epochs", "mean epoch s")
     for folder in runs:
@@ -58,7 +57,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from analyzers.run_summary import summarise
     from tracer.core.runfolder import find_run
 
-    folder = find_run(args.out, args.run)
+    folder = find_run(args.runs_dir, args.run)
     print_summary(summarise(folder), console())
     record = folder.read_record()
     if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:

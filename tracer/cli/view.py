@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tracer.cli.common import add_runs_dir
 from tracer.core.errors import UserError
 from tracer.core.runfolder import find_run
 
@@ -12,7 +13,7 @@ from tracer.core.runfolder import find_run
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("view", help="open runs side by side in the desktop viewer")
     p.add_argument("runs", nargs="*", help="run ids (or unique parts) or run folder paths; none opens the browser")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs for ids and the browser (runs/)")
+    add_runs_dir(p)
     p.add_argument("--screenshot", type=Path, metavar="FILE.png", help="render offscreen, save the window, exit")
     p.add_argument("--columns", action="store_true", help="one column per run instead of one colour per run")
     p.add_argument(
@@ -38,7 +39,7 @@ def cmd_view(args: argparse.Namespace) -> int:
         from viewer.app import has_display, run_viewer
     except ImportError as e:
         raise UserError(f"the viewer needs PySide6 and pyqtgraph: pip install 'dl-tracer[viewer]' ({e})") from None
-    paths = [resolve(ref, args.out) for ref in args.runs]
+    paths = [resolve(ref, args.runs_dir) for ref in args.runs]
     try:
         width, height = (int(v) for v in args.size.lower().split("x"))
     except ValueError:
@@ -49,4 +50,4 @@ def cmd_view(args: argparse.Namespace) -> int:
     if screenshot is None and not has_display():
         raise UserError("no display here: use --screenshot FILE.png to render the window offscreen")
     layout_mode = "columns" if args.columns else "overlay"
-    return run_viewer(paths, args.out, screenshot, (width, height), layout_mode, args.align)
+    return run_viewer(paths, args.runs_dir, screenshot, (width, height), layout_mode, args.align)
