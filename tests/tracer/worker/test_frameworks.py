@@ -6,9 +6,11 @@ Each run also sets every knob its framework maps, so one run checks both trainin
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_tracer
 from tracer.core.runfolder import RunFolder
 
 # --limit 8, batch 4: two steps per epoch; MobileNetV2 is the cheapest of the four models on 2 cores.
@@ -62,9 +64,21 @@ def test_tiny_run_ends_ok(framework: str, make_run: Callable[..., RunFolder]) ->
 
 
 @pytest.mark.slow
-def test_rejected_knob_is_a_failed_run_with_the_reason(make_run: Callable[..., RunFolder]) -> None:
-    folder = make_run("paddle", *SMALL, "--gpu-thread-mode", "gpu_private", expect_ok=False)
-    outcome = folder.read_record().outcome
-    assert outcome.status.value == "failed"
-    assert outcome.cause == "ValueError: --gpu-thread-mode is a TensorFlow setting; PaddlePaddle has no equivalent"
-    assert folder.epochs() == []
+def test_a_knob_for_another_framework_is_refused_before_the_run(tmp_path: Path) -> None:
+    """The option declaration says which frameworks take a knob, so the CLI refuses it in one line
+    (it used to reach the worker and end as a failed run)."""
+    result = run_tracer(
+        "profile",
+        "--framework",
+        "paddle",
+        *SMALL,
+        "--dataset",
+        "small",
+        "--gpu-thread-mode",
+        "gpu_private",
+        "--out",
+        str(tmp_path),
+    )
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "--gpu-thread-mode applies to tensorflow only" in result.stderr
+    assert not list(tmp_path.iterdir())
