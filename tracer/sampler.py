@@ -30,7 +30,13 @@ PROCESS_COLUMNS = (
     "sys_cpu_pct",
     "sys_ram_used_pct",
     "sys_ram_used_mib",
+    "ctx_switches_voluntary",
+    "ctx_switches_involuntary",
 )
+# Context switches of the whole tree, cumulative over the processes alive at the sample (psutil's
+# num_ctx_switches); the diagnosis reads the involuntary rate as a sign of too many runnable threads.
+CTX_VOLUNTARY = "ctx_switches_voluntary"
+CTX_INVOLUNTARY = "ctx_switches_involuntary"
 THREAD_COLUMNS = ("t_ns", "pid", "tid", "name", "user_s", "system_s")
 CORE_COLUMNS = ("t_ns", "core", "sys_core_pct")
 GPU_COLUMNS = (
@@ -80,6 +86,8 @@ class Sampler:
         self._last_wall_ns: int | None = None
         self._last_mono: float | None = None
         self.error: str | None = None
+        self.cpu_s = 0.0  # the sampler thread's own CPU time (time.thread_time), the cost of measuring
+        self.wall_s = 0.0
 
     def start(self) -> None:
         """With hz == 0 nothing is sampled: the baseline of the sampler-overhead benchmark."""
@@ -102,6 +110,8 @@ class Sampler:
             achieved_period_ms=round(mean_ms, 3),
             samples=len(self._times),
             max_gap_ms=round(max(gaps) / 1e6, 3) if gaps else 0.0,
+            sampler_cpu_s=round(self.cpu_s, 6),
+            sampler_wall_s=round(self.wall_s, 6),
         )
 
     def _run(self) -> None:
@@ -114,6 +124,7 @@ class Sampler:
             streams["gpu"] = CsvStream(self.folder.sample_stream_path("gpu"), GPU_COLUMNS)
         next_tick = time.monotonic()
         last_flush = next_tick
+        cpu_start, wall_start = time.thread_time(), next_tick
         try:
             while not self._stop.is_set():
                 self._sample(streams)
@@ -132,6 +143,8 @@ class Sampler:
         finally:
             for s in streams.values():
                 s.close()
+            self.cpu_s = time.thread_time() - cpu_start
+            self.wall_s = time.monotonic() - wall_start
 
     def _tree(self, pid: int, now_ns: int) -> list[psutil.Process]:
         """The watched process and its descendants. Finding descendants means reading every process on
@@ -163,6 +176,7 @@ class Sampler:
         pid = self.target_pid()
         procs = self._tree(pid, t_ns) if pid else []
         cpu_delta_s, rss, threads, live = 0.0, 0, 0, 0
+        ctx_vol, ctx_invol = 0, 0
         refresh_names = mono - self._state.names_read_at >= THREAD_NAME_REFRESH_S
         new_cpu: dict[int, float] = {}
         for p in procs:
@@ -174,6 +188,7 @@ class Sampler:
                     mem = p.memory_info()
                     nthreads = p.num_threads()
                     thread_times = p.threads()
+                    ctx = p.num_ctx_switches()
             except psutil.Error:
                 continue
             if mem.rss == 0:  # mid-exit: its memory is already released
@@ -188,6 +203,8 @@ class Sampler:
             new_cpu[p.pid] = total
             rss += mem.rss
             threads += nthreads
+            ctx_vol += ctx.voluntary
+            ctx_invol += ctx.involuntary
             for th in thread_times:
                 streams["threads"].append(
                     (t_ns, p.pid, th.id, self._thread_name(p.pid, th.id, refresh_names), th.user_time, th.system_time)
@@ -201,7 +218,9 @@ class Sampler:
         vm = psutil.virtual_memory()
         per_core = psutil.cpu_percent(percpu=True)
         if live:
-            self._append_process_row(streams["process"], t_ns, cores, rss, threads, live, per_core, vm)
+            self._append_process_row(
+                streams["process"], t_ns, cores, rss, threads, live, per_core, vm, (ctx_vol, ctx_invol)
+            )
         for core, pct in enumerate(per_core):
             streams["cores"].append((t_ns, core, pct))
         if self.nvml is not None:
@@ -244,6 +263,7 @@ class Sampler:
         live: int,
         per_core: list[float],
         vm: object,
+        ctx: tuple[int, int],
     ) -> None:
         stream.append(
             (
@@ -257,5 +277,7 @@ class Sampler:
                 round(sum(per_core) / max(len(per_core), 1), 2),
                 vm.percent,  # type: ignore[attr-defined]
                 round(vm.used / 2**20, 1),  # type: ignore[attr-defined]
+                ctx[0],
+                ctx[1],
             )
         )

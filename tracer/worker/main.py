@@ -11,6 +11,7 @@ import os
 import platform
 import signal
 import sys
+import threading
 import time
 import traceback
 from typing import List, Optional
@@ -22,6 +23,10 @@ EXIT_FRAMEWORK_ERROR = 1
 EXIT_IMPORT_ERROR = 3
 EXIT_TRACE_ERROR = 4
 TRACE_ENV = "TRACER_TRACE"
+LEAK_MIB_PER_TICK = 4
+LEAK_TICK_S = 0.05
+LEAK_CAP_MIB = 1024
+_leaked = []  # type: List[bytes]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -119,7 +124,9 @@ def _train(cfg: WorkloadConfig, reporter: Reporter) -> int:
 
 
 def _inject_fault(fault: Optional[str], epoch: int) -> None:
-    """Deliberate failures for tests of failure handling: `KIND@EPOCH`, KIND in raise|abort|segv|hang."""
+    """Deliberate failures for tests of failure handling and diagnosis: `KIND@EPOCH`, KIND in
+    raise|abort|segv|hang|leak (leak: from that epoch on, a thread keeps appending written bytes to a
+    list, LEAK_MIB_PER_TICK every LEAK_TICK_S up to LEAK_CAP_MIB, as a cache that never evicts does)."""
     if not fault:
         return
     kind, _, at = fault.partition("@")
@@ -138,3 +145,12 @@ def _inject_fault(fault: Optional[str], epoch: int) -> None:
     if kind == "hang":
         while True:
             time.sleep(1)
+    if kind == "leak":
+        threading.Thread(target=_leak, name="injected-leak", daemon=True).start()
+
+
+def _leak():
+    # type: () -> None
+    while len(_leaked) * LEAK_MIB_PER_TICK < LEAK_CAP_MIB:
+        _leaked.append(b"x" * (LEAK_MIB_PER_TICK << 20))  # written, so resident
+        time.sleep(LEAK_TICK_S)

@@ -1,0 +1,27 @@
+"""Diagnosis: named rules over one run folder's tables, each returning a verdict (finding, severity,
+evidence with units, the knob to try); thresholds in `thresholds`. `diagnose` runs them all."""
+
+from __future__ import annotations
+
+from analyzers.diagnosis import rules_host  # noqa: I001,F401 - registers the host rules first
+from analyzers.diagnosis import rules_gpu  # noqa: F401 - then the GPU rules
+from analyzers.diagnosis.inputs import RunTables, load
+from analyzers.diagnosis.verdict import RULES, Evidence, Severity, Verdict, ranked
+from tracer.runfolder import RunFolder
+
+__all__ = ["RULES", "Evidence", "RunTables", "Severity", "Verdict", "diagnose", "diagnose_tables", "ranked", "top"]
+TOP = 3
+
+
+def diagnose_tables(tables: RunTables) -> list[Verdict]:
+    """Every rule's verdict, in declaration order."""
+    return [fn(tables) for fn in RULES.rules.values()]
+
+
+def diagnose(folder: RunFolder) -> list[Verdict]:
+    return diagnose_tables(load(folder))
+
+
+def top(verdicts: list[Verdict], n: int = TOP) -> list[Verdict]:
+    """The `n` fired verdicts that matter most (fewer when fewer fired)."""
+    return [v for v in ranked(verdicts) if v.fired][:n]
