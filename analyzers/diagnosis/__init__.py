@@ -3,8 +3,7 @@ evidence with units, the knob to try); thresholds in `thresholds`. `diagnose` ru
 
 from __future__ import annotations
 
-from analyzers.diagnosis import rules_host  # noqa: I001,F401 - registers the host rules first
-from analyzers.diagnosis import rules_gpu  # noqa: F401 - then the GPU rules
+from analyzers.diagnosis import rules_gpu  # noqa: F401 - registers the rules (host ones first, see there)
 from analyzers.diagnosis.inputs import RunTables, load
 from analyzers.diagnosis.verdict import RULES, Evidence, Severity, Verdict, ranked
 from tracer.runfolder import RunFolder

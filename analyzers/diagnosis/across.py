@@ -75,3 +75,14 @@ def pair_lines(runs: list[Diagnosed]) -> list[tuple[str, str, list[str]]]:
     """(faster, slower, lines) for every pair, in ranking order."""
     order = ranked_runs(runs)
     return [(a.label, b.label, differing(b, a)) for a, b in combinations(order, 2)]
+
+
+def diagnosed_folder(folder: object, label: str) -> Diagnosed:
+    """One run folder, diagnosed, for `tracer compare`."""
+    from analyzers.diagnosis import diagnose
+    from analyzers.run_summary import mean_epoch_s
+    from tracer.runfolder import RunFolder
+
+    assert isinstance(folder, RunFolder)
+    ok = folder.read_record().outcome.status.value == "ok"
+    return Diagnosed(label, folder.run_id, mean_epoch_s(folder.epochs()), ok, tuple(diagnose(folder)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 
 from analyzers.cuda_api import ApiRow
+from analyzers.diagnosis import rules_host  # noqa: F401 - the host rules are declared (and listed) first
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables, column
 from analyzers.diagnosis.knobs import knob
