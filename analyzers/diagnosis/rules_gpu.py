@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 
 from analyzers.cuda_api import ApiRow
@@ -22,9 +23,13 @@ LAUNCH_CALLS = frozenset(
 )
 
 
+_VERSION = re.compile(r"_v\d+$")
+
+
 def _total(rows: tuple[ApiRow, ...], names: frozenset[str]) -> tuple[int, int]:
-    """(total ns, calls) of the rows whose display name is in `names`."""
-    chosen = [r for r in rows if r.name in names]
+    """(total ns, calls) of the rows whose name, without any `_vNNNN` suffix (nsys keeps it on
+    cudaLaunchKernelExC_v11060), is in `names`."""
+    chosen = [r for r in rows if _VERSION.sub("", r.name) in names]
     return sum(r.total_ns for r in chosen), sum(r.calls for r in chosen)
 
 

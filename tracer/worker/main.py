@@ -11,7 +11,6 @@ import os
 import platform
 import signal
 import sys
-import threading
 import time
 import traceback
 from typing import List, Optional
@@ -23,9 +22,7 @@ EXIT_FRAMEWORK_ERROR = 1
 EXIT_IMPORT_ERROR = 3
 EXIT_TRACE_ERROR = 4
 TRACE_ENV = "TRACER_TRACE"
-LEAK_MIB_PER_TICK = 4
-LEAK_TICK_S = 0.05
-LEAK_CAP_MIB = 1024
+LEAK_MIB_PER_EPOCH = 200
 _leaked = []  # type: List[bytes]
 
 
@@ -125,11 +122,14 @@ def _train(cfg: WorkloadConfig, reporter: Reporter) -> int:
 
 def _inject_fault(fault: Optional[str], epoch: int) -> None:
     """Deliberate failures for tests of failure handling and diagnosis: `KIND@EPOCH`, KIND in
-    raise|abort|segv|hang|leak (leak: from that epoch on, a thread keeps appending written bytes to a
-    list, LEAK_MIB_PER_TICK every LEAK_TICK_S up to LEAK_CAP_MIB, as a cache that never evicts does)."""
+    raise|abort|segv|hang|leak (leak: at that epoch and every later one, LEAK_MIB_PER_EPOCH of written
+    bytes are appended to a list that is never emptied, as a cache that never evicts does)."""
     if not fault:
         return
     kind, _, at = fault.partition("@")
+    if kind == "leak" and epoch >= int(at or 1):
+        _leaked.append(b"x" * (LEAK_MIB_PER_EPOCH << 20))  # written, so resident
+        return
     if int(at or 1) != epoch:
         return
     if kind == "raise":
@@ -145,12 +145,4 @@ def _inject_fault(fault: Optional[str], epoch: int) -> None:
     if kind == "hang":
         while True:
             time.sleep(1)
-    if kind == "leak":
-        threading.Thread(target=_leak, name="injected-leak", daemon=True).start()
 
-
-def _leak():
-    # type: () -> None
-    while len(_leaked) * LEAK_MIB_PER_TICK < LEAK_CAP_MIB:
-        _leaked.append(b"x" * (LEAK_MIB_PER_TICK << 20))  # written, so resident
-        time.sleep(LEAK_TICK_S)
