@@ -37,7 +37,7 @@ OVERSUB_THREADS_PER_CORE = _t(
 )
 # under-used CPU
 UNDERUSED_CPU_PCT = _t(
-    "UNDERUSED_CPU_PCT", 50.0, "% of allowed cores", "busy cores below this share of min(intra-op threads, cores)"
+    "UNDERUSED_CPU_PCT", 40.0, "% of allowed cores", "busy cores below this share of min(intra-op threads, cores)"
 )
 # memory growth
 MEM_GROWTH_MIB_PER_EPOCH = _t("MEM_GROWTH_MIB_PER_EPOCH", 50.0, "MiB/epoch", "RSS slope over the steady epochs")

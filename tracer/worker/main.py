@@ -145,4 +145,3 @@ def _inject_fault(fault: Optional[str], epoch: int) -> None:
     if kind == "hang":
         while True:
             time.sleep(1)
-
