@@ -66,7 +66,7 @@ def load(folder: RunFolder) -> RunTables:
     whole: list[ApiRow] = []
     cut = None
     span = None
-    kernels = (0, 0, None)
+    kernels: tuple[int, int, float | None] = (0, 0, None)
     nvtx_steps = 0
     api_path = folder.table_path(t.CUDA_API)
     if api_path.exists():

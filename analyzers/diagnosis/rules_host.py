@@ -56,7 +56,7 @@ def input_bound(t: RunTables) -> Verdict:
         return not_measured(name, title, "the per-step times are all zero")
     share = 100 * w / total
     n_epochs = len({epochs[i] for i in rows})
-    evidence = (
+    evidence: tuple[Evidence, ...] = (
         Evidence("data wait", w, "s"),
         Evidence("data wait per epoch", w / n_epochs, "s"),
         Evidence("step time", total, "s"),
