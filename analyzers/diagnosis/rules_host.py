@@ -277,7 +277,7 @@ def crash(t: RunTables) -> Verdict:
     elif status == "timeout":
         advice = "a longer --timeout, or fewer epochs"
     else:
-        advice = "the framework's message above; a smaller --batch if it ran out of memory"
+        advice = "what the framework's message says; a smaller --batch if it ran out of memory"
     return Verdict(name, title, True, True, Severity.HIGH, f"{status}: {cause}", None, "", None, evidence, advice)
 
 
