@@ -63,3 +63,27 @@ def test_trace_volume_of_an_imported_trace(imported_nsys: RunFolder) -> None:
     assert cost.trace_records == rows and rows > 0
     assert cost.trace_bytes == sum(p.stat().st_size for p in imported_nsys.raw_dir.iterdir())
     assert cost.sampler_cpu_s is None  # nothing was sampled
+
+
+def test_traced_run_reports_volume_and_ratio_to_an_untraced_twin(tmp_path: Path) -> None:
+    """Two real runs of one spec in one folder, one under the PyTorch profiler: the traced one says
+    how many records and bytes its trace holds and how much slower its epochs were."""
+    from analyzers.run_summary import mean_epoch_s
+    from tests.conftest import TINY, require_framework
+    from tracer.runfolder import list_runs
+
+    require_framework("pytorch")
+    args = ("profile", "--framework", "pytorch", "--model", "alexnet", *TINY, "--batch", "4", "--out", str(tmp_path))
+    plain = run_tracer(*args)
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    traced = run_tracer(*args, "--trace", "torch")
+    assert traced.returncode == 0, traced.stderr[-2000:]
+    untraced_run, traced_run = sorted(list_runs(tmp_path), key=lambda r: r.read_record().spec.trace != "none")
+    cost = measurement_cost(traced_run)
+    assert cost.untraced_run == untraced_run.run_id
+    ratio = (mean_epoch_s(traced_run.epochs()) or 0) / (mean_epoch_s(untraced_run.epochs()) or 1)
+    assert cost.traced_over_untraced_epoch == pytest.approx(ratio)
+    assert cost.trace_records is not None and cost.trace_records > 0
+    assert cost.trace_bytes is not None and cost.trace_bytes > 0
+    assert measurement_cost(untraced_run).trace_records is None  # nothing traced, nothing to count
+    assert "traced / untraced epoch time" in traced.stdout and "Diagnosis" in traced.stdout

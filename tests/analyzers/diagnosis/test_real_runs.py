@@ -12,7 +12,6 @@ from PIL import Image
 from analyzers.diagnosis import diagnose
 from analyzers.diagnosis.verdict import Verdict
 from tests.conftest import run_tracer
-from tracer import runfolder
 from tracer.runfolder import RunFolder
 
 
@@ -107,8 +106,6 @@ def _big_photos(root: Path, per_class: int = 8) -> Path:
 def test_input_bound_on_real_runs(make_run: Callable[..., RunFolder], tmp_path: Path) -> None:
     """Issue 18's per-step table decides it: large photos, 0 loader workers and a small model wait for
     data; AlexNet on the generated set at 64 px does not. Runs only where the worker writes it."""
-    if "steps" not in runfolder.SAMPLE_TABLES:
-        pytest.skip("needs per-step timing (issue 18): this tracer writes no samples/steps table")
     photos = _big_photos(tmp_path / "photos")
     slow = make_run("pytorch", "--dataset", str(photos), "--model", "mobilenet_v2", "--image-size", "32",
                     "--batch", "8", "--workers", "0", "--limit", "24")  # fmt: skip
