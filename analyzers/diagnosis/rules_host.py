@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import statistics
 
+import numpy as np
+
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables, column
 from analyzers.diagnosis.knobs import knob
@@ -230,7 +232,7 @@ def thread_per_image(t: RunTables) -> Verdict:
     times, threads = column(table, "t_ns"), column(table, "threads")
     if len(threads) < 3:
         return not_measured(name, title, "fewer than three thread samples in the epochs")
-    images = [_images_done(t, x) for x in times]
+    images = images_done(t, times)
     if images[-1] - images[0] <= 0:
         return not_measured(name, title, "no images processed between the samples")
     slope = statistics.linear_regression(images, threads).slope * 100
@@ -249,15 +251,14 @@ def thread_per_image(t: RunTables) -> Verdict:
                    knob(t.record.spec.framework, "threads", "a fixed thread pool"))  # fmt: skip
 
 
-def _images_done(t: RunTables, t_ns: float) -> float:
-    """Images processed by time t_ns, interpolated linearly inside an epoch."""
-    done = 0.0
+def images_done(t: RunTables, times_ns: list[float]) -> list[float]:
+    """Images processed by each time, linear inside an epoch and flat between epochs."""
+    xs, ys, done = [], [], 0.0
     for e in t.epochs:
-        if t_ns >= e.end_ns:
-            done += e.images
-        elif t_ns > e.start_ns:
-            done += e.images * (t_ns - e.start_ns) / max(1, e.end_ns - e.start_ns)
-    return done
+        xs += [float(e.start_ns), float(e.end_ns)]
+        ys += [done, done + e.images]
+        done += e.images
+    return [float(v) for v in np.interp(times_ns, xs, ys)] if xs else [0.0] * len(times_ns)
 
 
 @rule("crash")
