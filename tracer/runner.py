@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -22,7 +23,7 @@ import tracer
 from tracer import sysinfo
 from tracer.core.cases import make_run_id
 from tracer.core.options import worker_config
-from tracer.core.records import DatasetInfo, ModelFacts, Outcome, RunRecord, RunSpec, RunStatus
+from tracer.core.records import DatasetInfo, MeasurementCost, ModelFacts, Outcome, RunRecord, RunSpec, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import KIND, Event
 from tracer.environments import EnvStatus
@@ -91,6 +92,7 @@ class Runner:
         self.console = console or Console(stderr=True)
         self.backend = launch.backend
         self._pyspy_files: list[str] = []
+        self.cost: MeasurementCost | None = None
 
     def run(self) -> tuple[RunFolder, RunRecord]:
         spec = self.launch.spec
@@ -122,7 +124,10 @@ class Runner:
                 nvml.close()
         trace_files = self._finish_traces(folder) + self._pyspy_files
         folder.finalise_samples()
-        record = _completed(record, events, outcome, sampling, trace_files, self.launch.dataset_dir)
+        record = dataclasses.replace(
+            _completed(record, events, outcome, sampling, trace_files, self.launch.dataset_dir),
+            measurement_cost=self.cost,
+        )
         folder.write_record(record)
         return folder, record
 
@@ -137,6 +142,7 @@ class Runner:
         env["PYTHONUNBUFFERED"] = "1"
         env.update(self.backend.environment(folder))
         started = time.monotonic()
+        children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         with folder.worker_log.open("wb") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
@@ -171,6 +177,7 @@ class Runner:
                     self.console.print(f"[yellow]py-spy:[/yellow] {spy.error}")
             sampling = sampler.stop()
             view.close()
+        self.cost = measurement_cost(sampling, children_before, time.monotonic() - started)
         events = folder.events()  # read once, now that the worker has ended
         returncode = self.backend.worker_returncode(proc.returncode, events)
         outcome = classify(returncode, ended_by, events, folder, spec)
@@ -184,6 +191,20 @@ class Runner:
         except Exception as e:  # noqa: BLE001 - a trace that cannot be ingested must not lose the run
             self.console.print(f"[yellow]trace not ingested:[/yellow] {type(e).__name__}: {e}")
             return []
+
+
+def measurement_cost(sampling: Any, before: resource.struct_rusage, wall_s: float) -> MeasurementCost:
+    """The sampler's CPU clock against the CPU the kernel charged the reaped worker tree since `before`."""
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    training = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    sampler = float(sampling.sampler_cpu_s or 0.0)
+    return MeasurementCost(
+        sampler_cpu_s=round(sampler, 6),
+        training_cpu_s=round(training, 6),
+        wall_s=round(wall_s, 6),
+        sampler_pct_of_training_cpu=round(100 * sampler / training, 4) if training > 0 else None,
+        sampler_pct_of_wall=round(100 * sampler / wall_s, 4) if wall_s > 0 else None,
+    )
 
 
 def _read_pid(folder: RunFolder) -> int | None:

@@ -54,6 +54,8 @@ class Sampler:
         self._ram_total = psutil.virtual_memory().total
         self._last_mono: float | None = None
         self.error: str | None = None
+        self.cpu_s = 0.0  # the sampler thread's own CPU time (time.thread_time), the cost of measuring
+        self.wall_s = 0.0
 
     def start(self) -> None:
         """With hz == 0 nothing is sampled: the baseline of the sampler-overhead benchmark."""
@@ -76,6 +78,8 @@ class Sampler:
             achieved_period_ms=round(mean_ms, 3),
             samples=len(self._times),
             max_gap_ms=round(max(gaps) / 1e6, 3) if gaps else 0.0,
+            sampler_cpu_s=round(self.cpu_s, 6),
+            sampler_wall_s=round(self.wall_s, 6),
         )
 
     def _run(self) -> None:
@@ -87,6 +91,7 @@ class Sampler:
             streams[schema.GPUS.name] = CsvStream(self.folder.sample_stream_path(schema.GPUS.name), schema.GPUS.columns)
         next_tick = time.monotonic()
         last_flush = next_tick
+        cpu_start, wall_start = time.thread_time(), next_tick
         try:
             while not self._stop.is_set():
                 self._sample(streams)
@@ -105,6 +110,8 @@ class Sampler:
         finally:
             for s in streams.values():
                 s.close()
+            self.cpu_s = time.thread_time() - cpu_start
+            self.wall_s = time.monotonic() - wall_start
 
     def _tree(self, pid: int, now_ns: int) -> list[psutil.Process]:
         """The watched process and its descendants. Finding descendants means reading every process on
@@ -136,6 +143,7 @@ class Sampler:
         pid = self.target_pid()
         procs = self._tree(pid, t_ns) if pid else []
         cpu_delta_s, rss, threads, live = 0.0, 0, 0, 0
+        ctx_vol, ctx_invol = 0, 0
         refresh_names = mono - self._state.names_read_at >= THREAD_NAME_REFRESH_S
         new_cpu: dict[int, float] = {}
         for p in procs:
@@ -147,6 +155,7 @@ class Sampler:
                     mem = p.memory_info()
                     nthreads = p.num_threads()
                     thread_times = p.threads()
+                    ctx = p.num_ctx_switches()
             except psutil.Error:
                 continue
             if mem.rss == 0:  # mid-exit: its memory is already released
@@ -161,6 +170,8 @@ class Sampler:
             new_cpu[p.pid] = total
             rss += mem.rss
             threads += nthreads
+            ctx_vol += ctx.voluntary
+            ctx_invol += ctx.involuntary
             for th in thread_times:
                 streams[schema.THREADS_TABLE.name].append(
                     (t_ns, p.pid, th.id, self._thread_name(p.pid, th.id, refresh_names), th.user_time, th.system_time)
@@ -174,7 +185,9 @@ class Sampler:
         vm = psutil.virtual_memory()
         per_core = psutil.cpu_percent(percpu=True)
         if live:
-            self._append_process_row(streams[schema.PROCESS.name], t_ns, cores, rss, threads, live, per_core, vm)
+            self._append_process_row(
+                streams[schema.PROCESS.name], t_ns, cores, rss, threads, live, per_core, vm, (ctx_vol, ctx_invol)
+            )
         for core, pct in enumerate(per_core):
             streams[schema.CORES.name].append((t_ns, core, pct))
         if self.nvml is not None:
@@ -217,6 +230,7 @@ class Sampler:
         live: int,
         per_core: list[float],
         vm: object,
+        ctx: tuple[int, int],
     ) -> None:
         stream.append(
             (
@@ -230,5 +244,7 @@ class Sampler:
                 round(sum(per_core) / max(len(per_core), 1), 2),
                 vm.percent,  # type: ignore[attr-defined]
                 round(vm.used / 2**20, 1),  # type: ignore[attr-defined]
+                ctx[0],
+                ctx[1],
             )
         )

@@ -15,6 +15,7 @@ from viewer.data import RunData, name_runs
 from viewer.export import export_widget
 from viewer.loader import RunLoader
 from viewer.panels.cuda import CudaPanel
+from viewer.panels.diagnosis import DiagnosisPanel
 from viewer.panels.tables import EpochTable, FactsTable
 from viewer.panels.threads import ThreadPanel
 from viewer.panels.timeline import TimelinePanel
@@ -51,6 +52,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.epochs = EpochTable()
         self.facts = FactsTable()
         self.cuda = CudaPanel()
+        self.diagnosis = DiagnosisPanel()
         self.browser = RunBrowser(out_dir)
         self.browser.open_runs.connect(self.add_runs)
 
@@ -58,6 +60,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.tabs.addTab(self.epochs, "Epochs")
         self.tabs.addTab(self.facts, "Run facts")
         self.tabs.addTab(self.cuda, "CUDA API")
+        self.tabs.addTab(self.diagnosis, "Diagnosis")
         self.tabs.addTab(self.browser, "Run browser")
         self.split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
         self.split.addWidget(self.timeline)
@@ -158,6 +161,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.epochs.set_runs(runs)
         self.facts.set_runs(runs)
         self.cuda.set_runs(runs)
+        self.diagnosis.set_runs(runs)
         self._show_messages()
         if self.time_cursor.x is None:
             self.place_cursor()

@@ -27,6 +27,7 @@ class Output:
     caption: str = ""
     rows: list[tables.TableRow] = field(default_factory=list)
     device: str = ""
+    text: list[tuple[str, list[str]]] = field(default_factory=list)  # kind "section": (heading, lines)
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ def plan_report(runs: Sequence[LoadedRun], out: Path, formats: Sequence[str] = c
     """Every step of the report on `runs`, in the order the page shows them. Figures a case has no
     data for (CUDA API without a trace, energy without NVML) are not planned."""
     steps = [Step(f"writing {title}", _table_step(runs, device, out / stem, title)) for device, stem, title in TABLES]
+    steps.append(Step("diagnosing the runs", _diagnosis_step(runs, out)))
     cases = by_case(runs)
     for case, group in cases.items():
         chosen = latest_per_framework(r for r in group if _has_process_samples(r))
@@ -82,6 +84,17 @@ def _table_step(runs: Sequence[LoadedRun], device: str, base: Path, title: str) 
         tables.write_csv(rows, csv_path)
         md_path.write_text(tables.to_markdown(rows, device, title))
         return Output("table", title, [csv_path, md_path], rows=rows, device=device)
+
+    return step
+
+
+def _diagnosis_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
+    def step() -> Output:
+        from analyzers.report import diagnosis
+
+        diag_md, findings_md, sections, found = diagnosis.write(runs, out)
+        text = [("Findings: the study's claims", found.splitlines())] + sections
+        return Output("section", "Diagnosis and findings", [diag_md, findings_md], text=text)
 
     return step
 

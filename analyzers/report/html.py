@@ -47,6 +47,9 @@ def write_index(out: Path, runs: Sequence[LoadedRun], outputs: Sequence[Output],
         if output.kind == "table":
             parts.append(f'<h2 id="{anchor}">{_e(output.title)}</h2>')
             parts.append(_table(output))
+        elif output.kind == "section":
+            parts.append(f'<h2 id="{anchor}">{_e(output.title)}</h2>')
+            parts.append(_section(output, out))
         else:
             figure_no += 1
             parts.append(f'<h2 id="{anchor}">Figure {figure_no}: {_e(output.title)}</h2>')
@@ -70,7 +73,9 @@ def _anchor(output: Output) -> str:
 
 
 def _nav(outputs: Sequence[Output]) -> str:
-    links = [f'<a href="#{_anchor(o)}">{_e(o.title.split(":")[0])}</a>' for o in outputs if o.kind == "table"]
+    links = [
+        f'<a href="#{_anchor(o)}">{_e(o.title.split(":")[0])}</a>' for o in outputs if o.kind in ("table", "section")
+    ]
     links.append(f'<span class="muted">{sum(o.kind == "figure" for o in outputs)} figures below</span>')
     return "<nav>" + "".join(links) + ' <a href="#runs">Runs</a></nav>'
 
@@ -105,6 +110,22 @@ def _table(output: Output) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>" + _links(
         output.files, output.files[0].parent
     )
+
+
+def _section(output: Output, out: Path) -> str:
+    """Headings with their lines; Markdown table lines become an HTML table."""
+    parts = []
+    for heading, lines in output.text:
+        parts.append(f"<h3>{_e(heading)}</h3>")
+        rows = [ln for ln in lines if ln.startswith("|") and not ln.startswith("| ---")]
+        if rows:
+            cells = [[c.strip() for c in ln.strip("|").split("|")] for ln in rows]
+            head = "".join(f"<th>{_e(c)}</th>" for c in cells[0])
+            body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in cells[1:])
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        else:
+            parts.append("<pre>" + _e("\n".join(lines)) + "</pre>")
+    return "".join(parts) + _links(output.files, out)
 
 
 def _figure(output: Output, out: Path) -> str:

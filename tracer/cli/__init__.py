@@ -10,10 +10,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tracer.cli import analyze, campaign, compare, data, env, import_trace, profile, report, runs, view
+from tracer.cli import analyze, campaign, compare, data, diagnose, env, import_trace, profile, report, runs, view
 from tracer.core.errors import UserError
 
-COMMAND_MODULES = [profile, runs, data, env, analyze, import_trace, report, compare, campaign, view]
+COMMAND_MODULES = [profile, runs, data, env, analyze, import_trace, report, compare, campaign, view, diagnose]
 
 
 def build_parser() -> argparse.ArgumentParser:

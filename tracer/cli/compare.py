@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from rich.console import Console
 from rich.table import Table
 
 from tracer.cli.common import add_runs_dir, console
@@ -39,7 +40,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for row in rows_for_print(result):
         table.add_row(*row)
     out.print(table)
+    print_verdict_differences(a, b, result.a.framework, result.b.framework, out)
     if args.csv is not None:
         write_csv(result, args.csv)
         out.print(f"written to {args.csv}")
     return 0
+
+
+def print_verdict_differences(a: object, b: object, label_a: str, label_b: str, out: Console) -> None:
+    """Which diagnosis verdicts differ between the two runs, faster run first."""
+    from analyzers.diagnosis.across import diagnosed_folder, pair_lines
+
+    if label_a == label_b:
+        label_a, label_b = f"A ({label_a})", f"B ({label_b})"
+    lines = [line for _f, _s, diffs in pair_lines([diagnosed_folder(a, label_a), diagnosed_folder(b, label_b)])
+             for line in diffs]  # fmt: skip
+    out.print("[bold]Diagnosis: verdicts that differ[/bold]")
+    for line in lines or ["none: the same rules fire with similar numbers"]:
+        out.print(f"  {line}", markup=False)

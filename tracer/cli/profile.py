@@ -10,6 +10,7 @@ from rich.console import Console
 
 from tracer import dataset, environments, tracing
 from tracer.cli.common import add_out_dir, console, err_console
+from tracer.cli.diagnose import print_block
 from tracer.cli.runs import print_summary
 from tracer.core import cases, options
 from tracer.core.errors import UserError
@@ -76,6 +77,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if spec.trace != "none" or spec.pyspy:
         ingest_traces(folder, err)
     print_summary(summarise(folder), console())
+    print_block(folder, console())
     if record.outcome.status is not RunStatus.OK:
         err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
         return EXIT_RUN_FAILED

@@ -58,12 +58,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     from tracer.core.runfolder import find_run
 
     folder = find_run(args.runs_dir, args.run)
+    from tracer.cli.diagnose import print_block
+
     print_summary(summarise(folder), console())
     record = folder.read_record()
     if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:
         console().print("last lines of the worker's output:")
         for line in record.outcome.stderr_tail[-10:]:
             console().print(f"  {line}", markup=False)
+    print_block(folder, console())
     return 0
 
 

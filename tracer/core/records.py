@@ -77,6 +77,20 @@ class SamplingInfo:
     achieved_period_ms: float
     samples: int
     max_gap_ms: float
+    sampler_cpu_s: float | None = None  # the sampler thread's own CPU clock over the run
+    sampler_wall_s: float | None = None
+
+
+@dataclass(frozen=True)
+class MeasurementCost:
+    """What measuring the run cost: the sampler thread's CPU clock against the training's CPU time
+    (the kernel's rusage of the reaped worker tree, tracers such as nsys included) and the wall time."""
+
+    sampler_cpu_s: float
+    training_cpu_s: float
+    wall_s: float
+    sampler_pct_of_training_cpu: float | None
+    sampler_pct_of_wall: float | None
 
 
 @dataclass(frozen=True)
@@ -107,6 +121,7 @@ class RunRecord:
     tracer_pid: int | None = None
     trace_files: tuple[str, ...] = ()
     knobs: Mapping[str, Any] = field(default_factory=dict)
+    measurement_cost: MeasurementCost | None = None
     format_version: int = RUN_FORMAT_VERSION
 
     def to_json(self) -> dict[str, Any]:

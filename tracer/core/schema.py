@@ -49,6 +49,10 @@ PROCESSES = "processes"
 SYS_CPU_PCT = "sys_cpu_pct"  # the whole machine, every process
 SYS_RAM_USED_PCT = "sys_ram_used_pct"
 SYS_RAM_USED_MIB = "sys_ram_used_mib"
+# Context switches of the whole tree, cumulative over the processes alive at the sample (psutil's
+# num_ctx_switches); the diagnosis reads the involuntary rate as a sign of too many runnable threads.
+CTX_VOLUNTARY = "ctx_switches_voluntary"
+CTX_INVOLUNTARY = "ctx_switches_involuntary"
 PID = "pid"
 TID = "tid"
 THREAD_NAME = "name"
@@ -94,6 +98,8 @@ PROCESS = SampleTable(
             (SYS_CPU_PCT, pa.float64()),
             (SYS_RAM_USED_PCT, pa.float64()),
             (SYS_RAM_USED_MIB, pa.float64()),
+            (CTX_VOLUNTARY, pa.int64()),
+            (CTX_INVOLUNTARY, pa.int64()),
         ]
     ),
     "the training's process tree (worker and loader processes) and the whole machine, one row per sample",

@@ -23,6 +23,8 @@ EXIT_FRAMEWORK_ERROR = 1
 EXIT_IMPORT_ERROR = 3
 EXIT_TRACE_ERROR = 4
 TRACE_ENV = "TRACER_TRACE"
+LEAK_MIB_PER_EPOCH = 200
+_leaked = []  # type: List[bytes]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -120,10 +122,15 @@ def _train(cfg: WorkloadConfig, reporter: Reporter) -> int:
 
 
 def _inject_fault(fault: Optional[str], epoch: int) -> None:
-    """Deliberate failures for tests of failure handling: `KIND@EPOCH`, KIND in raise|abort|segv|hang."""
+    """Deliberate failures for tests of failure handling and diagnosis: `KIND@EPOCH`, KIND in
+    raise|abort|segv|hang|leak (leak: at that epoch and every later one, LEAK_MIB_PER_EPOCH of written
+    bytes are appended to a list that is never emptied, as a cache that never evicts does)."""
     if not fault:
         return
     kind, _, at = fault.partition("@")
+    if kind == "leak" and epoch >= int(at or 1):
+        _leaked.append(b"x" * (LEAK_MIB_PER_EPOCH << 20))  # written, so resident
+        return
     if int(at or 1) != epoch:
         return
     if kind == "raise":

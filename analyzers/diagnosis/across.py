@@ -1,0 +1,88 @@
+"""Across runs of one case: rank them by epoch time and say, for each pair, which verdicts differ,
+and whether the gap in epoch time is mostly data wait."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+from analyzers.diagnosis import thresholds as th
+from analyzers.diagnosis.verdict import Verdict
+
+
+@dataclass(frozen=True)
+class Diagnosed:
+    """One run with its verdicts, as the comparison needs it."""
+
+    label: str  # the framework, or the run id where frameworks repeat
+    run_id: str
+    mean_epoch_s: float | None
+    ok: bool
+    verdicts: tuple[Verdict, ...]
+
+    def verdict(self, rule: str) -> Verdict | None:
+        return next((v for v in self.verdicts if v.rule == rule), None)
+
+
+def ranked_runs(runs: list[Diagnosed]) -> list[Diagnosed]:
+    """Fastest first; failed runs and runs without epochs last."""
+    return sorted(runs, key=lambda r: (not r.ok or r.mean_epoch_s is None, r.mean_epoch_s or 0.0, r.label))
+
+
+def _value(v: Verdict) -> str:
+    if v.value is None:
+        return v.state
+    shown = f"{v.value:.0f}" if abs(v.value) >= 10 else f"{v.value:.2g}"
+    return f"{shown} {v.unit.split(' ')[0]}" + ("" if v.fired else " (quiet)")
+
+
+def differing(a: Diagnosed, b: Diagnosed) -> list[str]:
+    """One line per rule whose verdicts differ between `a` and `b` (one fired and not the other, or
+    both measured with headline numbers PAIR_DIFFERENCE_PCT points apart in a % unit)."""
+    out = []
+    for va in a.verdicts:
+        vb = b.verdict(va.rule)
+        if vb is None or not (va.measured and vb.measured):
+            continue
+        apart = False
+        if va.value is not None and vb.value is not None and va.unit.startswith("%"):
+            apart = abs(va.value - vb.value) >= th.PAIR_DIFFERENCE_PCT
+        if va.fired == vb.fired and not apart:
+            continue
+        line = f"{a.label}: {va.title} {_value(va)} vs {b.label} {_value(vb)}"
+        if va.rule == "input-bound":
+            line += _data_wait_gap(a, b, va, vb)
+        out.append(line)
+    return out
+
+
+def _data_wait_gap(a: Diagnosed, b: Diagnosed, va: Verdict, vb: Verdict) -> str:
+    wa, wb = _evidence(va, "data wait per epoch"), _evidence(vb, "data wait per epoch")
+    if None in (wa, wb, a.mean_epoch_s, b.mean_epoch_s):
+        return ""
+    gap = (a.mean_epoch_s or 0) - (b.mean_epoch_s or 0)
+    wait_gap = (wa or 0) - (wb or 0)
+    if gap != 0 and wait_gap / gap > 0.5:
+        return f": the gap in epoch time is mostly data wait ({wait_gap:.2f} of {gap:.2f} s)"
+    return f": data wait explains {wait_gap:.2f} of the {gap:.2f} s gap in epoch time"
+
+
+def _evidence(v: Verdict, name: str) -> float | None:
+    return next((e.value for e in v.evidence if e.name == name), None)
+
+
+def pair_lines(runs: list[Diagnosed]) -> list[tuple[str, str, list[str]]]:
+    """(faster, slower, lines) for every pair, in ranking order."""
+    order = ranked_runs(runs)
+    return [(a.label, b.label, differing(b, a)) for a, b in combinations(order, 2)]
+
+
+def diagnosed_folder(folder: object, label: str) -> Diagnosed:
+    """One run folder, diagnosed, for `tracer compare`."""
+    from analyzers.diagnosis import diagnose
+    from analyzers.run_summary import mean_epoch_s
+    from tracer.core.runfolder import RunFolder
+
+    assert isinstance(folder, RunFolder)
+    ok = folder.read_record().outcome.status.value == "ok"
+    return Diagnosed(label, folder.run_id, mean_epoch_s(folder.epochs()), ok, tuple(diagnose(folder)))

@@ -1,0 +1,296 @@
+"""Rules read from the host side: per-step timing, the sampler's process table, epochs and outcome."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+
+from analyzers.diagnosis import thresholds as th
+from analyzers.diagnosis.inputs import RunTables, column
+from analyzers.diagnosis.knobs import knob
+from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
+from tracer.core.schema import CTX_INVOLUNTARY
+
+# knobs keys (run.json) that hold the intra-op thread count and the loader workers, per framework
+INTRA_OP_KNOBS = (
+    "torch.set_num_threads",
+    "tf.config.threading.intra_op_parallelism_threads",
+    "MXSetNumOMPThreads",
+    "paddle.base.core.set_num_threads",
+)
+WORKER_KNOBS = ("loader_workers", "DataLoader.num_workers", "gluon.data.DataLoader.num_workers",
+                "paddle.io.DataLoader.num_workers", "tf.data.map.num_parallel_calls")  # fmt: skip
+
+
+def _int_knob(t: RunTables, names: tuple[str, ...]) -> int | None:
+    for name in names:
+        value = t.record.knobs.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def intra_op_threads(t: RunTables) -> int:
+    """The intra-op thread count the run used: the framework's own report, else --threads, else the
+    cores (every framework's default is one thread per core)."""
+    return _int_knob(t, INTRA_OP_KNOBS) or t.record.spec.threads or t.cores
+
+
+def loader_workers(t: RunTables) -> int:
+    return _int_knob(t, WORKER_KNOBS) or 0
+
+
+@rule("input-bound")
+def input_bound(t: RunTables) -> Verdict:
+    name, title = "input-bound", "input-bound"
+    if t.steps is None or t.steps.num_rows == 0:
+        return not_measured(name, title, "the run has no per-step timing (samples/steps; runs before issue 18)")
+    epochs = column(t.steps, "epoch")
+    later = max(epochs) > 1
+    rows = [i for i, e in enumerate(epochs) if e > 1 or not later]
+    wait = column(t.steps, "data_wait_s")
+    compute = column(t.steps, "compute_s")
+    sync = column(t.steps, "sync_s") or [0.0] * len(wait)
+    w = sum(wait[i] for i in rows)
+    total = w + sum(compute[i] for i in rows) + sum(sync[i] for i in rows)
+    if total <= 0:
+        return not_measured(name, title, "the per-step times are all zero")
+    share = 100 * w / total
+    n_epochs = len({epochs[i] for i in rows})
+    evidence: tuple[Evidence, ...] = (
+        Evidence("data wait", w, "s"),
+        Evidence("data wait per epoch", w / n_epochs, "s"),
+        Evidence("step time", total, "s"),
+        Evidence("steps", float(len(rows)), ""),
+        Evidence("loader workers", float(loader_workers(t)), ""),
+    )
+    if t.gpu is not None:
+        util = column(t.in_epochs(t.gpu, t.steady_epochs()), "util_pct")
+        if util:
+            evidence += (Evidence("GPU utilisation while training", statistics.fmean(util), "%"),)
+    if share <= th.INPUT_BOUND_PCT:
+        return quiet(name, title, "data wait is a small share of step time", share, "% of step time",
+                     th.INPUT_BOUND_PCT, evidence)  # fmt: skip
+    severity = Severity.HIGH if share > th.INPUT_BOUND_HIGH_PCT else Severity.MEDIUM
+    fw = t.record.spec.framework
+    return Verdict(name, title, True, True, severity,
+                   f"steps wait for their batch {share:.0f} % of the time", share, "% of step time",
+                   th.INPUT_BOUND_PCT, evidence,
+                   knob(fw, "workers", "more loader workers") + "; " + knob(fw, "prefetch", "deeper prefetch")
+                   + "; or a smaller image pipeline (--image-size)")  # fmt: skip
+
+
+@rule("cpu-oversubscription")
+def oversubscription(t: RunTables) -> Verdict:
+    name, title = "cpu-oversubscription", "CPU oversubscribed"
+    table = t.in_epochs(t.process, list(t.epochs))
+    if table is None or table.num_rows < 2 or CTX_INVOLUNTARY not in table.column_names:
+        return not_measured(name, title, "no context-switch samples in the epochs (runs before this column)")
+    times = column(table, "t_ns")
+    invol = column(table, CTX_INVOLUNTARY)
+    switches = sum(max(0.0, b - a) for a, b in zip(invol, invol[1:]))  # processes that exit lower the sum
+    seconds = (times[-1] - times[0]) / 1e9
+    if seconds <= 0:
+        return not_measured(name, title, "the epochs hold one sample")
+    rate = switches / seconds / t.cores
+    threads = intra_op_threads(t) + loader_workers(t)
+    per_core = threads / t.cores
+    busy = statistics.fmean(column(table, "cpu_cores")) if column(table, "cpu_cores") else None
+    per_image = None
+    images = sum(e.images for e in t.epochs)
+    if busy and images:
+        cpu_s = busy * sum(e.duration_s for e in t.epochs)
+        per_image = cpu_s / images
+    evidence = (
+        Evidence("involuntary context switches", rate, "/s per core"),
+        Evidence("intra-op + loader threads", float(threads), ""),
+        Evidence("logical cores", float(t.cores), ""),
+        Evidence("busy cores", busy, "cores"),
+        Evidence("CPU time per image", per_image, "s"),
+    )
+    over_threads = per_core > th.OVERSUB_THREADS_PER_CORE
+    over_switches = rate > th.OVERSUB_INVOLUNTARY_PER_CORE_S
+    fired = (over_threads and over_switches) or rate > 3 * th.OVERSUB_INVOLUNTARY_PER_CORE_S
+    if not fired:
+        return quiet(name, title, f"{threads} threads on {t.cores} cores, few forced switches", rate,
+                     "switches/s per core", th.OVERSUB_INVOLUNTARY_PER_CORE_S, evidence)  # fmt: skip
+    why = f"{threads} threads on {t.cores} cores" if over_threads else "the machine's other load"
+    return Verdict(name, title, True, True, Severity.HIGH if over_threads else Severity.MEDIUM,
+                   f"threads are preempted {rate:.0f} times a second per core ({why})", rate,
+                   "switches/s per core", th.OVERSUB_INVOLUNTARY_PER_CORE_S, evidence,
+                   knob(t.record.spec.framework, "threads", f"at most {t.cores} intra-op threads"))  # fmt: skip
+
+
+@rule("cpu-under-used")
+def cpu_under_used(t: RunTables) -> Verdict:
+    name, title = "cpu-under-used", "CPU under-used"
+    table = t.in_epochs(t.process, t.steady_epochs())
+    busy_col = column(table, "cpu_cores")
+    if not busy_col:
+        return not_measured(name, title, "no process samples in the epochs")
+    busy = statistics.fmean(busy_col)
+    allowed = min(intra_op_threads(t), t.cores)
+    share = 100 * busy / allowed
+    machine = column(table, "sys_cpu_pct")
+    others = None
+    if machine:
+        others = max(0.0, statistics.fmean(machine) - 100 * busy / t.cores)
+    evidence = (
+        Evidence("busy cores", busy, "cores"),
+        Evidence("cores the intra-op threads allow", float(allowed), "cores"),
+        Evidence("other processes' CPU", others, "% of all cores"),
+    )
+    if share >= th.UNDERUSED_CPU_PCT:
+        return quiet(name, title, f"{busy:.2f} of {allowed} allowed cores busy", share, "% of allowed cores",
+                     th.UNDERUSED_CPU_PCT, evidence)  # fmt: skip
+    busy_machine = others is not None and others > 50
+    finding = f"only {busy:.2f} of the {allowed} cores it may use are busy"
+    finding += " (the machine was busy with other work)" if busy_machine else " (serial Python, data wait or I/O)"
+    return Verdict(name, title, True, True, Severity.MEDIUM, finding, share, "% of allowed cores",
+                   th.UNDERUSED_CPU_PCT, evidence,
+                   knob(t.record.spec.framework, "workers", "overlap input with compute")
+                   + "; a larger --batch")  # fmt: skip
+
+
+@rule("memory-growth")
+def memory_growth(t: RunTables) -> Verdict:
+    """The slope of each later epoch's peak RSS over the epoch index: the first epoch is left out (it
+    holds the allocator's and the framework's warm-up growth), so it needs three epochs."""
+    name, title = "memory-growth", "memory growth"
+    steady = t.steady_epochs()
+    peaks = []
+    for e in steady if len(t.epochs) >= 3 else []:
+        rss = column(t.in_epochs(t.process, [e]), "rss_mib")
+        if rss:
+            peaks.append(max(rss))
+    if len(peaks) < 2:
+        return not_measured(name, title, "needs three epochs with RSS samples (the first is warm-up)")
+    per_epoch = statistics.linear_regression(range(len(peaks)), peaks).slope
+    pct = 100 * per_epoch / statistics.fmean(peaks)
+    epoch_s = t.median_epoch_s() or 0.0
+    evidence = (
+        Evidence("RSS slope per epoch", per_epoch, "MiB/epoch"),
+        Evidence("RSS slope share", pct, "% of RSS/epoch"),
+        Evidence("RSS slope per second", per_epoch / epoch_s if epoch_s else None, "MiB/s"),
+        Evidence("peak RSS of epoch 2", peaks[0], "MiB"),
+        Evidence("peak RSS of the last epoch", peaks[-1], "MiB"),
+    )
+    if per_epoch <= th.MEM_GROWTH_MIB_PER_EPOCH or pct <= th.MEM_GROWTH_PCT_PER_EPOCH:
+        return quiet(name, title, "peak RSS is flat after the first epoch", per_epoch, "MiB/epoch",
+                     th.MEM_GROWTH_MIB_PER_EPOCH, evidence)  # fmt: skip
+    return Verdict(name, title, True, True, Severity.HIGH if pct > 4 * th.MEM_GROWTH_PCT_PER_EPOCH else Severity.MEDIUM,
+                   f"peak RSS grows {per_epoch:.0f} MiB every epoch ({pct:.0f} % of RSS): a leak or an unbounded cache",
+                   per_epoch, "MiB/epoch", th.MEM_GROWTH_MIB_PER_EPOCH, evidence,
+                   "look for tensors kept across steps (losses appended without .item()/detach, caches); "
+                   "python -X tracemalloc")  # fmt: skip
+
+
+def startup_share(t: RunTables) -> tuple[float, str] | None:
+    """Start-up as a share of the run: from a trace, first CUDA API call to the end of the first step
+    over the calls' whole span; else the worker's start to the first epoch over start to last epoch end."""
+    if t.trace_span_ns is not None and t.startup_cut_ns is not None:
+        lo, hi = t.trace_span_ns
+        if hi > lo:
+            return 100 * (t.startup_cut_ns - lo) / (hi - lo), "CUDA API span to the end of the first step"
+    if t.epochs:
+        lo, first, hi = t.worker_start_ns, t.epochs[0].start_ns, t.epochs[-1].end_ns
+        if hi > lo:
+            return 100 * (first - lo) / (hi - lo), "worker start to the first epoch"
+    return None
+
+
+@rule("startup-heavy")
+def startup_heavy(t: RunTables) -> Verdict:
+    name, title = "startup-heavy", "start-up heavy"
+    found = startup_share(t)
+    if found is None:
+        return not_measured(name, title, "no epochs and no traced steps")
+    share, basis = found
+    ratio = None
+    if len(t.epochs) > 1:
+        ratio = t.epochs[0].duration_s / (t.median_epoch_s() or math.inf)
+    evidence = (
+        Evidence(f"start-up share ({basis})", share, "%"),
+        Evidence("first epoch / median later epoch", ratio, "x"),
+    )
+    if share <= th.STARTUP_SHARE_PCT and (ratio is None or ratio <= th.FIRST_EPOCH_RATIO):
+        return quiet(name, title, "start-up is a small part of the run", share, "% of run", th.STARTUP_SHARE_PCT,
+                     evidence)  # fmt: skip
+    parts = [f"start-up takes {share:.0f} % of the run"] if share > th.STARTUP_SHARE_PCT else []
+    if ratio is not None and ratio > th.FIRST_EPOCH_RATIO:
+        parts.append(f"the first epoch takes {ratio:.1f}x a later one")
+    return Verdict(name, title, True, True, Severity.LOW, "; ".join(parts) + " (imports, graph tracing, autotuning)",
+                   share, "% of run", th.STARTUP_SHARE_PCT, evidence,
+                   "more epochs amortise it; " + knob(t.record.spec.framework, "startup"))  # fmt: skip
+
+
+@rule("thread-per-image")
+def thread_per_image(t: RunTables) -> Verdict:
+    name, title = "thread-per-image", "thread per image"
+    table = t.in_epochs(t.process, list(t.epochs))
+    times, threads = column(table, "t_ns"), column(table, "threads")
+    if len(threads) < 3:
+        return not_measured(name, title, "fewer than three thread samples in the epochs")
+    images = images_done(t, times)
+    if images[-1] - images[0] <= 0:
+        return not_measured(name, title, "no images processed between the samples")
+    slope = statistics.linear_regression(images, threads).slope * 100
+    growth = max(threads) - threads[0]
+    evidence = (
+        Evidence("thread slope", slope, "threads/100 images"),
+        Evidence("threads gained", growth, "threads"),
+        Evidence("threads at the first epoch sample", threads[0], ""),
+    )
+    if slope <= th.THREADS_PER_100_IMAGES or growth < th.THREAD_GROWTH_MIN:
+        return quiet(name, title, "the thread count does not grow with the images", slope, "threads/100 images",
+                     th.THREADS_PER_100_IMAGES, evidence)  # fmt: skip
+    return Verdict(name, title, True, True, Severity.HIGH,
+                   f"{slope:.1f} new threads per 100 images ({growth:.0f} gained): threads started per image",
+                   slope, "threads/100 images", th.THREADS_PER_100_IMAGES, evidence,
+                   knob(t.record.spec.framework, "threads", "a fixed thread pool"))  # fmt: skip
+
+
+def images_done(t: RunTables, times_ns: list[float]) -> list[float]:
+    """Images processed by each time, linear inside an epoch and flat between epochs."""
+    xs, ys, done = [], [], 0.0
+    for e in t.epochs:
+        xs += [float(e.start_ns), float(e.end_ns)]
+        ys += [done, done + e.images]
+        done += e.images
+    return [float(v) for v in np.interp(times_ns, xs, ys)] if xs else [0.0] * len(times_ns)
+
+
+@rule("crash")
+def crash(t: RunTables) -> Verdict:
+    name, title = "crash", "crash or refusal"
+    outcome = t.record.outcome
+    status = outcome.status.value
+    if status in ("ok", "running"):
+        return quiet(name, title, f"the run ended {status}", None, "", None)
+    cause = own_cause(t)
+    evidence = (
+        Evidence("epochs done", float(len(t.epochs)), f"of {t.record.spec.epochs}"),
+        Evidence("exit code", float(outcome.exit_code) if outcome.exit_code is not None else None, ""),
+    )
+    if outcome.signal == "SIGKILL":
+        advice = "a smaller --batch or --image-size (the kernel's out-of-memory killer sends SIGKILL)"
+    elif status == "timeout":
+        advice = "a longer --timeout, or fewer epochs"
+    else:
+        advice = "what the framework's message says; a smaller --batch if it ran out of memory"
+    return Verdict(name, title, True, True, Severity.HIGH, f"{status}: {cause}", None, "", None, evidence, advice)
+
+
+def own_cause(t: RunTables) -> str:
+    """The framework's own words for why the run stopped, in one line: its error event, else the last
+    `SomethingError: ...` line of its output, else the tracer's cause (signal, timeout)."""
+    outcome = t.record.outcome
+    if t.errors and t.errors[-1]:
+        return t.errors[-1].splitlines()[0]
+    for line in reversed(outcome.stderr_tail):
+        head = line.strip().split(":", 1)[0]
+        if head.endswith(("Error", "Exception", "Abort", "abort")) or "injected" in line:
+            return line.strip()
+    return outcome.cause or outcome.status.value

@@ -1,0 +1,75 @@
+"""Every threshold of the diagnosis, declared once with its unit and meaning (docs/guide/diagnosis.md
+prints this table). Change a number here and every rule, test and document follows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Threshold:
+    name: str
+    value: float
+    unit: str
+    meaning: str
+
+
+_ALL: dict[str, Threshold] = {}
+
+
+def _t(name: str, value: float, unit: str, meaning: str) -> float:
+    _ALL[name] = Threshold(name, value, unit, meaning)
+    return value
+
+
+# input-bound (TensorBoard's input-pipeline analyser calls 20-50 % "moderately", above 50 % "highly")
+INPUT_BOUND_PCT = _t("INPUT_BOUND_PCT", 20.0, "% of step time", "data wait above this: input-bound")
+INPUT_BOUND_HIGH_PCT = _t("INPUT_BOUND_HIGH_PCT", 50.0, "% of step time", "data wait above this: severity high")
+# CPU oversubscription
+OVERSUB_INVOLUNTARY_PER_CORE_S = _t(
+    "OVERSUB_INVOLUNTARY_PER_CORE_S",
+    100.0,
+    "switches/s per core",
+    "involuntary context switches of the process tree per second and logical core, in the epochs",
+)
+OVERSUB_THREADS_PER_CORE = _t(
+    "OVERSUB_THREADS_PER_CORE", 1.0, "threads/core", "intra-op threads (x loader workers) per logical core above this"
+)
+# under-used CPU
+UNDERUSED_CPU_PCT = _t(
+    "UNDERUSED_CPU_PCT", 40.0, "% of allowed cores", "busy cores below this share of min(intra-op threads, cores)"
+)
+# memory growth
+MEM_GROWTH_MIB_PER_EPOCH = _t("MEM_GROWTH_MIB_PER_EPOCH", 50.0, "MiB/epoch", "RSS slope over the steady epochs")
+MEM_GROWTH_PCT_PER_EPOCH = _t("MEM_GROWTH_PCT_PER_EPOCH", 5.0, "% of RSS/epoch", "and at least this share of RSS")
+# start-up heavy
+STARTUP_SHARE_PCT = _t(
+    "STARTUP_SHARE_PCT", 30.0, "% of run", "start-up (to the first step or epoch) above this share of the run"
+)
+FIRST_EPOCH_RATIO = _t("FIRST_EPOCH_RATIO", 2.0, "x steady", "first epoch this many times the median later epoch")
+# GPU under-used
+GPU_UNDERUSED_PCT = _t("GPU_UNDERUSED_PCT", 50.0, "% utilisation", "NVML utilisation in the steady epochs below this")
+# synchronisation-dominated CUDA split
+SYNC_SHARE_PCT = _t("SYNC_SHARE_PCT", 30.0, "% of CUDA API time", "Synchronize calls above this share")
+# allocator churn
+ALLOC_PER_STEP = _t("ALLOC_PER_STEP", 1.0, "calls/step", "cudaMalloc + cudaFree calls per steady step above this")
+# launch-bound
+LAUNCH_TO_KERNEL_RATIO = _t(
+    "LAUNCH_TO_KERNEL_RATIO", 0.5, "launch time / kernel time", "launch API time at least this share of kernel time"
+)
+SHORT_KERNEL_US = _t("SHORT_KERNEL_US", 20.0, "µs", "and the median kernel shorter than this")
+# thread per image
+THREADS_PER_100_IMAGES = _t(
+    "THREADS_PER_100_IMAGES", 1.0, "threads/100 images", "thread count slope over images processed above this"
+)
+THREAD_GROWTH_MIN = _t("THREAD_GROWTH_MIN", 8.0, "threads", "and at least this many threads gained")
+# the report's findings and pairwise differences
+PAIR_DIFFERENCE_PCT = _t(
+    "PAIR_DIFFERENCE_PCT", 10.0, "points", "two runs' headline numbers differ by this much to be called different"
+)
+RAM_SIMILAR_PCT = _t("RAM_SIMILAR_PCT", 15.0, "%", "peak RSS within this of each other counts as similar")
+FULL_CPU_PCT = _t("FULL_CPU_PCT", 90.0, "% of all cores", "mean CPU % at or above this counts as 100 % CPU")
+
+
+def all_thresholds() -> list[Threshold]:
+    return list(_ALL.values())

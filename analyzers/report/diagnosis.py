@@ -1,0 +1,62 @@
+"""The report's Diagnosis section (per case: runs ranked by epoch time, each run's top verdicts, the
+verdicts that differ per pair) and its Findings table (the study's claims re-checked)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from analyzers.diagnosis import diagnose, top
+from analyzers.diagnosis.across import Diagnosed, pair_lines, ranked_runs
+from analyzers.diagnosis.findings import findings, load_runs, to_markdown
+from analyzers.report.runs import LoadedRun, by_case
+from analyzers.run_summary import mean_epoch_s
+
+
+def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
+    """Frameworks label the runs; a framework that repeats in a case gets its run id as well."""
+    seen: dict[str, int] = {}
+    for r in runs:
+        seen[r.framework] = seen.get(r.framework, 0) + 1
+    return [
+        Diagnosed(
+            r.framework if seen[r.framework] == 1 else f"{r.framework} ({r.folder.run_id})",
+            r.folder.run_id,
+            mean_epoch_s(r.folder.epochs()),
+            r.ok,
+            tuple(diagnose(r.folder)),
+        )
+        for r in runs
+    ]
+
+
+def case_sections(runs: Sequence[LoadedRun]) -> list[tuple[str, list[str]]]:
+    """(case title, lines) per case: ranking, top verdicts per run, then differing verdicts per pair."""
+    out = []
+    for case, group in by_case(runs).items():
+        runs_d = ranked_runs(diagnosed(group))
+        lines = []
+        for i, d in enumerate(runs_d, 1):
+            epoch = "failed" if not d.ok else (f"{d.mean_epoch_s:.3f} s/epoch" if d.mean_epoch_s else "no epochs")
+            lines.append(f"{i}. {d.label}: {epoch}")
+            for v in top(list(d.verdicts)):
+                lines.append(f"   - {v.headline()}")
+        for _faster, _slower, diffs in pair_lines(runs_d):
+            lines += diffs
+        out.append((case.title, lines))
+    return out
+
+
+def write(runs: Sequence[LoadedRun], out: Path) -> tuple[Path, Path, list[tuple[str, list[str]]], str]:
+    """diagnosis.md (the per-case sections) and findings.md; returns both paths, the sections and
+    the findings as Markdown."""
+    sections = case_sections(runs)
+    diag_md = out / "diagnosis.md"
+    text = ["# Diagnosis", ""]
+    for title, lines in sections:
+        text += [f"## {title}", "", *lines, ""]
+    diag_md.write_text("\n".join(text))
+    found = to_markdown(findings(load_runs([r.folder for r in runs])))
+    findings_md = out / "findings.md"
+    findings_md.write_text("# Findings: the study's claims on these runs\n\n" + found)
+    return diag_md, findings_md, sections, found

@@ -1,0 +1,86 @@
+"""`tracer diagnose RUN`: every rule's verdict on one run (why it is as fast as it is, what to try),
+and what measuring it cost; `--format json` for scripts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from tracer.cli.common import console
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "diagnose",
+        help="every diagnosis rule's verdict on one run, with its evidence and the knob to try",
+        description="Run the diagnosis rules (docs/guide/diagnosis.md) over one run folder's tables.",
+    )
+    p.add_argument("run", help="run id (or a unique part of it) or a run folder path")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs (default runs/)")
+    p.add_argument("--format", choices=["text", "json"], default="text", help="text (default) or json")
+    p.set_defaults(func=cmd_diagnose)
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from analyzers.diagnosis import diagnose
+    from analyzers.diagnosis.cost import measurement_cost
+    from tracer.core.runfolder import find_run
+
+    folder = find_run(args.out, args.run)
+    folder.read_record()
+    verdicts = diagnose(folder)
+    cost = measurement_cost(folder)
+    if args.format == "json":
+        data = {
+            "run": folder.run_id,
+            "verdicts": [v.to_json() for v in verdicts],
+            "measurement_cost": cost.__dict__,
+        }
+        print(json.dumps(data, indent=2))
+        return 0
+    out = console()
+    table = Table("rule", "state", "severity", "finding", "evidence", "knob to try")
+    for v in verdicts:
+        table.add_row(
+            v.rule,
+            v.state,
+            v.severity.name.lower() if v.fired else "",
+            v.finding,
+            "; ".join(e.text() for e in v.evidence),
+            v.knob if v.fired else "",
+        )
+    out.print(table)
+    print_cost(cost.lines(), out)
+    return 0
+
+
+def print_block(folder: object, out: Console) -> None:
+    """The "Diagnosis" block of `tracer profile` and `tracer show`: the three verdicts that matter
+    most, one line each, then what measuring cost. A rule that breaks costs the block, not the run."""
+    from analyzers.diagnosis import diagnose, top
+    from analyzers.diagnosis.cost import measurement_cost
+    from tracer.core.runfolder import RunFolder
+
+    assert isinstance(folder, RunFolder)
+    out.print("[bold]Diagnosis[/bold]")
+    try:
+        verdicts = top(diagnose(folder))
+        cost = measurement_cost(folder)
+    except Exception as e:  # noqa: BLE001 - the run is complete without its diagnosis
+        out.print(f"  not available: {type(e).__name__}: {e}", markup=False)
+        return
+    if not verdicts:
+        out.print("  no rule fired (`tracer diagnose` lists every rule)")
+    for v in verdicts:
+        out.print(f"  - {v.headline()}", markup=False)
+    print_cost(cost.lines(), out)
+
+
+def print_cost(lines: list[str], out: Console) -> None:
+    out.print("[bold]Measurement cost[/bold]")
+    for line in lines:
+        out.print(f"  {line}", markup=False)
