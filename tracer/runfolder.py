@@ -29,6 +29,13 @@ WORKER_PID = "worker.pid"
 WORKER_CONFIG = "worker_config.json"
 WORKER_LOG = "raw/worker.log"
 SAMPLE_TABLES = ("process", "threads", "gpu", "cores")
+# Energy and Jetson tables; tracer/rapl.py and tracer/tegrastats.py declare their columns.
+RAPL_TABLE = "rapl"
+TEGRA_TABLE = "tegra"
+TEGRA_CORES_TABLE = "tegra_cores"
+TEMPS_TABLE = "temps"
+RAILS_TABLE = "rails"
+ENERGY_SAMPLE_TABLES = (RAPL_TABLE, TEGRA_TABLE, TEGRA_CORES_TABLE, TEMPS_TABLE, RAILS_TABLE)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -174,7 +181,7 @@ class RunFolder:
 
     def finalise_samples(self) -> None:
         """Turn each CSV stream into Parquet; the CSV is removed only once the Parquet is in place."""
-        for name in SAMPLE_TABLES:
+        for name in SAMPLE_TABLES + ENERGY_SAMPLE_TABLES:
             stream = self.sample_stream_path(name)
             if not stream.exists():
                 continue

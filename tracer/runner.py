@@ -25,9 +25,11 @@ from tracer.environments import EnvStatus
 from tracer.nvml import Nvml
 from tracer.paths import cache_root
 from tracer.progress import ProgressView
-from tracer.records import DatasetInfo, ModelFacts, Outcome, RunRecord, RunSpec, RunStatus
+from tracer.rapl import POWERCAP_ROOT, RaplReader
+from tracer.records import DatasetInfo, EnvironmentInfo, ModelFacts, Outcome, RunRecord, RunSpec, RunStatus
 from tracer.runfolder import RunFolder, read_jsonl
 from tracer.sampler import Sampler
+from tracer.tegrastats import TegrastatsSampler, find_tegrastats
 from tracer.tracing.pyspy import PySpyRecorder, find_pyspy
 
 POLL_S = 0.2
@@ -106,23 +108,32 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+# A powercap tree other than the kernel's (tests, containers with it mounted elsewhere).
+POWERCAP_ROOT_ENV = "TRACER_POWERCAP_ROOT"
+
+
 class Runner:
     def __init__(self, launch: Launch, console: Console | None = None) -> None:
         self.launch = launch
         self.console = console or Console(stderr=True)
         self.backend = tracing.backend(launch.spec.trace)
         self._pyspy_files: list[str] = []
+        self._rapl: RaplReader | None = None
+        self._tegrastats: str | None = None
 
     def run(self) -> tuple[RunFolder, RunRecord]:
         spec = self.launch.spec
         self.backend.check(spec, self.launch.python.python)
         pyspy = find_pyspy() if spec.pyspy else None
         nvml, nvml_status = Nvml.open()
+        self._rapl, rapl_status = RaplReader.open(Path(os.environ.get(POWERCAP_ROOT_ENV, POWERCAP_ROOT)))
+        self._tegrastats = find_tegrastats(nvml is not None)
         env = dataclasses.replace(
             sysinfo.collect(nvml, nvml_status),
             worker_python=self.launch.python.python,
             worker_python_version=self.launch.python.python_version,
         )
+        env = with_energy_sources(env, self._rapl, rapl_status, self._tegrastats)
         folder = RunFolder.create(self.launch.out_dir, make_run_id(spec))
         folder.worker_config_path.write_text(json.dumps(worker_config(self.launch), indent=2) + "\n")
         record = RunRecord(
@@ -162,8 +173,11 @@ class Runner:
             pid = _read_pid(folder)
             return pid if pid is not None else (None if self.backend.wraps_process else proc.pid)
 
-        sampler = Sampler(folder, target_pid, spec.sample_hz, nvml)
+        sampler = Sampler(folder, target_pid, spec.sample_hz, nvml, self._rapl)
         sampler.start()
+        tegra = TegrastatsSampler(folder, self._tegrastats, spec.sample_hz) if self._tegrastats else None
+        if tegra is not None:
+            tegra.start()
         spy = PySpyRecorder(folder, pyspy) if pyspy is not None else None
         view = ProgressView(self.console, folder.events_path, spec.epochs)
         ended_by: str | None = None
@@ -188,11 +202,15 @@ class Runner:
                 if spy.error:
                     self.console.print(f"[yellow]py-spy:[/yellow] {spy.error}")
             sampling = sampler.stop()
+            if tegra is not None:
+                tegra.stop()
             view.close()
         returncode = self.backend.worker_returncode(proc.returncode, folder)
         outcome = classify(returncode, ended_by, folder, spec)
         if sampler.error:
             outcome = dataclasses.replace(outcome, cause=f"{outcome.cause}; sampler stopped early: {sampler.error}")
+        if tegra is not None and (tegra.error or tegra.warnings):
+            self.console.print(f"[yellow]tegrastats:[/yellow] {tegra.error or tegra.warnings[0]}", markup=False)
         return outcome, sampling
 
     def _finish_traces(self, folder: RunFolder) -> list[str]:
@@ -201,6 +219,23 @@ class Runner:
         except Exception as e:  # noqa: BLE001 - a trace that cannot be ingested must not lose the run
             self.console.print(f"[yellow]trace not ingested:[/yellow] {type(e).__name__}: {e}")
             return []
+
+
+def with_energy_sources(
+    env: EnvironmentInfo, rapl: RaplReader | None, rapl_status: str, tegrastats: str | None
+) -> EnvironmentInfo:
+    """What will measure energy in this run, and why each kind of source that will not is absent."""
+    sources = [f"NVML GPU {g.index}" for g in env.gpus]
+    missing = [] if sources else [f"NVML: {env.nvml}"]
+    if rapl is not None:
+        sources += rapl.sources()
+    else:
+        missing.append(rapl_status)
+    if tegrastats:
+        sources.append(f"tegrastats board input rail ({tegrastats})")
+    elif not env.gpus:
+        missing.append("tegrastats: not on PATH nor in /usr/bin (not a Jetson)")
+    return dataclasses.replace(env, energy_sources=tuple(sources), energy_unavailable=tuple(missing))
 
 
 def _read_pid(folder: RunFolder) -> int | None:

@@ -16,8 +16,9 @@ from pathlib import Path
 import psutil
 
 from tracer.nvml import Nvml
+from tracer.rapl import RAPL_COLUMNS, RaplReader
 from tracer.records import SamplingInfo
-from tracer.runfolder import CsvStream, RunFolder
+from tracer.runfolder import RAPL_TABLE, CsvStream, RunFolder
 
 PROCESS_COLUMNS = (
     "t_ns",
@@ -65,8 +66,16 @@ class Sampler:
     """Runs in its own thread in the tracer process; `target_pid()` says which process to watch
     (it may change: under nsys the training process is a grandchild whose pid appears later)."""
 
-    def __init__(self, folder: RunFolder, target_pid: Callable[[], int | None], hz: float, nvml: Nvml | None):
+    def __init__(
+        self,
+        folder: RunFolder,
+        target_pid: Callable[[], int | None],
+        hz: float,
+        nvml: Nvml | None,
+        rapl: RaplReader | None = None,
+    ):
         self.folder = folder
+        self.rapl = rapl
         self.target_pid = target_pid
         self.period_s = 1.0 / hz if hz > 0 else 0.0
         self.hz = hz
@@ -112,6 +121,8 @@ class Sampler:
         }
         if self.nvml is not None:
             streams["gpu"] = CsvStream(self.folder.sample_stream_path("gpu"), GPU_COLUMNS)
+        if self.rapl is not None:
+            streams[RAPL_TABLE] = CsvStream(self.folder.sample_stream_path(RAPL_TABLE), RAPL_COLUMNS)
         next_tick = time.monotonic()
         last_flush = next_tick
         try:
@@ -222,6 +233,8 @@ class Sampler:
                         r.proc_mem_mib,
                     )
                 )
+        if self.rapl is not None:
+            self.rapl.append(streams[RAPL_TABLE], t_ns)
         self._times.append(t_ns)
 
     def _thread_name(self, pid: int, tid: int, refresh: bool) -> str:
