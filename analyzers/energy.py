@@ -151,3 +151,29 @@ def energy(folder: RunFolder, epochs: Sequence[EpochRecord] | None = None) -> tu
 def _rows(folder: RunFolder, table: str) -> list[dict[str, Any]]:
     t = folder.samples(table)
     return t.to_pylist() if t is not None else []
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The one energy figure of a run that tables and comparisons show, and what it adds up."""
+
+    source: str
+    j_per_epoch: float | None
+    j_per_image: float | None
+
+
+def headline(sources: Sequence[SourceEnergy]) -> Headline | None:
+    """The board's input rail where there is one (it already holds everything); else the sum of the
+    non-overlapping parts measured (GPUs, CPU packages, DRAM; RAPL psys only when alone, as it holds
+    the package). None: no energy source."""
+    if not sources:
+        return None
+    board = [s for s in sources if s.source.startswith("tegrastats ")]
+    parts = board[:1] or [s for s in sources if not s.source.startswith("RAPL psys")] or list(sources)
+    per_epoch = [s.j_per_epoch for s in parts]
+    per_image = [s.j_per_image for s in parts]
+    return Headline(
+        source=" + ".join(s.source for s in parts),
+        j_per_epoch=None if None in per_epoch else sum(v for v in per_epoch if v is not None),
+        j_per_image=None if None in per_image else sum(v for v in per_image if v is not None),
+    )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import psutil
 import pyarrow.compute as pc
 
+from analyzers.energy import SourceEnergy, energy, headline
 from tracer.records import EpochRecord, RunRecord, RunStatus
 from tracer.runfolder import RunFolder
 
@@ -40,6 +41,11 @@ class RunSummary:
     samples: int
     trainable_params: int | None
     folder: str
+    energy: tuple[SourceEnergy, ...] = ()  # one per source; empty: no energy source
+    energy_source: str | None = None  # what the headline figures add up (analyzers.energy.headline)
+    energy_j_per_epoch: float | None = None
+    energy_j_per_image: float | None = None
+    energy_unavailable: tuple[str, ...] = ()  # why each kind of source is absent (from run.json)
 
 
 def summarise(folder: RunFolder) -> RunSummary:
@@ -55,6 +61,8 @@ def summarise(folder: RunFolder) -> RunSummary:
     gpu_util = _column(gpu, "util_pct")
     gpu_mem = _column(gpu, "proc_mem_mib") or _column(gpu, "mem_used_mib")
     spec = record.spec
+    sources = energy(folder, epochs)
+    top = headline(sources)
     return RunSummary(
         run_id=record.run_id,
         framework=spec.framework,
@@ -81,6 +89,11 @@ def summarise(folder: RunFolder) -> RunSummary:
         samples=process.num_rows if process is not None else 0,
         trainable_params=record.model.trainable_params if record.model else None,
         folder=str(folder.path),
+        energy=sources,
+        energy_source=top.source if top else None,
+        energy_j_per_epoch=top.j_per_epoch if top else None,
+        energy_j_per_image=top.j_per_image if top else None,
+        energy_unavailable=record.environment.energy_unavailable,
     )
 
 
