@@ -108,7 +108,7 @@ def energy_rows(s: object) -> list[tuple[str, str]]:
         rows.append(
             (f"energy, {src.source}", f"{fmt(src.j_per_epoch, '.3f')} J/epoch, {fmt(src.j_per_image, '.4f')} J/image")
         )
-    if len(s.energy) > 1:
+    if s.energy_source and " + " in s.energy_source:  # a sum of parts: its total as well
         rows.append(
             (
                 f"energy, {s.energy_source}",
