@@ -93,6 +93,8 @@ KNOBS: dict[str, Knob] = {
     "sample_hz": Knob("--sample-hz", float, lambda v: None if 0 < v <= 1000 else "must be in (0, 1000]"),
     "timeout": Knob("--timeout", float, _positive),
     "gpus": Knob("", int, _at_least(0)),  # GPUs a GPU run asks Ray for (default 1); not a profile option
+    # The board type a Ray run must land on (a node offering `board:<type>`); not a profile option.
+    "board": Knob("", str, lambda v: None if v.strip() else "must name a board type"),
     # Deliberate worker failure (KIND@EPOCH), for testing campaigns; hidden in `tracer profile --help` too.
     "inject_fault": Knob("--inject-fault", str, test_only=True),
 }
@@ -139,6 +141,12 @@ class Cell:
     @property
     def gpus(self) -> int:
         return int(self.knobs.get("gpus", 1)) if self.device == "gpu" else 0
+
+    @property
+    def board(self) -> str | None:
+        """The board type this run targets on a Ray cluster; None: any node."""
+        value = self.knobs.get("board")
+        return str(value) if value else None
 
     def fingerprint(self) -> str:
         """Changes whenever what the cell would train changes (a scalar knob edited in the plan)."""
