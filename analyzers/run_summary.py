@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 
 from analyzers.energy import SourceEnergy, energy, headline
 from tracer.records import EpochRecord, RunRecord, RunStatus
-from tracer.runfolder import RunFolder
+from tracer.runfolder import TEGRA_TABLE, RunFolder
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,8 @@ def summarise(folder: RunFolder) -> RunSummary:
     rss = _column(process, "rss_mib")
     rss_pct = _column(process, "rss_pct_ram")
     threads = [int(t) for t in _column(process, "threads") if t > 0]
-    gpu_util = _column(gpu, "util_pct")
+    # A Jetson has no NVML: its GPU load is tegrastats' GR3D_FREQ.
+    gpu_util = _column(gpu, "util_pct") or _column(folder.samples(TEGRA_TABLE), "gpu_pct")
     gpu_mem = _column(gpu, "proc_mem_mib") or _column(gpu, "mem_used_mib")
     spec = record.spec
     sources = energy(folder, epochs)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracer.runfolder import RAPL_TABLE, CsvStream
+from tracer.runfolder import CsvStream
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
 RAPL_COLUMNS = ("t_ns", "zone", "domain", "energy_uj", "max_energy_range_uj")

@@ -9,6 +9,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ from tracer.tegrastats import (
 # (board, timestamp, RAM used/total, SWAP used/total, cores (load %, MHz; None = off), EMC %/MHz,
 #  GR3D %/MHz, (a temperature, °C), number of temperatures, rails {name: (instant, average)},
 #  board input (rail, instant mW, average mW)).
-EXPECTED = [
+EXPECTED: list[tuple[Any, ...]] = [
     (
         "TX2",
         None,

@@ -148,7 +148,7 @@ def run_ray(
             raise UserError(
                 f"the plan targets board type(s) {', '.join(missing)} but no node of the Ray cluster at "
                 f"'{address}' offers them (boards there: {', '.join(have)}); start a board's node with "
-                f"--resources '{{\"{RESOURCE}\": 1, \"{BOARD_PREFIX}{missing[0]}\": 1}}'"
+                f'--resources \'{{"{RESOURCE}": 1, "{BOARD_PREFIX}{missing[0]}": 1}}\''
             )
         view.note(f"ray: {int(nodes)} node(s) offer {RESOURCE}; {len(cells)} run(s) to place")
         task = ray.remote(run_on_node)

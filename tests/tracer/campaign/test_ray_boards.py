@@ -18,10 +18,10 @@ pytest.importorskip("ray", reason="the ray extra is not installed: pip install '
 pytestmark = pytest.mark.slow
 
 # Head: an Orin; two workers: two Nanos (three "boards" on this machine, each its own Ray node).
-BOARDS = [{"board:orin": 1}, {"board:nano": 1}, {"board:nano": 1}]
+BOARDS: list[dict[str, float]] = [{"board:orin": 1}, {"board:nano": 1}, {"board:nano": 1}]
 PLAN = (
     'name = "boards"\nframeworks = ["pytorch"]\nmodels = ["alexnet"]\ndatasets = ["small"]\n'
-    'batches = [1, 2]\nepochs = 1\n[knobs]\nlimit = 4\nimage_size = 32\nboard = ["nano", "orin"]\n'
+    'batches = [1, 2]\nepochs = 1\n[knobs]\nlimit = 4\nimage_size = 64\nboard = ["nano", "orin"]\n'
     '[[exclude]]\nbatch = 2\nboard = "orin"\n'
 )
 
