@@ -106,7 +106,11 @@ def series_by_source(folder: RunFolder) -> dict[str, CumulativeSeries]:
     by_gpu: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for row in gpu:
         by_gpu[int(row["gpu"])].append(row)
+    # The GPUs the run used (its processes held memory there); all sampled ones where NVML cannot tell.
+    used = {g for g, rows in by_gpu.items() if any((r.get("proc_mem_mib") or 0) > 0 for r in rows)}
     for index, rows in sorted(by_gpu.items()):
+        if used and index not in used:
+            continue
         counter = [r for r in rows if r.get("energy_mj") is not None]
         power = [r for r in rows if r.get("power_w") is not None]
         if len(counter) >= 2:

@@ -1,9 +1,9 @@
 """Jetson boards: `tegrastats` lines parsed into sample tables, and the child process that prints them.
 
-A Jetson has no NVML, so its GPU load, clocks, temperatures and power rails are only told by NVIDIA's
-`tegrastats` (one line per interval). jetson-stats (`jtop`) would give the same numbers, but only through
-its own root systemd service installed on the board, and it parses these same lines itself: this module
-reads them directly so that nothing has to be installed on the board (docs/energy.md).
+A Jetson has no NVML, so its GPU load, clocks, temperatures and power rails are told by NVIDIA's
+`tegrastats` (one line per interval), which every JetPack ships. jetson-stats (`jtop`) gives the same
+numbers only through its own root service (`sudo pip3 install jetson-stats`, `jtop.service`,
+`/run/jtop.sock`) installed on the board; reading tegrastats needs nothing installed (docs/energy.md).
 
 The format differs per board and JetPack: rails with or without `mW`, `off` cores, `GR3D_FREQ 0%@[510]`
 (per-GPC clocks) or no clock at all, an optional `MM-DD-YYYY HH:MM:SS` prefix. A line broken in a way

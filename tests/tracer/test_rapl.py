@@ -1,4 +1,5 @@
-"""The RAPL reader over a tree laid out like /sys/class/powercap, wrap-around of `energy_uj` included."""
+"""The RAPL reader over a tree laid out like /sys/class/powercap, wrap-around of `energy_uj` included;
+and the NVML sources read from the same kind of sample table the sampler writes."""
 
 from __future__ import annotations
 
@@ -89,3 +90,25 @@ def test_this_machine_says_what_it_has() -> None:
     reader, status = RaplReader.open(POWERCAP_ROOT)
     assert (reader is not None) == (status == "ok")
     assert status == "ok" or status.startswith("RAPL: ")
+
+
+def test_nvml_counter_and_power_and_only_the_gpus_the_run_used(tmp_path: Path) -> None:
+    """GPU 0: counter (the run's memory there); GPU 1: power only (the run's too); GPU 2: idle, left out."""
+    from tracer.sampler import GPU_COLUMNS
+
+    folder = RunFolder.create(tmp_path, "run")
+    stream = CsvStream(folder.sample_stream_path("gpu"), GPU_COLUMNS)
+    s = 1_000_000_000
+    for i in range(5):
+        t = i * s
+        stream.append((t, 0, 50, 10, 100, 1000, 200.0, 1_000_000 + 150_000 * i, 60, 300))
+        stream.append((t, 1, 50, 10, 100, 1000, 40.0 + 20 * i, "", 60, 200))
+        stream.append((t, 2, 0, 0, 0, 1000, 30.0, 7_000_000 + 30_000 * i, 40, 0))
+    stream.close()
+    epoch = EpochRecord(epoch=1, start_ns=s, end_ns=3 * s, images=4, loss=0.0)
+    by_source = {e.source: e for e in energy(folder, [epoch])}
+    assert set(by_source) == {"NVML GPU 0 (energy counter)", "NVML GPU 1 (power integrated)"}
+    assert by_source["NVML GPU 0 (energy counter)"].epoch_j[0] == pytest.approx(300.0)  # 150 J/s x 2 s
+    assert by_source["NVML GPU 1 (power integrated)"].epoch_j[0] == pytest.approx(
+        70.0 + 90.0
+    )  # 60, 80, 100 W at 1, 2, 3 s
