@@ -312,3 +312,12 @@ def test_board_energy_is_the_input_rail_integrated_over_the_epoch(
 def test_parse_line_keeps_lines_with_nothing_but_rails() -> None:
     p = parse_line("VDD_IN 100/200")
     assert p.problems == () and p.input_rail is not None and p.input_rail.instant_mw == 100
+
+
+def test_agx_xavier_with_a_rail_unreadable_has_no_board_total_rather_than_a_partial_one(lines: list[str]) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (p,) = parse_lines([lines[4].replace("VDDRQ 621/621", "VDDRQ 621/")])
+    assert len(caught) == 1
+    assert "VDDRQ" not in {r.name for r in p.rails}
+    assert p.input_rail is None  # the sum of five of its six rails is not the board's power
