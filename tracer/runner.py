@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 import tracer
 from tracer import sysinfo, tracing
@@ -210,7 +211,7 @@ class Runner:
         if sampler.error:
             outcome = dataclasses.replace(outcome, cause=f"{outcome.cause}; sampler stopped early: {sampler.error}")
         if tegra is not None and (tegra.error or tegra.warnings):
-            self.console.print(f"[yellow]tegrastats:[/yellow] {tegra.error or tegra.warnings[0]}", markup=False)
+            self.console.print(f"[yellow]tegrastats:[/yellow] {escape(tegra.error or tegra.warnings[0])}")
         return outcome, sampling
 
     def _finish_traces(self, folder: RunFolder) -> list[str]:
