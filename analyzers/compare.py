@@ -54,8 +54,36 @@ def compare(a: RunFolder, b: RunFolder, top_cuda: int = TOP_CUDA) -> Comparison:
     diffs = [
         Difference(metric, unit, _num(getattr(sa, name)), _num(getattr(sb, name))) for metric, name, unit in METRICS
     ]
+    diffs += energy_differences(sa, sb)
     diffs += cuda_differences(a, b, top_cuda)
     return Comparison(sa, sb, tuple(diffs))
+
+
+def energy_differences(sa: RunSummary, sb: RunSummary) -> list[Difference]:
+    """Joules per epoch and per image of every energy source either run had, named by source; a
+    source only one run had shows as missing in the other. Empty: neither run had a source."""
+    a = {e.source: e for e in sa.energy}
+    b = {e.source: e for e in sb.energy}
+    out = []
+    for source in list(a) + [s for s in b if s not in a]:
+        ea, eb = a.get(source), b.get(source)
+        out.append(
+            Difference(
+                f"energy per epoch, {source}",
+                "J",
+                ea.j_per_epoch if ea else None,
+                eb.j_per_epoch if eb else None,
+            )
+        )
+        out.append(
+            Difference(
+                f"energy per image, {source}",
+                "J",
+                ea.j_per_image if ea else None,
+                eb.j_per_image if eb else None,
+            )
+        )
+    return out
 
 
 def cuda_differences(a: RunFolder, b: RunFolder, top: int = TOP_CUDA) -> list[Difference]:

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 import psutil
 import pyarrow.compute as pc
 
+from analyzers.energy import SourceEnergy, energy, headline
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
+from tracer.core.schema import TEGRA_TABLE
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,11 @@ class RunSummary:
     samples: int
     trainable_params: int | None
     folder: str
+    energy: tuple[SourceEnergy, ...] = ()  # one per source; empty: no energy source
+    energy_source: str | None = None  # what the headline figures add up (analyzers.energy.headline)
+    energy_j_per_epoch: float | None = None
+    energy_j_per_image: float | None = None
+    energy_unavailable: tuple[str, ...] = ()  # why each kind of source is absent (from run.json)
 
 
 def summarise(folder: RunFolder) -> RunSummary:
@@ -52,9 +59,12 @@ def summarise(folder: RunFolder) -> RunSummary:
     rss = _column(process, "rss_mib")
     rss_pct = _column(process, "rss_pct_ram")
     threads = [int(t) for t in _column(process, "threads") if t > 0]
-    gpu_util = _column(gpu, "util_pct")
+    # A Jetson has no NVML: its GPU load is tegrastats' GR3D_FREQ.
+    gpu_util = _column(gpu, "util_pct") or _column(folder.samples(TEGRA_TABLE), "gpu_pct")
     gpu_mem = _column(gpu, "proc_mem_mib") or _column(gpu, "mem_used_mib")
     spec = record.spec
+    sources = energy(folder, epochs)
+    top = headline(sources)
     return RunSummary(
         run_id=record.run_id,
         framework=spec.framework,
@@ -81,6 +91,11 @@ def summarise(folder: RunFolder) -> RunSummary:
         samples=process.num_rows if process is not None else 0,
         trainable_params=record.model.trainable_params if record.model else None,
         folder=str(folder.path),
+        energy=sources,
+        energy_source=top.source if top else None,
+        energy_j_per_epoch=top.j_per_epoch if top else None,
+        energy_j_per_image=top.j_per_image if top else None,
+        energy_unavailable=record.environment.energy_unavailable,
     )
 
 

@@ -18,19 +18,31 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 import tracer
 from tracer import sysinfo
 from tracer.core.cases import make_run_id
 from tracer.core.options import worker_config
-from tracer.core.records import DatasetInfo, MeasurementCost, ModelFacts, Outcome, RunRecord, RunSpec, RunStatus
+from tracer.core.records import (
+    DatasetInfo,
+    EnvironmentInfo,
+    MeasurementCost,
+    ModelFacts,
+    Outcome,
+    RunRecord,
+    RunSpec,
+    RunStatus,
+)
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import KIND, Event
 from tracer.environments import EnvStatus
 from tracer.nvml import Nvml
 from tracer.paths import cache_root
 from tracer.progress import ProgressView
+from tracer.rapl import POWERCAP_ROOT, RaplReader
 from tracer.sampler import Sampler
+from tracer.tegrastats import TegrastatsSampler, find_tegrastats
 from tracer.tracing.base import TraceBackend
 from tracer.tracing.pyspy import PySpyRecorder, find_pyspy
 
@@ -86,6 +98,10 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+# A powercap tree other than the kernel's (tests, containers with it mounted elsewhere).
+POWERCAP_ROOT_ENV = "TRACER_POWERCAP_ROOT"
+
+
 class Runner:
     def __init__(self, launch: Launch, console: Console | None = None) -> None:
         self.launch = launch
@@ -93,17 +109,22 @@ class Runner:
         self.backend = launch.backend
         self._pyspy_files: list[str] = []
         self.cost: MeasurementCost | None = None
+        self._rapl: RaplReader | None = None
+        self._tegrastats: str | None = None
 
     def run(self) -> tuple[RunFolder, RunRecord]:
         spec = self.launch.spec
         self.backend.check(spec, self.launch.python.python)
         pyspy = find_pyspy() if spec.pyspy else None
         nvml, nvml_status = Nvml.open()
+        self._rapl, rapl_status = RaplReader.open(Path(os.environ.get(POWERCAP_ROOT_ENV, POWERCAP_ROOT)))
+        self._tegrastats = find_tegrastats(nvml is not None)
         env = dataclasses.replace(
             sysinfo.collect(nvml, nvml_status),
             worker_python=self.launch.python.python,
             worker_python_version=self.launch.python.python_version,
         )
+        env = with_energy_sources(env, self._rapl, rapl_status, self._tegrastats)
         folder = RunFolder.create(self.launch.out_dir, make_run_id(spec))
         config = worker_config(spec, dataset_dir=str(self.launch.dataset_dir))
         folder.worker_config_path.write_text(json.dumps(config, indent=2) + "\n")
@@ -150,8 +171,11 @@ class Runner:
             pid = _read_pid(folder)
             return pid if pid is not None else (None if self.backend.wraps_process else proc.pid)
 
-        sampler = Sampler(folder, target_pid, spec.sample_hz, nvml)
+        sampler = Sampler(folder, target_pid, spec.sample_hz, nvml, self._rapl)
         sampler.start()
+        tegra = TegrastatsSampler(folder, self._tegrastats, spec.sample_hz) if self._tegrastats else None
+        if tegra is not None:
+            tegra.start()
         spy = PySpyRecorder(folder, pyspy) if pyspy is not None else None
         view = ProgressView(self.console, folder.events_path, spec.epochs)
         ended_by: str | None = None
@@ -176,6 +200,8 @@ class Runner:
                 if spy.error:
                     self.console.print(f"[yellow]py-spy:[/yellow] {spy.error}")
             sampling = sampler.stop()
+            if tegra is not None:
+                tegra.stop()
             view.close()
         self.cost = measurement_cost(sampling, children_before, time.monotonic() - started)
         events = folder.events()  # read once, now that the worker has ended
@@ -183,6 +209,8 @@ class Runner:
         outcome = classify(returncode, ended_by, events, folder, spec)
         if sampler.error:
             outcome = dataclasses.replace(outcome, cause=f"{outcome.cause}; sampler stopped early: {sampler.error}")
+        if tegra is not None and (tegra.error or tegra.warnings):
+            self.console.print(f"[yellow]tegrastats:[/yellow] {escape(tegra.error or tegra.warnings[0])}")
         return outcome, sampling, events
 
     def _finish_traces(self, folder: RunFolder) -> list[str]:
@@ -205,6 +233,23 @@ def measurement_cost(sampling: Any, before: resource.struct_rusage, wall_s: floa
         sampler_pct_of_training_cpu=round(100 * sampler / training, 4) if training > 0 else None,
         sampler_pct_of_wall=round(100 * sampler / wall_s, 4) if wall_s > 0 else None,
     )
+
+
+def with_energy_sources(
+    env: EnvironmentInfo, rapl: RaplReader | None, rapl_status: str, tegrastats: str | None
+) -> EnvironmentInfo:
+    """What will measure energy in this run, and why each kind of source that will not is absent."""
+    sources = [f"NVML GPU {g.index}" for g in env.gpus]
+    missing = [] if sources else [f"NVML: {env.nvml}"]
+    if rapl is not None:
+        sources += rapl.sources()
+    else:
+        missing.append(rapl_status)
+    if tegrastats:
+        sources.append(f"tegrastats board input rail ({tegrastats})")
+    elif not env.gpus:
+        missing.append("tegrastats: not on PATH nor in /usr/bin (not a Jetson)")
+    return dataclasses.replace(env, energy_sources=tuple(sources), energy_unavailable=tuple(missing))
 
 
 def _read_pid(folder: RunFolder) -> int | None:

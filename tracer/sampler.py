@@ -19,6 +19,7 @@ from tracer.core import schema
 from tracer.core.records import SamplingInfo
 from tracer.core.runfolder import CsvStream, RunFolder
 from tracer.nvml import Nvml
+from tracer.rapl import RaplReader
 
 FLUSH_EVERY_S = 0.5
 THREAD_NAME_REFRESH_S = 2.0
@@ -40,8 +41,16 @@ class Sampler:
     """Runs in its own thread in the tracer process; `target_pid()` says which process to watch
     (it may change: under nsys the training process is a grandchild whose pid appears later)."""
 
-    def __init__(self, folder: RunFolder, target_pid: Callable[[], int | None], hz: float, nvml: Nvml | None):
+    def __init__(
+        self,
+        folder: RunFolder,
+        target_pid: Callable[[], int | None],
+        hz: float,
+        nvml: Nvml | None,
+        rapl: RaplReader | None = None,
+    ):
         self.folder = folder
+        self.rapl = rapl
         self.target_pid = target_pid
         self.period_s = 1.0 / hz if hz > 0 else 0.0
         self.hz = hz
@@ -89,6 +98,8 @@ class Sampler:
         }
         if self.nvml is not None:
             streams[schema.GPUS.name] = CsvStream(self.folder.sample_stream_path(schema.GPUS.name), schema.GPUS.columns)
+        if self.rapl is not None:
+            streams[schema.RAPL.name] = CsvStream(self.folder.sample_stream_path(schema.RAPL.name), schema.RAPL.columns)
         next_tick = time.monotonic()
         last_flush = next_tick
         cpu_start, wall_start = time.thread_time(), next_tick
@@ -208,6 +219,8 @@ class Sampler:
                         r.proc_mem_mib,
                     )
                 )
+        if self.rapl is not None:
+            self.rapl.append(streams[schema.RAPL.name], t_ns)
         self._times.append(t_ns)
 
     def _thread_name(self, pid: int, tid: int, refresh: bool) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from analyzers import palette
+from analyzers.energy import NO_SOURCE
 from analyzers.report.runs import LoadedRun, by_case
 from analyzers.run_summary import summarise
 
@@ -35,6 +36,9 @@ class TableRow:
     cpu_pct_mean: float | None  # 100 = all logical cores
     peak_rss_mib: float | None
     gpu_util_pct_mean: float | None
+    energy_j_per_epoch: float | None  # analyzers.energy.headline, mean over the finished runs
+    energy_j_per_image: float | None
+    energy_source: str  # what the energy figures add up, or "no energy source"
     cause: str  # why the newest failed run failed
     run_ids: str  # space-separated
 
@@ -58,6 +62,9 @@ def _row(case_name: str, runs: Sequence[LoadedRun]) -> TableRow:
     cpu = [s.cpu_pct_mean for s in summaries if s.cpu_pct_mean is not None]
     rss = [s.peak_rss_mib for s in summaries if s.peak_rss_mib is not None]
     gpu = [s.gpu_util_pct_mean for s in summaries if s.gpu_util_pct_mean is not None]
+    with_energy = [s for s in summaries if s.energy_source is not None]
+    per_epoch = [s.energy_j_per_epoch for s in with_energy if s.energy_j_per_epoch is not None]
+    per_image = [s.energy_j_per_image for s in with_energy if s.energy_j_per_image is not None]
     spec = runs[0].record.spec
     newest = runs[-1]
     return TableRow(
@@ -76,6 +83,9 @@ def _row(case_name: str, runs: Sequence[LoadedRun]) -> TableRow:
         cpu_pct_mean=statistics.fmean(cpu) if cpu else None,
         peak_rss_mib=max(rss) if rss else None,
         gpu_util_pct_mean=statistics.fmean(gpu) if gpu else None,
+        energy_j_per_epoch=statistics.fmean(per_epoch) if per_epoch else None,
+        energy_j_per_image=statistics.fmean(per_image) if per_image else None,
+        energy_source=" / ".join(sorted({str(s.energy_source) for s in with_energy})) or NO_SOURCE,
         cause=failed[-1].record.outcome.cause if failed else "",
         run_ids=" ".join(r.folder.run_id for r in runs),
     )
@@ -105,6 +115,9 @@ DISPLAY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("CPU % mean (100 = all cores)", "cpu_pct_mean", ".1f"),
     ("Peak RSS (MiB)", "peak_rss_mib", ".0f"),
     ("GPU util % mean", "gpu_util_pct_mean", ".1f"),
+    ("Energy/epoch (J)", "energy_j_per_epoch", ".1f"),
+    ("Energy/image (J)", "energy_j_per_image", ".3f"),
+    ("Energy source", "energy_source", ""),
     ("Runs ok/all", "runs_ok", "d"),
     ("Status", "status", ""),
 )

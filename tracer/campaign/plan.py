@@ -59,8 +59,11 @@ AXIS_FIELD = {
 AXES = tuple(AXIS_FIELD)
 DEFAULTS: dict[str, list[Any]] = {"devices": ["cpu"], "batches": [1], "epochs": [1], "trace": ["none"]}
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]*"
-# Plan-only knob: GPUs a GPU run asks Ray for (default 1); not a `tracer profile` option.
-PLAN_ONLY_KNOBS: dict[str, Any] = {"gpus": Annotated[int, Field(ge=0, le=64)]}
+# Plan-only knobs: they steer a campaign, not `tracer profile`.
+PLAN_ONLY_KNOBS: dict[str, Any] = {
+    "gpus": Annotated[int, Field(ge=0, le=64)],  # GPUs a GPU run asks Ray for (default 1)
+    "board": Annotated[str, Field(pattern=r"\S")],  # the board type a Ray run must land on (`board:<type>`)
+}
 
 
 def knob_key(name: str) -> str:
@@ -115,6 +118,12 @@ class Cell:
     @property
     def gpus(self) -> int:
         return int(self.knobs.get("gpus", 1)) if self.device == "gpu" else 0
+
+    @property
+    def board(self) -> str | None:
+        """The board type this run targets on a Ray cluster; None: any node."""
+        value = self.knobs.get("board")
+        return str(value) if value else None
 
     def fingerprint(self) -> str:
         """Changes whenever what the cell would train changes (a scalar knob edited in the plan)."""

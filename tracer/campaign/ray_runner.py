@@ -33,6 +33,9 @@ from tracer.campaign.view import CampaignView
 from tracer.core.errors import UserError
 
 RESOURCE = "tracer_node"
+# A node that is a board of some type also offers one `board:<type>` (e.g. board:jetson-nano); a plan's
+# `board` knob makes its runs ask for that unit as well, so they land only on boards of that type.
+BOARD_PREFIX = "board:"
 NODE_RETRIES = 3
 WAIT_S = 1.0
 
@@ -52,6 +55,7 @@ def run_on_node(args: list[str], shared_stage: str | None) -> dict[str, Any]:
                 profile_command(args, out), stdout=f, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
             )
         result: dict[str, Any] = {"host": host, "code": code, "log_tail": log_tail(log), "run_id": None, "tar": None}
+        result["node"] = _node_id()
         folders = sorted(p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []
         if not folders:
             return result
@@ -72,6 +76,24 @@ def run_on_node(args: list[str], shared_stage: str | None) -> dict[str, Any]:
                 tar.add(folder, arcname=folder.name)
             result["tar"] = buf.getvalue()
         return result
+
+
+def _node_id() -> str:
+    """The Ray node this task runs on: several nodes may share a host name (boards on one network)."""
+    try:
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
+    except Exception:  # noqa: BLE001 - not inside Ray (called directly): no node to name
+        return ""
+
+
+def board_resources(cell: Cell) -> dict[str, float]:
+    """What a run asks of a node: the node itself (never shared), and its board type if the plan says."""
+    wanted = {RESOURCE: 1.0}
+    if cell.board:
+        wanted[BOARD_PREFIX + cell.board] = 1.0
+    return wanted
 
 
 def _status(folder: Path) -> str:
@@ -119,6 +141,15 @@ def run_ray(
                 f"no node of the Ray cluster at '{address}' offers the '{RESOURCE}' resource: "
                 f"start every node with --resources '{{\"{RESOURCE}\": 1}}'"
             )
+        offered = ray.cluster_resources()
+        missing = sorted({c.board for c in cells if c.board and offered.get(BOARD_PREFIX + c.board, 0) < 1})
+        if missing:
+            have = sorted(k[len(BOARD_PREFIX) :] for k in offered if k.startswith(BOARD_PREFIX)) or ["none"]
+            raise UserError(
+                f"the plan targets board type(s) {', '.join(missing)} but no node of the Ray cluster at "
+                f"'{address}' offers them (boards there: {', '.join(have)}); start a board's node with "
+                f'--resources \'{{"{RESOURCE}": 1, "{BOARD_PREFIX}{missing[0]}": 1}}\''
+            )
         view.note(f"ray: {int(nodes)} node(s) offer {RESOURCE}; {len(cells)} run(s) to place")
         task = ray.remote(run_on_node)
         pending: dict[Any, tuple[Cell, int, Path | None]] = {}
@@ -131,7 +162,7 @@ def run_ray(
                 shutil.rmtree(shared_stage, ignore_errors=True)
                 shared_stage.mkdir(parents=True)
             ref = task.options(
-                resources={RESOURCE: 1},
+                resources=board_resources(cell),
                 num_cpus=0,
                 num_gpus=cell.gpus,
                 max_retries=node_retries,
@@ -150,7 +181,8 @@ def run_ray(
                 cause = ""
                 try:
                     result = ray.get(ref)
-                    campaign.cells[cell.cell_id].host = result["host"]
+                    node = result.get("node") or ""
+                    campaign.cells[cell.cell_id].host = result["host"] + (f" (ray node {node[:8]})" if node else "")
                     _unpack(result, campaign.staging(cell.cell_id), shared_stage)
                     cause = (
                         f"tracer profile exited with code {result['code']} on {result['host']}: {result['log_tail']}"

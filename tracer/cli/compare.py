@@ -27,6 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from analyzers.compare import compare, rows_for_print, write_csv
+    from analyzers.energy import NO_SOURCE
     from tracer.core.runfolder import find_run
 
     a, b = find_run(args.runs_dir, args.run_a), find_run(args.runs_dir, args.run_b)
@@ -40,6 +41,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for row in rows_for_print(result):
         table.add_row(*row)
     out.print(table)
+    for label, s in (("A", result.a), ("B", result.b)):
+        if not s.energy:
+            why = "; ".join(s.energy_unavailable)
+            out.print(f"energy of {label}: {NO_SOURCE}" + (f" ({why})" if why else ""), markup=False)
     print_verdict_differences(a, b, result.a.framework, result.b.framework, out)
     if args.csv is not None:
         write_csv(result, args.csv)

@@ -85,6 +85,7 @@ def print_summary(s: object, console: Console) -> None:
         ("peak RSS", f"{fmt(s.peak_rss_mib, '.0f')} MiB ({fmt(s.peak_rss_pct_ram, '.1f')} % of RAM)"),
         ("threads", f"min {fmt(s.threads_min)}, median {fmt(s.threads_median)}, max {fmt(s.threads_max)}"),
         ("GPU utilisation", "no GPU sampled" if s.gpu_util_pct_mean is None else f"mean {s.gpu_util_pct_mean:.1f} %"),
+        *energy_rows(s),
         ("trainable parameters", fmt(s.trainable_params, ",")),
         ("samples", str(s.samples)),
         ("folder", s.folder),
@@ -93,3 +94,27 @@ def print_summary(s: object, console: Console) -> None:
     for key, value in rows:
         table.add_row(key, value)
     console.print(table)
+
+
+def energy_rows(s: object) -> list[tuple[str, str]]:
+    """One row per energy source, named; a run without any says so (never 0 J)."""
+    from analyzers.energy import NO_SOURCE
+    from analyzers.run_summary import RunSummary
+
+    assert isinstance(s, RunSummary)
+    if not s.energy:
+        why = "; ".join(s.energy_unavailable)
+        return [("energy", NO_SOURCE + (f" ({why})" if why else ""))]
+    rows = []
+    for src in s.energy:
+        rows.append(
+            (f"energy, {src.source}", f"{fmt(src.j_per_epoch, '.3f')} J/epoch, {fmt(src.j_per_image, '.4f')} J/image")
+        )
+    if s.energy_source and " + " in s.energy_source:  # a sum of parts: its total as well
+        rows.append(
+            (
+                f"energy, {s.energy_source}",
+                f"{fmt(s.energy_j_per_epoch, '.3f')} J/epoch, {fmt(s.energy_j_per_image, '.4f')} J/image",
+            )
+        )
+    return rows

@@ -61,6 +61,10 @@ class EnvironmentInfo:
     nvidia_driver: str = ""
     cuda_driver_version: str = ""
     nvml: str = "not available"
+    # Energy sources sampled in this run (analyzers/energy.py names them the same way), and why each
+    # kind missing is missing: "no energy source" is said plainly, never shown as 0 J.
+    energy_sources: tuple[str, ...] = ()
+    energy_unavailable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

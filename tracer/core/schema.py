@@ -141,4 +141,88 @@ GPUS = SampleTable(
     ),
     "NVML readings of each GPU (only where NVML finds one), one row per GPU per sample",
 )
-SAMPLE_TABLES: dict[str, SampleTable] = {t.name: t for t in (PROCESS, THREADS_TABLE, CORES, GPUS)}
+
+# --- energy and Jetson boards (tracer/rapl.py, tracer/tegrastats.py write them; analyzers/energy.py reads)
+ZONE = "zone"
+DOMAIN = "domain"
+ENERGY_UJ = "energy_uj"  # RAPL's raw counter; it wraps at max_energy_range_uj
+MAX_ENERGY_RANGE_UJ = "max_energy_range_uj"
+RAM_USED_MIB = "ram_used_mib"
+RAM_TOTAL_MIB = "ram_total_mib"
+SWAP_USED_MIB = "swap_used_mib"
+SWAP_TOTAL_MIB = "swap_total_mib"
+EMC_PCT = "emc_pct"
+EMC_MHZ = "emc_mhz"
+GPU_PCT = "gpu_pct"  # GR3D_FREQ load: a Jetson's GPU utilisation
+GPU_MHZ = "gpu_mhz"
+ONLINE = "online"
+LOAD_PCT = "load_pct"
+MHZ = "mhz"
+SENSOR = "sensor"
+RAIL = "rail"
+INSTANT_MW = "instant_mw"
+AVERAGE_MW = "average_mw"
+BOARD_INPUT = "board_input"  # 1 on the rail that feeds the whole board (or the row summing AGX Xavier's)
+
+RAPL = SampleTable(
+    "rapl",
+    pa.schema(
+        [
+            (T_NS, pa.int64()),
+            (ZONE, pa.string()),
+            (DOMAIN, pa.string()),
+            (ENERGY_UJ, pa.int64()),
+            (MAX_ENERGY_RANGE_UJ, pa.int64()),
+        ]
+    ),  # fmt: skip
+    "RAPL energy counters of each package and DRAM zone (Intel and AMD, where /sys/class/powercap is readable)",
+)
+TEGRA = SampleTable(
+    "tegra",
+    pa.schema(
+        [
+            (T_NS, pa.int64()),
+            (RAM_USED_MIB, pa.float64()),
+            (RAM_TOTAL_MIB, pa.float64()),
+            (SWAP_USED_MIB, pa.float64()),
+            (SWAP_TOTAL_MIB, pa.float64()),
+            (EMC_PCT, pa.float64()),
+            (EMC_MHZ, pa.float64()),
+            (GPU_PCT, pa.float64()),
+            (GPU_MHZ, pa.float64()),
+        ]
+    ),  # fmt: skip
+    "a Jetson board's tegrastats line: RAM, swap, memory controller and GPU load",
+)
+TEGRA_CORES = SampleTable(
+    "tegra_cores",
+    pa.schema(
+        [(T_NS, pa.int64()), (CORE, pa.int64()), (ONLINE, pa.int64()), (LOAD_PCT, pa.float64()), (MHZ, pa.float64())]
+    ),
+    "a Jetson board's CPU cores as tegrastats reports them (an `off` core is online 0)",
+)
+TEMPS = SampleTable(
+    "temps",
+    pa.schema([(T_NS, pa.int64()), (SENSOR, pa.string()), (TEMP_C, pa.float64())]),
+    "a Jetson board's temperature sensors",
+)
+RAILS = SampleTable(
+    "rails",
+    pa.schema(
+        [
+            (T_NS, pa.int64()),
+            (RAIL, pa.string()),
+            (INSTANT_MW, pa.float64()),
+            (AVERAGE_MW, pa.float64()),
+            (BOARD_INPUT, pa.int64()),
+        ]
+    ),  # fmt: skip
+    "a Jetson board's power rails, instant and average, with the board's input marked",
+)
+RAPL_TABLE, TEGRA_TABLE, TEGRA_CORES_TABLE, TEMPS_TABLE, RAILS_TABLE = (
+    t.name for t in (RAPL, TEGRA, TEGRA_CORES, TEMPS, RAILS)
+)
+
+SAMPLE_TABLES: dict[str, SampleTable] = {
+    t.name: t for t in (PROCESS, THREADS_TABLE, CORES, GPUS, RAPL, TEGRA, TEGRA_CORES, TEMPS, RAILS)
+}

@@ -36,8 +36,10 @@ def free_port() -> int:
 
 
 class LocalCluster:
-    def __init__(self, workers: int = 1) -> None:
+    def __init__(self, workers: int = 1, resources: list[dict[str, float]] | None = None) -> None:
+        """`resources`: extra custom resources of each node, head first (e.g. a `board:<type>` unit)."""
         self.workers = workers
+        self.resources = resources or []
         self.temp = Path(tempfile.mkdtemp(prefix="tracer-ray-", dir="/tmp"))  # short: Ray's socket paths
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
@@ -60,13 +62,16 @@ class LocalCluster:
             self.stop()
             self.temp.mkdir(parents=True, exist_ok=True)
 
+    def _node_args(self, index: int) -> list[str]:
+        extra = self.resources[index] if index < len(self.resources) else {}
+        return ["--num-cpus", "1", "--resources", json.dumps({**json.loads(NODE), **extra}),
+                "--object-store-memory", OBJECT_STORE_BYTES, "--disable-usage-stats"]  # fmt: skip
+
     def start(self) -> LocalCluster:
-        common = ["--num-cpus", "1", "--resources", NODE, "--object-store-memory", OBJECT_STORE_BYTES,
-                  "--disable-usage-stats"]  # fmt: skip
         self._ray("start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(self.port),
-                  "--temp-dir", str(self.temp), "--include-dashboard=false", *common)  # fmt: skip
-        for _ in range(self.workers):
-            self._ray("start", "--address", self.address, "--node-ip-address", "127.0.0.1", *common)
+                  "--temp-dir", str(self.temp), "--include-dashboard=false", *self._node_args(0))  # fmt: skip
+        for i in range(self.workers):
+            self._ray("start", "--address", self.address, "--node-ip-address", "127.0.0.1", *self._node_args(i + 1))
         return self
 
     def processes(self) -> list[psutil.Process]:
