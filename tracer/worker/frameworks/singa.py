@@ -10,8 +10,6 @@ It has no input-pipeline library either: its examples batch NumPy arrays in the 
 does this worker, which is the native way for SINGA; `--workers` and `--prefetch` are rejected.
 """
 
-from __future__ import annotations
-
 import random
 from typing import Any, Dict, List, Tuple
 
