@@ -153,20 +153,20 @@ def _base_python(fw: FrameworkInfo, explicit: str | None) -> str:
         return path
     if not fw.python_version:
         return sys.executable
-    path = find_python(fw.python_version)
-    if path is None:
+    found_path = find_python(fw.python_version)
+    if found_path is None:
         raise UserError(
-            f"{fw.name} needs a CPython {fw.python_version} (its only PyPI build is a cp{fw.python_version.replace('.', '')} "
-            f"wheel) and none was found (python{fw.python_version} on PATH, or in pyenv's versions folder "
+            f"{fw.name} needs a CPython {fw.python_version} (its only PyPI build is for it) "
+            f"and none was found (python{fw.python_version} on PATH, or in pyenv's versions folder "
             f"{_pyenv_root() or '~/.pyenv'}/versions): install one (`pyenv install {fw.python_version}`) and "
             f"run `tracer env create {fw.name} --python /path/to/python{fw.python_version}`, or run "
             f"`tracer profile --python` with an interpreter that has {fw.import_name}"
         )
-    return path
+    return found_path
 
 
 def python_version(python: str) -> str | None:
-    """"MAJOR.MINOR" of an interpreter, asked by running it (a pyenv shim exists but may refuse to run)."""
+    """The "MAJOR.MINOR" of an interpreter, asked by running it (a pyenv shim exists but may refuse to run)."""
     try:
         out = subprocess.run(
             [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],

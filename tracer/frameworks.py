@@ -70,7 +70,7 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             # are the last releases for 3.6; `dataclasses` is the 3.6 backport the worker imports.
             ("singa==3.0.0.dev1", "numpy==1.19.5", "dataclasses==0.8", "pillow==8.4.0"),
             ("singa==3.0.0.dev1", "numpy==1.19.5", "dataclasses==0.8", "pillow==8.4.0"),
-            note="PyPI's SINGA wheel is CPU-only; for a GPU build pass `tracer profile --python` an interpreter that has one",
+            note="PyPI's SINGA wheel is CPU-only: for a GPU build, `tracer profile --python` an interpreter with one",
             python_version="3.6",
             # pip 18.1 (Python 3.6's own) rejects the manylinux2014 tag; 21.3.1 is the last pip for 3.6.
             pip_bootstrap=("pip<22",),

@@ -127,8 +127,10 @@ def test_batchnorm_training_fails_without_the_mend_and_matches_numpy_with_it() -
     xhat = (x - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5)
     n = x.size / x.shape[1]
     dbias, dscale = dy.sum(axis=(0, 2, 3)), (dy * xhat).sum(axis=(0, 2, 3))
-    dx = scale / np.sqrt(var[None, :, None, None] + 1e-5) * (
-        dy - dbias[None, :, None, None] / n - xhat * dscale[None, :, None, None] / n
+    dx = (
+        scale
+        / np.sqrt(var[None, :, None, None] + 1e-5)
+        * (dy - dbias[None, :, None, None] / n - xhat * dscale[None, :, None, None] / n)
     )
     for name, reference in (("y", xhat * scale + bias), ("mean", mean), ("var", var)):
         np.testing.assert_allclose(out[name], reference, atol=1e-5, err_msg=name)
