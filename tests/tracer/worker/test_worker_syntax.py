@@ -26,7 +26,16 @@ def test_worker_code_is_python_3_6() -> None:
     assert len(files) > 10
     result = subprocess.run(
         # dataclasses: the 3.6 environments install its backport (see tracer/frameworks.py, singa).
-        [str(vermin), "-t=3.6-", "--no-tips", "--violations", "--eval-annotations", "--backport=dataclasses", *files],
+        [
+            str(vermin),
+            "-t=3.6-",
+            "--no-tips",
+            "--violations",
+            "--eval-annotations",
+            "--backport",
+            "dataclasses",
+            *files,
+        ],
         capture_output=True,
         text=True,
     )
