@@ -19,6 +19,7 @@ any other framework; the worker for SINGA calls `apply()` on import.
 import contextlib
 import ctypes
 import sys
+from typing import Any, Callable, Dict, Iterator, List
 
 import numpy as np
 from singa import singa_wrap, tensor
@@ -56,10 +57,10 @@ class _SwigModuleInfo(ctypes.Structure):
     _fields_ = [("types", ctypes.POINTER(ctypes.POINTER(_SwigTypeInfo))), ("size", ctypes.c_size_t)]
 
 
-_types_by_name = {}  # SWIG type name ("_p_float") -> its swig_type_info address
+_types_by_name: Dict[str, int] = {}  # SWIG type name ("_p_float") -> its swig_type_info address
 
 
-def _swig_type(name):
+def _swig_type(name: str) -> int:
     """The address of SWIG's type record `name`, from the type table SWIG publishes in a capsule."""
     if not _types_by_name:
         get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -74,12 +75,12 @@ def _swig_type(name):
             info = ctypes.cast(address, ctypes.POINTER(_SwigModuleInfo)).contents
             for i in range(info.size):
                 record = info.types[i]
-                _types_by_name[record.contents.name.decode()] = ctypes.cast(record, ctypes.c_void_p).value
+                _types_by_name[record.contents.name.decode()] = ctypes.cast(record, ctypes.c_void_p).value or 0
     return _types_by_name[name]
 
 
 @contextlib.contextmanager
-def _swig_pointer(array, type_name):
+def _swig_pointer(array: Any, type_name: str) -> Iterator[Any]:
     """A SWIG pointer of type `type_name` to `array`'s buffer, for the duration of the block: a wrapped
     object's SwigPyObject re-aimed at the buffer, then pointed back so that its own object is freed."""
     holder = singa_wrap.VecInt(1)
@@ -93,8 +94,8 @@ def _swig_pointer(array, type_name):
         raw.ptr, raw.ty, raw.own = saved
 
 
-def _copy_from_host(original, dtype, type_name):
-    def copy(self, src, offset=0):
+def _copy_from_host(original: Callable[..., Any], dtype: Any, type_name: str) -> Callable[..., Any]:
+    def copy(self: Any, src: Any, offset: int = 0) -> Any:
         """numpy.i's `(IN_ARRAY1, DIM1)` signature: copy a NumPy array into the tensor."""
         array = np.ascontiguousarray(src, dtype=dtype).reshape(-1)
         with _swig_pointer(array, type_name) as pointer:
@@ -103,8 +104,8 @@ def _copy_from_host(original, dtype, type_name):
     return copy
 
 
-def _get_value(original, dtype, type_name):
-    def get(self, num):
+def _get_value(original: Callable[..., Any], dtype: Any, type_name: str) -> Callable[..., Any]:
+    def get(self: Any, num: int) -> Any:
         """numpy.i's `(ARGOUT_ARRAY1, DIM1)` signature: the tensor's first `num` values as a NumPy array."""
         out = np.empty(int(num), dtype=dtype)
         with _swig_pointer(out, type_name) as pointer:
@@ -122,9 +123,9 @@ _NUMPY_METHODS = {
 }
 
 
-def numpy_copy_defects():
+def numpy_copy_defects() -> List[str]:
     """The NumPy-copy methods that refuse their typemapped signature (all four on the PyPI wheel)."""
-    found = []
+    found: List[str] = []
     for name, (_, dtype, _) in sorted(_NUMPY_METHODS.items()):
         probe = tensor.Tensor((1,), dtype=tensor.float32 if dtype == np.float32 else tensor.int32)
         probe.set_value(0)  # SINGA aborts the process on reading a tensor never written
@@ -138,17 +139,17 @@ def numpy_copy_defects():
     return found
 
 
-def mend_numpy_copies(names):
+def mend_numpy_copies(names: List[str]) -> None:
     for name in names:
         make, dtype, type_name = _NUMPY_METHODS[name]
         setattr(singa_wrap.Tensor, name, make(getattr(singa_wrap.Tensor, name), dtype, type_name))
 
 
-def itruediv_defect():
+def itruediv_defect() -> bool:
     return not hasattr(singa_wrap.Tensor, "__itruediv__")
 
 
-def mend_itruediv():
+def mend_itruediv() -> None:
     """Python 3's `/=` is `__itruediv__`; the wheel's `__idiv__` is the same C++ operator/=."""
     singa_wrap.Tensor.__itruediv__ = singa_wrap.Tensor.__idiv__
 
@@ -157,18 +158,18 @@ _BATCHNORM_FUNCTIONS = ("CpuBatchNormForwardTraining", "CpuBatchNormBackwardx")
 _BATCHNORM_OUTPUTS = 3  # both return three tensors: (y, mean, var) and (dx, dscale, dbias)
 
 
-def _unpack_tensor_vector(result):
+def _unpack_tensor_vector(result: Any) -> List[Any]:
     """The three singa::Tensor of an unwrapped std::vector<Tensor>, as Python-owned tensors: each element's
     bytes are swapped with those of a fresh default Tensor (libstdc++'s members are relocatable), so the
     data's shared pointers move to Python; the vector, now of empty tensors, is left (a few hundred bytes)."""
     raw = _SwigPyObject.from_address(id(result))
     raw.own = 0  # SWIG has no destructor for it: without this it warns of a leak on every call
-    start, finish = (ctypes.c_void_p * 2).from_address(raw.ptr)
+    start, finish = (ctypes.c_size_t * 2).from_address(raw.ptr or 0)  # the vector's begin and end
     size = (finish - start) // _BATCHNORM_OUTPUTS
     if size <= 0 or size * _BATCHNORM_OUTPUTS != finish - start:
         raise RuntimeError("unexpected std::vector<singa::Tensor> layout: %r..%r" % (start, finish))
     scratch = ctypes.create_string_buffer(size)
-    out = []
+    out: List[Any] = []
     for i in range(_BATCHNORM_OUTPUTS):
         fresh = singa_wrap.Tensor()
         mine = _SwigPyObject.from_address(id(fresh.this)).ptr
@@ -180,14 +181,14 @@ def _unpack_tensor_vector(result):
     return out
 
 
-def _returning_tensors(original):
-    def call(*args):
+def _returning_tensors(original: Callable[..., Any]) -> Callable[..., List[Any]]:
+    def call(*args: Any) -> List[Any]:
         return _unpack_tensor_vector(original(*args))
 
     return call
 
 
-def batchnorm_defect():
+def batchnorm_defect() -> bool:
     """Runs CPU BatchNorm training once on a 1x2x1x1 input: does a sequence come back? (Two channels:
     with one, the wheel's DNNL path aborts on a size check.)"""
     x = tensor.Tensor((1, 2, 1, 1))
@@ -203,15 +204,15 @@ def batchnorm_defect():
     return True
 
 
-def mend_batchnorm():
+def mend_batchnorm() -> None:
     for name in _BATCHNORM_FUNCTIONS:
         setattr(singa_wrap, name, _returning_tensors(getattr(singa_wrap, name)))
 
 
-APPLIED = []  # the mends applied in this process, in order
+APPLIED: List[str] = []  # the mends applied in this process, in order
 
 
-def apply():
+def apply() -> List[str]:
     """Mends each defect found (once per process); returns the names of those mended."""
     if APPLIED:
         return list(APPLIED)
