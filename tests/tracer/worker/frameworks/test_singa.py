@@ -39,7 +39,7 @@ def test_tiny_run_ends_ok_with_torchvision_parameter_count(model: str, singa_run
 @pytest.mark.slow
 def test_models_log_different_losses(singa_runs: dict[str, RunFolder]) -> None:
     """The adaptive-pool matrices made during `Model.compile` once stayed zero: every model then logged
-    the same loss (log 3, the head seeing only its biases)."""
+    the same loss (the head saw only zeros)."""
     first_losses = {model: round(folder.epochs()[0].loss, 6) for model, folder in singa_runs.items()}
     assert len(set(first_losses.values())) == len(TRAINED), first_losses
 
