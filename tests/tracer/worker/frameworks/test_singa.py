@@ -4,6 +4,7 @@ tiny real runs at the issue's settings, the MobileNetV2 refusal, and a crash rec
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -17,8 +18,11 @@ TRAINED = ("alexnet", "resnet50", "vgg16")
 
 @pytest.fixture(scope="module")
 def singa_runs(make_run: Callable[..., RunFolder]) -> dict[str, RunFolder]:
+    """The three runs side by side (SINGA keeps about one core busy; CI has two): nothing here is timed."""
     require_singa()
-    return {model: make_run("singa", "--model", model, *TINY_SINGA) for model in TRAINED}
+    with ThreadPoolExecutor(len(TRAINED)) as pool:
+        futures = {model: pool.submit(make_run, "singa", "--model", model, *TINY_SINGA) for model in TRAINED}
+        return {model: future.result() for model, future in futures.items()}
 
 
 @pytest.mark.slow
