@@ -3,7 +3,8 @@
 # framework environments, under ${TRACER_CACHE:-~/.cache/dl-tracer} (outside the clone, so CI and
 # later clones reuse them).
 #   bash scripts/setup.sh                 # the tool + PyTorch
-#   bash scripts/setup.sh all            # the tool + every framework that installs here (+ Nsight Systems)
+#   bash scripts/setup.sh all            # the tool + every framework that installs here (+ Nsight Systems);
+#                                        # SINGA needs a CPython 3.6 (on PATH or in pyenv's versions folder)
 #   bash scripts/setup.sh pytorch mxnet  # the tool + the named frameworks
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,7 +14,7 @@ python=${PYTHON:-python3}
 frameworks=("$@")
 [ ${#frameworks[@]} -eq 0 ] && frameworks=(pytorch)
 with_nsys=0
-if [ "${frameworks[0]}" = all ]; then frameworks=(pytorch tensorflow mxnet paddle); with_nsys=1; fi
+if [ "${frameworks[0]}" = all ]; then frameworks=(pytorch tensorflow mxnet paddle singa); with_nsys=1; fi
 
 mkdir -p "$cache"
 if [ ! -x "$venv/bin/python" ]; then

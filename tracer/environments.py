@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -16,14 +17,22 @@ from tracer.core.errors import UserError
 from tracer.frameworks import FRAMEWORKS, FrameworkInfo, framework_info
 from tracer.paths import cache_root
 
+# Runs in the framework's interpreter, which may be Python 3.6 (no importlib.metadata: pkg_resources).
 _PROBE = """
-import importlib.util, importlib.metadata as md, json, sys
+import importlib.util, json, sys
+try:
+    import importlib.metadata as md
+    dist_version, missing = md.version, md.PackageNotFoundError
+except ImportError:
+    import pkg_resources
+    dist_version = lambda name: pkg_resources.get_distribution(name).version
+    missing = pkg_resources.DistributionNotFound
 spec = importlib.util.find_spec(sys.argv[1])
 version = None
 for dist in sys.argv[2:]:
     try:
-        version = md.version(dist); break
-    except md.PackageNotFoundError:
+        version = dist_version(dist); break
+    except missing:
         pass
 print(json.dumps({"found": spec is not None, "version": version, "python": sys.executable,
                   "python_version": "%d.%d.%d" % sys.version_info[:3]}))
@@ -101,42 +110,103 @@ def has_nvidia_gpu() -> bool:
     return shutil.which("nvidia-smi") is not None or Path("/proc/driver/nvidia").exists()
 
 
-def create(framework: str, gpu: bool | None = None, python: str = sys.executable) -> EnvStatus:
-    """Makes (or completes) the framework's virtual environment; pip's output goes to the terminal."""
+def create(framework: str, gpu: bool | None = None, python: str | None = None) -> EnvStatus:
+    """Makes (or completes) the framework's virtual environment; pip's output goes to the terminal.
+
+    `python` is the interpreter to make it from; by default the tool's own, or for a framework that
+    needs another version (SINGA: 3.6) the first such interpreter found (see `find_python`)."""
     fw = framework_info(framework)
     use_gpu = has_nvidia_gpu() if gpu is None else gpu
     requirements = fw.gpu_requirements if use_gpu else fw.cpu_requirements
     target = env_dir(framework)
     if not env_python(framework).exists():
-        subprocess.run([python, "-m", "venv", str(target)], check=True)
-    cmd = [str(env_python(framework)), "-m", "pip", "install", "--disable-pip-version-check", *requirements]
-    result = subprocess.run(cmd)
-    if result.returncode != 0 and fw.missing_hint:
-        return _create_with_conda(fw, use_gpu, pip_exit=result.returncode)
-    if result.returncode != 0:
-        raise UserError(
-            f"pip could not install {' '.join(requirements)} into {target} (exit {result.returncode}); "
-            f"see pip's output above{'; ' + fw.note if fw.note else ''}"
-        )
+        base = _base_python(fw, python)
+        subprocess.run([base, "-m", "venv", str(target)], check=True)
+    pip = [str(env_python(framework)), "-m", "pip", "install", "--disable-pip-version-check"]
+    if fw.pip_bootstrap:
+        _pip(pip + ["--upgrade"], fw.pip_bootstrap, fw, target)
+    _pip(pip, requirements, fw, target)
     return status(framework)
 
 
-def _create_with_conda(fw: FrameworkInfo, use_gpu: bool, pip_exit: int) -> EnvStatus:
-    """For frameworks pip cannot install here (SINGA): a conda environment in the env's place when conda
-    is on PATH, else one line saying what is missing and how to use an interpreter that has it."""
-    conda = shutil.which("conda") or shutil.which("mamba")
-    packages = fw.conda_gpu if use_gpu else fw.conda_cpu
-    if conda is None or not packages:
-        raise UserError(
-            f"pip could not install {fw.name} (exit {pip_exit}) and conda is not on PATH: {fw.missing_hint}"
-        )
-    target = env_dir(fw.name)
-    shutil.rmtree(target, ignore_errors=True)
-    channels = [arg for c in fw.conda_channels for arg in ("-c", c)]
-    result = subprocess.run([conda, "create", "-y", "-p", str(target), *channels, *packages, "pillow"])
+def _pip(pip: list[str], packages: tuple[str, ...], fw: FrameworkInfo, target: Path) -> None:
+    result = subprocess.run([*pip, *packages])
     if result.returncode != 0:
         raise UserError(
-            f"neither pip (exit {pip_exit}) nor conda (exit {result.returncode}) could install {fw.name}: "
-            f"{fw.missing_hint}"
+            f"pip could not install {' '.join(packages)} into {target} (exit {result.returncode}); "
+            f"see pip's output above{'; ' + fw.note if fw.note else ''}"
         )
-    return status(fw.name)
+
+
+def _base_python(fw: FrameworkInfo, explicit: str | None) -> str:
+    """The interpreter the environment is made from; one line saying what is missing when none fits."""
+    if explicit:
+        path = shutil.which(explicit) or explicit
+        found = python_version(path)
+        if found is None:
+            raise UserError(f"--python {explicit}: no such interpreter (or it does not run)")
+        if fw.python_version and found != fw.python_version:
+            raise UserError(
+                f"--python {explicit} is Python {found}; {fw.name} needs Python {fw.python_version} "
+                f"(its only PyPI build is for {fw.python_version})"
+            )
+        return path
+    if not fw.python_version:
+        return sys.executable
+    found_path = find_python(fw.python_version)
+    if found_path is None:
+        raise UserError(
+            f"{fw.name} needs a CPython {fw.python_version} (its only PyPI build is for it) "
+            f"and none was found (python{fw.python_version} on PATH, or in pyenv's versions folder "
+            f"{_pyenv_root() or '~/.pyenv'}/versions): install one (`pyenv install {fw.python_version}`) and "
+            f"run `tracer env create {fw.name} --python /path/to/python{fw.python_version}`, or run "
+            f"`tracer profile --python` with an interpreter that has {fw.import_name}"
+        )
+    return found_path
+
+
+def python_version(python: str) -> str | None:
+    """The "MAJOR.MINOR" of an interpreter, asked by running it (a pyenv shim exists but may refuse to run)."""
+    try:
+        out = subprocess.run(
+            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def find_python(version: str) -> str | None:
+    """A working CPython `version`: `pythonX.Y` on PATH, else the newest in pyenv's versions folder."""
+    candidates = [p for p in (shutil.which(f"python{version}"),) if p]
+    root = _pyenv_root()
+    if root is not None:
+        found = (root / "versions").glob(f"{version}.*/bin/python{version}")
+        candidates += [str(p) for p in sorted(found, key=lambda p: _version_key(p.parents[1].name), reverse=True)]
+    for candidate in candidates:
+        if python_version(candidate) == version:
+            return candidate
+    return None
+
+
+def _pyenv_root() -> Path | None:
+    """$PYENV_ROOT, else what `pyenv root` says, else ~/.pyenv when it exists."""
+    if os.environ.get("PYENV_ROOT"):
+        return Path(os.environ["PYENV_ROOT"])
+    pyenv = shutil.which("pyenv")
+    if pyenv is not None:
+        try:
+            out = subprocess.run([pyenv, "root"], capture_output=True, text=True, timeout=30)
+            if out.returncode == 0 and out.stdout.strip():
+                return Path(out.stdout.strip())
+        except (OSError, subprocess.SubprocessError):
+            pass
+    home = Path.home() / ".pyenv"
+    return home if home.is_dir() else None
+
+
+def _version_key(name: str) -> tuple[int, ...]:
+    return tuple(int(part) if part.isdigit() else -1 for part in name.split("."))

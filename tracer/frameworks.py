@@ -20,12 +20,11 @@ class FrameworkInfo:
     cpu_requirements: tuple[str, ...]
     gpu_requirements: tuple[str, ...]
     note: str = ""
-    # Tried when pip fails and `conda` is on PATH: a conda environment made at the env's place.
-    conda_channels: tuple[str, ...] = ()
-    conda_cpu: tuple[str, ...] = ()
-    conda_gpu: tuple[str, ...] = ()
-    # What to tell the user when neither pip nor conda could install it (one line).
-    missing_hint: str = ""
+    # The interpreter the environment must be made from ("3.6": SINGA's only PyPI wheel is cp36);
+    # empty: the tool's own interpreter.
+    python_version: str = ""
+    # Installed (upgraded) first, alone: the venv's own pip may be too old for the wheels' tags.
+    pip_bootstrap: tuple[str, ...] = ()
 
 
 FRAMEWORKS: dict[str, FrameworkInfo] = {
@@ -66,18 +65,14 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             "singa",
             "singa",
             ("singa", "singa-cpu", "singa-gpu"),
-            ("singa",),
-            ("singa",),
-            note="no SINGA build installs here (PyPI has only a CPython 3.6 wheel); see README, SINGA",
-            conda_channels=("nusdbsystem", "conda-forge"),
-            conda_cpu=("singa-cpu",),
-            conda_gpu=("singa-gpu",),
-            missing_hint=(
-                "SINGA's Python package (module `singa`) is missing: PyPI has only a CPython 3.6 wheel; install it "
-                "with conda (`conda install -c nusdbsystem -c conda-forge singa-cpu`, or singa-gpu) or from source "
-                "(https://singa.apache.org/docs/installation), then run "
-                "`tracer profile --framework singa --python /path/to/that/env/bin/python ...`"
-            ),
+            # PyPI's only SINGA build: a CPython 3.6 manylinux2014 CPU wheel. NumPy 1.19.5 and Pillow 8.4.0
+            # are the last releases for 3.6; `dataclasses` is the 3.6 backport the worker imports.
+            ("singa==3.0.0.dev1", "numpy==1.19.5", "dataclasses==0.8", "pillow==8.4.0"),
+            ("singa==3.0.0.dev1", "numpy==1.19.5", "dataclasses==0.8", "pillow==8.4.0"),
+            note="PyPI's SINGA wheel is CPU-only: for a GPU build, `tracer profile --python` an interpreter with one",
+            python_version="3.6",
+            # pip 18.1 (Python 3.6's own) rejects the manylinux2014 tag; 21.3.1 is the last pip for 3.6.
+            pip_bootstrap=("pip<22",),
         ),
     )
 }

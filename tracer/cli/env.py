@@ -20,13 +20,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     gpu = c.add_mutually_exclusive_group()
     gpu.add_argument("--gpu", dest="gpu", action="store_true", default=None, help="install the GPU packages")
     gpu.add_argument("--cpu", dest="gpu", action="store_false", help="install the CPU packages")
+    c.add_argument(
+        "--python",
+        metavar="PATH",
+        help="the interpreter to make the environment from (default: the tool's own; for SINGA a CPython 3.6, "
+        "found on PATH or in pyenv's versions folder)",
+    )
     c.set_defaults(func=cmd_env_create)
     lst = esub.add_parser("list", help="show which frameworks are installed")
     lst.set_defaults(func=cmd_env_list)
 
 
 def cmd_env_create(args: argparse.Namespace) -> int:
-    status = environments.create(args.framework, args.gpu)
+    status = environments.create(args.framework, args.gpu, args.python)
     if not status.installed:
         raise UserError(f"{args.framework}: the environment was made but the framework does not import")
     console().print(f"{args.framework} {status.version}: {status.python}")

@@ -4,8 +4,6 @@ A framework module defines `class Trainer(base.Trainer)`; `tracer.worker.main` d
 `versions()`, then `build()` (model, optimiser, input pipeline), then `train_epoch()` per epoch.
 """
 
-from __future__ import annotations
-
 import abc
 from typing import Dict, NamedTuple, Optional
 

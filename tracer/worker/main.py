@@ -5,8 +5,6 @@ Exit codes: 0 trained, 1 the framework raised, 3 the framework could not be impo
 Every outcome is also an event in `events.jsonl`, so the tracer knows why even if stderr is noisy.
 """
 
-from __future__ import annotations
-
 import os
 import platform
 import signal

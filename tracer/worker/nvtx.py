@@ -4,8 +4,6 @@ A framework that has its own NVTX binding (torch.cuda.nvtx) passes it in; others
 libnvToolsExt through ctypes; without either, ranges are no-ops (CPU runs, no CUDA toolkit).
 """
 
-from __future__ import annotations
-
 import contextlib
 import ctypes
 import ctypes.util

@@ -1,7 +1,5 @@
 """Framework name -> worker module; adding a framework is one new module and one line here."""
 
-from __future__ import annotations
-
 import importlib
 from typing import Type
 

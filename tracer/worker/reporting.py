@@ -1,15 +1,14 @@
 """The worker's side of the event stream: one JSON object per line, flushed as it is written.
 
 The tracer tails this file for progress, and the run folder keeps it as `events.jsonl`.
-Times are `time.time_ns()`: the Unix-epoch clock that the sampler and trace ingest also use.
+Times are `time.time_ns()` (`clock.time_ns`, with a stand-in on Python 3.6): the Unix-epoch clock that
+the sampler and trace ingest also use.
 """
 
-from __future__ import annotations
-
 import json
-import time
 from typing import Any, Optional
 
+from tracer.worker.clock import time_ns
 from tracer.worker.schema import KIND, T_NS, Event
 
 
@@ -20,14 +19,14 @@ class Reporter:
         self._last_progress_ns = 0
 
     def emit(self, kind: str, **fields: Any) -> None:
-        record = {KIND: kind, T_NS: time.time_ns()}
+        record = {KIND: kind, T_NS: time_ns()}
         record.update(fields)
         self._file.write(json.dumps(record) + "\n")
         self._file.flush()
 
     def step(self, epoch: int, images: int, loss: Optional[float]) -> None:
         """Called after every batch; writes a progress event at most every `progress_every_s`."""
-        now = time.time_ns()
+        now = time_ns()
         if now - self._last_progress_ns < self._progress_every_ns:
             return
         self._last_progress_ns = now

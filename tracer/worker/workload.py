@@ -1,9 +1,7 @@
 """The study's workload, shared by every framework: configuration, image list, preprocessing constants.
 
-Python 3.8 syntax; standard library, NumPy and Pillow only.
+Python 3.6 syntax (`dataclasses` is the backport there); standard library, NumPy and Pillow only.
 """
-
-from __future__ import annotations
 
 import json
 import os

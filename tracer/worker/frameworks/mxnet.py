@@ -5,8 +5,6 @@ Gluon's AlexNet and VGG16 size their first Dense layer from the flattened featur
 so that the parameter count does not depend on the image size.
 """
 
-from __future__ import annotations
-
 import ctypes
 import random
 from typing import Any, Dict, Tuple

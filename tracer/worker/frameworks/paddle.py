@@ -4,8 +4,6 @@ paddle.vision's AlexNet flattens its last feature map straight into a 9216-wide 
 224 px input; an adaptive average pool to 6x6 is added before it, as torchvision has it.
 """
 
-from __future__ import annotations
-
 import random
 from typing import Any, Dict, Tuple
 

@@ -1,7 +1,5 @@
 """PyTorch: torchvision models and transforms, torch.utils.data.DataLoader as the input pipeline."""
 
-from __future__ import annotations
-
 import random
 from typing import Any, Dict, Tuple
 

@@ -1,16 +1,16 @@
 """Apache SINGA 3.x/4.x (`singa.device`, `tensor`, `opt.SGD`, `model.Model`, `layer`), written against
 SINGA's documented Python API and its `examples/cnn` (model/alexnet.py, model/resnet.py, train_cnn.py).
 
-UNVERIFIED HERE: no SINGA build installs on the development machines (PyPI has only a CPython 3.6
-wheel), so this module has never been run; see README, SINGA.
+Runs on PyPI's only build, `singa==3.0.0.dev1` (CPython 3.6, CPU), whose wheel defects
+`singa_patches` mends on import (each only where found); `tracer env create singa` makes that
+environment. SINGA 3.0 refuses MobileNetV2 on a CPU (grouped convolution is "Not implemented yet"):
+the run fails with SINGA's message, marked as a refusal (`REFUSED`).
 
 SINGA has no model zoo package, so the four models are defined with `singa.layer` to match torchvision
 (including its adaptive average pooling, done with two constant matrices through `singa.autograd`).
 It has no input-pipeline library either: its examples batch NumPy arrays in the training loop, and so
 does this worker, which is the native way for SINGA; `--workers` and `--prefetch` are rejected.
 """
-
-from __future__ import annotations
 
 import random
 from typing import Any, Dict, List, Tuple
@@ -20,7 +20,11 @@ from singa import autograd, device, layer, model, opt, tensor
 
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
+from tracer.worker.frameworks import singa_patches
 from tracer.worker.workload import adaptive_pool_matrix, load_normalised
+
+WHEEL_MENDS = singa_patches.apply()  # before any tensor is made
+REFUSED = "refused by SINGA"  # the start of a refusal's message, the rest being SINGA's own words
 
 
 class AdaptiveAvgPool(layer.Layer):
@@ -32,11 +36,18 @@ class AdaptiveAvgPool(layer.Layer):
         self._mats = {}  # type: Dict[Tuple[int, int], Tuple[Any, Any]]
 
     def _matrices(self, h: int, w: int, dev: Any) -> Tuple[Any, Any]:
+        """Made with the device's graph buffer off: `Model.compile` runs the first forward with it on
+        and then discards what it buffered, which would leave these constants all zeros."""
         if (h, w) not in self._mats:
-            rows = tensor.from_numpy(adaptive_pool_matrix(h, self.size).T.copy())  # (H, n)
-            cols = tensor.from_numpy(adaptive_pool_matrix(w, self.size).T.copy())  # (W, n)
-            rows.to_device(dev)
-            cols.to_device(dev)
+            buffering = dev.graph_enabled()
+            dev.EnableGraph(False)
+            try:
+                rows = tensor.from_numpy(adaptive_pool_matrix(h, self.size).T.copy())  # (H, n)
+                cols = tensor.from_numpy(adaptive_pool_matrix(w, self.size).T.copy())  # (W, n)
+                rows.to_device(dev)
+                cols.to_device(dev)
+            finally:
+                dev.EnableGraph(buffering)
             self._mats[(h, w)] = (rows, cols)
         return self._mats[(h, w)]
 
@@ -236,10 +247,18 @@ def _size(t: Any) -> int:
     return int(np.prod(t.shape))
 
 
-def compile_model(net: Any, batch: int, image_size: int, dev: Any) -> ParamCount:
+def compile_model(name: str, net: Any, batch: int, image_size: int, dev: Any) -> ParamCount:
     """SINGA creates parameters on the first forward: `compile` runs one, then they can be counted."""
     tx = tensor.Tensor((batch, 3, image_size, image_size), dev, tensor.float32)
-    net.compile([tx], is_train=True, use_graph=False, sequential=False)
+    try:
+        net.compile([tx], is_train=True, use_graph=False, sequential=False)
+    except ValueError as e:
+        if name == "mobilenet_v2" and dev.id() == -1:  # -1: SINGA's CPU device
+            raise ValueError(
+                "%s %s on a CPU (layer.Conv2d with group > 1, which %s's depthwise convolutions need): %s"
+                % (REFUSED, _singa_version(), name, e)
+            ) from e
+        raise
     trainable = sum(_size(t) for t in net.get_params().values())
     total = sum(_size(t) for t in net.get_states().values())
     return ParamCount(trainable, max(total, trainable))
@@ -249,17 +268,25 @@ def model_params(name: str, num_classes: int = 3, image_size: int = 224) -> Para
     """For the parity test: the counts of the model exactly as a run builds it."""
     net = MODELS[name](num_classes)
     net.set_optimizer(opt.SGD(lr=0.001, momentum=0.9))
-    return compile_model(net, 1, image_size, device.get_default_device())
+    return compile_model(name, net, 1, image_size, device.get_default_device())
+
+
+def _singa_version() -> str:
+    import singa
+
+    return str(getattr(singa, "__version__", "unknown"))
 
 
 class Trainer(base.Trainer):
     def versions(self) -> Dict[str, str]:
-        import singa
-
-        return {"singa": str(getattr(singa, "__version__", "unknown")), "numpy": np.__version__}
+        return {"singa": _singa_version(), "numpy": np.__version__}
 
     def knobs(self) -> Dict[str, object]:
-        return {"input pipeline": "NumPy batches in the training loop (SINGA's examples/cnn)", "use_graph": False}
+        return {
+            "input pipeline": "NumPy batches in the training loop (SINGA's examples/cnn)",
+            "use_graph": False,
+            "wheel defects mended (singa_patches)": ", ".join(WHEEL_MENDS) or "none",
+        }
 
     def build(self) -> ParamCount:
         cfg = self.cfg
@@ -284,7 +311,7 @@ class Trainer(base.Trainer):
         self.rng = np.random.RandomState(cfg.seed)
         self.net = MODELS[cfg.model](cfg.num_classes)
         self.net.set_optimizer(opt.SGD(lr=cfg.lr, momentum=cfg.momentum))
-        return compile_model(self.net, cfg.batch, cfg.image_size, self.dev)
+        return compile_model(cfg.model, self.net, cfg.batch, cfg.image_size, self.dev)
 
     def _batches(self) -> Any:
         cfg = self.cfg

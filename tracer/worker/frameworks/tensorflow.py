@@ -5,8 +5,6 @@ to match torchvision, including torchvision's adaptive average pooling, so that 
 not depend on the image size.
 """
 
-from __future__ import annotations
-
 import os
 import random
 from typing import Any, Dict
