@@ -108,19 +108,57 @@ def write_tables(folder: RunFolder, tables: dict[str, pa.Table], source: str, cl
     for name, table in tables.items():
         path = folder.table_path(name)
         if path.exists():
-            old = pq.read_table(path)
-            table = t.plain(table, old.schema)
-            table = pa.concat_tables([old.filter(pa.compute.not_equal(old["source"], source)), table])
-            table = table.sort_by("start_ns")
+            table = _merged(path, table, source)
         tmp = path.with_suffix(".parquet.tmp")
         pq.write_table(table, tmp, store_schema=not t.has_dictionaries(table))
         os.replace(tmp, path)
         written.append(name)
+    _record_clock(folder, source, clock, written)
+    return written
+
+
+def _merged(path: Path, table: pa.Table, source: str) -> pa.Table:
+    """The rows already in `path` from other sources, then `table`'s, ordered by start."""
+    old = pq.read_table(path)
+    table = t.plain(table, old.schema)
+    table = pa.concat_tables([old.filter(pa.compute.not_equal(old["source"], source)), table])
+    return table.sort_by("start_ns")
+
+
+def _record_clock(folder: RunFolder, source: str, clock: Clock, written: list[str]) -> None:
     meta_path = folder.path / t.TRACE_META
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     meta[source] = clock.to_json() | {"tables": sorted(written)}
     write_json_atomic(meta_path, meta)
-    return written
+
+
+def install_parts(folder: RunFolder, staged: Path, names: list[str], source: str, clock: Clock) -> list[str]:
+    """Moves `staged/<table>.parquet` files (written by a streaming ingest) into the run folder; a table
+    the run already has from another source is merged in memory as `write_tables` does."""
+    for name in names:
+        part, path = staged / f"{name}.parquet", folder.table_path(name)
+        if path.exists():
+            table = _merged(path, pq.read_table(part), source)
+            pq.write_table(table, part)
+        os.replace(part, path)
+    _record_clock(folder, source, clock, names)
+    return names
+
+
+def ingest_nsys(path: Path, folder: RunFolder) -> list[str]:
+    """An nsys .sqlite (or a .nsys-rep, exported to SQLite first) streamed into the run folder's tables:
+    memory stays flat in the number of rows (see `nsys.write_sqlite`)."""
+    from analyzers.ingest import nsys
+
+    folder.path.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".ingest-", dir=folder.path) as tmp:
+        staged = Path(tmp)
+        sqlite = path
+        if trace_kind(path) == "nsys-rep":
+            sqlite = staged / (path.stem + ".sqlite")
+            export_nsys_rep(path, sqlite)
+        names, clock = nsys.write_sqlite(sqlite, staged)
+        return install_parts(folder, staged, names, "nsys", clock)
 
 
 def _source_of(path: Path) -> str:
@@ -130,6 +168,10 @@ def _source_of(path: Path) -> str:
 
 def ingest_file(path: Path, folder: RunFolder) -> list[str]:
     """Reads one trace and writes its tables into the run folder; returns the table names written."""
+    if trace_kind(Path(path)) in ("nsys-sqlite", "nsys-rep"):
+        if not Path(path).exists():
+            raise UserError(f"{path}: no such file")
+        return ingest_nsys(Path(path), folder)
     tables, clock = read_trace(Path(path))
     return write_tables(folder, tables, _source_of(Path(path)), clock)
 
