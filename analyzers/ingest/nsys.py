@@ -32,6 +32,9 @@ from tracer.errors import UserError
 BACKTRACE_EVENT_CLASS = 67
 DRIVER_EVENT_CLASS = 1
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+ADBC_BATCH_ROWS = "adbc.sqlite.query.batch_rows"
+ADBC_BATCH = 65_536
+"""Rows per Arrow batch ADBC builds (its default, 1,024, costs about 10 % more CPU on big reads)."""
 CHUNK_ROWS = 262_144
 """Rowids per chunk read: bounded memory (about 25 MB of Arrow per chunk in flight)."""
 
@@ -73,6 +76,7 @@ class Db:
     def table(self, sql: str) -> pa.Table:
         if self.adbc is not None:
             with self.adbc.cursor() as cur:
+                cur.adbc_statement.set_options(**{ADBC_BATCH_ROWS: str(ADBC_BATCH)})
                 cur.execute(sql)
                 return cur.fetch_arrow_table()
         assert self.lite is not None
@@ -177,12 +181,15 @@ def _strings(db: Db) -> dict[int, str]:
     return {int(i): str(v) for i, v in db.rows("SELECT id, value FROM StringIds")}
 
 
-def _labels(values: pa.ChunkedArray | pa.Array, label: Callable[[int], str], encoded: bool = False) -> pa.Array:
+def _labels(
+    values: pa.ChunkedArray | pa.Array | pa.DictionaryArray, label: Callable[[int], str], encoded: bool = False
+) -> pa.Array:
     """Integer ids as strings through a small dictionary (few distinct ids among many rows): the
-    label function runs once per distinct id. `encoded` keeps the result a DictionaryArray."""
+    label function runs once per distinct id. `encoded` keeps the result a DictionaryArray. `values`
+    may come dictionary-encoded already (one encoding shared by several label columns)."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    codes = values.dictionary_encode()
+    codes = values if isinstance(values, pa.DictionaryArray) else values.dictionary_encode()
     labels = pa.array([label(int(v)) for v in codes.dictionary.to_pylist()], pa.string())
     if encoded:
         return pa.DictionaryArray.from_arrays(codes.indices, labels)
@@ -276,13 +283,16 @@ class SortedParquet:
         if not table.num_rows:
             return
         start = table["start_ns"]
-        if table.num_rows > 1 and not pc.all(pc.greater_equal(start[1:], start[:-1])).as_py():
+        if not _ordered(start):
             self.ordered = False
         if self.last is not None and start[0].as_py() < self.last:
             self.ordered = False
         self.last = start[-1].as_py()
         if self.writer is None:
-            self.writer = pq.ParquetWriter(self.path, table.schema, store_schema=not t.has_dictionaries(table))
+            strings = [f.name for f in table.schema if pa.types.is_dictionary(f.type) or pa.types.is_string(f.type)]
+            self.writer = pq.ParquetWriter(
+                self.path, table.schema, store_schema=not t.has_dictionaries(table), use_dictionary=strings
+            )
         self.writer.write_table(table)
         self.rows += table.num_rows
 
@@ -317,6 +327,15 @@ def _sort_parquet(path: Path, schema: pa.Schema) -> None:
     os.replace(tmp, path)
 
 
+def _ordered(start: pa.ChunkedArray | pa.Array) -> bool:
+    return len(start) < 2 or bool(pc.all(pc.greater_equal(start[1:], start[:-1])).as_py())
+
+
+def _by_start(table: pa.Table) -> pa.Table:
+    """`table` stably sorted by start_ns (the check is much cheaper than the sort it usually saves)."""
+    return table if _ordered(table["start_ns"]) else table.sort_by("start_ns")
+
+
 def _cached(label: Callable[[int], str]) -> Callable[[int], str]:
     memo: dict[int, str] = {}
 
@@ -347,22 +366,25 @@ def cuda_api_chunks(db: Db, names: set[str], clock: Clock) -> Iterator[pa.Table]
         start, end, gtid = raw["start"], raw["end"], raw["globalTid"]
         is_driver = pc.equal(raw["eventClass"], DRIVER_EVENT_CLASS).combine_chunks()
         kind = pa.DictionaryArray.from_arrays(pc.cast(is_driver, pa.int32()), pa.array(["runtime", "driver"]))
-        yield pa.table(
-            {
-                "start_ns": pc.add(start, clock.offset_ns),
-                "end_ns": pc.add(end, clock.offset_ns),
-                "dur_ns": pc.subtract(end, start),
-                "name": _labels(raw["nameId"], recorded, encoded=True),
-                "api": _labels(raw["nameId"], shown, encoded=True),
-                "kind": kind,
-                "pid": _pid(gtid),
-                "tid": _tid(gtid),
-                "thread_name": _labels(gtid, thread, encoded=True),
-                "correlation_id": raw["correlationId"],
-                "source": _constant("nsys", raw.num_rows),
-            },
-            schema=schema,
-        ).sort_by("start_ns")
+        name_ids = raw["nameId"].combine_chunks().dictionary_encode()
+        yield _by_start(
+            pa.table(
+                {
+                    "start_ns": pc.add(start, clock.offset_ns),
+                    "end_ns": pc.add(end, clock.offset_ns),
+                    "dur_ns": pc.subtract(end, start),
+                    "name": _labels(name_ids, recorded, encoded=True),
+                    "api": _labels(name_ids, shown, encoded=True),
+                    "kind": kind,
+                    "pid": _pid(gtid),
+                    "tid": _tid(gtid),
+                    "thread_name": _labels(gtid, thread, encoded=True),
+                    "correlation_id": raw["correlationId"],
+                    "source": _constant("nsys", raw.num_rows),
+                },
+                schema=schema,
+            )
+        )
 
 
 def read_cuda_api(db: Db, names: set[str], clock: Clock) -> pa.Table:
@@ -393,27 +415,29 @@ def kernel_chunks(db: Db, names: set[str], clock: Clock) -> Iterator[pa.Table]:
     for k in read_chunks(db, "CUPTI_ACTIVITY_KIND_KERNEL", sql):
         if not k.num_rows:
             continue
-        yield pa.table(
-            {
-                "start_ns": pc.add(k["start"], clock.offset_ns),
-                "end_ns": pc.add(k["end"], clock.offset_ns),
-                "dur_ns": pc.subtract(k["end"], k["start"]),
-                "name": _labels(k["demangledName"], label),
-                "short_name": _labels(k["shortName"], label),
-                "device": k["deviceId"],
-                "stream": k["streamId"],
-                "correlation_id": k["corr"],
-                "pid": _pid(k["gpid"]),
-                "grid_x": k["gridX"],
-                "grid_y": k["gridY"],
-                "grid_z": k["gridZ"],
-                "block_x": k["blockX"],
-                "block_y": k["blockY"],
-                "block_z": k["blockZ"],
-                "source": _repeat("nsys", k.num_rows),
-            },
-            schema=t.KERNELS_SCHEMA,
-        ).sort_by("start_ns")
+        yield _by_start(
+            pa.table(
+                {
+                    "start_ns": pc.add(k["start"], clock.offset_ns),
+                    "end_ns": pc.add(k["end"], clock.offset_ns),
+                    "dur_ns": pc.subtract(k["end"], k["start"]),
+                    "name": _labels(k["demangledName"], label),
+                    "short_name": _labels(k["shortName"], label),
+                    "device": k["deviceId"],
+                    "stream": k["streamId"],
+                    "correlation_id": k["corr"],
+                    "pid": _pid(k["gpid"]),
+                    "grid_x": k["gridX"],
+                    "grid_y": k["gridY"],
+                    "grid_z": k["gridZ"],
+                    "block_x": k["blockX"],
+                    "block_y": k["blockY"],
+                    "block_z": k["blockZ"],
+                    "source": _repeat("nsys", k.num_rows),
+                },
+                schema=t.KERNELS_SCHEMA,
+            )
+        )
 
 
 def read_kernels(db: Db, names: set[str], clock: Clock) -> pa.Table:
@@ -444,20 +468,24 @@ def memcpy_chunks(db: Db, names: set[str], clock: Clock) -> Iterator[pa.Table]:
         for m in read_chunks(
             db,
             "CUPTI_ACTIVITY_KIND_MEMCPY",
-            lambda where: "SELECT start, end, copyKind, bytes, deviceId, streamId, "
-            f"coalesce(correlationId, -1) AS corr FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE {where}",
+            lambda where: (
+                "SELECT start, end, copyKind, bytes, deviceId, streamId, "
+                f"coalesce(correlationId, -1) AS corr FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE {where}"
+            ),
         ):
             if m.num_rows:
-                yield _memops(m, _labels(m["copyKind"], kind_label), clock).sort_by("start_ns")
+                yield _by_start(_memops(m, _labels(m["copyKind"], kind_label), clock))
     if "CUPTI_ACTIVITY_KIND_MEMSET" in names:
         for m in read_chunks(
             db,
             "CUPTI_ACTIVITY_KIND_MEMSET",
-            lambda where: "SELECT start, end, bytes, deviceId, streamId, coalesce(correlationId, -1) AS corr "
-            f"FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE {where}",
+            lambda where: (
+                "SELECT start, end, bytes, deviceId, streamId, coalesce(correlationId, -1) AS corr "
+                f"FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE {where}"
+            ),
         ):
             if m.num_rows:
-                yield _memops(m, _repeat(t.MEMSET_KIND, m.num_rows), clock).sort_by("start_ns")
+                yield _by_start(_memops(m, _repeat(t.MEMSET_KIND, m.num_rows), clock))
 
 
 def read_memcpy(db: Db, names: set[str], clock: Clock) -> pa.Table:
