@@ -195,3 +195,38 @@ def ingest_run(folder: RunFolder) -> list[str]:
             if name not in written:
                 written.append(name)
     return written
+
+
+IMPORTS_DIR = "imports"
+"""Under the tool's cache (`tracer.paths.cache_root`): the tables of trace files analysed directly."""
+
+
+def cached_import(path: Path) -> RunFolder:
+    """The tables of one trace file, ingested once and kept in the cache under a key of its resolved
+    path, size and mtime (a changed or replaced file gets a fresh import; nothing is written beside the
+    file, which may sit in a read-only place). Made in a scratch folder and renamed into place, so an
+    interrupted import is never taken for a finished one."""
+    import hashlib
+
+    from tracer.paths import cache_root
+
+    path = Path(path)
+    if trace_kind(path) not in ("nsys-sqlite", "nsys-rep", "kineto") or not path.is_file():
+        raise UserError(f"{path}: not a trace this tracer reads (nsys .sqlite/.nsys-rep, Kineto .json[.gz])")
+    st = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    root = cache_root() / IMPORTS_DIR
+    final = root / f"{path.name.split('.')[0] or 'trace'}-{key}"
+    if (final / t.TRACE_META).exists():
+        return RunFolder(final)
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{key}-", dir=root) as tmp:
+        scratch = Path(tmp) / "run"
+        scratch.mkdir()
+        ingest_file(path, RunFolder(scratch))
+        try:
+            os.replace(scratch, final)
+        except OSError:  # another process finished the same import first: theirs is as good
+            if not (final / t.TRACE_META).exists():
+                raise
+    return RunFolder(final)
