@@ -230,3 +230,17 @@ def cached_import(path: Path) -> RunFolder:
             if not (final / t.TRACE_META).exists():
                 raise
     return RunFolder(final)
+
+
+def nsys_export_types(nsys: str) -> set[str]:
+    """The `--type` values this nsys's `export` offers (from its own help text: 2022.4 says "Possible
+    values are: sqlite, hdf, text, arrow, json, info."), so a columnar export is used by capability,
+    not by version number. Empty when the help cannot be read."""
+    import re
+
+    try:
+        proc = subprocess.run([nsys, "export", "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    m = re.search(r"Possible values are:\s*([^\n]+?)\.?\s*\n", proc.stdout + proc.stderr + "\n")
+    return {v.strip().strip(".") for v in m.group(1).split(",")} if m else set()
