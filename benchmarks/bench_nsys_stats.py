@@ -4,7 +4,7 @@
 
 The file is the con_kernel fixture (a real nsys export) with its runtime table replicated to --rows
 rows (`tests/analyzers/nsys_replica.py`; kept as /tmp/nsys_replica_<rows>.sqlite for reruns). Timed,
-each as a child process of its own (wall time, and peak RSS as ru_maxrss of RUSAGE_CHILDREN in a
+each as a child process of its own (wall time, CPU time user + system, and peak RSS as ru_maxrss of RUSAGE_CHILDREN in a
 wrapper that runs only that command):
   nsys:  `nsys stats --report cudaapisum --format csv --force-export false FILE`
   ours:  `tracer analyze FILE --format csv` with an empty cache: the import (SQLite -> Parquet) and
@@ -42,14 +42,16 @@ import json, resource, subprocess, sys, time
 t = time.perf_counter()
 p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
 wall = time.perf_counter() - t
-rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-print(json.dumps({"wall": wall, "rss": rss, "rc": p.returncode, "out": p.stdout, "err": p.stderr[-2000:]}))
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+rss, cpu = use.ru_maxrss * 1024, use.ru_utime + use.ru_stime
+print(json.dumps({"wall": wall, "rss": rss, "cpu": cpu, "rc": p.returncode, "out": p.stdout, "err": p.stderr[-2000:]}))
 """
 
 
 @dataclass(frozen=True)
 class Measured:
     wall_s: float
+    cpu_s: float
     rss_bytes: int
     out: str
 
@@ -64,7 +66,7 @@ def measured(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
     res = json.loads(proc.stdout)
     if res["rc"] != 0:
         raise SystemExit(f"{cmd[0]} failed: {res['err']}")
-    return Measured(float(res["wall"]), int(res["rss"]), str(res["out"]))
+    return Measured(float(res["wall"]), float(res["cpu"]), int(res["rss"]), str(res["out"]))
 
 
 def nsys_rows(out: str) -> list[tuple[str, int, int, float, int, int]]:
@@ -117,9 +119,10 @@ def main() -> int:
             results["nsys"].append(theirs)
             results["ours"].append(ours)
             print(
-                f"  nsys stats {theirs.wall_s:6.2f} s {theirs.rss_mib:6.0f} MiB | "
-                f"tracer analyze {ours.wall_s:6.2f} s {ours.rss_mib:6.0f} MiB | "
-                f"{theirs.wall_s / ours.wall_s:4.2f}x faster, {ours.rss_bytes / theirs.rss_bytes:4.2f} of its RSS"
+                f"  nsys stats {theirs.wall_s:6.2f} s (CPU {theirs.cpu_s:5.2f} s) {theirs.rss_mib:4.0f} MiB | "
+                f"tracer analyze {ours.wall_s:6.2f} s (CPU {ours.cpu_s:5.2f} s) {ours.rss_mib:4.0f} MiB | "
+                f"{theirs.wall_s / ours.wall_s:4.2f}x faster ({theirs.cpu_s / ours.cpu_s:4.2f}x less CPU), "
+                f"{ours.rss_bytes / theirs.rss_bytes:4.2f} of its RSS"
             )
         best = {k: min(r.wall_s for r in v) for k, v in results.items()}
         peak = {k: max(r.rss_mib for r in v) for k, v in results.items()}
