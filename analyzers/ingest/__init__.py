@@ -244,3 +244,20 @@ def nsys_export_types(nsys: str) -> set[str]:
         return set()
     m = re.search(r"Possible values are:\s*([^\n]+?)\.?\s*\n", proc.stdout + proc.stderr + "\n")
     return {v.strip().strip(".") for v in m.group(1).split(",")} if m else set()
+
+
+def span_ns(folder: RunFolder, names: list[str]) -> tuple[int | None, int | None]:
+    """First start and last end over the given tables, from the Parquet footers' statistics (no rows
+    read: an imported file may hold tens of millions)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    for name in names:
+        meta = pq.ParquetFile(folder.table_path(name)).metadata
+        cols = {meta.schema.column(i).name: i for i in range(meta.num_columns)}
+        for g in range(meta.num_row_groups):
+            rg = meta.row_group(g)
+            for col, out, pick in (("start_ns", starts, "min"), ("end_ns", ends, "max")):
+                stats = rg.column(cols[col]).statistics
+                if stats is not None and stats.has_min_max:
+                    out.append(int(getattr(stats, pick)))
+    return (min(starts) if starts else None, max(ends) if ends else None)
