@@ -108,19 +108,57 @@ def write_tables(folder: RunFolder, tables: dict[str, pa.Table], source: str, cl
     for name, table in tables.items():
         path = folder.table_path(name)
         if path.exists():
-            old = pq.read_table(path)
-            table = t.plain(table, old.schema)
-            table = pa.concat_tables([old.filter(pa.compute.not_equal(old["source"], source)), table])
-            table = table.sort_by("start_ns")
+            table = _merged(path, table, source)
         tmp = path.with_suffix(".parquet.tmp")
         pq.write_table(table, tmp, store_schema=not t.has_dictionaries(table))
         os.replace(tmp, path)
         written.append(name)
+    _record_clock(folder, source, clock, written)
+    return written
+
+
+def _merged(path: Path, table: pa.Table, source: str) -> pa.Table:
+    """The rows already in `path` from other sources, then `table`'s, ordered by start."""
+    old = pq.read_table(path)
+    table = t.plain(table, old.schema)
+    table = pa.concat_tables([old.filter(pa.compute.not_equal(old["source"], source)), table])
+    return table.sort_by("start_ns")
+
+
+def _record_clock(folder: RunFolder, source: str, clock: Clock, written: list[str]) -> None:
     meta_path = folder.path / t.TRACE_META
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     meta[source] = clock.to_json() | {"tables": sorted(written)}
     write_json_atomic(meta_path, meta)
-    return written
+
+
+def install_parts(folder: RunFolder, staged: Path, names: list[str], source: str, clock: Clock) -> list[str]:
+    """Moves `staged/<table>.parquet` files (written by a streaming ingest) into the run folder; a table
+    the run already has from another source is merged in memory as `write_tables` does."""
+    for name in names:
+        part, path = staged / f"{name}.parquet", folder.table_path(name)
+        if path.exists():
+            table = _merged(path, pq.read_table(part), source)
+            pq.write_table(table, part)
+        os.replace(part, path)
+    _record_clock(folder, source, clock, names)
+    return names
+
+
+def ingest_nsys(path: Path, folder: RunFolder) -> list[str]:
+    """An nsys .sqlite (or a .nsys-rep, exported to SQLite first) streamed into the run folder's tables:
+    memory stays flat in the number of rows (see `nsys.write_sqlite`)."""
+    from analyzers.ingest import nsys
+
+    folder.path.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".ingest-", dir=folder.path) as tmp:
+        staged = Path(tmp)
+        sqlite = path
+        if trace_kind(path) == "nsys-rep":
+            sqlite = staged / (path.stem + ".sqlite")
+            export_nsys_rep(path, sqlite)
+        names, clock = nsys.write_sqlite(sqlite, staged)
+        return install_parts(folder, staged, names, "nsys", clock)
 
 
 def _source_of(path: Path) -> str:
@@ -130,6 +168,10 @@ def _source_of(path: Path) -> str:
 
 def ingest_file(path: Path, folder: RunFolder) -> list[str]:
     """Reads one trace and writes its tables into the run folder; returns the table names written."""
+    if trace_kind(Path(path)) in ("nsys-sqlite", "nsys-rep"):
+        if not Path(path).exists():
+            raise UserError(f"{path}: no such file")
+        return ingest_nsys(Path(path), folder)
     tables, clock = read_trace(Path(path))
     return write_tables(folder, tables, _source_of(Path(path)), clock)
 
@@ -153,3 +195,69 @@ def ingest_run(folder: RunFolder) -> list[str]:
             if name not in written:
                 written.append(name)
     return written
+
+
+IMPORTS_DIR = "imports"
+"""Under the tool's cache (`tracer.paths.cache_root`): the tables of trace files analysed directly."""
+
+
+def cached_import(path: Path) -> RunFolder:
+    """The tables of one trace file, ingested once and kept in the cache under a key of its resolved
+    path, size and mtime (a changed or replaced file gets a fresh import; nothing is written beside the
+    file, which may sit in a read-only place). Made in a scratch folder and renamed into place, so an
+    interrupted import is never taken for a finished one."""
+    import hashlib
+
+    from tracer.paths import cache_root
+
+    path = Path(path)
+    if trace_kind(path) not in ("nsys-sqlite", "nsys-rep", "kineto") or not path.is_file():
+        raise UserError(f"{path}: not a trace this tracer reads (nsys .sqlite/.nsys-rep, Kineto .json[.gz])")
+    st = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    root = cache_root() / IMPORTS_DIR
+    final = root / f"{path.name.split('.')[0] or 'trace'}-{key}"
+    if (final / t.TRACE_META).exists():
+        return RunFolder(final)
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{key}-", dir=root) as tmp:
+        scratch = Path(tmp) / "run"
+        scratch.mkdir()
+        ingest_file(path, RunFolder(scratch))
+        try:
+            os.replace(scratch, final)
+        except OSError:  # another process finished the same import first: theirs is as good
+            if not (final / t.TRACE_META).exists():
+                raise
+    return RunFolder(final)
+
+
+def nsys_export_types(nsys: str) -> set[str]:
+    """The `--type` values this nsys's `export` offers (from its own help text: 2022.4 says "Possible
+    values are: sqlite, hdf, text, arrow, json, info."), so a columnar export is used by capability,
+    not by version number. Empty when the help cannot be read."""
+    import re
+
+    try:
+        proc = subprocess.run([nsys, "export", "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    m = re.search(r"Possible values are:\s*([^\n]+?)\.?\s*\n", proc.stdout + proc.stderr + "\n")
+    return {v.strip().strip(".") for v in m.group(1).split(",")} if m else set()
+
+
+def span_ns(folder: RunFolder, names: list[str]) -> tuple[int | None, int | None]:
+    """First start and last end over the given tables, from the Parquet footers' statistics (no rows
+    read: an imported file may hold tens of millions)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    for name in names:
+        meta = pq.ParquetFile(folder.table_path(name)).metadata
+        cols = {meta.schema.column(i).name: i for i in range(meta.num_columns)}
+        for g in range(meta.num_row_groups):
+            rg = meta.row_group(g)
+            for col, out, pick in (("start_ns", starts, "min"), ("end_ns", ends, "max")):
+                stats = rg.column(cols[col]).statistics
+                if stats is not None and stats.has_min_max:
+                    out.append(int(getattr(stats, pick)))
+    return (min(starts) if starts else None, max(ends) if ends else None)

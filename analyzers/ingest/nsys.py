@@ -10,16 +10,20 @@ open the file. Any SQLite error becomes a one-line UserError.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
 import urllib.parse
+from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from analyzers import tables as t
 from analyzers.clock import Clock, nsys_clock
@@ -28,7 +32,11 @@ from tracer.core.errors import UserError
 BACKTRACE_EVENT_CLASS = 67
 DRIVER_EVENT_CLASS = 1
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
-RANGE_ROWS = 2_000_000
+ADBC_BATCH_ROWS = "adbc.sqlite.query.batch_rows"
+ADBC_BATCH = 65_536
+"""Rows per Arrow batch ADBC builds (its default, 1,024, costs about 10 % more CPU on big reads)."""
+CHUNK_ROWS = 262_144
+"""Rowids per chunk read: bounded memory (about 25 MB of Arrow per chunk in flight)."""
 
 
 def _pid(gtid: Any) -> Any:
@@ -68,6 +76,7 @@ class Db:
     def table(self, sql: str) -> pa.Table:
         if self.adbc is not None:
             with self.adbc.cursor() as cur:
+                cur.adbc_statement.set_options(**{ADBC_BATCH_ROWS: str(ADBC_BATCH)})
                 cur.execute(sql)
                 return cur.fetch_arrow_table()
         assert self.lite is not None
@@ -172,12 +181,15 @@ def _strings(db: Db) -> dict[int, str]:
     return {int(i): str(v) for i, v in db.rows("SELECT id, value FROM StringIds")}
 
 
-def _labels(values: pa.ChunkedArray | pa.Array, label: Callable[[int], str], encoded: bool = False) -> pa.Array:
+def _labels(
+    values: pa.ChunkedArray | pa.Array | pa.DictionaryArray, label: Callable[[int], str], encoded: bool = False
+) -> pa.Array:
     """Integer ids as strings through a small dictionary (few distinct ids among many rows): the
-    label function runs once per distinct id. `encoded` keeps the result a DictionaryArray."""
+    label function runs once per distinct id. `encoded` keeps the result a DictionaryArray. `values`
+    may come dictionary-encoded already (one encoding shared by several label columns)."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    codes = values.dictionary_encode()
+    codes = values if isinstance(values, pa.DictionaryArray) else values.dictionary_encode()
     labels = pa.array([label(int(v)) for v in codes.dictionary.to_pylist()], pa.string())
     if encoded:
         return pa.DictionaryArray.from_arrays(codes.indices, labels)
@@ -189,34 +201,15 @@ def _constant(value: str, n: int) -> pa.DictionaryArray:
 
 
 def runtime_sql(excluded: list[int], where: str = "") -> str:
-    """The CUDA API rows that count (backtrace duplicates left out), NULLs made explicit."""
+    """The CUDA API rows that count (backtrace duplicates left out), NULLs made explicit. The name id
+    and the driver flag come packed in one column (`nameId * 2 + driver`): every column costs the
+    reader about a tenth of its time, and the pair is what gets dictionary-encoded anyway."""
     cond = f"eventClass NOT IN ({','.join(map(str, excluded))})" + (f" AND {where}" if where else "")
     return (
-        "SELECT start, end, nameId, eventClass, coalesce(globalTid, 0) AS globalTid, "
+        f"SELECT start, end, nameId * 2 + (eventClass = {DRIVER_EVENT_CLASS}) AS nameDriver, "
+        "coalesce(globalTid, 0) AS globalTid, "
         f"coalesce(correlationId, -1) AS correlationId FROM {RUNTIME} WHERE {cond}"
     )
-
-
-def _runtime_rows(db: Db, excluded: list[int]) -> pa.Table:
-    """The runtime rows in rowid order. With ADBC, rowid ranges are read on separate connections in
-    threads (the driver's C loop runs without the GIL)."""
-    if db.adbc is None:
-        return db.table(runtime_sql(excluded))
-    lo, hi = db.rows(f"SELECT coalesce(min(rowid), 0), coalesce(max(rowid), -1) FROM {RUNTIME}")[0]
-    step = max(RANGE_ROWS, (hi - lo) // _workers() + 1)
-    ranges = [(a, min(a + step - 1, hi)) for a in range(lo, hi + 1, step)] or [(0, -1)]
-    if len(ranges) == 1:
-        return db.table(runtime_sql(excluded))
-
-    def read(r: tuple[int, int]) -> pa.Table:
-        part = Db(db.path)
-        try:
-            return part.table(runtime_sql(excluded, f"rowid BETWEEN {r[0]} AND {r[1]}"))
-        finally:
-            part.close()
-
-    with ThreadPoolExecutor(min(len(ranges), _workers())) as ex:
-        return pa.concat_tables(list(ex.map(read, ranges)))
 
 
 def _workers() -> int:
@@ -225,80 +218,243 @@ def _workers() -> int:
     return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
-def read_cuda_api(db: Db, names: set[str], clock: Clock) -> pa.Table:
-    """The runtime/driver calls, stably ordered by start (ties keep the file's rowid order). The string
-    columns stay dictionary-encoded (`tables.dictionary_strings`): 10 M rows have a few dozen names."""
+def rowid_ranges(db: Db, table: str, chunk: int | None = None) -> list[tuple[int, int]]:
+    """Disjoint, inclusive rowid ranges covering `table`, `chunk` rowids each (rowid is the b-tree key:
+    a range is a seek and a scan, so ranges read independently at full speed)."""
+    step = chunk or CHUNK_ROWS
+    lo, hi = db.rows(f"SELECT coalesce(min(rowid), 0), coalesce(max(rowid), -1) FROM {table}")[0]
+    return [(a, min(a + step - 1, int(hi))) for a in range(int(lo), int(hi) + 1, step)]
+
+
+def read_chunks(db: Db, table: str, sql: Callable[[str], str], chunk: int | None = None) -> Iterator[pa.Table]:
+    """`sql(rowid condition)` over each rowid range of `table`, yielded in rowid order. With ADBC the
+    ranges are read on per-thread read-only connections by a pool (the driver's C loop and Arrow's
+    kernels run without the GIL); at most workers + 1 chunks are in flight, so memory does not grow
+    with the table. Without ADBC, the chunks are read one after the other on `db`."""
+    ranges = rowid_ranges(db, table, chunk)
+    if db.adbc is None or len(ranges) <= 1:
+        for a, b in ranges:
+            yield db.table(sql(f"rowid BETWEEN {a} AND {b}"))
+        return
+    local = threading.local()
+    opened: list[Db] = []
+    lock = threading.Lock()
+
+    def read(r: tuple[int, int]) -> pa.Table:
+        part = getattr(local, "db", None)
+        if part is None:
+            part = local.db = Db(db.path)
+            with lock:
+                opened.append(part)
+        return part.table(sql(f"rowid BETWEEN {r[0]} AND {r[1]}"))
+
+    workers = _workers()
+    try:
+        with ThreadPoolExecutor(workers) as ex:
+            pending: deque[Future[pa.Table]] = deque()
+            todo = iter(ranges)
+            for r in todo:
+                pending.append(ex.submit(read, r))
+                if len(pending) > workers:
+                    break
+            while pending:
+                out = pending.popleft().result()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    pending.append(ex.submit(read, nxt))
+                yield out
+    finally:
+        for part in opened:
+            part.close()
+
+
+class SortedParquet:
+    """Writes chunks (already in file order) to one Parquet file, a row group each, and notices when
+    the rows are not ordered by `start_ns`; `close` then sorts the file with DuckDB (which spills to
+    disk rather than hold the table), ties kept in file order, so the result is what a stable sort
+    of the whole table would give."""
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        self.path = path
+        self.schema = schema
+        self.writer: pq.ParquetWriter | None = None
+        self.last: int | None = None
+        self.ordered = True
+        self.rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        if not table.num_rows:
+            return
+        start = table["start_ns"]
+        if not _ordered(start):
+            self.ordered = False
+        if self.last is not None and start[0].as_py() < self.last:
+            self.ordered = False
+        self.last = start[-1].as_py()
+        if self.writer is None:
+            strings = [f.name for f in table.schema if pa.types.is_dictionary(f.type) or pa.types.is_string(f.type)]
+            self.writer = pq.ParquetWriter(
+                self.path, table.schema, store_schema=not t.has_dictionaries(table), use_dictionary=strings
+            )
+        self.writer.write_table(table)
+        self.rows += table.num_rows
+
+    def close(self) -> int:
+        """Rows written (the file exists only when there were some)."""
+        if self.writer is None:
+            return 0
+        self.writer.close()
+        if not self.ordered:
+            _sort_parquet(self.path, self.schema)
+        return self.rows
+
+
+def _sort_parquet(path: Path, schema: pa.Schema) -> None:
+    """Rewrites `path` stably sorted by start_ns: DuckDB sorts (spilling past 512 MB), its result comes
+    back in record batches written with the declared schema."""
+    import duckdb
+
+    tmp = path.with_name(path.name + ".sorted")
+    src = str(path).replace("'", "''")
+    con = duckdb.connect(config={"memory_limit": "512MB", "temp_directory": str(path.parent / ".duckdb_tmp")})
+    try:
+        reader = con.sql(
+            f"SELECT * EXCLUDE (file_row_number) FROM read_parquet('{src}', file_row_number = true) "
+            "ORDER BY start_ns, file_row_number"
+        ).to_arrow_reader(CHUNK_ROWS)
+        with pq.ParquetWriter(tmp, schema) as writer:
+            for batch in reader:
+                writer.write_batch(batch.cast(schema))
+    finally:
+        con.close()
+    os.replace(tmp, path)
+
+
+def _ordered(start: pa.ChunkedArray | pa.Array) -> bool:
+    return len(start) < 2 or bool(pc.all(pc.greater_equal(start[1:], start[:-1])).as_py())
+
+
+def _by_start(table: pa.Table) -> pa.Table:
+    """`table` stably sorted by start_ns (the check is much cheaper than the sort it usually saves)."""
+    return table if _ordered(table["start_ns"]) else table.sort_by("start_ns")
+
+
+def _cached(label: Callable[[int], str]) -> Callable[[int], str]:
+    memo: dict[int, str] = {}
+
+    def get(i: int) -> str:
+        if i not in memo:
+            memo[i] = label(i)
+        return memo[i]
+
+    return get
+
+
+def cuda_api_chunks(db: Db, names: set[str], clock: Clock) -> Iterator[pa.Table]:
+    """The runtime/driver calls as normalised chunks in rowid order (backtrace duplicates left out).
+    The string columns stay dictionary-encoded (`tables.dictionary_strings`): 10 M rows have a few
+    dozen names."""
     if RUNTIME not in names:
-        return t.empty(t.CUDA_API_SCHEMA)
-    raw = _runtime_rows(db, excluded_event_classes(db, names))
-    if not raw.num_rows:
-        return t.empty(t.CUDA_API_SCHEMA)
-    start = raw["start"]
-    if not pc.all(pc.greater_equal(start[1:], start[:-1])).as_py():
-        raw = raw.sort_by("start")
+        return
+    excluded = excluded_event_classes(db, names)
     strings = _strings(db)
     tnames = thread_names(db, names)
+    recorded = _cached(lambda i: strings.get(i >> 1, f"<nameId {i >> 1}>"))
+    shown = _cached(lambda i: t.api_display_name(recorded(i)))
+    thread = _cached(lambda g: tnames.get(g, ""))
+    schema = t.dictionary_strings(t.CUDA_API_SCHEMA)
+    for raw in read_chunks(db, RUNTIME, lambda where: runtime_sql(excluded, where)):
+        if not raw.num_rows:
+            continue
+        start, end, gtid = raw["start"], raw["end"], raw["globalTid"]
+        packed = raw["nameDriver"].combine_chunks()
+        is_driver = pc.cast(pc.bit_wise_and(packed, 1), pa.int32())
+        kind = pa.DictionaryArray.from_arrays(is_driver, pa.array(["runtime", "driver"]))
+        name_ids = packed.dictionary_encode()
+        yield _by_start(
+            pa.table(
+                {
+                    "start_ns": pc.add(start, clock.offset_ns),
+                    "end_ns": pc.add(end, clock.offset_ns),
+                    "dur_ns": pc.subtract(end, start),
+                    "name": _labels(name_ids, recorded, encoded=True),
+                    "api": _labels(name_ids, shown, encoded=True),
+                    "kind": kind,
+                    "pid": _pid(gtid),
+                    "tid": _tid(gtid),
+                    "thread_name": _labels(gtid, thread, encoded=True),
+                    "correlation_id": raw["correlationId"],
+                    "source": _constant("nsys", raw.num_rows),
+                },
+                schema=schema,
+            )
+        )
 
-    def recorded(i: int) -> str:
-        return strings.get(i, f"<nameId {i}>")
 
-    start, end, gtid = raw["start"], raw["end"], raw["globalTid"]
-    is_driver = pc.equal(raw["eventClass"], DRIVER_EVENT_CLASS).combine_chunks()
-    kind = pa.DictionaryArray.from_arrays(pc.cast(is_driver, pa.int32()), pa.array(["runtime", "driver"]))
-    return pa.table(
-        {
-            "start_ns": pc.add(start, clock.offset_ns),
-            "end_ns": pc.add(end, clock.offset_ns),
-            "dur_ns": pc.subtract(end, start),
-            "name": _labels(raw["nameId"], recorded, encoded=True),
-            "api": _labels(raw["nameId"], lambda i: t.api_display_name(recorded(i)), encoded=True),
-            "kind": kind,
-            "pid": _pid(gtid),
-            "tid": _tid(gtid),
-            "thread_name": _labels(gtid, lambda g: tnames.get(g, ""), encoded=True),
-            "correlation_id": raw["correlationId"],
-            "source": _constant("nsys", raw.num_rows),
-        },
-        schema=t.dictionary_strings(t.CUDA_API_SCHEMA),
-    )
+def read_cuda_api(db: Db, names: set[str], clock: Clock) -> pa.Table:
+    """The runtime/driver calls in memory, stably ordered by start (ties keep the file's rowid order).
+    For big files `write_sqlite` streams them to Parquet instead."""
+    parts = [p.unify_dictionaries() for p in cuda_api_chunks(db, names, clock)]
+    return _in_memory(iter(parts), t.dictionary_strings(t.CUDA_API_SCHEMA)).unify_dictionaries()
 
 
 def _repeat(value: str, n: int) -> pa.Array:
     return pa.repeat(pa.scalar(value, pa.string()), n)
 
 
-def read_kernels(db: Db, names: set[str], clock: Clock) -> pa.Table:
+def kernel_chunks(db: Db, names: set[str], clock: Clock) -> Iterator[pa.Table]:
+    """Kernel launches as normalised chunks in rowid order, each sorted by start."""
     if "CUPTI_ACTIVITY_KIND_KERNEL" not in names:
-        return t.empty(t.KERNELS_SCHEMA)
+        return
     strings = _strings(db)
-    k = db.table(
-        "SELECT start, end, demangledName, shortName, deviceId, streamId, coalesce(correlationId, -1) AS corr, "
-        "coalesce(globalPid, 0) AS gpid, gridX, gridY, gridZ, blockX, blockY, blockZ "
-        "FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start"
-    )
-    if not k.num_rows:
-        return t.empty(t.KERNELS_SCHEMA)
-    return pa.table(
-        {
-            "start_ns": pc.add(k["start"], clock.offset_ns),
-            "end_ns": pc.add(k["end"], clock.offset_ns),
-            "dur_ns": pc.subtract(k["end"], k["start"]),
-            "name": _labels(k["demangledName"], lambda i: strings.get(i, "")),
-            "short_name": _labels(k["shortName"], lambda i: strings.get(i, "")),
-            "device": k["deviceId"],
-            "stream": k["streamId"],
-            "correlation_id": k["corr"],
-            "pid": _pid(k["gpid"]),
-            "grid_x": k["gridX"],
-            "grid_y": k["gridY"],
-            "grid_z": k["gridZ"],
-            "block_x": k["blockX"],
-            "block_y": k["blockY"],
-            "block_z": k["blockZ"],
-            "source": _repeat("nsys", k.num_rows),
-        },
-        schema=t.KERNELS_SCHEMA,
-    )
+    label = _cached(lambda i: strings.get(i, ""))
+
+    def sql(where: str) -> str:
+        return (
+            "SELECT start, end, demangledName, shortName, deviceId, streamId, coalesce(correlationId, -1) AS corr, "
+            "coalesce(globalPid, 0) AS gpid, gridX, gridY, gridZ, blockX, blockY, blockZ "
+            f"FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE {where}"
+        )
+
+    for k in read_chunks(db, "CUPTI_ACTIVITY_KIND_KERNEL", sql):
+        if not k.num_rows:
+            continue
+        yield _by_start(
+            pa.table(
+                {
+                    "start_ns": pc.add(k["start"], clock.offset_ns),
+                    "end_ns": pc.add(k["end"], clock.offset_ns),
+                    "dur_ns": pc.subtract(k["end"], k["start"]),
+                    "name": _labels(k["demangledName"], label),
+                    "short_name": _labels(k["shortName"], label),
+                    "device": k["deviceId"],
+                    "stream": k["streamId"],
+                    "correlation_id": k["corr"],
+                    "pid": _pid(k["gpid"]),
+                    "grid_x": k["gridX"],
+                    "grid_y": k["gridY"],
+                    "grid_z": k["gridZ"],
+                    "block_x": k["blockX"],
+                    "block_y": k["blockY"],
+                    "block_z": k["blockZ"],
+                    "source": _repeat("nsys", k.num_rows),
+                },
+                schema=t.KERNELS_SCHEMA,
+            )
+        )
+
+
+def read_kernels(db: Db, names: set[str], clock: Clock) -> pa.Table:
+    return _in_memory(kernel_chunks(db, names, clock), t.KERNELS_SCHEMA)
+
+
+def _in_memory(chunks: Iterator[pa.Table], schema: pa.Schema) -> pa.Table:
+    """All chunks as one table, stably sorted by start (for callers that want the table in memory)."""
+    parts = list(chunks)
+    if not parts:
+        return t.empty(schema)
+    out = pa.concat_tables(parts)
+    return out.sort_by("start_ns") if len(parts) > 1 else out
 
 
 def _memcpy_labels(db: Db, names: set[str]) -> dict[int, str]:
@@ -307,28 +463,38 @@ def _memcpy_labels(db: Db, names: set[str]) -> dict[int, str]:
     return dict(t.MEMCPY_KINDS)
 
 
-def read_memcpy(db: Db, names: set[str], clock: Clock) -> pa.Table:
-    """Copies then memsets, stably ordered by start."""
-    parts: list[pa.Table] = []
+def memcpy_chunks(db: Db, names: set[str], clock: Clock) -> Iterator[pa.Table]:
+    """Copies then memsets, as chunks each sorted by start (the two interleave in time: the writer
+    sorts the whole)."""
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in names:
         labels = _memcpy_labels(db, names)
-        m = db.table(
-            "SELECT start, end, copyKind, bytes, deviceId, streamId, coalesce(correlationId, -1) AS corr "
-            "FROM CUPTI_ACTIVITY_KIND_MEMCPY"
-        )
-        if m.num_rows:
-            kind = _labels(m["copyKind"], lambda i: t.memcpy_kind_label(labels.get(i, str(i))))
-            parts.append(_memops(m, kind, clock))
+        kind_label = _cached(lambda i: t.memcpy_kind_label(labels.get(i, str(i))))
+        for m in read_chunks(
+            db,
+            "CUPTI_ACTIVITY_KIND_MEMCPY",
+            lambda where: (
+                "SELECT start, end, copyKind, bytes, deviceId, streamId, "
+                f"coalesce(correlationId, -1) AS corr FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE {where}"
+            ),
+        ):
+            if m.num_rows:
+                yield _by_start(_memops(m, _labels(m["copyKind"], kind_label), clock))
     if "CUPTI_ACTIVITY_KIND_MEMSET" in names:
-        m = db.table(
-            "SELECT start, end, bytes, deviceId, streamId, coalesce(correlationId, -1) AS corr "
-            "FROM CUPTI_ACTIVITY_KIND_MEMSET"
-        )
-        if m.num_rows:
-            parts.append(_memops(m, _repeat(t.MEMSET_KIND, m.num_rows), clock))
-    if not parts:
-        return t.empty(t.MEMCPY_SCHEMA)
-    return pa.concat_tables(parts).sort_by("start_ns")
+        for m in read_chunks(
+            db,
+            "CUPTI_ACTIVITY_KIND_MEMSET",
+            lambda where: (
+                "SELECT start, end, bytes, deviceId, streamId, coalesce(correlationId, -1) AS corr "
+                f"FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE {where}"
+            ),
+        ):
+            if m.num_rows:
+                yield _by_start(_memops(m, _repeat(t.MEMSET_KIND, m.num_rows), clock))
+
+
+def read_memcpy(db: Db, names: set[str], clock: Clock) -> pa.Table:
+    """Copies then memsets, stably ordered by start."""
+    return _in_memory(memcpy_chunks(db, names, clock), t.MEMCPY_SCHEMA)
 
 
 def _memops(m: pa.Table, kind: pa.Array, clock: Clock) -> pa.Table:
@@ -409,3 +575,35 @@ def read_sqlite(path: Path) -> tuple[dict[str, pa.Table], Clock]:
             t.OSRT: read_osrt(db, names, clock),
         }
     return {k: v for k, v in out.items() if v.num_rows}, clock
+
+
+STREAMED: dict[str, Callable[[Db, set[str], Clock], Iterator[pa.Table]]] = {
+    t.CUDA_API: cuda_api_chunks,
+    t.KERNELS: kernel_chunks,
+    t.MEMCPY: memcpy_chunks,
+}
+"""The tables that grow with the run: streamed chunk by chunk from SQLite to Parquet."""
+
+
+def write_sqlite(path: Path, out_dir: Path) -> tuple[list[str], Clock]:
+    """Every normalised table the export has, written as `out_dir/<table>.parquet` (empty ones left
+    out), and the clock used. The big tables (`STREAMED`) never sit whole in memory: rowid-range chunks
+    are read in parallel and written as row groups; NVTX and OS runtime rows are few and read whole."""
+    written: list[str] = []
+    with open_readonly(path) as db:
+        names = check_nsys(path, db)
+        clock = session_clock(db, names)
+        for name, chunks in STREAMED.items():
+            out = SortedParquet(out_dir / f"{name}.parquet", t.SCHEMAS[name])
+            try:
+                for chunk in chunks(db, names, clock):
+                    out.write(chunk)
+            finally:
+                rows = out.close()
+            if rows:
+                written.append(name)
+        for name, table in ((t.NVTX, read_nvtx(db, names, clock)), (t.OSRT, read_osrt(db, names, clock))):
+            if table.num_rows:
+                pq.write_table(table, out_dir / f"{name}.parquet")
+                written.append(name)
+    return written, clock

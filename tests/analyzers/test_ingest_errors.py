@@ -85,3 +85,15 @@ def test_cli_import_of_bad_file_exits_2_with_one_line(shared_fixtures: Path, tmp
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("tracer: error:") and "Traceback" not in result.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_nsys_export_types_read_from_its_help() -> None:
+    """Capability, not version: the installed nsys's export types (Debian's 2022.4 offers arrow)."""
+    from analyzers.ingest import find_nsys, nsys_export_types
+
+    nsys = find_nsys()
+    if nsys is None:
+        pytest.skip("Nsight Systems is not installed (scripts/install_nsys.sh puts it in ~/.cache/dl-tracer/nsys)")
+    types = nsys_export_types(nsys)
+    assert "sqlite" in types, types
+    assert nsys_export_types("/bin/false") == set()

@@ -79,13 +79,20 @@ def _generated(path: Path, rows: int) -> None:
     con.close()
 
 
-def test_threaded_ranges_equal_plain_sql(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("streamed", [False, True], ids=["in-memory", "streamed"])
+def test_threaded_ranges_equal_plain_sql(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: bool) -> None:
+    """Unordered starts over many rowid chunks read by two threads: the result is the stable sort."""
     path = tmp_path / "gen.sqlite"
     _generated(path, 5000)
-    monkeypatch.setattr(nsys, "RANGE_ROWS", 700)
+    monkeypatch.setattr(nsys, "CHUNK_ROWS", 700)
     monkeypatch.setattr(nsys, "_workers", lambda: 2)
-    tables, _clock = nsys.read_sqlite(path)
-    got = tables["cuda_api"]
+    if streamed:
+        written, _clock = nsys.write_sqlite(path, tmp_path)
+        assert written == ["cuda_api"]
+        got = pq.read_table(tmp_path / "cuda_api.parquet")
+        assert got.schema == tables.CUDA_API_SCHEMA
+    else:
+        got = nsys.read_sqlite(path)[0]["cuda_api"]
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     expected = con.execute(
         "SELECT start, end, end - start, nameId, eventClass = 1, coalesce(globalTid, 0), coalesce(correlationId, -1) "

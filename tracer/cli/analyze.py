@@ -21,7 +21,11 @@ SECTIONS = ("cuda_api", "kernels", "memcpy", "threads")
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("analyze", help="print a run's CUDA API split, kernel, memory and thread summaries")
-    p.add_argument("run", help="run id (or a unique part of it) or a run folder path")
+    p.add_argument(
+        "run",
+        help="run id (or a unique part of it), a run folder path, or a trace file (nsys .sqlite/.nsys-rep, "
+        "Kineto .json[.gz]: imported into the cache on first use)",
+    )
     add_runs_dir(p)
     p.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
     p.add_argument("--phase", default="whole", help="whole (default), startup, steady, or 'epoch N'")
@@ -56,9 +60,10 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
+    from analyzers.ingest import cached_import
     from tracer.core.runfolder import find_run
 
-    run = find_run(args.runs_dir, args.run)
+    run = cached_import(Path(args.run)) if Path(args.run).is_file() else find_run(args.runs_dir, args.run)
     data = analysis(run, args.phase)
     if args.format == "json":
         json.dump({"run": run.run_id, "phase": args.phase} | data, sys.stdout, indent=1)

@@ -31,7 +31,8 @@ def _run_id(path: Path) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from analyzers.ingest import _source_of, read_trace, trace_kind, write_tables
+    from analyzers.ingest import _source_of, ingest_file, span_ns, trace_kind
+    from analyzers.tables import TRACE_META
     from tracer.core.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
     from tracer.core.runfolder import RunFolder
 
@@ -42,18 +43,25 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise UserError(f"{path}: no such file")
     if trace_kind(path) not in ("nsys-sqlite", "nsys-rep", "kineto"):
         raise UserError(f"{path}: not a trace this tracer reads (nsys .sqlite/.nsys-rep, Kineto .json[.gz])")
-    tables, clock = read_trace(path)  # before making the folder: a bad file leaves nothing behind
+    out_existed = args.out.exists()
     run_id = _run_id(path)
     n = 1
     while (args.out / run_id).exists():
         n += 1
         run_id = f"{_run_id(path)}-{n}"
     folder = RunFolder.create(args.out, run_id)
+    try:  # streamed straight into the folder (memory flat in the rows); a bad file leaves nothing behind
+        written = ingest_file(path, folder)
+    except BaseException:
+        shutil.rmtree(folder.path, ignore_errors=True)
+        if not out_existed and not any(args.out.iterdir()):
+            args.out.rmdir()
+        raise
     shutil.copyfile(path, folder.raw_dir / path.name)
     source = _source_of(path)
-    written = write_tables(folder, tables, source, clock)
-    starts = [int(tb["start_ns"][0].as_py()) for tb in tables.values() if tb.num_rows]
-    ends = [int(max(tb["end_ns"].to_pylist())) for tb in tables.values() if tb.num_rows]
+    clock = json.loads((folder.path / TRACE_META).read_text())[source]
+    clock.pop("tables", None)
+    starts, ends = span_ns(folder, written)
     record = RunRecord(
         run_id=run_id,
         # An imported trace's labels are whatever the user says; they are recorded, not checked as options.
@@ -61,10 +69,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         # The trace was made elsewhere: this machine's facts would mislead, so they stay unknown.
         environment=EnvironmentInfo("unknown", "unknown", "unknown", 0, 0, 0.0, sys.version.split()[0]),
         outcome=Outcome(status=RunStatus.OK, cause=f"imported from {path.name}"),
-        wall_start_ns=min(starts) if starts else 0,
-        wall_end_ns=max(ends) if ends else None,
+        wall_start_ns=starts if starts is not None else 0,
+        wall_end_ns=ends,
         trace_files=(f"raw/{path.name}",),
-        knobs={"imported_from": str(path.resolve()), "clock": json.dumps(clock.to_json())},
+        knobs={"imported_from": str(path.resolve()), "clock": json.dumps(clock)},
     )
     folder.write_record(record)
     console().print(f"imported {path} -> {folder.path} ({', '.join(written) or 'no CUDA tables'})")

@@ -1,0 +1,139 @@
+"""End to end CUDA API summary against `nsys stats` itself, on the same nsys export, in the same run.
+
+    ~/.cache/dl-tracer/venv/bin/python benchmarks/bench_nsys_stats.py [--rows 1000000 10000000] [--repeat 2]
+
+The file is the con_kernel fixture (a real nsys export) with its runtime table replicated to --rows
+rows (`tests/analyzers/nsys_replica.py`; kept as /tmp/nsys_replica_<rows>.sqlite for reruns). Timed,
+each as a child process of its own (wall time, CPU time user + system, and peak RSS as ru_maxrss of RUSAGE_CHILDREN in a
+wrapper that runs only that command):
+  nsys:  `nsys stats --report cudaapisum --format csv --force-export false FILE`
+  ours:  `tracer analyze FILE --format csv` with an empty cache: the import (SQLite -> Parquet) and
+         every summary (CUDA API, kernels, memory operations, threads), start-up included.
+The two alternate, `--repeat` times each; the CUDA API rows are checked equal (total, calls, median,
+min, max to the nanosecond). `uptime` before and after: the machine may be shared. Skipped, with the
+reason, when no nsys is found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from analyzers.ingest import find_nsys  # noqa: E402
+from tests.analyzers.nsys_replica import replicate  # noqa: E402
+
+FIXTURE = ROOT.parent / "shared/fixtures/extra-p/con_kernel.sqlite"
+
+WRAP = """
+import json, resource, subprocess, sys, time
+t = time.perf_counter()
+p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+wall = time.perf_counter() - t
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+rss, cpu = use.ru_maxrss * 1024, use.ru_utime + use.ru_stime
+print(json.dumps({"wall": wall, "rss": rss, "cpu": cpu, "rc": p.returncode, "out": p.stdout, "err": p.stderr[-2000:]}))
+"""
+
+
+@dataclass(frozen=True)
+class Measured:
+    wall_s: float
+    cpu_s: float
+    rss_bytes: int
+    out: str
+
+    @property
+    def rss_mib(self) -> float:
+        return self.rss_bytes / 2**20
+
+
+def measured(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
+    """`cmd` run under a wrapper process of its own: its wall time and its peak RSS alone."""
+    proc = subprocess.run([sys.executable, "-c", WRAP, *cmd], capture_output=True, text=True, env=env, check=True)
+    res = json.loads(proc.stdout)
+    if res["rc"] != 0:
+        raise SystemExit(f"{cmd[0]} failed: {res['err']}")
+    return Measured(float(res["wall"]), float(res["cpu"]), int(res["rss"]), str(res["out"]))
+
+
+def nsys_rows(out: str) -> list[tuple[str, int, int, float, int, int]]:
+    rows = list(csv.DictReader(io.StringIO(out[out.index('"Time') if '"Time' in out else out.index("Time") :])))
+    return [
+        (
+            r["Name"],
+            int(r["Total Time (ns)"]),
+            int(r["Num Calls"]),
+            float(r["Med (ns)"]),
+            int(r["Min (ns)"]),
+            int(r["Max (ns)"]),
+        )
+        for r in rows
+    ]
+
+
+def our_rows(out: str) -> list[tuple[str, int, int, float, int, int]]:
+    return [
+        (r["name"], int(r["total_ns"]), int(r["calls"]), float(r["med_ns"]), int(r["min_ns"]), int(r["max_ns"]))
+        for r in csv.DictReader(io.StringIO(out))
+        if r["section"] == "cuda_api"
+    ]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    ap.add_argument("--repeat", type=int, default=2)
+    args = ap.parse_args()
+    nsys = find_nsys()
+    if nsys is None:
+        print("skipped: no nsys found (scripts/install_nsys.sh puts Debian's in ~/.cache/dl-tracer/nsys)")
+        return 0
+    version = subprocess.run([nsys, "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} CPUs; {version}")
+    for rows in args.rows:
+        db = replicate(FIXTURE, Path(tempfile.gettempdir()) / f"nsys_replica_{rows}.sqlite", rows)
+        print(f"\n{rows:,} runtime rows, {db.stat().st_size / 1e6:.0f} MB; load before: {os.getloadavg()}")
+        results: dict[str, list[Measured]] = {"nsys": [], "ours": []}
+        for _ in range(args.repeat):
+            theirs = measured(
+                [nsys, "stats", "--report", "cudaapisum", "--format", "csv", "--force-export", "false", str(db)]
+            )
+            cache = Path(tempfile.mkdtemp(prefix="bench-tracer-cache-"))
+            env = os.environ | {"TRACER_CACHE": str(cache)}
+            ours = measured([sys.executable, "-m", "tracer", "analyze", str(db), "--format", "csv"], env)
+            shutil.rmtree(cache)
+            assert our_rows(ours.out) == nsys_rows(theirs.out), "summaries differ"
+            results["nsys"].append(theirs)
+            results["ours"].append(ours)
+            print(
+                f"  nsys stats {theirs.wall_s:6.2f} s (CPU {theirs.cpu_s:5.2f} s) {theirs.rss_mib:4.0f} MiB | "
+                f"tracer analyze {ours.wall_s:6.2f} s (CPU {ours.cpu_s:5.2f} s) {ours.rss_mib:4.0f} MiB | "
+                f"{theirs.wall_s / ours.wall_s:4.2f}x faster ({theirs.cpu_s / ours.cpu_s:4.2f}x less CPU), "
+                f"{ours.rss_bytes / theirs.rss_bytes:4.2f} of its RSS"
+            )
+        best = {k: min(r.wall_s for r in v) for k, v in results.items()}
+        peak = {k: max(r.rss_mib for r in v) for k, v in results.items()}
+        print(
+            f"  best of {args.repeat}: nsys {best['nsys']:.2f} s, ours {best['ours']:.2f} s = "
+            f"{best['nsys'] / best['ours']:.2f}x; peak RSS nsys {peak['nsys']:.0f} MiB, "
+            f"ours {peak['ours']:.0f} MiB = {peak['ours'] / peak['nsys']:.2f}; summaries equal"
+        )
+        print(f"  load after: {os.getloadavg()}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
