@@ -7,8 +7,10 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +35,9 @@ from tracer.tracing.pyspy import PySpyRecorder, find_pyspy
 POLL_S = 0.2
 TERMINATE_GRACE_S = 5.0
 STDERR_TAIL_LINES = 25
+TRACER_PID_ENV = "DL_TRACER_PID"  # read by tracer/worker/lifeline.py, which must not import this module
+WORKER_TMP_PREFIX = "dl-tracer-worker-"
+TMPDIR_MAX_CHARS = 40
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
 
 
@@ -154,6 +159,9 @@ class Runner:
         env["PYTHONPATH"] = str(worker_pythonpath())
         env["PYTHONUNBUFFERED"] = "1"
         env.update(self.backend.environment(folder))
+        env[TRACER_PID_ENV] = str(os.getpid())  # the worker dies with this process (tracer/worker/lifeline.py)
+        worker_tmp = _worker_tmp()
+        env["TMPDIR"] = str(worker_tmp)  # PyTorch's /tmp/pymp-* land here and go with it
         started = time.monotonic()
         with folder.worker_log.open("wb") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -183,6 +191,8 @@ class Runner:
             _terminate(proc)
         finally:
             proc.wait()
+            _end_group(proc.pid)  # loader processes outlive a worker that died by itself
+            shutil.rmtree(worker_tmp, ignore_errors=True)
             if spy is not None:
                 self._pyspy_files = spy.stop()
                 if spy.error:
@@ -222,6 +232,23 @@ def _terminate(proc: subprocess.Popen[bytes]) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def _worker_tmp() -> Path:
+    """A temp folder of the worker's own, removed when it ends. Short: multiprocessing puts Unix
+    sockets in it, whose paths may not pass 107 bytes, so a long $TMPDIR gives way to /tmp."""
+    base = tempfile.gettempdir()
+    if len(base) > TMPDIR_MAX_CHARS or not os.access(base, os.W_OK):
+        base = "/tmp"
+    return Path(tempfile.mkdtemp(prefix=WORKER_TMP_PREFIX, dir=base))
+
+
+def _end_group(pgid: int) -> None:
+    """SIGKILL to whatever is left of the worker's process group once the worker itself has ended."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def stderr_tail(folder: RunFolder, lines: int = STDERR_TAIL_LINES) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ import time
 import traceback
 from typing import List, Optional
 
+from tracer.worker import lifeline
 from tracer.worker.reporting import Reporter
 from tracer.worker.workload import WorkloadConfig, list_images
 
@@ -30,6 +31,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("usage: python -m tracer.worker RUN_DIR", file=sys.stderr)
         return 2
     run_dir = args[0]
+    lifeline.install()
     cfg = WorkloadConfig.load(os.path.join(run_dir, "worker_config.json"))
     with open(os.path.join(run_dir, "worker.pid"), "w") as f:
         f.write(str(os.getpid()))
