@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -31,6 +33,45 @@ CASES = {
 
 DEVICES = ("cpu", "gpu")
 
+CORES = os.cpu_count() or 1
+CORE_MULTIPLE = 4  # loader processes / threads beyond 4 per core only thrash (and can exhaust memory)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The accepted range of one numeric run option (RunSpec field); every number must be finite."""
+
+    flag: str
+    low: float
+    high: float
+    why: str = ""
+
+
+# Every numeric run option's range, in one place (issue 11 moves these into tracer/core/options.py).
+BOUNDS: dict[str, Bound] = {
+    "batch": Bound("--batch", 1, 4096),
+    "epochs": Bound("--epochs", 1, 100_000),
+    "limit": Bound("--limit", 1, 10_000_000),
+    "image_size": Bound("--image-size", 32, 2048, "the models' pooling needs at least 32"),
+    "sample_hz": Bound("--sample-hz", 0, 1000, "0 switches sampling off"),
+    "timeout_s": Bound("--timeout", 0.001, 30 * 86400),
+    "lr": Bound("--lr", 0, 10),
+    "momentum": Bound("--momentum", 0, 1),
+    "seed": Bound("--seed", 0, 2**32 - 1),
+    "workers": Bound("--workers", 0, CORE_MULTIPLE * CORES, f"{CORE_MULTIPLE} per core on this machine"),
+    "prefetch": Bound("--prefetch", 0, 1024),
+    "threads": Bound("--threads", 1, CORE_MULTIPLE * CORES, f"{CORE_MULTIPLE} per core on this machine"),
+}
+TOP_BOUND = Bound("--top", 1, 100_000)
+VIEW_SIZE_BOUND = Bound("--size", 200, 10_000, "pixels per side")
+
+
+def check_bound(bound: Bound, value: float) -> None:
+    """One line for a value outside its range or not a finite number (NaN passes every < and >)."""
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or not bound.low <= value <= bound.high:
+        why = f" ({bound.why})" if bound.why else ""
+        raise UserError(f"{bound.flag} {value}: give a number from {bound.low:g} to {bound.high:g}{why}")
+
 
 def resolve_case(case: str | None, model: str | None, dataset: str | None) -> tuple[str, str]:
     """A case gives model and dataset; --model/--dataset override either."""
@@ -51,17 +92,10 @@ def check_spec(spec: RunSpec) -> None:
     if spec.device not in DEVICES:
         raise UserError(f"unknown device '{spec.device}': choose cpu or gpu")
     tracing.backend(spec.trace)
-    for name in ("batch", "epochs", "image_size"):
-        if getattr(spec, name) < 1:
-            raise UserError(f"--{name.replace('_', '-')} must be at least 1")
-    if spec.limit is not None and spec.limit < 1:
-        raise UserError("--limit must be at least 1")
-    if spec.image_size < 32:
-        raise UserError("--image-size must be at least 32 (the models' pooling needs it)")
-    if spec.sample_hz < 0 or spec.sample_hz > 1000:
-        raise UserError("--sample-hz must be in [0, 1000] (0 switches sampling off)")
-    if spec.timeout_s is not None and spec.timeout_s <= 0:
-        raise UserError("--timeout must be positive")
+    for name, bound in BOUNDS.items():
+        value = getattr(spec, name)
+        if value is not None:
+            check_bound(bound, value)
 
 
 def dataset_label(dataset: str) -> str:

@@ -112,8 +112,13 @@ class CsvStream:
         self._file.flush()
 
     def close(self) -> None:
-        self.flush()
-        self._file.close()
+        try:
+            self.flush()
+        finally:
+            try:
+                self._file.close()
+            except OSError:  # the flush above already failed for the same reason (a full disk)
+                pass
 
 
 @dataclass(frozen=True)
@@ -268,6 +273,8 @@ def list_runs(out_dir: Path) -> list[RunFolder]:
 
 def find_run(out_dir: Path, ref: str) -> RunFolder:
     """A run by path, exact id, or unique id prefix/substring."""
+    if not ref.strip() or ref.strip() == "-":
+        raise UserError(f"'{ref}' names no run: give a run id (or a unique part of it) or a run folder path")
     as_path = Path(ref)
     if (as_path / RUN_JSON).exists():
         return RunFolder(as_path)

@@ -24,6 +24,7 @@ import tracer
 from tracer import sysinfo, tracing
 from tracer.cases import make_run_id
 from tracer.environments import EnvStatus
+from tracer.errors import UserError
 from tracer.nvml import Nvml
 from tracer.paths import cache_root
 from tracer.progress import ProgressView
@@ -38,6 +39,8 @@ STDERR_TAIL_LINES = 25
 TRACER_PID_ENV = "DL_TRACER_PID"  # read by tracer/worker/lifeline.py, which must not import this module
 WORKER_TMP_PREFIX = "dl-tracer-worker-"
 TMPDIR_MAX_CHARS = 40
+RESERVE_FILE = ".reserve"  # in raw/, removed before the final run.json is written
+RESERVE_BYTES = 256 * 1024
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
 
 
@@ -129,7 +132,6 @@ class Runner:
             worker_python_version=self.launch.python.python_version,
         )
         folder = RunFolder.create(self.launch.out_dir, make_run_id(spec))
-        folder.worker_config_path.write_text(json.dumps(worker_config(self.launch), indent=2) + "\n")
         record = RunRecord(
             run_id=folder.run_id,
             spec=spec,
@@ -138,17 +140,32 @@ class Runner:
             wall_start_ns=time.time_ns(),
             tracer_pid=os.getpid(),
         )
-        folder.write_record(record)
+        try:  # run.json and the space for its final version come before any stream
+            folder.write_record(record)
+            folder.worker_config_path.write_text(json.dumps(worker_config(self.launch), indent=2) + "\n")
+            _reserve(folder)
+        except OSError as e:
+            shutil.rmtree(folder.path, ignore_errors=True)
+            raise UserError(f"cannot start a run in {self.launch.out_dir}: {e.strerror or e} (free some space)") from None
         self.console.print(f"run {folder.run_id}: {spec.framework} {spec.model} on {spec.dataset}, {spec.device}")
         try:
             outcome, sampling = self._train(folder, nvml, pyspy)
         finally:
             if nvml is not None:
                 nvml.close()
-        trace_files = self._finish_traces(folder) + self._pyspy_files
-        folder.finalise_samples()
+        full = _disk_full(folder, outcome)
+        (folder.raw_dir / RESERVE_FILE).unlink(missing_ok=True)  # its space is for the final run.json
+        if full:
+            outcome = dataclasses.replace(outcome, cause=f"{full}; {outcome.cause}".rstrip("; "))
+            self.console.print(f"[red]{full}[/red]")
+            trace_files = self._pyspy_files
+        else:
+            trace_files = self._finish_traces(folder) + self._pyspy_files
         record = _completed(record, folder, outcome, sampling, trace_files)
         folder.write_record(record)
+        problems = folder.finalise_samples()
+        if problems:
+            self.console.print(f"[yellow]samples:[/yellow] {'; '.join(problems)}")
         return folder, record
 
     def _train(self, folder: RunFolder, nvml: Nvml | None, pyspy: Path | None = None) -> tuple[Outcome, Any]:
@@ -232,6 +249,26 @@ def _terminate(proc: subprocess.Popen[bytes]) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def _reserve(folder: RunFolder) -> None:
+    """Space held back for the final run.json: a disk that fills during the run still gets its cause."""
+    with (folder.raw_dir / RESERVE_FILE).open("wb") as f:
+        f.write(b"\0" * RESERVE_BYTES)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _disk_full(folder: RunFolder, outcome: Outcome) -> str:
+    """'disk full ...' when the run's file system ran out of space during the run (else '')."""
+    try:
+        free = shutil.disk_usage(folder.path).free
+    except OSError:
+        return ""
+    said = f"{outcome.cause} {' '.join(outcome.stderr_tail)}"
+    if free >= RESERVE_BYTES and "No space left" not in said and "Errno 28" not in said:
+        return ""
+    return f"disk full: {free // 1024} KiB free under {folder.path.parent}; what was written before is kept"
 
 
 def _worker_tmp() -> Path:

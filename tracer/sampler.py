@@ -105,16 +105,15 @@ class Sampler:
         )
 
     def _run(self) -> None:
-        streams = {
-            "process": CsvStream(self.folder.sample_stream_path("process"), PROCESS_COLUMNS),
-            "threads": CsvStream(self.folder.sample_stream_path("threads"), THREAD_COLUMNS),
-            "cores": CsvStream(self.folder.sample_stream_path("cores"), CORE_COLUMNS),
-        }
-        if self.nvml is not None:
-            streams["gpu"] = CsvStream(self.folder.sample_stream_path("gpu"), GPU_COLUMNS)
-        next_tick = time.monotonic()
-        last_flush = next_tick
-        try:
+        streams: dict[str, CsvStream] = {}
+        try:  # a full disk (ENOSPC) at any point stops sampling with a recorded cause, never a traceback
+            streams["process"] = CsvStream(self.folder.sample_stream_path("process"), PROCESS_COLUMNS)
+            streams["threads"] = CsvStream(self.folder.sample_stream_path("threads"), THREAD_COLUMNS)
+            streams["cores"] = CsvStream(self.folder.sample_stream_path("cores"), CORE_COLUMNS)
+            if self.nvml is not None:
+                streams["gpu"] = CsvStream(self.folder.sample_stream_path("gpu"), GPU_COLUMNS)
+            next_tick = time.monotonic()
+            last_flush = next_tick
             while not self._stop.is_set():
                 self._sample(streams)
                 now = time.monotonic()
@@ -131,7 +130,10 @@ class Sampler:
             self.error = f"{type(e).__name__}: {e}"
         finally:
             for s in streams.values():
-                s.close()
+                try:
+                    s.close()
+                except OSError as e:
+                    self.error = self.error or f"{type(e).__name__}: {e}"
 
     def _tree(self, pid: int, now_ns: int) -> list[psutil.Process]:
         """The watched process and its descendants. Finding descendants means reading every process on

@@ -222,9 +222,11 @@ class _Checker:
 def load_plan(path: Path) -> Plan:
     """Reads, checks and expands a plan file."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise UserError(f"cannot read plan {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"plan {path} is not UTF-8 text (byte {e.start}): save it as UTF-8 TOML") from None
     return parse_plan(text, path)
 
 

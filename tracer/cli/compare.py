@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from rich.table import Table
 
+from tracer.cases import TOP_BOUND, check_bound
+from tracer.cli.analyze import check_output_file
 from tracer.cli.common import console
 
 
@@ -24,12 +27,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.set_defaults(func=cmd_compare)
 
 
+# What makes two runs comparable: framework and model are what a comparison is about, these are not.
+SETTINGS = ("dataset", "device", "batch", "epochs", "limit", "image_size", "lr", "momentum", "workers",
+            "prefetch", "threads", "amp", "trace")  # fmt: skip
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from analyzers.compare import compare, rows_for_print, write_csv
     from tracer.runfolder import find_run
 
+    check_bound(TOP_BOUND, args.top)
+    if args.csv is not None:
+        check_output_file(args.csv)
     a, b = find_run(args.out, args.run_a), find_run(args.out, args.run_b)
-    a.read_record(), b.read_record()
+    spec_a, spec_b = a.read_record().spec, b.read_record().spec
+    differ = [f for f in SETTINGS if getattr(spec_a, f) != getattr(spec_b, f)]
+    if differ:
+        said = ", ".join(f"{f} {getattr(spec_a, f)} vs {getattr(spec_b, f)}" for f in differ)
+        print(f"tracer: warning: the runs differ in settings ({said}); ratios compare unlike runs", file=sys.stderr)
     result = compare(a, b, top_cuda=args.top)
     out = console()
     for label, s in (("A", result.a), ("B", result.b)):

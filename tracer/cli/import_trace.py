@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tracer.cli.common import console
 from tracer.errors import UserError
+from tracer.paths import writable_dir
 from tracer.frameworks import framework_info
 
 
@@ -45,6 +46,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     tables, clock = read_trace(path)  # before making the folder: a bad file leaves nothing behind
     run_id = _run_id(path)
     n = 1
+    writable_dir(args.out)
     while (args.out / run_id).exists():
         n += 1
         run_id = f"{_run_id(path)}-{n}"

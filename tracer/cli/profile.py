@@ -12,6 +12,7 @@ from tracer import cases, dataset, environments, tracing
 from tracer.cli.common import console, err_console
 from tracer.cli.runs import print_summary
 from tracer.errors import UserError
+from tracer.paths import writable_dir
 from tracer.frameworks import FRAMEWORKS, MODELS
 from tracer.records import RunSpec, RunStatus
 from tracer.runfolder import RunFolder
@@ -116,6 +117,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from tracer.runner import Launch, Runner
 
     spec = spec_from_args(args)
+    writable_dir(args.out)
     python = environments.resolve_python(spec.framework, args.python)
     err = err_console()
     data_dir = resolve_dataset(spec.dataset, err)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -37,7 +38,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         try:
             s = summarise(folder)
         except UserError as e:
-            table.add_row(folder.run_id, "", "", "", "", "", f"unreadable: {e}", "", "")
+            print(f"tracer: warning: {e}", file=sys.stderr)
+            table.add_row(folder.run_id, "", "", "", "", "", "damaged: run.json", "", "")
             continue
         table.add_row(
             s.run_id,
