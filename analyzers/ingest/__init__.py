@@ -72,6 +72,7 @@ def export_nsys_rep(path: Path, out_sqlite: Path) -> None:
         [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(out_sqlite), str(path)],
         capture_output=True,
         text=True,
+        errors="replace",  # nsys echoes bytes of a damaged report into its messages
         timeout=1800,
     )
     if proc.returncode != 0 or not out_sqlite.exists():
