@@ -171,7 +171,9 @@ def validate_folder(path: Path) -> list[str]:
         suffixes = (".jpg", ".jpeg", ".png", ".bmp")
         empty = [c for c in classes if not any(f.suffix.lower() in suffixes for f in (path / c).iterdir())]
     except PermissionError as e:
-        raise UserError(f"dataset folder {e.filename or path} is not readable by this user: fix its permissions") from None
+        raise UserError(
+            f"dataset folder {e.filename or path} is not readable by this user: fix its permissions"
+        ) from None
     if not classes:
         raise UserError(
             f"dataset folder {path} has no class sub-folders: put each class's images in its own sub-folder"

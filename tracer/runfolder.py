@@ -182,7 +182,9 @@ class RunFolder:
             record = RunRecord.from_json(data)
         except (TypeError, ValueError, KeyError, AttributeError) as e:
             raise UserError(f"{self.run_json} does not match the run format ({e}); the run is damaged") from None
-        missing = [name for name in RECORD_REQUIRED if not isinstance(getattr(record, name, None), RECORD_REQUIRED[name])]
+        missing = [
+            name for name in RECORD_REQUIRED if not isinstance(getattr(record, name, None), RECORD_REQUIRED[name])
+        ]
         if missing:
             raise UserError(f"{self.run_json} has no valid {', '.join(missing)}; the run is damaged")
         return record

@@ -146,7 +146,9 @@ class Runner:
             _reserve(folder)
         except OSError as e:
             shutil.rmtree(folder.path, ignore_errors=True)
-            raise UserError(f"cannot start a run in {self.launch.out_dir}: {e.strerror or e} (free some space)") from None
+            raise UserError(
+                f"cannot start a run in {self.launch.out_dir}: {e.strerror or e} (free some space)"
+            ) from None
         self.console.print(f"run {folder.run_id}: {spec.framework} {spec.model} on {spec.dataset}, {spec.device}")
         try:
             outcome, sampling = self._train(folder, nvml, pyspy)

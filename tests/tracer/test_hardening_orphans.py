@@ -39,9 +39,7 @@ def _worker_pid(out: Path) -> int | None:
     return None
 
 
-def _collect_tree(
-    tracer: subprocess.Popen[bytes], out: Path, until: float, tmpdirs: set[str]
-) -> dict[int, float]:
+def _collect_tree(tracer: subprocess.Popen[bytes], out: Path, until: float, tmpdirs: set[str]) -> dict[int, float]:
     """pid -> create_time of the tracer, the worker and its loader processes, seen while it trains;
     the worker's $TMPDIR (where PyTorch's pymp-* go) into `tmpdirs`."""
     seen: dict[int, float] = {}

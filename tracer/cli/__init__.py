@@ -43,7 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     except OSError as e:  # a path that cannot be read or written (read-only, a folder, a full disk)
         where = f" {e.filename}" if e.filename else ""
-        print(f"tracer: error: cannot use{where}: {e.strerror or e} (check the path and its permissions)", file=sys.stderr)
+        print(
+            f"tracer: error: cannot use{where}: {e.strerror or e} (check the path and its permissions)", file=sys.stderr
+        )
         return UserError.exit_code
     except KeyboardInterrupt:
         print("tracer: interrupted", file=sys.stderr)

@@ -19,8 +19,8 @@ from tracer.campaign.view import CampaignView
 from tracer.cases import dataset_label
 from tracer.cli.common import console, err_console, fmt
 from tracer.errors import UserError
-from tracer.runfolder import RunFolder
 from tracer.paths import writable_dir
+from tracer.runfolder import RunFolder
 
 EXIT_SOME_FAILED = 1
 TABLE_CSV = "epoch_times.csv"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from tracer.cli.common import console
 from tracer.errors import UserError
-from tracer.paths import writable_dir
 from tracer.frameworks import framework_info
+from tracer.paths import writable_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

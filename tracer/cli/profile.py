@@ -12,8 +12,8 @@ from tracer import cases, dataset, environments, tracing
 from tracer.cli.common import console, err_console
 from tracer.cli.runs import print_summary
 from tracer.errors import UserError
-from tracer.paths import writable_dir
 from tracer.frameworks import FRAMEWORKS, MODELS
+from tracer.paths import writable_dir
 from tracer.records import RunSpec, RunStatus
 from tracer.runfolder import RunFolder
 
