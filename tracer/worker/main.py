@@ -32,6 +32,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     run_dir = args[0]
     lifeline.install()
+    os.umask(os.umask(0o022) | 0o022)  # nsys starts it with umask 0: no world-writable run files
     cfg = WorkloadConfig.load(os.path.join(run_dir, "worker_config.json"))
     with open(os.path.join(run_dir, "worker.pid"), "w") as f:
         f.write(str(os.getpid()))
