@@ -208,3 +208,19 @@ def test_resumed_campaign_ends_a_worker_of_the_cut_cell(tmp_path: Path) -> None:
         for p in (worker, bystander):
             p.kill()
             p.wait()
+
+
+def test_report_rows_never_pool_runs_of_different_settings(tiny_pytorch_run: RunFolder, tmp_path: Path) -> None:
+    from analyzers.report import collect_runs
+    from analyzers.report.tables import table_rows
+
+    shutil.copytree(tiny_pytorch_run.path, tmp_path / tiny_pytorch_run.run_id)
+    other = tmp_path / (tiny_pytorch_run.run_id + "-limit8")
+    shutil.copytree(tiny_pytorch_run.path, other)
+    record = json.loads((other / "run.json").read_text())
+    record["spec"]["limit"] = 8
+    (other / "run.json").write_text(json.dumps(record))
+    runs, _ = collect_runs([tmp_path])
+    rows = table_rows(runs, "cpu")
+    assert sorted(r.settings for r in rows) == ["16 images, 64 px, 2 ep", "8 images, 64 px, 2 ep"]
+    assert all(r.runs_ok == 1 for r in rows)
