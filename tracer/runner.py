@@ -322,6 +322,9 @@ def classify(returncode: int, ended_by: str | None, folder: RunFolder, spec: Run
         return Outcome(RunStatus.KILLED, f"worker killed by {sig.name}{hint}", returncode, sig.name, tail)
     if errors:
         return Outcome(RunStatus.FAILED, errors[-1].get("error", "worker error"), returncode, None, tail)
+    if returncode == 0 and not folder.events_path.exists():
+        cause = f"{folder.events_path} is gone (the run folder was deleted during the run?): the worker exited 0"
+        return Outcome(RunStatus.FAILED, cause, 0, None, tail)
     if returncode == 0:
         return Outcome(RunStatus.FAILED, "worker exited 0 without finishing its epochs", 0, None, tail)
     last = tail[-1] if tail else "no output"
