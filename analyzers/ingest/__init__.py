@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers import tables as t
@@ -81,7 +82,18 @@ def export_nsys_rep(path: Path, out_sqlite: Path) -> None:
 
 
 def read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
-    """The normalised tables of one trace, without writing anything."""
+    """The normalised tables of one trace, without writing anything; a trace whose events end before
+    they start is refused rather than summed (a negative share would pass for a real one)."""
+    tables, clock = _read_trace(path)
+    for name, table in tables.items():
+        if "dur_ns" in table.column_names and table.num_rows:
+            negative = pc.sum(pc.less(table["dur_ns"], 0)).as_py() or 0
+            if negative:
+                raise UserError(f"{path}: {negative} {name} events end before they start: the trace is damaged")
+    return tables, clock
+
+
+def _read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
     from analyzers.ingest import cupti, kineto, nsys
 
     kind = trace_kind(path)

@@ -224,3 +224,23 @@ def test_report_rows_never_pool_runs_of_different_settings(tiny_pytorch_run: Run
     rows = table_rows(runs, "cpu")
     assert sorted(r.settings for r in rows) == ["16 images, 64 px, 2 ep", "8 images, 64 px, 2 ep"]
     assert all(r.runs_ok == 1 for r in rows)
+
+
+def test_nsys_trace_with_negative_durations_is_refused(shared_fixtures: Path, tmp_path: Path) -> None:
+    import sqlite3
+
+    source = shared_fixtures / "extra-p" / "con_kernel.sqlite"
+    if not source.exists():
+        pytest.skip(f"{source} is missing")
+    damaged = tmp_path / "negative.sqlite"
+    shutil.copyfile(source, damaged)
+    with sqlite3.connect(damaged) as db:
+        changed = db.execute(
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start - 50000 WHERE rowid IN "
+            "(SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1)"
+        ).rowcount
+    assert changed == 1
+    line = assert_one_line(run_tracer("import", str(damaged), "--out", str(tmp_path / "runs")), "end before")
+    assert "1 kernels events" in line
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
+    assert run_tracer("import", str(source), "--out", str(tmp_path / "ok")).returncode == 0
