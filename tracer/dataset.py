@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,17 +161,30 @@ def ensure_generated(name: str, progress: Callable[[int], None] | None = None) -
 
 def validate_folder(path: Path) -> list[str]:
     """A user's dataset: one sub-folder per class, each with at least one image."""
+    if path.exists() and not path.is_dir():
+        raise UserError(f"dataset {path} is a file: give small, big or a folder with one sub-folder per class")
     if not path.is_dir():
         raise UserError(
             f"dataset folder {path} does not exist: give small, big or a folder with one sub-folder per class"
         )
-    classes = sorted(p.name for p in path.iterdir() if p.is_dir())
+    try:
+        classes = sorted(p.name for p in path.iterdir() if p.is_dir())
+        suffixes = (".jpg", ".jpeg", ".png", ".bmp")
+        empty = [c for c in classes if not any(f.suffix.lower() in suffixes for f in (path / c).iterdir())]
+    except PermissionError as e:
+        raise UserError(
+            f"dataset folder {e.filename or path} is not readable by this user: fix its permissions"
+        ) from None
     if not classes:
         raise UserError(
             f"dataset folder {path} has no class sub-folders: put each class's images in its own sub-folder"
         )
-    suffixes = (".jpg", ".jpeg", ".png", ".bmp")
-    empty = [c for c in classes if not any(f.suffix.lower() in suffixes for f in (path / c).iterdir())]
     if empty:
         raise UserError(f"dataset folder {path}: class folder(s) {', '.join(empty)} hold no images (.jpg/.png/.bmp)")
+    if len(classes) == 1:
+        print(
+            f"tracer: warning: dataset folder {path} has one class ({classes[0]}): the model still has its 3 outputs,"
+            " and the loss means little",
+            file=sys.stderr,
+        )
     return classes

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -46,6 +47,10 @@ class EnvStatus:
     version: str | None
     python: str
     python_version: str = ""
+    problem: str = ""  # why the probe could not tell (it hung, it is not Python)
+
+
+PROBE_TIMEOUT_S = 60
 
 
 def env_dir(framework: str) -> Path:
@@ -59,14 +64,23 @@ def env_python(framework: str) -> Path:
 def probe(python: Path | str, fw: FrameworkInfo) -> EnvStatus:
     """Asks the interpreter whether it has the framework without importing it (TF takes seconds)."""
     try:
-        out = subprocess.run(
+        proc = subprocess.Popen(
             [str(python), "-c", _PROBE, fw.import_name, *fw.dist_names],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=60,
+            errors="replace",
+            start_new_session=True,  # a hung probe is ended with everything it started
         )
-        data = json.loads(out.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.SubprocessError, json.JSONDecodeError, IndexError):
+        try:
+            stdout, _ = proc.communicate(timeout=PROBE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            problem = f"{python} did not answer within {PROBE_TIMEOUT_S} s (hung?); it was stopped"
+            return EnvStatus(fw.name, False, None, str(python), problem=problem)
+        data = json.loads(stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.SubprocessError, json.JSONDecodeError, IndexError, KeyError, TypeError):
         return EnvStatus(fw.name, False, None, str(python))
     return EnvStatus(fw.name, bool(data["found"]), data["version"], data["python"], data["python_version"])
 
@@ -91,6 +105,8 @@ def resolve_python(framework: str, explicit: str | None) -> EnvStatus:
         if not Path(path).exists():
             raise UserError(f"--python {explicit}: no such interpreter")
         found = probe(path, fw)
+        if found.problem:
+            raise UserError(f"--python {explicit}: {found.problem}")
         if not found.installed:
             raise UserError(
                 f"{explicit} has no {fw.import_name} module: install {framework} into it, "

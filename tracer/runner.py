@@ -8,8 +8,10 @@ import hashlib
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,6 +25,7 @@ from rich.markup import escape
 import tracer
 from tracer import sysinfo
 from tracer.core.cases import make_run_id
+from tracer.core.errors import UserError
 from tracer.core.options import worker_config
 from tracer.core.records import (
     DatasetInfo,
@@ -49,6 +52,11 @@ from tracer.tracing.pyspy import PySpyRecorder, find_pyspy
 POLL_S = 0.2
 TERMINATE_GRACE_S = 5.0
 STDERR_TAIL_LINES = 25
+TRACER_PID_ENV = "DL_TRACER_PID"  # read by tracer/worker/lifeline.py, which must not import this module
+WORKER_TMP_PREFIX = "dl-tracer-worker-"
+TMPDIR_MAX_CHARS = 40
+RESERVE_FILE = ".reserve"  # in raw/, removed before the final run.json is written
+RESERVE_BYTES = 256 * 1024
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
 
 
@@ -126,8 +134,6 @@ class Runner:
         )
         env = with_energy_sources(env, self._rapl, rapl_status, self._tegrastats)
         folder = RunFolder.create(self.launch.out_dir, make_run_id(spec))
-        config = worker_config(spec, dataset_dir=str(self.launch.dataset_dir))
-        folder.worker_config_path.write_text(json.dumps(config, indent=2) + "\n")
         record = RunRecord(
             run_id=folder.run_id,
             spec=spec,
@@ -136,20 +142,38 @@ class Runner:
             wall_start_ns=time.time_ns(),
             tracer_pid=os.getpid(),
         )
-        folder.write_record(record)
+        try:  # run.json and the space for its final version come before any stream
+            folder.write_record(record)
+            config = worker_config(spec, dataset_dir=str(self.launch.dataset_dir))
+            folder.worker_config_path.write_text(json.dumps(config, indent=2) + "\n")
+            _reserve(folder)
+        except OSError as e:
+            shutil.rmtree(folder.path, ignore_errors=True)
+            raise UserError(
+                f"cannot start a run in {self.launch.out_dir}: {e.strerror or e} (free some space)"
+            ) from None
         self.console.print(f"run {folder.run_id}: {spec.framework} {spec.model} on {spec.dataset}, {spec.device}")
         try:
             outcome, sampling, events = self._train(folder, nvml, pyspy)
         finally:
             if nvml is not None:
                 nvml.close()
-        trace_files = self._finish_traces(folder) + self._pyspy_files
-        folder.finalise_samples()
+        full = _disk_full(folder, outcome)
+        (folder.raw_dir / RESERVE_FILE).unlink(missing_ok=True)  # its space is for the final run.json
+        if full:
+            outcome = dataclasses.replace(outcome, cause=f"{full}; {outcome.cause}".rstrip("; "))
+            self.console.print(f"[red]{full}[/red]")
+            trace_files = self._pyspy_files
+        else:
+            trace_files = self._finish_traces(folder) + self._pyspy_files
         record = dataclasses.replace(
             _completed(record, events, outcome, sampling, trace_files, self.launch.dataset_dir),
             measurement_cost=self.cost,
         )
         folder.write_record(record)
+        problems = folder.finalise_samples()
+        if problems:
+            self.console.print(f"[yellow]samples:[/yellow] {'; '.join(problems)}")
         return folder, record
 
     def _train(
@@ -162,6 +186,9 @@ class Runner:
         env["PYTHONPATH"] = str(worker_pythonpath())
         env["PYTHONUNBUFFERED"] = "1"
         env.update(self.backend.environment(folder))
+        env[TRACER_PID_ENV] = str(os.getpid())  # the worker dies with this process (tracer/worker/lifeline.py)
+        worker_tmp = _worker_tmp()
+        env["TMPDIR"] = str(worker_tmp)  # PyTorch's /tmp/pymp-* land here and go with it
         started = time.monotonic()
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         with folder.worker_log.open("wb") as log:
@@ -195,6 +222,8 @@ class Runner:
             _terminate(proc)
         finally:
             proc.wait()
+            _end_group(proc.pid)  # loader processes outlive a worker that died by itself
+            shutil.rmtree(worker_tmp, ignore_errors=True)
             if spy is not None:
                 self._pyspy_files = spy.stop()
                 if spy.error:
@@ -273,6 +302,43 @@ def _terminate(proc: subprocess.Popen[bytes]) -> None:
             continue
 
 
+def _reserve(folder: RunFolder) -> None:
+    """Space held back for the final run.json: a disk that fills during the run still gets its cause."""
+    with (folder.raw_dir / RESERVE_FILE).open("wb") as f:
+        f.write(b"\0" * RESERVE_BYTES)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _disk_full(folder: RunFolder, outcome: Outcome) -> str:
+    """'disk full ...' when the run's file system ran out of space during the run (else '')."""
+    try:
+        free = shutil.disk_usage(folder.path).free
+    except OSError:
+        return ""
+    said = f"{outcome.cause} {' '.join(outcome.stderr_tail)}"
+    if free >= RESERVE_BYTES and "No space left" not in said and "Errno 28" not in said:
+        return ""
+    return f"disk full: {free // 1024} KiB free under {folder.path.parent}; what was written before is kept"
+
+
+def _worker_tmp() -> Path:
+    """A temp folder of the worker's own, removed when it ends. Short: multiprocessing puts Unix
+    sockets in it, whose paths may not pass 107 bytes, so a long $TMPDIR gives way to /tmp."""
+    base = tempfile.gettempdir()
+    if len(base) > TMPDIR_MAX_CHARS or not os.access(base, os.W_OK):
+        base = "/tmp"
+    return Path(tempfile.mkdtemp(prefix=WORKER_TMP_PREFIX, dir=base))
+
+
+def _end_group(pgid: int) -> None:
+    """SIGKILL to whatever is left of the worker's process group once the worker itself has ended."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def stderr_tail(folder: RunFolder, lines: int = STDERR_TAIL_LINES) -> tuple[str, ...]:
     try:
         with folder.worker_log.open("rb") as f:
@@ -306,6 +372,9 @@ def classify(
         return Outcome(RunStatus.KILLED, f"worker killed by {sig.name}{hint}", returncode, sig.name, tail)
     if errors:
         return Outcome(RunStatus.FAILED, errors[-1].get("error", "worker error"), returncode, None, tail)
+    if returncode == 0 and not folder.events_path.exists():
+        cause = f"{folder.events_path} is gone (the run folder was deleted during the run?): the worker exited 0"
+        return Outcome(RunStatus.FAILED, cause, 0, None, tail)
     if returncode == 0:
         return Outcome(RunStatus.FAILED, "worker exited 0 without finishing its epochs", 0, None, tail)
     last = tail[-1] if tail else "no output"

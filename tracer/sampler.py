@@ -92,18 +92,21 @@ class Sampler:
         )
 
     def _run(self) -> None:
-        streams = {
-            t.name: CsvStream(self.folder.sample_stream_path(t.name), t.columns)
-            for t in (schema.PROCESS, schema.THREADS_TABLE, schema.CORES)
-        }
-        if self.nvml is not None:
-            streams[schema.GPUS.name] = CsvStream(self.folder.sample_stream_path(schema.GPUS.name), schema.GPUS.columns)
-        if self.rapl is not None:
-            streams[schema.RAPL.name] = CsvStream(self.folder.sample_stream_path(schema.RAPL.name), schema.RAPL.columns)
-        next_tick = time.monotonic()
-        last_flush = next_tick
-        cpu_start, wall_start = time.thread_time(), next_tick
-        try:
+        streams: dict[str, CsvStream] = {}
+        cpu_start, wall_start = time.thread_time(), time.monotonic()
+        try:  # a full disk (ENOSPC) at any point stops sampling with a recorded cause, never a traceback
+            for t in (schema.PROCESS, schema.THREADS_TABLE, schema.CORES):
+                streams[t.name] = CsvStream(self.folder.sample_stream_path(t.name), t.columns)
+            if self.nvml is not None:
+                streams[schema.GPUS.name] = CsvStream(
+                    self.folder.sample_stream_path(schema.GPUS.name), schema.GPUS.columns
+                )
+            if self.rapl is not None:
+                streams[schema.RAPL.name] = CsvStream(
+                    self.folder.sample_stream_path(schema.RAPL.name), schema.RAPL.columns
+                )
+            next_tick = time.monotonic()
+            last_flush = next_tick
             while not self._stop.is_set():
                 self._sample(streams)
                 now = time.monotonic()
@@ -120,7 +123,10 @@ class Sampler:
             self.error = f"{type(e).__name__}: {e}"
         finally:
             for s in streams.values():
-                s.close()
+                try:
+                    s.close()
+                except OSError as e:
+                    self.error = self.error or f"{type(e).__name__}: {e}"
             self.cpu_s = time.thread_time() - cpu_start
             self.wall_s = time.monotonic() - wall_start
 

@@ -73,7 +73,13 @@ class RunBrowser(QtWidgets.QWidget):
         self.loading = True
         self.where.setText(f"reading {self.out_dir} ...")
         out_dir = self.out_dir
-        QtCore.QThreadPool.globalInstance().start(Task(lambda: browse(out_dir), self._rows_ready.emit))
+        QtCore.QThreadPool.globalInstance().start(
+            Task(
+                lambda: browse(out_dir),
+                self._rows_ready.emit,
+                lambda e: [["", "", "", "", "", f"cannot list: {e}", "", "", ""]],
+            )
+        )
 
     def _fill(self, rows: list[list[str]]) -> None:
         self.model.removeRows(0, self.model.rowCount())

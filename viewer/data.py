@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analyzers.run_summary import images_per_s, mean_epoch_s
+from analyzers.run_summary import displayed_status, images_per_s, mean_epoch_s
 from tracer.core.errors import UserError
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
@@ -304,7 +304,7 @@ class RunData:
 
     @property
     def status(self) -> str:
-        return self.record.outcome.status.value if self.record else "unreadable"
+        return displayed_status(self.record) if self.record else "unreadable"  # "abandoned", not "running"
 
     @property
     def start_ns(self) -> int:

@@ -9,17 +9,34 @@ from typing import Any
 
 from PySide6 import QtCore
 
-from viewer.data import load_run
+from viewer.data import RunData, load_run
 
 
 class Task(QtCore.QRunnable):
-    def __init__(self, fn: Callable[[], Any], done: Callable[[Any], None]) -> None:
+    """`done` is always called, with `fn()` or, if fn raised, with `failed(exception)`: an exception in
+    a pool thread must not leave the window waiting for a result that never comes."""
+
+    def __init__(
+        self, fn: Callable[[], Any], done: Callable[[Any], None], failed: Callable[[Exception], Any] = repr
+    ) -> None:
         super().__init__()
         self.fn = fn
         self.done = done
+        self.failed = failed
 
     def run(self) -> None:
-        self.done(self.fn())
+        try:
+            result = self.fn()
+        except Exception as e:  # noqa: BLE001 - reported through `failed`, in the window
+            result = self.failed(e)
+        self.done(result)
+
+
+def _load_failed(path: Path) -> Callable[[Exception], RunData]:
+    def failed(e: Exception) -> RunData:
+        return RunData(path=path, messages=[f"{path} could not be loaded: {type(e).__name__}: {e}"])
+
+    return failed
 
 
 class RunLoader(QtCore.QObject):
@@ -51,7 +68,8 @@ class RunLoader(QtCore.QObject):
         def report(fraction: float, text: str) -> None:
             self._step.emit(key, fraction, f"{path.name}: {text}")
 
-        self.pool.start(Task(lambda: load_run(path, report), lambda data: self._finished.emit(key, data)))
+        done = lambda data: self._finished.emit(key, data)  # noqa: E731
+        self.pool.start(Task(lambda: load_run(path, report), done, _load_failed(path)))
 
     def _overall(self) -> float:
         return sum(self._fractions.values()) / len(self._fractions) if self._fractions else 1.0

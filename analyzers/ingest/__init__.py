@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers import tables as t
@@ -72,6 +73,7 @@ def export_nsys_rep(path: Path, out_sqlite: Path) -> None:
         [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(out_sqlite), str(path)],
         capture_output=True,
         text=True,
+        errors="replace",  # nsys echoes bytes of a damaged report into its messages
         timeout=1800,
     )
     if proc.returncode != 0 or not out_sqlite.exists():
@@ -80,7 +82,39 @@ def export_nsys_rep(path: Path, out_sqlite: Path) -> None:
 
 
 def read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
-    """The normalised tables of one trace, without writing anything."""
+    """The normalised tables of one trace, without writing anything; a trace whose events end before
+    they start is refused rather than summed (a negative share would pass for a real one)."""
+    tables, clock = _read_trace(path)
+    for name, table in tables.items():
+        if "dur_ns" in table.column_names and table.num_rows:
+            negative = pc.sum(pc.less(table["dur_ns"], 0)).as_py() or 0
+            if negative:
+                raise UserError(f"{path}: {negative} {name} events end before they start: the trace is damaged")
+    return tables, clock
+
+
+def _refuse_negative_durations(path: Path, folder: RunFolder, names: list[str]) -> None:
+    """The streamed path's version of `read_trace`'s check: the row groups' statistics say where a
+    negative duration can be, and only those row groups are read."""
+    import pyarrow.parquet as pq
+
+    for name in names:
+        parquet = pq.ParquetFile(folder.table_path(name))
+        if "dur_ns" not in parquet.schema_arrow.names:
+            continue
+        column = parquet.schema_arrow.get_field_index("dur_ns")
+        negative = 0
+        for group in range(parquet.metadata.num_row_groups):
+            stats = parquet.metadata.row_group(group).column(column).statistics
+            if stats is not None and stats.has_min_max and stats.min >= 0:
+                continue
+            durations = parquet.read_row_group(group, columns=["dur_ns"])["dur_ns"]
+            negative += pc.sum(pc.less(durations, 0)).as_py() or 0
+        if negative:
+            raise UserError(f"{path}: {negative} {name} events end before they start: the trace is damaged")
+
+
+def _read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
     from analyzers.ingest import cupti, kineto, nsys
 
     kind = trace_kind(path)
@@ -171,7 +205,9 @@ def ingest_file(path: Path, folder: RunFolder) -> list[str]:
     if trace_kind(Path(path)) in ("nsys-sqlite", "nsys-rep"):
         if not Path(path).exists():
             raise UserError(f"{path}: no such file")
-        return ingest_nsys(Path(path), folder)
+        written = ingest_nsys(Path(path), folder)
+        _refuse_negative_durations(Path(path), folder, written)
+        return written
     tables, clock = read_trace(Path(path))
     return write_tables(folder, tables, _source_of(Path(path)), clock)
 

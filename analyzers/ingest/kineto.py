@@ -59,9 +59,23 @@ def _open(path: Path) -> IO[bytes]:
     return path.open("rb")
 
 
+MAX_NS = 2**63 - 1  # the tables' int64
+
+
 def _ns(value: Any) -> int:
-    """µs (Decimal from ijson, or int) to integer ns, rounding half away from zero like the exporter."""
-    return int((Decimal(value) * 1000).to_integral_value())
+    """µs (Decimal from ijson, or int) to integer ns, rounding half away from zero like the exporter;
+    a time that is negative or does not fit the tables' int64 is refused (ValueError)."""
+    ns = int((Decimal(value) * 1000).to_integral_value())
+    if not 0 <= ns <= MAX_NS:
+        raise ValueError(f"time {value} µs is out of range")
+    return ns
+
+
+def _dur_ns(ev: dict[str, Any]) -> int:
+    """A complete ('X') event without `dur`, or with a negative one, is a broken trace, not a zero."""
+    if "dur" not in ev:
+        raise ValueError(f"'{ev.get('name', '?')}' has no dur")
+    return _ns(ev["dur"])
 
 
 def _int(value: Any, default: int = -1) -> int:
@@ -143,7 +157,7 @@ def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
                     name = str(ev.get("name", ""))
                     api.add(
                         start_ns=_ns(ev["ts"]),
-                        dur_ns=_ns(ev.get("dur", 0)),
+                        dur_ns=_dur_ns(ev),
                         name=name,
                         api=t.api_display_name(name),
                         kind=RUNTIME_CATS[cat],
@@ -158,7 +172,7 @@ def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
                     name = str(ev.get("name", ""))
                     kern.add(
                         start_ns=_ns(ev["ts"]),
-                        dur_ns=_ns(ev.get("dur", 0)),
+                        dur_ns=_dur_ns(ev),
                         name=name,
                         short_name=name,
                         device=_int(args.get("device"), 0),
@@ -175,7 +189,7 @@ def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
                 elif cat in MEMCPY_CATS or cat in MEMSET_CATS:
                     mem.add(
                         start_ns=_ns(ev["ts"]),
-                        dur_ns=_ns(ev.get("dur", 0)),
+                        dur_ns=_dur_ns(ev),
                         kind=t.MEMSET_KIND if cat in MEMSET_CATS else t.kineto_memcpy_kind(str(ev.get("name", ""))),
                         bytes=_int(args.get("bytes"), 0),
                         device=_int(args.get("device"), 0),
@@ -186,7 +200,7 @@ def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
                     start = _ns(ev["ts"])
                     ranges.add(
                         start_ns=start,
-                        end_ns=start + _ns(ev.get("dur", 0)),
+                        end_ns=start + _dur_ns(ev),
                         name=str(ev.get("name", "")),
                         pid=_int(ev.get("pid")),
                         tid=_int(ev.get("tid")),

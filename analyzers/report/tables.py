@@ -8,6 +8,7 @@ seconds. A case whose runs all failed is kept, shown as failed with the newest r
 from __future__ import annotations
 
 import csv
+import dataclasses
 import statistics
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -17,6 +18,7 @@ from analyzers import palette
 from analyzers.energy import NO_SOURCE
 from analyzers.report.runs import LoadedRun, by_case
 from analyzers.run_summary import summarise
+from tracer.core.records import RunSpec
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class TableRow:
     energy_source: str  # what the energy figures add up, or "no energy source"
     cause: str  # why the newest failed run failed
     run_ids: str  # space-separated
+    settings: str = ""  # what else defines the runs (images used, size, epochs...): rows never pool unlike runs
 
 
 def table_rows(runs: Iterable[LoadedRun], device: str) -> list[TableRow]:
@@ -49,8 +52,25 @@ def table_rows(runs: Iterable[LoadedRun], device: str) -> list[TableRow]:
     for case, group in by_case(r for r in runs if r.case.device == device).items():
         frameworks = palette.order({r.framework for r in group})
         for fw in frameworks:
-            rows.append(_row(case.name, [r for r in group if r.framework == fw]))
+            same_fw = [r for r in group if r.framework == fw]
+            by_settings: dict[str, list[LoadedRun]] = {}
+            for r in same_fw:
+                by_settings.setdefault(settings_label(r), []).append(r)
+            for label, alike in by_settings.items():
+                rows.append(dataclasses.replace(_row(case.name, alike), settings=label))
     return rows
+
+
+def settings_label(run: LoadedRun) -> str:
+    """The settings besides the case that change what an epoch is: images used, input size, epochs,
+    and the optimiser and pipeline knobs where they are not the study's defaults."""
+    spec = run.record.spec
+    parts = [f"{spec.limit} images" if spec.limit else "all images", f"{spec.image_size} px", f"{spec.epochs} ep"]
+    default = RunSpec(spec.framework, spec.model, spec.dataset)
+    for name in ("lr", "momentum", "workers", "prefetch", "threads", "amp"):
+        if getattr(spec, name) != getattr(default, name):
+            parts.append(f"{name} {getattr(spec, name)}")
+    return ", ".join(parts)
 
 
 def _row(case_name: str, runs: Sequence[LoadedRun]) -> TableRow:
@@ -110,6 +130,7 @@ DISPLAY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("Model", "model", ""),
     ("Dataset", "dataset", ""),
     ("Batch", "batch", "d"),
+    ("Settings", "settings", ""),
     ("Mean epoch (s)", "mean_epoch_s", ".3f"),
     ("Images/s", "images_per_s", ".2f"),
     ("CPU % mean (100 = all cores)", "cpu_pct_mean", ".1f"),

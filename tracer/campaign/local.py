@@ -10,6 +10,7 @@ child that escaped by its pid and its staging folder, ends it, and runs the cell
 from __future__ import annotations
 
 import ctypes
+import os
 import signal
 import subprocess
 import sys
@@ -40,8 +41,33 @@ def die_with_parent() -> None:
 
 
 def kill_leftover(entry: CellEntry, staging: Path) -> None:
-    """Ends a `tracer profile` that outlived a killed campaign; only a process whose command line
-    names this cell's staging folder is touched."""
+    """Ends a `tracer profile` that outlived a killed campaign, then any worker of the cell still
+    alive (with its loader processes); only processes whose command line names this cell's staging
+    folder are touched."""
+    _kill_profile(entry, staging)
+    _kill_workers(staging)
+
+
+def _kill_workers(staging: Path) -> None:
+    """A worker whose tracer was SIGKILLed ends itself within a second (tracer/worker/lifeline.py);
+    this makes sure of it before the cell runs again, so two trainings never share the machine."""
+    victims = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if proc.pid != os.getpid() and str(staging) in " ".join(proc.info["cmdline"] or ()):
+                victims.append(proc)
+                victims.extend(proc.children(recursive=True))
+        except psutil.Error:
+            continue
+    for proc in victims:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(victims, timeout=KILL_GRACE_S)
+
+
+def _kill_profile(entry: CellEntry, staging: Path) -> None:
     if entry.pid is None:
         return
     try:

@@ -297,11 +297,11 @@ def _words(e: Mapping[str, Any]) -> str:
 def load_plan(path: Path) -> Plan:
     """Reads, checks and expands a plan file."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise UserError(f"cannot read plan {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not a UTF-8 text file: a plan is TOML text") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"plan {path} is not UTF-8 text (byte {e.start}): save it as UTF-8 TOML") from None
     return parse_plan(text, path)
 
 

@@ -21,7 +21,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMAND_MODULES:
         module.add_parser(sub)
+    _no_abbreviations(parser)
     return parser
+
+
+def _no_abbreviations(parser: argparse.ArgumentParser) -> None:
+    """`--epoch 2` must not be taken for `--epochs 2`: no prefix matching in any (sub)parser."""
+    parser.allow_abbrev = False
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _no_abbreviations(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -31,6 +41,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as e:
         print(f"tracer: error: {e}", file=sys.stderr)
         return e.exit_code
+    except OSError as e:  # a path that cannot be read or written (read-only, a folder, a full disk)
+        where = f" {e.filename}" if e.filename else ""
+        print(
+            f"tracer: error: cannot use{where}: {e.strerror or e} (check the path and its permissions)", file=sys.stderr
+        )
+        return UserError.exit_code
     except KeyboardInterrupt:
         print("tracer: interrupted", file=sys.stderr)
         return 130

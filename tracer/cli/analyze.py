@@ -7,13 +7,14 @@ import argparse
 import csv
 import dataclasses
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
-from tracer.cli.common import add_runs_dir, console
+from tracer.cli.common import TOP_BOUND, add_runs_dir, check_bound, console
 from tracer.core.errors import UserError
 
 SECTIONS = ("cuda_api", "kernels", "memcpy", "threads")
@@ -63,10 +64,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from analyzers.ingest import cached_import
     from tracer.core.runfolder import find_run
 
+    check_bound(TOP_BOUND, args.top)
     run = cached_import(Path(args.run)) if Path(args.run).is_file() else find_run(args.runs_dir, args.run)
     data = analysis(run, args.phase)
     if args.format == "json":
-        json.dump({"run": run.run_id, "phase": args.phase} | data, sys.stdout, indent=1)
+        json.dump(_finite({"run": run.run_id, "phase": args.phase} | data), sys.stdout, indent=1, allow_nan=False)
         print()
     elif args.format == "csv":
         for section in SECTIONS:
@@ -111,6 +113,27 @@ def print_tables(data: dict[str, list[dict[str, Any]]], top: int, title: str) ->
             out.print(f"... {len(rows) - top} more rows (--top N, or --format csv for all)")
 
 
+def _finite(value: Any) -> Any:
+    """JSON has no NaN or Infinity: a share of nothing (0 / 0) is written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def check_output_file(output: Path, run_dir: Path | None = None) -> None:
+    """One line before any work for an output that is a folder or lies inside a run folder."""
+    if output.is_dir():
+        raise UserError(f"{output} is a folder: name the file to write, e.g. {output / 'trace.json'}")
+    if run_dir is not None and output.resolve().is_relative_to(run_dir.resolve()):
+        raise UserError(f"{output} is inside the run folder {run_dir}: a run's own files are never written over")
+    if not output.parent.is_dir():
+        raise UserError(f"{output.parent} does not exist: create it first, or name a file in an existing folder")
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from analyzers import chrome_trace
     from analyzers.ingest import ingest_run
@@ -118,6 +141,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from tracer.core.runfolder import find_run
 
     run = find_run(args.runs_dir, args.run)
+    check_output_file(args.output, run.path)
     if not run.table_path(CUDA_API).exists():
         ingest_run(run)
     n = chrome_trace.export(run, args.output)

@@ -20,6 +20,7 @@ from tracer.cli.common import add_out_dir, console, err_console, fmt
 from tracer.core.cases import dataset_label
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
+from tracer.paths import writable_dir
 
 EXIT_SOME_FAILED = 1
 TABLE_CSV = "epoch_times.csv"
@@ -53,7 +54,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan)
     if args.dry_run:
         return dry_run(plan, args.out, args.nodes, console())
-    out_dir = args.out.resolve()
+    out_dir = writable_dir(args.out).resolve()
     err = err_console()
     with Campaign(plan, out_dir) as campaign:
         for note in campaign.recover(kill=None if args.ray else kill_leftover):

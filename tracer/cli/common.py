@@ -4,12 +4,38 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
+from tracer.core.errors import UserError
+
 DEFAULT_RUNS_DIR = Path("runs")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The accepted range of a numeric option of one subcommand (run options carry theirs in
+    tracer/core/options.py); every number must also be finite."""
+
+    flag: str
+    low: float
+    high: float
+    why: str = ""
+
+
+TOP_BOUND = Bound("--top", 1, 100_000)
+VIEW_SIZE_BOUND = Bound("--size", 200, 10_000, "pixels per side")
+
+
+def check_bound(bound: Bound, value: float) -> None:
+    """One line for a value outside its range or not a finite number (NaN passes every < and >)."""
+    if not isinstance(value, (int, float)) or not math.isfinite(value) or not bound.low <= value <= bound.high:
+        why = f" ({bound.why})" if bound.why else ""
+        raise UserError(f"{bound.flag} {value}: give a number from {bound.low:g} to {bound.high:g}{why}")
 
 
 def add_runs_dir(parser: argparse.ArgumentParser) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from tracer.cli.common import add_runs_dir, console
+from tracer.cli.analyze import check_output_file
+from tracer.cli.common import TOP_BOUND, add_runs_dir, check_bound, console
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -25,13 +27,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.set_defaults(func=cmd_compare)
 
 
+# What makes two runs comparable: framework and model are what a comparison is about, these are not.
+SETTINGS = ("dataset", "device", "batch", "epochs", "limit", "image_size", "lr", "momentum", "workers",
+            "prefetch", "threads", "amp", "trace")  # fmt: skip
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from analyzers.compare import compare, rows_for_print, write_csv
     from analyzers.energy import NO_SOURCE
     from tracer.core.runfolder import find_run
 
+    check_bound(TOP_BOUND, args.top)
+    if args.csv is not None:
+        check_output_file(args.csv)
     a, b = find_run(args.runs_dir, args.run_a), find_run(args.runs_dir, args.run_b)
-    a.read_record(), b.read_record()
+    spec_a, spec_b = a.read_record().spec, b.read_record().spec
+    differ = [f for f in SETTINGS if getattr(spec_a, f) != getattr(spec_b, f)]
+    if differ:
+        said = ", ".join(f"{f} {getattr(spec_a, f)} vs {getattr(spec_b, f)}" for f in differ)
+        print(f"tracer: warning: the runs differ in settings ({said}); ratios compare unlike runs", file=sys.stderr)
     result = compare(a, b, top_cuda=args.top)
     out = console()
     for label, s in (("A", result.a), ("B", result.b)):

@@ -13,6 +13,7 @@ from pathlib import Path
 from tracer.cli.common import add_out_dir, console
 from tracer.core.errors import UserError
 from tracer.frameworks import framework_info
+from tracer.paths import writable_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -46,6 +47,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     out_existed = args.out.exists()
     run_id = _run_id(path)
     n = 1
+    writable_dir(args.out)
     while (args.out / run_id).exists():
         n += 1
         run_id = f"{_run_id(path)}-{n}"

@@ -17,6 +17,7 @@ from tracer.core.errors import UserError
 from tracer.core.records import RunSpec, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.frameworks import FRAMEWORKS, framework_info
+from tracer.paths import writable_dir
 
 EXIT_RUN_FAILED = 1
 INGEST_LOG = "ingest.log"
@@ -69,6 +70,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     backend = tracing.backend(spec.trace)
     backend.check(spec)  # cheap checks before anything is generated; the runner checks inside the interpreter
+    writable_dir(args.out)
     python = environments.resolve_python(spec.framework, args.python)
     err = err_console()
     data_dir = resolve_dataset(spec.dataset, err)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from rich.console import Console
 from rich.table import Table
@@ -36,7 +37,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
         try:
             s = summarise(folder)
         except UserError as e:
-            table.add_row(folder.run_id, "", "", "", "", "", f"unreadable: {e}", "", "")
+            print(f"tracer: warning: {e}", file=sys.stderr)
+            table.add_row(folder.run_id, "", "", "", "", "", "damaged: run.json", "", "")
             continue
         table.add_row(
             s.run_id,

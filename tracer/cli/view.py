@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tracer.cli.common import add_runs_dir
+from tracer.cli.common import VIEW_SIZE_BOUND, add_runs_dir, check_bound
 from tracer.core.errors import UserError
 from tracer.core.runfolder import find_run
 
@@ -44,6 +44,8 @@ def cmd_view(args: argparse.Namespace) -> int:
         width, height = (int(v) for v in args.size.lower().split("x"))
     except ValueError:
         raise UserError(f"--size {args.size}: give it as WIDTHxHEIGHT, e.g. 1600x1150") from None
+    for side in (width, height):
+        check_bound(VIEW_SIZE_BOUND, side)
     screenshot = args.screenshot
     if screenshot is not None and screenshot.suffix.lower() not in (".png", ".svg"):
         raise UserError(f"--screenshot {screenshot}: the file must end in .png or .svg")

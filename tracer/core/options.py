@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Mapping, get_args, get_origin, get_type_hints
 
@@ -23,7 +24,10 @@ from pydantic import Field
 from tracer.core.errors import UserError
 
 DEFAULT_IMAGE_SIZE = 224
-MAX_COUNT = 1_000_000
+CORES = os.cpu_count() or 1
+CORE_MULTIPLE = 4  # loader processes or threads beyond 4 per core only thrash (and can exhaust memory)
+MAX_PARALLEL = CORE_MULTIPLE * CORES
+DAY_S = 86400
 MODELS = ("alexnet", "mobilenet_v2", "resnet50", "vgg16")
 DEVICES = ("cpu", "gpu")
 TRACE_BACKENDS = ("none", "nsys", "cupti", "torch")
@@ -71,16 +75,20 @@ class RunSpec:
         ),
     ]
     device: Annotated[Literal["cpu", "gpu"], Opt("cpu (default) or gpu")] = "cpu"
-    batch: Annotated[int, Field(ge=1, le=MAX_COUNT), Opt("batch size")] = 1
-    epochs: Annotated[int, Field(ge=1, le=MAX_COUNT), Opt("epochs")] = 1
-    limit: Annotated[int | None, Field(ge=1), Opt("train on the first N images only (balanced across classes)")] = None
+    batch: Annotated[int, Field(ge=1, le=4096), Opt("batch size")] = 1
+    epochs: Annotated[int, Field(ge=1, le=100_000), Opt("epochs")] = 1
+    limit: Annotated[
+        int | None,
+        Field(ge=1, le=10_000_000),
+        Opt("train on the first N images only (balanced across classes)"),
+    ] = None
     image_size: Annotated[
         int,
-        Field(ge=32, le=4096),
+        Field(ge=32, le=2048),
         Opt("side of the square input in pixels, at least 32 for the models' pooling"),
     ] = DEFAULT_IMAGE_SIZE
     num_classes: Annotated[int, Field(ge=2), Opt("classes of the classifier", cli=False, plan=False)] = 3
-    lr: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False), Opt("SGD learning rate")] = 0.001
+    lr: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False), Opt("SGD learning rate")] = 0.001
     momentum: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), Opt("SGD momentum, 0 to 1")] = 0.9
     seed: Annotated[int, Field(ge=0, le=2**32 - 1), Opt("seed for weights, shuffling and flips")] = 0
     case: Annotated[
@@ -96,14 +104,14 @@ class RunSpec:
     ] = 10.0
     timeout_s: Annotated[
         float | None,
-        Field(gt=0, allow_inf_nan=False),
+        Field(ge=0.001, le=30 * DAY_S, allow_inf_nan=False),
         Opt("stop the training after this many seconds (the run ends as timeout)", flag="--timeout", worker=False),
     ] = None
     workers: Annotated[
-        int | None, Field(ge=0, le=1024), Opt("input-pipeline workers (default: the framework's own default)")
+        int | None, Field(ge=0, le=MAX_PARALLEL), Opt("input-pipeline workers (default: the framework's own default)")
     ] = None
     prefetch: Annotated[int | None, Field(ge=0, le=1024), Opt("batches prefetched by the input pipeline")] = None
-    threads: Annotated[int | None, Field(ge=1, le=1024), Opt("intra-op threads of the framework")] = None
+    threads: Annotated[int | None, Field(ge=1, le=MAX_PARALLEL), Opt("intra-op threads of the framework")] = None
     amp: Annotated[bool, Opt("mixed precision")] = False
     gpu_thread_mode: Annotated[
         Literal["global", "gpu_private", "gpu_shared"] | None,

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import os
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from tracer.core.errors import UserError
-from tracer.core.records import EpochRecord, RunRecord
+from tracer.core.records import EnvironmentInfo, EpochRecord, Outcome, RunRecord, RunSpec
 from tracer.core.schema import (
     EVENTS_FILE,
     KIND,
@@ -33,6 +34,8 @@ from tracer.core.schema import (
     WORKER_PID_FILE,
     Event,
 )
+
+RECORD_REQUIRED: dict[str, type] = {"spec": RunSpec, "environment": EnvironmentInfo, "outcome": Outcome}
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -51,18 +54,41 @@ def write_json_atomic(path: Path, data: Any) -> None:
         raise
 
 
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """Yields every complete line; a last line cut short by a crash is skipped."""
-    if not path.exists():
+_warned: set[str] = set()
+
+
+def warn_damaged(path: Path, why: str) -> None:
+    """One line on stderr per damaged file, however many readers meet it."""
+    if str(path) in _warned:
         return
-    with path.open() as f:
-        for line in f:
-            if not line.endswith("\n"):
+    _warned.add(str(path))
+    why = why.replace(f"'{path}'", "").replace(str(path), "")  # pyarrow names the file too
+    print(f"tracer: warning: {path} is damaged ({why}); what it holds is skipped", file=sys.stderr)
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """Yields every complete line that is a JSON object; a last line cut short by a crash is skipped,
+    and so is a line that is not UTF-8 or not JSON (one warning per file)."""
+    try:
+        f = path.open("rb")
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        warn_damaged(path, e.strerror or type(e).__name__)
+        return
+    with f:
+        for raw in f:
+            if not raw.endswith(b"\n"):
                 return
             try:
-                yield json.loads(line)
+                item = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                warn_damaged(path, "not UTF-8")
+                continue
             except json.JSONDecodeError:
                 continue
+            if isinstance(item, dict):
+                yield item
 
 
 class CsvStream:
@@ -91,8 +117,13 @@ class CsvStream:
         self._file.flush()
 
     def close(self) -> None:
-        self.flush()
-        self._file.close()
+        try:
+            self.flush()
+        finally:
+            try:
+                self._file.close()
+            except OSError:  # the flush above already failed for the same reason (a full disk)
+                pass
 
 
 @dataclass(frozen=True)
@@ -150,9 +181,18 @@ class RunFolder:
             data = json.loads(self.run_json.read_text())
         except FileNotFoundError:
             raise UserError(f"{self.path} is not a run folder: it has no {RUN_JSON}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as e:
             raise UserError(f"{self.run_json} is unreadable ({e}); the run folder is damaged") from None
-        return RunRecord.from_json(data)
+        try:
+            record = RunRecord.from_json(data)
+        except (TypeError, ValueError, KeyError, AttributeError) as e:
+            raise UserError(f"{self.run_json} does not match the run format ({e}); the run is damaged") from None
+        missing = [
+            name for name in RECORD_REQUIRED if not isinstance(getattr(record, name, None), RECORD_REQUIRED[name])
+        ]
+        if missing:
+            raise UserError(f"{self.run_json} has no valid {', '.join(missing)}; the run is damaged")
+        return record
 
     def events(self) -> list[dict[str, Any]]:
         return list(read_jsonl(self.events_path))
@@ -169,24 +209,34 @@ class RunFolder:
     def samples(self, name: str) -> pa.Table | None:
         """One sample table, from Parquet when the run was finalised, else from its CSV stream."""
         parquet = self.sample_parquet_path(name)
-        if parquet.exists():
-            return pq.read_table(parquet)
-        stream = self.sample_stream_path(name)
-        if not stream.exists():
+        path = parquet if parquet.exists() else self.sample_stream_path(name)
+        if not path.exists():
             return None
-        return read_csv_stream(stream)
+        try:
+            return pq.read_table(parquet) if path == parquet else read_csv_stream(path)
+        except (pa.ArrowException, OSError, ValueError) as e:
+            warn_damaged(path, str(e).splitlines()[0] if str(e) else type(e).__name__)
+            return None
 
-    def finalise_samples(self) -> None:
-        """Turn each CSV stream into Parquet; the CSV is removed only once the Parquet is in place."""
+    def finalise_samples(self) -> list[str]:
+        """Turn each CSV stream into Parquet; the CSV is removed only once the Parquet is in place.
+        Returns what could not be converted (a full disk): those streams stay as CSV, still readable."""
+        problems: list[str] = []
         for name in SAMPLE_TABLES:
             stream = self.sample_stream_path(name)
             if not stream.exists():
                 continue
-            table = read_csv_stream(stream)
             tmp = self.sample_parquet_path(name).with_suffix(".parquet.tmp")
-            pq.write_table(table, tmp)
-            os.replace(tmp, self.sample_parquet_path(name))
+            try:
+                table = read_csv_stream(stream)
+                pq.write_table(table, tmp)
+                os.replace(tmp, self.sample_parquet_path(name))
+            except (pa.ArrowException, OSError, ValueError) as e:  # a full disk: the CSV stream stays
+                tmp.unlink(missing_ok=True)
+                problems.append(f"{stream.name} kept as CSV ({type(e).__name__}: {e})")
+                continue
             stream.unlink()
+        return problems
 
 
 def read_csv_stream(path: Path) -> pa.Table:
@@ -199,23 +249,26 @@ def read_csv_stream(path: Path) -> pa.Table:
 
 
 def epochs_from_events(events: Sequence[dict[str, Any]]) -> list[EpochRecord]:
-    starts = {e["epoch"]: e for e in events if e.get(KIND) == Event.EPOCH_START}
+    """Epochs from start/end pairs; an event missing a field or holding a wrong type is passed over."""
+    starts = {e.get("epoch"): e for e in events if e.get(KIND) == Event.EPOCH_START}
     out = []
     for e in events:
         if e.get(KIND) != Event.EPOCH_END:
             continue
-        start = starts.get(e["epoch"])
+        start = starts.get(e.get("epoch"))
         if start is None:
             continue
-        out.append(
-            EpochRecord(
+        try:
+            epoch = EpochRecord(
                 epoch=int(e["epoch"]),
                 start_ns=int(start["t_ns"]),
                 end_ns=int(e["t_ns"]),
                 images=int(e["images"]),
                 loss=float(e["loss"]),
             )
-        )
+        except (KeyError, TypeError, ValueError):
+            continue
+        out.append(epoch)
     return out
 
 
@@ -227,6 +280,8 @@ def list_runs(out_dir: Path) -> list[RunFolder]:
 
 def find_run(out_dir: Path, ref: str) -> RunFolder:
     """A run by path, exact id, or unique id prefix/substring."""
+    if not ref.strip() or ref.strip() == "-":
+        raise UserError(f"'{ref}' names no run: give a run id (or a unique part of it) or a run folder path")
     as_path = Path(ref)
     if (as_path / RUN_JSON).exists():
         return RunFolder(as_path)

@@ -13,6 +13,7 @@ import time
 import traceback
 from typing import List, Optional
 
+from tracer.worker import lifeline
 from tracer.worker.reporting import Reporter
 from tracer.worker.schema import EVENTS_FILE, WORKER_CONFIG_FILE, WORKER_PID_FILE, Event
 from tracer.worker.workload import WorkloadConfig, list_images
@@ -31,6 +32,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("usage: python -m tracer.worker RUN_DIR", file=sys.stderr)
         return 2
     run_dir = args[0]
+    lifeline.install()
+    os.umask(os.umask(0o022) | 0o022)  # nsys starts it with umask 0: no world-writable run files
     cfg = WorkloadConfig.load(os.path.join(run_dir, WORKER_CONFIG_FILE))
     with open(os.path.join(run_dir, WORKER_PID_FILE), "w") as f:
         f.write(str(os.getpid()))
