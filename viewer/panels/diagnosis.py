@@ -28,7 +28,10 @@ class _Diagnose(QtCore.QRunnable):
             result: object = ranked(diagnose(RunFolder(self.path)))
         except Exception as e:  # noqa: BLE001 - one run's broken tables must not break the tab
             result = f"{type(e).__name__}: {e}"
-        self.signals.done.emit(str(self.path), result)
+        try:
+            self.signals.done.emit(str(self.path), result)
+        except RuntimeError:  # the window closed while this ran: nobody is left to tell
+            pass
 
 
 class DiagnosisPanel(QtWidgets.QTableWidget):
