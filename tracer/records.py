@@ -45,8 +45,10 @@ class RunSpec:
     trace: str = "none"
     sample_hz: float = 10.0
     timeout_s: float | None = None
-    workers: int | None = None
-    prefetch: int | None = None
+    workers: int | str | None = None  # loader workers for every framework alike; "autotune": tf.data's
+    prefetch: int | None = None  # batches ready ahead per loader worker
+    pipeline: str = "native"  # "native": the framework's own decode/resize; "shared": the PIL loader
+    sync_every: int | None = None  # steps between loss reads (host-device syncs); default 1 on CPU, 20 on GPU
     threads: int | None = None
     amp: bool = False
     gpu_thread_mode: str | None = None

@@ -22,13 +22,15 @@ import pyarrow.parquet as pq
 
 from tracer.errors import UserError
 from tracer.records import EpochRecord, RunRecord
+from tracer.worker.reporting import STEP_COLUMNS as STEP_COLUMNS  # the per-step table, declared by the worker
+from tracer.worker.reporting import STEPS_TABLE
 
 RUN_JSON = "run.json"
 EVENTS = "events.jsonl"
 WORKER_PID = "worker.pid"
 WORKER_CONFIG = "worker_config.json"
 WORKER_LOG = "raw/worker.log"
-SAMPLE_TABLES = ("process", "threads", "gpu", "cores")
+SAMPLE_TABLES = ("process", "threads", "gpu", "cores", STEPS_TABLE)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

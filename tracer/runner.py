@@ -81,6 +81,8 @@ def worker_config(launch: Launch) -> dict[str, Any]:
         "seed": s.seed,
         "workers": s.workers,
         "prefetch": s.prefetch,
+        "pipeline": s.pipeline,
+        "sync_every": s.sync_every,
         "threads": s.threads,
         "amp": s.amp,
         "gpu_thread_mode": s.gpu_thread_mode,

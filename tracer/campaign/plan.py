@@ -84,6 +84,8 @@ KNOBS: dict[str, Knob] = {
     "image_size": Knob("--image-size", int, _at_least(32)),
     "workers": Knob("--workers", int, _at_least(0)),
     "prefetch": Knob("--prefetch", int, _at_least(0)),
+    "pipeline": Knob("--pipeline", str, lambda v: None if v in ("native", "shared") else "must be native or shared"),
+    "sync_every": Knob("--sync-every", int, _at_least(1)),
     "threads": Knob("--threads", int, _at_least(1)),
     "amp": Knob("--amp", bool),
     "gpu_thread_mode": Knob("--gpu-thread-mode", str),

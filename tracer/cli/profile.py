@@ -59,13 +59,41 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--seed", type=int, default=0, help="seed for weights, shuffling and flips (default 0)")
     p.add_argument("--lr", type=float, default=0.001, help="SGD learning rate (default 0.001)")
     p.add_argument("--momentum", type=float, default=0.9, help="SGD momentum (default 0.9)")
-    p.add_argument("--workers", type=int, help="input-pipeline workers (default: the framework's own default)")
-    p.add_argument("--prefetch", type=int, help="batches prefetched by the input pipeline")
+    p.add_argument(
+        "--workers",
+        type=_workers,
+        help="parallel decode workers of the input pipeline, the same for every framework; 'autotune' lets "
+        "tf.data choose (TensorFlow only) (default: min(cores - 1, 8))",
+    )
+    p.add_argument("--prefetch", type=int, help="batches ready ahead per loader worker (default 2; 0 with 0 workers)")
+    p.add_argument(
+        "--pipeline",
+        choices=("native", "shared"),
+        default="native",
+        help="native: each framework decodes and resizes with its own operators (default); "
+        "shared: every framework uses the same PIL loader (identical pixels)",
+    )
+    p.add_argument(
+        "--sync-every", type=int, help="read the loss (a host-device sync) every N steps (default: 1 on CPU, 20 on GPU)"
+    )
     p.add_argument("--threads", type=int, help="intra-op threads of the framework")
     p.add_argument("--amp", action="store_true", help="mixed precision")
     p.add_argument("--gpu-thread-mode", help="TensorFlow only: e.g. gpu_private")
     p.add_argument("--inject-fault", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_profile)
+
+
+def _workers(text: str) -> int | str:
+    """--workers N or --workers autotune."""
+    if text == "autotune":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a worker count: give 0, 1, 2, ... or autotune") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value}: give 0 or more workers (0: load in the training loop)")
+    return value
 
 
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
@@ -88,6 +116,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         timeout_s=args.timeout,
         workers=args.workers,
         prefetch=args.prefetch,
+        pipeline=args.pipeline,
+        sync_every=args.sync_every,
         threads=args.threads,
         amp=args.amp,
         gpu_thread_mode=args.gpu_thread_mode,

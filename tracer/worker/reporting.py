@@ -7,8 +7,9 @@ Times are `time.time_ns()`: the Unix-epoch clock that the sampler and trace inge
 from __future__ import annotations
 
 import json
+import os
 import time
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 
 class Reporter:
@@ -32,4 +33,50 @@ class Reporter:
         self.emit("progress", epoch=epoch, images=images, loss=loss)
 
     def close(self) -> None:
+        self._file.close()
+
+
+# The per-step table (samples/steps.csv, then steps.parquet): the one declaration of its columns.
+STEP_COLUMNS = ("epoch", "step", "images", "start_ns", "data_wait_s", "compute_s", "sync_s")
+STEPS_TABLE = "steps"
+FLUSH_EVERY_ROWS = 256
+
+
+def wall_ns() -> int:
+    """Unix-epoch ns (the events' clock); Python 3.6 has no time.time_ns."""
+    if hasattr(time, "time_ns"):
+        return time.time_ns()
+    return int(time.time() * 1e9)
+
+
+class StepLog:
+    """Rows of STEP_COLUMNS appended to a CSV, written in batches: every FLUSH_EVERY_ROWS rows and at
+    each epoch's end, so a crash loses at most the rows of the running epoch's last batch of rows."""
+
+    def __init__(self, path: str) -> None:
+        folder = os.path.dirname(path)
+        if folder and not os.path.isdir(folder):
+            os.makedirs(folder)
+        self._file = open(path, "a")
+        if self._file.tell() == 0:
+            self._file.write(",".join(STEP_COLUMNS) + "\n")
+            self._file.flush()
+        self._rows = []  # type: List[str]
+
+    def add(
+        self, epoch: int, step: int, images: int, start_ns: int, data_wait_s: float, compute_s: float, sync_s: float
+    ) -> None:
+        row = (epoch, step, images, start_ns, data_wait_s, compute_s, sync_s)
+        self._rows.append("%d,%d,%d,%d,%.9f,%.9f,%.9f\n" % row)
+        if len(self._rows) >= FLUSH_EVERY_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._rows:
+            self._file.write("".join(self._rows))
+            self._file.flush()
+            self._rows = []
+
+    def close(self) -> None:
+        self.flush()
         self._file.close()
