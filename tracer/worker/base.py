@@ -146,7 +146,7 @@ class Trainer(abc.ABC):
         `read_loss(loss)` reads the loss to the host, the host-device synchronisation, every
         `sync_every` steps and after the last. Each step is timed with monotonic clock reads as
         data wait (from asking the pipeline for the batch until it came: the iterator's creation
-        counts in step 0, the final empty ask in the last step), compute and sync, and logged as one
+        counts in step 0, the final empty ask and the iterator's teardown in the last step), compute and sync, and logged as one
         row of STEP_COLUMNS."""
         sync_every = self._sync_every()
         images, loss_sum, loss_images = 0, 0.0, 0
@@ -182,6 +182,7 @@ class Trainer(abc.ABC):
             step += 1
             start_ns = wall_ns()
             t0 = time.perf_counter()
+        del iterator  # its teardown (tf.data joins its threads) is the pipeline's time: the last step's wait
         t_end = time.perf_counter()
         if rows:
             rows[-1][4] += t_end - t0
