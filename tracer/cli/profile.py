@@ -125,6 +125,10 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         nsys_sampling=args.nsys_sampling,
     )
     cases.check_spec(spec)
+    if spec.workers == "autotune" and spec.framework != "tensorflow":
+        raise UserError(
+            f"--workers autotune is tf.data's AUTOTUNE; {spec.framework} has no such thing: give a worker count"
+        )
     tracing.backend(spec.trace).check(spec)  # cheap checks before anything is generated; the runner re-checks
     if spec.nsys_sampling and spec.trace != "nsys":
         raise UserError("--nsys-sampling applies to --trace nsys only")
