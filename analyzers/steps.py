@@ -85,4 +85,3 @@ def run_data_wait_share(folder: RunFolder) -> float | None:
     total = wait + float(pc.sum(table.column("compute_s")).as_py() or 0.0)
     total += float(pc.sum(table.column("sync_s")).as_py() or 0.0)
     return wait / total if total > 0 else None
-

@@ -57,7 +57,7 @@ class Trainer(abc.ABC):
         self.images = images
         self.reporter = reporter
         self.nvtx = Nvtx()
-        self.step_log = None  # type: Optional[StepLog]
+        self.step_log: Optional[StepLog] = None
 
     @abc.abstractmethod
     def versions(self) -> Dict[str, str]:
@@ -96,7 +96,9 @@ class Trainer(abc.ABC):
         workers = self._loader_workers()
         if workers == 0:
             if prefetch:
-                raise ValueError("--prefetch %d needs --workers >= 1: with 0 workers the loop loads each batch" % prefetch)
+                raise ValueError(
+                    "--prefetch %d needs --workers >= 1: with 0 workers the loop loads each batch" % prefetch
+                )
             return 0
         if prefetch is None:
             return DEFAULT_PREFETCH
@@ -130,7 +132,7 @@ class Trainer(abc.ABC):
             "sync_every": self._sync_every(),
         }
 
-    def _finish_epoch(self) -> None:
+    def _finish_epoch(self) -> None:  # noqa: B027 - a hook: most frameworks have nothing queued
         """Waits for work still queued on the device at the epoch's end (timed as the last step's sync)."""
 
     def run_epoch(
@@ -146,16 +148,16 @@ class Trainer(abc.ABC):
         `read_loss(loss)` reads the loss to the host, the host-device synchronisation, every
         `sync_every` steps and after the last. Each step is timed with monotonic clock reads as
         data wait (from asking the pipeline for the batch until it came: the iterator's creation
-        counts in step 0, the final empty ask and the iterator's teardown in the last step), compute and sync, and logged as one
-        row of STEP_COLUMNS."""
+        counts in step 0, the final empty ask and the iterator's teardown in the last step), compute
+        and sync, and logged as one row of STEP_COLUMNS."""
         sync_every = self._sync_every()
         images, loss_sum, loss_images = 0, 0.0, 0
-        rows = []  # type: List[List[Any]]
+        rows: List[List[Any]] = []
         start_ns = wall_ns()
         t0 = time.perf_counter()
         iterator = iter(batches)
         step = 0
-        unread = None  # type: Optional[Tuple[Any, int]]
+        unread: Optional[Tuple[Any, int]] = None
         while True:
             try:
                 batch = next(iterator)
@@ -165,7 +167,7 @@ class Trainer(abc.ABC):
             with self.nvtx.range("step %d" % step):
                 loss, n = train_step(batch)
                 t2 = time.perf_counter()
-                value = None  # type: Optional[float]
+                value: Optional[float] = None
                 if (step + 1) % sync_every == 0:
                     value = read_loss(loss)
                 t3 = time.perf_counter()

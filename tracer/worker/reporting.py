@@ -61,7 +61,7 @@ class StepLog:
         if self._file.tell() == 0:
             self._file.write(",".join(STEP_COLUMNS) + "\n")
             self._file.flush()
-        self._rows = []  # type: List[str]
+        self._rows: List[str] = []
 
     def add(
         self, epoch: int, step: int, images: int, start_ns: int, data_wait_s: float, compute_s: float, sync_s: float

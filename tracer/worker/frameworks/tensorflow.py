@@ -141,7 +141,6 @@ class Trainer(base.Trainer):
         }
 
     def knobs(self) -> Dict[str, object]:
-        cfg = self.cfg
         return {
             "tf.data.map.num_parallel_calls": self._parallel_calls()[1],
             "tf.data.prefetch.buffer_size": self._prefetch_buffer()[1],
