@@ -157,9 +157,9 @@ def test_data_wait_share_sees_a_starved_model(tmp_path: Path) -> None:
     with_workers = max(2, default_loader_workers())
     for workers in (0, with_workers):
         out = tmp_path / f"runs{workers}"
-        result = run_tracer("profile", "--framework", "pytorch", "--model", "mobilenet_v2", "--dataset", str(photos),
-                            "--image-size", "32", "--batch", "8", "--epochs", "2", "--threads", "1", "--workers", str(workers),
-                            "--out", str(out))  # fmt: skip
+        args = ["--model", "mobilenet_v2", "--dataset", str(photos), "--image-size", "32", "--batch", "8"]
+        args += ["--epochs", "2", "--threads", "1", "--workers", str(workers), "--out", str(out)]
+        result = run_tracer("profile", "--framework", "pytorch", *args)
         assert result.returncode == 0, result.stderr[-3000:]
         (folder,) = list_runs(out)
         shares[workers] = steps.run_data_wait_share(folder)
