@@ -166,7 +166,10 @@ class Trainer(base.Trainer):
             num_workers=workers,
             prefetch_factor=max(self._prefetch(), 1),
             use_shared_memory=workers > 0,
-            persistent_workers=workers > 0,
+            # Paddle's default (False): with persistent workers paddle.io hangs in the second epoch's
+            # second batch (seen with batch 1, 1 worker, Paddle 3.3.1 on CPU); new workers each epoch count
+            # in step 0's data wait.
+            persistent_workers=False,
         )
         return count_params(self.model)
 
