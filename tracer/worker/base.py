@@ -122,9 +122,10 @@ class Trainer(abc.ABC):
 
     def loader_knobs(self) -> Dict[str, object]:
         """The input pipeline and loader budget, under the same names for every framework (run.json knobs)."""
-        native = self._pipeline_kind() == "native"
+        # A framework without its own image operators (NATIVE_DECODER empty: SINGA) always uses the shared loader.
+        native = self._pipeline_kind() == "native" and bool(self.NATIVE_DECODER)
         return {
-            "pipeline": self._pipeline_kind(),
+            "pipeline": "native" if native else "shared",
             "decoder": self.NATIVE_DECODER if native else SHARED_DECODER,
             "resize": self.NATIVE_RESIZE if native else SHARED_RESIZE,
             "loader_workers": self._loader_workers(),
