@@ -15,6 +15,7 @@ from tracer.core.runfolder import RunFolder
 METRICS: tuple[tuple[str, str, str], ...] = (
     ("mean epoch time", "mean_epoch_s", "s"),
     ("images/s", "images_per_s", "img/s"),
+    ("data-wait share of step time", "data_wait_pct", "%"),
     ("CPU % mean (100 = all cores)", "cpu_pct_mean", "%"),
     ("CPU % max", "cpu_pct_max", "%"),
     ("peak RSS", "peak_rss_mib", "MiB"),

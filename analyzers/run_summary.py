@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import psutil
 import pyarrow.compute as pc
 
+from analyzers import steps
 from analyzers.energy import SourceEnergy, energy, headline
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
@@ -29,6 +30,8 @@ class RunSummary:
     epochs_planned: int
     mean_epoch_s: float | None
     images_per_s: float | None
+    data_wait_pct: float | None  # share of the steps' time spent waiting for batches (analyzers.steps)
+    data_wait_pct_by_epoch: tuple[float | None, ...]
     cpu_pct_mean: float | None
     cpu_pct_max: float | None
     cpu_cores_mean: float | None
@@ -78,6 +81,8 @@ def summarise(folder: RunFolder) -> RunSummary:
         epochs_planned=spec.epochs,
         mean_epoch_s=mean_epoch_s(epochs),
         images_per_s=images_per_s(epochs),
+        data_wait_pct=_pct(steps.run_data_wait_share(folder)),
+        data_wait_pct_by_epoch=tuple(_pct(v) for _, v in sorted(steps.data_wait_shares(folder).items())),
         cpu_pct_mean=_mean(cpu),
         cpu_pct_max=max(cpu) if cpu else None,
         cpu_cores_mean=_mean(cores),
@@ -128,3 +133,7 @@ def _column(table: object, name: str) -> list[float]:
 
 def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
+
+
+def _pct(share: float | None) -> float | None:
+    return None if share is None else 100.0 * share

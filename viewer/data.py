@@ -24,9 +24,11 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers.run_summary import displayed_status, images_per_s, mean_epoch_s
+from analyzers.steps import data_wait_shares
 from tracer.core.errors import UserError
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
+from tracer.core.schema import STEPS_TABLE
 from viewer.pyramid import Envelope, LaneIndex
 
 Progress = Callable[[float, str], None]
@@ -52,7 +54,12 @@ METRICS: tuple[Metric, ...] = (
     Metric("gpu_util_pct", "GPU utilisation", "%", "gpu", ("util_pct", "gpu_util_pct")),
     Metric("gpu_mem_mib", "GPU memory", "MiB", "gpu", ("proc_mem_mib", "mem_used_mib")),
     Metric("gpu_power_w", "GPU power", "W", "gpu", ("power_w",)),
+    # The per-step split (one point per step, at the step's start): analyzers.steps sums it per epoch.
+    Metric("step_data_wait_s", "Step: waiting for data", "s", STEPS_TABLE, ("data_wait_s",)),
+    Metric("step_compute_s", "Step: compute", "s", STEPS_TABLE, ("compute_s",)),
+    Metric("step_sync_s", "Step: loss sync", "s", STEPS_TABLE, ("sync_s",)),
 )
+STEP_TIME_COLUMN = "start_ns"
 METRIC_BY_KEY = {m.key: m for m in METRICS}
 
 
@@ -276,6 +283,7 @@ class RunData:
     path: Path
     record: RunRecord | None = None
     epochs: list[EpochRecord] = field(default_factory=list)
+    data_wait_by_epoch: dict[int, float | None] = field(default_factory=dict)  # share 0..1 (analyzers.steps)
     series: dict[str, list[Series]] = field(default_factory=dict)
     threads: ThreadLanes | None = None
     api_calls: ApiCalls | None = None
@@ -412,8 +420,9 @@ def load_run(path: Path | str, progress: Progress | None = None) -> RunData:
     data.epochs = _guard(data, "events.jsonl", folder.epochs, [])
     if data.record is not None and not folder.events_path.exists():
         data.messages.append("events.jsonl is missing: no epoch markers")
+    data.data_wait_by_epoch = _guard(data, "samples/steps", functools.partial(data_wait_shares, folder), {})
     report(0.25, "samples")
-    for table in ("process", "gpu"):
+    for table in ("process", "gpu", STEPS_TABLE):
         data.series.update(_guard(data, f"samples/{table}", functools.partial(_load_series, folder, table), {}))
     if not data.series.get("cpu_pct"):
         data.messages.append("no process samples (samples/process.parquet or .csv is missing or empty)")
@@ -446,8 +455,10 @@ def _guard(data: RunData, what: str, fn: Callable[[], Any], default: Any) -> Any
 
 
 def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
-    wanted = ["t_ns", "gpu"] + [c for m in METRICS if m.table == table_name for c in m.columns]
+    wanted = ["t_ns", "gpu", STEP_TIME_COLUMN] + [c for m in METRICS if m.table == table_name for c in m.columns]
     table = read_samples(folder, table_name, wanted)
+    if table is not None and STEP_TIME_COLUMN in table.column_names and "t_ns" not in table.column_names:
+        table = table.rename_columns(["t_ns" if c == STEP_TIME_COLUMN else c for c in table.column_names])
     if table is None or table.num_rows == 0 or "t_ns" not in table.column_names:
         return {}
     out: dict[str, list[Series]] = {}

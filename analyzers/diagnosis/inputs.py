@@ -12,8 +12,7 @@ import pyarrow.compute as pc
 from analyzers.cuda_api import ApiRow
 from tracer.core.records import EpochRecord, RunRecord
 from tracer.core.runfolder import RunFolder
-
-STEPS_TABLE = "steps"  # issue 18's per-step table: epoch, step, images, start_ns, data_wait_s, compute_s, sync_s
+from tracer.core.schema import STEPS_TABLE
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ class TableRow:
     epochs: int  # epochs pooled into the mean
     mean_epoch_s: float | None
     images_per_s: float | None
+    data_wait_pct: float | None  # mean over the runs of the steps' share waiting for data (analyzers.steps)
     cpu_pct_mean: float | None  # 100 = all logical cores
     peak_rss_mib: float | None
     gpu_util_pct_mean: float | None
@@ -80,6 +81,7 @@ def _row(case_name: str, runs: Sequence[LoadedRun]) -> TableRow:
     summaries = [summarise(r.folder) for r in ok]
     seconds = sum(e.duration_s for e in epochs)
     cpu = [s.cpu_pct_mean for s in summaries if s.cpu_pct_mean is not None]
+    wait = [s.data_wait_pct for s in summaries if s.data_wait_pct is not None]
     rss = [s.peak_rss_mib for s in summaries if s.peak_rss_mib is not None]
     gpu = [s.gpu_util_pct_mean for s in summaries if s.gpu_util_pct_mean is not None]
     with_energy = [s for s in summaries if s.energy_source is not None]
@@ -100,6 +102,7 @@ def _row(case_name: str, runs: Sequence[LoadedRun]) -> TableRow:
         epochs=len(epochs),
         mean_epoch_s=statistics.fmean(e.duration_s for e in epochs) if epochs else None,
         images_per_s=sum(e.images for e in epochs) / seconds if seconds > 0 else None,
+        data_wait_pct=statistics.fmean(wait) if wait else None,
         cpu_pct_mean=statistics.fmean(cpu) if cpu else None,
         peak_rss_mib=max(rss) if rss else None,
         gpu_util_pct_mean=statistics.fmean(gpu) if gpu else None,
@@ -133,6 +136,7 @@ DISPLAY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("Settings", "settings", ""),
     ("Mean epoch (s)", "mean_epoch_s", ".3f"),
     ("Images/s", "images_per_s", ".2f"),
+    ("Data wait % of step", "data_wait_pct", ".0f"),
     ("CPU % mean (100 = all cores)", "cpu_pct_mean", ".1f"),
     ("Peak RSS (MiB)", "peak_rss_mib", ".0f"),
     ("GPU util % mean", "gpu_util_pct_mean", ".1f"),

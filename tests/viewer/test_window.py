@@ -51,7 +51,8 @@ def test_two_runs_side_by_side_on_linked_axes(
     assert [r.path for r in window.runs] == [tiny_pytorch_run.path, second_pytorch_run.path]
     master = window.timeline.master
     others = [p for p in window.timeline.plots.values() if p is not master]
-    assert len(window.timeline.plots) == 3 * (2 if layout_mode == "columns" else 1)
+    # CPU, RSS, threads, and the per-step split: data wait, compute, sync
+    assert len(window.timeline.plots) == 6 * (2 if layout_mode == "columns" else 1)
     if layout_mode == "overlay":  # stacked: pyqtgraph's own link; columns follow the range by value
         assert all(_linked_to(p, master) for p in others)
         assert _linked_to(window.threads.plot, master)

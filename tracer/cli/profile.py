@@ -42,12 +42,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.set_defaults(func=cmd_profile)
 
 
+def _workers(text: str) -> int | str:
+    """--workers N or --workers autotune."""
+    if text == "autotune":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a worker count: give 0, 1, 2, ... or autotune") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value}: give 0 or more workers (0: load in the training loop)")
+    return value
+
+
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
     model, data = cases.resolve_case(args.case, args.model, args.dataset)
     values = {name: getattr(args, name) for name in options.spec_fields() if hasattr(args, name)}
     spec: RunSpec = options.validate_spec({**values, "model": model, "dataset": data})
     options.check_frameworks(spec)
     framework_info(spec.framework)
+    if spec.workers == "autotune" and spec.framework != "tensorflow":
+        raise UserError(
+            f"--workers autotune is tf.data's AUTOTUNE; {spec.framework} has no such thing: give a worker count"
+        )
     if spec.nsys_sampling and spec.trace != "nsys":
         raise UserError("--nsys-sampling applies to --trace nsys only")
     return spec

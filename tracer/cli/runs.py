@@ -72,6 +72,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _data_wait(run_pct: float | None, by_epoch: tuple[float | None, ...]) -> str:
+    """'run 12 %; per epoch 20 %, 8 %', or '-' for a run without a per-step table."""
+    if run_pct is None:
+        return "-"
+    return f"run {run_pct:.0f} %; per epoch " + ", ".join("-" if v is None else f"{v:.0f} %" for v in by_epoch)
+
+
 def print_summary(s: object, console: Console) -> None:
     from analyzers.run_summary import RunSummary
 
@@ -83,6 +90,7 @@ def print_summary(s: object, console: Console) -> None:
         ("epochs", f"{s.epochs_done}/{s.epochs_planned}"),
         ("mean epoch time", f"{fmt(s.mean_epoch_s, '.3f')} s"),
         ("images/s", fmt(s.images_per_s, ".1f")),
+        ("data wait (% of step time)", _data_wait(s.data_wait_pct, s.data_wait_pct_by_epoch)),
         ("CPU % (100 = all cores)", f"mean {fmt(s.cpu_pct_mean, '.1f')}, max {fmt(s.cpu_pct_max, '.1f')}"),
         ("peak RSS", f"{fmt(s.peak_rss_mib, '.0f')} MiB ({fmt(s.peak_rss_pct_ram, '.1f')} % of RAM)"),
         ("threads", f"min {fmt(s.threads_min)}, median {fmt(s.threads_median)}, max {fmt(s.threads_max)}"),

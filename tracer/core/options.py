@@ -108,9 +108,27 @@ class RunSpec:
         Opt("stop the training after this many seconds (the run ends as timeout)", flag="--timeout", worker=False),
     ] = None
     workers: Annotated[
-        int | None, Field(ge=0, le=MAX_PARALLEL), Opt("input-pipeline workers (default: the framework's own default)")
+        Annotated[int, Field(ge=0, le=MAX_PARALLEL)] | Literal["autotune"] | None,
+        Opt(
+            "parallel decode workers of the input pipeline, the same for every framework (default: min(cores - 1, 8));"
+            " 'autotune' lets tf.data choose (TensorFlow only)"
+        ),
     ] = None
-    prefetch: Annotated[int | None, Field(ge=0, le=1024), Opt("batches prefetched by the input pipeline")] = None
+    prefetch: Annotated[
+        int | None, Field(ge=0, le=1024), Opt("batches ready ahead per loader worker (default 2; 0 with 0 workers)")
+    ] = None
+    pipeline: Annotated[
+        Literal["native", "shared"],
+        Opt(
+            "native: each framework decodes and resizes with its own operators; "
+            "shared: every framework uses the same PIL loader (identical pixels)"
+        ),
+    ] = "native"
+    sync_every: Annotated[
+        int | None,
+        Field(ge=1, le=100_000),
+        Opt("read the loss (a host-device sync) every N steps (default: 1 on CPU, 20 on GPU)"),
+    ] = None
     threads: Annotated[int | None, Field(ge=1, le=MAX_PARALLEL), Opt("intra-op threads of the framework")] = None
     amp: Annotated[bool, Opt("mixed precision")] = False
     gpu_thread_mode: Annotated[

@@ -14,10 +14,16 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from tracer.worker.schema import (
+    COMPUTE_S,
     CUPTI_COLUMNS,
+    DATA_WAIT_S,
     EVENTS_FILE,
     KIND,
     MEMCPY_NAMES,
+    SAMPLES_DIR,
+    STEP_COLUMNS,
+    STEPS_TABLE,
+    SYNC_S,
     T_NS,
     WORKER_CONFIG_FILE,
     WORKER_PID_FILE,
@@ -25,8 +31,14 @@ from tracer.worker.schema import (
 )
 
 __all__ = [
+    "COMPUTE_S",
+    "DATA_WAIT_S",
+    "STEP_COLUMNS",
+    "STEPS_TABLE",
+    "SYNC_S",
     "CUPTI_COLUMNS",
     "EVENTS_FILE",
+    "SAMPLES_DIR",
     "KIND",
     "MEMCPY_NAMES",
     "T_NS",
@@ -37,7 +49,6 @@ __all__ = [
 
 RUN_JSON = "run.json"
 WORKER_LOG = "raw/worker.log"
-SAMPLES_DIR = "samples"
 
 # --- sample-table columns (one constant per name; t_ns is the Unix-epoch time of the sample)
 CPU_PCT = "cpu_pct"  # CPU of the process tree, 100 = every core busy (the study's scale)
@@ -223,6 +234,20 @@ RAPL_TABLE, TEGRA_TABLE, TEGRA_CORES_TABLE, TEMPS_TABLE, RAILS_TABLE = (
     t.name for t in (RAPL, TEGRA, TEGRA_CORES, TEMPS, RAILS)
 )
 
+STEPS = SampleTable(
+    STEPS_TABLE,
+    pa.schema(
+        list(
+            zip(
+                STEP_COLUMNS, (pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.float64(), pa.float64(), pa.float64())
+            )
+        )
+    ),
+    "one row per training step, written by the worker: epoch (from 1), step (from 0 in the epoch), images, "
+    "start_ns (when the step began waiting for its batch), then seconds waiting for data, computing, and "
+    "in the host-device sync that reads the loss",
+)
+
 SAMPLE_TABLES: dict[str, SampleTable] = {
-    t.name: t for t in (PROCESS, THREADS_TABLE, CORES, GPUS, RAPL, TEGRA, TEGRA_CORES, TEMPS, RAILS)
+    t.name: t for t in (PROCESS, THREADS_TABLE, CORES, GPUS, RAPL, TEGRA, TEGRA_CORES, TEMPS, RAILS, STEPS)
 }

@@ -5,10 +5,13 @@ A framework module defines `class Trainer(base.Trainer)`; `tracer.worker.main` d
 """
 
 import abc
-from typing import Dict, NamedTuple, Optional
+import os
+import time
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
 
+from tracer.worker.clock import time_ns as wall_ns
 from tracer.worker.nvtx import Nvtx
-from tracer.worker.reporting import Reporter
+from tracer.worker.reporting import Reporter, StepLog
 from tracer.worker.workload import ImageList, WorkloadConfig
 
 
@@ -22,12 +25,38 @@ class EpochStats(NamedTuple):
     loss: float
 
 
+PIPELINES = ("native", "shared")
+AUTOTUNE = "autotune"
+MAX_DEFAULT_WORKERS = 8
+DEFAULT_PREFETCH = 2  # batches ready ahead per loader worker: torch's and paddle's prefetch_factor default
+DEFAULT_SYNC_EVERY_GPU = 20
+SHARED_DECODER = "PIL.Image.open (libjpeg)"
+SHARED_RESIZE = "PIL bilinear (antialiased), shorter side, centre crop"
+
+
+def machine_cores() -> int:
+    """The cores this process may run on (affinity, as in a container), else all of them."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def default_loader_workers() -> int:
+    """The one loader budget for every framework: min(cores - 1, 8), leaving a core to the training loop."""
+    return max(0, min(machine_cores() - 1, MAX_DEFAULT_WORKERS))
+
+
 class Trainer(abc.ABC):
+    # What the framework's native pipeline decodes and resizes with, for run.json (pipeline native).
+    NATIVE_DECODER = ""
+    NATIVE_RESIZE = ""
+
     def __init__(self, cfg: WorkloadConfig, images: ImageList, reporter: Reporter) -> None:
         self.cfg = cfg
         self.images = images
         self.reporter = reporter
         self.nvtx = Nvtx()
+        self.step_log: Optional[StepLog] = None
 
     @abc.abstractmethod
     def versions(self) -> Dict[str, str]:
@@ -42,9 +71,142 @@ class Trainer(abc.ABC):
         """One pass over the images; calls `self.reporter.step(...)` after every batch and wraps
         each step in `self.nvtx.range("step N")`."""
 
+    def _loader_workers(self) -> Union[int, str]:
+        """--workers (an int, or "autotune" where the framework has it), else the machine's default budget."""
+        workers = self.cfg.workers
+        if workers is None:
+            return default_loader_workers()
+        if workers == AUTOTUNE:
+            return AUTOTUNE
+        if int(workers) < 0:
+            raise ValueError("--workers %s: give 0 or more loader workers (or autotune)" % workers)
+        return int(workers)
+
     def _workers(self) -> int:
-        """--workers, or 0 (the input pipeline runs in the training process) when not given."""
-        return self.cfg.workers if self.cfg.workers is not None else 0
+        """The loader budget as a worker count; "autotune" is tf.data's alone."""
+        workers = self._loader_workers()
+        if workers == AUTOTUNE:
+            raise ValueError("--workers autotune is tf.data's AUTOTUNE; only TensorFlow has it: give a count")
+        return int(workers)
+
+    def _prefetch(self) -> int:
+        """Batches ready ahead per loader worker: --prefetch, else 2; 0 with 0 workers (nothing runs ahead)."""
+        prefetch = self.cfg.prefetch
+        workers = self._loader_workers()
+        if workers == 0:
+            if prefetch:
+                raise ValueError(
+                    "--prefetch %d needs --workers >= 1: with 0 workers the loop loads each batch" % prefetch
+                )
+            return 0
+        if prefetch is None:
+            return DEFAULT_PREFETCH
+        if prefetch < 1:
+            raise ValueError("--prefetch %d: give at least 1 batch per loader worker" % prefetch)
+        return prefetch
+
+    def _pipeline_kind(self) -> str:
+        kind = self.cfg.pipeline or "native"
+        if kind not in PIPELINES:
+            raise ValueError("--pipeline %s: give one of %s" % (kind, ", ".join(PIPELINES)))
+        return kind
+
+    def _sync_every(self) -> int:
+        """Steps between loss reads: every step on a CPU (the step is synchronous anyway), every 20 on a GPU."""
+        if self.cfg.sync_every is not None:
+            if self.cfg.sync_every < 1:
+                raise ValueError("--sync-every %d: give at least 1" % self.cfg.sync_every)
+            return self.cfg.sync_every
+        return DEFAULT_SYNC_EVERY_GPU if self.cfg.device == "gpu" else 1
+
+    def loader_knobs(self) -> Dict[str, object]:
+        """The input pipeline and loader budget, under the same names for every framework (run.json knobs)."""
+        # A framework without its own image operators (NATIVE_DECODER empty: SINGA) always uses the shared loader.
+        native = self._pipeline_kind() == "native" and bool(self.NATIVE_DECODER)
+        return {
+            "pipeline": "native" if native else "shared",
+            "decoder": self.NATIVE_DECODER if native else SHARED_DECODER,
+            "resize": self.NATIVE_RESIZE if native else SHARED_RESIZE,
+            "loader_workers": self._loader_workers(),
+            "prefetch": self._prefetch(),
+            "sync_every": self._sync_every(),
+        }
+
+    def _finish_epoch(self) -> None:  # noqa: B027 - a hook: most frameworks have nothing queued
+        """Waits for work still queued on the device at the epoch's end (timed as the last step's sync)."""
+
+    def run_epoch(
+        self,
+        epoch: int,
+        batches: Iterable[Any],
+        train_step: Callable[[Any], Tuple[Any, int]],
+        read_loss: Callable[[Any], float],
+    ) -> EpochStats:
+        """The timed training loop every framework shares.
+
+        `train_step(batch)` dispatches forward, backward and update and returns (loss, images);
+        `read_loss(loss)` reads the loss to the host, the host-device synchronisation, every
+        `sync_every` steps and after the last. Each step is timed with monotonic clock reads as
+        data wait (from asking the pipeline for the batch until it came: the iterator's creation
+        counts in step 0, the final empty ask and the iterator's teardown in the last step), compute
+        and sync, and logged as one row of STEP_COLUMNS."""
+        sync_every = self._sync_every()
+        images, loss_sum, loss_images = 0, 0.0, 0
+        rows: List[List[Any]] = []
+        start_ns = wall_ns()
+        t0 = time.perf_counter()
+        iterator = iter(batches)
+        step = 0
+        unread: Optional[Tuple[Any, int]] = None
+        while True:
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                break
+            t1 = time.perf_counter()
+            with self.nvtx.range("step %d" % step):
+                loss, n = train_step(batch)
+                t2 = time.perf_counter()
+                value: Optional[float] = None
+                if (step + 1) % sync_every == 0:
+                    value = read_loss(loss)
+                t3 = time.perf_counter()
+            images += n
+            if value is None:
+                unread = (loss, n)
+            else:
+                unread = None
+                loss_sum += value * n
+                loss_images += n
+            self._log_step(rows)
+            rows.append([epoch, step, n, start_ns, t1 - t0, t2 - t1, t3 - t2])
+            self.reporter.step(epoch, images, value)
+            step += 1
+            start_ns = wall_ns()
+            t0 = time.perf_counter()
+        del iterator  # its teardown (tf.data joins its threads) is the pipeline's time: the last step's wait
+        t_end = time.perf_counter()
+        if rows:
+            rows[-1][4] += t_end - t0
+            if unread is not None:
+                value = read_loss(unread[0])
+                loss_sum += value * unread[1]
+                loss_images += unread[1]
+            self._finish_epoch()
+            rows[-1][6] += time.perf_counter() - t_end
+        self._log_step(rows, everything=True)
+        return EpochStats(images, loss_sum / max(loss_images, 1))
+
+    def _log_step(self, rows: List[List[Any]], everything: bool = False) -> None:
+        """Hands finished rows to the step log; the newest stays until the next step (or the end) settles it."""
+        keep = 0 if everything else 1
+        if self.step_log is not None:
+            while len(rows) > keep:
+                self.step_log.add(*rows.pop(0))
+            if everything:
+                self.step_log.flush()
+        else:
+            del rows[: max(len(rows) - keep, 0)]
 
     def _amp_dtype(self) -> Optional[str]:
         """What --amp means here: float16 on a GPU, bfloat16 on a CPU; None without --amp."""

@@ -11,11 +11,11 @@ import signal
 import sys
 import time
 import traceback
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from tracer.worker import lifeline
-from tracer.worker.reporting import Reporter
-from tracer.worker.schema import EVENTS_FILE, WORKER_CONFIG_FILE, WORKER_PID_FILE, Event
+from tracer.worker.reporting import Reporter, StepLog
+from tracer.worker.schema import EVENTS_FILE, SAMPLES_DIR, STEPS_TABLE, WORKER_CONFIG_FILE, WORKER_PID_FILE, Event
 from tracer.worker.workload import WorkloadConfig, list_images
 
 EXIT_FRAMEWORK_ERROR = 1
@@ -54,7 +54,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         reporter.close()
         return EXIT_TRACE_ERROR
     try:
-        return _train(cfg, reporter)
+        return _train(cfg, reporter, os.path.join(run_dir, SAMPLES_DIR, STEPS_TABLE + ".csv"))
     finally:
         _stop_trace(trace, reporter)
         reporter.close()
@@ -86,7 +86,7 @@ def _stop_trace(trace: Optional[object], reporter: Reporter) -> None:
         reporter.emit(Event.TRACE_ERROR, error="%s: %s" % (type(e).__name__, e))
 
 
-def _train(cfg: WorkloadConfig, reporter: Reporter) -> int:
+def _train(cfg: WorkloadConfig, reporter: Reporter, steps_path: str) -> int:
     try:
         from tracer.worker.registry import load_trainer
 
@@ -96,14 +96,16 @@ def _train(cfg: WorkloadConfig, reporter: Reporter) -> int:
         print(message, file=sys.stderr)
         reporter.emit(Event.ERROR, error=message, stage="import")
         return EXIT_IMPORT_ERROR
+    trainer = None
     try:
         images = list_images(cfg.dataset_dir, cfg.limit)
         reporter.emit(Event.DATASET, images=images.total_in_folder, images_used=len(images), classes=images.classes)
         trainer = trainer_cls(cfg, images, reporter)
+        trainer.step_log = StepLog(steps_path)
         reporter.emit(Event.VERSIONS, versions=trainer.versions())
         reporter.emit(Event.PHASE, name="build")
         params = trainer.build()
-        reporter.emit(Event.MODEL, trainable_params=params.trainable, total_params=params.total, knobs=trainer.knobs())
+        reporter.emit(Event.MODEL, trainable_params=params.trainable, total_params=params.total, knobs=_knobs(trainer))
         for epoch in range(1, cfg.epochs + 1):
             reporter.emit(Event.EPOCH_START, epoch=epoch, images_total=len(images), epochs=cfg.epochs)
             _inject_fault(cfg.inject_fault, epoch)
@@ -120,6 +122,16 @@ def _train(cfg: WorkloadConfig, reporter: Reporter) -> int:
         if isinstance(e, KeyboardInterrupt):
             return 130
         return EXIT_FRAMEWORK_ERROR
+    finally:
+        if trainer is not None and trainer.step_log is not None:
+            trainer.step_log.close()
+
+
+def _knobs(trainer: Any) -> Dict[str, object]:
+    """The loader budget and pipeline under their shared names, then the framework's own settings."""
+    knobs = trainer.loader_knobs()
+    knobs.update(trainer.knobs())
+    return knobs
 
 
 def _inject_fault(fault: Optional[str], epoch: int) -> None:

@@ -6,10 +6,11 @@ the sampler and trace ingest also use.
 """
 
 import json
-from typing import Any, Optional
+import os
+from typing import Any, List, Optional
 
 from tracer.worker.clock import time_ns
-from tracer.worker.schema import KIND, T_NS, Event
+from tracer.worker.schema import KIND, STEP_COLUMNS, T_NS, Event
 
 
 class Reporter:
@@ -33,4 +34,41 @@ class Reporter:
         self.emit(Event.PROGRESS, epoch=epoch, images=images, loss=loss)
 
     def close(self) -> None:
+        self._file.close()
+
+
+# The per-step table (samples/steps.csv, then steps.parquet): the one declaration of its columns.
+FLUSH_EVERY_ROWS = 256
+
+
+class StepLog:
+    """Rows of STEP_COLUMNS appended to a CSV, written in batches: every FLUSH_EVERY_ROWS rows and at
+    each epoch's end, so a crash loses at most the rows of the running epoch's last batch of rows."""
+
+    def __init__(self, path: str) -> None:
+        folder = os.path.dirname(path)
+        if folder and not os.path.isdir(folder):
+            os.makedirs(folder)
+        self._file = open(path, "a")
+        if self._file.tell() == 0:
+            self._file.write(",".join(STEP_COLUMNS) + "\n")
+            self._file.flush()
+        self._rows: List[str] = []
+
+    def add(
+        self, epoch: int, step: int, images: int, start_ns: int, data_wait_s: float, compute_s: float, sync_s: float
+    ) -> None:
+        row = (epoch, step, images, start_ns, data_wait_s, compute_s, sync_s)
+        self._rows.append("%d,%d,%d,%d,%.9f,%.9f,%.9f\n" % row)
+        if len(self._rows) >= FLUSH_EVERY_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._rows:
+            self._file.write("".join(self._rows))
+            self._file.flush()
+            self._rows = []
+
+    def close(self) -> None:
+        self.flush()
         self._file.close()

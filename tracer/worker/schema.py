@@ -44,6 +44,15 @@ class Event(object):
     )
 
 
+# --- samples/steps.csv: one row per training step, written by the worker (base.Trainer.run_epoch)
+SAMPLES_DIR = "samples"
+STEPS_TABLE = "steps"
+DATA_WAIT_S = "data_wait_s"  # waiting for the next batch from the input pipeline
+COMPUTE_S = "compute_s"  # forward, backward and update, as dispatched
+SYNC_S = "sync_s"  # the host-device synchronisation that reads the loss (0 on steps without one)
+STEP_COLUMNS = ("epoch", "step", "images", "start_ns", DATA_WAIT_S, COMPUTE_S, SYNC_S)
+
+
 # --- CUPTI batch files written by the in-worker collector (raw/cupti/*)
 #: CUpti_ActivityMemcpyKind values, named as nsys names them (`analyzers.tables.MEMCPY_KINDS` builds on these).
 MEMCPY_NAMES = {

@@ -6,7 +6,7 @@ Python 3.6 syntax (`dataclasses` is the backport there); standard library, NumPy
 import json
 import os
 from dataclasses import dataclass, fields
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple, Union
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -38,8 +38,10 @@ class WorkloadConfig:
     lr: float = 0.001
     momentum: float = 0.9
     seed: int = 0
-    workers: Optional[int] = None
+    workers: Optional[Union[int, str]] = None  # a count, "autotune" (TensorFlow), or None: the machine's budget
     prefetch: Optional[int] = None
+    pipeline: Optional[str] = None  # "native" (default) or "shared" (load_normalised)
+    sync_every: Optional[int] = None
     threads: Optional[int] = None
     amp: bool = False
     gpu_thread_mode: Optional[str] = None

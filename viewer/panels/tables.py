@@ -11,7 +11,7 @@ from viewer.style import run_colour
 
 
 class EpochTable(QtWidgets.QTableWidget):
-    HEADERS = ("run", "epoch", "duration (s)", "images", "images/s", "loss")
+    HEADERS = ("run", "epoch", "duration (s)", "images", "images/s", "data wait %", "loss")
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(0, len(self.HEADERS), parent)
@@ -32,11 +32,12 @@ class EpochTable(QtWidgets.QTableWidget):
                         f"{e.duration_s:.2f}",
                         str(e.images),
                         f"{e.images_per_s:.1f}",
+                        _pct(run.data_wait_by_epoch.get(e.epoch)),
                         f"{e.loss:.4f}",
                     )
                 )
             if not run.epochs:
-                rows.append((index, run.label, "-", "no epoch completed", "", "", ""))
+                rows.append((index, run.label, "-", "no epoch completed", "", "", "", ""))
         self.setRowCount(len(rows))
         for i, (index, *values) in enumerate(rows):
             for j, value in enumerate(values):
@@ -44,6 +45,10 @@ class EpochTable(QtWidgets.QTableWidget):
                 if j == 0:
                     item.setForeground(QtGui.QColor(run_colour(index)))
                 self.setItem(i, j, item)
+
+
+def _pct(share: float | None) -> str:
+    return "-" if share is None else f"{100 * share:.0f}"
 
 
 class FactsTable(QtWidgets.QTableWidget):

@@ -283,4 +283,7 @@ def _short(metric: Metric) -> str:
         "gpu_util_pct": "GPU util",
         "gpu_mem_mib": "GPU mem",
         "gpu_power_w": "power",
+        "step_data_wait_s": "data wait",
+        "step_compute_s": "compute",
+        "step_sync_s": "sync",
     }[metric.key]

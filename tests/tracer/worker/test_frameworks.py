@@ -21,7 +21,7 @@ CASES = {
         ("--workers", "2", "--prefetch", "2"),
         {
             "tf.data.map.num_parallel_calls": 2,
-            "tf.data.prefetch.buffer_size": 2,
+            "tf.data.prefetch.buffer_size": 4,  # --prefetch is per loader worker, as torch's prefetch_factor
             "tf.config.threading.intra_op_parallelism_threads": 1,
         },
         "tensorflow",

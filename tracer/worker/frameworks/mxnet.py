@@ -12,11 +12,12 @@ from typing import Any, Dict, Tuple
 import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
+from mxnet.gluon.data.vision import transforms
 from mxnet.gluon.model_zoo import vision
 
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
-from tracer.worker.workload import ImageList, load_normalised
+from tracer.worker.workload import MEAN, STD, ImageList, load_normalised
 
 ZOO_NAMES = {"alexnet": "alexnet", "mobilenet_v2": "mobilenetv2_1.0", "resnet50": "resnet50_v1", "vgg16": "vgg16"}
 ADAPTIVE_POOL = {"alexnet": 6, "vgg16": 7}
@@ -79,6 +80,39 @@ class ImageDataset(gluon.data.Dataset):
         return load_normalised(self.files[index], self.size, flip), self.labels[index]
 
 
+def native_transform(size: int, flip: bool = True) -> Any:
+    """gluon.data.vision.transforms as MXNet users write them (OpenCV under mx.image)."""
+    steps = [transforms.Resize(size, keep_ratio=True), transforms.CenterCrop(size)]
+    if flip:
+        steps.append(transforms.RandomFlipLeftRight())
+    return transforms.Compose(steps + [transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
+
+
+class NativeImageDataset(gluon.data.Dataset):
+    """mx.image.imread (OpenCV decode, RGB) then gluon's vision transforms."""
+
+    def __init__(self, images: ImageList, size: int) -> None:
+        self.files = list(images.files)
+        self.labels = list(images.labels)
+        self.transform = native_transform(size)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int) -> Tuple[Any, int]:
+        return self.transform(mx.image.imread(self.files[index])), self.labels[index]
+
+
+def native_pixels(path: str, size: int) -> Any:
+    """One image through the native pipeline without flip, as a CHW float32 array (pixel-agreement test)."""
+    return native_transform(size, flip=False)(mx.image.imread(path)).asnumpy()
+
+
+def _native_batchify(samples: Any) -> Tuple[Any, Any]:
+    x = mx.nd.stack(*[s[0] for s in samples])
+    return x, mx.nd.array([s[1] for s in samples], dtype="float32")
+
+
 def _batchify(samples: Any) -> Tuple[Any, Any]:
     x = np.stack([s[0] for s in samples])
     y = np.asarray([s[1] for s in samples], dtype=np.float32)
@@ -86,6 +120,9 @@ def _batchify(samples: Any) -> Tuple[Any, Any]:
 
 
 class Trainer(base.Trainer):
+    NATIVE_DECODER = "mx.image.imread (OpenCV imdecode)"
+    NATIVE_RESIZE = "gluon transforms.Resize keep_ratio (OpenCV INTER_LINEAR, no antialias), shorter side, CenterCrop"
+
     def versions(self) -> Dict[str, str]:
         features = mx.runtime.Features()
         return {
@@ -100,7 +137,7 @@ class Trainer(base.Trainer):
         cfg = self.cfg
         return {
             "gluon.data.DataLoader.num_workers": self._workers(),
-            "gluon.data.DataLoader.prefetch": cfg.prefetch,
+            "gluon.data.DataLoader.prefetch": self._prefetch() * self._workers(),
             "MXSetNumOMPThreads": cfg.threads,
             "mxnet.contrib.amp.target_dtype": self._amp_dtype(),
             "hybridize": True,
@@ -110,10 +147,6 @@ class Trainer(base.Trainer):
         cfg = self.cfg
         if cfg.gpu_thread_mode:
             raise ValueError("--gpu-thread-mode is a TensorFlow setting; MXNet has no equivalent")
-        if cfg.workers is not None and cfg.workers < 0:
-            raise ValueError("--workers %d: gluon DataLoader needs 0 or more" % cfg.workers)
-        if cfg.prefetch is not None and self._workers() == 0:
-            raise ValueError("--prefetch needs --workers >= 1: gluon's DataLoader only prefetches with workers")
         if cfg.threads:
             if mx.base._LIB.MXSetNumOMPThreads(ctypes.c_int(cfg.threads)) != 0:
                 raise RuntimeError(
@@ -143,38 +176,38 @@ class Trainer(base.Trainer):
             from mxnet.contrib import amp
 
             amp.init_trainer(self.trainer)
+        native = self._pipeline_kind() == "native"
         self.loader = gluon.data.DataLoader(
-            ImageDataset(self.images, cfg.image_size),
+            NativeImageDataset(self.images, cfg.image_size) if native else ImageDataset(self.images, cfg.image_size),
             batch_size=cfg.batch,
             shuffle=True,
             last_batch="keep",
-            batchify_fn=_batchify,
+            batchify_fn=_native_batchify if native else _batchify,
             num_workers=self._workers(),
-            prefetch=cfg.prefetch,
+            prefetch=self._prefetch() * self._workers() or None,
             pin_memory=cfg.device == "gpu",
         )
         return params
 
     def train_epoch(self, epoch: int) -> EpochStats:
-        images, loss_sum = 0, 0.0
-        for step, (x, y) in enumerate(self.loader):
-            with self.nvtx.range("step %d" % step):
-                x = x.as_in_context(self.ctx)
-                y = y.as_in_context(self.ctx)
-                with autograd.record():
-                    loss = self.loss_fn(self.net(x), y)
-                    if self.cfg.amp:
-                        from mxnet.contrib import amp
+        return self.run_epoch(epoch, self.loader, self._train_step, lambda loss: float(loss.mean().asscalar()))
 
-                        with amp.scale_loss(loss, self.trainer) as scaled:
-                            autograd.backward(scaled)
-                if not self.cfg.amp:
-                    loss.backward()
-                n = int(x.shape[0])
-                self.trainer.step(n)
-                value = float(loss.mean().asscalar())
-            images += n
-            loss_sum += value * n
-            self.reporter.step(epoch, images, value)
+    def _train_step(self, batch: Any) -> Tuple[Any, int]:
+        x, y = batch
+        x = x.as_in_context(self.ctx)
+        y = y.as_in_context(self.ctx)
+        with autograd.record():
+            loss = self.loss_fn(self.net(x), y)
+            if self.cfg.amp:
+                from mxnet.contrib import amp
+
+                with amp.scale_loss(loss, self.trainer) as scaled:
+                    autograd.backward(scaled)
+        if not self.cfg.amp:
+            loss.backward()
+        n = int(x.shape[0])
+        self.trainer.step(n)
+        return loss, n
+
+    def _finish_epoch(self) -> None:
         mx.nd.waitall()
-        return EpochStats(images, loss_sum / max(images, 1))

@@ -9,12 +9,12 @@ from typing import Any, Dict, Tuple
 
 import numpy as np
 import paddle
-from paddle.vision import models
+from paddle.vision import models, transforms
 
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
 from tracer.worker.nvtx import Nvtx
-from tracer.worker.workload import ImageList, load_normalised
+from tracer.worker.workload import MEAN, STD, ImageList, load_normalised
 
 
 class AlexNet(models.AlexNet):
@@ -73,7 +73,43 @@ class ImageDataset(paddle.io.Dataset):  # type: ignore[misc]
         return load_normalised(self.files[index], self.size, flip), np.int64(self.labels[index])
 
 
+def native_transform(size: int, flip: bool = True) -> Any:
+    """paddle.vision.transforms as Paddle users write them (on its default 'pil' image backend)."""
+    steps = [transforms.Resize(size), transforms.CenterCrop(size)]
+    if flip:
+        steps.append(transforms.RandomHorizontalFlip())
+    return transforms.Compose(steps + [transforms.ToTensor(), transforms.Normalize(MEAN, STD, data_format="CHW")])
+
+
+def _load(path: str) -> Any:
+    return paddle.vision.image_load(path).convert("RGB")
+
+
+class NativeImageDataset(paddle.io.Dataset):  # type: ignore[misc]
+    """paddle.vision.image_load (its image backend: PIL by default) then paddle.vision.transforms."""
+
+    def __init__(self, images: ImageList, size: int) -> None:
+        super().__init__()
+        self.files = list(images.files)
+        self.labels = list(images.labels)
+        self.transform = native_transform(size)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int) -> Tuple[Any, Any]:
+        return self.transform(_load(self.files[index])), np.int64(self.labels[index])
+
+
+def native_pixels(path: str, size: int) -> Any:
+    """One image through the native pipeline without flip, as a CHW float32 array (pixel-agreement test)."""
+    return native_transform(size, flip=False)(_load(path)).numpy()
+
+
 class Trainer(base.Trainer):
+    NATIVE_DECODER = "paddle.vision.image_load (backend pil: PIL.Image.open)"
+    NATIVE_RESIZE = "paddle.vision.transforms.Resize (PIL bilinear, antialiased), shorter side, CenterCrop"
+
     def versions(self) -> Dict[str, str]:
         return {
             "paddlepaddle": paddle.__version__,
@@ -91,17 +127,10 @@ class Trainer(base.Trainer):
             "paddle.amp.auto_cast": self._amp_dtype(),
         }
 
-    def _prefetch(self) -> int:
-        return self.cfg.prefetch if self.cfg.prefetch is not None else 2
-
     def build(self) -> ParamCount:
         cfg = self.cfg
         if cfg.gpu_thread_mode:
             raise ValueError("--gpu-thread-mode is a TensorFlow setting; PaddlePaddle has no equivalent")
-        if cfg.workers is not None and cfg.workers < 0:
-            raise ValueError("--workers %d: paddle.io.DataLoader needs 0 or more" % cfg.workers)
-        if cfg.prefetch is not None and cfg.prefetch < 1:
-            raise ValueError("--prefetch %d: paddle.io.DataLoader's prefetch_factor must be at least 1" % cfg.prefetch)
         if cfg.threads:
             paddle.base.core.set_num_threads(cfg.threads)
         if cfg.device == "gpu":
@@ -126,37 +155,38 @@ class Trainer(base.Trainer):
         self.scaler = paddle.amp.GradScaler() if cfg.amp and cfg.device == "gpu" else None
         workers = self._workers()
         self.loader = paddle.io.DataLoader(
-            ImageDataset(self.images, cfg.image_size),
+            NativeImageDataset(self.images, cfg.image_size)
+            if self._pipeline_kind() == "native"
+            else ImageDataset(self.images, cfg.image_size),
             batch_size=cfg.batch,
             shuffle=True,
             drop_last=False,
             num_workers=workers,
-            prefetch_factor=self._prefetch(),
+            prefetch_factor=max(self._prefetch(), 1),
             use_shared_memory=workers > 0,
-            persistent_workers=workers > 0,
+            # Paddle's default (False): with persistent workers paddle.io hangs in the second epoch's
+            # second batch (seen with batch 1, 1 worker, Paddle 3.3.1 on CPU); new workers each epoch count
+            # in step 0's data wait.
+            persistent_workers=False,
         )
         return count_params(self.model)
 
     def train_epoch(self, epoch: int) -> EpochStats:
         self.model.train()
-        images, loss_sum = 0, 0.0
+        return self.run_epoch(epoch, self.loader, self._train_step, lambda loss: float(loss.item()))
+
+    def _train_step(self, batch: Any) -> Tuple[Any, int]:
+        x, y = batch
         dtype = self._amp_dtype()
-        for step, (x, y) in enumerate(self.loader):
-            with self.nvtx.range("step %d" % step):
-                with paddle.amp.auto_cast(enable=dtype is not None, dtype=dtype or "float16"):
-                    loss = self.loss_fn(self.model(x), y)
-                if self.scaler is not None:
-                    scaled = self.scaler.scale(loss)
-                    scaled.backward()
-                    self.scaler.step(self.optimizer)
-                    self.scaler.update()
-                else:
-                    loss.backward()
-                    self.optimizer.step()
-                self.optimizer.clear_grad(set_to_zero=False)
-                value = float(loss.item())
-            n = int(y.shape[0])
-            images += n
-            loss_sum += value * n
-            self.reporter.step(epoch, images, value)
-        return EpochStats(images, loss_sum / max(images, 1))
+        with paddle.amp.auto_cast(enable=dtype is not None, dtype=dtype or "float16"):
+            loss = self.loss_fn(self.model(x), y)
+        if self.scaler is not None:
+            scaled = self.scaler.scale(loss)
+            scaled.backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
+        self.optimizer.clear_grad(set_to_zero=False)
+        return loss, int(y.shape[0])

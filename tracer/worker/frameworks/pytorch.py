@@ -13,7 +13,7 @@ from torchvision import transforms
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
 from tracer.worker.nvtx import Nvtx
-from tracer.worker.workload import MEAN, STD, ImageList
+from tracer.worker.workload import MEAN, STD, ImageList, load_normalised
 
 MODELS = {
     "alexnet": torchvision.models.alexnet,
@@ -36,6 +36,35 @@ class ImageFolderList(Dataset):  # type: ignore[type-arg]
             return self.transform(im.convert("RGB")), self.images.labels[index]
 
 
+class SharedPipelineList(Dataset):  # type: ignore[type-arg]
+    """--pipeline shared: the PIL+NumPy loader every framework can share (identical pixels)."""
+
+    def __init__(self, images: ImageList, size: int) -> None:
+        self.images = images
+        self.size = size
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, index: int) -> Tuple[Any, int]:
+        flip = random.random() < 0.5
+        return torch.from_numpy(load_normalised(self.images.files[index], self.size, flip)), self.images.labels[index]
+
+
+def native_transform(size: int, flip: bool = True) -> Any:
+    """torchvision's transforms, as PyTorch users write them; `flip=False` for the pixel-agreement test."""
+    steps = [transforms.Resize(size), transforms.CenterCrop(size)]
+    if flip:
+        steps.append(transforms.RandomHorizontalFlip())
+    return transforms.Compose(steps + [transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
+
+
+def native_pixels(path: str, size: int) -> Any:
+    """One image through the native pipeline without flip, as a CHW float32 array (pixel-agreement test)."""
+    with Image.open(path) as im:
+        return native_transform(size, flip=False)(im.convert("RGB")).numpy()
+
+
 def count_params(model: Any) -> ParamCount:
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     total = sum(p.numel() for p in model.parameters()) + sum(b.numel() for b in model.buffers())
@@ -54,6 +83,9 @@ def _seed_worker(worker_id: int) -> None:
 
 
 class Trainer(base.Trainer):
+    NATIVE_DECODER = "PIL.Image.open (libjpeg)"
+    NATIVE_RESIZE = "torchvision Resize (PIL bilinear, antialiased), shorter side, CenterCrop"
+
     def versions(self) -> Dict[str, str]:
         return {
             "torch": torch.__version__,
@@ -67,7 +99,7 @@ class Trainer(base.Trainer):
         cfg = self.cfg
         return {
             "DataLoader.num_workers": self._workers(),
-            "DataLoader.prefetch_factor": cfg.prefetch if self._workers() > 0 else None,
+            "DataLoader.prefetch_factor": self._prefetch() if self._workers() > 0 else None,
             "torch.set_num_threads": torch.get_num_threads(),
             "autocast": "bfloat16" if cfg.device == "cpu" and cfg.amp else ("float16" if cfg.amp else None),
         }
@@ -92,24 +124,19 @@ class Trainer(base.Trainer):
         self.model = MODELS[cfg.model](weights=None, num_classes=cfg.num_classes).to(self.device)
         self.loss_fn = torch.nn.CrossEntropyLoss()
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=cfg.lr, momentum=cfg.momentum)
-        transform = transforms.Compose(
-            [
-                transforms.Resize(cfg.image_size),
-                transforms.CenterCrop(cfg.image_size),
-                transforms.RandomHorizontalFlip(),
-                transforms.ToTensor(),
-                transforms.Normalize(MEAN, STD),
-            ]
-        )
+        if self._pipeline_kind() == "native":
+            dataset = ImageFolderList(self.images, native_transform(cfg.image_size))  # type: Any
+        else:
+            dataset = SharedPipelineList(self.images, cfg.image_size)
         generator = torch.Generator()
         generator.manual_seed(cfg.seed)
         workers = self._workers()
         self.loader = DataLoader(
-            ImageFolderList(self.images, transform),
+            dataset,
             batch_size=cfg.batch,
             shuffle=True,
             num_workers=workers,
-            prefetch_factor=cfg.prefetch if workers > 0 else None,
+            prefetch_factor=self._prefetch() if workers > 0 else None,
             persistent_workers=workers > 0,
             pin_memory=cfg.device == "gpu",
             worker_init_fn=_seed_worker,
@@ -119,21 +146,20 @@ class Trainer(base.Trainer):
 
     def train_epoch(self, epoch: int) -> EpochStats:
         self.model.train()
-        images, loss_sum = 0, 0.0
+        return self.run_epoch(epoch, self.loader, self._train_step, lambda loss: float(loss.item()))
+
+    def _train_step(self, batch: Any) -> Tuple[Any, int]:
+        x, y = batch
         amp_dtype = torch.bfloat16 if self.device.type == "cpu" else torch.float16
-        for step, (x, y) in enumerate(self.loader):
-            with self.nvtx.range("step %d" % step):
-                x = x.to(self.device, non_blocking=True)
-                y = y.to(self.device, non_blocking=True)
-                self.optimizer.zero_grad(set_to_none=True)
-                with torch.autocast(self.device.type, dtype=amp_dtype, enabled=self.cfg.amp):
-                    loss = self.loss_fn(self.model(x), y)
-                loss.backward()
-                self.optimizer.step()
-                value = float(loss.item())
-            images += int(y.shape[0])
-            loss_sum += value * int(y.shape[0])
-            self.reporter.step(epoch, images, value)
+        x = x.to(self.device, non_blocking=True)
+        y = y.to(self.device, non_blocking=True)
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(self.device.type, dtype=amp_dtype, enabled=self.cfg.amp):
+            loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach(), int(y.shape[0])
+
+    def _finish_epoch(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
-        return EpochStats(images, loss_sum / max(images, 1))

@@ -7,14 +7,14 @@ not depend on the image size.
 
 import os
 import random
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 import numpy as np
 import tensorflow as tf
 
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
-from tracer.worker.workload import adaptive_pool_matrix, load_normalised
+from tracer.worker.workload import MEAN, STD, adaptive_pool_matrix, load_normalised
 
 keras = tf.keras
 
@@ -102,7 +102,32 @@ def model_params(name: str, num_classes: int = 3, image_size: int = 224) -> Para
     return count_params(MODELS[name](image_size, num_classes))
 
 
+def native_image(path: Any, size: int) -> Any:
+    """The native pipeline's graph ops for one file, as TensorFlow users write them: read, decode_jpeg,
+    resize the shorter side to `size` (bilinear, antialiased; the longer side truncated as torchvision
+    does), central crop, scale to [0, 1], normalise. HWC float32."""
+    image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+    shape = tf.shape(image)
+    h, w = shape[0], shape[1]
+    short = tf.minimum(h, w)
+    nh = tf.where(h <= w, size, (size * h) // short)
+    nw = tf.where(h <= w, (size * w) // short, size)
+    image = tf.image.resize(image, tf.stack([nh, nw]), method="bilinear", antialias=True)
+    top = tf.cast(tf.round(tf.cast(nh - size, tf.float32) / 2.0), tf.int32)
+    left = tf.cast(tf.round(tf.cast(nw - size, tf.float32) / 2.0), tf.int32)
+    image = tf.image.crop_to_bounding_box(image, top, left, size, size)
+    return (image / 255.0 - tf.constant(MEAN, tf.float32)) / tf.constant(STD, tf.float32)
+
+
+def native_pixels(path: str, size: int) -> Any:
+    """One image through the native pipeline without flip, as a CHW float32 array (pixel-agreement test)."""
+    return native_image(tf.constant(path), size).numpy().transpose(2, 0, 1)
+
+
 class Trainer(base.Trainer):
+    NATIVE_DECODER = "tf.io.read_file + tf.io.decode_jpeg"
+    NATIVE_RESIZE = "tf.image.resize bilinear antialias, shorter side, central crop"
+
     def versions(self) -> Dict[str, str]:
         build = tf.sysconfig.get_build_info()
         return {
@@ -114,10 +139,9 @@ class Trainer(base.Trainer):
         }
 
     def knobs(self) -> Dict[str, object]:
-        cfg = self.cfg
         return {
-            "tf.data.map.num_parallel_calls": cfg.workers if cfg.workers is not None else "AUTOTUNE",
-            "tf.data.prefetch.buffer_size": cfg.prefetch if cfg.prefetch is not None else "AUTOTUNE",
+            "tf.data.map.num_parallel_calls": self._parallel_calls()[1],
+            "tf.data.prefetch.buffer_size": self._prefetch_buffer()[1],
             "tf.config.threading.intra_op_parallelism_threads": tf.config.threading.get_intra_op_parallelism_threads(),
             "keras.mixed_precision.global_policy": keras.mixed_precision.global_policy().name,
             "TF_GPU_THREAD_MODE": os.environ.get("TF_GPU_THREAD_MODE"),
@@ -132,9 +156,27 @@ class Trainer(base.Trainer):
                 )
             if cfg.device != "gpu":
                 raise ValueError("--gpu-thread-mode sets TF_GPU_THREAD_MODE, which only matters with --device gpu")
-        for name, value in (("--workers", cfg.workers), ("--prefetch", cfg.prefetch), ("--threads", cfg.threads)):
-            if value is not None and value < 1:
-                raise ValueError("%s %d: tf.data and TensorFlow's thread pools need at least 1" % (name, value))
+        if cfg.threads is not None and cfg.threads < 1:
+            raise ValueError("--threads %d: TensorFlow's thread pools need at least 1" % cfg.threads)
+        self._prefetch_buffer()
+
+    def _parallel_calls(self) -> Tuple[Any, object]:
+        """tf.data map parallelism for the loader budget: N workers = N parallel calls; 0 = a sequential map
+        run by the training loop's own request; autotune = tf.data.AUTOTUNE (only when asked for)."""
+        workers = self._loader_workers()
+        if workers == base.AUTOTUNE:
+            return tf.data.AUTOTUNE, "AUTOTUNE"
+        return (int(workers) or None), int(workers)
+
+    def _prefetch_buffer(self) -> Tuple[Any, object]:
+        """Batches prefetched: the per-worker depth times the workers (as torch's DataLoader holds them)."""
+        workers = self._loader_workers()
+        if workers == base.AUTOTUNE:
+            if self.cfg.prefetch is None:
+                return tf.data.AUTOTUNE, "AUTOTUNE"
+            return self.cfg.prefetch, self.cfg.prefetch
+        depth = self._prefetch() * int(workers)
+        return depth, depth
 
     def build(self) -> ParamCount:
         cfg = self.cfg
@@ -168,9 +210,36 @@ class Trainer(base.Trainer):
         return count_params(self.model)
 
     def _pipeline(self) -> Any:
+        """Shuffled (path or index, label) pairs mapped to images, batched, prefetched by the loader budget."""
         cfg = self.cfg
-        files = list(self.images.files)
+        labels = np.asarray(self.images.labels, dtype=np.int64)
         size = cfg.image_size
+        if self._pipeline_kind() == "native":
+            files = tf.constant(list(self.images.files))
+
+            def decode(path: Any, label: Any) -> Any:
+                return tf.image.random_flip_left_right(native_image(path, size), seed=cfg.seed), label
+
+            dataset = tf.data.Dataset.from_tensor_slices((files, labels))
+        else:
+            decode = self._shared_decode()
+            indices = np.arange(len(self.images), dtype=np.int64)
+            dataset = tf.data.Dataset.from_tensor_slices((indices, labels))
+        dataset = dataset.shuffle(len(self.images), seed=cfg.seed, reshuffle_each_iteration=True)
+        parallel = self._parallel_calls()[0]
+        if parallel is None:
+            dataset = dataset.map(decode)
+        else:
+            dataset = dataset.map(decode, num_parallel_calls=parallel, deterministic=True)
+        dataset = dataset.batch(cfg.batch)
+        prefetch = self._prefetch_buffer()[0]
+        return dataset.prefetch(prefetch) if prefetch else dataset
+
+    def _shared_decode(self) -> Any:
+        """--pipeline shared: the PIL+NumPy loader in a Python callback (identical pixels, holds the GIL)."""
+        files = list(self.images.files)
+        size = self.cfg.image_size
+        seed = self.cfg.seed
 
         def load(index: Any) -> Any:
             return load_normalised(files[int(index)], size, flip=False, channels_first=False)
@@ -178,19 +247,9 @@ class Trainer(base.Trainer):
         def decode(index: Any, label: Any) -> Any:
             image = tf.numpy_function(load, [index], tf.float32, stateful=False)
             image.set_shape((size, size, 3))
-            return tf.image.random_flip_left_right(image, seed=cfg.seed), label
+            return tf.image.random_flip_left_right(image, seed=seed), label
 
-        parallel = cfg.workers if cfg.workers is not None else tf.data.AUTOTUNE
-        prefetch = cfg.prefetch if cfg.prefetch is not None else tf.data.AUTOTUNE
-        indices = np.arange(len(files), dtype=np.int64)
-        labels = np.asarray(self.images.labels, dtype=np.int64)
-        return (
-            tf.data.Dataset.from_tensor_slices((indices, labels))
-            .shuffle(len(files), seed=cfg.seed, reshuffle_each_iteration=True)
-            .map(decode, num_parallel_calls=parallel, deterministic=True)
-            .batch(cfg.batch)
-            .prefetch(prefetch)
-        )
+        return decode
 
     def _train_step(self, x: Any, y: Any) -> Any:
         with tf.GradientTape() as tape:
@@ -202,13 +261,9 @@ class Trainer(base.Trainer):
         return loss
 
     def train_epoch(self, epoch: int) -> EpochStats:
-        images, loss_sum = 0, 0.0
         with tf.device(self.device):
-            for step, (x, y) in enumerate(self.dataset):
-                with self.nvtx.range("step %d" % step):
-                    value = float(self._step(x, y))
-                n = int(y.shape[0])
-                images += n
-                loss_sum += value * n
-                self.reporter.step(epoch, images, value)
-        return EpochStats(images, loss_sum / max(images, 1))
+            return self.run_epoch(epoch, self.dataset, self._dispatch, lambda loss: float(loss))
+
+    def _dispatch(self, batch: Any) -> Tuple[Any, int]:
+        x, y = batch
+        return self._step(x, y), int(y.shape[0])

@@ -1,0 +1,169 @@
+"""Issue 18: every framework fed by its own pipeline under one loader budget, each step timed.
+
+Real tiny runs in every installed framework; real images decoded by every framework's native operators."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analyzers import steps
+from tests.conftest import require_framework, run_tracer
+from tracer.core.runfolder import RunFolder, list_runs
+from tracer.core.schema import STEP_COLUMNS, STEPS_TABLE
+from tracer.environments import env_python
+from tracer.runner import worker_pythonpath
+from tracer.worker.base import default_loader_workers
+
+FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle")
+BATCH = 4
+LIMIT = 16
+EPOCHS = 2
+WALL_TOLERANCE = 0.05  # data wait + compute + sync against the epoch's wall time
+
+
+@pytest.fixture(scope="module")
+def default_runs(make_run: Callable[..., RunFolder]) -> dict[str, RunFolder]:
+    """One tiny run per installed framework with every default (native pipeline, machine's budget)."""
+    runs = {}
+    for fw in FRAMEWORKS:
+        try:
+            runs[fw] = make_run(fw, "--batch", str(BATCH))
+        except pytest.skip.Exception:
+            continue
+    return runs
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_default_run_is_native_with_the_shared_budget(framework: str, default_runs: dict[str, RunFolder]) -> None:
+    require_framework(framework)
+    folder = default_runs[framework]
+    record = folder.read_record()
+    assert record.outcome.status.value == "ok"
+    knobs = record.knobs
+    assert knobs["pipeline"] == "native"
+    assert knobs["loader_workers"] == default_loader_workers()
+    assert knobs["prefetch"] == (2 if default_loader_workers() > 0 else 0)
+    assert knobs["sync_every"] == 1  # CPU
+    assert knobs["decoder"] and knobs["resize"]
+    others = {fw: f.read_record().knobs["loader_workers"] for fw, f in default_runs.items()}
+    assert len(set(others.values())) == 1, others
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_one_step_row_per_step_adding_up_to_the_epoch(framework: str, default_runs: dict[str, RunFolder]) -> None:
+    require_framework(framework)
+    folder = default_runs[framework]
+    assert folder.sample_parquet_path(STEPS_TABLE).exists()  # finalised from the worker's CSV
+    table = folder.samples(STEPS_TABLE)
+    assert table is not None
+    assert tuple(table.column_names) == STEP_COLUMNS
+    rows = table.to_pylist()
+    per_epoch = math.ceil(LIMIT / BATCH)
+    assert len(rows) == EPOCHS * per_epoch
+    assert [(r["epoch"], r["step"]) for r in rows] == [(e, s) for e in range(1, EPOCHS + 1) for s in range(per_epoch)]
+    assert sum(r["images"] for r in rows) == EPOCHS * LIMIT
+    for epoch in folder.epochs():
+        mine = [r for r in rows if r["epoch"] == epoch.epoch]
+        assert all(r["data_wait_s"] >= 0 and r["compute_s"] > 0 and r["sync_s"] >= 0 for r in mine)
+        assert epoch.start_ns <= mine[0]["start_ns"] <= mine[-1]["start_ns"] <= epoch.end_ns
+        timed = sum(r["data_wait_s"] + r["compute_s"] + r["sync_s"] for r in mine)
+        assert abs(timed - epoch.duration_s) <= WALL_TOLERANCE * epoch.duration_s, (timed, epoch.duration_s)
+    splits = steps.epoch_splits(folder)
+    assert [s.epoch for s in splits] == [1, 2]
+    assert all(s.data_wait_share is not None and 0 <= s.data_wait_share < 1 for s in splits)
+
+
+TF_GRAPH_PROBE = """
+import json, sys
+from tracer.worker.workload import WorkloadConfig, list_images
+from tracer.worker.reporting import Reporter
+from tracer.worker.frameworks import tensorflow as worker
+out = {}
+for pipeline in ("native", "shared"):
+    cfg = WorkloadConfig(framework="tensorflow", model="alexnet", dataset_dir=sys.argv[1], batch=4, limit=8,
+                         image_size=64, pipeline=pipeline)
+    trainer = worker.Trainer(cfg, list_images(cfg.dataset_dir, cfg.limit), Reporter("/dev/null"))
+    graph = trainer._pipeline()._as_serialized_graph().numpy()
+    out[pipeline] = b"PyFunc" in graph
+print(json.dumps(out))
+"""
+
+
+def test_tensorflow_default_pipeline_has_no_python_callback(tmp_path: Path) -> None:
+    """The default tf.data graph holds no PyFunc (numpy_function) node; --pipeline shared still does."""
+    require_framework("tensorflow")
+    from tracer import dataset
+
+    data = dataset.ensure_generated("small")
+    out = _in_framework("tensorflow", TF_GRAPH_PROBE, str(data))
+    assert json.loads(out.strip().splitlines()[-1]) == {"native": False, "shared": True}
+
+
+def _in_framework(framework: str, code: str, *args: str) -> str:
+    env = dict(os.environ, PYTHONPATH=str(worker_pythonpath()), TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run(
+        [str(env_python(framework)), "-c", code, *args], capture_output=True, text=True, env=env, timeout=600, cwd="/"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_autotune_is_tensorflow_only(tmp_path: Path) -> None:
+    base = ["profile", "--framework", "pytorch", "--model", "alexnet", "--dataset", "small", "--out", str(tmp_path)]
+    result = run_tracer(*base, "--workers", "autotune")
+    assert result.returncode == 2
+    assert "autotune" in result.stderr and "Traceback" not in result.stderr
+    result = run_tracer(*base, "--workers", "many")
+    assert result.returncode == 2
+    assert list_runs(tmp_path) == []
+
+
+def test_shared_pipeline_is_recorded(make_run: Callable[..., RunFolder]) -> None:
+    folder = make_run("pytorch", "--batch", str(BATCH), "--pipeline", "shared", "--workers", "0")
+    knobs = folder.read_record().knobs
+    assert (knobs["pipeline"], knobs["loader_workers"], knobs["prefetch"]) == ("shared", 0, 0)
+    assert knobs["decoder"].startswith("PIL")
+
+
+def _photo_folder(root: Path, count: int, width: int, height: int) -> Path:
+    """`count` noisy photo-sized JPEGs in two classes: costly to decode and to shrink, as photos are."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 256, (height // 8, width // 8, 3), dtype=np.uint8)
+    big = np.asarray(Image.fromarray(base).resize((width, height), Image.Resampling.BICUBIC))
+    for i in range(count):
+        folder = root / ("fire" if i % 2 else "smoke")
+        folder.mkdir(parents=True, exist_ok=True)
+        noise = rng.integers(0, 24, big.shape, dtype=np.uint8)
+        Image.fromarray(big + noise).save(folder / f"{i:03d}.jpg", quality=90)
+    return root
+
+
+def test_data_wait_share_sees_a_starved_model(tmp_path: Path) -> None:
+    """Large photos and a small model: with 0 loader workers most of a step is waiting for data;
+    with loader workers decoding ahead, less of it is. One intra-op thread: on a shared 2-core machine
+    torch's default two threads spin against the other loads (5 s a step instead of 0.2 s)."""
+    require_framework("pytorch")
+    photos = _photo_folder(tmp_path / "photos", 24, 3000, 2000)
+    shares = {}
+    with_workers = max(2, default_loader_workers())
+    for workers in (0, with_workers):
+        out = tmp_path / f"runs{workers}"
+        args = ["--model", "mobilenet_v2", "--dataset", str(photos), "--image-size", "32", "--batch", "8"]
+        args += ["--epochs", "2", "--threads", "1", "--workers", str(workers), "--out", str(out)]
+        result = run_tracer("profile", "--framework", "pytorch", *args)
+        assert result.returncode == 0, result.stderr[-3000:]
+        (folder,) = list_runs(out)
+        shares[workers] = steps.run_data_wait_share(folder)
+    alone, helped = shares[0], shares[with_workers]
+    assert alone is not None and alone > 0.5, shares
+    assert helped is not None and helped < alone, shares
