@@ -10,6 +10,10 @@ import json
 import time
 from typing import Any, Optional
 
+# Event kinds a framework module emits besides the driver's (start, phase, epoch_start, ...):
+# `compile`: ahead-of-time compilation of a train step (JAX), state "start" then "end" with `seconds`.
+COMPILE = "compile"
+
 
 class Reporter:
     def __init__(self, path: str, progress_every_s: float = 0.5) -> None:
