@@ -12,6 +12,7 @@ import tracer.worker
 WORKER = Path(tracer.worker.__file__).resolve().parent
 ALLOWED_TOP_LEVEL = {"__future__", "tracer", "numpy", "PIL", "torch", "torchvision"}
 ALLOWED_TOP_LEVEL |= {"tensorflow", "mxnet", "paddle", "singa", "cupti"}  # cupti: the CUPTI trace backend
+ALLOWED_TOP_LEVEL |= {"jax", "jaxlib", "flax", "optax", "grain"}  # JAX and its model, optimiser, pipeline libraries
 
 
 def test_worker_code_is_python_3_8() -> None:

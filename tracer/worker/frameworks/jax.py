@@ -9,25 +9,25 @@ step, and reported as a `compile` event (reporting.COMPILE) inside an NVTX range
 summaries can tell compilation from training.
 """
 
+import contextlib
 import os
 import random
 import time
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
+# Importing JAX does not start XLA: its CPU client (and XLA_FLAGS) starts with the first array, in build().
+import flax
+import flax.linen as nn
+import grain
+import jax
+import jax.numpy as jnp
 import numpy as np
+import optax
 
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
 from tracer.worker.reporting import COMPILE
 from tracer.worker.workload import adaptive_pool_matrix, load_normalised
-
-# XLA reads XLA_FLAGS when its CPU client starts (the first array), not at import: build() sets them first.
-import flax  # noqa: E402
-import flax.linen as nn  # noqa: E402
-import grain  # noqa: E402
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import optax  # noqa: E402
 
 # torchvision's initialisers, as variance-scaling initialisers.
 KAIMING_FAN_OUT = nn.initializers.variance_scaling(2.0, "fan_out", "normal")  # kaiming_normal_(mode="fan_out")
@@ -183,7 +183,15 @@ class ConvBNReLU6(nn.Module):
         return nn.relu6(x) if self.activation else x
 
 
-MOBILENET_V2_SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+MOBILENET_V2_SETTINGS = (
+    (1, 16, 1, 1),
+    (6, 24, 2, 2),
+    (6, 32, 3, 2),
+    (6, 64, 4, 2),
+    (6, 96, 3, 1),
+    (6, 160, 3, 2),
+    (6, 320, 1, 1),
+)
 
 
 class MobileNetV2(nn.Module):
@@ -213,19 +221,11 @@ class MobileNetV2(nn.Module):
         return nn.Dense(self.num_classes, kernel_init=LINEAR_SMALL, dtype=self.dtype)(x)
 
 
-MODELS = {"alexnet": AlexNet, "mobilenet_v2": MobileNetV2, "resnet50": ResNet50, "vgg16": VGG16}
+MODELS = {"alexnet": AlexNet, "mobilenet_v2": MobileNetV2, "resnet50": ResNet50, "vgg16": VGG16}  # type: Dict[str, Any]
 
 
 def _size(tree: Any) -> int:
     return sum(int(np.prod(leaf.shape)) for leaf in jax.tree_util.tree_leaves(tree))
-
-
-def _init(name: str, num_classes: int, image_size: int, seed: int, dtype: Any = jnp.float32) -> Tuple[Any, Any]:
-    """The model and its variables ({"params", "batch_stats"}) for a batch of one image."""
-    model = MODELS[name](num_classes, dtype=dtype)
-    x = jnp.zeros((1, image_size, image_size, 3), jnp.float32)
-    variables = jax.jit(lambda key: model.init({"params": key}, x, train=False))(jax.random.PRNGKey(seed))
-    return model, variables
 
 
 def count_params(variables: Any) -> ParamCount:
@@ -296,7 +296,11 @@ class Trainer(base.Trainer):
         cfg = self.cfg
         if cfg.gpu_thread_mode:
             raise ValueError("--gpu-thread-mode is a TensorFlow setting; JAX has no equivalent")
-        for name, value, least in (("--workers", cfg.workers, 0), ("--prefetch", cfg.prefetch, 1), ("--threads", cfg.threads, 1)):
+        for name, value, least in (
+            ("--workers", cfg.workers, 0),
+            ("--prefetch", cfg.prefetch, 1),
+            ("--threads", cfg.threads, 1),
+        ):
             if value is not None and value < least:
                 raise ValueError("%s %d: grain and XLA need at least %d" % (name, value, least))
 
@@ -310,14 +314,21 @@ class Trainer(base.Trainer):
         np.random.seed(cfg.seed)
         if cfg.device == "gpu":
             if jax.default_backend() != "gpu":
-                raise RuntimeError("--device gpu, but JAX's backend is %s (install jax[cuda13])" % jax.default_backend())
+                raise RuntimeError(
+                    "--device gpu, but JAX's backend is %s (install jax[cuda13])" % jax.default_backend()
+                )
             self.device = jax.devices("gpu")[0]
         else:
             self.device = jax.devices("cpu")[0]
         # bfloat16 on CPU and GPU alike: it needs no loss scaling, which optax does not provide.
         dtype = jnp.bfloat16 if cfg.amp else jnp.float32
-        with jax.default_device(self.device):
-            self.model, variables = _init(cfg.model, cfg.num_classes, cfg.image_size, cfg.seed, dtype)
+        self.model = MODELS[cfg.model](cfg.num_classes, dtype=dtype)
+        shape = [1, cfg.image_size, cfg.image_size, 3]
+        x = jax.device_put(np.zeros(shape, np.float32), self.device)
+        key = jax.device_put(jax.random.PRNGKey(cfg.seed), self.device)
+        with self._compiling("init", shape):
+            init = jax.jit(lambda key, x: self.model.init({"params": key}, x, train=False)).lower(key, x).compile()
+        variables = init(key, x)
         self.params = variables["params"]
         self.batch_stats = variables.get("batch_stats", {})
         self.tx = optax.sgd(cfg.lr, momentum=cfg.momentum)
@@ -345,14 +356,21 @@ class Trainer(base.Trainer):
         shape = tuple(x.shape)
         compiled = self._compiled.get(shape)
         if compiled is None:
-            self.reporter.emit(COMPILE, state="start", batch_shape=list(shape))
-            start = time.perf_counter()
-            with self.nvtx.range("compile"):
+            with self._compiling("train_step", list(shape)):
                 lowered = self._jitted.lower(self.params, self.batch_stats, self.opt_state, x, y, key)
                 compiled = lowered.compile()
-            self.reporter.emit(COMPILE, state="end", batch_shape=list(shape), seconds=time.perf_counter() - start)
             self._compiled[shape] = compiled
         return compiled
+
+    @contextlib.contextmanager
+    def _compiling(self, function: str, batch_shape: List[int]) -> Iterator[None]:
+        """A `compile` event before and after (with its seconds) and an NVTX range `compile FUNCTION`."""
+        self.reporter.emit(COMPILE, state="start", function=function, batch_shape=batch_shape)
+        start = time.perf_counter()
+        with self.nvtx.range("compile " + function):
+            yield
+        seconds = time.perf_counter() - start
+        self.reporter.emit(COMPILE, state="end", function=function, batch_shape=batch_shape, seconds=seconds)
 
     def _pipeline(self, epoch: int) -> Any:
         cfg = self.cfg
