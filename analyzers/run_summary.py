@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from tracer.records import EpochRecord, RunRecord, RunStatus
 from tracer.runfolder import RunFolder
+from tracer.worker.reporting import COMPILE
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class RunSummary:
     samples: int
     trainable_params: int | None
     folder: str
+    # Seconds spent compiling (frameworks that report `compile` events: JAX), also inside the epoch times.
+    compile_s: float | None = None
 
 
 def summarise(folder: RunFolder) -> RunSummary:
@@ -81,7 +84,14 @@ def summarise(folder: RunFolder) -> RunSummary:
         samples=process.num_rows if process is not None else 0,
         trainable_params=record.model.trainable_params if record.model else None,
         folder=str(folder.path),
+        compile_s=compile_seconds(folder.events()),
     )
+
+
+def compile_seconds(events: list[dict[str, object]]) -> float | None:
+    """The sum of the worker's `compile` spans; None when it reported none (it does not compile ahead)."""
+    spans = [float(e["seconds"]) for e in events if e.get("kind") == COMPILE and e.get("state") == "end"]  # type: ignore[arg-type]
+    return sum(spans) if spans else None
 
 
 def displayed_status(record: RunRecord) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from analyzers.run_summary import summarise
 from tests.conftest import require_framework, run_tracer
 from tracer.runfolder import RunFolder
 from tracer.worker.reporting import COMPILE
@@ -49,6 +50,8 @@ def test_tiny_run_ends_ok_with_compile_events(model: str, make_run: Callable[...
     assert step_end["batch_shape"] == [4, 64, 64, 3]
     assert 0 < float(step_end["seconds"]) < (epochs[0].end_ns - epochs[0].start_ns) / 1e9
     assert epochs[0].start_ns < int(compiles[2]["t_ns"]) < epochs[0].end_ns
+    # `tracer show` reports the compile time apart from the epoch times.
+    assert summarise(folder).compile_s == pytest.approx(float(compiles[1]["seconds"]) + float(step_end["seconds"]))
 
 
 @pytest.mark.slow
@@ -78,7 +81,17 @@ def test_gpu_thread_mode_is_refused_with_the_reason(make_run: Callable[..., RunF
 def test_torch_trace_is_refused_in_one_line(tmp_path: Path) -> None:
     require_framework("jax")
     result = run_tracer(
-        "profile", "--framework", "jax", "--model", "alexnet", "--trace", "torch", "--out", str(tmp_path)
+        "profile",
+        "--framework",
+        "jax",
+        "--model",
+        "alexnet",
+        "--dataset",
+        "small",
+        "--trace",
+        "torch",
+        "--out",
+        str(tmp_path),
     )
     assert result.returncode == 2
     assert "--trace torch is the PyTorch profiler and works only with --framework pytorch, not jax" in result.stderr
