@@ -268,7 +268,7 @@ class Trainer(base.Trainer):
             "jaxlib": jaxlib.__version__,
             "flax": flax.__version__,
             "optax": optax.__version__,
-            "grain": _dist_version("grain"),
+            "grain": str(getattr(grain, "__version__", "unknown")),
             "backend": backend,
             "cuda": str(_cuda_version()) if backend == "gpu" else "None",
             "numpy": np.__version__,
@@ -401,17 +401,6 @@ class Trainer(base.Trainer):
             loss_sum += value * n
             self.reporter.step(epoch, images, value)
         return EpochStats(images, loss_sum / max(images, 1))
-
-
-def _dist_version(name: str) -> str:
-    try:
-        from importlib import metadata
-    except ImportError:  # Python < 3.8
-        return "unknown"
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def _cuda_version() -> Any:
