@@ -15,8 +15,9 @@ FRAMEWORK_COLOURS: dict[str, str] = {
     "mxnet": "#009E73",  # bluish green
     "paddle": "#CC79A7",  # reddish purple
     "singa": "#E69F00",  # orange
+    "jax": "#56B4E9",  # sky blue (Okabe-Ito; lighter than TensorFlow's blue), so no longer a spare
 }
-SPARE_COLOURS = ("#56B4E9", "#882255", "#44AA99", "#555555", "#999933", "#332288")
+SPARE_COLOURS = ("#DDCC77", "#882255", "#44AA99", "#555555", "#999933", "#332288")
 
 FRAMEWORK_LABELS: dict[str, str] = {
     "pytorch": "PyTorch",
@@ -24,6 +25,7 @@ FRAMEWORK_LABELS: dict[str, str] = {
     "mxnet": "MXNet",
     "paddle": "PaddlePaddle",
     "singa": "SINGA",
+    "jax": "JAX",
 }
 
 

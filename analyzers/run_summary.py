@@ -13,7 +13,7 @@ from analyzers import steps
 from analyzers.energy import SourceEnergy, energy, headline
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import TEGRA_TABLE
+from tracer.core.schema import KIND, TEGRA_TABLE, Event
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,8 @@ class RunSummary:
     energy_j_per_epoch: float | None = None
     energy_j_per_image: float | None = None
     energy_unavailable: tuple[str, ...] = ()  # why each kind of source is absent (from run.json)
+    # Seconds spent compiling (frameworks that report `compile` events: JAX), also inside the epoch times.
+    compile_s: float | None = None
 
 
 def summarise(folder: RunFolder) -> RunSummary:
@@ -101,7 +103,14 @@ def summarise(folder: RunFolder) -> RunSummary:
         energy_j_per_epoch=top.j_per_epoch if top else None,
         energy_j_per_image=top.j_per_image if top else None,
         energy_unavailable=record.environment.energy_unavailable,
+        compile_s=compile_seconds(folder.events()),
     )
+
+
+def compile_seconds(events: list[dict[str, object]]) -> float | None:
+    """The sum of the worker's `compile` spans; None when it reported none (it does not compile ahead)."""
+    spans = [float(e["seconds"]) for e in events if e.get(KIND) == Event.COMPILE and e.get("state") == "end"]  # type: ignore[arg-type]
+    return sum(spans) if spans else None
 
 
 def displayed_status(record: RunRecord) -> str:

@@ -26,7 +26,7 @@ from tracer.core.runfolder import list_runs
 from tracer.frameworks import MODELS
 from tracer.sysinfo import cpu_model
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa")
+FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax")
 
 
 @dataclass(frozen=True)

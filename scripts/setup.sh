@@ -14,7 +14,7 @@ python=${PYTHON:-python3}
 frameworks=("$@")
 [ ${#frameworks[@]} -eq 0 ] && frameworks=(pytorch)
 with_nsys=0
-if [ "${frameworks[0]}" = all ]; then frameworks=(pytorch tensorflow mxnet paddle singa); with_nsys=1; fi
+if [ "${frameworks[0]}" = all ]; then frameworks=(pytorch tensorflow mxnet paddle singa jax); with_nsys=1; fi
 
 mkdir -p "$cache"
 if [ ! -x "$venv/bin/python" ]; then

@@ -62,6 +62,15 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {
             ("paddlepaddle-gpu==3.3.1", "pillow"),
         ),
         FrameworkInfo(
+            "jax",
+            "jax",
+            ("jax",),
+            # jax 0.10.2 is the last release for Python 3.11 (the venvs here); grain is the input pipeline.
+            ("jax==0.10.2", "jaxlib==0.10.2", "flax==0.12.8", "optax==0.2.8", "grain==0.2.18", "pillow"),
+            ("jax[cuda13]==0.10.2", "flax==0.12.8", "optax==0.2.8", "grain==0.2.18", "pillow"),
+            note="the CUDA build is the jax[cuda13] extra: it needs an NVIDIA driver for CUDA 13",
+        ),
+        FrameworkInfo(
             "singa",
             "singa",
             ("singa", "singa-cpu", "singa-gpu"),

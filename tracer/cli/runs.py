@@ -89,6 +89,7 @@ def print_summary(s: object, console: Console) -> None:
         ("status", s.status + (f" ({s.cause})" if s.cause else "")),
         ("epochs", f"{s.epochs_done}/{s.epochs_planned}"),
         ("mean epoch time", f"{fmt(s.mean_epoch_s, '.3f')} s"),
+        *([("compile time, whole run", f"{s.compile_s:.3f} s")] if s.compile_s is not None else []),
         ("images/s", fmt(s.images_per_s, ".1f")),
         ("data wait (% of step time)", _data_wait(s.data_wait_pct, s.data_wait_pct_by_epoch)),
         ("CPU % (100 = all cores)", f"mean {fmt(s.cpu_pct_mean, '.1f')}, max {fmt(s.cpu_pct_max, '.1f')}"),

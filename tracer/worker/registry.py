@@ -11,6 +11,7 @@ WORKER_MODULES = {
     "mxnet": "tracer.worker.frameworks.mxnet",
     "paddle": "tracer.worker.frameworks.paddle",
     "singa": "tracer.worker.frameworks.singa",
+    "jax": "tracer.worker.frameworks.jax",
 }
 
 

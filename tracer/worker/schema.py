@@ -27,6 +27,7 @@ class Event(object):
     ERROR = "error"  # the framework's own cause, and the stage it failed in
     TRACE_ERROR = "trace_error"  # a tracer inside the worker failed; training went on
     TRACE_OVERHEAD = "trace_overhead"  # what an in-worker tracer recorded and what it cost
+    COMPILE = "compile"  # a JIT compilation (JAX): state start/end, function, batch_shape, seconds on end
 
     ALL = (
         START,
@@ -41,6 +42,7 @@ class Event(object):
         ERROR,
         TRACE_ERROR,
         TRACE_OVERHEAD,
+        COMPILE,
     )
 
 

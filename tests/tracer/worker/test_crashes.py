@@ -25,6 +25,8 @@ QUICK = ("--model", "mobilenet_v2", "--limit", "4", "--batch", "4", "--threads",
         ),
         ("paddle", "abort@1", "SIGABRT", "injected abort at epoch 1", "worker crashed with SIGABRT"),
         ("tensorflow", "segv@1", "SIGSEGV", "injected segfault at epoch 1", "worker crashed with SIGSEGV"),
+        # JAX: an abort after build (the init function compiled, XLA's threads alive).
+        ("jax", "abort@1", "SIGABRT", "injected abort at epoch 1", "worker crashed with SIGABRT"),
         # MXNet catches SIGSEGV itself, prints its own line and exits 255: still a failed run, in its words.
         ("mxnet", "segv@1", None, "Segmentation fault: 11", "worker exited with code 255: Segmentation fault: 11"),
     ],

@@ -54,7 +54,7 @@ def counts(framework: str) -> dict[str, tuple[int, int] | str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "mxnet", "paddle", "singa"])
+@pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax"])
 def test_trainable_parameters_within_one_percent(framework: str) -> None:
     if framework == "singa":
         require_singa()
