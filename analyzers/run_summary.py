@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import psutil
 import pyarrow.compute as pc
 
+from analyzers.contention import contention
+from analyzers.steady import WARMUP_EPOCHS, epoch_stats
 from tracer.records import EpochRecord, RunRecord, RunStatus
 from tracer.runfolder import RunFolder
 
@@ -25,8 +27,18 @@ class RunSummary:
     cause: str
     epochs_done: int
     epochs_planned: int
-    mean_epoch_s: float | None
-    images_per_s: float | None
+    mean_epoch_s: float | None  # over every epoch, warm-up included
+    images_per_s: float | None  # over every epoch, warm-up included
+    # The headline (analyzers.steady): epochs after the warm-up, the first epoch apart.
+    first_epoch_s: float | None
+    steady_epoch_s: float | None
+    steady_images_per_s: float | None
+    steady_epochs: int
+    warmup_epochs: int
+    steady_includes_warmup: bool  # too few epochs: the steady numbers count every epoch
+    # Machine load (analyzers.contention), judged from the samples.
+    other_cpu_pct: float | None  # median CPU % of other processes (100 = all cores)
+    contended: bool
     cpu_pct_mean: float | None
     cpu_pct_max: float | None
     cpu_cores_mean: float | None
@@ -42,10 +54,12 @@ class RunSummary:
     folder: str
 
 
-def summarise(folder: RunFolder) -> RunSummary:
+def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
     record = folder.read_record()
     epochs = folder.epochs()
+    steady = epoch_stats(epochs, warmup)
     process = folder.samples("process")
+    load = contention(process)
     gpu = folder.samples("gpu")
     cpu = _column(process, "cpu_pct")
     cores = _column(process, "cpu_cores")
@@ -68,6 +82,14 @@ def summarise(folder: RunFolder) -> RunSummary:
         epochs_planned=spec.epochs,
         mean_epoch_s=mean_epoch_s(epochs),
         images_per_s=images_per_s(epochs),
+        first_epoch_s=steady.first_epoch_s,
+        steady_epoch_s=steady.steady_epoch_s,
+        steady_images_per_s=steady.steady_images_per_s,
+        steady_epochs=steady.steady_epochs,
+        warmup_epochs=steady.warmup,
+        steady_includes_warmup=steady.includes_warmup,
+        other_cpu_pct=load.other_cpu_pct,
+        contended=load.contended,
         cpu_pct_mean=_mean(cpu),
         cpu_pct_max=max(cpu) if cpu else None,
         cpu_cores_mean=_mean(cores),

@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 from analyzers.report import charts, series, tables
 from analyzers.report.runs import CaseKey, LoadedRun, by_case, latest_per_framework
+from analyzers.steady import WARMUP_EPOCHS
 
 TABLES = (("cpu", "table1-cpu", "Table 1: CPU training"), ("gpu", "table2-gpu", "Table 2: GPU training"))
 
@@ -35,10 +36,14 @@ class Step:
     run: Callable[[], Output | None]
 
 
-def plan_report(runs: Sequence[LoadedRun], out: Path, formats: Sequence[str] = charts.FORMATS) -> list[Step]:
+def plan_report(
+    runs: Sequence[LoadedRun], out: Path, formats: Sequence[str] = charts.FORMATS, warmup: int = WARMUP_EPOCHS
+) -> list[Step]:
     """Every step of the report on `runs`, in the order the page shows them. Figures a case has no
     data for (CUDA API without a trace, energy without NVML) are not planned."""
-    steps = [Step(f"writing {title}", _table_step(runs, device, out / stem, title)) for device, stem, title in TABLES]
+    steps = [
+        Step(f"writing {title}", _table_step(runs, device, out / stem, title, warmup)) for device, stem, title in TABLES
+    ]
     cases = by_case(runs)
     for case, group in cases.items():
         chosen = latest_per_framework(r for r in group if _has_process_samples(r))
@@ -75,9 +80,9 @@ def _note(run: LoadedRun) -> str:
     return "" if run.ok else f"({outcome.status.value})"
 
 
-def _table_step(runs: Sequence[LoadedRun], device: str, base: Path, title: str) -> Callable[[], Output]:
+def _table_step(runs: Sequence[LoadedRun], device: str, base: Path, title: str, warmup: int) -> Callable[[], Output]:
     def step() -> Output:
-        rows = tables.table_rows(runs, device)
+        rows = tables.table_rows(runs, device, warmup)
         csv_path, md_path = base.with_suffix(".csv"), base.with_suffix(".md")
         tables.write_csv(rows, csv_path)
         md_path.write_text(tables.to_markdown(rows, device, title))

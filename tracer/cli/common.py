@@ -2,9 +2,33 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from rich.console import Console
+
+
+def add_warmup(parser: argparse.ArgumentParser) -> None:
+    """`--warmup N`: leading epochs left out of the steady-state headline (analyzers.steady)."""
+    from analyzers.steady import WARMUP_EPOCHS
+
+    parser.add_argument(
+        "--warmup",
+        type=_non_negative_int,
+        default=WARMUP_EPOCHS,
+        metavar="N",
+        help=f"leading epochs left out of the steady-state numbers (default {WARMUP_EPOCHS})",
+    )
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
 
 
 def console() -> Console:

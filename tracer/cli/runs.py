@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tracer import cases
-from tracer.cli.common import console, err_console, fmt
+from tracer.cli.common import add_warmup, console, err_console, fmt
 from tracer.errors import UserError
 from tracer.records import RunStatus
 
@@ -21,6 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     s = sub.add_parser("show", help="print one run's summary")
     s.add_argument("run", help="run id (or a unique part of it) or a run folder path")
     s.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs (default runs/)")
+    add_warmup(s)
     s.set_defaults(func=cmd_show)
 
 
@@ -59,7 +60,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from tracer.runfolder import find_run
 
     folder = find_run(args.out, args.run)
-    print_summary(summarise(folder), console())
+    print_summary(summarise(folder, args.warmup), console())
     record = folder.read_record()
     if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:
         console().print("last lines of the worker's output:")
@@ -77,8 +78,10 @@ def print_summary(s: object, console: Console) -> None:
         ("what", f"{s.framework} {s.model} on {cases.dataset_label(s.dataset)}, {s.device}, batch {s.batch}"),
         ("status", s.status + (f" ({s.cause})" if s.cause else "")),
         ("epochs", f"{s.epochs_done}/{s.epochs_planned}"),
-        ("mean epoch time", f"{fmt(s.mean_epoch_s, '.3f')} s"),
-        ("images/s", fmt(s.images_per_s, ".1f")),
+        ("images/s (steady)", steady_text(s)),
+        ("epoch time (steady)", f"{fmt(s.steady_epoch_s, '.3f')} s"),
+        ("first epoch", f"{fmt(s.first_epoch_s, '.3f')} s (warm-up: first {s.warmup_epochs} left out)"),
+        ("all epochs", f"mean {fmt(s.mean_epoch_s, '.3f')} s, {fmt(s.images_per_s, '.1f')} images/s"),
         ("CPU % (100 = all cores)", f"mean {fmt(s.cpu_pct_mean, '.1f')}, max {fmt(s.cpu_pct_max, '.1f')}"),
         ("peak RSS", f"{fmt(s.peak_rss_mib, '.0f')} MiB ({fmt(s.peak_rss_pct_ram, '.1f')} % of RAM)"),
         ("threads", f"min {fmt(s.threads_min)}, median {fmt(s.threads_median)}, max {fmt(s.threads_max)}"),
@@ -91,3 +94,25 @@ def print_summary(s: object, console: Console) -> None:
     for key, value in rows:
         table.add_row(key, value)
     console.print(table)
+    if s.contended:
+        console.print(f"[yellow]warning:[/yellow] {contention_line(s)}", soft_wrap=True)
+
+
+def steady_text(s: object) -> str:
+    """Steady-state images/s with how many epochs it counts, marked when it had to count the warm-up."""
+    from analyzers.run_summary import RunSummary
+
+    assert isinstance(s, RunSummary)
+    if s.steady_images_per_s is None:
+        return "-"
+    if s.steady_includes_warmup:
+        return f"{s.steady_images_per_s:.1f} (all {s.steady_epochs} epochs: none after the warm-up)"
+    return f"{s.steady_images_per_s:.1f} ({s.steady_epochs} epochs after the first {s.warmup_epochs})"
+
+
+def contention_line(s: object) -> str:
+    from analyzers.contention import Contention
+    from analyzers.run_summary import RunSummary
+
+    assert isinstance(s, RunSummary)
+    return Contention(s.other_cpu_pct, None, s.contended).warning()
