@@ -10,7 +10,7 @@ from rich.console import Console
 
 from tracer import cases, dataset, environments, tracing
 from tracer.cli.common import console, err_console
-from tracer.cli.runs import print_summary
+from tracer.cli.runs import print_repeats, print_summary
 from tracer.errors import UserError
 from tracer.frameworks import FRAMEWORKS, MODELS
 from tracer.records import RunSpec, RunStatus
@@ -64,6 +64,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--threads", type=int, help="intra-op threads of the framework")
     p.add_argument("--amp", action="store_true", help="mixed precision")
     p.add_argument("--gpu-thread-mode", help="TensorFlow only: e.g. gpu_private")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="train the same spec N times, one run folder each (default 1); ends with the median and range",
+    )
     p.add_argument("--inject-fault", help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_profile)
 
@@ -115,18 +122,27 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from analyzers.run_summary import summarise
     from tracer.runner import Launch, Runner
 
+    if args.repeat < 1:
+        raise UserError(f"--repeat must be 1 or more (got {args.repeat})")
     spec = spec_from_args(args)
     python = environments.resolve_python(spec.framework, args.python)
     err = err_console()
     data_dir = resolve_dataset(spec.dataset, err)
-    launch = Launch(spec, python, data_dir, args.out, fault=args.inject_fault)
-    folder, record = Runner(launch, err).run()
-    if spec.trace != "none" or spec.pyspy:
-        ingest_traces(folder, err)
-    print_summary(summarise(folder), console())
-    if record.outcome.status is not RunStatus.OK:
-        err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
-        return EXIT_RUN_FAILED
+    folders = []
+    for repeat in range(1, args.repeat + 1):
+        if args.repeat > 1:
+            err.print(f"repeat {repeat}/{args.repeat}")
+        launch = Launch(spec, python, data_dir, args.out, fault=args.inject_fault)
+        folder, record = Runner(launch, err).run()
+        folders.append(folder)
+        if spec.trace != "none" or spec.pyspy:
+            ingest_traces(folder, err)
+        print_summary(summarise(folder), console())
+        if record.outcome.status is not RunStatus.OK:
+            err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
+            return EXIT_RUN_FAILED
+    if len(folders) > 1:
+        print_repeats([summarise(f) for f in folders], console())
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -61,6 +62,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     folder = find_run(args.out, args.run)
     print_summary(summarise(folder, args.warmup), console())
+    repeats = repeats_of(folder)
+    if len(repeats) > 1:
+        print_repeats([summarise(f, args.warmup) for f in repeats], console())
     record = folder.read_record()
     if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:
         console().print("last lines of the worker's output:")
@@ -116,3 +120,45 @@ def contention_line(s: object) -> str:
 
     assert isinstance(s, RunSummary)
     return Contention(s.other_cpu_pct, None, s.contended).warning()
+
+
+def repeats_of(folder: Any) -> list[Any]:
+    """The run and its repeats (runs of the same spec, analyzers.repeats) in the same folder of runs."""
+    from analyzers.repeats import repeat_key
+    from tracer.runfolder import list_runs
+
+    key = repeat_key(folder.read_record())
+    out = []
+    for other in list_runs(folder.path.parent):
+        try:
+            if repeat_key(other.read_record()) == key:
+                out.append(other)
+        except UserError:
+            continue
+    return out
+
+
+def print_repeats(summaries: list[Any], console: Console) -> None:
+    """The repeats of one spec: median and range of the steady-state numbers, and how many were contended."""
+    rows = [
+        ("repeats", f"{len(summaries)} runs of one spec"),
+        ("images/s (steady)", _spread([s.steady_images_per_s for s in summaries], ".1f")),
+        ("epoch time (steady), s", _spread([s.steady_epoch_s for s in summaries], ".3f")),
+        ("first epoch, s", _spread([s.first_epoch_s for s in summaries], ".3f")),
+    ]
+    contended = sum(s.contended for s in summaries)
+    table = Table("over the repeats", "median (min-max)", box=None)
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+    if contended:
+        console.print(
+            f"[yellow]warning:[/yellow] {contended} of {len(summaries)} repeats contended (see `tracer show`)"
+        )
+
+
+def _spread(values: list[float | None], spec: str) -> str:
+    from analyzers.steady import spread
+
+    result = spread(values)
+    return "-" if result is None else result.text(spec)
