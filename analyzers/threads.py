@@ -27,6 +27,7 @@ from analyzers import tables as t
 from tracer.errors import UserError
 from tracer.runfolder import RunFolder
 
+NO_THREAD = 0  # tid 0 is no thread of the process: nsys puts process-wide events there (shown as "[Unknown]")
 _PYSPY_THREAD = re.compile(r"Thread\s+(0x[0-9a-fA-F]+|\d+)(?:\s+\"([^\"]*)\")?")
 _PYSPY_PROCESS = re.compile(r"Process\s+(\d+)")
 
@@ -186,6 +187,8 @@ def thread_summary(folder: RunFolder) -> list[ThreadRow]:
             names[key] = r["thread_name"]
     rows = []
     for key in set(per) | set(cpu_s):
+        if key[1] == NO_THREAD:
+            continue
         src = per.get(key, {})
         osrt = src.get("nsys", {})
         py = src.get("pyspy", {})

@@ -56,6 +56,7 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
+    from analyzers import display
     from tracer.runfolder import find_run
 
     run = find_run(args.out, args.run)
@@ -71,21 +72,16 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             writer = csv.writer(sys.stdout, lineterminator="\n")
             writer.writerow(["section", *rows[0].keys()])
             for r in rows:
-                writer.writerow([section, *r.values()])
+                writer.writerow([section, *(display.csv_value(v) for v in r.values())])
     else:
         print_tables(data, args.top, f"{run.run_id} ({args.phase})")
     return 0
 
 
-def _cell(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:,.1f}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
-
-
 def print_tables(data: dict[str, list[dict[str, Any]]], top: int, title: str) -> None:
+    """Durations in one adaptive unit per column (the unit in the header), names shortened (analyzers.display)."""
+    from analyzers import display
+
     out = console()
     titles = {
         "cuda_api": "CUDA API (as nsys cuda_api_sum)",
@@ -98,9 +94,11 @@ def print_tables(data: dict[str, list[dict[str, Any]]], top: int, title: str) ->
         if not rows:
             out.print(f"{titles[section]}: none in {title}")
             continue
-        table = Table(*rows[0].keys(), title=f"{titles[section]} — {title}")
-        for r in rows[:top]:
-            table.add_row(*(_cell(v) for v in r.values()))
+        shown = rows[:top]
+        cols = display.columns(shown)
+        table = Table(*(c.header for c in cols), title=f"{titles[section]} — {title}")
+        for r in shown:
+            table.add_row(*(display.cell(c, r[c.key]) for c in cols))
         out.print(table)
         if len(rows) > top:
             out.print(f"... {len(rows) - top} more rows (--top N, or --format csv for all)")

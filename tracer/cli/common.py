@@ -31,9 +31,25 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+class _PipeConsole(Console):
+    """rich exits with 1 when the reader of a pipe goes away; `tracer ... | head` should end quietly,
+    so the broken pipe goes up to `tracer.cli.main`, which ends with 0 as `cat` does."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def console() -> Console:
     """Wide when piped, so tables are not cut to 80 columns in logs."""
-    return Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 200)
+    return _PipeConsole(stderr=False, highlight=False, width=None if sys.stdout.isatty() or _columns_set() else 200)
+
+
+def _columns_set() -> bool:
+    """`COLUMNS=60 tracer runs | less`: a width the user asked for wins over the wide piped default."""
+    import os
+
+    return bool(os.environ.get("COLUMNS", "").strip())
 
 
 def err_console() -> Console:

@@ -34,26 +34,60 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not runs:
         err_console().print(f"no runs in {args.out}: make one with `tracer profile ...`")
         return 0
-    table = Table("run id", "framework", "model", "dataset", "device", "batch", "status", "epochs", "mean epoch s")
+    out = console()
+    rows: list[tuple[str, ...]] = []
     for folder in runs:
         try:
             s = summarise(folder)
         except UserError as e:
-            table.add_row(folder.run_id, "", "", "", "", "", f"unreadable: {e}", "", "")
+            rows.append((folder.run_id, "", "", "", "", "", f"unreadable: {e}", "", "", ""))
             continue
-        table.add_row(
-            s.run_id,
-            s.framework,
-            s.model,
-            cases.dataset_label(s.dataset),
-            s.device,
-            str(s.batch),
-            s.status,
-            f"{s.epochs_done}/{s.epochs_planned}",
-            fmt(s.mean_epoch_s, ".2f"),
+        rows.append(
+            (
+                s.run_id,
+                s.framework,
+                s.model,
+                cases.dataset_label(s.dataset),
+                s.device,
+                str(s.batch),
+                s.status,
+                f"{s.epochs_done}/{s.epochs_planned}",
+                fmt(s.steady_images_per_s, ".1f") + ("*" if s.steady_includes_warmup else ""),
+                "contended" if s.contended else "",
+            )
         )
-    console().print(table)
+    if out.width < NARROW_COLUMNS:
+        _print_narrow(rows, out)
+    else:
+        table = Table(*RUNS_HEADERS)
+        for row in rows:
+            table.add_row(*row)
+        out.print(table)
+    out.print(f"in {args.out.resolve()}", soft_wrap=True, markup=False)
     return 0
+
+
+RUNS_HEADERS = (
+    "run id",
+    "framework",
+    "model",
+    "dataset",
+    "device",
+    "batch",
+    "status",
+    "epochs",
+    "img/s steady",
+    "load",
+)
+NARROW_COLUMNS = 100  # below this, `runs` prints one block per run: the id whole on its own line
+
+
+def _print_narrow(rows: list[tuple[str, ...]], out: Console) -> None:
+    """One run per block: the id (what users copy) whole, then the rest wrapped at spaces, never cut."""
+    for run_id, fw, model, data, device, batch, status, epochs, rate, load in rows:
+        out.print(run_id, soft_wrap=True, markup=False)
+        out.print(f"  {fw} {model} {data} {device} b{batch}", markup=False)
+        out.print(f"  {status}, epochs {epochs}, {rate} img/s steady {load}".rstrip(), markup=False)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -92,12 +126,14 @@ def print_summary(s: object, console: Console) -> None:
         ("GPU utilisation", "no GPU sampled" if s.gpu_util_pct_mean is None else f"mean {s.gpu_util_pct_mean:.1f} %"),
         ("trainable parameters", fmt(s.trainable_params, ",")),
         ("samples", str(s.samples)),
-        ("folder", s.folder),
     ]
     table = Table(show_header=False, box=None)
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")  # a long id folds onto the next line instead of losing its end
     for key, value in rows:
         table.add_row(key, value)
     console.print(table)
+    console.print(f"folder {s.folder}", soft_wrap=True, markup=False)  # whole, to copy, however narrow
     if s.contended:
         console.print(f"[yellow]warning:[/yellow] {contention_line(s)}", soft_wrap=True)
 

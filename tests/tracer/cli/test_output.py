@@ -1,0 +1,86 @@
+"""What a user reads: analyze tables with units, CSV without float noise, pipes into `head`, --version,
+`runs` on a narrow terminal."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analyzers.display import short_name
+from tests.conftest import run_tracer
+from tracer.runfolder import RunFolder, list_runs
+
+KERNEL = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+    "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"
+)
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_piped_into_head_ends_quietly(tiny_pytorch_run: RunFolder, fmt: str) -> None:
+    cmd = f"set -o pipefail; {sys.executable} -m tracer analyze {tiny_pytorch_run.path} --format {fmt} | head -1"
+    result = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert len(result.stdout.splitlines()) == 1
+
+
+def test_thread_table_has_units_and_plain_pids(tiny_pytorch_run: RunFolder) -> None:
+    result = run_tracer("analyze", str(tiny_pytorch_run.path), "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert rows and all(int(r["tid"]) != 0 for r in rows)
+    assert not [v for r in rows for v in r.values() if re.fullmatch(r"-?\d+\.\d{16,}", v or "")]  # no float noise
+    table = run_tracer("analyze", str(tiny_pytorch_run.path))
+    assert table.returncode == 0
+    header = next(ln for ln in table.stdout.splitlines() if "thread_name" in ln)
+    assert re.search(r"cpu \((ns|µs|ms|s)\)", header) and re.search(r"active \((ns|µs|ms|s)\)", header)
+    pid = rows[0]["pid"]
+    assert pid in table.stdout and f"{int(pid):,}" not in table.stdout.replace(pid, "")
+
+
+def test_imported_nsys_trace_has_no_phantom_thread_0(tmp_path: Path, shared_fixtures: Path) -> None:
+    out = tmp_path / "runs"
+    imported = run_tracer(
+        "import", str(shared_fixtures / "nsys-h100/resnet18_train_nsys2025.3.1.sqlite"), "--out", str(out)
+    )
+    assert imported.returncode == 0, imported.stderr[-2000:]
+    (run,) = list_runs(out)
+    result = run_tracer("analyze", str(run.path), "--format", "json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = json.loads(result.stdout)
+    assert data["threads"] and all(r["tid"] != 0 for r in data["threads"])
+    kernels = data["kernels"]
+    table = run_tracer("analyze", str(run.path), "--top", "3")
+    assert kernels and short_name(kernels[0]["name"]) in table.stdout
+    assert all(len(short_name(k["name"])) <= 60 for k in kernels)
+
+
+def test_short_kernel_name() -> None:
+    assert short_name(KERNEL) == "at::native::vectorized_elementwise_kernel<…>"
+    assert short_name("cudaLaunchKernel") == "cudaLaunchKernel"
+    long = "ns::" * 30 + "kernel"
+    assert len(short_name(long)) == 60 and short_name(long).endswith("kernel")
+
+
+def test_version() -> None:
+    result = run_tracer("--version")
+    assert result.returncode == 0 and re.fullmatch(r"tracer \d+\.\d+\.\d+\S*\n", result.stdout)
+
+
+def test_runs_on_a_60_column_terminal_keeps_the_id_whole(tiny_pytorch_run: RunFolder) -> None:
+    env = {**os.environ, "COLUMNS": "60"}
+    result = subprocess.run(
+        [sys.executable, "-m", "tracer", "runs", "--out", str(tiny_pytorch_run.path.parent)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert tiny_pytorch_run.run_id in result.stdout
+    assert all(len(line) <= 60 for line in result.stdout.splitlines())
+    assert "…" not in result.stdout
