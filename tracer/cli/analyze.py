@@ -51,7 +51,7 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
         "cuda_api": [dataclasses.asdict(r) for r in cuda_api.api_summary(run, p.start_ns, p.end_ns)],
         "kernels": [dataclasses.asdict(r) for r in kernels.kernel_summary(run, p.start_ns, p.end_ns)],
         "memcpy": [dataclasses.asdict(r) for r in kernels.memcpy_summary(run, p.start_ns, p.end_ns)],
-        "threads": [dataclasses.asdict(r) for r in threads.thread_summary(run)],
+        "threads": [dataclasses.asdict(r) for r in threads.thread_summary(run, p.start_ns, p.end_ns)],
     }
 
 
