@@ -94,6 +94,10 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         plot.getAxis("right").setStyle(showValues=False)
         plot.getAxis("right").showLabel(False)
         plot.setLabel("left", f"{_short(metric)} ({metric.unit})")
+        # the wheel and drags move time only; y follows the curves in view, so zooming never clips them
+        plot.getViewBox().setMouseEnabled(x=True, y=False)
+        plot.getViewBox().setAutoVisible(y=True)
+        plot.enableAutoRange(y=True)
         if metric.unit == "%" and metric.key == "cpu_pct":
             plot.setYRange(0, 100, padding=0.02)
         if metric.key == "rss_mib":
@@ -152,6 +156,21 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
                     plot.setXRange(*x_range, padding=0)
         finally:
             self._syncing = False
+
+    def full_x_range(self) -> tuple[float, float] | None:
+        """The time every run's samples and epochs span on the shared axis, None without any."""
+        lows, highs = [], []
+        for run in self.runs:
+            anchor = run.anchor_ns(self.align)
+            for series in run.series.values():
+                for s in series:
+                    if len(s):
+                        lows.append((int(s.t_ns[0]) - anchor) / 1e9)
+                        highs.append((int(s.t_ns[-1]) - anchor) / 1e9)
+            if run.epochs:
+                lows.append((run.epochs[0].start_ns - anchor) / 1e9)
+                highs.append((run.epochs[-1].end_ns - anchor) / 1e9)
+        return (min(lows), max(highs)) if lows else None
 
     def _add_ram_axis(self, plot: pg.PlotItem) -> None:
         """A right axis in % of RAM when every loaded run ran on the same amount of RAM."""
