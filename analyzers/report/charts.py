@@ -58,21 +58,22 @@ def resource_figure(
     cores: Mapping[str, int],
     ram_gib: Mapping[str, float],
 ) -> Figure:
-    """Figures 1-2: CPU %, RAM % and threads over time, one column per framework, rows sharing
-    their y axis (so columns compare at a glance) and all panels sharing the time axis."""
+    """Figures 1-2: CPU %, RSS (MiB, with % of RAM on the right) and threads over time, one column per
+    framework, rows sharing their y axis (so columns compare at a glance); each column has its own time
+    axis, so a short run is not squeezed into a sliver beside a long one. Every epoch band is labelled."""
 
     frameworks = palette.order(list(series))
     ncols = max(1, len(frameworks))
     with _style():
         fig = _figure(max(6.0, 3.3 * ncols + 1.2), 7.2)
-        axes = fig.subplots(3, ncols, sharex=True, sharey="row", squeeze=False)
+        axes = fig.subplots(3, ncols, sharex="col", sharey="row", squeeze=False)
         for col, fw in enumerate(frameworks):
             s = series[fw]
             c = palette.colour(fw)
             top, mid, bottom = axes[0][col], axes[1][col], axes[2][col]
             t = _break_gaps(s.t_s)
             top.plot(t, s.cpu_pct, color=c, lw=1.1)
-            mid.plot(t, s.ram_pct, color=c, lw=1.1)
+            mid.plot(t, s.rss_mib, color=c, lw=1.1)
             bottom.step(t, s.threads, where="post", color=c, lw=1.1)
             head = palette.label(fw) + (f"\n{notes[fw]}" if notes.get(fw) else "")
             top.set_title(head, color=c, fontweight="bold")
@@ -82,12 +83,18 @@ def resource_figure(
             bottom.set_xlabel("time since run start (s)")
             if not s.t_s.size:
                 mid.text(0.5, 0.5, "no samples", transform=mid.transAxes, ha="center", va="center")
-        lo, hi = axes[0][0].get_xlim()
         for col, fw in enumerate(frameworks):
+            lo, hi = axes[0][col].get_xlim()
             _epoch_labels(axes[0][col], series[fw], hi - lo)
         first = frameworks[0] if frameworks else ""
         axes[0][0].set_ylabel(f"CPU %\n(100 = all {cores.get(first, '?')} cores)")
-        axes[1][0].set_ylabel(f"RAM %\n(RSS / {ram_gib.get(first, 0):.0f} GiB)")
+        axes[1][0].set_ylabel("RSS (MiB)")
+        ram_mib = ram_gib.get(first, 0) * 1024
+        if ram_mib > 0 and len({round(v) for v in ram_gib.values()}) == 1:  # one machine: % of its RAM
+            right = axes[1][-1].secondary_yaxis(
+                "right", functions=(lambda m: m * 100 / ram_mib, lambda p: p * ram_mib / 100)
+            )
+            right.set_ylabel(f"% of RAM ({ram_gib[first]:.0f} GiB)")
         axes[2][0].set_ylabel("threads")
         axes[0][0].set_ylim(bottom=0)
         axes[1][0].set_ylim(bottom=0)
@@ -117,15 +124,20 @@ def _break_gaps(t_s: np.ndarray) -> np.ndarray:
 
 
 def _epoch_labels(ax: Axes, s: ResourceSeries, span: float) -> None:
-    """'epoch N' on bands wide enough to hold it, 'EN' on narrower ones, nothing on slivers."""
+    """Every band labelled: 'epoch N' where it fits, 'EN' where not; labels of narrow neighbouring bands
+    alternate between two heights so they do not run into each other."""
+    last_row_end = [-np.inf, -np.inf]
     for i, (start, end) in enumerate(zip(s.epoch_starts_s, s.epoch_ends_s), start=1):
         width = (end - start) / span if span > 0 else 0.0
-        if width < 0.06:
-            continue
+        text = f"epoch {i}" if width >= 0.17 else f"E{i}"
+        centre = (start + end) / 2
+        half = (0.03 if width < 0.17 else 0.06) * span
+        row = 0 if centre - half > last_row_end[0] else 1
+        last_row_end[row] = centre + half
         ax.text(
-            (start + end) / 2,
-            0.98,
-            f"epoch {i}" if width >= 0.17 else f"E{i}",
+            centre,
+            0.98 - 0.08 * row,
+            text,
             transform=ax.get_xaxis_transform(),
             ha="center",
             va="top",

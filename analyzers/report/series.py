@@ -21,6 +21,7 @@ class ResourceSeries:
     t_s: np.ndarray
     cpu_pct: np.ndarray  # 100 = all logical cores busy
     ram_pct: np.ndarray  # RSS as % of the machine's RAM
+    rss_mib: np.ndarray
     threads: np.ndarray
     epoch_starts_s: tuple[float, ...]
     epoch_ends_s: tuple[float, ...]
@@ -42,6 +43,7 @@ def resource_series(folder: RunFolder) -> ResourceSeries:
         t_s=(t_ns - t0) / 1e9 if t_ns.size else t_ns,
         cpu_pct=col("cpu_pct"),
         ram_pct=col("rss_pct_ram"),
+        rss_mib=col("rss_mib"),
         threads=col("threads"),
         epoch_starts_s=tuple((e.start_ns - t0) / 1e9 for e in epochs),
         epoch_ends_s=tuple((e.end_ns - t0) / 1e9 for e in epochs),
