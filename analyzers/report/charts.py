@@ -14,6 +14,7 @@ from matplotlib.patches import Patch
 
 from analyzers import palette
 from analyzers.report.series import OTHER, EpochEnergy, ResourceSeries
+from analyzers.steady import Throughput
 
 FORMATS = ("png", "svg")
 DPI = 110
@@ -144,6 +145,49 @@ def _epoch_labels(ax: Axes, s: ResourceSeries, span: float) -> None:
             fontsize=8,
             color="0.35",
         )
+
+
+def throughput_figure(
+    title: str, cells: Mapping[str, Throughput], epoch_s: Mapping[str, Sequence[float]], warmup: int
+) -> Figure:
+    """The figure users look for first: steady-state images/s per framework (median bar, the range of the
+    repeats as a whisker, n under it), and each epoch's time (warm-up epochs visible on the left)."""
+    frameworks = palette.order(list(cells))
+    with _style():
+        fig = _figure(11.0, max(3.2, 0.55 * len(frameworks) + 1.8))
+        left, right = fig.subplots(1, 2, width_ratios=(1.0, 1.2))
+        ys = np.arange(len(frameworks))[::-1]
+        for y, fw in zip(ys, frameworks):
+            rate = cells[fw].images_per_s
+            if rate is None:
+                left.text(0, y, "  no finished run", va="center", fontsize=8, color="0.4")
+                continue
+            left.barh(y, rate.median, color=palette.colour(fw), height=0.6)
+            if rate.n > 1:
+                err = [[rate.median - rate.low], [rate.high - rate.median]]
+                left.errorbar(rate.median, y, xerr=err, color="0.15", capsize=4, lw=1)
+            note = f"{rate.median:.1f}" + (f"  (n={rate.n}, {rate.low:.1f}-{rate.high:.1f})" if rate.n > 1 else "")
+            left.text(rate.high * 1.02, y, note, va="center", fontsize=8)
+        left.set_yticks(ys, [palette.label(fw) for fw in frameworks])
+        left.set_xlabel(f"images/s, steady state (epochs after the first {warmup})")
+        left.set_xlim(0, max((c.images_per_s.high for c in cells.values() if c.images_per_s), default=1) * 1.35)
+        left.grid(True, axis="x", alpha=0.3, lw=0.5)
+        for fw in frameworks:
+            times = list(epoch_s.get(fw, ()))
+            if times:
+                right.plot(
+                    range(1, len(times) + 1), times, marker="o", color=palette.colour(fw), label=palette.label(fw)
+                )
+        if warmup > 0:
+            right.axvspan(0.5, warmup + 0.5, color="0.92", lw=0, zorder=0, label="warm-up")
+        right.set_xlabel("epoch")
+        right.set_ylabel("epoch time (s)")
+        right.set_ylim(bottom=0)
+        right.xaxis.get_major_locator().set_params(integer=True)
+        right.grid(True, alpha=0.3, lw=0.5)
+        right.legend(fontsize=8, loc="upper right")
+        fig.suptitle(title, fontweight="bold")
+    return fig
 
 
 def cuda_api_figure(title: str, panels: Sequence[tuple[str, list[str], Mapping[str, list[float]]]]) -> Figure:
