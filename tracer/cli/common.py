@@ -42,14 +42,7 @@ class _PipeConsole(Console):
 
 def console() -> Console:
     """Wide when piped, so tables are not cut to 80 columns in logs."""
-    return _PipeConsole(stderr=False, highlight=False, width=None if sys.stdout.isatty() or _columns_set() else 200)
-
-
-def _columns_set() -> bool:
-    """`COLUMNS=60 tracer runs | less`: a width the user asked for wins over the wide piped default."""
-    import os
-
-    return bool(os.environ.get("COLUMNS", "").strip())
+    return _PipeConsole(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
 def err_console() -> Console:

@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import csv
+import fcntl
 import io
 import json
 import os
+import pty
 import re
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -74,13 +78,33 @@ def test_version() -> None:
     assert result.returncode == 0 and re.fullmatch(r"tracer \d+\.\d+\.\d+\S*\n", result.stdout)
 
 
+def _in_terminal(args: list[str], columns: int) -> str:
+    """Runs `tracer ARGS` on a real pseudo-terminal `columns` wide (as a user's narrow window) and returns
+    what it printed."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.Popen([sys.executable, "-m", "tracer", *args], stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=120)
+    os.close(master)
+    text = b"".join(chunks).decode(errors="replace")
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text).replace("\r", "")
+
+
 def test_runs_on_a_60_column_terminal_keeps_the_id_whole(tiny_pytorch_run: RunFolder) -> None:
-    env = {**os.environ, "COLUMNS": "60"}
-    result = subprocess.run(
-        [sys.executable, "-m", "tracer", "runs", "--out", str(tiny_pytorch_run.path.parent)],
-        capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    assert tiny_pytorch_run.run_id in result.stdout
-    assert all(len(line) <= 60 for line in result.stdout.splitlines())
-    assert "…" not in result.stdout
+    shown = _in_terminal(["runs", "--out", str(tiny_pytorch_run.path.parent)], 60)
+    assert tiny_pytorch_run.run_id in shown, shown
+    assert all(len(line) <= 60 for line in shown.splitlines()), shown
+    assert "…" not in shown
+    show = _in_terminal(["show", str(tiny_pytorch_run.path)], 60)
+    assert f"folder {tiny_pytorch_run.path}" in show.replace("\n", "")  # the line users copy, whole
