@@ -9,6 +9,7 @@ runs, with their range; a single run is a group of one.
 from __future__ import annotations
 
 import csv
+import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +123,16 @@ def cuda_differences(folders: Sequence[RunFolder], top: int = TOP_CUDA) -> list[
     return out
 
 
+_VERSION_SUFFIX = re.compile(r"_v\d{4,6}$")
+
+
+def api_match_name(name: str) -> str:
+    """The name two traces are matched on: any `_vNNNN[N]` version suffix dropped. nsys's display rule
+    keeps `cudaLaunchKernelExC_v11060` (a 5-digit version), while Kineto records `cudaLaunchKernelExC`; matched
+    as they are, the one function showed up as two with a meaningless ratio."""
+    return _VERSION_SUFFIX.sub("", name)
+
+
 def _api_totals_ns(folder: RunFolder) -> dict[str, int] | None:
     from analyzers import tables as trace_tables
 
@@ -129,7 +140,11 @@ def _api_totals_ns(folder: RunFolder) -> dict[str, int] | None:
         return None
     from analyzers.cuda_api import api_summary
 
-    return {row.name: int(row.total_ns) for row in api_summary(folder)}
+    totals: dict[str, int] = {}
+    for row in api_summary(folder):
+        key = api_match_name(row.name)
+        totals[key] = totals.get(key, 0) + int(row.total_ns)
+    return totals
 
 
 def _num(value: object) -> float | None:
