@@ -52,6 +52,7 @@ class RunSummary:
     samples: int
     trainable_params: int | None
     folder: str
+    imported_from: str = ""  # the trace file of a `tracer import`ed run (its batch and epochs are not recorded)
 
 
 def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
@@ -103,6 +104,7 @@ def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
         samples=process.num_rows if process is not None else 0,
         trainable_params=record.model.trainable_params if record.model else None,
         folder=str(folder.path),
+        imported_from=str(record.knobs.get("imported_from", "")),
     )
 
 

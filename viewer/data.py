@@ -323,12 +323,13 @@ def load_run(path: Path | str, progress: Progress | None = None) -> RunData:
         data.messages.append(line)
     report(0.15, "epochs")
     data.epochs = _guard(data, "events.jsonl", folder.epochs, [])
-    if data.record is not None and not folder.events_path.exists():
+    imported = data.record is not None and "imported_from" in data.record.knobs
+    if data.record is not None and not folder.events_path.exists() and not imported:
         data.messages.append("events.jsonl is missing: no epoch markers")
     report(0.25, "samples")
     for table in ("process", "gpu"):
         data.series.update(_guard(data, f"samples/{table}", functools.partial(_load_series, folder, table), {}))
-    if not data.series.get("cpu_pct"):
+    if not data.series.get("cpu_pct") and not imported:  # an imported trace has no samples by nature
         data.messages.append("no process samples (samples/process.parquet or .csv is missing or empty)")
     report(0.6, "threads")
     data.threads = _guard(data, "thread timeline", lambda: load_thread_lanes(folder), None)

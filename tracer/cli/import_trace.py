@@ -25,6 +25,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.set_defaults(func=cmd_import)
 
 
+# The framework a trace format can only come from (Kineto is PyTorch's profiler); nsys traces any process.
+FRAMEWORK_OF_FORMAT = {"kineto": "pytorch"}
+NOT_RECORDED = ("batch", "epochs")  # spec fields an imported trace does not carry: shown as "not recorded"
+
+
 def _run_id(path: Path) -> str:
     stem = path.name.split(".")[0] or "trace"
     return f"{time.strftime('%Y%m%d-%H%M%S')}-imported-{stem}"[:120]
@@ -54,16 +59,23 @@ def cmd_import(args: argparse.Namespace) -> int:
     written = write_tables(folder, tables, source, clock)
     starts = [int(tb["start_ns"][0].as_py()) for tb in tables.values() if tb.num_rows]
     ends = [int(max(tb["end_ns"].to_pylist())) for tb in tables.values() if tb.num_rows]
+    framework = args.framework
+    if framework == "imported":
+        framework = FRAMEWORK_OF_FORMAT.get(trace_kind(path) or "", framework)
     record = RunRecord(
         run_id=run_id,
-        spec=RunSpec(framework=args.framework, model=args.model, dataset=str(path), device=args.device, trace=source),
+        spec=RunSpec(framework=framework, model=args.model, dataset=str(path), device=args.device, trace=source),
         # The trace was made elsewhere: this machine's facts would mislead, so they stay unknown.
         environment=EnvironmentInfo("unknown", "unknown", "unknown", 0, 0, 0.0, sys.version.split()[0]),
         outcome=Outcome(status=RunStatus.OK, cause=f"imported from {path.name}"),
         wall_start_ns=min(starts) if starts else 0,
         wall_end_ns=max(ends) if ends else None,
         trace_files=(f"raw/{path.name}",),
-        knobs={"imported_from": str(path.resolve()), "clock": json.dumps(clock.to_json())},
+        knobs={
+            "imported_from": str(path.resolve()),
+            "clock": json.dumps(clock.to_json()),
+            "not_recorded": list(NOT_RECORDED),
+        },
     )
     folder.write_record(record)
     console().print(f"imported {path} -> {folder.path} ({', '.join(written) or 'no CUDA tables'})")

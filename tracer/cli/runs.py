@@ -111,11 +111,16 @@ def print_summary(s: object, console: Console) -> None:
     from analyzers.run_summary import RunSummary
 
     assert isinstance(s, RunSummary)
+    imported = bool(s.imported_from)
+    what = f"{s.framework} {s.model} on {cases.dataset_label(s.dataset)}, {s.device}, batch {s.batch}"
+    if imported:
+        what = f"{s.framework} {s.model}, {s.device}, trace imported from {Path(s.imported_from).name}"
     rows = [
         ("run", s.run_id),
-        ("what", f"{s.framework} {s.model} on {cases.dataset_label(s.dataset)}, {s.device}, batch {s.batch}"),
+        ("what", what),
         ("status", s.status + (f" ({s.cause})" if s.cause else "")),
-        ("epochs", f"{s.epochs_done}/{s.epochs_planned}"),
+        ("batch", "not recorded (imported trace)" if imported else str(s.batch)),
+        ("epochs", f"{s.epochs_done} (planned: not recorded)" if imported else f"{s.epochs_done}/{s.epochs_planned}"),
         ("images/s (steady)", steady_text(s)),
         ("epoch time (steady)", f"{fmt(s.steady_epoch_s, '.3f')} s"),
         ("first epoch", f"{fmt(s.first_epoch_s, '.3f')} s (warm-up: first {s.warmup_epochs} left out)"),
@@ -127,6 +132,9 @@ def print_summary(s: object, console: Console) -> None:
         ("trainable parameters", fmt(s.trainable_params, ",")),
         ("samples", str(s.samples)),
     ]
+    if imported and not s.samples and not s.epochs_done:  # a trace alone: no sampler, no epoch events
+        kept = ("run", "what", "status", "batch", "GPU utilisation", "trainable parameters")
+        rows = [r for r in rows if r[0] in kept] + [("samples", "none: an imported trace has its trace tables only")]
     table = Table(show_header=False, box=None)
     table.add_column(no_wrap=True)
     table.add_column(overflow="fold")  # a long id folds onto the next line instead of losing its end

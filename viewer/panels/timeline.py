@@ -63,7 +63,12 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         self._syncing = False
         self.metrics = [m for m in METRICS if any(r.series.get(m.key) for r in self.runs)]
         if not self.metrics:
-            self.addLabel("no samples to plot: add a run (toolbar, run browser, or drop a folder here)", row=0, col=0)
+            text = (
+                "no sampled CPU/RAM in the loaded runs (imported traces have none): see the thread lanes and CUDA tab"
+                if self.runs
+                else "no samples to plot: add a run (toolbar, run browser, or drop a folder here)"
+            )
+            self.addLabel(text, row=0, col=0)
             return
         columns = len(self.runs) if self.layout_mode == "columns" else 1
         for row, metric in enumerate(self.metrics):
