@@ -16,7 +16,7 @@ from rich.table import Table
 from tracer.cli.common import console
 from tracer.errors import UserError
 
-SECTIONS = ("cuda_api", "kernels", "memcpy", "threads")
+SECTIONS = ("operators", "cuda_api", "kernels", "memcpy", "threads")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
     """Every section as plain rows, for one phase (ingesting raw traces first if not yet done)."""
-    from analyzers import cuda_api, kernels, tables, threads
+    from analyzers import cuda_api, kernels, operators, tables, threads
     from analyzers.ingest import ingest_run
 
     if not run.table_path(tables.CUDA_API).exists() and not run.table_path(tables.KERNELS).exists():
@@ -48,6 +48,7 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
         raise UserError(f"no phase '{phase}' in {run.path}: this run has {known}")
     p = cuts[wanted]
     return {
+        "operators": [dataclasses.asdict(r) for r in operators.operator_summary(run, p.start_ns, p.end_ns)],
         "cuda_api": [dataclasses.asdict(r) for r in cuda_api.api_summary(run, p.start_ns, p.end_ns)],
         "kernels": [dataclasses.asdict(r) for r in kernels.kernel_summary(run, p.start_ns, p.end_ns)],
         "memcpy": [dataclasses.asdict(r) for r in kernels.memcpy_summary(run, p.start_ns, p.end_ns)],
@@ -84,6 +85,7 @@ def print_tables(data: dict[str, list[dict[str, Any]]], top: int, title: str) ->
 
     out = console()
     titles = {
+        "operators": "framework operators (as the PyTorch profiler's key_averages)",
         "cuda_api": "CUDA API (as nsys cuda_api_sum)",
         "kernels": "GPU kernels (as nsys cuda_gpu_kern_sum)",
         "memcpy": "GPU memory operations (as nsys cuda_gpu_mem_time_sum)",
@@ -92,7 +94,8 @@ def print_tables(data: dict[str, list[dict[str, Any]]], top: int, title: str) ->
     for section in SECTIONS:
         rows = data[section]
         if not rows:
-            out.print(f"{titles[section]}: none in {title}")
+            if section != "operators":  # only PyTorch profiler traces have operators: no line for the others
+                out.print(f"{titles[section]}: none in {title}")
             continue
         shown = rows[:top]
         cols = display.columns(shown)
