@@ -75,7 +75,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             for r in rows:
                 writer.writerow([section, *(display.csv_value(v) for v in r.values())])
     else:
-        print_tables(data, args.top, f"{run.run_id} ({args.phase})")
+        from analyzers.cuda_api import phases
+
+        wanted = " ".join(args.phase.split())
+        note = next((p.note for p in phases(run) if p.name == wanted and p.note), "")
+        print_tables(data, args.top, f"{run.run_id} ({args.phase}{'; ' + note if note else ''})")
     return 0
 
 
