@@ -25,6 +25,8 @@ CALLS_BELOW_S = 2.0
 SUBROWS = 5  # image rows per lane: 4 painted, 1 left blank between lanes
 MAX_BINS = 2400
 CALLS = "CUDA API call"
+RUN_GAP_ROWS = 1  # a blank row between runs, so a run's header stands apart from the last lane above
+MIN_HEIGHT_PX, MAX_MIN_HEIGHT_PX, AXES_PX = 120, 420, 60
 LABEL_GAP_PX = 1  # between two lane labels: labels that would come closer are left out, run headers first
 
 
@@ -108,13 +110,17 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
                         pen=pg.mkPen(None),
                     )
                 )
-            y += len(lanes.lane_names) + 1
+            y += len(lanes.lane_names) + 1 + RUN_GAP_ROWS
         for activity in sorted(shown, key=activity_priority):
             self.legend.addItem(_swatch(activity_colour(activity)), activity)
         if any(r.api_calls is not None for r in self.runs):
             self.legend.addItem(_swatch("#000000"), f"{CALLS} (zoom < {CALLS_BELOW_S:g} s)")
         self.all_ticks = ticks
-        self._thin_ticks()
+        gaps = [b[0] - a[0] for a, b in zip([t for t in ticks if t[2]][1:], [t for t in ticks if t[2]])]
+        line_px = QtGui.QFontMetricsF(label_font(8)).height() + LABEL_GAP_PX
+        # tall enough that two run headers never collide (each run keeps its header), within reason
+        need = line_px * y / min(gaps) if gaps else 0.0
+        self.setMinimumHeight(int(min(MAX_MIN_HEIGHT_PX, max(MIN_HEIGHT_PX, need + AXES_PX))))
         plot.addItem(self.cursor_line, ignoreBounds=True)
         self.message = ("no thread samples: " + ", ".join(missing)) if missing else ""
         if not self.lanes:
@@ -129,6 +135,7 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
                 plot.setXRange(*full)
         if link is not None:
             link(plot)
+        self._thin_ticks()  # after the y range is set: thinning is in pixels of the final view
         self._redraw()
 
     def _prepare(self, run: RunData, top: int) -> _RunLanes:
