@@ -86,3 +86,17 @@ def test_run_browser_is_filled_at_open(
     browser = window.browser  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: browser.visible_rows() == 1 and not browser.loading, timeout=30_000)  # type: ignore[attr-defined]
     assert browser.proxy.index(0, 7).data() == tiny_pytorch_run.run_id
+
+
+def test_column_mode_rows_share_a_range_that_holds_every_run(
+    open_window: Callable[..., object], three_runs: list[Path]
+) -> None:
+    window = open_window(three_runs, layout_mode="columns")
+    timeline = window.timeline  # type: ignore[attr-defined]
+    for key in ("threads", "rss_mib"):
+        ranges = [timeline.y_range(key, col) for col in range(3)]
+        assert all(r == pytest.approx(ranges[0]) for r in ranges)
+        for run in window.runs:  # type: ignore[attr-defined]
+            for s in run.series.get(key, []):
+                lo, hi = s.envelope.y_bounds
+                assert ranges[0][0] <= lo and hi <= ranges[0][1]
