@@ -9,6 +9,7 @@ seconds, the CUDA API calls of runs with a trace appear as a black stripe on the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -26,7 +27,7 @@ SUBROWS = 5  # image rows per lane: 4 painted, 1 left blank between lanes
 MAX_BINS = 2400
 CALLS = "CUDA API call"
 RUN_GAP_ROWS = 1  # a blank row between runs, so a run's header stands apart from the last lane above
-MIN_HEIGHT_PX, MAX_MIN_HEIGHT_PX, AXES_PX = 120, 420, 60
+MIN_HEIGHT_PX, MAX_MIN_HEIGHT_PX, AXES_PX = 120, 420, 100
 LABEL_GAP_PX = 1  # between two lane labels: labels that would come closer are left out, run headers first
 
 
@@ -62,6 +63,7 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         self.plot.getViewBox().sigResized.connect(lambda *_: self._thin_ticks())
         self.legend: pg.LegendItem | None = None
         self.message = ""
+        self._header_gap_rows = 0.0  # fewest rows between two run headers
         self.all_ticks: list[tuple[float, str, bool]] = []  # (y, text, is a run header) before thinning
         self.shown_ticks: list[tuple[float, str]] = []
 
@@ -116,11 +118,8 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         if any(r.api_calls is not None for r in self.runs):
             self.legend.addItem(_swatch("#000000"), f"{CALLS} (zoom < {CALLS_BELOW_S:g} s)")
         self.all_ticks = ticks
-        gaps = [b[0] - a[0] for a, b in zip([t for t in ticks if t[2]][1:], [t for t in ticks if t[2]])]
-        line_px = QtGui.QFontMetricsF(label_font(8)).height() + LABEL_GAP_PX
-        # tall enough that two run headers never collide (each run keeps its header), within reason
-        need = line_px * y / min(gaps) if gaps else 0.0
-        self.setMinimumHeight(int(min(MAX_MIN_HEIGHT_PX, max(MIN_HEIGHT_PX, need + AXES_PX))))
+        headers = [t[0] for t in ticks if t[2]]
+        self._header_gap_rows = min((a - b for a, b in zip(headers, headers[1:])), default=0.0)
         plot.addItem(self.cursor_line, ignoreBounds=True)
         self.message = ("no thread samples: " + ", ".join(missing)) if missing else ""
         if not self.lanes:
@@ -164,6 +163,10 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         height_px = max(view.height(), 1.0)
         px_per_unit = height_px / max(y1 - y0, 1e-9)
         line_px = QtGui.QFontMetricsF(label_font(8)).height() + LABEL_GAP_PX
+        if self._header_gap_rows > 0:  # tall enough that two run headers never collide, within reason
+            overhead = self.height() - height_px if self.height() > height_px > 1 else AXES_PX
+            need = line_px * (y1 - y0) / self._header_gap_rows + overhead + line_px  # a line to spare
+            self.setMinimumHeight(math.ceil(min(MAX_MIN_HEIGHT_PX, max(MIN_HEIGHT_PX, need))))
         kept: list[tuple[float, str]] = []
         taken: list[float] = []
         for want_header in (True, False):
