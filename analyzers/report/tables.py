@@ -47,16 +47,23 @@ class TableRow:
     gpu_util_pct_mean: float | None
     cause: str  # why the newest failed run failed
     run_ids: str  # space-separated
+    imported: bool = False  # a `tracer import`ed GPU trace: CUDA API and kernels, no epochs or samples
 
 
 def table_rows(runs: Iterable[LoadedRun], device: str, warmup: int = WARMUP_EPOCHS) -> list[TableRow]:
     """Rows for the runs on `device` ("cpu" gives Table 1, "gpu" Table 2), in the study's case order."""
     rows = []
-    for case, group in by_case(r for r in runs if r.case.device == device).items():
+    chosen = [r for r in runs if r.case.device == device or (device == "gpu" and _imported_gpu(r))]
+    for case, group in by_case(chosen).items():
         frameworks = palette.order({r.framework for r in group})
         for fw in frameworks:
             rows.append(_row(case.name, [r for r in group if r.framework == fw], warmup))
     return rows
+
+
+def _imported_gpu(run: LoadedRun) -> bool:
+    """Imported traces ran where nothing was sampled; those made on a GPU belong in Table 2 (as traces)."""
+    return run.case.imported and run.record.spec.device == "gpu"
 
 
 def _row(case_name: str, runs: Sequence[LoadedRun], warmup: int) -> TableRow:
@@ -96,6 +103,7 @@ def _row(case_name: str, runs: Sequence[LoadedRun], warmup: int) -> TableRow:
         gpu_util_pct_mean=statistics.fmean(gpu) if gpu else None,
         cause=failed[-1].record.outcome.cause if failed else "",
         run_ids=" ".join(r.folder.run_id for r in runs),
+        imported=runs[0].case.imported,
     )
 
 
@@ -155,6 +163,8 @@ def display_cells(row: TableRow, device: str) -> list[str]:
         value = getattr(row, name)
         if name == "status":
             cells.append(status_text(row))
+        elif name == "batch" and row.imported:
+            cells.append("not recorded")
         elif name == "runs_ok":
             cells.append(f"{row.runs_ok}/{row.runs_ok + row.runs_failed}")
         elif value is None:
@@ -176,6 +186,8 @@ def display_columns(device: str) -> tuple[tuple[str, str, str], ...]:
 
 
 def status_text(row: TableRow) -> str:
+    if row.imported:
+        return "imported trace: CUDA API and kernels only (see the CUDA API figure)"
     if row.status == "ok":
         text = "ok" if not row.runs_failed else f"ok; newest failure: {row.cause}"
         return text + (f"; {row.runs_contended} contended" if row.runs_contended else "")

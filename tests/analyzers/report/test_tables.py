@@ -79,10 +79,11 @@ def test_markdown_cells_are_the_csv_values_formatted(report_dir: Path, report_ru
     assert cells["Peak RSS (MiB)"] == f"{max(x.process_column(run, 'rss_mib')):.0f}"
 
 
-def test_imported_traces_are_not_table_rows_and_no_gpu_runs_leave_table2_empty(
-    report_dir: Path, report_runs: ReportRuns
-) -> None:
+def test_imported_gpu_traces_are_listed_in_table2_not_table1(report_dir: Path, report_runs: ReportRuns) -> None:
     rows = _rows(report_dir / "table1-cpu.csv")
     assert {r["run_ids"] for r in rows} == {report_runs.ok.name, report_runs.failed.name}
-    assert _rows(report_dir / "table2-gpu.csv") == []
-    assert "No GPU runs were given." in (report_dir / "table2-gpu.md").read_text()
+    table2 = _rows(report_dir / "table2-gpu.csv")
+    assert {r["run_ids"] for r in table2} == {p.name for p in report_runs.imported}  # `tracer import`: gpu
+    assert all(r["imported"] == "True" and r["steady_epoch_s"] == "" for r in table2)
+    md = (report_dir / "table2-gpu.md").read_text()
+    assert "No GPU runs were given." not in md and md.count("imported trace: CUDA API and kernels only") == 2
