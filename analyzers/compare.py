@@ -1,23 +1,36 @@
-"""Two runs side by side: every headline number of B as a ratio to A's, and the CUDA API functions
-whose time changed most. Pure: `compare` computes, the CLI prints and `write_csv` writes."""
+"""Any number of runs or groups of repeats side by side: every headline number, with each column's ratio
+to the first (the baseline), and the CUDA API functions whose time changed most. Pure: `compare`
+computes, the CLI prints and `write_csv` writes.
+
+A column is a group of repeats (runs of one spec, analyzers.repeats): its value is the median of its
+runs, with their range; a single run is a group of one.
+"""
 
 from __future__ import annotations
 
 import csv
+import re
+import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from analyzers.run_summary import RunSummary, summarise
+from analyzers.steady import WARMUP_EPOCHS, Spread, spread
+from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
 
-# (metric, RunSummary field, unit): the order is the order printed.
+# (metric, RunSummary field, unit): the order is the order printed; the steady state leads.
 METRICS: tuple[tuple[str, str, str], ...] = (
-    ("mean epoch time", "mean_epoch_s", "s"),
-    ("images/s", "images_per_s", "img/s"),
+    ("images/s (steady)", "steady_images_per_s", "img/s"),
+    ("epoch time (steady)", "steady_epoch_s", "s"),
+    ("first epoch", "first_epoch_s", "s"),
+    ("mean epoch time (all epochs)", "mean_epoch_s", "s"),
+    ("images/s (all epochs)", "images_per_s", "img/s"),
     ("data-wait share of step time", "data_wait_pct", "%"),
     ("CPU % mean (100 = all cores)", "cpu_pct_mean", "%"),
     ("CPU % max", "cpu_pct_max", "%"),
+    ("other processes' CPU % (median)", "other_cpu_pct", "%"),
     ("peak RSS", "peak_rss_mib", "MiB"),
     ("peak RSS % of RAM", "peak_rss_pct_ram", "%"),
     ("threads median", "threads_median", "threads"),
@@ -26,78 +39,117 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("GPU memory peak", "gpu_mem_peak_mib", "MiB"),
 )
 TOP_CUDA = 5
+MAX_COLUMNS = len(string.ascii_lowercase)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One group of repeats (one run or several of one spec)."""
+
+    letter: str  # "A", "B", ... as printed and in the CSV's column names
+    summaries: tuple[RunSummary, ...]
+
+    @property
+    def head(self) -> RunSummary:
+        return self.summaries[0]
+
+    @property
+    def run_ids(self) -> tuple[str, ...]:
+        return tuple(s.run_id for s in self.summaries)
+
+    @property
+    def contended(self) -> int:
+        return sum(s.contended for s in self.summaries)
 
 
 @dataclass(frozen=True)
 class Difference:
     metric: str
     unit: str
-    a: float | None
-    b: float | None
+    values: tuple[Spread | None, ...]  # one per column
 
     @property
-    def ratio(self) -> float | None:
-        """B / A; None where either is missing or A is zero."""
-        if self.a is None or self.b is None or self.a == 0:
+    def a(self) -> float | None:
+        return _median(self.values[0])
+
+    @property
+    def b(self) -> float | None:
+        return _median(self.values[1]) if len(self.values) > 1 else None
+
+    def ratio(self, column: int) -> float | None:
+        """Column / the first column; None where either is missing or the first is zero."""
+        base, value = _median(self.values[0]), _median(self.values[column])
+        if base is None or value is None or base == 0:
             return None
-        return self.b / self.a
+        return value / base
 
 
 @dataclass(frozen=True)
 class Comparison:
-    a: RunSummary
-    b: RunSummary
+    columns: tuple[Column, ...]
     differences: tuple[Difference, ...]
 
 
-def compare(a: RunFolder, b: RunFolder, top_cuda: int = TOP_CUDA) -> Comparison:
-    sa, sb = summarise(a), summarise(b)
+def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, warmup: int = WARMUP_EPOCHS) -> Comparison:
+    if len(groups) < 2:
+        raise UserError("compare needs two runs or groups at least (runs of one spec are one group)")
+    if len(groups) > MAX_COLUMNS:
+        raise UserError(f"compare shows {MAX_COLUMNS} runs or groups at most; give fewer")
+    columns = tuple(
+        Column(string.ascii_uppercase[i], tuple(summarise(f, warmup) for f in group)) for i, group in enumerate(groups)
+    )
     diffs = [
-        Difference(metric, unit, _num(getattr(sa, name)), _num(getattr(sb, name))) for metric, name, unit in METRICS
+        Difference(metric, unit, tuple(spread([_num(getattr(s, name)) for s in c.summaries]) for c in columns))
+        for metric, name, unit in METRICS
     ]
-    diffs += energy_differences(sa, sb)
-    diffs += cuda_differences(a, b, top_cuda)
-    return Comparison(sa, sb, tuple(diffs))
+    diffs += energy_differences(columns)
+    diffs += cuda_differences([group[0] for group in groups], top_cuda)
+    return Comparison(columns, tuple(diffs))
 
 
-def energy_differences(sa: RunSummary, sb: RunSummary) -> list[Difference]:
-    """Joules per epoch and per image of every energy source either run had, named by source; a
-    source only one run had shows as missing in the other. Empty: neither run had a source."""
-    a = {e.source: e for e in sa.energy}
-    b = {e.source: e for e in sb.energy}
+def energy_differences(columns: Sequence[Column]) -> list[Difference]:
+    """Joules per epoch and per image of every energy source any run had, named by source; a column
+    whose runs lacked a source shows it as missing. Empty: no run had a source."""
+    sources: list[str] = []
+    for c in columns:
+        sources += [e.source for s in c.summaries for e in s.energy if e.source not in sources]
     out = []
-    for source in list(a) + [s for s in b if s not in a]:
-        ea, eb = a.get(source), b.get(source)
-        out.append(
-            Difference(
-                f"energy per epoch, {source}",
-                "J",
-                ea.j_per_epoch if ea else None,
-                eb.j_per_epoch if eb else None,
+    for source in sources:
+        for label, field in (("epoch", "j_per_epoch"), ("image", "j_per_image")):
+            values = tuple(
+                spread([getattr(e, field) for s in c.summaries for e in s.energy if e.source == source])
+                for c in columns
             )
-        )
-        out.append(
-            Difference(
-                f"energy per image, {source}",
-                "J",
-                ea.j_per_image if ea else None,
-                eb.j_per_image if eb else None,
-            )
-        )
+            out.append(Difference(f"energy per {label}, {source}", "J", values))
     return out
 
 
-def cuda_differences(a: RunFolder, b: RunFolder, top: int = TOP_CUDA) -> list[Difference]:
-    """Total CUDA API time, then the `top` functions whose total time differs most (in ms), over the
-    whole run; empty unless both runs have a CUDA API trace."""
-    ta, tb = _api_totals_ns(a), _api_totals_ns(b)
-    if ta is None or tb is None:
+def cuda_differences(folders: Sequence[RunFolder], top: int = TOP_CUDA) -> list[Difference]:
+    """Total CUDA API time, then the `top` functions whose total time differs most from the first run's
+    (in ms), over the whole run; empty unless every run has a CUDA API trace."""
+    totals = [_api_totals_ns(f) for f in folders]
+    if any(t is None for t in totals):
         return []
-    out = [Difference("CUDA API total time", "ms", sum(ta.values()) / 1e6, sum(tb.values()) / 1e6)]
-    names = sorted(set(ta) | set(tb), key=lambda n: (-abs(tb.get(n, 0) - ta.get(n, 0)), n))
+    ts: list[dict[str, int]] = [t for t in totals if t is not None]
+
+    def ms(values: list[float]) -> tuple[Spread | None, ...]:
+        return tuple(spread([v / 1e6]) for v in values)
+
+    out = [Difference("CUDA API total time", "ms", ms([sum(t.values()) for t in ts]))]
+    names = sorted(set().union(*ts), key=lambda n: (-max(abs(t.get(n, 0) - ts[0].get(n, 0)) for t in ts[1:]), n))
     for name in names[:top]:
-        out.append(Difference(f"CUDA {name} time", "ms", ta.get(name, 0) / 1e6, tb.get(name, 0) / 1e6))
+        out.append(Difference(f"CUDA {name} time", "ms", ms([t.get(name, 0) for t in ts])))
     return out
+
+
+_VERSION_SUFFIX = re.compile(r"_v\d{4,6}$")
+
+
+def api_match_name(name: str) -> str:
+    """The name two traces are matched on: any `_vNNNN[N]` version suffix dropped. nsys's display rule
+    keeps `cudaLaunchKernelExC_v11060` (a 5-digit version), while Kineto records `cudaLaunchKernelExC`; matched
+    as they are, the one function showed up as two with a meaningless ratio."""
+    return _VERSION_SUFFIX.sub("", name)
 
 
 def _api_totals_ns(folder: RunFolder) -> dict[str, int] | None:
@@ -107,42 +159,73 @@ def _api_totals_ns(folder: RunFolder) -> dict[str, int] | None:
         return None
     from analyzers.cuda_api import api_summary
 
-    return {row.name: int(row.total_ns) for row in api_summary(folder)}
+    totals: dict[str, int] = {}
+    for row in api_summary(folder):
+        key = api_match_name(row.name)
+        totals[key] = totals.get(key, 0) + int(row.total_ns)
+    return totals
 
 
 def _num(value: object) -> float | None:
     return None if value is None else float(value)  # type: ignore[arg-type]
 
 
-CSV_COLUMNS = ("metric", "unit", "run_a", "run_b", "ratio_b_over_a")
+def _median(value: Spread | None) -> float | None:
+    return None if value is None else value.median
+
+
+def csv_columns(n: int) -> list[str]:
+    """metric, unit, run_a, run_a_min, run_a_max, run_b, ..., ratio_b_over_a, ratio_c_over_a, ..."""
+    letters = string.ascii_lowercase[:n]
+    cols = ["metric", "unit"]
+    for x in letters:
+        cols += [f"run_{x}", f"run_{x}_min", f"run_{x}_max"]
+    return cols + [f"ratio_{x}_over_a" for x in letters[1:]]
 
 
 def write_csv(comparison: Comparison, path: Path) -> None:
-    """One row per difference; the header's first line names the runs in `run_a`/`run_b` order."""
+    """One row per difference (the median of a group, its min and max); the first row names each
+    column's runs (space-separated ids)."""
+    n = len(comparison.columns)
     with path.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(CSV_COLUMNS)
-        writer.writerow(["run id", "", comparison.a.run_id, comparison.b.run_id, ""])
+        writer.writerow(csv_columns(n))
+        ids = ["run id", ""]
+        for c in comparison.columns:
+            ids += [" ".join(c.run_ids), "", ""]
+        writer.writerow(ids + [""] * (n - 1))
         for d in comparison.differences:
-            writer.writerow([d.metric, d.unit, _cell(d.a), _cell(d.b), _cell(d.ratio)])
+            row = [d.metric, d.unit]
+            for v in d.values:
+                row += [_cell(_median(v)), _cell(v.low if v else None), _cell(v.high if v else None)]
+            writer.writerow(row + [_cell(d.ratio(i)) for i in range(1, n)])
 
 
 def _cell(value: float | None) -> str:
-    return "" if value is None else repr(value)
+    """Shortest text that reads back as the same float (no 1.1600000000000001 noise from summing)."""
+    return "" if value is None else f"{value:.15g}"
 
 
 def format_ratio(ratio: float | None) -> str:
     return "-" if ratio is None else f"{ratio:.2f}x"
 
 
-def rows_for_print(comparison: Comparison) -> Sequence[tuple[str, str, str, str]]:
+def rows_for_print(comparison: Comparison) -> Sequence[list[str]]:
+    """metric (unit), each column's value (median, range when repeats), then each column's ratio to A."""
     out = []
+    n = len(comparison.columns)
     for d in comparison.differences:
-        out.append((f"{d.metric} ({d.unit})", _short(d.a), _short(d.b), format_ratio(d.ratio)))
+        cells = [f"{d.metric} ({d.unit})"] + [_spread_text(v) for v in d.values]
+        out.append(cells + [format_ratio(d.ratio(i)) for i in range(1, n)])
     return out
 
 
-def _short(value: float | None) -> str:
+def _spread_text(value: Spread | None) -> str:
     if value is None:
         return "-"
+    head = _short(value.median)
+    return head if value.n < 2 else f"{head} ({_short(value.low)}-{_short(value.high)})"
+
+
+def _short(value: float) -> str:
     return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}" if abs(value) < 10 else f"{value:.1f}"

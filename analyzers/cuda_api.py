@@ -11,7 +11,10 @@ the calls and their totals add up to the whole.
   `step…`/`train_step…`, else the first NVTX `epoch N` range's start, else the first epoch start
   from the worker's events). It holds CUDA context creation, module loading, the caching
   allocator's first cudaMalloc calls, cuDNN/cuBLAS handle and stream creation, autotuning.
-- steady: everything after startup.
+- steady: from there to the end of the last training step (the last step range, else the last
+  epoch's end); without any step or epoch marker, the stated fallback: from the first kernel launch to the
+  end of the last one (`FALLBACK_NOTE`).
+- teardown: after the steady state (module unloading, context destruction: cuLibraryUnload ...).
 - `epoch N`: the NVTX ranges named `epoch N` when present, else the worker's epoch events.
 """
 
@@ -176,6 +179,24 @@ class Phase:
     name: str
     start_ns: int | None
     end_ns: int | None
+    note: str = ""  # how the cut was made where no marker said it
+
+
+FALLBACK_NOTE = "no step or epoch markers: steady state = first to last kernel launch"
+_LAUNCH_PREFIXES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchCooperativeKernel", "cudaGraphLaunch")
+
+
+def _launch_span(folder: RunFolder) -> tuple[int, int] | None:
+    path = folder.table_path(t.CUDA_API)
+    if not path.exists():
+        return None
+    where = " OR ".join(f"starts_with(name, '{p}')" for p in _LAUNCH_PREFIXES)
+    row = (
+        connect()
+        .execute(f"SELECT min(start_ns), max(end_ns) FROM read_parquet('{_sql_path(path)}') WHERE {where}")
+        .fetchone()
+    )
+    return None if row is None or row[0] is None else (int(row[0]), int(row[1]))
 
 
 def _nvtx(folder: RunFolder) -> list[tuple[str, int, int]]:
@@ -196,22 +217,30 @@ def phases(folder: RunFolder) -> list[Phase]:
             epochs.append(Phase(f"epoch {int(m.group(1))}", s, e))
     if not epochs:
         epochs = [Phase(f"epoch {ep.epoch}", ep.start_ns, ep.end_ns) for ep in folder.epochs()]
-    steps = [e for name, _s, e in nvtx if _STEP.match(name)]
+    steps = [(s, e) for name, s, e in nvtx if _STEP.match(name)]
     cut: int | None = None
+    last: int | None = None
+    note = ""
     if steps:
-        cut = steps[0]
+        cut, last = steps[0][1], max(e for _s, e in steps)
     elif epochs:
-        cut = epochs[0].start_ns
+        cut, last = epochs[0].start_ns, epochs[-1].end_ns
+    else:
+        span = _launch_span(folder)
+        if span is not None:
+            (cut, last), note = span, FALLBACK_NOTE
     out = [Phase("whole", None, None)]
     if cut is not None:
-        out += [Phase("startup", None, cut), Phase("steady", cut, None)]
+        out += [Phase("startup", None, cut, note), Phase("steady", cut, last, note)]
+        if last is not None:
+            out.append(Phase("teardown", last, None, note))
     return out + epochs
 
 
 def phase_summaries(folder: RunFolder) -> dict[str, list[ApiRow]]:
     """Keys "whole", "startup", "steady" and "epoch N"; startup and steady are empty lists when the
     run has neither step/epoch NVTX ranges nor epoch events to cut at."""
-    out: dict[str, list[ApiRow]] = {"whole": [], "startup": [], "steady": []} | {
+    out: dict[str, list[ApiRow]] = {"whole": [], "startup": [], "steady": [], "teardown": []} | {
         p.name: api_summary(folder, p.start_ns, p.end_ns) for p in phases(folder)
     }
     return out

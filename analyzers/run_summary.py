@@ -10,7 +10,9 @@ import psutil
 import pyarrow.compute as pc
 
 from analyzers import steps
+from analyzers.contention import contention
 from analyzers.energy import SourceEnergy, energy, headline
+from analyzers.steady import WARMUP_EPOCHS, epoch_stats
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import KIND, TEGRA_TABLE, Event
@@ -28,8 +30,18 @@ class RunSummary:
     cause: str
     epochs_done: int
     epochs_planned: int
-    mean_epoch_s: float | None
-    images_per_s: float | None
+    mean_epoch_s: float | None  # over every epoch, warm-up included
+    images_per_s: float | None  # over every epoch, warm-up included
+    # The headline (analyzers.steady): epochs after the warm-up, the first epoch apart.
+    first_epoch_s: float | None
+    steady_epoch_s: float | None
+    steady_images_per_s: float | None
+    steady_epochs: int
+    warmup_epochs: int
+    steady_includes_warmup: bool  # too few epochs: the steady numbers count every epoch
+    # Machine load (analyzers.contention), judged from the samples.
+    other_cpu_pct: float | None  # median CPU % of other processes (100 = all cores)
+    contended: bool
     data_wait_pct: float | None  # share of the steps' time spent waiting for batches (analyzers.steps)
     data_wait_pct_by_epoch: tuple[float | None, ...]
     cpu_pct_mean: float | None
@@ -52,12 +64,15 @@ class RunSummary:
     energy_unavailable: tuple[str, ...] = ()  # why each kind of source is absent (from run.json)
     # Seconds spent compiling (frameworks that report `compile` events: JAX), also inside the epoch times.
     compile_s: float | None = None
+    imported_from: str = ""  # the trace file of a `tracer import`ed run (its batch and epochs are not recorded)
 
 
-def summarise(folder: RunFolder) -> RunSummary:
+def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
     record = folder.read_record()
     epochs = folder.epochs()
+    steady = epoch_stats(epochs, warmup)
     process = folder.samples("process")
+    load = contention(process)
     gpu = folder.samples("gpu")
     cpu = _column(process, "cpu_pct")
     cores = _column(process, "cpu_cores")
@@ -85,6 +100,14 @@ def summarise(folder: RunFolder) -> RunSummary:
         images_per_s=images_per_s(epochs),
         data_wait_pct=_pct(steps.run_data_wait_share(folder)),
         data_wait_pct_by_epoch=tuple(_pct(v) for _, v in sorted(steps.data_wait_shares(folder).items())),
+        first_epoch_s=steady.first_epoch_s,
+        steady_epoch_s=steady.steady_epoch_s,
+        steady_images_per_s=steady.steady_images_per_s,
+        steady_epochs=steady.steady_epochs,
+        warmup_epochs=steady.warmup,
+        steady_includes_warmup=steady.includes_warmup,
+        other_cpu_pct=load.other_cpu_pct,
+        contended=load.contended,
         cpu_pct_mean=_mean(cpu),
         cpu_pct_max=max(cpu) if cpu else None,
         cpu_cores_mean=_mean(cores),
@@ -104,6 +127,7 @@ def summarise(folder: RunFolder) -> RunSummary:
         energy_j_per_image=top.j_per_image if top else None,
         energy_unavailable=record.environment.energy_unavailable,
         compile_s=compile_seconds(folder.events()),
+        imported_from=str(record.knobs.get("imported_from", "")),
     )
 
 

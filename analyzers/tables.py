@@ -30,6 +30,7 @@ KERNELS = "kernels"
 MEMCPY = "memcpy"
 NVTX = "nvtx"
 OSRT = "osrt"
+OPERATORS = "operators"  # framework operators (PyTorch profiler `cpu_op` events: aten::conv2d, ...)
 TRACE_META = "trace_meta.json"
 
 CUDA_API_SCHEMA = pa.schema(
@@ -106,6 +107,17 @@ OSRT_SCHEMA = pa.schema(
     ]
 )
 
+OPERATORS_SCHEMA = pa.schema(
+    [
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("name", pa.string()),
+        ("pid", pa.int64()),
+        ("tid", pa.int64()),
+        ("source", pa.string()),
+    ]
+)
+
 THREAD_TIMELINE_SCHEMA = pa.schema(
     [
         ("tid", pa.int64()),
@@ -124,6 +136,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     MEMCPY: MEMCPY_SCHEMA,
     NVTX: NVTX_SCHEMA,
     OSRT: OSRT_SCHEMA,
+    OPERATORS: OPERATORS_SCHEMA,
 }
 
 # CUPTI's CUpti_ActivityMemcpyKind (named once, in the worker's collector), plus the unified-memory

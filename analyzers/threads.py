@@ -1,9 +1,11 @@
 """Per-thread timelines: when each thread of the training process ran, and what it did.
 
 Sources, all on the Unix ns clock:
-- `sampler` (always): the per-thread CPU times the tracer samples; an interval between two samples
-  where the thread's user+system time grew is activity "cpu" (neighbouring intervals merged).
-- `nsys` (when OSRT was traced): each OS-runtime call (pthread_cond_wait, read, ioctl ...), named.
+- `sampler` (always): the per-thread CPU times the tracer samples; an interval between two samples is
+  `busy` (the thread used >= BUSY_FRACTION of a core), `active` (>= ACTIVE_FRACTION) or idle (left out);
+  neighbouring intervals of one activity merged. The viewer's lanes use the same rule (`activity_levels`).
+- `nsys` (when OSRT was traced): each OS-runtime call (pthread_cond_wait, read, ioctl ...), named; what a
+  call means for the thread (waiting, io, driver) is `osrt_kind`.
 - `pyspy` (when `raw/pyspy*.json` speedscope files exist): the leaf Python function of each sample,
   consecutive equal samples merged. py-spy's speedscope output has no absolute time: its samples
   are laid from `raw/pyspy.start_ns` (a file holding one integer) when present, else from the run's
@@ -27,6 +29,52 @@ from analyzers import tables as t
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
 
+# Thread activity from sampled CPU time: the one rule (analyze's thread table and the viewer's lanes).
+IDLE, ACTIVE, BUSY = "idle", "active", "busy"
+ACTIVITY_LEVELS = (IDLE, ACTIVE, BUSY)  # index = level
+BUSY_FRACTION = 0.5  # of one core
+ACTIVE_FRACTION = 0.05
+
+# nsys OS-runtime calls by what a thread in them is doing; a lane shows the kind, not each call's name
+OSRT_KINDS: dict[str, tuple[str, ...]] = {
+    "waiting": (
+        "poll", "ppoll", "select", "pselect", "epoll_wait", "epoll_pwait", "pthread_cond_wait",
+        "pthread_cond_timedwait", "pthread_mutex_lock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
+        "pthread_join", "sem_wait", "sem_timedwait", "nanosleep", "usleep", "sleep", "clock_nanosleep", "futex",
+        "wait", "waitpid", "sched_yield",
+    ),
+    "io": (
+        "read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "writev", "fread", "fwrite", "fgets",
+        "fputs", "fflush", "open", "open64", "openat", "openat64", "fopen", "fopen64", "close", "fclose", "stat",
+        "stat64", "lstat", "lstat64", "fstat", "fstat64", "fileno", "mmap", "mmap64", "munmap", "dup", "dup2",
+        "fcntl", "fcntl64", "pipe", "pipe2", "socket", "bind", "connect", "listen", "accept", "accept4", "send",
+        "sendto", "sendmsg", "recv", "recvfrom", "recvmsg", "shutdown",
+    ),
+    "driver (ioctl)": ("ioctl",),
+}  # fmt: skip
+KIND_OF_OSRT = {call: kind for kind, calls in OSRT_KINDS.items() for call in calls}
+OTHER_OSRT = "other OS call"
+PYTHON = "python"
+
+
+def activity_levels(cpu_delta_s: np.ndarray, dt_ns: np.ndarray) -> np.ndarray:
+    """0 (idle), 1 (active) or 2 (busy) per interval, from the CPU seconds a thread used in it."""
+    dt = dt_ns.astype(np.float64)
+    cores = np.where(dt > 0, cpu_delta_s * 1e9 / np.where(dt > 0, dt, 1), 0.0)
+    return np.where(cores >= BUSY_FRACTION, 2, np.where(cores >= ACTIVE_FRACTION, 1, 0))
+
+
+def activity_kind(activity: str, source: str) -> str:
+    """What a timeline interval shows as: the sampler's level as it is, an OS-runtime call as its kind
+    (waiting, io, driver, other), a py-spy sample as `python`."""
+    if source == "pyspy":
+        return PYTHON
+    if source == "nsys":
+        return KIND_OF_OSRT.get(activity, OTHER_OSRT)
+    return activity
+
+
+NO_THREAD = 0  # tid 0 is no thread of the process: nsys puts process-wide events there (shown as "[Unknown]")
 _PYSPY_THREAD = re.compile(r"Thread\s+(0x[0-9a-fA-F]+|\d+)(?:\s+\"([^\"]*)\")?")
 _PYSPY_PROCESS = re.compile(r"Process\s+(\d+)")
 
@@ -52,7 +100,7 @@ def _empty() -> dict[str, list[Any]]:
 
 
 def sampler_intervals(threads: pa.Table | None) -> dict[str, list[Any]]:
-    """Merged intervals where a thread's CPU time grew between consecutive samples."""
+    """Merged intervals where a thread was `active` or `busy` (`activity_levels`) between two samples."""
     out = _empty()
     if threads is None or threads.num_rows == 0:
         return out
@@ -64,11 +112,18 @@ def sampler_intervals(threads: pa.Table | None) -> dict[str, list[Any]]:
     order = np.lexsort((t_ns, tid))
     tid, pid, t_ns, cpu = tid[order], pid[order], t_ns[order], cpu[order]
     names = [names[i] for i in order]
+    levels = np.concatenate(([0], activity_levels(np.diff(cpu), np.diff(t_ns)))) if len(order) else np.array([])
     for i in range(1, len(order)):
-        if tid[i] != tid[i - 1] or pid[i] != pid[i - 1] or cpu[i] <= cpu[i - 1]:
+        if tid[i] != tid[i - 1] or pid[i] != pid[i - 1] or levels[i] == 0:
             continue
-        start, end = int(t_ns[i - 1]), int(t_ns[i])
-        if out["end_ns"] and out["tid"][-1] == tid[i] and out["pid"][-1] == pid[i] and out["end_ns"][-1] == start:
+        start, end, activity = int(t_ns[i - 1]), int(t_ns[i]), ACTIVITY_LEVELS[int(levels[i])]
+        if (
+            out["end_ns"]
+            and out["tid"][-1] == tid[i]
+            and out["pid"][-1] == pid[i]
+            and out["end_ns"][-1] == start
+            and out["activity"][-1] == activity
+        ):
             out["end_ns"][-1] = end
             continue
         out["tid"].append(int(tid[i]))
@@ -76,7 +131,7 @@ def sampler_intervals(threads: pa.Table | None) -> dict[str, list[Any]]:
         out["thread_name"].append(str(names[i] or ""))
         out["start_ns"].append(start)
         out["end_ns"].append(end)
-        out["activity"].append("cpu")
+        out["activity"].append(activity)
         out["source"].append("sampler")
     return out
 
@@ -166,26 +221,40 @@ def thread_timeline(folder: RunFolder) -> pa.Table:
     return table.sort_by([("pid", "ascending"), ("tid", "ascending"), ("start_ns", "ascending")])
 
 
-def thread_summary(folder: RunFolder) -> list[ThreadRow]:
-    """One row per thread seen by any source, busiest (CPU seconds, then OSRT time) first."""
+def thread_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[ThreadRow]:
+    """One row per thread seen by any source, busiest (CPU seconds, then OSRT time) first; between
+    `start_ns` and `end_ns` when given (a phase): CPU seconds are the growth of the thread's CPU time
+    over the samples inside it, timeline intervals are clipped to it."""
+    lo = start_ns if start_ns is not None else -(1 << 62)
+    hi = end_ns if end_ns is not None else 1 << 62
+    first_cpu: dict[tuple[int, int], float] = {}
     cpu_s: dict[tuple[int, int], float] = {}
     names: dict[tuple[int, int], str] = {}
     samples = folder.samples("threads")
+    whole = start_ns is None and end_ns is None
     if samples is not None and samples.num_rows:
-        for r in samples.select(["pid", "tid", "name", "user_s", "system_s"]).to_pylist():
+        for r in samples.select(["t_ns", "pid", "tid", "name", "user_s", "system_s"]).to_pylist():
+            if not lo <= int(r["t_ns"]) <= hi:
+                continue
             key = (int(r["pid"]), int(r["tid"]))
             cpu = float(r["user_s"] or 0) + float(r["system_s"] or 0)
-            cpu_s[key] = max(cpu_s.get(key, 0.0), cpu)
+            first_cpu.setdefault(key, 0.0 if whole else cpu)  # a phase counts from its first sample
+            cpu_s[key] = max(cpu_s.get(key, 0.0), cpu - first_cpu[key])
             names[key] = str(r["name"] or names.get(key, ""))
     timeline = thread_timeline(folder).to_pylist()
     per: dict[tuple[int, int], dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
     for r in timeline:
         key = (r["pid"], r["tid"])
-        per[key][r["source"]][r["activity"]] += r["end_ns"] - r["start_ns"]
+        overlap = min(r["end_ns"], hi) - max(r["start_ns"], lo)
+        if overlap <= 0:
+            continue
+        per[key][r["source"]][r["activity"]] += overlap
         if r["thread_name"] and not names.get(key):
             names[key] = r["thread_name"]
     rows = []
     for key in set(per) | set(cpu_s):
+        if key[1] == NO_THREAD:
+            continue
         src = per.get(key, {})
         osrt = src.get("nsys", {})
         py = src.get("pyspy", {})

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from analyzers.steady import throughput
 from tracer.core.runfolder import list_runs
 from tracer.frameworks import MODELS
 from tracer.sysinfo import cpu_model
@@ -62,9 +63,8 @@ def run_cell(args: argparse.Namespace, out: Path, framework: str, model: str, da
         return Cell(framework, model, dataset, batch, status, None, "")
     folder = runs[-1]
     record = folder.read_record()
-    epochs = folder.epochs()
-    timed = epochs[args.warmup :] if len(epochs) > args.warmup else epochs
-    mean = sum(e.duration_s for e in timed) / len(timed) if timed else None
+    cell = throughput([folder.epochs()], args.warmup)  # the one Table 1 definition (report, campaign, here)
+    mean = cell.epoch_s.median if cell.epoch_s else None
     return Cell(framework, model, dataset, batch, record.outcome.status.value, mean, str(folder.path))
 
 

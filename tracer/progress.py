@@ -1,5 +1,6 @@
-"""Live progress of a run, read from the worker's event stream: a bar per epoch with images/s and ETA,
-and one plain line per finished epoch (which is what lands in CI logs and pipes)."""
+"""Live progress of a run, read from the worker's event stream: a spinner while the worker imports its
+framework and builds the model (TensorFlow's import alone can take 10 s), then a bar per epoch with
+images/s and the epoch's ETA, and one plain line per finished epoch (what lands in CI logs and pipes)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,31 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.text import Text
 
 from tracer.core.schema import KIND, Event
+
+
+class _EpochOnly(ProgressColumn):
+    """Shows `inner` for an epoch bar (a task with a total), nothing for a spinner (no total)."""
+
+    def __init__(self, inner: ProgressColumn) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def render(self, task: Task) -> Any:
+        return Text("") if task.total is None else self.inner.render(task)
 
 
 class ProgressView:
@@ -21,18 +44,19 @@ class ProgressView:
         self._offset = 0
         self._partial = ""
         self._progress = Progress(
+            SpinnerColumn(),
             TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("img  {task.fields[rate]:>7.1f} img/s  ETA {task.fields[eta]}"),
+            _EpochOnly(BarColumn()),
+            _EpochOnly(MofNCompleteColumn()),
+            _EpochOnly(TextColumn("img  {task.fields[rate]:>7.1f} img/s  epoch ETA {task.fields[eta]}")),
             TimeElapsedColumn(),
             console=console,
             transient=True,
         )
         self._task: TaskID | None = None
+        self._spinner: TaskID | None = None
         self._epoch_start_ns = 0
         self._epoch_total = 0
-        self._durations: list[float] = []
         self._progress.start()
 
     def poll(self) -> None:
@@ -62,11 +86,24 @@ class ProgressView:
                 continue
         return out
 
+    def _spin(self, what: str | None) -> None:
+        """The one spinner line before the first epoch: `what` the worker is doing now (None: gone)."""
+        if self._spinner is not None:
+            self._progress.remove_task(self._spinner)
+            self._spinner = None
+        if what is not None:
+            self._spinner = self._progress.add_task(what, total=None)
+
     def _on_event(self, e: dict[str, Any]) -> None:
         kind = e.get(KIND)
-        if kind == "model":
+        if kind == Event.START:
+            self._spin(f"importing {e.get('framework') or 'the framework'}")
+        elif kind == Event.DATASET:
+            self._spin("building the model")
+        elif kind == Event.MODEL:
             self.console.print(f"model: {e['trainable_params']:,} trainable parameters")
         elif kind == Event.EPOCH_START:
+            self._spin(None)
             self._epoch_start_ns = e["t_ns"]
             self._epoch_total = int(e["images_total"])
             if self._task is not None:
@@ -78,25 +115,24 @@ class ProgressView:
             images = int(e["images"])
             elapsed = (e["t_ns"] - self._epoch_start_ns) / 1e9
             rate = images / elapsed if elapsed > 0 else 0.0
-            self._progress.update(self._task, completed=images, rate=rate, eta=self._eta(e["epoch"], images, rate))
+            self._progress.update(self._task, completed=images, rate=rate, eta=self._eta(images, rate))
         elif kind == Event.EPOCH_END:
             seconds = (e["t_ns"] - self._epoch_start_ns) / 1e9
-            self._durations.append(seconds)
             rate = e["images"] / seconds if seconds > 0 else 0.0
-            if self._task is not None:
-                self._progress.update(self._task, completed=e["images"], rate=rate, eta="-")
+            if self._task is not None:  # the bar ends full: the epoch is over, whatever its last batch held
+                self._progress.update(self._task, completed=self._epoch_total, rate=rate, eta="0:00:00")
             self.console.print(
                 f"epoch {e['epoch']}/{self.epochs}: {seconds:.2f} s, {rate:.1f} img/s, loss {e['loss']:.4f}"
             )
         elif kind == "error":
+            self._spin(None)
             self.console.print(f"[red]worker error:[/red] {e.get('error', '')}")
 
-    def _eta(self, epoch: int, images: int, rate: float) -> str:
+    def _eta(self, images: int, rate: float) -> str:
+        """Time left in this epoch (the bar beside it is the epoch's; the run's end is epochs x that)."""
         if rate <= 0:
             return "-"
-        this_epoch = (self._epoch_total - images) / rate
-        per_epoch = sum(self._durations) / len(self._durations) if self._durations else self._epoch_total / rate
-        return _clock(this_epoch + per_epoch * (self.epochs - epoch))
+        return _clock((self._epoch_total - images) / rate)
 
 
 def _clock(seconds: float) -> str:

@@ -17,6 +17,33 @@ def _needs_offscreen(screenshot: Path | None) -> bool:
     return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+# Libraries Qt's xcb platform plugin loads (Qt >= 6.5) that minimal Linux installs lack: (soname stem, package)
+XCB_LIBRARIES = (("xcb-cursor", "libxcb-cursor0"), ("xcb-icccm", "libxcb-icccm4"), ("xcb-keysyms", "libxcb-keysyms1"))
+
+
+def x11_problem() -> str | None:
+    """Why a window cannot open on this X display, in one line, before Qt gets a chance to abort; None
+    when nothing is known to be wrong (or the platform is not X11)."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM", "xcb") != "xcb":
+        return None
+    display = os.environ.get("DISPLAY", "")
+    if not display or os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    import ctypes.util
+
+    missing = [package for stem, package in XCB_LIBRARIES if ctypes.util.find_library(stem) is None]
+    if missing:
+        return (
+            f"the viewer's window needs the X libraries {', '.join(missing)}: "
+            f"sudo apt-get install {' '.join(missing)} (or use --screenshot FILE.png, which needs none)"
+        )
+    host, _, number = display.partition(":")
+    local = host in ("", "unix") and number.split(".")[0].isdigit()
+    if local and not Path(f"/tmp/.X11-unix/X{number.split('.')[0]}").exists():
+        return f"no X server at DISPLAY={display}: start one (or unset DISPLAY and use --screenshot FILE.png)"
+    return None
+
+
 def has_display() -> bool:
     return bool(
         os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or os.environ.get("QT_QPA_PLATFORM")

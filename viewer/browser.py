@@ -12,7 +12,7 @@ from tracer.core.errors import UserError
 from tracer.core.runfolder import list_runs
 from viewer.loader import Task
 
-COLUMNS = ("framework", "model", "dataset", "device", "batch", "status", "mean epoch (s)", "run id")
+COLUMNS = ("framework", "model", "dataset", "device", "batch", "status", "img/s steady", "run id")
 
 
 def browse(out_dir: Path) -> list[list[str]]:
@@ -25,8 +25,9 @@ def browse(out_dir: Path) -> list[list[str]]:
             rows.append(["", "", "", "", "", f"unreadable: {e}", "", folder.run_id, str(folder.path)])
             continue
         status = s.status + (f" ({s.cause})" if s.cause else "")
-        mean = "-" if s.mean_epoch_s is None else f"{s.mean_epoch_s:.2f}"
-        rows.append([s.framework, s.model, s.dataset, s.device, str(s.batch), status, mean, s.run_id, s.folder])
+        status += ", contended" if s.contended else ""
+        rate = "-" if s.steady_images_per_s is None else f"{s.steady_images_per_s:.1f}"
+        rows.append([s.framework, s.model, s.dataset, s.device, str(s.batch), status, rate, s.run_id, s.folder])
     return rows
 
 

@@ -1,16 +1,16 @@
 """Qt-free data sources of the viewer: one run folder loaded into numpy arrays, ready to plot.
 
 `load_run` never raises for a damaged, failed or half-written folder: what it could not read becomes a
-line in `RunData.messages`, and the panels show what is there. Trace panels use the analyzers
-(`analyzers.cuda_api`, `analyzers.kernels`, `analyzers.threads`) when they are installed and the run has
-a trace; without them they say so. Times stay Unix-epoch ns (`*_ns`) until a panel asks for seconds
+line in `RunData.messages`, and the panels show what is there. Every analysis rule (thread activity,
+OS-runtime call kinds, the CUDA API split and its "other" group) is the analyzers' (`analyzers.threads`,
+`analyzers.cuda_api`, `analyzers.kernels`); this module only reads their results into arrays.
+Times stay Unix-epoch ns (`*_ns`) until a panel asks for seconds
 from an anchor (`RunData.anchor_ns`).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +24,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers.run_summary import displayed_status, images_per_s, mean_epoch_s
+from analyzers.shares import OTHER, OTHER_THRESHOLD_PCT, group_shares, other_label
 from analyzers.steps import data_wait_shares
+from analyzers.tables import CUDA_API, KERNELS
+from analyzers.threads import ACTIVITY_LEVELS, activity_kind, activity_levels, thread_timeline
 from tracer.core.errors import UserError
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
@@ -95,99 +98,8 @@ class Series:
 
 LOW_PRIORITY = ("idle", "sleeping", "waiting")
 
-# nsys OS-runtime calls by what a thread in them is doing; a lane shows the kind, not each call's name
-OSRT_KINDS = {
-    "waiting": (
-        "poll",
-        "ppoll",
-        "select",
-        "pselect",
-        "epoll_wait",
-        "epoll_pwait",
-        "pthread_cond_wait",
-        "pthread_cond_timedwait",
-        "pthread_mutex_lock",
-        "pthread_rwlock_rdlock",
-        "pthread_rwlock_wrlock",
-        "pthread_join",
-        "sem_wait",
-        "sem_timedwait",
-        "nanosleep",
-        "usleep",
-        "sleep",
-        "clock_nanosleep",
-        "futex",
-        "wait",
-        "waitpid",
-        "sched_yield",
-    ),
-    "io": (
-        "read",
-        "write",
-        "pread",
-        "pread64",
-        "pwrite",
-        "pwrite64",
-        "readv",
-        "writev",
-        "fread",
-        "fwrite",
-        "fgets",
-        "fputs",
-        "fflush",
-        "open",
-        "open64",
-        "openat",
-        "openat64",
-        "fopen",
-        "fopen64",
-        "close",
-        "fclose",
-        "stat",
-        "stat64",
-        "lstat",
-        "lstat64",
-        "fstat",
-        "fstat64",
-        "fileno",
-        "mmap",
-        "mmap64",
-        "munmap",
-        "dup",
-        "dup2",
-        "fcntl",
-        "fcntl64",
-        "pipe",
-        "pipe2",
-        "socket",
-        "bind",
-        "connect",
-        "listen",
-        "accept",
-        "accept4",
-        "send",
-        "sendto",
-        "sendmsg",
-        "recv",
-        "recvfrom",
-        "recvmsg",
-        "shutdown",
-    ),
-    "driver (ioctl)": ("ioctl",),
-}
-KIND_OF_OSRT = {call: kind for kind, calls in OSRT_KINDS.items() for call in calls}
-OTHER_OSRT = "other OS call"
-PYTHON = "python"
-
-
-def lane_activity(activity: str, source: str) -> str:
-    """What a thread-timeline interval shows as: the sampler's `cpu` as it is, an OS-runtime call as its
-    kind (waiting, io, driver, other), a py-spy sample as `python`."""
-    if source == "pyspy":
-        return PYTHON
-    if source == "nsys":
-        return KIND_OF_OSRT.get(activity, OTHER_OSRT)
-    return activity
+# What a lane shows is decided by analyzers.threads (one rule for `analyze` and the viewer).
+lane_activity = activity_kind
 
 
 def activity_priority(activity: str) -> tuple[int, str]:
@@ -206,6 +118,7 @@ class ThreadLanes:
     code: np.ndarray  # each segment's activity, an index into `names`
     names: tuple[str, ...]
     source: str
+    lane_tids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # each lane's thread id
 
     @property
     def activity(self) -> np.ndarray:
@@ -418,13 +331,14 @@ def load_run(path: Path | str, progress: Progress | None = None) -> RunData:
         data.messages.append(line)
     report(0.15, "epochs")
     data.epochs = _guard(data, "events.jsonl", folder.epochs, [])
-    if data.record is not None and not folder.events_path.exists():
+    imported = data.record is not None and "imported_from" in data.record.knobs
+    if data.record is not None and not folder.events_path.exists() and not imported:
         data.messages.append("events.jsonl is missing: no epoch markers")
     data.data_wait_by_epoch = _guard(data, "samples/steps", functools.partial(data_wait_shares, folder), {})
     report(0.25, "samples")
     for table in ("process", "gpu", STEPS_TABLE):
         data.series.update(_guard(data, f"samples/{table}", functools.partial(_load_series, folder, table), {}))
-    if not data.series.get("cpu_pct"):
+    if not data.series.get("cpu_pct") and not imported:  # an imported trace has no samples by nature
         data.messages.append("no process samples (samples/process.parquet or .csv is missing or empty)")
     report(0.6, "threads")
     data.threads = _guard(data, "thread timeline", lambda: load_thread_lanes(folder), None)
@@ -524,20 +438,11 @@ def _one_chunk(column: pa.ChunkedArray) -> pa.Array:
     return column.combine_chunks() if column.num_chunks else pa.array([], type=column.type)
 
 
-def _optional(module: str) -> Any:
-    """An analyzer module that may not exist yet (trace analyzers land separately)."""
-    try:
-        return importlib.import_module(module)
-    except Exception:  # absent, or broken while it is being written: the panel says "no trace"
-        return None
-
-
 def load_thread_lanes(folder: RunFolder) -> ThreadLanes | None:
     """The analyzers' thread timeline where there is one, else activity derived from per-thread CPU time."""
-    threads_mod = _optional("analyzers.threads") if _has_thread_trace(folder) else None
-    if threads_mod is not None and hasattr(threads_mod, "thread_timeline"):
-        table = threads_mod.thread_timeline(folder)
-        if table is not None and table.num_rows:
+    if _has_thread_trace(folder):
+        table = thread_timeline(folder)
+        if table.num_rows:
             return _lanes_from_timeline(table)
     samples = read_samples(folder, "threads", ("t_ns", "pid", "tid", "name", "user_s", "system_s"))
     if samples is None or samples.num_rows == 0:
@@ -595,11 +500,8 @@ def _lanes_from_timeline(table: pa.Table) -> ThreadLanes:
         code=remap[_as_array(pa.chunked_array([pair.indices]), np.int64)],
         names=tuple(kind_names),
         source=", ".join(sources) or "thread timeline",
+        lane_tids=tid[first].astype(np.int64),
     )
-
-
-BUSY_FRACTION = 0.5
-ACTIVE_FRACTION = 0.05
 
 
 def lanes_from_thread_samples(samples: pa.Table) -> ThreadLanes:
@@ -618,9 +520,7 @@ def lanes_from_thread_samples(samples: pa.Table) -> ThreadLanes:
     same = keys[1:] == keys[:-1]
     first = np.flatnonzero(np.concatenate(([True], ~same)))
     lane_of = np.cumsum(np.concatenate(([False], ~same)))
-    dt = np.diff(t).astype(np.float64)
-    busy = np.where(dt > 0, np.diff(cpu) * 1e9 / np.where(dt > 0, dt, 1), 0.0)
-    level = np.where(busy >= BUSY_FRACTION, 2, np.where(busy >= ACTIVE_FRACTION, 1, 0))
+    level = activity_levels(np.diff(cpu), np.diff(t))
     idx = np.nonzero(same)[0]  # interval i runs from sample i to i+1 of the same thread
     lane, start, end, lvl = lane_of[idx], t[idx], t[idx + 1], level[idx]
     if len(idx):
@@ -639,8 +539,9 @@ def lanes_from_thread_samples(samples: pa.Table) -> ThreadLanes:
         start,
         end,
         lvl.astype(np.int64),
-        ("idle", "active", "busy"),
+        ACTIVITY_LEVELS,
         "sampled per-thread CPU time",
+        tid[last].astype(np.int64),
     )
 
 
@@ -658,17 +559,16 @@ def _thread_major_order(keys: np.ndarray, t: np.ndarray) -> np.ndarray | None:
 
 def _load_trace(folder: RunFolder, data: RunData) -> None:
     """CUDA API split per phase, kernel top list, and API calls for the thread lanes."""
-    has_table = folder.table_path("cuda_api").exists()
-    cuda_api = _optional("analyzers.cuda_api") if has_table else None
-    if cuda_api is None or not has_table:
-        data.trace_note = NO_TRACE if not has_table else "trace analyzers are not installed"
+    if not folder.table_path(CUDA_API).exists():
+        data.trace_note = NO_TRACE
         return
+    from analyzers import cuda_api, kernels  # here: a run without a trace does not pay for their import
+
     phases = cuda_api.phase_summaries(folder)
     data.cuda_phases = {phase: [_share(row) for row in rows] for phase, rows in phases.items()}
     data.trace_note = "" if data.cuda_phases else NO_TRACE
-    kernels_mod = _optional("analyzers.kernels")
-    if kernels_mod is not None and folder.table_path("kernels").exists():
-        data.kernels = rows_of(kernels_mod.kernel_summary(folder))
+    if folder.table_path(KERNELS).exists():
+        data.kernels = rows_of(kernels.kernel_summary(folder))
     data.api_calls = _api_calls(folder, data.threads)
 
 
@@ -698,11 +598,11 @@ def rows_of(result: Any) -> list[dict[str, Any]]:
 def _api_calls(folder: RunFolder, lanes: ThreadLanes | None) -> ApiCalls | None:
     if lanes is None:
         return None
-    table = pq.read_table(folder.table_path("cuda_api"), columns=["start_ns", "end_ns", "name", "tid"])
+    table = pq.read_table(folder.table_path(CUDA_API), columns=["start_ns", "end_ns", "name", "tid"])
     if table.num_rows == 0:
         return None
     tid = _as_array(table.column("tid"), np.int64)
-    lane_tids = np.array([_tid_of(n) for n in lanes.lane_names], dtype=np.int64)
+    lane_tids = lanes.lane_tids
     order = np.argsort(lane_tids)
     pos = np.searchsorted(lane_tids[order], tid).clip(0, max(len(order) - 1, 0))
     found = lane_tids[order][pos] == tid if len(order) else np.zeros(len(tid), dtype=bool)
@@ -717,18 +617,7 @@ def _api_calls(folder: RunFolder, lanes: ThreadLanes | None) -> ApiCalls | None:
     )
 
 
-def _tid_of(lane_name: str) -> int:
-    try:
-        return int(lane_name.rsplit("(", 1)[1].rstrip(")"))
-    except (IndexError, ValueError):
-        return -1
-
-
-def api_split(shares: Sequence[ApiShare], min_pct: float = 1.0) -> list[tuple[str, float]]:
-    """The study's Figure 3: functions with >= `min_pct` % of API time, the rest summed as `other`."""
-    big = [(s.name, s.time_pct) for s in shares if s.time_pct >= min_pct]
-    rest = sum(s.time_pct for s in shares if s.time_pct < min_pct)
-    big.sort(key=lambda item: -item[1])
-    if rest > 0 and not math.isclose(rest, 0.0):
-        big.append((f"other (< {min_pct:g} % each)", rest))
-    return big
+def api_split(shares: Sequence[ApiShare], min_pct: float = OTHER_THRESHOLD_PCT) -> list[tuple[str, float]]:
+    """One run's Figure 3 split (analyzers.shares): functions >= `min_pct` % of API time, the rest as other."""
+    names, grouped = group_shares({"run": shares}, min_pct)
+    return [(other_label(min_pct) if n == OTHER else n, v) for n, v in zip(names, grouped["run"]) if v > 0]

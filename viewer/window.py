@@ -55,6 +55,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.diagnosis = DiagnosisPanel()
         self.browser = RunBrowser(out_dir)
         self.browser.open_runs.connect(self.add_runs)
+        QtCore.QTimer.singleShot(0, self.browser.refresh)  # filled at open, after the first paint
 
         self.tabs = QtWidgets.QTabWidget()
         self.tabs.addTab(self.epochs, "Epochs")
@@ -198,9 +199,16 @@ class MainWindow(QtWidgets.QMainWindow):
         self.time_cursor.set((start + end) / 2)
 
     def reset_zoom(self) -> None:
+        """Every run whole: the time span of the curves and the thread lanes together. The lanes' images
+        cover only the visible range (they are redrawn per view), so their bounds are asked, not auto-ranged."""
+        spans = [b for b in (self.threads.full_x_range(), self.timeline.full_x_range()) if b is not None]
         for plot in self.timeline.plots.values():
-            plot.enableAutoRange()
-        self.threads.plot.enableAutoRange(x=True)
+            plot.enableAutoRange(y=True)
+        if not spans:
+            return
+        x0, x1 = min(s[0] for s in spans), max(s[1] for s in spans)
+        for plot in [*self.timeline.plots.values(), self.threads.plot]:
+            plot.setXRange(x0, x1, padding=0.01)
 
     def show_browser(self) -> None:
         self.tabs.setCurrentWidget(self.browser)

@@ -5,7 +5,8 @@ objects at once. ijson's C backend yields one event at a time and only the CUDA 
 compact column lists. Numbers are read as Decimal so µs with 3 decimals become exact ns.
 Both category spellings are understood: 2021 (`Runtime`, `Kernel`, `Memcpy`, `Memset`) and current
 (`cuda_runtime`, `cuda_driver`, `kernel`, `gpu_memcpy`, `gpu_memset`); `user_annotation` ranges
-become NVTX-like ranges (PyTorch's `record_function`).
+become NVTX-like ranges (PyTorch's `record_function`); `cpu_op` events (aten::conv2d, autograd's
+ConvolutionBackward0 ...) become the `operators` table (`analyzers.operators` summarises it).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ KERNEL_CATS = {"kernel", "Kernel"}
 MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
 MEMSET_CATS = {"gpu_memset", "Memset"}
 RANGE_CATS = {"user_annotation"}
+OPERATOR_CATS = {"cpu_op", "Operator"}  # current and 2021 spellings
 _BASE_TIME = re.compile(rb'"baseTimeNanoseconds"\s*:\s*(\d+)')
 TAIL_BYTES = 1 << 16
 
@@ -143,6 +145,7 @@ def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
     )
     mem = _Columns(["start_ns", "dur_ns", "kind", "bytes", "device", "stream", "correlation_id"], t.MEMCPY_SCHEMA)
     ranges = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.NVTX_SCHEMA)
+    ops = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.OPERATORS_SCHEMA)
     seen = 0
     try:
         with _open(path) as raw:
@@ -196,6 +199,15 @@ def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
                         stream=_int(args.get("stream")),
                         correlation_id=_int(args.get("correlation")),
                     )
+                elif cat in OPERATOR_CATS:
+                    start = _ns(ev["ts"])
+                    ops.add(
+                        start_ns=start,
+                        end_ns=start + _ns(ev.get("dur", 0)),
+                        name=str(ev.get("name", "")),
+                        pid=_int(ev.get("pid")),
+                        tid=_int(ev.get("tid")),
+                    )
                 elif cat in RANGE_CATS:
                     start = _ns(ev["ts"])
                     ranges.add(
@@ -220,6 +232,7 @@ def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
         t.KERNELS: kern.table(clock.offset_ns),
         t.MEMCPY: mem.table(clock.offset_ns),
         t.NVTX: ranges.table(clock.offset_ns),
+        t.OPERATORS: ops.table(clock.offset_ns),
     }
     return {k: v for k, v in out.items() if v.num_rows}, clock
 

@@ -10,8 +10,9 @@ from analyzers.report import charts
 from analyzers.report.build import Output, Step, plan_report
 from analyzers.report.html import write_index
 from analyzers.report.runs import LoadedRun, collect_runs
+from analyzers.steady import WARMUP_EPOCHS
 
-__all__ = ["Output", "Step", "collect_runs", "plan_report", "write_report"]
+__all__ = ["Output", "Step", "collect_runs", "contention_warnings", "plan_report", "write_report"]
 
 
 def write_report(
@@ -20,15 +21,29 @@ def write_report(
     formats: Sequence[str] = charts.FORMATS,
     warnings: Sequence[str] = (),
     on_step: Callable[[Step], None] | None = None,
+    warmup: int = WARMUP_EPOCHS,
 ) -> tuple[Path, list[Output]]:
     """Writes every table and figure into `out` (created if needed) and `out/index.html`; `on_step`
     is called before each step (for progress). Returns the page and what was written."""
     out.mkdir(parents=True, exist_ok=True)
     outputs = []
-    for step in plan_report(runs, out, formats):
+    warnings = [*warnings, *contention_warnings(runs)]
+    for step in plan_report(runs, out, formats, warmup):
         if on_step is not None:
             on_step(step)
         result = step.run()
         if result is not None:
             outputs.append(result)
     return write_index(out, runs, outputs, warnings), outputs
+
+
+def contention_warnings(runs: Sequence[LoadedRun]) -> list[str]:
+    """One line per run taken on a busy machine (analyzers.contention), shown at the top of the page."""
+    from analyzers.contention import contention
+
+    out = []
+    for run in runs:
+        load = contention(run.folder.samples("process"))
+        if load.contended:
+            out.append(f"run {run.folder.run_id}: {load.warning()}")
+    return out

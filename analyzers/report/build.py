@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 
 from analyzers.report import charts, series, tables
 from analyzers.report.runs import CaseKey, LoadedRun, by_case, latest_per_framework
+from analyzers.steady import WARMUP_EPOCHS, throughput
 
 TABLES = (("cpu", "table1-cpu", "Table 1: CPU training"), ("gpu", "table2-gpu", "Table 2: GPU training"))
 
@@ -36,12 +37,21 @@ class Step:
     run: Callable[[], Output | None]
 
 
-def plan_report(runs: Sequence[LoadedRun], out: Path, formats: Sequence[str] = charts.FORMATS) -> list[Step]:
+def plan_report(
+    runs: Sequence[LoadedRun], out: Path, formats: Sequence[str] = charts.FORMATS, warmup: int = WARMUP_EPOCHS
+) -> list[Step]:
     """Every step of the report on `runs`, in the order the page shows them. Figures a case has no
     data for (CUDA API without a trace, energy without NVML) are not planned."""
-    steps = [Step(f"writing {title}", _table_step(runs, device, out / stem, title)) for device, stem, title in TABLES]
+    steps = [
+        Step(f"writing {title}", _table_step(runs, device, out / stem, title, warmup)) for device, stem, title in TABLES
+    ]
     steps.append(Step("diagnosing the runs", _diagnosis_step(runs, out)))
     cases = by_case(runs)
+    for case, group in cases.items():
+        if any(r.ok and r.folder.epochs() for r in group):
+            steps.append(
+                Step(f"drawing throughput of {case.name}", _throughput_step(case, group, out, formats, warmup))
+            )
     for case, group in cases.items():
         chosen = latest_per_framework(r for r in group if _has_process_samples(r))
         if chosen:
@@ -77,9 +87,9 @@ def _note(run: LoadedRun) -> str:
     return "" if run.ok else f"({outcome.status.value})"
 
 
-def _table_step(runs: Sequence[LoadedRun], device: str, base: Path, title: str) -> Callable[[], Output]:
+def _table_step(runs: Sequence[LoadedRun], device: str, base: Path, title: str, warmup: int) -> Callable[[], Output]:
     def step() -> Output:
-        rows = tables.table_rows(runs, device)
+        rows = tables.table_rows(runs, device, warmup)
         csv_path, md_path = base.with_suffix(".csv"), base.with_suffix(".md")
         tables.write_csv(rows, csv_path)
         md_path.write_text(tables.to_markdown(rows, device, title))
@@ -123,6 +133,27 @@ def _resource_step(
     return step
 
 
+def _throughput_step(
+    case: CaseKey, group: Sequence[LoadedRun], out: Path, formats: Sequence[str], warmup: int
+) -> Callable[[], Output]:
+    def step() -> Output:
+        ok = [r for r in group if r.ok]
+        frameworks = sorted({r.framework for r in ok})
+        cells = {fw: throughput([r.folder.epochs() for r in ok if r.framework == fw], warmup) for fw in frameworks}
+        newest = latest_per_framework(ok)
+        epoch_s = {fw: [e.duration_s for e in r.folder.epochs()] for fw, r in newest.items()}
+        fig = charts.throughput_figure(f"Training throughput\n{case.title}", cells, epoch_s, warmup)
+        files = charts.save(fig, out / f"fig-throughput-{case.slug}", formats)
+        caption = (
+            f"Left: images/s over the epochs after the first {warmup} (the steady state), median over the finished "
+            "runs of each framework with their range. Right: every epoch's time in the newest run of each framework, "
+            "warm-up shaded. Runs: " + ", ".join(r.folder.run_id for r in ok) + "."
+        )
+        return Output("figure", f"Training throughput: {case.title}", files, caption)
+
+    return step
+
+
 def _cuda_step(case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: Sequence[str]) -> Callable[[], Output]:
     def step() -> Output:
         phases = {fw: series.cuda_phases(r.folder) for fw, r in chosen.items()}
@@ -135,7 +166,7 @@ def _cuda_step(case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: 
         files = charts.save(fig, out / f"fig-cuda-api-{case.slug}", formats)
         caption = (
             "Functions with at least 1 % of the CUDA API time in some framework; the rest is grouped as 'other'. "
-            "Steady state as analyzers.cuda_api defines it. Runs: "
+            "Steady state: everything after the first training step. Runs: "
             + ", ".join(r.folder.run_id for r in chosen.values())
             + "."
         )

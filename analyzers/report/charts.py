@@ -14,6 +14,7 @@ from matplotlib.patches import Patch
 
 from analyzers import palette
 from analyzers.report.series import OTHER, EpochEnergy, ResourceSeries
+from analyzers.steady import Throughput
 
 FORMATS = ("png", "svg")
 DPI = 110
@@ -58,21 +59,22 @@ def resource_figure(
     cores: Mapping[str, int],
     ram_gib: Mapping[str, float],
 ) -> Figure:
-    """Figures 1-2: CPU %, RAM % and threads over time, one column per framework, rows sharing
-    their y axis (so columns compare at a glance) and all panels sharing the time axis."""
+    """Figures 1-2: CPU %, RSS (MiB, with % of RAM on the right) and threads over time, one column per
+    framework, rows sharing their y axis (so columns compare at a glance); each column has its own time
+    axis, so a short run is not squeezed into a sliver beside a long one. Every epoch band is labelled."""
 
     frameworks = palette.order(list(series))
     ncols = max(1, len(frameworks))
     with _style():
         fig = _figure(max(6.0, 3.3 * ncols + 1.2), 7.2)
-        axes = fig.subplots(3, ncols, sharex=True, sharey="row", squeeze=False)
+        axes = fig.subplots(3, ncols, sharex="col", sharey="row", squeeze=False)
         for col, fw in enumerate(frameworks):
             s = series[fw]
             c = palette.colour(fw)
             top, mid, bottom = axes[0][col], axes[1][col], axes[2][col]
             t = _break_gaps(s.t_s)
             top.plot(t, s.cpu_pct, color=c, lw=1.1)
-            mid.plot(t, s.ram_pct, color=c, lw=1.1)
+            mid.plot(t, s.rss_mib, color=c, lw=1.1)
             bottom.step(t, s.threads, where="post", color=c, lw=1.1)
             head = palette.label(fw) + (f"\n{notes[fw]}" if notes.get(fw) else "")
             top.set_title(head, color=c, fontweight="bold")
@@ -82,12 +84,18 @@ def resource_figure(
             bottom.set_xlabel("time since run start (s)")
             if not s.t_s.size:
                 mid.text(0.5, 0.5, "no samples", transform=mid.transAxes, ha="center", va="center")
-        lo, hi = axes[0][0].get_xlim()
         for col, fw in enumerate(frameworks):
+            lo, hi = axes[0][col].get_xlim()
             _epoch_labels(axes[0][col], series[fw], hi - lo)
         first = frameworks[0] if frameworks else ""
         axes[0][0].set_ylabel(f"CPU %\n(100 = all {cores.get(first, '?')} cores)")
-        axes[1][0].set_ylabel(f"RAM %\n(RSS / {ram_gib.get(first, 0):.0f} GiB)")
+        axes[1][0].set_ylabel("RSS (MiB)")
+        ram_mib = ram_gib.get(first, 0) * 1024
+        if ram_mib > 0 and len({round(v) for v in ram_gib.values()}) == 1:  # one machine: % of its RAM
+            right = axes[1][-1].secondary_yaxis(
+                "right", functions=(lambda m: m * 100 / ram_mib, lambda p: p * ram_mib / 100)
+            )
+            right.set_ylabel(f"% of RAM ({ram_gib[first]:.0f} GiB)")
         axes[2][0].set_ylabel("threads")
         axes[0][0].set_ylim(bottom=0)
         axes[1][0].set_ylim(bottom=0)
@@ -117,21 +125,69 @@ def _break_gaps(t_s: np.ndarray) -> np.ndarray:
 
 
 def _epoch_labels(ax: Axes, s: ResourceSeries, span: float) -> None:
-    """'epoch N' on bands wide enough to hold it, 'EN' on narrower ones, nothing on slivers."""
+    """Every band labelled: 'epoch N' where it fits, 'EN' where not; labels of narrow neighbouring bands
+    alternate between two heights so they do not run into each other."""
+    last_row_end = [-np.inf, -np.inf]
     for i, (start, end) in enumerate(zip(s.epoch_starts_s, s.epoch_ends_s), start=1):
         width = (end - start) / span if span > 0 else 0.0
-        if width < 0.06:
-            continue
+        text = f"epoch {i}" if width >= 0.17 else f"E{i}"
+        centre = (start + end) / 2
+        half = (0.03 if width < 0.17 else 0.06) * span
+        row = 0 if centre - half > last_row_end[0] else 1
+        last_row_end[row] = centre + half
         ax.text(
-            (start + end) / 2,
-            0.98,
-            f"epoch {i}" if width >= 0.17 else f"E{i}",
+            centre,
+            0.98 - 0.08 * row,
+            text,
             transform=ax.get_xaxis_transform(),
             ha="center",
             va="top",
             fontsize=8,
             color="0.35",
         )
+
+
+def throughput_figure(
+    title: str, cells: Mapping[str, Throughput], epoch_s: Mapping[str, Sequence[float]], warmup: int
+) -> Figure:
+    """The figure users look for first: steady-state images/s per framework (median bar, the range of the
+    repeats as a whisker, n under it), and each epoch's time (warm-up epochs visible on the left)."""
+    frameworks = palette.order(list(cells))
+    with _style():
+        fig = _figure(11.0, max(3.2, 0.55 * len(frameworks) + 1.8))
+        left, right = fig.subplots(1, 2, width_ratios=(1.0, 1.2))
+        ys = np.arange(len(frameworks))[::-1]
+        for y, fw in zip(ys, frameworks):
+            rate = cells[fw].images_per_s
+            if rate is None:
+                left.text(0, y, "  no finished run", va="center", fontsize=8, color="0.4")
+                continue
+            left.barh(y, rate.median, color=palette.colour(fw), height=0.6)
+            if rate.n > 1:
+                err = [[rate.median - rate.low], [rate.high - rate.median]]
+                left.errorbar(rate.median, y, xerr=err, color="0.15", capsize=4, lw=1)
+            note = f"{rate.median:.1f}" + (f"  (n={rate.n}, {rate.low:.1f}-{rate.high:.1f})" if rate.n > 1 else "")
+            left.text(rate.high * 1.02, y, note, va="center", fontsize=8)
+        left.set_yticks(ys, [palette.label(fw) for fw in frameworks])
+        left.set_xlabel(f"images/s, steady state (epochs after the first {warmup})")
+        left.set_xlim(0, max((c.images_per_s.high for c in cells.values() if c.images_per_s), default=1) * 1.35)
+        left.grid(True, axis="x", alpha=0.3, lw=0.5)
+        for fw in frameworks:
+            times = list(epoch_s.get(fw, ()))
+            if times:
+                right.plot(
+                    range(1, len(times) + 1), times, marker="o", color=palette.colour(fw), label=palette.label(fw)
+                )
+        if warmup > 0:
+            right.axvspan(0.5, warmup + 0.5, color="0.92", lw=0, zorder=0, label="warm-up")
+        right.set_xlabel("epoch")
+        right.set_ylabel("epoch time (s)")
+        right.set_ylim(bottom=0)
+        right.xaxis.get_major_locator().set_params(integer=True)
+        right.grid(True, alpha=0.3, lw=0.5)
+        right.legend(fontsize=8, loc="upper right")
+        fig.suptitle(title, fontweight="bold")
+    return fig
 
 
 def cuda_api_figure(title: str, panels: Sequence[tuple[str, list[str], Mapping[str, list[float]]]]) -> Figure:

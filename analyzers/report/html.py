@@ -107,8 +107,11 @@ def _table(output: Output) -> str:
                 tds.append(f'<td class="num">{_e(cell)}</td>' if spec else f"<td>{_e(cell)}</td>")
         cls = "" if row.status == "ok" else ' class="failed"'
         body.append(f"<tr{cls}>" + "".join(tds) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>" + _links(
-        output.files, output.files[0].parent
+    caption = f'<p class="caption">{_e(tables.caption(output.rows[0].warmup_epochs))}</p>'
+    return (
+        caption
+        + f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        + _links(output.files, output.files[0].parent)
     )
 
 

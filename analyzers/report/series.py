@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 import pyarrow as pa
 
+from analyzers.shares import OTHER, group_shares
 from tracer.core.runfolder import RunFolder
 
-OTHER = "other"
+__all__ = ["OTHER", "group_shares"]  # the rule lives in analyzers.shares (the viewer's CUDA panel uses it too)
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class ResourceSeries:
     t_s: np.ndarray
     cpu_pct: np.ndarray  # 100 = all logical cores busy
     ram_pct: np.ndarray  # RSS as % of the machine's RAM
+    rss_mib: np.ndarray
     threads: np.ndarray
     epoch_starts_s: tuple[float, ...]
     epoch_ends_s: tuple[float, ...]
@@ -41,6 +43,7 @@ def resource_series(folder: RunFolder) -> ResourceSeries:
         t_s=(t_ns - t0) / 1e9 if t_ns.size else t_ns,
         cpu_pct=col("cpu_pct"),
         ram_pct=col("rss_pct_ram"),
+        rss_mib=col("rss_mib"),
         threads=col("threads"),
         epoch_starts_s=tuple((e.start_ns - t0) / 1e9 for e in epochs),
         epoch_ends_s=tuple((e.end_ns - t0) / 1e9 for e in epochs),
@@ -150,26 +153,3 @@ def cuda_phases(folder: RunFolder) -> dict[str, list[ApiShare]]:
         for phase, rows in phase_summaries(folder).items()
         if rows
     }
-
-
-def group_shares(
-    shares: Mapping[str, Sequence[ApiShare]], threshold_pct: float = 1.0
-) -> tuple[list[str], dict[str, list[float]]]:
-    """Functions at or above `threshold_pct` in at least one of the runs, largest first, then
-    `OTHER` holding the rest; for each run key, its share of every listed function (summing to 100)."""
-    totals: dict[str, float] = {}
-    for rows in shares.values():
-        for row in rows:
-            if row.time_pct >= threshold_pct:
-                totals[row.name] = max(totals.get(row.name, 0.0), row.time_pct)
-    names = sorted(totals, key=lambda n: (-totals[n], n))
-    out: dict[str, list[float]] = {}
-    for key, rows in shares.items():
-        by_name = {r.name: r.time_pct for r in rows}
-        listed = [by_name.get(n, 0.0) for n in names]
-        rest = sum(v for n, v in by_name.items() if n not in totals)
-        out[key] = listed + [rest]
-    has_rest = any(v[-1] > 0 for v in out.values())
-    if not has_rest:
-        return names, {k: v[:-1] for k, v in out.items()}
-    return names + [OTHER], out

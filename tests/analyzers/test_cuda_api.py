@@ -157,8 +157,9 @@ def test_phases_partition_the_whole(ingested: dict[str, RunFolder], shared_fixtu
     whole = {r.name: r for r in phases["whole"]}
     startup = {r.name: r for r in phases["startup"]}
     steady = {r.name: r for r in phases["steady"]}
+    teardown = {r.name: r for r in phases["teardown"]}
     for name, r in whole.items():
-        parts = [p for p in (startup.get(name), steady.get(name)) if p]
+        parts = [p for p in (startup.get(name), steady.get(name), teardown.get(name)) if p]
         assert sum(p.total_ns for p in parts) == r.total_ns
         assert sum(p.calls for p in parts) == r.calls
     # the cut is the end of NVTX range step0: context creation and the first cudaMalloc fall before it
@@ -169,7 +170,9 @@ def test_phases_partition_the_whole(ingested: dict[str, RunFolder], shared_fixtu
         "WHERE start >= (SELECT end FROM NVTX_EVENTS WHERE text='step0')"
     ).fetchone()
     con.close()
-    assert sum(r.calls for r in steady.values()) == n_after
+    assert sum(r.calls for r in steady.values()) + sum(r.calls for r in teardown.values()) == n_after
+    # the process's teardown (after the last step range) is not steady state
+    assert all(r.name != "cuLibraryUnload" for r in steady.values())
 
 
 def test_epoch_phases_from_worker_events(tmp_path: Path, ingested: dict[str, RunFolder]) -> None:
@@ -190,3 +193,17 @@ def test_epoch_phases_from_worker_events(tmp_path: Path, ingested: dict[str, Run
     calls = {k: sum(r.calls for r in v) for k, v in phases.items()}
     assert calls["epoch 1"] + calls["epoch 2"] == calls["whole"] == table.num_rows
     assert calls["startup"] == 0 and calls["steady"] == calls["whole"]  # cut at epoch 1's start
+
+
+def test_a_trace_without_markers_gets_the_stated_fallback(ingested: dict[str, RunFolder]) -> None:
+    """No step range, no epoch: steady state runs from the first to the last kernel launch, and says so."""
+    folder = next(f for f in ingested.values() if not cuda_api._nvtx(f) and not f.epochs())
+    cuts = {p.name: p for p in cuda_api.phases(folder)}
+    steady = cuts["steady"]
+    assert steady.note == cuda_api.FALLBACK_NOTE
+    table = pq.read_table(folder.table_path(CUDA_API)).to_pylist()
+    launches = [r for r in table if r["name"].startswith(cuda_api._LAUNCH_PREFIXES)]
+    assert launches and steady.start_ns == min(r["start_ns"] for r in launches)
+    assert steady.end_ns == max(r["end_ns"] for r in launches)
+    summaries = cuda_api.phase_summaries(folder)
+    assert summaries["steady"] and sum(r.calls for r in summaries["steady"]) <= sum(r.calls for r in summaries["whole"])

@@ -57,7 +57,7 @@ def test_runs_and_show(tiny_pytorch_run: RunFolder) -> None:
     assert listing.returncode == 0 and tiny_pytorch_run.run_id in listing.stdout and "ok" in listing.stdout
     shown = run_tracer("show", tiny_pytorch_run.run_id.split("-", 2)[2], "--runs", out)
     assert shown.returncode == 0
-    for expected in ("mean epoch time", "images/s", "CPU %", "peak RSS", "threads", "57,016,131"):
+    for expected in ("epoch time (steady)", "first epoch", "images/s", "CPU %", "peak RSS", "threads", "57,016,131"):
         assert expected in shown.stdout
     missing = run_tracer("show", "no-such-run", "--runs", out)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1

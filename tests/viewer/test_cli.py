@@ -28,3 +28,17 @@ def test_unknown_run_is_a_user_error(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "no run 'no-such-run'" in result.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+def test_a_window_without_x_libraries_or_server_is_one_line(tiny_pytorch_run: RunFolder) -> None:
+    """Where Qt's xcb plugin lacks libxcb-icccm4/keysyms1 (as on this machine), or the X server is absent,
+    `tracer view` says which in one line (exit 2) instead of Qt's abort."""
+    env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env["DISPLAY"] = ":987"  # no server there
+    result = subprocess.run(
+        [sys.executable, "-m", "tracer", "view", str(tiny_pytorch_run.path)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith("tracer: error:"), result.stderr
+    assert "libxcb-" in lines[0] or "no X server at DISPLAY=:987" in lines[0]

@@ -18,6 +18,7 @@ COMMAND_MODULES = [profile, runs, data, env, analyze, import_trace, report, comp
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tracer", description="Profile deep-learning training across frameworks.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMAND_MODULES:
         module.add_parser(sub)
@@ -50,3 +51,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tracer: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _quiet_after_broken_pipe()
+
+
+def _quiet_after_broken_pipe() -> int:
+    """The reader of stdout went away (`tracer analyze ... | head`): stop quietly, as `cat` does. stdout is
+    pointed at /dev/null so that Python's flush at exit does not raise a second time."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml), or the source tree's when not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("dl-tracer")
+    except PackageNotFoundError:
+        return "unknown (not installed)"

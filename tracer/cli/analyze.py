@@ -17,7 +17,7 @@ from rich.table import Table
 from tracer.cli.common import TOP_BOUND, add_runs_dir, check_bound, console
 from tracer.core.errors import UserError
 
-SECTIONS = ("cuda_api", "kernels", "memcpy", "threads")
+SECTIONS = ("operators", "cuda_api", "kernels", "memcpy", "threads")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
     """Every section as plain rows, for one phase (ingesting raw traces first if not yet done)."""
-    from analyzers import cuda_api, kernels, tables, threads
+    from analyzers import cuda_api, kernels, operators, tables, threads
     from analyzers.ingest import ingest_run
 
     if not run.table_path(tables.CUDA_API).exists() and not run.table_path(tables.KERNELS).exists():
@@ -53,14 +53,16 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
         raise UserError(f"no phase '{phase}' in {run.path}: this run has {known}")
     p = cuts[wanted]
     return {
+        "operators": [dataclasses.asdict(r) for r in operators.operator_summary(run, p.start_ns, p.end_ns)],
         "cuda_api": [dataclasses.asdict(r) for r in cuda_api.api_summary(run, p.start_ns, p.end_ns)],
         "kernels": [dataclasses.asdict(r) for r in kernels.kernel_summary(run, p.start_ns, p.end_ns)],
         "memcpy": [dataclasses.asdict(r) for r in kernels.memcpy_summary(run, p.start_ns, p.end_ns)],
-        "threads": [dataclasses.asdict(r) for r in threads.thread_summary(run)],
+        "threads": [dataclasses.asdict(r) for r in threads.thread_summary(run, p.start_ns, p.end_ns)],
     }
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
+    from analyzers import display
     from analyzers.ingest import cached_import
     from tracer.core.runfolder import find_run
 
@@ -78,23 +80,23 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             writer = csv.writer(sys.stdout, lineterminator="\n")
             writer.writerow(["section", *rows[0].keys()])
             for r in rows:
-                writer.writerow([section, *r.values()])
+                writer.writerow([section, *(display.csv_value(v) for v in r.values())])
     else:
-        print_tables(data, args.top, f"{run.run_id} ({args.phase})")
+        from analyzers.cuda_api import phases
+
+        wanted = " ".join(args.phase.split())
+        note = next((p.note for p in phases(run) if p.name == wanted and p.note), "")
+        print_tables(data, args.top, f"{run.run_id} ({args.phase}{'; ' + note if note else ''})")
     return 0
 
 
-def _cell(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:,.1f}"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
-
-
 def print_tables(data: dict[str, list[dict[str, Any]]], top: int, title: str) -> None:
+    """Durations in one adaptive unit per column (the unit in the header), names shortened (analyzers.display)."""
+    from analyzers import display
+
     out = console()
     titles = {
+        "operators": "framework operators (as the PyTorch profiler's key_averages)",
         "cuda_api": "CUDA API (as nsys cuda_api_sum)",
         "kernels": "GPU kernels (as nsys cuda_gpu_kern_sum)",
         "memcpy": "GPU memory operations (as nsys cuda_gpu_mem_time_sum)",
@@ -103,11 +105,14 @@ def print_tables(data: dict[str, list[dict[str, Any]]], top: int, title: str) ->
     for section in SECTIONS:
         rows = data[section]
         if not rows:
-            out.print(f"{titles[section]}: none in {title}")
+            if section != "operators":  # only PyTorch profiler traces have operators: no line for the others
+                out.print(f"{titles[section]}: none in {title}")
             continue
-        table = Table(*rows[0].keys(), title=f"{titles[section]} — {title}")
-        for r in rows[:top]:
-            table.add_row(*(_cell(v) for v in r.values()))
+        shown = rows[:top]
+        cols = display.columns(shown)
+        table = Table(*(c.header for c in cols), title=f"{titles[section]} — {title}")
+        for r in shown:
+            table.add_row(*(display.cell(c, r[c.key]) for c in cols))
         out.print(table)
         if len(rows) > top:
             out.print(f"... {len(rows) - top} more rows (--top N, or --format csv for all)")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import statistics
 from collections import defaultdict
 from pathlib import Path
 
@@ -147,29 +146,37 @@ def write_outputs(campaign: Campaign, folders: list[RunFolder], report: bool, er
 
 
 def write_epoch_table(folders: list[RunFolder], path: Path) -> Path:
-    """Mean epoch time per framework x model x dataset x device x batch, over the ok runs (repetitions pooled)."""
-    from analyzers.run_summary import summarise
+    """Steady-state epoch time per framework x model x dataset x device x batch over the ok runs, through
+    the one Table 1 function (analyzers.steady.throughput): the median of the runs and their range."""
+    from analyzers.steady import WARMUP_EPOCHS, throughput
 
-    groups: dict[tuple[str, str, str, str, int], list[float]] = defaultdict(list)
-    rates: dict[tuple[str, str, str, str, int], list[float]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, str, int], list[RunFolder]] = defaultdict(list)
     for folder in folders:
-        s = summarise(folder)
-        if s.status != OK or s.mean_epoch_s is None:
+        record = folder.read_record()
+        if record.outcome.status.value != OK:
             continue
-        key = (s.framework, s.model, dataset_label(s.dataset), s.device, s.batch)
-        groups[key].append(s.mean_epoch_s)
-        if s.images_per_s is not None:
-            rates[key].append(s.images_per_s)
+        spec = record.spec
+        groups[(spec.framework, spec.model, dataset_label(spec.dataset), spec.device, spec.batch)].append(folder)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".csv.tmp")
     with tmp.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["framework", "model", "dataset", "device", "batch", "runs", "mean_epoch_s", "stdev_epoch_s",
-                    "images_per_s"])  # fmt: skip
+        w.writerow(EPOCH_TABLE_COLUMNS)
         for key in sorted(groups):
-            values = groups[key]
-            stdev = statistics.stdev(values) if len(values) > 1 else None
-            rate = statistics.fmean(rates[key]) if rates[key] else None
-            w.writerow([*key, len(values), f"{statistics.fmean(values):.4f}", fmt(stdev, ".4f"), fmt(rate, ".2f")])
+            cell = throughput([folder.epochs() for folder in groups[key]], WARMUP_EPOCHS)
+            if cell.epoch_s is None:
+                continue
+            rate, first = cell.images_per_s, cell.first_epoch_s
+            w.writerow(
+                [*key, cell.runs, cell.warmup, f"{cell.epoch_s.median:.4f}", f"{cell.epoch_s.low:.4f}",
+                 f"{cell.epoch_s.high:.4f}", fmt(rate.median if rate else None, ".2f"),
+                 fmt(first.median if first else None, ".4f"), cell.includes_warmup]
+            )  # fmt: skip
     tmp.replace(path)
     return path
+
+
+EPOCH_TABLE_COLUMNS = (
+    "framework", "model", "dataset", "device", "batch", "runs", "warmup_epochs", "steady_epoch_s",
+    "steady_epoch_s_min", "steady_epoch_s_max", "steady_images_per_s", "first_epoch_s", "steady_includes_warmup",
+)  # fmt: skip

@@ -1,4 +1,4 @@
-"""`tracer compare RUN_A RUN_B`: what changed from A to B, as ratios B / A."""
+"""`tracer compare RUN RUN [RUN ...]`: runs or groups of repeats side by side, as ratios to the first."""
 
 from __future__ import annotations
 
@@ -10,56 +10,89 @@ from rich.console import Console
 from rich.table import Table
 
 from tracer.cli.analyze import check_output_file
-from tracer.cli.common import TOP_BOUND, add_runs_dir, check_bound, console
+from tracer.cli.common import TOP_BOUND, add_runs_dir, add_warmup, check_bound, console
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser(
         "compare",
-        help="compare two runs: epoch time, CPU, RSS, threads, GPU, CUDA API, as ratios B / A",
-        description="Headline numbers of two runs side by side with the ratio B / A (above 1: B is larger).",
+        help="compare runs or groups of repeats: steady-state speed, CPU, RSS, threads, GPU, energy, CUDA API, "
+        "as ratios",
+        description="Headline numbers of runs side by side with each one's ratio to the first (above 1: larger). "
+        "Runs of one spec (repeats, e.g. from `tracer profile --repeat N`) are pooled into one column: "
+        "median, with the min-max range. A folder holding run folders stands for all of them.",
     )
-    p.add_argument("run_a", metavar="RUN_A", help="run folder, or run id (or a unique part) in --out")
-    p.add_argument("run_b", metavar="RUN_B", help="run folder, or run id (or a unique part) in --out")
+    p.add_argument(
+        "runs",
+        metavar="RUN",
+        nargs="+",
+        help="run folder, run id (or a unique part) in --runs, or a folder of runs; two columns at least",
+    )
     add_runs_dir(p)
     p.add_argument("--csv", type=Path, metavar="FILE", help="also write the comparison as CSV")
     p.add_argument("--top", type=int, default=5, help="CUDA API functions to list (default 5)")
+    p.add_argument("--no-group", action="store_true", help="one column per run even where runs are repeats")
+    add_warmup(p)
     p.set_defaults(func=cmd_compare)
 
 
-# What makes two runs comparable: framework and model are what a comparison is about, these are not.
+# What makes runs comparable: framework and model are what a comparison is about, these are not.
 SETTINGS = ("dataset", "device", "batch", "epochs", "limit", "image_size", "lr", "momentum", "workers",
-            "prefetch", "threads", "amp", "trace")  # fmt: skip
+            "prefetch", "pipeline", "sync_every", "threads", "amp", "trace")  # fmt: skip
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from analyzers.compare import compare, rows_for_print, write_csv
     from analyzers.energy import NO_SOURCE
-    from tracer.core.runfolder import find_run
+    from analyzers.repeats import group_repeats
+    from tracer.core.runfolder import find_run, list_runs
+    from tracer.core.schema import RUN_JSON
 
     check_bound(TOP_BOUND, args.top)
     if args.csv is not None:
         check_output_file(args.csv)
-    a, b = find_run(args.runs_dir, args.run_a), find_run(args.runs_dir, args.run_b)
-    spec_a, spec_b = a.read_record().spec, b.read_record().spec
-    differ = [f for f in SETTINGS if getattr(spec_a, f) != getattr(spec_b, f)]
+    folders = []
+    for ref in args.runs:
+        path = Path(ref)
+        inside = list_runs(path) if path.is_dir() and not (path / RUN_JSON).exists() else []
+        folders += inside or [find_run(args.runs_dir, ref)]
+    specs = [folder.read_record().spec for folder in folders]  # a damaged run.json is one line, before any output
+    differ = []
+    for name in SETTINGS:
+        values = list(dict.fromkeys(str(getattr(s, name)) for s in specs))
+        if len(values) > 1:
+            differ.append(f"{name} {' vs '.join(values)}")
     if differ:
-        said = ", ".join(f"{f} {getattr(spec_a, f)} vs {getattr(spec_b, f)}" for f in differ)
+        said = ", ".join(differ)
         print(f"tracer: warning: the runs differ in settings ({said}); ratios compare unlike runs", file=sys.stderr)
-    result = compare(a, b, top_cuda=args.top)
+    groups = [[f] for f in folders] if args.no_group else group_repeats(folders)
+    result = compare(groups, top_cuda=args.top, warmup=args.warmup)
     out = console()
-    for label, s in (("A", result.a), ("B", result.b)):
+    for column in result.columns:
+        s = column.head
         status = s.status + (f" ({s.cause})" if s.cause else "")
-        out.print(f"{label}: {s.run_id}  [{s.framework} {s.model} {s.device} batch {s.batch}, {status}]", markup=False)
-    table = Table("metric", "A", "B", "B / A")
+        runs = " ".join(column.run_ids) if len(column.summaries) < 4 else f"{len(column.summaries)} repeats"
+        out.print(
+            f"{column.letter}: {runs}  [{s.framework} {s.model} {s.device} batch {s.batch}, {status}]", markup=False
+        )
+        if column.contended:
+            out.print(
+                f"   warning: {column.contended} of {len(column.summaries)} run(s) contended "
+                "(other processes held a large share of the CPU; see `tracer show`)",
+                markup=False,
+            )
+        if not s.energy:
+            why = "; ".join(s.energy_unavailable)
+            out.print(f"   energy of {column.letter}: {NO_SOURCE}" + (f" ({why})" if why else ""), markup=False)
+    letters = [c.letter for c in result.columns]
+    table = Table("metric", *letters, *(f"{x} / A" for x in letters[1:]))
     for row in rows_for_print(result):
         table.add_row(*row)
     out.print(table)
-    for label, s in (("A", result.a), ("B", result.b)):
-        if not s.energy:
-            why = "; ".join(s.energy_unavailable)
-            out.print(f"energy of {label}: {NO_SOURCE}" + (f" ({why})" if why else ""), markup=False)
-    print_verdict_differences(a, b, result.a.framework, result.b.framework, out)
+    first = groups[0][0]
+    for column, group in zip(result.columns[1:], groups[1:]):
+        print_verdict_differences(first, group[0], f"A ({result.columns[0].head.framework})",
+                                  f"{column.letter} ({column.head.framework})", out)  # fmt: skip
     if args.csv is not None:
         write_csv(result, args.csv)
         out.print(f"written to {args.csv}")
@@ -67,13 +100,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def print_verdict_differences(a: object, b: object, label_a: str, label_b: str, out: Console) -> None:
-    """Which diagnosis verdicts differ between the two runs, faster run first."""
+    """Which diagnosis verdicts differ between two runs, faster run first."""
     from analyzers.diagnosis.across import diagnosed_folder, pair_lines
 
-    if label_a == label_b:
-        label_a, label_b = f"A ({label_a})", f"B ({label_b})"
     lines = [line for _f, _s, diffs in pair_lines([diagnosed_folder(a, label_a), diagnosed_folder(b, label_b)])
              for line in diffs]  # fmt: skip
-    out.print("[bold]Diagnosis: verdicts that differ[/bold]")
+    out.print(f"[bold]Diagnosis: verdicts that differ, {label_a} and {label_b}[/bold]")
     for line in lines or ["none: the same rules fire with similar numbers"]:
         out.print(f"  {line}", markup=False)

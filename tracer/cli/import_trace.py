@@ -26,6 +26,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.set_defaults(func=cmd_import)
 
 
+# The framework a trace format can only come from (Kineto is PyTorch's profiler); nsys traces any process.
+FRAMEWORK_OF_FORMAT = {"kineto": "pytorch"}
+NOT_RECORDED = ("batch", "epochs")  # spec fields an imported trace does not carry: shown as "not recorded"
+
+
 def _run_id(path: Path) -> str:
     stem = path.name.split(".")[0] or "trace"
     return f"{time.strftime('%Y%m%d-%H%M%S')}-imported-{stem}"[:120]
@@ -64,17 +69,24 @@ def cmd_import(args: argparse.Namespace) -> int:
     clock = json.loads((folder.path / TRACE_META).read_text())[source]
     clock.pop("tables", None)
     starts, ends = span_ns(folder, written)
+    framework = args.framework
+    if framework == "imported":
+        framework = FRAMEWORK_OF_FORMAT.get(trace_kind(path) or "", framework)
     record = RunRecord(
         run_id=run_id,
         # An imported trace's labels are whatever the user says; they are recorded, not checked as options.
-        spec=RunSpec(framework=args.framework, model=args.model, dataset=str(path), device=args.device, trace=source),  # type: ignore[arg-type]
+        spec=RunSpec(framework=framework, model=args.model, dataset=str(path), device=args.device, trace=source),  # type: ignore[arg-type]
         # The trace was made elsewhere: this machine's facts would mislead, so they stay unknown.
         environment=EnvironmentInfo("unknown", "unknown", "unknown", 0, 0, 0.0, sys.version.split()[0]),
         outcome=Outcome(status=RunStatus.OK, cause=f"imported from {path.name}"),
         wall_start_ns=starts if starts is not None else 0,
         wall_end_ns=ends,
         trace_files=(f"raw/{path.name}",),
-        knobs={"imported_from": str(path.resolve()), "clock": json.dumps(clock)},
+        knobs={
+            "imported_from": str(path.resolve()),
+            "clock": json.dumps(clock),
+            "not_recorded": list(NOT_RECORDED),
+        },
     )
     folder.write_record(record)
     console().print(f"imported {path} -> {folder.path} ({', '.join(written) or 'no CUDA tables'})")

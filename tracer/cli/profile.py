@@ -11,7 +11,7 @@ from rich.console import Console
 from tracer import dataset, environments, tracing
 from tracer.cli.common import add_out_dir, console, err_console
 from tracer.cli.diagnose import print_block
-from tracer.cli.runs import print_summary
+from tracer.cli.runs import print_repeats, print_summary
 from tracer.core import cases, options
 from tracer.core.errors import UserError
 from tracer.core.records import RunSpec, RunStatus
@@ -39,6 +39,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     add_out_dir(p)
     p.add_argument("--python", help="an interpreter that has the framework, instead of its tracer env")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="train the same spec N times, one run folder each (default 1); ends with the median and range",
+    )
     p.set_defaults(func=cmd_profile)
 
 
@@ -84,6 +91,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     from analyzers.run_summary import summarise
     from tracer.runner import Launch, Runner
 
+    if args.repeat < 1:
+        raise UserError(f"--repeat must be 1 or more (got {args.repeat})")
     spec = spec_from_args(args)
     backend = tracing.backend(spec.trace)
     backend.check(spec)  # cheap checks before anything is generated; the runner checks inside the interpreter
@@ -91,15 +100,22 @@ def cmd_profile(args: argparse.Namespace) -> int:
     python = environments.resolve_python(spec.framework, args.python)
     err = err_console()
     data_dir = resolve_dataset(spec.dataset, err)
-    launch = Launch(spec, python, data_dir, args.out, backend)
-    folder, record = Runner(launch, err).run()
-    if spec.trace != "none" or spec.pyspy:
-        ingest_traces(folder, err)
-    print_summary(summarise(folder), console())
-    print_block(folder, console())
-    if record.outcome.status is not RunStatus.OK:
-        err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
-        return EXIT_RUN_FAILED
+    folders = []
+    for repeat in range(1, args.repeat + 1):
+        if args.repeat > 1:
+            err.print(f"repeat {repeat}/{args.repeat}")
+        launch = Launch(spec, python, data_dir, args.out, backend)
+        folder, record = Runner(launch, err).run()
+        folders.append(folder)
+        if spec.trace != "none" or spec.pyspy:
+            ingest_traces(folder, err)
+        print_summary(summarise(folder), console())
+        print_block(folder, console())
+        if record.outcome.status is not RunStatus.OK:
+            err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
+            return EXIT_RUN_FAILED
+    if len(folders) > 1:
+        print_repeats([summarise(f) for f in folders], console())
     return 0
 
 

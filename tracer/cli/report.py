@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tracer.cli.common import add_out_dir, console, err_console
+from tracer.cli.common import add_out_dir, add_warmup, console, err_console
 from tracer.paths import writable_dir
 
 
@@ -21,20 +21,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_OR_DIR", help="run folders, or folders of runs")
     add_out_dir(p, "the report's tables, figures and index.html", required=True)
     p.add_argument("--pdf", action="store_true", help="also write every figure as PDF")
+    add_warmup(p)
     p.set_defaults(func=cmd_report)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from analyzers.report import charts, collect_runs, plan_report, write_report
+    from analyzers.report import charts, collect_runs, contention_warnings, plan_report, write_report
     from analyzers.report.build import Step
 
     err = err_console()
     runs, warnings = collect_runs(args.runs)
     writable_dir(args.out)
-    for warning in warnings:
+    for warning in [*warnings, *contention_warnings(runs)]:  # the page lists the contended runs itself
         err.print(f"[yellow]warning:[/yellow] {warning}", markup=True, highlight=False)
     formats = (*charts.FORMATS, "pdf") if args.pdf else charts.FORMATS
-    total = len(plan_report(runs, args.out, formats))
+    total = len(plan_report(runs, args.out, formats, args.warmup))
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -51,7 +52,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             progress.update(task, description=step.description, completed=started[0])
             started[0] += 1
 
-        index, outputs = write_report(runs, args.out, formats, warnings, on_step=on_step)
+        index, outputs = write_report(runs, args.out, formats, warnings, on_step=on_step, warmup=args.warmup)
         progress.update(task, completed=total)
     figures = sum(o.kind == "figure" for o in outputs)
     console().print(f"{len(runs)} runs: 2 tables and {figures} figures in {args.out}; open {index}")

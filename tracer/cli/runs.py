@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from tracer.cli.common import add_runs_dir, console, err_console, fmt
+from tracer.cli.common import add_runs_dir, add_warmup, console, err_console, fmt
 from tracer.core import cases
 from tracer.core.errors import UserError
 from tracer.core.records import RunStatus
@@ -21,6 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     s = sub.add_parser("show", help="print one run's summary")
     s.add_argument("run", help="run id (or a unique part of it) or a run folder path")
     add_runs_dir(s)
+    add_warmup(s)
     s.set_defaults(func=cmd_show)
 
 
@@ -32,37 +35,73 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not runs:
         err_console().print(f"no runs in {args.runs_dir}: make one with `tracer profile ...`")
         return 0
-    table = Table("run id", "framework", "model", "dataset", "device", "batch", "status", "epochs", "mean epoch s")
+    out = console()
+    rows: list[tuple[str, ...]] = []
     for folder in runs:
         try:
             s = summarise(folder)
         except UserError as e:
             print(f"tracer: warning: {e}", file=sys.stderr)
-            table.add_row(folder.run_id, "", "", "", "", "", "damaged: run.json", "", "")
+            rows.append((folder.run_id, "", "", "", "", "", "damaged: run.json", "", "", ""))
             continue
-        table.add_row(
-            s.run_id,
-            s.framework,
-            s.model,
-            cases.dataset_label(s.dataset),
-            s.device,
-            str(s.batch),
-            s.status,
-            f"{s.epochs_done}/{s.epochs_planned}",
-            fmt(s.mean_epoch_s, ".2f"),
+        rows.append(
+            (
+                s.run_id,
+                s.framework,
+                s.model,
+                cases.dataset_label(s.dataset),
+                s.device,
+                str(s.batch),
+                s.status,
+                f"{s.epochs_done}/{s.epochs_planned}",
+                fmt(s.steady_images_per_s, ".1f") + ("*" if s.steady_includes_warmup else ""),
+                "contended" if s.contended else "",
+            )
         )
-    console().print(table)
+    if out.width < NARROW_COLUMNS:
+        _print_narrow(rows, out)
+    else:
+        table = Table(*RUNS_HEADERS)
+        for row in rows:
+            table.add_row(*row)
+        out.print(table)
+    out.print(f"in {args.out.resolve()}", soft_wrap=True, markup=False)
     return 0
+
+
+RUNS_HEADERS = (
+    "run id",
+    "framework",
+    "model",
+    "dataset",
+    "device",
+    "batch",
+    "status",
+    "epochs",
+    "img/s steady",
+    "load",
+)
+NARROW_COLUMNS = 100  # below this, `runs` prints one block per run: the id whole on its own line
+
+
+def _print_narrow(rows: list[tuple[str, ...]], out: Console) -> None:
+    """One run per block: the id (what users copy) whole, then the rest wrapped at spaces, never cut."""
+    for run_id, fw, model, data, device, batch, status, epochs, rate, load in rows:
+        out.print(run_id, soft_wrap=True, markup=False)
+        out.print(f"  {fw} {model} {data} {device} b{batch}", markup=False)
+        out.print(f"  {status}, epochs {epochs}, {rate} img/s steady {load}".rstrip(), markup=False)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     from analyzers.run_summary import summarise
+    from tracer.cli.diagnose import print_block
     from tracer.core.runfolder import find_run
 
     folder = find_run(args.runs_dir, args.run)
-    from tracer.cli.diagnose import print_block
-
-    print_summary(summarise(folder), console())
+    print_summary(summarise(folder, args.warmup), console())
+    repeats = repeats_of(folder)
+    if len(repeats) > 1:
+        print_repeats([summarise(f, args.warmup) for f in repeats], console())
     record = folder.read_record()
     if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:
         console().print("last lines of the worker's output:")
@@ -83,14 +122,21 @@ def print_summary(s: object, console: Console) -> None:
     from analyzers.run_summary import RunSummary
 
     assert isinstance(s, RunSummary)
+    imported = bool(s.imported_from)
+    what = f"{s.framework} {s.model} on {cases.dataset_label(s.dataset)}, {s.device}, batch {s.batch}"
+    if imported:
+        what = f"{s.framework} {s.model}, {s.device}, trace imported from {Path(s.imported_from).name}"
     rows = [
         ("run", s.run_id),
-        ("what", f"{s.framework} {s.model} on {cases.dataset_label(s.dataset)}, {s.device}, batch {s.batch}"),
+        ("what", what),
         ("status", s.status + (f" ({s.cause})" if s.cause else "")),
-        ("epochs", f"{s.epochs_done}/{s.epochs_planned}"),
-        ("mean epoch time", f"{fmt(s.mean_epoch_s, '.3f')} s"),
+        ("batch", "not recorded (imported trace)" if imported else str(s.batch)),
+        ("epochs", f"{s.epochs_done} (planned: not recorded)" if imported else f"{s.epochs_done}/{s.epochs_planned}"),
+        ("images/s (steady)", steady_text(s)),
+        ("epoch time (steady)", f"{fmt(s.steady_epoch_s, '.3f')} s"),
+        ("first epoch", f"{fmt(s.first_epoch_s, '.3f')} s (warm-up: first {s.warmup_epochs} left out)"),
+        ("all epochs", f"mean {fmt(s.mean_epoch_s, '.3f')} s, {fmt(s.images_per_s, '.1f')} images/s"),
         *([("compile time, whole run", f"{s.compile_s:.3f} s")] if s.compile_s is not None else []),
-        ("images/s", fmt(s.images_per_s, ".1f")),
         ("data wait (% of step time)", _data_wait(s.data_wait_pct, s.data_wait_pct_by_epoch)),
         ("CPU % (100 = all cores)", f"mean {fmt(s.cpu_pct_mean, '.1f')}, max {fmt(s.cpu_pct_max, '.1f')}"),
         ("peak RSS", f"{fmt(s.peak_rss_mib, '.0f')} MiB ({fmt(s.peak_rss_pct_ram, '.1f')} % of RAM)"),
@@ -99,12 +145,81 @@ def print_summary(s: object, console: Console) -> None:
         *energy_rows(s),
         ("trainable parameters", fmt(s.trainable_params, ",")),
         ("samples", str(s.samples)),
-        ("folder", s.folder),
     ]
+    if imported and not s.samples and not s.epochs_done:  # a trace alone: no sampler, no epoch events
+        kept = ("run", "what", "status", "batch", "GPU utilisation", "trainable parameters")
+        rows = [r for r in rows if r[0] in kept] + [("samples", "none: an imported trace has its trace tables only")]
     table = Table(show_header=False, box=None)
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")  # a long id folds onto the next line instead of losing its end
     for key, value in rows:
         table.add_row(key, value)
     console.print(table)
+    console.print(f"folder {s.folder}", soft_wrap=True, markup=False)  # whole, to copy, however narrow
+    if s.contended:
+        console.print(f"[yellow]warning:[/yellow] {contention_line(s)}", soft_wrap=True)
+
+
+def steady_text(s: object) -> str:
+    """Steady-state images/s with how many epochs it counts, marked when it had to count the warm-up."""
+    from analyzers.run_summary import RunSummary
+
+    assert isinstance(s, RunSummary)
+    if s.steady_images_per_s is None:
+        return "-"
+    if s.steady_includes_warmup:
+        return f"{s.steady_images_per_s:.1f} (all {s.steady_epochs} epochs: none after the warm-up)"
+    return f"{s.steady_images_per_s:.1f} ({s.steady_epochs} epochs after the first {s.warmup_epochs})"
+
+
+def contention_line(s: object) -> str:
+    from analyzers.contention import Contention
+    from analyzers.run_summary import RunSummary
+
+    assert isinstance(s, RunSummary)
+    return Contention(s.other_cpu_pct, None, s.contended).warning()
+
+
+def repeats_of(folder: Any) -> list[Any]:
+    """The run and its repeats (runs of the same spec, analyzers.repeats) in the same folder of runs."""
+    from analyzers.repeats import repeat_key
+    from tracer.core.runfolder import list_runs
+
+    key = repeat_key(folder.read_record())
+    out = []
+    for other in list_runs(folder.path.parent):
+        try:
+            if repeat_key(other.read_record()) == key:
+                out.append(other)
+        except UserError:
+            continue
+    return out
+
+
+def print_repeats(summaries: list[Any], console: Console) -> None:
+    """The repeats of one spec: median and range of the steady-state numbers, and how many were contended."""
+    rows = [
+        ("repeats", f"{len(summaries)} runs of one spec"),
+        ("images/s (steady)", _spread([s.steady_images_per_s for s in summaries], ".1f")),
+        ("epoch time (steady), s", _spread([s.steady_epoch_s for s in summaries], ".3f")),
+        ("first epoch, s", _spread([s.first_epoch_s for s in summaries], ".3f")),
+    ]
+    contended = sum(s.contended for s in summaries)
+    table = Table("over the repeats", "median (min-max)", box=None)
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+    if contended:
+        console.print(
+            f"[yellow]warning:[/yellow] {contended} of {len(summaries)} repeats contended (see `tracer show`)"
+        )
+
+
+def _spread(values: list[float | None], spec: str) -> str:
+    from analyzers.steady import spread
+
+    result = spread(values)
+    return "-" if result is None else result.text(spec)
 
 
 def energy_rows(s: object) -> list[tuple[str, str]]:

@@ -36,7 +36,7 @@ def resolve(ref: str, out_dir: Path) -> Path:
 
 def cmd_view(args: argparse.Namespace) -> int:
     try:
-        from viewer.app import has_display, run_viewer
+        from viewer.app import has_display, run_viewer, x11_problem
     except ImportError as e:
         raise UserError(f"the viewer needs PySide6 and pyqtgraph: pip install 'dl-tracer[viewer]' ({e})") from None
     paths = [resolve(ref, args.runs_dir) for ref in args.runs]
@@ -51,5 +51,8 @@ def cmd_view(args: argparse.Namespace) -> int:
         raise UserError(f"--screenshot {screenshot}: the file must end in .png or .svg")
     if screenshot is None and not has_display():
         raise UserError("no display here: use --screenshot FILE.png to render the window offscreen")
+    problem = x11_problem() if screenshot is None else None
+    if problem:
+        raise UserError(problem)
     layout_mode = "columns" if args.columns else "overlay"
     return run_viewer(paths, args.runs_dir, screenshot, (width, height), layout_mode, args.align)

@@ -9,7 +9,8 @@ from typing import Any
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from viewer.data import NO_TRACE, RunData, api_split
+from analyzers.shares import OTHER, group_shares, other_label
+from viewer.data import NO_TRACE, RunData
 from viewer.style import run_colour
 
 PHASE_ORDER = ("whole", "startup", "steady")
@@ -81,11 +82,10 @@ class CudaPanel(QtWidgets.QWidget):
             plot.setTitle(NO_TRACE if self.runs else "no runs loaded", size="10pt")
             plot.getAxis("left").setTicks(None)
             return
-        splits = {r.run_id: dict(api_split(r.cuda_phases[phase])) for _, r in traced}
-        names: list[str] = []
-        for split in splits.values():
-            names += [n for n in split if n not in names]
-        names.sort(key=lambda n: (n.startswith("other"), -max(s.get(n, 0.0) for s in splits.values())))
+        # the report's Figure 3 rule (analyzers.shares): a function listed once any run reaches 1 %
+        grouped_names, grouped = group_shares({r.run_id: r.cuda_phases[phase] for _, r in traced})
+        names = [other_label() if n == OTHER else n for n in grouped_names]
+        splits = {run_id: dict(zip(names, values)) for run_id, values in grouped.items()}
         self.bar_names = names
         height = 0.8 / len(traced)
         if plot.legend is None:

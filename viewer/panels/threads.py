@@ -9,6 +9,7 @@ seconds, the CUDA API calls of runs with a trace appear as a black stripe on the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,9 @@ CALLS_BELOW_S = 2.0
 SUBROWS = 5  # image rows per lane: 4 painted, 1 left blank between lanes
 MAX_BINS = 2400
 CALLS = "CUDA API call"
+RUN_GAP_ROWS = 1  # a blank row between runs, so a run's header stands apart from the last lane above
+MIN_HEIGHT_PX, MAX_MIN_HEIGHT_PX, AXES_PX = 120, 420, 100
+LABEL_GAP_PX = 1  # between two lane labels: labels that would come closer are left out, run headers first
 
 
 @dataclass
@@ -56,8 +60,12 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         cursor.moved.connect(self._on_cursor)
         self.plot.sigXRangeChanged.connect(self._redraw)
         self.plot.getViewBox().sigResized.connect(self._redraw)
+        self.plot.getViewBox().sigResized.connect(lambda *_: self._thin_ticks())
         self.legend: pg.LegendItem | None = None
         self.message = ""
+        self._header_gap_rows = 0.0  # fewest rows between two run headers
+        self.all_ticks: list[tuple[float, str, bool]] = []  # (y, text, is a run header) before thinning
+        self.shown_ticks: list[tuple[float, str]] = []
 
     def set_runs(self, runs: Sequence[RunData], align: str, link: Callable[[pg.PlotItem], None] | None) -> None:
         self.runs = list(runs)
@@ -77,7 +85,7 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         plot.setLabel("bottom", "time (s), same axis as the panels above")
         plot.showGrid(x=True, alpha=0.25)
         plot.getViewBox().setMouseEnabled(x=True, y=False)
-        ticks: list[tuple[float, str]] = []
+        ticks: list[tuple[float, str, bool]] = []
         y = 0
         shown: set[str] = set()
         missing = []
@@ -86,9 +94,9 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
             if lanes is None:
                 missing.append(run.label)
                 continue
-            ticks.append((-y + 0.4, f"▼ {run.label[:20]}"))
+            ticks.append((-y + 0.4, f"▼ {run.label[:20]}", True))
             for i, name in enumerate(lanes.lane_names):
-                ticks.append((-(y + 1 + i) + 0.4, name[:24]))
+                ticks.append((-(y + 1 + i) + 0.4, name[:24], False))
             self.lanes[run.run_id] = self._prepare(run, y)
             shown.update(lanes.activities)
             anchor = run.anchor_ns(align)
@@ -104,12 +112,14 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
                         pen=pg.mkPen(None),
                     )
                 )
-            y += len(lanes.lane_names) + 1
+            y += len(lanes.lane_names) + 1 + RUN_GAP_ROWS
         for activity in sorted(shown, key=activity_priority):
             self.legend.addItem(_swatch(activity_colour(activity)), activity)
         if any(r.api_calls is not None for r in self.runs):
             self.legend.addItem(_swatch("#000000"), f"{CALLS} (zoom < {CALLS_BELOW_S:g} s)")
-        left.setTicks([ticks, []])
+        self.all_ticks = ticks
+        headers = [t[0] for t in ticks if t[2]]
+        self._header_gap_rows = min((a - b for a, b in zip(headers, headers[1:])), default=0.0)
         plot.addItem(self.cursor_line, ignoreBounds=True)
         self.message = ("no thread samples: " + ", ".join(missing)) if missing else ""
         if not self.lanes:
@@ -119,13 +129,12 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
             title = f"<b>Thread lanes</b>: one per thread (name and tid), coloured by activity; source: {sources}"
             plot.setTitle(title, size="9pt", justify="left")
             plot.setYRange(-y, 0.5, padding=0)
-            bounds = [
-                (r.index.span[0] + r.offset, r.index.span[1] + r.offset) for r in self.lanes.values() if len(r.index)
-            ]
-            if link is None and bounds:
-                plot.setXRange(min(b[0] for b in bounds), max(b[1] for b in bounds))
+            full = self.full_x_range()
+            if link is None and full is not None:
+                plot.setXRange(*full)
         if link is not None:
             link(plot)
+        self._thin_ticks()  # after the y range is set: thinning is in pixels of the final view
         self._redraw()
 
     def _prepare(self, run: RunData, top: int) -> _RunLanes:
@@ -145,6 +154,49 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
             calls_offset=0.0 if calls is None else (calls.origin_ns - anchor) / 1e9,
             image=image,
         )
+
+    def _thin_ticks(self) -> None:
+        """Lane labels that fit the panel's height: every run header, then as many thread labels as leave
+        `LABEL_GAP_PX` between neighbours (with 30 threads in 200 px, every third), never two on each other."""
+        view = self.plot.getViewBox()
+        (_, _), (y0, y1) = view.viewRange()
+        height_px = max(view.height(), 1.0)
+        px_per_unit = height_px / max(y1 - y0, 1e-9)
+        line_px = QtGui.QFontMetricsF(label_font(8)).height() + LABEL_GAP_PX
+        if self._header_gap_rows > 0:  # tall enough that two run headers never collide, within reason
+            overhead = self.height() - height_px if self.height() > height_px > 1 else AXES_PX
+            need = line_px * (y1 - y0) / self._header_gap_rows + overhead + line_px  # a line to spare
+            self.setMinimumHeight(math.ceil(min(MAX_MIN_HEIGHT_PX, max(MIN_HEIGHT_PX, need))))
+        kept: list[tuple[float, str]] = []
+        taken: list[float] = []
+        for want_header in (True, False):
+            for y, text, header in self.all_ticks:
+                if header != want_header:
+                    continue
+                if all(abs(y - other) * px_per_unit >= line_px for other in taken):
+                    kept.append((y, text))
+                    taken.append(y)
+        self.shown_ticks = sorted(kept, key=lambda t: -t[0])
+        self.plot.getAxis("left").setTicks([self.shown_ticks, []])
+
+    def label_rects(self) -> list[QtCore.QRectF]:
+        """Where each shown lane label is drawn, in the panel's pixels (for tests: no two may overlap)."""
+        view = self.plot.getViewBox()
+        metrics = QtGui.QFontMetricsF(label_font(8))
+        rects = []
+        for y, text in self.shown_ticks:
+            at = view.mapViewToScene(QtCore.QPointF(0, y))
+            rects.append(
+                QtCore.QRectF(0, at.y() - metrics.height() / 2, metrics.horizontalAdvance(text), metrics.height())
+            )
+        return rects
+
+    def full_x_range(self) -> tuple[float, float] | None:
+        """The time every run's lanes span on the shared axis (what Reset zoom shows), None without lanes."""
+        bounds = [(r.index.span[0] + r.offset, r.index.span[1] + r.offset) for r in self.lanes.values() if len(r.index)]
+        if not bounds:
+            return None
+        return min(b[0] for b in bounds), max(b[1] for b in bounds)
 
     def lane_count(self, run_id: str) -> int:
         lanes = self.lanes.get(run_id)

@@ -7,6 +7,7 @@ zoom costs what the plot's pixels cost, whatever the length of the run.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pyqtgraph as pg
@@ -63,7 +64,12 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         self._syncing = False
         self.metrics = [m for m in METRICS if any(r.series.get(m.key) for r in self.runs)]
         if not self.metrics:
-            self.addLabel("no samples to plot: add a run (toolbar, run browser, or drop a folder here)", row=0, col=0)
+            text = (
+                "no sampled CPU/RAM in the loaded runs (imported traces have none): see the thread lanes and CUDA tab"
+                if self.runs
+                else "no samples to plot: add a run (toolbar, run browser, or drop a folder here)"
+            )
+            self.addLabel(text, row=0, col=0)
             return
         columns = len(self.runs) if self.layout_mode == "columns" else 1
         for row, metric in enumerate(self.metrics):
@@ -72,6 +78,10 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         for index, run in enumerate(self.runs):
             col = index if columns > 1 else 0
             self._add_run(run, index, col)
+        if columns > 1:
+            self._common_y_ranges(columns)
+            if self.master is not None and self.master.legend is not None:
+                self.master.legend.setVisible(False)  # each column's title names its run
         if self.time_cursor.x is not None:
             self._on_cursor(self.time_cursor.x)
         else:
@@ -94,9 +104,13 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         plot.getAxis("right").setStyle(showValues=False)
         plot.getAxis("right").showLabel(False)
         plot.setLabel("left", f"{_short(metric)} ({metric.unit})")
+        # the wheel and drags move time only; y follows the curves in view, so zooming never clips them
+        plot.getViewBox().setMouseEnabled(x=True, y=False)
+        plot.getViewBox().setAutoVisible(y=True)
+        plot.enableAutoRange(y=True)
         if metric.unit == "%" and metric.key == "cpu_pct":
             plot.setYRange(0, 100, padding=0.02)
-        if metric.key == "rss_mib":
+        if metric.key == "rss_mib" and col == self._columns() - 1:  # only the last column: no overlap
             self._add_ram_axis(plot)
         if last_row:
             plot.showAxis("bottom")
@@ -152,6 +166,46 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
                     plot.setXRange(*x_range, padding=0)
         finally:
             self._syncing = False
+
+    def _common_y_ranges(self, columns: int) -> None:
+        """Column mode: each row's columns get one y range that holds every run's values (a y link would
+        follow the first column's own auto range: TensorFlow's 13 threads went off a 1-3 scale)."""
+        for metric in self.metrics:
+            values = [s.envelope.y_bounds for r in self.runs for s in r.series.get(metric.key, []) if len(s)]
+            finite = [b for b in values if b is not None and all(map(math.isfinite, b))]
+            if not finite:
+                continue
+            lo, hi = min(b[0] for b in finite), max(b[1] for b in finite)
+            if metric.key == "cpu_pct":
+                lo, hi = 0.0, max(hi, 100.0)
+            for col in range(columns):
+                plot = self.plots[(metric.key, col)]
+                plot.setYLink(None)
+                plot.enableAutoRange(y=False)
+                plot.setYRange(min(lo, 0.0), hi if hi > lo else lo + 1.0, padding=0.05)
+
+    def y_range(self, metric: str, col: int) -> tuple[float, float]:
+        """The y range shown for `metric` in column `col` (tests: every column holds every run)."""
+        (_, _), (y0, y1) = self.plots[(metric, col)].viewRange()
+        return float(y0), float(y1)
+
+    def full_x_range(self) -> tuple[float, float] | None:
+        """The time every run's samples and epochs span on the shared axis, None without any."""
+        lows, highs = [], []
+        for run in self.runs:
+            anchor = run.anchor_ns(self.align)
+            for series in run.series.values():
+                for s in series:
+                    if len(s):
+                        lows.append((int(s.t_ns[0]) - anchor) / 1e9)
+                        highs.append((int(s.t_ns[-1]) - anchor) / 1e9)
+            if run.epochs:
+                lows.append((run.epochs[0].start_ns - anchor) / 1e9)
+                highs.append((run.epochs[-1].end_ns - anchor) / 1e9)
+        return (min(lows), max(highs)) if lows else None
+
+    def _columns(self) -> int:
+        return len(self.runs) if self.layout_mode == "columns" else 1
 
     def _add_ram_axis(self, plot: pg.PlotItem) -> None:
         """A right axis in % of RAM when every loaded run ran on the same amount of RAM."""

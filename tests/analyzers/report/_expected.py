@@ -32,6 +32,26 @@ def images_per_s(run: Path) -> float:
     return sum(n for _, _, n in ep) / sum((end - start) / 1e9 for start, end, _ in ep)
 
 
+def steady_epochs(run: Path, warmup: int = 1) -> list[tuple[int, int, int]]:
+    """The epochs after the warm-up (all of them when none is left), by start time."""
+    ep = sorted(epochs(run))
+    return ep[warmup:] or ep
+
+
+def steady_epoch_s(run: Path, warmup: int = 1) -> float:
+    return statistics.fmean((end - start) / 1e9 for start, end, _ in steady_epochs(run, warmup))
+
+
+def steady_images_per_s(run: Path, warmup: int = 1) -> float:
+    ep = steady_epochs(run, warmup)
+    return sum(n for _, _, n in ep) / sum((end - start) / 1e9 for start, end, _ in ep)
+
+
+def first_epoch_s(run: Path) -> float:
+    start, end, _ = min(epochs(run))
+    return (end - start) / 1e9
+
+
 def process_column(run: Path, name: str) -> list[float]:
     return [float(v) for v in pq.read_table(run / "samples" / "process.parquet").column(name).to_pylist()]
 

@@ -54,7 +54,7 @@ def test_gpu_table_and_energy_figure(tiny_pytorch_run: RunFolder, tmp_path: Path
     (row,) = table2.rows
     util = pq.read_table(run / "samples" / "gpu.parquet").column("util_pct").to_pylist()
     assert row.gpu_util_pct_mean == pytest.approx(sum(util) / len(util), rel=1e-12)
-    assert row.mean_epoch_s == pytest.approx(x.mean_epoch_s(run), rel=1e-12)
+    assert row.steady_epoch_s == pytest.approx(x.steady_epoch_s(run), rel=1e-12)
     assert [o for o in outputs if o.title.startswith("Table 1")][0].rows == []
     (energy_png,) = out.glob("fig-energy-*.png")
     with Image.open(energy_png) as im:

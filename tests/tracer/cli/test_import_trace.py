@@ -23,3 +23,15 @@ def test_import_rejects_unknown_framework_labels(shared_fixtures: Path, tmp_path
     result = run_tracer("import", str(trace), "--framework", "caffe", "--out", str(tmp_path))
     assert result.returncode == 2 and "unknown framework 'caffe'" in result.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_kineto_trace_is_pytorch_and_show_says_what_was_not_recorded(shared_fixtures: Path, tmp_path: Path) -> None:
+    """Kineto is PyTorch's profiler: an unlabelled Kineto import is a PyTorch run; its batch and epochs
+    were not recorded, and `show` says so instead of printing batch 1 and epochs 0/1."""
+    trace = shared_fixtures / "kineto-h100/resnet50_bs100_train_torch2.11.json.gz"
+    assert run_tracer("import", str(trace), "--out", str(tmp_path)).returncode == 0
+    (folder,) = list_runs(tmp_path)
+    assert folder.read_record().spec.framework == "pytorch"
+    shown = run_tracer("show", str(folder.path))
+    assert shown.returncode == 0, shown.stderr
+    assert "not recorded" in shown.stdout and "batch 1" not in shown.stdout and "0/1" not in shown.stdout

@@ -1,0 +1,48 @@
+"""Was the machine busy with something else while the run trained? Judged from the samples at read time.
+
+The sampler records the whole machine's CPU (`sys_cpu_pct`) beside the training's own (`cpu_pct`), both
+with 100 = every core busy. Their difference is what other processes used. A run during which the
+median of that difference reached `CONTENDED_OTHER_CPU_PCT` is *contended*: its times are not
+comparable with a run on a quiet machine. Computed from the samples each time it is read (never stored),
+so the threshold can change without rewriting run folders, and imported or older runs get it too.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+CONTENDED_OTHER_CPU_PCT = 25.0  # share of the machine's CPU (100 = all cores) held by other processes
+MACHINE_CPU_COLUMN = "sys_cpu_pct"
+OWN_CPU_COLUMN = "cpu_pct"
+
+
+@dataclass(frozen=True)
+class Contention:
+    other_cpu_pct: float | None  # median over samples of the machine's CPU % minus the training's
+    machine_cpu_pct: float | None  # median of the machine's CPU %
+    contended: bool
+
+    def warning(self) -> str:
+        """One line for `show`, `compare` and the report; empty when the machine was quiet."""
+        if not self.contended or self.other_cpu_pct is None:
+            return ""
+        return (
+            f"contended: other processes held {self.other_cpu_pct:.0f} % of the CPU (median; threshold "
+            f"{CONTENDED_OTHER_CPU_PCT:.0f} %): times are not comparable with a quiet machine's"
+        )
+
+
+def contention(process: pa.Table | None, threshold: float = CONTENDED_OTHER_CPU_PCT) -> Contention:
+    if process is None or MACHINE_CPU_COLUMN not in process.column_names or OWN_CPU_COLUMN not in process.column_names:
+        return Contention(None, None, False)
+    machine = pc.fill_null(process.column(MACHINE_CPU_COLUMN), 0.0).to_pylist()
+    own = pc.fill_null(process.column(OWN_CPU_COLUMN), 0.0).to_pylist()
+    if not machine:
+        return Contention(None, None, False)
+    other = [max(0.0, float(m) - float(o)) for m, o in zip(machine, own)]
+    median_other = statistics.median(other)
+    return Contention(median_other, statistics.median(float(m) for m in machine), median_other >= threshold)
