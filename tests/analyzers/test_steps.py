@@ -40,8 +40,8 @@ def test_run_without_a_steps_table_has_no_share(tiny_pytorch_run: RunFolder, tmp
     old.sample_parquet_path(STEPS_TABLE).unlink()
     assert steps.epoch_splits(old) == [] and steps.run_data_wait_share(old) is None
     assert summarise(old).data_wait_pct is None
-    diffs = {d.metric: d for d in compare(old, tiny_pytorch_run).differences}
-    assert diffs["data-wait share of step time"].a is None and diffs["data-wait share of step time"].ratio is None
+    diffs = {d.metric: d for d in compare([[old], [tiny_pytorch_run]]).differences}
+    assert diffs["data-wait share of step time"].a is None and diffs["data-wait share of step time"].ratio(1) is None
     result = run_tracer("show", str(old.path))
     assert result.returncode == 0 and "data wait" in result.stdout
 

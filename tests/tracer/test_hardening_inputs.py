@@ -188,7 +188,10 @@ def test_a_hung_python_probe_is_stopped_with_its_children(tmp_path: Path, monkey
         environments.resolve_python("pytorch", str(script))
     assert time.monotonic() - started < 30
     child = int(pid_file.read_text())
-    assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+    deadline = time.monotonic() + 5  # SIGKILL is sent; on a loaded machine the kernel takes a moment
+    while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the probe's child outlived it"
+        time.sleep(0.05)
     framework_info("pytorch")
 
 

@@ -42,6 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as e:
         print(f"tracer: error: {e}", file=sys.stderr)
         return e.exit_code
+    except BrokenPipeError:  # before OSError, of which it is one: a reader that left is no error
+        return _quiet_after_broken_pipe()
     except OSError as e:  # a path that cannot be read or written (read-only, a folder, a full disk)
         where = f" {e.filename}" if e.filename else ""
         print(
@@ -51,8 +53,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tracer: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return _quiet_after_broken_pipe()
 
 
 def _quiet_after_broken_pipe() -> int:

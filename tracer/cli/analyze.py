@@ -73,14 +73,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         json.dump(_finite({"run": run.run_id, "phase": args.phase} | data), sys.stdout, indent=1, allow_nan=False)
         print()
     elif args.format == "csv":
+        # One well-formed table: a `section` column, then every section's columns (empty where a
+        # section has no such column), so a CSV reader gets one header, not one per section.
+        columns = list(dict.fromkeys(key for section in SECTIONS for row in data[section] for key in row))
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(["section", *columns])
         for section in SECTIONS:
-            rows = data[section]
-            if not rows:
-                continue
-            writer = csv.writer(sys.stdout, lineterminator="\n")
-            writer.writerow(["section", *rows[0].keys()])
-            for r in rows:
-                writer.writerow([section, *(display.csv_value(v) for v in r.values())])
+            for r in data[section]:
+                writer.writerow([section, *(display.csv_value(r[c]) if c in r else "" for c in columns)])
     else:
         from analyzers.cuda_api import phases
 

@@ -66,6 +66,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         said = ", ".join(differ)
         print(f"tracer: warning: the runs differ in settings ({said}); ratios compare unlike runs", file=sys.stderr)
     groups = [[f] for f in folders] if args.no_group else group_repeats(folders)
+    if len(groups) < 2 <= len(folders):  # repeats of one spec, named one by one: compare them as runs
+        groups = [[f] for f in folders]
     result = compare(groups, top_cuda=args.top, warmup=args.warmup)
     out = console()
     for column in result.columns:

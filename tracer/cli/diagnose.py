@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from tracer.cli.common import console
+from tracer.cli.common import add_runs_dir, console
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -20,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         description="Run the diagnosis rules (docs/guide/diagnosis.md) over one run folder's tables.",
     )
     p.add_argument("run", help="run id (or a unique part of it) or a run folder path")
-    p.add_argument("--out", type=Path, default=Path("runs"), help="folder of runs (default runs/)")
+    add_runs_dir(p)
     p.add_argument("--format", choices=["text", "json"], default="text", help="text (default) or json")
     p.set_defaults(func=cmd_diagnose)
 
@@ -30,7 +29,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from analyzers.diagnosis.cost import measurement_cost
     from tracer.core.runfolder import find_run
 
-    folder = find_run(args.out, args.run)
+    folder = find_run(args.runs_dir, args.run)
     folder.read_record()
     verdicts = diagnose(folder)
     cost = measurement_cost(folder)

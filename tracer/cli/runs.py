@@ -65,7 +65,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         for row in rows:
             table.add_row(*row)
         out.print(table)
-    out.print(f"in {args.out.resolve()}", soft_wrap=True, markup=False)
+    out.print(f"in {args.runs_dir.resolve()}", soft_wrap=True, markup=False)
     return 0
 
 

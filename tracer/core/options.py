@@ -25,8 +25,10 @@ from tracer.core.errors import UserError
 
 DEFAULT_IMAGE_SIZE = 224
 CORES = os.cpu_count() or 1
-CORE_MULTIPLE = 4  # loader processes or threads beyond 4 per core only thrash (and can exhaust memory)
+CORE_MULTIPLE = 4  # loader processes beyond 4 per core only thrash (each holds a copy of the pipeline's memory)
 MAX_PARALLEL = CORE_MULTIPLE * CORES
+# Threads are cheap, and oversubscribing the cores on purpose is an experiment the diagnosis reads.
+MAX_THREADS = 16 * CORES
 DAY_S = 86400
 MODELS = ("alexnet", "mobilenet_v2", "resnet50", "vgg16")
 DEVICES = ("cpu", "gpu")
@@ -129,7 +131,7 @@ class RunSpec:
         Field(ge=1, le=100_000),
         Opt("read the loss (a host-device sync) every N steps (default: 1 on CPU, 20 on GPU)"),
     ] = None
-    threads: Annotated[int | None, Field(ge=1, le=MAX_PARALLEL), Opt("intra-op threads of the framework")] = None
+    threads: Annotated[int | None, Field(ge=1, le=MAX_THREADS), Opt("intra-op threads of the framework")] = None
     amp: Annotated[bool, Opt("mixed precision")] = False
     gpu_thread_mode: Annotated[
         Literal["global", "gpu_private", "gpu_shared"] | None,

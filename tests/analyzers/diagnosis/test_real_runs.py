@@ -24,7 +24,8 @@ def test_threads_well_above_the_cores_are_diagnosed_oversubscribed(oversubscribe
     assert v.fired, v
     assert "--threads" in v.knob and "torch.set_num_threads" in v.knob
     threads = next(e.value for e in v.evidence if e.name == "intra-op + loader threads")
-    assert threads == 16
+    loaders = int(oversubscribed.read_record().knobs.get("loader_workers", 0))  # the fair default budget
+    assert threads == 16 + loaders
 
 
 def test_default_threads_are_not_oversubscribed(plain3: RunFolder) -> None:
@@ -78,7 +79,7 @@ def test_diagnose_command_lists_every_rule_as_json(oversubscribed: RunFolder) ->
 
 
 def test_diagnose_of_a_folder_that_is_not_a_run_is_one_line(tmp_path: Path) -> None:
-    result = run_tracer("diagnose", str(tmp_path / "nothing"), "--out", str(tmp_path))
+    result = run_tracer("diagnose", str(tmp_path / "nothing"), "--runs", str(tmp_path))
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "tracer: error:" in result.stderr
 

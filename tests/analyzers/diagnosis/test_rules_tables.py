@@ -82,9 +82,10 @@ def test_input_bound_reads_a_steps_table_in_the_folder(plain3: RunFolder, tmp_pa
     """Through the folder as issue 18 writes it (samples/steps.csv); absent, it says not measured."""
     import shutil
 
-    assert not next(v for v in diagnose(plain3) if v.rule == "input-bound").measured
     copy = RunFolder(tmp_path / plain3.run_id)
     shutil.copytree(plain3.path, copy.path)
+    copy.sample_parquet_path("steps").unlink()  # a run made before the per-step table existed
+    assert not next(v for v in diagnose(copy) if v.rule == "input-bound").measured
     steps = measured_steps(3000)
     pacsv.write_csv(steps, copy.sample_stream_path("steps"))
     v = next(v for v in diagnose(copy) if v.rule == "input-bound")
