@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 
 from analyzers import tables as t
 from analyzers.threads import thread_timeline
+from tracer.core import schema
 from tracer.core.runfolder import RunFolder
 
 GPU_PID_BASE = 1_000_000_000
@@ -113,7 +114,10 @@ def events(folder: RunFolder) -> Iterator[dict[str, Any]]:
 
 def _counters(folder: RunFolder) -> Iterator[dict[str, Any]]:
     first = True
-    for name, cols in (("process", ("cpu_pct", "rss_mib", "threads")), ("gpu", ("util_pct", "mem_used_mib"))):
+    for name, cols in (
+        ("process", (schema.CPU_PCT, schema.RSS_MIB, "threads")),
+        ("gpu", (schema.UTIL_PCT, schema.MEM_USED_MIB)),
+    ):
         table = folder.samples(name)
         if table is None or "t_ns" not in table.column_names:
             continue

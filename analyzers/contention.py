@@ -15,9 +15,11 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tracer.core import schema
+
 CONTENDED_OTHER_CPU_PCT = 25.0  # share of the machine's CPU (100 = all cores) held by other processes
-MACHINE_CPU_COLUMN = "sys_cpu_pct"
-OWN_CPU_COLUMN = "cpu_pct"
+MACHINE_CPU_COLUMN = schema.SYS_CPU_PCT
+OWN_CPU_COLUMN = schema.CPU_PCT
 
 
 @dataclass(frozen=True)

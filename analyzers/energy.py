@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from tracer.core import schema
 from tracer.core.records import EpochRecord
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import RAILS_TABLE, RAPL_TABLE
@@ -108,18 +109,18 @@ def series_by_source(folder: RunFolder) -> dict[str, CumulativeSeries]:
     for row in gpu:
         by_gpu[int(row["gpu"])].append(row)
     # The GPUs the run used (its processes held memory there); all sampled ones where NVML cannot tell.
-    used = {g for g, rows in by_gpu.items() if any((r.get("proc_mem_mib") or 0) > 0 for r in rows)}
+    used = {g for g, rows in by_gpu.items() if any((r.get(schema.PROC_MEM_MIB) or 0) > 0 for r in rows)}
     for index, rows in sorted(by_gpu.items()):
         if used and index not in used:
             continue
-        counter = [r for r in rows if r.get("energy_mj") is not None]
-        power = [r for r in rows if r.get("power_w") is not None]
+        counter = [r for r in rows if r.get(schema.ENERGY_MJ) is not None]
+        power = [r for r in rows if r.get(schema.POWER_W) is not None]
         if len(counter) >= 2:
-            series = from_counter([r["t_ns"] for r in counter], [r["energy_mj"] / 1000.0 for r in counter])
+            series = from_counter([r["t_ns"] for r in counter], [r[schema.ENERGY_MJ] / 1000.0 for r in counter])
             out[f"NVML GPU {index} (energy counter)"] = series
         elif len(power) >= 2:
             out[f"NVML GPU {index} (power integrated)"] = from_power(
-                [r["t_ns"] for r in power], [r["power_w"] for r in power]
+                [r["t_ns"] for r in power], [r[schema.POWER_W] for r in power]
             )
     by_zone: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in _rows(folder, RAPL_TABLE):
@@ -128,17 +129,17 @@ def series_by_source(folder: RunFolder) -> dict[str, CumulativeSeries]:
         if len(rows) >= 2:
             out[f"RAPL {domain} ({zone})"] = from_counter(
                 [r["t_ns"] for r in rows],
-                [r["energy_uj"] / 1e6 for r in rows],
-                wrap_at=rows[0]["max_energy_range_uj"] / 1e6,
+                [r[schema.ENERGY_UJ] / 1e6 for r in rows],
+                wrap_at=rows[0][schema.MAX_ENERGY_RANGE_UJ] / 1e6,
             )
     board: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in _rows(folder, RAILS_TABLE):
-        if row.get("board_input"):
+        if row.get(schema.BOARD_INPUT):
             board[str(row["rail"])].append(row)
     for rail, rows in sorted(board.items()):
         if len(rows) >= 2:
             out[f"tegrastats {rail} (board input)"] = from_power(
-                [r["t_ns"] for r in rows], [r["instant_mw"] / 1000.0 for r in rows]
+                [r["t_ns"] for r in rows], [r[schema.INSTANT_MW] / 1000.0 for r in rows]
             )
     return out
 

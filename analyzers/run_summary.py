@@ -13,6 +13,7 @@ from analyzers import steps
 from analyzers.contention import contention
 from analyzers.energy import SourceEnergy, energy, headline
 from analyzers.steady import WARMUP_EPOCHS, epoch_stats
+from tracer.core import schema
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import KIND, TEGRA_TABLE, Event
@@ -74,14 +75,14 @@ def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
     process = folder.samples("process")
     load = contention(process)
     gpu = folder.samples("gpu")
-    cpu = _column(process, "cpu_pct")
-    cores = _column(process, "cpu_cores")
-    rss = _column(process, "rss_mib")
-    rss_pct = _column(process, "rss_pct_ram")
+    cpu = _column(process, schema.CPU_PCT)
+    cores = _column(process, schema.CPU_CORES)
+    rss = _column(process, schema.RSS_MIB)
+    rss_pct = _column(process, schema.RSS_PCT_RAM)
     threads = [int(t) for t in _column(process, "threads") if t > 0]
     # A Jetson has no NVML: its GPU load is tegrastats' GR3D_FREQ.
-    gpu_util = _column(gpu, "util_pct") or _column(folder.samples(TEGRA_TABLE), "gpu_pct")
-    gpu_mem = _column(gpu, "proc_mem_mib") or _column(gpu, "mem_used_mib")
+    gpu_util = _column(gpu, schema.UTIL_PCT) or _column(folder.samples(TEGRA_TABLE), schema.GPU_PCT)
+    gpu_mem = _column(gpu, schema.PROC_MEM_MIB) or _column(gpu, schema.MEM_USED_MIB)
     spec = record.spec
     sources = energy(folder, epochs)
     top = headline(sources)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tracer.core import schema
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import STEPS_TABLE
 
@@ -53,9 +54,9 @@ def epoch_splits(folder: RunFolder) -> list[EpochSplit]:
         [
             ("step", "count"),
             ("images", "sum"),
-            ("data_wait_s", "sum"),
-            ("compute_s", "sum"),
-            ("sync_s", "sum"),
+            (schema.DATA_WAIT_S, "sum"),
+            (schema.COMPUTE_S, "sum"),
+            (schema.SYNC_S, "sum"),
         ]
     )
     sums = sums.sort_by("epoch")
@@ -82,7 +83,7 @@ def run_data_wait_share(folder: RunFolder) -> float | None:
     table = steps_table(folder)
     if table is None:
         return None
-    wait = float(pc.sum(table.column("data_wait_s")).as_py() or 0.0)
-    total = wait + float(pc.sum(table.column("compute_s")).as_py() or 0.0)
-    total += float(pc.sum(table.column("sync_s")).as_py() or 0.0)
+    wait = float(pc.sum(table.column(schema.DATA_WAIT_S)).as_py() or 0.0)
+    total = wait + float(pc.sum(table.column(schema.COMPUTE_S)).as_py() or 0.0)
+    total += float(pc.sum(table.column(schema.SYNC_S)).as_py() or 0.0)
     return wait / total if total > 0 else None

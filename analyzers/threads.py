@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analyzers import tables as t
+from tracer.core import schema
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
 
@@ -107,7 +108,7 @@ def sampler_intervals(threads: pa.Table | None) -> dict[str, list[Any]]:
     tid = threads["tid"].to_numpy()
     pid = threads["pid"].to_numpy()
     t_ns = threads["t_ns"].to_numpy().astype(np.int64)
-    cpu = threads["user_s"].to_numpy().astype(float) + threads["system_s"].to_numpy().astype(float)
+    cpu = threads[schema.USER_S].to_numpy().astype(float) + threads[schema.SYSTEM_S].to_numpy().astype(float)
     names = threads["name"].to_pylist()
     order = np.lexsort((t_ns, tid))
     tid, pid, t_ns, cpu = tid[order], pid[order], t_ns[order], cpu[order]
@@ -233,11 +234,11 @@ def thread_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int |
     samples = folder.samples("threads")
     whole = start_ns is None and end_ns is None
     if samples is not None and samples.num_rows:
-        for r in samples.select(["t_ns", "pid", "tid", "name", "user_s", "system_s"]).to_pylist():
+        for r in samples.select(["t_ns", "pid", "tid", "name", schema.USER_S, schema.SYSTEM_S]).to_pylist():
             if not lo <= int(r["t_ns"]) <= hi:
                 continue
             key = (int(r["pid"]), int(r["tid"]))
-            cpu = float(r["user_s"] or 0) + float(r["system_s"] or 0)
+            cpu = float(r[schema.USER_S] or 0) + float(r[schema.SYSTEM_S] or 0)
             first_cpu.setdefault(key, 0.0 if whole else cpu)  # a phase counts from its first sample
             cpu_s[key] = max(cpu_s.get(key, 0.0), cpu - first_cpu[key])
             names[key] = str(r["name"] or names.get(key, ""))

@@ -27,6 +27,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from tracer.core import schema
 from tracer.core.records import EnvironmentInfo, ModelFacts, Outcome, RunRecord, RunSpec, RunStatus  # noqa: E402
 from tracer.core.runfolder import RunFolder  # noqa: E402
 
@@ -69,15 +70,15 @@ def make_run(out: Path, index: int, samples: int) -> Path:
     process = pa.table(
         {
             "t_ns": t,
-            "cpu_pct": cpu,
-            "cpu_cores": cpu * 0.16,
-            "rss_mib": rss,
-            "rss_pct_ram": rss / 655.36,
+            schema.CPU_PCT: cpu,
+            schema.CPU_CORES: cpu * 0.16,
+            schema.RSS_MIB: rss,
+            schema.RSS_PCT_RAM: rss / 655.36,
             "threads": (20 + (np.arange(samples) // 100_000) % 5).astype(np.int64),
             "processes": np.ones(samples, dtype=np.int64),
-            "sys_cpu_pct": cpu,
-            "sys_ram_used_pct": rss / 655.36,
-            "sys_ram_used_mib": rss + 4000,
+            schema.SYS_CPU_PCT: cpu,
+            schema.SYS_RAM_USED_PCT: rss / 655.36,
+            schema.SYS_RAM_USED_MIB: rss + 4000,
         }
     )
     pq.write_table(process, folder.sample_parquet_path("process"))
@@ -91,8 +92,8 @@ def make_run(out: Path, index: int, samples: int) -> Path:
             "pid": np.full(n * THREADS, 1000, dtype=np.int64),
             "tid": np.repeat(np.arange(1000, 1000 + THREADS, dtype=np.int64), n),
             "name": np.repeat(np.array([f"worker-{i}" for i in range(THREADS)], dtype=object), n),
-            "user_s": cpu_s.ravel(),
-            "system_s": np.zeros(n * THREADS),
+            schema.USER_S: cpu_s.ravel(),
+            schema.SYSTEM_S: np.zeros(n * THREADS),
         }
     )
     pq.write_table(threads, folder.sample_parquet_path("threads"))

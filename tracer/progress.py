@@ -124,7 +124,7 @@ class ProgressView:
             self.console.print(
                 f"epoch {e['epoch']}/{self.epochs}: {seconds:.2f} s, {rate:.1f} img/s, loss {e['loss']:.4f}"
             )
-        elif kind == "error":
+        elif kind == Event.ERROR:
             self._spin(None)
             self.console.print(f"[red]worker error:[/red] {e.get('error', '')}")
 

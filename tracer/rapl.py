@@ -44,22 +44,22 @@ class RaplReader:
     def open(root: Path = POWERCAP_ROOT) -> tuple[RaplReader | None, str]:
         if not root.is_dir():
             return None, f"RAPL: {root} does not exist"
-        dirs = sorted(p for p in root.glob("intel-rapl:*") if (p / "energy_uj").exists())
+        dirs = sorted(p for p in root.glob("intel-rapl:*") if (p / schema.ENERGY_UJ).exists())
         if not dirs:
             return None, f"RAPL: no intel-rapl zone in {root}"
         zones, unreadable = [], []
         for d in dirs:
             try:
                 domain = (d / "name").read_text().strip()
-                max_range = int((d / "max_energy_range_uj").read_text())
-                int((d / "energy_uj").read_text())
+                max_range = int((d / schema.MAX_ENERGY_RANGE_UJ).read_text())
+                int((d / schema.ENERGY_UJ).read_text())
             except PermissionError:
                 unreadable.append(d.name)
                 continue
             except (OSError, ValueError):
                 continue
             if domain_kind(domain) in RAPL_DOMAINS:
-                zones.append(RaplZone(d.name, domain, d / "energy_uj", max_range))
+                zones.append(RaplZone(d.name, domain, d / schema.ENERGY_UJ, max_range))
         if not zones:
             if unreadable:
                 return None, f"RAPL: {root}/{unreadable[0]}/energy_uj is readable by root only"

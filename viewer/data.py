@@ -28,6 +28,7 @@ from analyzers.shares import OTHER, OTHER_THRESHOLD_PCT, group_shares, other_lab
 from analyzers.steps import data_wait_shares
 from analyzers.tables import CUDA_API, KERNELS
 from analyzers.threads import ACTIVITY_LEVELS, activity_kind, activity_levels, thread_timeline
+from tracer.core import schema
 from tracer.core.errors import UserError
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
@@ -51,16 +52,16 @@ class Metric:
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("cpu_pct", "CPU (100 % = all cores)", "%", "process", ("cpu_pct",)),
-    Metric("rss_mib", "Resident memory (RSS)", "MiB", "process", ("rss_mib",)),
+    Metric(schema.CPU_PCT, "CPU (100 % = all cores)", "%", "process", (schema.CPU_PCT,)),
+    Metric(schema.RSS_MIB, "Resident memory (RSS)", "MiB", "process", (schema.RSS_MIB,)),
     Metric("threads", "Threads", "count", "process", ("threads",)),
-    Metric("gpu_util_pct", "GPU utilisation", "%", "gpu", ("util_pct", "gpu_util_pct")),
-    Metric("gpu_mem_mib", "GPU memory", "MiB", "gpu", ("proc_mem_mib", "mem_used_mib")),
-    Metric("gpu_power_w", "GPU power", "W", "gpu", ("power_w",)),
+    Metric("gpu_util_pct", "GPU utilisation", "%", "gpu", (schema.UTIL_PCT, "gpu_util_pct")),
+    Metric("gpu_mem_mib", "GPU memory", "MiB", "gpu", (schema.PROC_MEM_MIB, schema.MEM_USED_MIB)),
+    Metric("gpu_power_w", "GPU power", "W", "gpu", (schema.POWER_W,)),
     # The per-step split (one point per step, at the step's start): analyzers.steps sums it per epoch.
-    Metric("step_data_wait_s", "Step: waiting for data", "s", STEPS_TABLE, ("data_wait_s",)),
-    Metric("step_compute_s", "Step: compute", "s", STEPS_TABLE, ("compute_s",)),
-    Metric("step_sync_s", "Step: loss sync", "s", STEPS_TABLE, ("sync_s",)),
+    Metric("step_data_wait_s", "Step: waiting for data", "s", STEPS_TABLE, (schema.DATA_WAIT_S,)),
+    Metric("step_compute_s", "Step: compute", "s", STEPS_TABLE, (schema.COMPUTE_S,)),
+    Metric("step_sync_s", "Step: loss sync", "s", STEPS_TABLE, (schema.SYNC_S,)),
 )
 STEP_TIME_COLUMN = "start_ns"
 METRIC_BY_KEY = {m.key: m for m in METRICS}
@@ -245,7 +246,7 @@ class RunData:
 
     @property
     def sample_count(self) -> int:
-        ss = self.series.get("cpu_pct") or []
+        ss = self.series.get(schema.CPU_PCT) or []
         return len(ss[0]) if ss else 0
 
     @property
@@ -338,7 +339,7 @@ def load_run(path: Path | str, progress: Progress | None = None) -> RunData:
     report(0.25, "samples")
     for table in ("process", "gpu", STEPS_TABLE):
         data.series.update(_guard(data, f"samples/{table}", functools.partial(_load_series, folder, table), {}))
-    if not data.series.get("cpu_pct") and not imported:  # an imported trace has no samples by nature
+    if not data.series.get(schema.CPU_PCT) and not imported:  # an imported trace has no samples by nature
         data.messages.append("no process samples (samples/process.parquet or .csv is missing or empty)")
     report(0.6, "threads")
     data.threads = _guard(data, "thread timeline", lambda: load_thread_lanes(folder), None)
@@ -444,7 +445,7 @@ def load_thread_lanes(folder: RunFolder) -> ThreadLanes | None:
         table = thread_timeline(folder)
         if table.num_rows:
             return _lanes_from_timeline(table)
-    samples = read_samples(folder, "threads", ("t_ns", "pid", "tid", "name", "user_s", "system_s"))
+    samples = read_samples(folder, "threads", ("t_ns", "pid", "tid", "name", schema.USER_S, schema.SYSTEM_S))
     if samples is None or samples.num_rows == 0:
         return None
     return lanes_from_thread_samples(samples)
@@ -512,7 +513,7 @@ def lanes_from_thread_samples(samples: pa.Table) -> ThreadLanes:
     """
     t = _as_array(samples.column("t_ns"), np.int64)
     tid = _as_array(samples.column("tid"), np.int64)
-    cpu = _as_array(samples.column("user_s"), np.float64) + _as_array(samples.column("system_s"), np.float64)
+    cpu = _as_array(samples.column(schema.USER_S), np.float64) + _as_array(samples.column(schema.SYSTEM_S), np.float64)
     keys = _as_array(samples.column("pid"), np.int64) * (1 << 32) + tid
     order = _thread_major_order(keys, t)
     if order is not None:

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analyzers.cuda_api import ApiRow
+from tracer.core import schema
 from tracer.core.records import EpochRecord, RunRecord
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import STEPS_TABLE
@@ -99,8 +100,8 @@ def load(folder: RunFolder) -> RunTables:
         names = connect().execute(f"SELECT name FROM read_parquet('{_sql(npath)}')").fetchall()
         nvtx_steps = sum(1 for (n,) in names if _STEP.match(str(n)))
     events = folder.events()
-    errors = tuple(str(e.get("error", "")) for e in events if e.get("kind") == "error")
-    starts = [int(e["t_ns"]) for e in events if e.get("kind") == "start" and "t_ns" in e]
+    errors = tuple(str(e.get("error", "")) for e in events if e.get("kind") == schema.Event.ERROR)
+    starts = [int(e["t_ns"]) for e in events if e.get("kind") == schema.Event.START and "t_ns" in e]
     return RunTables(
         run_id=folder.run_id,
         record=record,

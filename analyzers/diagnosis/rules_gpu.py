@@ -11,6 +11,7 @@ from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables, column
 from analyzers.diagnosis.knobs import knob
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
+from tracer.core import schema
 
 # nsys display names (the `_vNNNN` suffix cut), runtime and driver API
 SYNC_CALLS = frozenset(
@@ -38,7 +39,7 @@ def gpu_under_used(t: RunTables) -> Verdict:
     name, title = "gpu-under-used", "GPU under-used"
     if t.record.spec.device != "gpu":
         return not_measured(name, title, "a CPU run")
-    util = column(t.in_epochs(t.gpu, t.steady_epochs()), "util_pct")
+    util = column(t.in_epochs(t.gpu, t.steady_epochs()), schema.UTIL_PCT)
     if not util:
         return not_measured(name, title, "no NVML utilisation samples in the epochs")
     mean = statistics.fmean(util)

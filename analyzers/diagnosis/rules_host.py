@@ -11,6 +11,7 @@ from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables, column
 from analyzers.diagnosis.knobs import knob
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
+from tracer.core import schema
 from tracer.core.schema import CTX_INVOLUNTARY
 
 # knobs keys (run.json) that hold the intra-op thread count and the loader workers, per framework
@@ -50,9 +51,9 @@ def input_bound(t: RunTables) -> Verdict:
     epochs = column(t.steps, "epoch")
     later = max(epochs) > 1
     rows = [i for i, e in enumerate(epochs) if e > 1 or not later]
-    wait = column(t.steps, "data_wait_s")
-    compute = column(t.steps, "compute_s")
-    sync = column(t.steps, "sync_s") or [0.0] * len(wait)
+    wait = column(t.steps, schema.DATA_WAIT_S)
+    compute = column(t.steps, schema.COMPUTE_S)
+    sync = column(t.steps, schema.SYNC_S) or [0.0] * len(wait)
     w = sum(wait[i] for i in rows)
     total = w + sum(compute[i] for i in rows) + sum(sync[i] for i in rows)
     if total <= 0:
@@ -67,7 +68,7 @@ def input_bound(t: RunTables) -> Verdict:
         Evidence("loader workers", float(loader_workers(t)), ""),
     )
     if t.gpu is not None:
-        util = column(t.in_epochs(t.gpu, t.steady_epochs()), "util_pct")
+        util = column(t.in_epochs(t.gpu, t.steady_epochs()), schema.UTIL_PCT)
         if util:
             evidence += (Evidence("GPU utilisation while training", statistics.fmean(util), "%"),)
     if share <= th.INPUT_BOUND_PCT:
@@ -97,7 +98,7 @@ def oversubscription(t: RunTables) -> Verdict:
     rate = switches / seconds / t.cores
     threads = intra_op_threads(t) + loader_workers(t)
     per_core = threads / t.cores
-    busy = statistics.fmean(column(table, "cpu_cores")) if column(table, "cpu_cores") else None
+    busy = statistics.fmean(column(table, schema.CPU_CORES)) if column(table, schema.CPU_CORES) else None
     per_image = None
     images = sum(e.images for e in t.epochs)
     if busy and images:
@@ -127,13 +128,13 @@ def oversubscription(t: RunTables) -> Verdict:
 def cpu_under_used(t: RunTables) -> Verdict:
     name, title = "cpu-under-used", "CPU under-used"
     table = t.in_epochs(t.process, t.steady_epochs())
-    busy_col = column(table, "cpu_cores")
+    busy_col = column(table, schema.CPU_CORES)
     if not busy_col:
         return not_measured(name, title, "no process samples in the epochs")
     busy = statistics.fmean(busy_col)
     allowed = min(intra_op_threads(t), t.cores)
     share = 100 * busy / allowed
-    machine = column(table, "sys_cpu_pct")
+    machine = column(table, schema.SYS_CPU_PCT)
     others = None
     if machine:
         others = max(0.0, statistics.fmean(machine) - 100 * busy / t.cores)
@@ -162,7 +163,7 @@ def memory_growth(t: RunTables) -> Verdict:
     steady = t.steady_epochs()
     peaks = []
     for e in steady if len(t.epochs) >= 3 else []:
-        rss = column(t.in_epochs(t.process, [e]), "rss_mib")
+        rss = column(t.in_epochs(t.process, [e]), schema.RSS_MIB)
         if rss:
             peaks.append(max(rss))
     if len(peaks) < 2:

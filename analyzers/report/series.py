@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from analyzers.shares import OTHER, group_shares
+from tracer.core import schema
 from tracer.core.runfolder import RunFolder
 
 __all__ = ["OTHER", "group_shares"]  # the rule lives in analyzers.shares (the viewer's CUDA panel uses it too)
@@ -41,9 +42,9 @@ def resource_series(folder: RunFolder) -> ResourceSeries:
     t_ns = col("t_ns")
     return ResourceSeries(
         t_s=(t_ns - t0) / 1e9 if t_ns.size else t_ns,
-        cpu_pct=col("cpu_pct"),
-        ram_pct=col("rss_pct_ram"),
-        rss_mib=col("rss_mib"),
+        cpu_pct=col(schema.CPU_PCT),
+        ram_pct=col(schema.RSS_PCT_RAM),
+        rss_mib=col(schema.RSS_MIB),
         threads=col("threads"),
         epoch_starts_s=tuple((e.start_ns - t0) / 1e9 for e in epochs),
         epoch_ends_s=tuple((e.end_ns - t0) / 1e9 for e in epochs),
@@ -69,7 +70,7 @@ def epoch_energy(folder: RunFolder) -> list[EpochEnergy]:
     if gpu is None or gpu.num_rows == 0 or not epochs:
         return []
     per_gpu = _split_by_gpu(gpu)
-    used = [g for g, cols in per_gpu.items() if np.nanmax(cols["proc_mem_mib"], initial=0.0) > 0]
+    used = [g for g, cols in per_gpu.items() if np.nanmax(cols[schema.PROC_MEM_MIB], initial=0.0) > 0]
     gpus = used or list(per_gpu)
     out = []
     for e in epochs:
@@ -97,7 +98,7 @@ def epoch_energy(folder: RunFolder) -> list[EpochEnergy]:
 
 
 def _split_by_gpu(gpu: pa.Table) -> dict[int, dict[str, np.ndarray]]:
-    names = ("t_ns", "energy_mj", "power_w", "proc_mem_mib")
+    names = ("t_ns", schema.ENERGY_MJ, schema.POWER_W, schema.PROC_MEM_MIB)
     data = {
         n: np.asarray(gpu.column(n).to_numpy(zero_copy_only=False), dtype=float)
         if n in gpu.column_names
@@ -119,12 +120,12 @@ def _split_by_gpu(gpu: pa.Table) -> dict[int, dict[str, np.ndarray]]:
 
 def _gpu_energy_j(cols: Mapping[str, np.ndarray], start_ns: int, end_ns: int) -> tuple[float | None, str]:
     t = cols["t_ns"]
-    energy = cols["energy_mj"]
+    energy = cols[schema.ENERGY_MJ]
     ok = ~np.isnan(energy)
     if ok.sum() >= 2 and t[ok][0] <= start_ns and t[ok][-1] >= end_ns:
         e0, e1 = np.interp([start_ns, end_ns], t[ok], energy[ok])
         return float(e1 - e0) / 1000.0, "energy counter"
-    power = cols["power_w"]
+    power = cols[schema.POWER_W]
     ok = ~np.isnan(power)
     if ok.sum() < 2 or t[ok][0] > end_ns or t[ok][-1] < start_ns:
         return None, ""

@@ -100,15 +100,15 @@ def test_cursor_readouts_in_columns(
     open_window: Opener, tiny_pytorch_run: RunFolder, second_pytorch_run: RunFolder
 ) -> None:
     window = open_window([tiny_pytorch_run.path, second_pytorch_run.path], layout_mode="columns")
-    window.time_cursor.set(4.25)
+    window.time_cursor.set(1.25)
     for col, run in enumerate(window.runs):
         assert run.label in window.timeline.title_text("cpu_pct", col)
         for metric, spec in (("cpu_pct", ".1f"), ("rss_mib", ".0f"), ("threads", ".0f")):
             (series,) = run.series[metric]
-            value = series.value_at(run.anchor_ns("start") + 4.25e9)
+            value = series.value_at(run.anchor_ns("start") + 1.25e9)
             assert value is not None
             title = window.timeline.title_text(metric, col)
-            assert "at 4.25 s" in title and f"<b>{format(value, spec)}" in title
+            assert "at 1.25 s" in title and f"<b>{format(value, spec)}" in title
     assert "% RAM" in window.timeline.title_text("rss_mib", 1)
 
 

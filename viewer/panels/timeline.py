@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
+from tracer.core import schema
 from viewer.cursor import TimeCursor
 from viewer.data import METRICS, Metric, RunData, Series
 from viewer.panels.curve import EnvelopeCurve
@@ -108,9 +109,9 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         plot.getViewBox().setMouseEnabled(x=True, y=False)
         plot.getViewBox().setAutoVisible(y=True)
         plot.enableAutoRange(y=True)
-        if metric.unit == "%" and metric.key == "cpu_pct":
+        if metric.unit == "%" and metric.key == schema.CPU_PCT:
             plot.setYRange(0, 100, padding=0.02)
-        if metric.key == "rss_mib" and col == self._columns() - 1:  # only the last column: no overlap
+        if metric.key == schema.RSS_MIB and col == self._columns() - 1:  # only the last column: no overlap
             self._add_ram_axis(plot)
         if last_row:
             plot.showAxis("bottom")
@@ -176,7 +177,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
             if not finite:
                 continue
             lo, hi = min(b[0] for b in finite), max(b[1] for b in finite)
-            if metric.key == "cpu_pct":
+            if metric.key == schema.CPU_PCT:
                 lo, hi = 0.0, max(hi, 100.0)
             for col in range(columns):
                 plot = self.plots[(metric.key, col)]
@@ -311,7 +312,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         """One series' value at the cursor, in its run's colour (RSS also in % of RAM)."""
         value = None if x is None else s.value_at(run.anchor_ns(self.align) + x * 1e9)
         text = "-" if value is None else format(value, UNIT_FORMAT.get(metric.unit, ".2f"))
-        if metric.key == "rss_mib" and value is not None and run.ram_total_mib:
+        if metric.key == schema.RSS_MIB and value is not None and run.ram_total_mib:
             text += f" ({100 * value / run.ram_total_mib:.1f} % RAM)"
         who = " ".join(w for w in (run.label if with_run else "", s.label) if w)
         return f"<span style='color:{run_colour(index)}'>{who + ': ' if who else ''}<b>{text}</b></span>"
@@ -331,8 +332,8 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
 
 def _short(metric: Metric) -> str:
     return {
-        "cpu_pct": "CPU",
-        "rss_mib": "RSS",
+        schema.CPU_PCT: "CPU",
+        schema.RSS_MIB: "RSS",
         "threads": "threads",
         "gpu_util_pct": "GPU util",
         "gpu_mem_mib": "GPU mem",

@@ -1,0 +1,90 @@
+"""Column names and event kinds are declared once (tracer/core/schema.py, tracer/worker/schema.py):
+spelling one as a bare string literal anywhere else in the code fails this test."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tracer.core import schema
+
+ROOT = Path(__file__).resolve().parents[1]
+DECLARING = {ROOT / "tracer" / "core" / "schema.py", ROOT / "tracer" / "worker" / "schema.py"}
+PACKAGES = ("tracer", "analyzers", "viewer", "benchmarks")
+# Names that are also ordinary words of other vocabularies (a device called "gpu", a thread "name",
+# a process "pid"): spelled elsewhere they are not necessarily the column, so only the names with a
+# unit or a meaning of their own are held to the rule.
+COMMON_WORDS = {
+    "gpu",
+    "core",
+    "name",
+    "pid",
+    "tid",
+    "threads",
+    "processes",
+    "t_ns",
+    "epoch",
+    "step",
+    "images",
+    "start_ns",
+    "zone",
+    "domain",
+    "online",
+    "sensor",
+    "rail",
+    "mhz",
+}
+
+
+def _column_names() -> set[str]:
+    names = {c for table in schema.SAMPLE_TABLES.values() for c in table.columns}
+    return names - COMMON_WORDS
+
+
+def _event_kinds() -> set[str]:
+    return set(schema.Event.ALL)
+
+
+def _string_literals(tree: ast.AST) -> list[tuple[ast.Constant, ast.AST | None]]:
+    """Every plain string constant with its parent, docstrings and f-string fragments left out."""
+    parents: dict[ast.AST, ast.AST] = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            parent = parents.get(node)
+            if isinstance(parent, ast.Expr) or isinstance(parent, ast.JoinedStr):
+                continue  # a docstring, or text inside an f-string
+            found.append((node, parent))
+    return found
+
+
+def _is_event_use(node: ast.AST, parent: ast.AST | None) -> bool:
+    """An event kind counts where it names an event: emitted, compared with something called kind,
+    or looked up in a collection keyed by kind. Free text (`stage="train"`, an SQL column `start`) does not."""
+    if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute) and parent.func.attr == "emit":
+        return parent.args[:1] == [node]
+    if isinstance(parent, ast.Compare):
+        others = [parent.left, *parent.comparators]
+        return any("kind" in ast.unparse(o).lower() for o in others if o is not node)
+    if isinstance(parent, ast.Subscript) and parent.slice is node:  # by_kind["model"], not event["versions"]
+        return isinstance(parent.value, ast.Name) and "kind" in parent.value.id.lower()
+    return False
+
+
+def test_no_column_or_event_kind_is_spelled_outside_the_schema() -> None:
+    columns, kinds = _column_names(), _event_kinds()
+    offences = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path in DECLARING:
+                continue
+            for node, parent in _string_literals(ast.parse(path.read_text(), str(path))):
+                rel, line, value = path.relative_to(ROOT), node.lineno, node.value
+                if value in columns:
+                    offences.append(f"{rel}:{line}: column {value!r}")
+                elif value in kinds and _is_event_use(node, parent):
+                    offences.append(f"{rel}:{line}: event kind {value!r}")
+    assert not offences, "use the names of tracer.core.schema:\n" + "\n".join(offences)
