@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from tracer.cli import analyze, campaign, compare, data, diagnose, env, import_trace, profile, report, runs, view
 from tracer.core.errors import UserError
@@ -16,8 +17,15 @@ from tracer.core.errors import UserError
 COMMAND_MODULES = [profile, runs, data, env, analyze, import_trace, report, compare, campaign, view, diagnose]
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse's errors in one line, like every other bad input (its usage block is `--help`'s job)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tracer", description="Profile deep-learning training across frameworks.")
+    parser = _OneLineParser(prog="tracer", description="Profile deep-learning training across frameworks.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMAND_MODULES:

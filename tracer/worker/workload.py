@@ -12,6 +12,18 @@ MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")
 
+# torchvision's MobileNetV2 inverted-residual blocks: (expansion t, channels c, repeats n, first stride s),
+# for the workers that define the model themselves (JAX, SINGA).
+MOBILENET_V2_SETTINGS = (
+    (1, 16, 1, 1),
+    (6, 24, 2, 2),
+    (6, 32, 3, 2),
+    (6, 64, 4, 2),
+    (6, 96, 3, 1),
+    (6, 160, 3, 2),
+    (6, 320, 1, 1),
+)
+
 # torchvision's trainable parameter counts for 3 classes: the reference every framework is held to.
 REFERENCE_PARAMS = {
     "alexnet": 57016131,

@@ -27,7 +27,7 @@ import optax
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
 from tracer.worker.schema import Event
-from tracer.worker.workload import adaptive_pool_matrix, load_normalised
+from tracer.worker.workload import MOBILENET_V2_SETTINGS, adaptive_pool_matrix, load_normalised
 
 # torchvision's initialisers, as variance-scaling initialisers.
 KAIMING_FAN_OUT = nn.initializers.variance_scaling(2.0, "fan_out", "normal")  # kaiming_normal_(mode="fan_out")
@@ -181,17 +181,6 @@ class ConvBNReLU6(nn.Module):
         )(x)
         x = _batch_norm(train, self.dtype)(x)
         return nn.relu6(x) if self.activation else x
-
-
-MOBILENET_V2_SETTINGS = (
-    (1, 16, 1, 1),
-    (6, 24, 2, 2),
-    (6, 32, 3, 2),
-    (6, 64, 4, 2),
-    (6, 96, 3, 1),
-    (6, 160, 3, 2),
-    (6, 320, 1, 1),
-)
 
 
 class MobileNetV2(nn.Module):

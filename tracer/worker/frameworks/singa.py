@@ -21,7 +21,7 @@ from singa import autograd, device, layer, model, opt, tensor
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
 from tracer.worker.frameworks import singa_patches
-from tracer.worker.workload import adaptive_pool_matrix, load_normalised
+from tracer.worker.workload import MOBILENET_V2_SETTINGS, adaptive_pool_matrix, load_normalised
 
 WHEEL_MENDS = singa_patches.apply()  # before any tensor is made
 REFUSED = "refused by SINGA"  # the start of a refusal's message, the rest being SINGA's own words
@@ -223,15 +223,7 @@ def mobilenet_v2(num_classes: int) -> Any:
     """torchvision.models.mobilenet_v2 (width 1.0)."""
     lays = _conv_bn(3, 32, 3, 2)
     inp = 32
-    for t, c, n, s in (
-        (1, 16, 1, 1),
-        (6, 24, 2, 2),
-        (6, 32, 3, 2),
-        (6, 64, 4, 2),
-        (6, 96, 3, 1),
-        (6, 160, 3, 2),
-        (6, 320, 1, 1),
-    ):
+    for t, c, n, s in MOBILENET_V2_SETTINGS:
         for i in range(n):
             lays.append(InvertedResidual(inp, c, s if i == 0 else 1, t))
             inp = c
