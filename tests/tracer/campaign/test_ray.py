@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import pytest
 
 from tests.conftest import require_framework
 from tests.tracer.campaign.conftest import TINY_PYTORCH, assert_one_ok_run_per_cell, record, run_campaign, write_plan
-from tests.tracer.campaign.raycluster import LocalCluster, RayStartTimeout
+from tests.tracer.campaign.raycluster import LocalCluster, running_cluster
 
 pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'dl-tracer[ray]'")
 pytestmark = pytest.mark.slow
@@ -18,20 +17,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalCluster]:
-    """Head plus one worker node. Ray's agents must come up within a fixed 15 s (ray-project/ray#65983),
-    which a heavily loaded machine can miss: that skips, unless TRACER_REQUIRE_RAY=1 (CI) makes it fail."""
-    c = LocalCluster(workers=1)
-    try:
-        try:
-            c.start()
-        except RayStartTimeout as e:
-            if os.environ.get("TRACER_REQUIRE_RAY") == "1":
-                raise
-            pytest.skip(f"the machine is too busy for Ray's node start-up window: {str(e)[:200]}")
-        c.wait_for_nodes(2)
+    """Head plus one worker node."""
+    with running_cluster(1) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def test_plan_runs_on_a_ray_cluster_and_every_run_folder_comes_back(tmp_path: Path, cluster: LocalCluster) -> None:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 
 from tests.conftest import require_framework
 from tests.tracer.campaign.conftest import record, run_campaign, write_plan
-from tests.tracer.campaign.raycluster import LocalCluster, RayStartTimeout
+from tests.tracer.campaign.raycluster import LocalCluster, running_cluster
 
 pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'dl-tracer[ray]'")
 pytestmark = pytest.mark.slow
@@ -28,18 +27,8 @@ PLAN = (
 
 @pytest.fixture(scope="module")
 def boards() -> Iterator[LocalCluster]:
-    c = LocalCluster(workers=2, resources=BOARDS)
-    try:
-        try:
-            c.start()
-        except RayStartTimeout as e:
-            if os.environ.get("TRACER_REQUIRE_RAY") == "1":
-                raise
-            pytest.skip(f"the machine is too busy for Ray's node start-up window: {str(e)[:200]}")
-        c.wait_for_nodes(3)
+    with running_cluster(2, BOARDS) as c:
         yield c
-    finally:
-        c.stop()
 
 
 def test_runs_land_on_their_board_type_and_never_share_a_board(tmp_path: Path, boards: LocalCluster) -> None:
