@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tracer.core import schema
 from tracer.core.runfolder import RunFolder
@@ -78,12 +77,12 @@ def data_wait_shares(folder: RunFolder) -> dict[int, float | None]:
     return {s.epoch: s.data_wait_share for s in epoch_splits(folder)}
 
 
+def run_share(splits: list[EpochSplit]) -> float | None:
+    """The whole run's data-wait share from its epochs' sums: every step's wait over every step's time."""
+    total = sum(s.total_s for s in splits)
+    return sum(s.data_wait_s for s in splits) / total if total > 0 else None
+
+
 def run_data_wait_share(folder: RunFolder) -> float | None:
     """The whole run's data-wait share: every step's wait over every step's time."""
-    table = steps_table(folder)
-    if table is None:
-        return None
-    wait = float(pc.sum(table.column(schema.DATA_WAIT_S)).as_py() or 0.0)
-    total = wait + float(pc.sum(table.column(schema.COMPUTE_S)).as_py() or 0.0)
-    total += float(pc.sum(table.column(schema.SYNC_S)).as_py() or 0.0)
-    return wait / total if total > 0 else None
+    return run_share(epoch_splits(folder))
