@@ -27,7 +27,10 @@ def oversubscribed(make_run: Callable[..., RunFolder]) -> RunFolder:
 
 @pytest.fixture(scope="session")
 def leaking(make_run: Callable[..., RunFolder]) -> RunFolder:
-    return make_run("pytorch", *FAST, "--epochs", "3", "--inject-fault", "leak@2")
+    """Leaks from epoch 2 on. No loader processes: a forked loader counts the parent's pages in its own RSS,
+    so whether a sample lands while one lives moves the tree's peak by hundreds of MiB; four epochs give
+    the slope three steady points."""
+    return make_run("pytorch", *FAST, "--epochs", "4", "--workers", "0", "--inject-fault", "leak@2")
 
 
 @pytest.fixture(scope="session")
