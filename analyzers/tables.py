@@ -26,6 +26,10 @@ import pyarrow as pa
 from tracer.core.schema import MEMCPY_NAMES
 
 CUDA_API = "cuda_api"
+API_RUNTIME, API_DRIVER = "runtime", "driver"
+"""The two values of `cuda_api.kind`."""
+SOURCE_NSYS = "nsys"
+"""`source` of every row an Nsight Systems export gave."""
 KERNELS = "kernels"
 MEMCPY = "memcpy"
 NVTX = "nvtx"

@@ -369,7 +369,7 @@ def cuda_api_chunks(db: Db, names: set[str], clock: Clock) -> Iterator[pa.Table]
         start, end, gtid = raw["start"], raw["end"], raw["globalTid"]
         packed = raw["nameDriver"].combine_chunks()
         is_driver = pc.cast(pc.bit_wise_and(packed, 1), pa.int32())
-        kind = pa.DictionaryArray.from_arrays(is_driver, pa.array(["runtime", "driver"]))
+        kind = pa.DictionaryArray.from_arrays(is_driver, pa.array([t.API_RUNTIME, t.API_DRIVER]))
         name_ids = packed.dictionary_encode()
         yield _by_start(
             pa.table(
@@ -384,7 +384,7 @@ def cuda_api_chunks(db: Db, names: set[str], clock: Clock) -> Iterator[pa.Table]
                     "tid": _tid(gtid),
                     "thread_name": _labels(gtid, thread, encoded=True),
                     "correlation_id": raw["correlationId"],
-                    "source": _constant("nsys", raw.num_rows),
+                    "source": _constant(t.SOURCE_NSYS, raw.num_rows),
                 },
                 schema=schema,
             )
@@ -437,7 +437,7 @@ def kernel_chunks(db: Db, names: set[str], clock: Clock) -> Iterator[pa.Table]:
                     "block_x": k["blockX"],
                     "block_y": k["blockY"],
                     "block_z": k["blockZ"],
-                    "source": _repeat("nsys", k.num_rows),
+                    "source": _repeat(t.SOURCE_NSYS, k.num_rows),
                 },
                 schema=t.KERNELS_SCHEMA,
             )
@@ -508,7 +508,7 @@ def _memops(m: pa.Table, kind: pa.Array, clock: Clock) -> pa.Table:
             "device": m["deviceId"],
             "stream": m["streamId"],
             "correlation_id": m["corr"],
-            "source": _repeat("nsys", m.num_rows),
+            "source": _repeat(t.SOURCE_NSYS, m.num_rows),
         },
         schema=t.MEMCPY_SCHEMA,
     )
@@ -534,7 +534,7 @@ def read_nvtx(db: Db, names: set[str], clock: Clock) -> pa.Table:
             "name": n["name"],
             "pid": _pid(n["gtid"]),
             "tid": _tid(n["gtid"]),
-            "source": _repeat("nsys", n.num_rows),
+            "source": _repeat(t.SOURCE_NSYS, n.num_rows),
         },
         schema=t.NVTX_SCHEMA,
     )
@@ -556,7 +556,7 @@ def read_osrt(db: Db, names: set[str], clock: Clock) -> pa.Table:
             "pid": _pid(o["gtid"]),
             "tid": _tid(o["gtid"]),
             "thread_name": _labels(o["gtid"], lambda g: tnames.get(g, "")),
-            "source": _repeat("nsys", o.num_rows),
+            "source": _repeat(t.SOURCE_NSYS, o.num_rows),
         },
         schema=t.OSRT_SCHEMA,
     )
@@ -587,23 +587,68 @@ STREAMED: dict[str, Callable[[Db, set[str], Clock], Iterator[pa.Table]]] = {
 
 def write_sqlite(path: Path, out_dir: Path) -> tuple[list[str], Clock]:
     """Every normalised table the export has, written as `out_dir/<table>.parquet` (empty ones left
-    out), and the clock used. The big tables (`STREAMED`) never sit whole in memory: rowid-range chunks
-    are read in parallel and written as row groups; NVTX and OS runtime rows are few and read whole."""
+    out), and the clock used. The big tables (`STREAMED`) never sit whole in memory: DuckDB's sqlite
+    scanner copies them on every core (rows in no particular order), or, without that extension,
+    rowid-range chunks are read in parallel through ADBC and written as row groups sorted by start.
+    NVTX and OS runtime rows are few and read whole."""
     written: list[str] = []
     with open_readonly(path) as db:
         names = check_nsys(path, db)
         clock = session_clock(db, names)
-        for name, chunks in STREAMED.items():
-            out = SortedParquet(out_dir / f"{name}.parquet", t.SCHEMAS[name])
-            try:
-                for chunk in chunks(db, names, clock):
-                    out.write(chunk)
-            finally:
-                rows = out.close()
-            if rows:
-                written.append(name)
+        streamed = _copied_by_duckdb(db, names, clock, out_dir)
+        written += streamed if streamed is not None else _streamed(db, names, clock, out_dir)
         for name, table in ((t.NVTX, read_nvtx(db, names, clock)), (t.OSRT, read_osrt(db, names, clock))):
             if table.num_rows:
                 pq.write_table(table, out_dir / f"{name}.parquet")
                 written.append(name)
     return written, clock
+
+
+def _copied_by_duckdb(db: Db, names: set[str], clock: Clock, out_dir: Path) -> list[str] | None:
+    """The `STREAMED` tables written by DuckDB's sqlite scanner (`nsys_duckdb`), or None where that
+    extension is not installed for this DuckDB (the caller then streams them through ADBC)."""
+    from analyzers.ingest import nsys_duckdb
+
+    extension = nsys_duckdb.sqlite_scanner()
+    if extension is None:
+        return None
+    copier = nsys_duckdb.Copier(db.path, extension, clock.offset_ns)
+    rows: dict[str, int] = {}
+    strings = _strings(db)
+    try:
+        if RUNTIME in names:
+            rows[t.CUDA_API] = copier.copy_cuda_api(
+                out_dir / f"{t.CUDA_API}.parquet",
+                excluded_event_classes(db, names),
+                strings,
+                thread_names(db, names),
+                DRIVER_EVENT_CLASS,
+            )
+        if "CUPTI_ACTIVITY_KIND_KERNEL" in names:
+            rows[t.KERNELS] = copier.copy_kernels(out_dir / f"{t.KERNELS}.parquet", strings)
+        copies = "CUPTI_ACTIVITY_KIND_MEMCPY" in names
+        kinds = {i: t.memcpy_kind_label(label) for i, label in _memcpy_labels(db, names).items()} if copies else None
+        rows[t.MEMCPY] = copier.copy_memory_ops(
+            out_dir / f"{t.MEMCPY}.parquet", kinds, "CUPTI_ACTIVITY_KIND_MEMSET" in names
+        )
+    except nsys_duckdb.duckdb.Error as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise UserError(f"{db.path}: damaged or truncated SQLite file ({msg})") from None
+    finally:
+        copier.close()
+    return [name for name in STREAMED if rows.get(name)]
+
+
+def _streamed(db: Db, names: set[str], clock: Clock, out_dir: Path) -> list[str]:
+    """The `STREAMED` tables through ADBC, chunk by chunk, each file stably sorted by start."""
+    written = []
+    for name, chunks in STREAMED.items():
+        out = SortedParquet(out_dir / f"{name}.parquet", t.SCHEMAS[name])
+        try:
+            for chunk in chunks(db, names, clock):
+                out.write(chunk)
+        finally:
+            rows = out.close()
+        if rows:
+            written.append(name)
+    return written

@@ -1,0 +1,210 @@
+"""The big nsys tables (CUDA API calls, kernels, memory operations) from SQLite to Parquet inside DuckDB.
+
+Why: reading SQLite is the cost of an import, and DuckDB's sqlite scanner (the `duckdb-extension-sqlite-
+scanner` wheel, loaded from its file: nothing is downloaded) reads it about twice as cheaply per value as
+ADBC, splits each table into rowid ranges over every core, and writes Parquet in parallel, with no Arrow
+round trip through Python. Rows then land in no particular order (keeping the file's order makes the
+writer serial and costs more than the read); every reader that needs time order sorts (the viewer) or
+filters by time (the SQL summaries). Labels (API names, thread names, copy kinds) come from the small
+Python maps `analyzers.ingest.nsys` builds, joined in SQL, so each naming rule stays declared once.
+Without the extension (another DuckDB release, a missing wheel) `nsys.write_sqlite` keeps its ADBC path.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analyzers import tables as t
+
+MEMORY_LIMIT = "512MB"
+"""DuckDB's cap while copying (an unordered copy of 10 M calls peaks near 120 MiB; the cap bounds the rest)."""
+EXTENSION_PACKAGE = "duckdb_extension_sqlite_scanner"
+GTID_BITS = 24
+"""nsys's serialised GlobalId: pid in bits 24..47, tid in bits 0..23 (as `nsys._pid`/`nsys._tid`)."""
+_MASK = (1 << GTID_BITS) - 1
+
+
+def sqlite_scanner() -> Path | None:
+    """The sqlite_scanner extension file built for the DuckDB imported here, or None."""
+    spec = importlib.util.find_spec(EXTENSION_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for root in spec.submodule_search_locations:
+        found = Path(root) / "extensions" / f"v{duckdb.__version__}" / "sqlite_scanner.duckdb_extension"
+        if found.is_file():
+            return found
+    return None
+
+
+def _quoted(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def _pid(col: str) -> str:
+    return f"((coalesce({col}, 0) >> {GTID_BITS}) & {_MASK})"
+
+
+def _tid(col: str) -> str:
+    return f"(coalesce({col}, 0) & {_MASK})"
+
+
+def _label_table(labels: dict[int, str], name: Callable[[str], str] | None = None) -> pa.Table:
+    ids = list(labels)
+    values = [labels[i] for i in ids]
+    cols = {"id": pa.array(ids, pa.int64()), "label": pa.array(values, pa.string())}
+    if name is not None:
+        cols["shown"] = pa.array([name(v) for v in values], pa.string())
+    return pa.table(cols)
+
+
+class Copier:
+    """One DuckDB connection with the export attached read-only as `nsys`; each `copy_*` writes one
+    normalised table (columns in the declared schema's order and types) and returns its row count,
+    leaving no file when there were no rows."""
+
+    def __init__(self, db_path: Path, extension: Path, offset_ns: int) -> None:
+        self.offset = int(offset_ns)
+        self.con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT})
+        self.con.execute(f"LOAD '{_quoted(extension)}'")
+        self.con.execute(f"ATTACH '{_quoted(db_path)}' AS nsys (TYPE sqlite, READ_ONLY)")
+        self.con.execute("SET preserve_insertion_order = false")
+        self._enums = 0
+
+    def close(self) -> None:
+        self.con.close()
+
+    def _copy(self, select: str, out: Path, schema: pa.Schema) -> int:
+        """String columns pass through as they come (ENUMs stay ENUMs: DuckDB writes their dictionary
+        straight into Parquet, about a third of the copy's cost saved against VARCHAR)."""
+        cols = ", ".join(
+            f.name if f.type == pa.string() else f"CAST({f.name} AS {_SQL_TYPES[f.type]}) AS {f.name}" for f in schema
+        )
+        (rows,) = self.con.execute(
+            f"COPY (SELECT {cols} FROM ({select})) TO '{_quoted(out)}' (FORMAT parquet)"
+        ).fetchone()
+        if not rows:
+            out.unlink(missing_ok=True)
+        return int(rows)
+
+    def _labels(self, table: str, labels: dict[int, str], shown: Callable[[str], str] | None = None) -> None:
+        """`table(id, label[, shown])` with ENUM-typed labels, '' among the values (the fallback for an
+        id that has no label)."""
+        self.con.register(f"{table}_source", _label_table(labels, shown))
+        names = ["label", "shown"] if shown is not None else ["label"]
+        for col in names:
+            self.con.execute(
+                f"CREATE TYPE {table}_{col} AS ENUM (SELECT DISTINCT v FROM "
+                f"(SELECT {col} AS v FROM {table}_source UNION ALL SELECT '') ORDER BY v)"
+            )
+        typed = ", ".join(f"{col}::{table}_{col} AS {col}" for col in names)
+        self.con.execute(f"CREATE TEMP TABLE {table} AS SELECT id, {typed} FROM {table}_source")
+
+    def _constant(self, value: str) -> str:
+        """`value` as a one-value ENUM literal (a VARCHAR constant would be written row by row)."""
+        self._enums += 1
+        name = f"constant_{self._enums}"
+        quoted = value.replace("'", "''")
+        self.con.execute(f"CREATE TYPE {name} AS ENUM ('{quoted}')")
+        return f"'{quoted}'::{name}"
+
+    def _times(self, a: str) -> str:
+        off = self.offset
+        return f'{a}.start + {off} AS start_ns, {a}."end" + {off} AS end_ns, {a}."end" - {a}.start AS dur_ns'
+
+    def copy_cuda_api(
+        self, out: Path, excluded: list[int], strings: dict[int, str], threads: dict[int, str], driver_class: int
+    ) -> int:
+        """The runtime/driver calls that count (backtrace duplicates left out), named as nsys's reports
+        do. A name id missing from StringIds (a damaged export) is named `<nameId N>`: the file is then
+        written again with text labels, the slow way, only for such files."""
+        self._labels("api_names", strings, t.api_display_name)
+        self._labels("thread_names", threads)
+        kinds = f"CREATE TYPE call_kind AS ENUM ('{t.API_RUNTIME}', '{t.API_DRIVER}')"
+        self.con.execute(kinds)
+        source = self._constant(t.SOURCE_NSYS)
+
+        def select(name: str, api: str) -> str:
+            return (
+                f"SELECT {self._times('r')}, {name} AS name, {api} AS api, "
+                f"(CASE WHEN r.eventClass = {driver_class} THEN '{t.API_DRIVER}' ELSE '{t.API_RUNTIME}' END)"
+                "::call_kind AS kind, "
+                f"{_pid('r.globalTid')} AS pid, {_tid('r.globalTid')} AS tid, "
+                "coalesce(th.label, ''::thread_names_label) AS thread_name, "
+                f"coalesce(r.correlationId, -1) AS correlation_id, {source} AS source "
+                "FROM nsys.CUPTI_ACTIVITY_KIND_RUNTIME r "
+                "LEFT JOIN api_names n ON n.id = r.nameId "
+                "LEFT JOIN thread_names th ON th.id = coalesce(r.globalTid, 0) "
+                f"WHERE r.eventClass NOT IN ({', '.join(map(str, excluded))})"
+            )
+
+        rows = self._copy(select("n.label", "n.shown"), out, t.CUDA_API_SCHEMA)
+        if rows and _nulls(out, "name"):
+            missing = "'<nameId ' || r.nameId || '>'"
+            rows = self._copy(
+                select(f"coalesce(n.label::VARCHAR, {missing})", f"coalesce(n.shown::VARCHAR, {missing})"),
+                out,
+                t.CUDA_API_SCHEMA,
+            )
+        return rows
+
+    def copy_kernels(self, out: Path, strings: dict[int, str]) -> int:
+        self._labels("kernel_names", strings)
+        select = (
+            f"SELECT {self._times('k')}, coalesce(d.label, ''::kernel_names_label) AS name, "
+            "coalesce(s.label, ''::kernel_names_label) AS short_name, "
+            "k.deviceId AS device, k.streamId AS stream, coalesce(k.correlationId, -1) AS correlation_id, "
+            f"{_pid('k.globalPid')} AS pid, k.gridX AS grid_x, k.gridY AS grid_y, k.gridZ AS grid_z, "
+            f"k.blockX AS block_x, k.blockY AS block_y, k.blockZ AS block_z, {self._constant(t.SOURCE_NSYS)} AS source "
+            "FROM nsys.CUPTI_ACTIVITY_KIND_KERNEL k "
+            "LEFT JOIN kernel_names d ON d.id = k.demangledName LEFT JOIN kernel_names s ON s.id = k.shortName"
+        )
+        return self._copy(select, out, t.KERNELS_SCHEMA)
+
+    def copy_memory_ops(self, out: Path, copy_kinds: dict[int, str] | None, memsets: bool) -> int:
+        """Copies (kind named by `copy_kinds`, id -> nsys label) and memsets, as one table."""
+        parts = []
+        common = (
+            "m.bytes AS bytes, m.deviceId AS device, m.streamId AS stream, "
+            "coalesce(m.correlationId, -1) AS correlation_id, "
+            f"'{t.SOURCE_NSYS}' AS source"
+        )
+        if copy_kinds is not None:
+            self.con.register("copy_kinds", _label_table(copy_kinds))
+            parts.append(
+                f"SELECT {self._times('m')}, coalesce(c.label, {_memcpy_unknown()}) AS kind, {common} "
+                "FROM nsys.CUPTI_ACTIVITY_KIND_MEMCPY m LEFT JOIN copy_kinds c ON c.id = m.copyKind"
+            )
+        if memsets:
+            kind = t.MEMSET_KIND.replace("'", "''")
+            parts.append(
+                f"SELECT {self._times('m')}, '{kind}' AS kind, {common} FROM nsys.CUPTI_ACTIVITY_KIND_MEMSET m"
+            )
+        if not parts:
+            return 0
+        return self._copy(" UNION ALL ".join(parts), out, t.MEMCPY_SCHEMA)
+
+
+def _nulls(path: Path, column: str) -> int:
+    """Null count of `column` from the Parquet footer's statistics (no data read)."""
+    meta = pq.ParquetFile(path).metadata
+    index = meta.schema.to_arrow_schema().get_field_index(column)
+    total = 0
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(index).statistics
+        total += stats.null_count if stats is not None and stats.has_null_count else 1
+    return total
+
+
+def _memcpy_unknown() -> str:
+    """A copy kind missing from the labels is named by its number, as the ADBC path does."""
+    prefix, suffix = t.memcpy_kind_label("\x00").split("\x00")
+    return f"'{prefix}' || m.copyKind || '{suffix}'"
+
+
+_SQL_TYPES = {pa.int64(): "BIGINT", pa.string(): "VARCHAR"}
