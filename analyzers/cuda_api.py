@@ -64,9 +64,27 @@ def sources(path: Path) -> list[str]:
     """The sources present in one table file, in order of preference."""
     if not path.exists():
         return []
-    con = connect()
-    found = {r[0] for r in con.execute(f"SELECT DISTINCT source FROM read_parquet('{_sql_path(path)}')").fetchall()}
+    found = _single_valued(path, "source")
+    if found is None:
+        sql = f"SELECT DISTINCT source FROM read_parquet('{_sql_path(path)}')"
+        found = {r[0] for r in connect().execute(sql).fetchall()}
     return [s for s in SOURCE_PREFERENCE if s in found] + sorted(found - set(SOURCE_PREFERENCE))
+
+
+def _single_valued(path: Path, column: str) -> set[str] | None:
+    """The values of `column` from the Parquet footer alone, where every row group's statistics say
+    it holds one value (a file from one source: no 10 M-row scan); else None."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata
+    index = meta.schema.to_arrow_schema().get_field_index(column)
+    found = set()
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(index).statistics
+        if stats is None or not stats.has_min_max or stats.min != stats.max or stats.null_count:
+            return None
+        found.add(stats.min if isinstance(stats.min, str) else bytes(stats.min).decode())
+    return found
 
 
 def _sql_path(path: Path) -> str:

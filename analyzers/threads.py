@@ -209,8 +209,8 @@ def parse_speedscope(path: Path, start_ns: int) -> dict[str, list[Any]]:
     return out
 
 
-def thread_timeline(folder: RunFolder) -> pa.Table:
-    """tid, pid, thread_name, start_ns, end_ns, activity, source; sorted by thread, then time."""
+def _timeline_columns(folder: RunFolder) -> dict[str, list[Any]]:
+    """Every source's intervals as plain columns, in no order."""
     parts = [sampler_intervals(folder.samples("threads")), osrt_intervals(folder)]
     start = _pyspy_start_ns(folder) if pyspy_files(folder) else 0
     parts += [parse_speedscope(p, start) for p in pyspy_files(folder)]
@@ -218,7 +218,12 @@ def thread_timeline(folder: RunFolder) -> pa.Table:
     for part in parts:
         for k in cols:
             cols[k].extend(part[k])
-    table = pa.table(cols, schema=t.THREAD_TIMELINE_SCHEMA)
+    return cols
+
+
+def thread_timeline(folder: RunFolder) -> pa.Table:
+    """tid, pid, thread_name, start_ns, end_ns, activity, source; sorted by thread, then time."""
+    table = pa.table(_timeline_columns(folder), schema=t.THREAD_TIMELINE_SCHEMA)
     return table.sort_by([("pid", "ascending"), ("tid", "ascending"), ("start_ns", "ascending")])
 
 
@@ -242,7 +247,8 @@ def thread_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int |
             first_cpu.setdefault(key, 0.0 if whole else cpu)  # a phase counts from its first sample
             cpu_s[key] = max(cpu_s.get(key, 0.0), cpu - first_cpu[key])
             names[key] = str(r["name"] or names.get(key, ""))
-    timeline = thread_timeline(folder).to_pylist()
+    cols = _timeline_columns(folder)  # summed per thread: no order (nor Arrow table) needed
+    timeline = [dict(zip(cols, row)) for row in zip(*cols.values())]
     per: dict[tuple[int, int], dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
     for r in timeline:
         key = (r["pid"], r["tid"])

@@ -66,9 +66,9 @@ class Db:
     straight from C), or sqlite3 rows turned into Arrow when ADBC is not there or cannot open the file.
     Nullable columns should be `coalesce`d in the SQL: ADBC types a column from its first rows."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, adbc: bool = True) -> None:
         self.path = path
-        self.adbc: Any = _adbc_connect(path)
+        self.adbc: Any = _adbc_connect(path) if adbc else None
         self.lite: sqlite3.Connection | None = None
         if self.adbc is None:
             self.lite = sqlite3.connect(readonly_uri(path), uri=True)
@@ -87,6 +87,8 @@ class Db:
         return pa.table([pa.array(c, pa.int64() if not rows else None) for c in cols], names=names)
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        if self.lite is not None:  # no Arrow round trip (pyarrow's first array imports pandas: 0.2 s)
+            return self.lite.execute(sql).fetchall()
         table = self.table(sql)
         return list(zip(*(c.to_pylist() for c in table.columns))) if table.num_columns else []
 
@@ -118,11 +120,13 @@ def _adbc_connect(path: Path) -> Any:
 
 
 @contextmanager
-def open_readonly(path: Path) -> Iterator[Db]:
+def open_readonly(path: Path, adbc: bool = True) -> Iterator[Db]:
+    """`path` read-only; `adbc=False` for callers that read only small tables (sqlite3 is quicker to
+    start: ADBC's dbapi imports pyarrow.dataset and pandas, a quarter of a second)."""
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     try:
-        db = Db(path)
+        db = Db(path, adbc)
     except sqlite3.Error as e:
         raise UserError(f"{path}: cannot open as SQLite ({e})") from None
     try:
@@ -591,12 +595,17 @@ def write_sqlite(path: Path, out_dir: Path) -> tuple[list[str], Clock]:
     scanner copies them on every core (rows in no particular order), or, without that extension,
     rowid-range chunks are read in parallel through ADBC and written as row groups sorted by start.
     NVTX and OS runtime rows are few and read whole."""
+    from analyzers.ingest import nsys_duckdb
+
+    extension = nsys_duckdb.sqlite_scanner()
     written: list[str] = []
-    with open_readonly(path) as db:
+    with open_readonly(path, adbc=extension is None) as db:
         names = check_nsys(path, db)
         clock = session_clock(db, names)
-        streamed = _copied_by_duckdb(db, names, clock, out_dir)
-        written += streamed if streamed is not None else _streamed(db, names, clock, out_dir)
+        if extension is not None:
+            written += _copied_by_duckdb(db, names, clock, out_dir, extension)
+        else:
+            written += _streamed(db, names, clock, out_dir)
         for name, table in ((t.NVTX, read_nvtx(db, names, clock)), (t.OSRT, read_osrt(db, names, clock))):
             if table.num_rows:
                 pq.write_table(table, out_dir / f"{name}.parquet")
@@ -604,14 +613,10 @@ def write_sqlite(path: Path, out_dir: Path) -> tuple[list[str], Clock]:
     return written, clock
 
 
-def _copied_by_duckdb(db: Db, names: set[str], clock: Clock, out_dir: Path) -> list[str] | None:
-    """The `STREAMED` tables written by DuckDB's sqlite scanner (`nsys_duckdb`), or None where that
-    extension is not installed for this DuckDB (the caller then streams them through ADBC)."""
+def _copied_by_duckdb(db: Db, names: set[str], clock: Clock, out_dir: Path, extension: Path) -> list[str]:
+    """The `STREAMED` tables written by DuckDB's sqlite scanner (`nsys_duckdb`, `extension` its file)."""
     from analyzers.ingest import nsys_duckdb
 
-    extension = nsys_duckdb.sqlite_scanner()
-    if extension is None:
-        return None
     copier = nsys_duckdb.Copier(db.path, extension, clock.offset_ns)
     rows: dict[str, int] = {}
     strings = _strings(db)

@@ -54,15 +54,6 @@ def _tid(col: str) -> str:
     return f"(coalesce({col}, 0) & {_MASK})"
 
 
-def _label_table(labels: dict[int, str], name: Callable[[str], str] | None = None) -> pa.Table:
-    ids = list(labels)
-    values = [labels[i] for i in ids]
-    cols = {"id": pa.array(ids, pa.int64()), "label": pa.array(values, pa.string())}
-    if name is not None:
-        cols["shown"] = pa.array([name(v) for v in values], pa.string())
-    return pa.table(cols)
-
-
 class Copier:
     """One DuckDB connection with the export attached read-only as `nsys`; each `copy_*` writes one
     normalised table (columns in the declared schema's order and types) and returns its row count,
@@ -85,25 +76,30 @@ class Copier:
         cols = ", ".join(
             f.name if f.type == pa.string() else f"CAST({f.name} AS {_SQL_TYPES[f.type]}) AS {f.name}" for f in schema
         )
-        (rows,) = self.con.execute(
-            f"COPY (SELECT {cols} FROM ({select})) TO '{_quoted(out)}' (FORMAT parquet)"
-        ).fetchone()
+        done = self.con.execute(f"COPY (SELECT {cols} FROM ({select})) TO '{_quoted(out)}' (FORMAT parquet)")
+        rows = int((done.fetchone() or (0,))[0])
         if not rows:
             out.unlink(missing_ok=True)
-        return int(rows)
+        return rows
 
     def _labels(self, table: str, labels: dict[int, str], shown: Callable[[str], str] | None = None) -> None:
         """`table(id, label[, shown])` with ENUM-typed labels, '' among the values (the fallback for an
-        id that has no label)."""
-        self.con.register(f"{table}_source", _label_table(labels, shown))
-        names = ["label", "shown"] if shown is not None else ["label"]
-        for col in names:
+        id that has no label). The lists go in as query parameters: no Arrow (pyarrow's first array
+        imports pandas, a fifth of a second)."""
+        ids = list(labels)
+        columns = {"label": [labels[i] for i in ids]}
+        if shown is not None:
+            columns["shown"] = [shown(v) for v in columns["label"]]
+        for col, values in columns.items():
             self.con.execute(
-                f"CREATE TYPE {table}_{col} AS ENUM (SELECT DISTINCT v FROM "
-                f"(SELECT {col} AS v FROM {table}_source UNION ALL SELECT '') ORDER BY v)"
+                f"CREATE TYPE {table}_{col} AS ENUM "
+                "(SELECT DISTINCT v FROM (SELECT unnest($1::VARCHAR[]) AS v) ORDER BY v)",
+                [[*values, ""]],
             )
-        typed = ", ".join(f"{col}::{table}_{col} AS {col}" for col in names)
-        self.con.execute(f"CREATE TEMP TABLE {table} AS SELECT id, {typed} FROM {table}_source")
+        typed = ", ".join(f"unnest(${n + 2}::VARCHAR[])::{table}_{col} AS {col}" for n, col in enumerate(columns))
+        self.con.execute(
+            f"CREATE TEMP TABLE {table} AS SELECT unnest($1::BIGINT[]) AS id, {typed}", [ids, *columns.values()]
+        )
 
     def _constant(self, value: str) -> str:
         """`value` as a one-value ENUM literal (a VARCHAR constant would be written row by row)."""
@@ -175,9 +171,9 @@ class Copier:
             f"'{t.SOURCE_NSYS}' AS source"
         )
         if copy_kinds is not None:
-            self.con.register("copy_kinds", _label_table(copy_kinds))
+            self._labels("copy_kinds", copy_kinds)
             parts.append(
-                f"SELECT {self._times('m')}, coalesce(c.label, {_memcpy_unknown()}) AS kind, {common} "
+                f"SELECT {self._times('m')}, coalesce(c.label::VARCHAR, {_memcpy_unknown()}) AS kind, {common} "
                 "FROM nsys.CUPTI_ACTIVITY_KIND_MEMCPY m LEFT JOIN copy_kinds c ON c.id = m.copyKind"
             )
         if memsets:

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analyzers import cuda_api, tables
-from analyzers.ingest import nsys
+from analyzers.ingest import nsys, nsys_duckdb
 from tests.analyzers.conftest import NSYS_FILES
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
@@ -79,20 +79,23 @@ def _generated(path: Path, rows: int) -> None:
     con.close()
 
 
-@pytest.mark.parametrize("streamed", [False, True], ids=["in-memory", "streamed"])
-def test_threaded_ranges_equal_plain_sql(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: bool) -> None:
-    """Unordered starts over many rowid chunks read by two threads: the result is the stable sort."""
+@pytest.mark.parametrize("path_taken", ["in-memory", "adbc-streamed", "duckdb-copied"])
+def test_threaded_ranges_equal_plain_sql(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path_taken: str) -> None:
+    """Unordered starts over many rowid chunks read by two threads: ADBC's result is the stable sort;
+    DuckDB's copy holds the same rows in no particular order (a missing name id included)."""
     path = tmp_path / "gen.sqlite"
     _generated(path, 5000)
     monkeypatch.setattr(nsys, "CHUNK_ROWS", 700)
     monkeypatch.setattr(nsys, "_workers", lambda: 2)
-    if streamed:
+    if path_taken == "adbc-streamed":
+        monkeypatch.setattr(nsys_duckdb, "sqlite_scanner", lambda: None)
+    if path_taken == "in-memory":
+        got = nsys.read_sqlite(path)[0]["cuda_api"]
+    else:
         written, _clock = nsys.write_sqlite(path, tmp_path)
         assert written == ["cuda_api"]
         got = pq.read_table(tmp_path / "cuda_api.parquet")
         assert got.schema == tables.CUDA_API_SCHEMA
-    else:
-        got = nsys.read_sqlite(path)[0]["cuda_api"]
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     expected = con.execute(
         "SELECT start, end, end - start, nameId, eventClass = 1, coalesce(globalTid, 0), coalesce(correlationId, -1) "
@@ -102,11 +105,34 @@ def test_threaded_ranges_equal_plain_sql(tmp_path: Path, monkeypatch: pytest.Mon
     names = {0: "cudaMalloc_v3020", 1: "cuLaunchKernel", 2: "main", 3: "<nameId 3>"}
     rows = list(zip(*(got[c].to_pylist() for c in got.column_names)))
     assert len(rows) == len(expected) == 4000
-    for row, (s, e, d, k, drv, g, corr) in zip(rows, expected):
+    want = []
+    for s, e, d, k, drv, g, corr in expected:
         thread = "main" if g == (7 << 24) | 9 else ""
         api = "cudaMalloc" if k == 0 else names[k]
         kind = "driver" if drv else "runtime"
-        assert row == (s, e, d, names[k], api, kind, g >> 24 & 0xFFFFFF, g & 0xFFFFFF, thread, corr, "nsys")
+        want.append((s, e, d, names[k], api, kind, g >> 24 & 0xFFFFFF, g & 0xFFFFFF, thread, corr, "nsys"))
+    assert (sorted(rows) if path_taken == "duckdb-copied" else rows) == (
+        sorted(want) if path_taken == "duckdb-copied" else want
+    )
+
+
+@pytest.mark.skipif(nsys_duckdb.sqlite_scanner() is None, reason="DuckDB's sqlite_scanner extension wheel is absent")
+@pytest.mark.parametrize("rel", NSYS_FILES)
+def test_duckdb_copy_equals_adbc_stream(
+    rel: str, shared_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The two ways to write the big tables give the same rows (as multisets: DuckDB's are unordered)."""
+    copied, streamed = tmp_path / "copied", tmp_path / "streamed"
+    copied.mkdir(), streamed.mkdir()
+    by_duckdb, clock = nsys.write_sqlite(shared_fixtures / rel, copied)
+    monkeypatch.setattr(nsys_duckdb, "sqlite_scanner", lambda: None)
+    by_adbc, adbc_clock = nsys.write_sqlite(shared_fixtures / rel, streamed)
+    assert by_duckdb == by_adbc and clock == adbc_clock
+    for name in by_duckdb:
+        a, b = pq.read_table(copied / f"{name}.parquet"), pq.read_table(streamed / f"{name}.parquet")
+        assert a.schema == b.schema == tables.SCHEMAS[name]
+        keys = [(c, "ascending") for c in a.column_names]
+        assert a.sort_by(keys).equals(b.sort_by(keys)), name
 
 
 def _same(a: list[cuda_api.ApiRow], b: list[cuda_api.ApiRow]) -> None:

@@ -6,20 +6,19 @@ import argparse
 import csv
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.table import Table
-
-from tracer.campaign.estimate import clock, estimate
-from tracer.campaign.local import kill_leftover, run_local
-from tracer.campaign.plan import Cell, Plan, load_plan
-from tracer.campaign.record import FAILED, OK, Campaign
-from tracer.campaign.view import CampaignView
 from tracer.cli.common import add_out_dir, console, err_console, fmt
 from tracer.core.cases import dataset_label
 from tracer.core.errors import UserError
-from tracer.core.runfolder import RunFolder
 from tracer.paths import writable_dir
+
+if TYPE_CHECKING:  # the campaign package (pydantic plans, Ray) loads when a campaign runs, not at every start-up
+    from rich.console import Console
+
+    from tracer.campaign.plan import Cell, Plan
+    from tracer.campaign.record import Campaign
+    from tracer.core.runfolder import RunFolder
 
 EXIT_SOME_FAILED = 1
 TABLE_CSV = "epoch_times.csv"
@@ -46,6 +45,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
+    from tracer.campaign.local import kill_leftover, run_local
+    from tracer.campaign.plan import load_plan
+    from tracer.campaign.record import FAILED, OK, Campaign
+    from tracer.campaign.view import CampaignView
+
     if args.retry < 0:
         raise UserError("--retry must be 0 or more")
     if args.shared_dir is not None and args.ray is None:
@@ -87,11 +91,18 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 def longest_first(cells: list[Cell], out_dir: Path) -> list[Cell]:
     """Ray starts queued runs roughly in the order given: the longest first shortens the campaign
     (a long run started last would leave the other nodes idle). Cells without an estimate go first."""
+    from tracer.campaign.estimate import estimate
+
     seconds = estimate(cells, out_dir)
     return sorted(cells, key=lambda c: (seconds[c.cell_id] is not None, -(seconds[c.cell_id] or 0.0)))
 
 
 def dry_run(plan: Plan, out_dir: Path, nodes: int | None, out: Console) -> int:
+    from rich.table import Table
+
+    from tracer.campaign.estimate import clock, estimate
+    from tracer.campaign.record import FAILED, OK, Campaign
+
     campaign = Campaign(plan, out_dir.resolve()).peek()
     seconds = estimate(list(plan.cells), out_dir)
     table = Table("cell", "framework", "model", "dataset", "device", "batch", "epochs", "state", "estimate")
@@ -149,6 +160,7 @@ def write_epoch_table(folders: list[RunFolder], path: Path) -> Path:
     """Steady-state epoch time per framework x model x dataset x device x batch over the ok runs, through
     the one Table 1 function (analyzers.steady.throughput): the median of the runs and their range."""
     from analyzers.steady import WARMUP_EPOCHS, throughput
+    from tracer.campaign.record import OK
 
     groups: dict[tuple[str, str, str, str, int], list[RunFolder]] = defaultdict(list)
     for folder in folders:
