@@ -39,13 +39,17 @@ CHUNK_ROWS = 262_144
 """Rowids per chunk read: bounded memory (about 25 MB of Arrow per chunk in flight)."""
 
 
+GTID_BITS = 24
+"""nsys's serialised GlobalId (globalTid/globalPid): pid in bits 24..47, tid in bits 0..23."""
+GTID_MASK = (1 << GTID_BITS) - 1
+
+
 def _pid(gtid: Any) -> Any:
-    """nsys's serialised GlobalId (globalTid/globalPid): pid in bits 24..47, tid in bits 0..23."""
-    return pc.bit_wise_and(pc.shift_right(gtid, 24), 0xFFFFFF)
+    return pc.bit_wise_and(pc.shift_right(gtid, GTID_BITS), GTID_MASK)
 
 
 def _tid(gtid: Any) -> Any:
-    return pc.bit_wise_and(gtid, 0xFFFFFF)
+    return pc.bit_wise_and(gtid, GTID_MASK)
 
 
 def readonly_uri(path: Path) -> str:
@@ -617,7 +621,7 @@ def _copied_by_duckdb(db: Db, names: set[str], clock: Clock, out_dir: Path, exte
     """The `STREAMED` tables written by DuckDB's sqlite scanner (`nsys_duckdb`, `extension` its file)."""
     from analyzers.ingest import nsys_duckdb
 
-    copier = nsys_duckdb.Copier(db.path, extension, clock.offset_ns)
+    copier = nsys_duckdb.Copier(db.path, extension, clock.offset_ns, out_dir)
     rows: dict[str, int] = {}
     strings = _strings(db)
     try:

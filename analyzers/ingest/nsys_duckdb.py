@@ -21,13 +21,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analyzers import tables as t
+from analyzers.ingest.nsys import GTID_BITS, GTID_MASK
 
 MEMORY_LIMIT = "512MB"
 """DuckDB's cap while copying (an unordered copy of 10 M calls peaks near 120 MiB; the cap bounds the rest)."""
 EXTENSION_PACKAGE = "duckdb_extension_sqlite_scanner"
-GTID_BITS = 24
-"""nsys's serialised GlobalId: pid in bits 24..47, tid in bits 0..23 (as `nsys._pid`/`nsys._tid`)."""
-_MASK = (1 << GTID_BITS) - 1
 
 
 def sqlite_scanner() -> Path | None:
@@ -47,11 +45,11 @@ def _quoted(path: Path) -> str:
 
 
 def _pid(col: str) -> str:
-    return f"((coalesce({col}, 0) >> {GTID_BITS}) & {_MASK})"
+    return f"((coalesce({col}, 0) >> {GTID_BITS}) & {GTID_MASK})"
 
 
 def _tid(col: str) -> str:
-    return f"(coalesce({col}, 0) & {_MASK})"
+    return f"(coalesce({col}, 0) & {GTID_MASK})"
 
 
 class Copier:
@@ -59,9 +57,14 @@ class Copier:
     normalised table (columns in the declared schema's order and types) and returns its row count,
     leaving no file when there were no rows."""
 
-    def __init__(self, db_path: Path, extension: Path, offset_ns: int) -> None:
+    def __init__(self, db_path: Path, extension: Path, offset_ns: int, scratch: Path) -> None:
+        """`scratch`: where DuckDB may spill past MEMORY_LIMIT (its default is `.tmp` in the cwd)."""
         self.offset = int(offset_ns)
-        self.con = duckdb.connect(config={"memory_limit": MEMORY_LIMIT})
+        config: dict[str, str | bool | int | float | list[str]] = {
+            "memory_limit": MEMORY_LIMIT,
+            "temp_directory": str(scratch / ".duckdb_tmp"),
+        }
+        self.con = duckdb.connect(config=config)
         self.con.execute(f"LOAD '{_quoted(extension)}'")
         self.con.execute(f"ATTACH '{_quoted(db_path)}' AS nsys (TYPE sqlite, READ_ONLY)")
         self.con.execute("SET preserve_insertion_order = false")

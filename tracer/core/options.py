@@ -265,6 +265,7 @@ def check_frameworks(spec: RunSpec, spec_type: type = RunSpec) -> None:
 
 def worker_config(spec: Any, **extra: Any) -> dict[str, Any]:
     """The configuration the worker trains from: every option marked for it, plus what the runner adds."""
-    config = {name: getattr(spec, name) for name, (_, opt, _) in spec_fields(type(spec)).items() if opt.worker}
+    spec_type: type = type(spec)
+    config = {name: getattr(spec, name) for name, (_, opt, _) in spec_fields(spec_type).items() if opt.worker}
     config.update(extra)
     return config
