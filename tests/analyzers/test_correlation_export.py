@@ -17,6 +17,8 @@ from analyzers.tables import CUDA_API, KERNELS, MEMCPY, OPERATORS
 from tests.analyzers.conftest import KINETO_FILES, NSYS_FILES
 from tracer.core.runfolder import RunFolder
 
+GPU_CATS = set(chrome_trace.GPU_CATEGORY.values())
+
 
 def _pairs_by_hand(folder: RunFolder) -> int:
     """Launch/GPU-operation pairs of a one-process trace, counted in plain Python from the tables."""
@@ -33,9 +35,7 @@ def _pairs_by_hand(folder: RunFolder) -> int:
 
 
 @pytest.mark.parametrize("rel", NSYS_FILES + KINETO_FILES)
-def test_flows_tie_every_launch_to_its_gpu_operation(
-    rel: str, ingested: dict[str, RunFolder], tmp_path: Path
-) -> None:
+def test_flows_tie_every_launch_to_its_gpu_operation(rel: str, ingested: dict[str, RunFolder], tmp_path: Path) -> None:
     folder = ingested[rel]
     out = tmp_path / "trace.json"
     n = chrome_trace.export(folder, out)
@@ -46,7 +46,7 @@ def test_flows_tie_every_launch_to_its_gpu_operation(
     assert len(starts) == len(ends) == _pairs_by_hand(folder) > 0
     assert starts.keys() == ends.keys()
     assert all(e["cat"] == e["name"] == chrome_trace.FLOW_CATEGORY for e in [*starts.values(), *ends.values()])
-    gpu_slices = {(e["pid"], e["tid"], e["ts"]) for e in events if e["ph"] == "X" and e["cat"] in ("kernel", "gpu_memcpy")}
+    gpu_slices = {(e["pid"], e["tid"], e["ts"]) for e in events if e["ph"] == "X" and e["cat"] in GPU_CATS}
     api_slices = {(e["pid"], e["tid"], e["ts"]) for e in events if e["ph"] == "X" and e["cat"].startswith("cuda_")}
     for flow_id, s in starts.items():
         f = ends[flow_id]
