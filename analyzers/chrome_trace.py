@@ -1,10 +1,12 @@
 """Export a run folder as Chrome-trace JSON, which Perfetto and chrome://tracing open.
 
-One process track per traced process (CUDA API calls and NVTX ranges on their threads), one per
-GPU device (kernels and memory operations on one thread per stream), one "threads" process for the
-thread timeline, and counter tracks for the sampler's CPU %, RSS and GPU utilisation. Events are
-written as they are produced, so memory stays flat however long the run. `ts`/`dur` are µs (the
-format's unit) with ns kept as 3 decimals.
+One process track per traced process (CUDA API calls, NVTX ranges and the framework's operators on
+their threads), one per GPU device (kernels and memory operations on one track per stream), one
+"threads" process for the thread timeline, and counter tracks for the sampler's CPU %, RSS and GPU
+utilisation. Each launch is tied to what it launched by a flow event pair ("s" on the API call, "f"
+bound to the GPU operation), as Kineto writes them, so Perfetto draws the arrow. Events are written as
+they are produced, so memory stays flat however long the run (the flows hold a few integer arrays).
+`ts`/`dur` are µs (the format's unit) with ns kept as 3 decimals.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import IO, Any
 import pyarrow.parquet as pq
 
 from analyzers import tables as t
+from analyzers.correlation import GPU_TABLES, int_column, launch_links
 from analyzers.threads import thread_timeline
 from tracer.core import schema
 from tracer.core.runfolder import RunFolder
@@ -26,6 +29,10 @@ GPU_PID_BASE = 1_000_000_000
 THREADS_PID = 999_999_999
 COUNTERS_PID = 999_999_998
 BATCH = 65_536
+FLOW_CATEGORY = "ac2g"  # Kineto's name for launch-to-GPU flows, which Perfetto and HTA look for
+OPERATOR_CATEGORY = "cpu_op"  # Kineto's category of framework operators (aten::conv2d, ...)
+GPU_LABEL = {t.KERNELS: "name", t.MEMCPY: "kind"}
+GPU_CATEGORY = {t.KERNELS: "kernel", t.MEMCPY: "gpu_memcpy"}
 
 
 def _us(ns: int) -> float:
@@ -75,16 +82,31 @@ def events(folder: RunFolder) -> Iterator[dict[str, Any]]:
             "ts": _us(r["start_ns"]),
             "dur": _us(r["end_ns"] - r["start_ns"]),
         }
+    for r in _rows(folder.table_path(t.OPERATORS), ["start_ns", "end_ns", "name", "pid", "tid"]):
+        yield {
+            "ph": "X",
+            "cat": OPERATOR_CATEGORY,
+            "name": r["name"],
+            "pid": r["pid"],
+            "tid": r["tid"],
+            "ts": _us(r["start_ns"]),
+            "dur": _us(r["end_ns"] - r["start_ns"]),
+        }
     devices: set[int] = set()
-    for table, cat, label in ((t.KERNELS, "kernel", "name"), (t.MEMCPY, "gpu_memcpy", "kind")):
+    streams: set[tuple[int, int]] = set()
+    for table in GPU_TABLES:
+        label = GPU_LABEL[table]
         for r in _rows(folder.table_path(table), ["start_ns", "dur_ns", label, "device", "stream", "correlation_id"]):
             dev = int(r["device"] or 0)
             if dev not in devices:
                 devices.add(dev)
                 yield _meta(GPU_PID_BASE + dev, f"GPU {dev}")
+            if (dev, r["stream"]) not in streams:
+                streams.add((dev, r["stream"]))
+                yield _meta(GPU_PID_BASE + dev, f"stream {r['stream']}", r["stream"])
             yield {
                 "ph": "X",
-                "cat": cat,
+                "cat": GPU_CATEGORY[table],
                 "name": r[label],
                 "pid": GPU_PID_BASE + dev,
                 "tid": r["stream"],
@@ -92,6 +114,7 @@ def events(folder: RunFolder) -> Iterator[dict[str, Any]]:
                 "dur": _us(r["dur_ns"]),
                 "args": {"correlation": r["correlation_id"]},
             }
+    yield from flows(folder)
     timeline = thread_timeline(folder)
     if timeline.num_rows:
         yield _meta(THREADS_PID, "threads (sampler, OS runtime, py-spy)")
@@ -110,6 +133,34 @@ def events(folder: RunFolder) -> Iterator[dict[str, Any]]:
                 "dur": _us(r["end_ns"] - r["start_ns"]),
             }
     yield from _counters(folder)
+
+
+def flows(folder: RunFolder) -> Iterator[dict[str, Any]]:
+    """One "s"/"f" pair per launch and the GPU operation it launched (`analyzers.correlation`): the start
+    on the API call's thread at the call's start, the end bound ("bp": "e") to the operation's slice."""
+    api_path = folder.table_path(t.CUDA_API)
+    if not api_path.exists():
+        return
+    api_start, api_pid, api_tid = (int_column(str(api_path), c) for c in ("start_ns", "pid", "tid"))
+    flow_id = 0
+    for table in GPU_TABLES:
+        links = launch_links(folder, table)
+        if not len(links):
+            continue
+        path = str(folder.table_path(table))
+        start, device, stream = (int_column(path, c) for c in ("start_ns", "device", "stream"))
+        for a, g in zip(links.api_row.tolist(), links.gpu_row.tolist()):
+            flow_id += 1
+            common = {"cat": FLOW_CATEGORY, "name": FLOW_CATEGORY, "id": flow_id}
+            yield {**common, "ph": "s", "pid": int(api_pid[a]), "tid": int(api_tid[a]), "ts": _us(int(api_start[a]))}
+            yield {
+                **common,
+                "ph": "f",
+                "bp": "e",
+                "pid": GPU_PID_BASE + max(int(device[g]), 0),
+                "tid": int(stream[g]),
+                "ts": _us(int(start[g])),
+            }
 
 
 def _counters(folder: RunFolder) -> Iterator[dict[str, Any]]:

@@ -23,10 +23,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from analyzers.correlation import GPU_TABLES, launch_links
+from analyzers.gpu_timeline import GPU_ACTIVITIES, NVTX_ACTIVITIES, gpu_activity, nvtx_depth, stream_label
 from analyzers.run_summary import displayed_status, images_per_s, mean_epoch_s
 from analyzers.shares import OTHER, OTHER_THRESHOLD_PCT, group_shares, other_label
 from analyzers.steps import data_wait_shares
-from analyzers.tables import CUDA_API, KERNELS
+from analyzers.tables import CUDA_API, KERNELS, NVTX
 from analyzers.threads import ACTIVITY_LEVELS, activity_kind, activity_levels, thread_timeline
 from tracer.core import schema
 from tracer.core.errors import UserError
@@ -162,6 +164,7 @@ class ApiCalls:
     end_ns: np.ndarray
     name: np.ndarray
     lanes: int  # lanes of the run's ThreadLanes
+    row: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # each call's cuda_api row
 
     @property
     def origin_ns(self) -> int:
@@ -183,6 +186,55 @@ class ApiCalls:
 
 
 @dataclass(frozen=True)
+class GpuLanes:
+    """GPU operations, one lane per (device, stream), then NVTX ranges, one lane per nesting depth
+    (`analyzers.gpu_timeline`); items sorted by lane, then start, so an index's row is an item here."""
+
+    lane_names: list[str]
+    lane: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    code: np.ndarray  # each item's activity, an index into `names`
+    names: tuple[str, ...]  # lowest priority first
+    label_code: np.ndarray  # each item's name (kernel, copy kind, NVTX range) as an index into `labels`
+    labels: list[str]
+    nvtx_lanes: int  # the last lanes are NVTX rows
+
+    @property
+    def origin_ns(self) -> int:
+        return int(self.start_ns.min()) if len(self.start_ns) else 0
+
+    @property
+    def activities(self) -> list[str]:
+        used = set(np.unique(self.code).tolist())
+        return [n for i, n in enumerate(self.names) if i in used]
+
+    def label(self, item: int) -> str:
+        return self.labels[int(self.label_code[item])]
+
+    @cached_property
+    def index(self) -> LaneIndex:
+        """For drawing and hovering: x in seconds since `origin_ns`, level = activity."""
+        origin = self.origin_ns
+        return LaneIndex(
+            (self.start_ns - origin) * 1e-9,
+            (self.end_ns - origin) * 1e-9,
+            self.lane,
+            self.code,
+            len(self.lane_names),
+            len(self.names),
+        )
+
+
+@dataclass(frozen=True)
+class LaunchLinks:
+    """Launch-to-GPU links (`analyzers.correlation`) as indices: -1 where an item has no peer loaded."""
+
+    call_of_item: np.ndarray  # per GpuLanes item: its launch in ApiCalls
+    item_of_call: np.ndarray  # per ApiCalls call: the GPU item it launched
+
+
+@dataclass(frozen=True)
 class ApiShare:
     name: str
     time_pct: float
@@ -201,6 +253,8 @@ class RunData:
     series: dict[str, list[Series]] = field(default_factory=dict)
     threads: ThreadLanes | None = None
     api_calls: ApiCalls | None = None
+    gpu: GpuLanes | None = None
+    links: LaunchLinks | None = None
     cuda_phases: dict[str, list[ApiShare]] = field(default_factory=dict)
     kernels: list[dict[str, Any]] = field(default_factory=list)
     trace_note: str = NO_TRACE
@@ -356,7 +410,7 @@ def build_indexes(data: RunData) -> None:
     for series in data.series.values():
         for s in series:
             s.envelope  # noqa: B018 - cached
-    for lanes in (data.threads, data.api_calls):
+    for lanes in (data.threads, data.api_calls, data.gpu):
         if lanes is not None:
             lanes.index  # noqa: B018 - cached
 
@@ -571,6 +625,8 @@ def _load_trace(folder: RunFolder, data: RunData) -> None:
     if folder.table_path(KERNELS).exists():
         data.kernels = rows_of(kernels.kernel_summary(folder))
     data.api_calls = _api_calls(folder, data.threads)
+    data.gpu, api_row = load_gpu_lanes(folder)
+    data.links = _launch_links(data.api_calls, data.gpu, api_row)
 
 
 def _share(row: Any) -> ApiShare:
@@ -615,7 +671,105 @@ def _api_calls(folder: RunFolder, lanes: ThreadLanes | None) -> ApiCalls | None:
         end_ns=_as_array(table.column("end_ns"), np.int64)[found][sort],
         name=np.asarray(table.column("name").to_pylist(), dtype=object)[found][sort],
         lanes=len(lanes.lane_names),
+        row=np.flatnonzero(found)[sort],
     )
+
+
+def load_gpu_lanes(folder: RunFolder) -> tuple[GpuLanes | None, np.ndarray]:
+    """The GPU rows of a traced run, and each item's launch as a cuda_api row (-1: none, or an NVTX range)."""
+    parts: list[tuple[np.ndarray, ...]] = []  # (lane key, start, end, activity code, label, api row)
+    labels: dict[str, int] = {}
+    names = (*GPU_ACTIVITIES, *NVTX_ACTIVITIES)
+    for table, label_column in zip(GPU_TABLES, ("name", "kind")):
+        path = folder.table_path(table)
+        if not path.exists():
+            continue
+        with pq.ParquetFile(path, memory_map=True, read_dictionary=[label_column]) as file:
+            t = file.read(columns=["start_ns", "end_ns", "device", "stream", label_column])
+        if t.num_rows == 0:
+            continue
+        device = _as_array(t.column("device"), np.int64)
+        stream = _as_array(t.column("stream"), np.int64)
+        text = _dictionary(t.column(label_column))
+        words = text.dictionary.to_pylist()
+        word_code = np.array([labels.setdefault(str(w), len(labels)) for w in words] or [0], dtype=np.int64)
+        kind_code = np.array([names.index(gpu_activity(table, str(w))) for w in words] or [0], dtype=np.int64)
+        idx = _as_array(pa.chunked_array([text.indices]), np.int64)
+        api_row = np.full(t.num_rows, -1, dtype=np.int64)
+        links = launch_links(folder, table)
+        api_row[links.gpu_row] = links.api_row
+        parts.append(
+            (
+                device * (1 << 32) + stream,
+                _as_array(t.column("start_ns"), np.int64),
+                _as_array(t.column("end_ns"), np.int64),
+                kind_code[idx],
+                word_code[idx],
+                api_row,
+            )
+        )
+    streams = np.unique(np.concatenate([p[0] for p in parts])) if parts else np.zeros(0, dtype=np.int64)
+    lane_names = [stream_label(int(k >> 32), int(k & 0xFFFFFFFF)) for k in streams]
+    lanes = [np.searchsorted(streams, p[0]) for p in parts]
+    nvtx_lanes = 0
+    nvtx_path = folder.table_path(NVTX)
+    if nvtx_path.exists():
+        with pq.ParquetFile(nvtx_path, memory_map=True, read_dictionary=["name"]) as file:
+            t = file.read(columns=["start_ns", "end_ns", "name", "pid", "tid"])
+        if t.num_rows:
+            start, end = _as_array(t.column("start_ns"), np.int64), _as_array(t.column("end_ns"), np.int64)
+            thread = _as_array(t.column("pid"), np.int64) * (1 << 32) + _as_array(t.column("tid"), np.int64)
+            depth = nvtx_depth(start, end, thread)
+            nvtx_lanes = int(depth.max()) + 1
+            order = np.lexsort((start, depth))
+            alternate = np.zeros(len(start), dtype=np.int64)  # every other range of a row in the second colour
+            alternate[order] = np.arange(len(order)) - np.searchsorted(depth[order], depth[order])
+            text = _dictionary(t.column("name"))
+            words = text.dictionary.to_pylist()
+            word_code = np.array([labels.setdefault(str(w), len(labels)) for w in words] or [0], dtype=np.int64)
+            idx = _as_array(pa.chunked_array([text.indices]), np.int64)
+            first_nvtx = names.index(NVTX_ACTIVITIES[0])
+            parts.append((depth, start, end, first_nvtx + alternate % 2, word_code[idx], np.full(len(start), -1)))
+            lanes.append(len(lane_names) + depth)
+            lane_names += ["NVTX" if d == 0 else f"NVTX depth {d}" for d in range(nvtx_lanes)]
+    if not parts:
+        return None, np.zeros(0, dtype=np.int64)
+    lane = np.concatenate(lanes).astype(np.int64)
+    start = np.concatenate([p[1] for p in parts])
+    order = np.lexsort((start, lane))
+    gpu = GpuLanes(
+        lane_names=lane_names,
+        lane=lane[order],
+        start_ns=start[order],
+        end_ns=np.concatenate([p[2] for p in parts])[order],
+        code=np.concatenate([p[3] for p in parts]).astype(np.int64)[order],
+        names=names,
+        label_code=np.concatenate([p[4] for p in parts])[order],
+        labels=list(labels),
+        nvtx_lanes=nvtx_lanes,
+    )
+    return gpu, np.concatenate([p[5] for p in parts]).astype(np.int64)[order]
+
+
+def _dictionary(column: pa.ChunkedArray) -> pa.DictionaryArray:
+    """A string column as one dictionary array (read dictionary-encoded already, or encoded here)."""
+    if pa.types.is_dictionary(column.type) and column.num_chunks > 1:
+        column = column.unify_dictionaries()
+    arr = _one_chunk(column)
+    return arr if pa.types.is_dictionary(arr.type) else pc.dictionary_encode(arr)
+
+
+def _launch_links(calls: ApiCalls | None, gpu: GpuLanes | None, api_row: np.ndarray) -> LaunchLinks | None:
+    """Index pairs between the API calls on the thread lanes and the GPU items they launched."""
+    if calls is None or gpu is None or not (api_row >= 0).any():
+        return None
+    call_of_row = np.full(int(max(calls.row.max(initial=-1), api_row.max())) + 1, -1, dtype=np.int64)
+    call_of_row[calls.row] = np.arange(len(calls.row))
+    call_of_item = np.where(api_row >= 0, call_of_row[api_row.clip(0)], -1)
+    item_of_call = np.full(len(calls.row), -1, dtype=np.int64)
+    linked = np.flatnonzero(call_of_item >= 0)
+    item_of_call[call_of_item[linked]] = linked
+    return LaunchLinks(call_of_item, item_of_call)
 
 
 def api_split(shares: Sequence[ApiShare], min_pct: float = OTHER_THRESHOLD_PCT) -> list[tuple[str, float]]:

@@ -99,11 +99,13 @@ class LaneIndex:
         fine_bins: int = FINE_BINS,
     ) -> None:
         step = np.diff(lane)
+        self.rows: np.ndarray | None = None  # the caller's row of each segment where they had to be sorted
         if np.all((step > 0) | ((step == 0) & (np.diff(x0) >= 0))):  # what the loaders hand over
             self.x0, self.x1, self.lane, self.level = x0, x1, lane, level
         else:
             order = np.lexsort((x0, lane))
             self.x0, self.x1, self.lane, self.level = x0[order], x1[order], lane[order], level[order]
+            self.rows = order
         self.lanes, self.levels = lanes, levels
         self.bounds = np.searchsorted(self.lane, np.arange(lanes + 1))
         # per lane, the latest end so far: sorted, so the first segment that reaches x is a binary search away
@@ -130,6 +132,24 @@ class LaneIndex:
             if hi > lo:
                 parts.append(np.arange(lo, hi))
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def at(self, lane: int, x: float, tolerance: float) -> int | None:
+        """The caller's row of the segment of `lane` nearest to `x` within `tolerance` (for hovering), or None."""
+        if not 0 <= lane < self.lanes:
+            return None
+        a, b = int(self.bounds[lane]), int(self.bounds[lane + 1])
+        lo = a + int(np.searchsorted(self.reach[a:b], x - tolerance, side="left"))
+        hi = a + int(np.searchsorted(self.x0[a:b], x + tolerance, side="right"))
+        if hi <= lo:
+            return None
+        near = np.arange(lo, hi)
+        gap = np.maximum(self.x0[near] - x, 0) + np.maximum(x - self.x1[near], 0)
+        gap[gap > tolerance] = np.inf
+        best = int(np.argmin(gap))
+        if not np.isfinite(gap[best]):
+            return None
+        i = int(near[best])
+        return i if self.rows is None else int(self.rows[i])
 
     def raster(self, v0: float, v1: float, bins: int) -> np.ndarray:
         """(lanes, bins): the highest level touching each of `bins` equal columns of [v0, v1]; -1 for none."""

@@ -25,7 +25,13 @@ ACTIVITY_COLOURS = {
     "driver (ioctl)": "#17becf",
     "other OS call": "#7f7f7f",
     "python": "#e377c2",
+    "kernel": "#2b8cbe",
+    "memcpy": "#e6550d",
+    "memset": "#fdae6b",
+    "NVTX range": "#756bb1",
+    "NVTX range, next": "#9e9ac8",
 }
+LINK_COLOUR = "#e7298a"  # the hovered launch, its GPU operation and the line between them
 _EXTRA = ("#17becf", "#e377c2", "#7f7f7f", "#bcbd22", "#ff7f0e", "#393b79")
 
 

@@ -11,7 +11,8 @@ import pytest
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before pytest-qt makes the QApplication
 
-from tracer.core.runfolder import RunFolder  # noqa: E402
+from tests.conftest import run_tracer  # noqa: E402
+from tracer.core.runfolder import RunFolder, list_runs  # noqa: E402
 
 FAST = ("--limit", "3")
 
@@ -55,3 +56,18 @@ def open_window(qtbot: object) -> Callable[..., object]:
         return window
 
     return open_
+
+
+def import_trace(path: Path, out: Path, *args: str) -> RunFolder:
+    """`tracer import PATH --out OUT ARGS` as a user runs it; the run folder it made."""
+    result = run_tracer("import", str(path), "--out", str(out), *args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (folder,) = list_runs(out)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def nsys_run(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFolder:
+    """The real nsys trace of ResNet-18 training on an H100 (3 streams, 2,220 kernels, 6 NVTX steps), imported."""
+    sqlite = shared_fixtures / "nsys-h100" / "resnet18_train_nsys2025.3.1.sqlite"
+    return import_trace(sqlite, tmp_path_factory.mktemp("imported"), "--framework", "pytorch")

@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 from analyzers.cuda_api import phase_summaries
 from analyzers.kernels import kernel_summary
-from tests.conftest import run_tracer
-from tracer.core.runfolder import RunFolder, list_runs
+from tracer.core.runfolder import RunFolder
 from viewer.data import ApiShare, api_split
 from viewer.window import MainWindow
 
 Opener = Callable[..., MainWindow]
-
-
-@pytest.fixture(scope="module")
-def nsys_run(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFolder:
-    out = tmp_path_factory.mktemp("imported")
-    sqlite = shared_fixtures / "nsys-h100" / "resnet18_train_nsys2025.3.1.sqlite"
-    result = run_tracer("import", str(sqlite), "--out", str(out))
-    assert result.returncode == 0, result.stderr[-3000:]
-    (folder,) = list_runs(out)
-    return folder
 
 
 def test_api_split_bars_are_the_analyzers_summary(open_window: Opener, nsys_run: RunFolder) -> None:

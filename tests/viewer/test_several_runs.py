@@ -1,6 +1,6 @@
 """The viewer with three real runs: lane labels never on top of each other (measured from where they are
-drawn), the wheel zooms time only and y follows the curves in view, Reset zoom shows every run whole,
-and the run browser is filled at open."""
+drawn), the wheel zooms time only and y follows the curves in view, a mouse drag pans time only, Reset
+zoom shows every run whole, and the run browser is filled at open."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtTest import QTest
 
 from tracer.core.runfolder import RunFolder
 
@@ -100,3 +101,45 @@ def test_column_mode_rows_share_a_range_that_holds_every_run(
             for s in run.series.get(key, []):
                 lo, hi = s.envelope.y_bounds
                 assert ranges[0][0] <= lo and hi <= ranges[0][1]
+
+
+def test_dragging_pans_time_only(open_window: Callable[..., object], three_runs: list[Path]) -> None:
+    """A press, moves and a release of the left button on a time panel's viewport, then on the lanes':
+    x moves by the drag (the linked panels with it); the drag's vertical part moves nothing (a time panel's
+    y follows the curves in view, so it is what the same x range set without the mouse gives)."""
+    window = open_window(three_runs)
+    timeline = window.timeline  # type: ignore[attr-defined]
+    rss = timeline.plots[("rss_mib", 0)]
+    _drag_pans(timeline, rss, y_follows_data=True)
+    (a0, a1), _ = rss.viewRange()
+    (b0, b1), _ = window.threads.plot.viewRange()  # type: ignore[attr-defined]
+    assert (b0, b1) == pytest.approx((a0, a1))
+    _drag_pans(window.threads, window.threads.plot)  # type: ignore[attr-defined]
+
+
+def _drag_pans(widget: QtWidgets.QGraphicsView, plot: object, y_follows_data: bool = False) -> None:
+    vb = plot.getViewBox()  # type: ignore[attr-defined]
+    (x0, x1), (y0, y1) = vb.viewRange()
+    centre = widget.mapFromScene(vb.mapToScene(vb.boundingRect().center()))
+    dx = 120
+    viewport = widget.viewport()
+    QTest.mousePress(viewport, QtCore.Qt.MouseButton.LeftButton, QtCore.Qt.KeyboardModifier.NoModifier, centre)
+    for step in range(1, 7):
+        QTest.mouseMove(viewport, centre + QtCore.QPoint(step * dx // 6, 5 * step), 10)
+    QTest.mouseRelease(
+        viewport,
+        QtCore.Qt.MouseButton.LeftButton,
+        QtCore.Qt.KeyboardModifier.NoModifier,
+        centre + QtCore.QPoint(dx, 30),
+    )
+    QtWidgets.QApplication.processEvents()
+    (n0, n1), (m0, m1) = vb.viewRange()
+    per_px = (x1 - x0) / vb.width()
+    assert n0 - x0 == pytest.approx(-dx * per_px, rel=0.05)  # content follows the mouse to the right
+    assert n1 - n0 == pytest.approx(x1 - x0, rel=1e-6)
+    if y_follows_data:
+        vb.setXRange(x0, x1, padding=0)
+        vb.setXRange(n0, n1, padding=0)
+        QtWidgets.QApplication.processEvents()
+        (y0, y1) = vb.viewRange()[1]
+    assert (m0, m1) == pytest.approx((y0, y1))

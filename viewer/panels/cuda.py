@@ -1,5 +1,8 @@
 """CUDA API time split per run as horizontal bars (the study's Figure 3), switchable by phase
-(whole run, start-up, steady state, each epoch), and a kernel top list."""
+(whole run, start-up, steady state, each epoch), and a kernel top list.
+
+The legend sits below the bars, not over them (with three runs it covered the top bar), and kernel names,
+hundreds of characters of C++ templates, are elided in the middle with the whole name as the tooltip."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyqtgraph as pg
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
 from analyzers.shares import OTHER, group_shares, other_label
 from viewer.data import NO_TRACE, RunData
@@ -15,6 +18,9 @@ from viewer.style import run_colour
 
 PHASE_ORDER = ("whole", "startup", "steady")
 KERNEL_ROWS = 15
+KERNEL_COLUMN_MIN_PX = 320
+LEGEND_COLUMNS = 3
+RUN_COLUMN_MAX_PX = 180
 
 
 class CudaPanel(QtWidgets.QWidget):
@@ -25,11 +31,18 @@ class CudaPanel(QtWidgets.QWidget):
         self.phase.currentTextChanged.connect(lambda _: self._draw_bars())
         self.note = QtWidgets.QLabel(NO_TRACE)
         self.note.setWordWrap(True)
-        self.bars = pg.PlotWidget()
+        self.bars = pg.GraphicsLayoutWidget()
         self.bars.setMinimumHeight(220)
+        self.bar_plot: pg.PlotItem = self.bars.addPlot(row=0, col=0)
+        self.legend = pg.LegendItem(labelTextSize="9pt", colCount=LEGEND_COLUMNS)
+        self.bars.ci.addItem(self.legend, row=1, col=0)
         self.kernels = QtWidgets.QTableWidget(0, 6)
         self.kernels.setHorizontalHeaderLabels(["run", "kernel", "time %", "total ms", "calls", "avg µs"])
         self.kernels.horizontalHeader().setSectionResizeMode(1, QtWidgets.QHeaderView.ResizeMode.Stretch)
+        self.kernels.horizontalHeader().setMinimumSectionSize(40)
+        self.kernels.setTextElideMode(QtCore.Qt.TextElideMode.ElideMiddle)
+        self.kernels.setWordWrap(False)
+        self.kernels.setMinimumWidth(KERNEL_COLUMN_MIN_PX + 300)
         top = QtWidgets.QHBoxLayout()
         top.addWidget(QtWidgets.QLabel("phase:"))
         top.addWidget(self.phase)
@@ -37,6 +50,9 @@ class CudaPanel(QtWidgets.QWidget):
         split = QtWidgets.QSplitter()
         split.addWidget(self.bars)
         split.addWidget(self.kernels)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 2)  # the kernels' names need the room more than the bars
+        split.setSizes([1000, 2000])
         layout = QtWidgets.QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(split, 1)
@@ -72,8 +88,9 @@ class CudaPanel(QtWidgets.QWidget):
         self._fill_kernels()
 
     def _draw_bars(self) -> None:
-        plot = self.bars.getPlotItem()
+        plot = self.bar_plot
         plot.clear()
+        self.legend.clear()
         self.bar_items.clear()
         self.bar_names = []
         phase = self.phase.currentText()
@@ -88,8 +105,6 @@ class CudaPanel(QtWidgets.QWidget):
         splits = {run_id: dict(zip(names, values)) for run_id, values in grouped.items()}
         self.bar_names = names
         height = 0.8 / len(traced)
-        if plot.legend is None:
-            plot.addLegend(offset=(-10, 5), labelTextSize="9pt")
         for k, (index, run) in enumerate(traced):
             split = splits[run.run_id]
             ys = [i + k * height - 0.4 + height / 2 for i in range(len(names))]
@@ -102,6 +117,7 @@ class CudaPanel(QtWidgets.QWidget):
                 name=run.label,
             )
             plot.addItem(item)
+            self.legend.addItem(item, run.label)
             self.bar_items[run.run_id] = item
         plot.getAxis("left").setTicks([[(i, n) for i, n in enumerate(names)], []])
         plot.getViewBox().invertY(True)
@@ -126,7 +142,13 @@ class CudaPanel(QtWidgets.QWidget):
                 _num(None if avg is None else float(avg) / 1e3, ".1f"),
             ]
             for j, v in enumerate(values):
-                self.kernels.setItem(i, j, QtWidgets.QTableWidgetItem(v))
+                cell = QtWidgets.QTableWidgetItem(v)
+                cell.setToolTip(v)
+                self.kernels.setItem(i, j, cell)
+        header = self.kernels.horizontalHeader()
+        for column in (0, 2, 3, 4, 5):
+            self.kernels.resizeColumnToContents(column)
+        header.resizeSection(0, min(header.sectionSize(0), RUN_COLUMN_MAX_PX))
 
 
 def _get(row: dict[str, Any], *keys: str) -> Any:

@@ -5,6 +5,11 @@ resolution from the run's `LaneIndex` (a precomputed raster for wide views, the 
 narrow ones): a run with a million segments costs what its pixels cost, and a short burst is never lost
 (each pixel shows the highest-priority activity that touches it). Zoomed in below `CALLS_BELOW_S`
 seconds, the CUDA API calls of runs with a trace appear as a black stripe on their thread's lane.
+
+Under a traced run's threads, its GPU rows (one lane per device and stream: kernels, copies, memsets)
+and NVTX rows (epoch and step ranges, one lane per nesting depth) are drawn the same way, so 100k
+kernels cost what their pixels cost. Hovering a launch call or a GPU operation names it and its peer
+(the correlation id's, `analyzers.correlation`) and draws the link between them.
 """
 
 from __future__ import annotations
@@ -15,12 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtGui
+from PySide6 import QtCore, QtGui, QtWidgets
 
+from analyzers.gpu_timeline import NVTX_ACTIVITIES
 from viewer.cursor import TimeCursor
-from viewer.data import RunData, activity_priority
+from viewer.data import GpuLanes, RunData, activity_priority
 from viewer.pyramid import LaneIndex
-from viewer.style import LEFT_AXIS_WIDTH, RIGHT_AXIS_WIDTH, activity_colour, label_font, run_colour
+from viewer.style import LEFT_AXIS_WIDTH, LINK_COLOUR, RIGHT_AXIS_WIDTH, activity_colour, label_font, run_colour
 
 CALLS_BELOW_S = 2.0
 SUBROWS = 5  # image rows per lane: 4 painted, 1 left blank between lanes
@@ -29,6 +35,12 @@ CALLS = "CUDA API call"
 RUN_GAP_ROWS = 1  # a blank row between runs, so a run's header stands apart from the last lane above
 MIN_HEIGHT_PX, MAX_MIN_HEIGHT_PX, AXES_PX = 120, 420, 100
 LABEL_GAP_PX = 1  # between two lane labels: labels that would come closer are left out, run headers first
+LEGEND_COLUMNS = 7
+HOVER_PX = 4  # how far from an item the mouse may be and still pick it
+NVTX_LABEL_MIN_PX = 40  # an NVTX range this wide on screen gets its name written on it
+MAX_NVTX_LABELS = 60
+MIN_MARK_PX = 3  # the hover outline of a 1 µs kernel is still this wide
+TOOLTIP_NAME_CHARS = 90  # kernel names are elided in the middle beyond this
 
 
 @dataclass
@@ -43,6 +55,29 @@ class _RunLanes:
     calls: LaneIndex | None
     calls_offset: float
     image: pg.ImageItem
+
+
+@dataclass
+class _GpuRows:
+    """One run's GPU and NVTX rows, below its thread lanes (`top` = the plot row of the first)."""
+
+    run: RunData
+    gpu: GpuLanes
+    index: LaneIndex
+    offset: float
+    top: int
+    image: pg.ImageItem
+    colours: np.ndarray
+
+
+@dataclass(frozen=True)
+class Hover:
+    """What the mouse is on: a GPU item and/or the API call that launched it, and the tooltip's text."""
+
+    run_id: str
+    text: str
+    item: int | None  # in the run's GpuLanes
+    call: int | None  # in the run's ApiCalls
 
 
 class ThreadPanel(pg.GraphicsLayoutWidget):
@@ -61,6 +96,11 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         self.plot.sigXRangeChanged.connect(self._redraw)
         self.plot.getViewBox().sigResized.connect(self._redraw)
         self.plot.getViewBox().sigResized.connect(lambda *_: self._thin_ticks())
+        self.gpu_rows: dict[str, _GpuRows] = {}
+        self.hover: Hover | None = None
+        self.link = pg.PlotDataItem([], [], pen=pg.mkPen(LINK_COLOUR, width=2), connect="finite")
+        self.nvtx_labels: list[pg.TextItem] = []
+        self.scene().sigMouseMoved.connect(self._on_mouse)
         self.legend: pg.LegendItem | None = None
         self.message = ""
         self._header_gap_rows = 0.0  # fewest rows between two run headers
@@ -73,8 +113,12 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         plot = self.plot
         plot.clear()
         self.lanes.clear()
-        if self.legend is None:
-            self.legend = plot.addLegend(offset=(-10, 5), labelTextSize="9pt", brush=pg.mkBrush(255, 255, 255, 220))
+        self.gpu_rows.clear()
+        self.nvtx_labels.clear()
+        self.hover = None
+        if self.legend is None:  # below the lanes, in rows: over the plot it hid the end of the run (GPU work)
+            self.legend = pg.LegendItem(labelTextSize="9pt", colCount=LEGEND_COLUMNS)
+            self.ci.addItem(self.legend, row=1, col=0)
         self.legend.clear()
         left = plot.getAxis("left")
         left.setWidth(LEFT_AXIS_WIDTH)
@@ -90,18 +134,32 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         shown: set[str] = set()
         missing = []
         for index, run in enumerate(self.runs):
-            lanes = run.threads
-            if lanes is None:
+            lanes, gpu = run.threads, run.gpu
+            if lanes is None and gpu is None:
                 missing.append(run.label)
                 continue
             ticks.append((-y + 0.4, f"▼ {run.label[:20]}", True))
-            for i, name in enumerate(lanes.lane_names):
-                ticks.append((-(y + 1 + i) + 0.4, name[:24], False))
-            self.lanes[run.run_id] = self._prepare(run, y)
-            shown.update(lanes.activities)
+            thread_lanes = 0
+            spans = []
+            if lanes is not None:
+                thread_lanes = len(lanes.lane_names)
+                for i, name in enumerate(lanes.lane_names):
+                    ticks.append((-(y + 1 + i) + 0.4, name[:24], False))
+                self.lanes[run.run_id] = self._prepare(run, y)
+                shown.update(lanes.activities)
+                if len(lanes.start_ns):
+                    spans.append((int(lanes.start_ns.min()), int(lanes.end_ns.max())))
+            if gpu is not None:
+                top = y + 1 + thread_lanes
+                for i, name in enumerate(gpu.lane_names):
+                    ticks.append((-(top + i) - 0.6, name[:24], False))
+                self.gpu_rows[run.run_id] = self._prepare_gpu(run, gpu, top)
+                shown.update(a for a in gpu.activities if a != NVTX_ACTIVITIES[1])
+                spans.append((int(gpu.start_ns.min()), int(gpu.end_ns.max())))
+                thread_lanes += len(gpu.lane_names) + 1  # a blank row between threads and GPU rows
             anchor = run.anchor_ns(align)
-            if len(lanes.start_ns):
-                first, last = int(lanes.start_ns.min()), int(lanes.end_ns.max())
+            if spans:
+                first, last = min(a for a, _ in spans), max(b for _, b in spans)
                 plot.addItem(
                     pg.BarGraphItem(
                         x0=[(first - anchor) / 1e9],
@@ -112,7 +170,7 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
                         pen=pg.mkPen(None),
                     )
                 )
-            y += len(lanes.lane_names) + 1 + RUN_GAP_ROWS
+            y += thread_lanes + 1 + RUN_GAP_ROWS
         for activity in sorted(shown, key=activity_priority):
             self.legend.addItem(_swatch(activity_colour(activity)), activity)
         if any(r.api_calls is not None for r in self.runs):
@@ -121,12 +179,16 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         headers = [t[0] for t in ticks if t[2]]
         self._header_gap_rows = min((a - b for a, b in zip(headers, headers[1:])), default=0.0)
         plot.addItem(self.cursor_line, ignoreBounds=True)
+        plot.addItem(self.link, ignoreBounds=True)
+        self.link.setData([], [])
         self.message = ("no thread samples: " + ", ".join(missing)) if missing else ""
-        if not self.lanes:
+        if not self.lanes and not self.gpu_rows:
             plot.setTitle("no thread data in the loaded runs", size="9pt")
         else:
             sources = "; ".join(sorted({r.threads.source for r in self.runs if r.threads}))
             title = f"<b>Thread lanes</b>: one per thread (name and tid), coloured by activity; source: {sources}"
+            if self.gpu_rows:
+                title += "; GPU streams and NVTX ranges below a traced run's threads (hover: launch and kernel)"
             plot.setTitle(title, size="9pt", justify="left")
             plot.setYRange(-y, 0.5, padding=0)
             full = self.full_x_range()
@@ -154,6 +216,13 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
             calls_offset=0.0 if calls is None else (calls.origin_ns - anchor) / 1e9,
             image=image,
         )
+
+    def _prepare_gpu(self, run: RunData, gpu: GpuLanes, top: int) -> _GpuRows:
+        image = pg.ImageItem(axisOrder="row-major")
+        self.plot.addItem(image)
+        colours = np.array([_rgba(activity_colour(a)) for a in gpu.names] + [(0, 0, 0, 0)], dtype=np.uint8)
+        offset = (gpu.origin_ns - run.anchor_ns(self.align)) / 1e9
+        return _GpuRows(run, gpu, gpu.index, offset, top, image, colours)
 
     def _thin_ticks(self) -> None:
         """Lane labels that fit the panel's height: every run header, then as many thread labels as leave
@@ -193,7 +262,8 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
 
     def full_x_range(self) -> tuple[float, float] | None:
         """The time every run's lanes span on the shared axis (what Reset zoom shows), None without lanes."""
-        bounds = [(r.index.span[0] + r.offset, r.index.span[1] + r.offset) for r in self.lanes.values() if len(r.index)]
+        groups: list[_RunLanes | _GpuRows] = [*self.lanes.values(), *self.gpu_rows.values()]
+        bounds = [(r.index.span[0] + r.offset, r.index.span[1] + r.offset) for r in groups if len(r.index)]
         if not bounds:
             return None
         return min(b[0] for b in bounds), max(b[1] for b in bounds)
@@ -223,12 +293,164 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
                 stripe[np.broadcast_to(hit[:, None, :], stripe.shape[:3])] = (0, 0, 0, 255)
             run.image.setImage(img.reshape(run.lanes * SUBROWS, bins, 4), autoLevels=False)
             run.image.setRect(QtCore.QRectF(x0, -(run.top + run.lanes), x1 - x0, run.lanes))
+        for rows in self.gpu_rows.values():
+            n = len(rows.gpu.lane_names)
+            level = rows.index.raster(x0 - rows.offset, x1 - rows.offset, bins)
+            img = np.zeros((n, SUBROWS, bins, 4), dtype=np.uint8)
+            img[:, : SUBROWS - 1] = rows.colours[level[::-1]][:, None]
+            rows.image.setImage(img.reshape(n * SUBROWS, bins, 4), autoLevels=False)
+            rows.image.setRect(QtCore.QRectF(x0, -(rows.top + n), x1 - x0, n))
+        self._label_nvtx(x0, x1, bins)
+
+    def _label_nvtx(self, x0: float, x1: float, pixels: int) -> None:
+        """Writes the names of the NVTX ranges wide enough on screen (epochs, then steps when zoomed in)."""
+        per_px = (x1 - x0) / max(pixels, 1)
+        placed: list[tuple[float, float, str]] = []  # (x, y, text)
+        metrics = QtGui.QFontMetricsF(label_font(8))
+        for rows in self.gpu_rows.values():
+            gpu = rows.gpu
+            if not gpu.nvtx_lanes:
+                continue
+            first_lane = len(gpu.lane_names) - gpu.nvtx_lanes
+            for i in rows.index.visible(x0 - rows.offset, x1 - rows.offset).tolist():
+                if gpu.lane[i] < first_lane:
+                    continue
+                a = max(float(rows.index.x0[i]) + rows.offset, x0)
+                b = min(float(rows.index.x1[i]) + rows.offset, x1)
+                if (b - a) / per_px < NVTX_LABEL_MIN_PX:
+                    continue
+                text = metrics.elidedText(gpu.label(i), QtCore.Qt.TextElideMode.ElideRight, (b - a) / per_px - 4)
+                placed.append((a, -(rows.top + int(gpu.lane[i])) - 0.5, text))
+                if len(placed) >= MAX_NVTX_LABELS:
+                    break
+        while len(self.nvtx_labels) < len(placed):
+            item = pg.TextItem(color="#ffffff", anchor=(0, 0.5))
+            item.setFont(label_font(8))
+            self.plot.addItem(item, ignoreBounds=True)
+            self.nvtx_labels.append(item)
+        for k, item in enumerate(self.nvtx_labels):
+            item.setVisible(k < len(placed))
+            if k < len(placed):
+                x, y, text = placed[k]
+                item.setText(text)
+                item.setPos(x, y)
+
+    def _on_mouse(self, scene_pos: QtCore.QPointF) -> None:
+        view = self.plot.getViewBox()
+        if view.sceneBoundingRect().contains(scene_pos):
+            at = view.mapSceneToView(scene_pos)
+            hover = self.hover_at(at.x(), at.y())
+        else:
+            hover = self.hover = None
+            self._draw_link(None)
+        if hover is None:
+            QtWidgets.QToolTip.hideText()
+        else:
+            global_pos = self.mapToGlobal(self.mapFromScene(scene_pos))
+            QtWidgets.QToolTip.showText(global_pos, hover.text, self)
+
+    def hover_at(self, x: float, y: float) -> Hover | None:
+        """Picks the launch call or GPU item at plot point (x, y), draws its link and returns what it is."""
+        (x0, x1), _ = self.plot.viewRange()
+        tolerance = HOVER_PX * (x1 - x0) / max(self.plot.getViewBox().width(), 1.0)
+        row = math.floor(-y)
+        hover = None
+        for rows in self.gpu_rows.values():
+            lane = row - rows.top
+            if 0 <= lane < len(rows.gpu.lane_names):
+                item = rows.index.at(lane, x - rows.offset, tolerance)
+                if item is not None:
+                    links = rows.run.links
+                    call = None if links is None else int(links.call_of_item[item])
+                    hover = self._describe(rows.run, item, None if call is None or call < 0 else call)
+        for run_id, lanes in self.lanes.items():
+            lane = row - lanes.top
+            if lanes.calls is not None and 0 <= lane < lanes.lanes and hover is None:
+                call = lanes.calls.at(lane, x - lanes.calls_offset, tolerance)
+                if call is not None:
+                    run = self._run(run_id)
+                    links = run.links
+                    item = None if links is None else int(links.item_of_call[call])
+                    hover = self._describe(run, None if item is None or item < 0 else item, call)
+        self.hover = hover
+        self._draw_link(hover)
+        return hover
+
+    def _run(self, run_id: str) -> RunData:
+        return next(r for r in self.runs if r.run_id == run_id)
+
+    def _describe(self, run: RunData, item: int | None, call: int | None) -> Hover:
+        lines = []
+        if call is not None and run.api_calls is not None and run.threads is not None:
+            calls = run.api_calls
+            thread = run.threads.lane_names[int(calls.lane[call])]
+            dur = int(calls.end_ns[call] - calls.start_ns[call])
+            lines.append(f"launch: {calls.name[call]} on {thread}, {_duration(dur)}")
+        if item is not None and run.gpu is not None:
+            gpu = run.gpu
+            kind = gpu.names[int(gpu.code[item])]
+            kind = NVTX_ACTIVITIES[0] if kind in NVTX_ACTIVITIES else kind
+            dur = int(gpu.end_ns[item] - gpu.start_ns[item])
+            lane = gpu.lane_names[int(gpu.lane[item])]
+            lines.append(f"{kind}: {_elide(gpu.label(item))} on {lane}, {_duration(dur)}")
+            if call is not None and run.api_calls is not None:
+                wait = int(gpu.start_ns[item] - run.api_calls.start_ns[call])
+                lines.append(f"starts {_duration(wait)} after its launch")
+        return Hover(run.run_id, "\n".join(lines), item, call)
+
+    def _draw_link(self, hover: Hover | None) -> None:
+        """Outlines the hovered call and item and joins them (launch start to GPU start)."""
+        if hover is None:
+            self.link.setData([], [])
+            return
+        (x0, x1), _ = self.plot.viewRange()
+        least = MIN_MARK_PX * (x1 - x0) / max(self.plot.getViewBox().width(), 1.0)
+        boxes = []
+        lanes = self.lanes.get(hover.run_id)
+        rows = self.gpu_rows.get(hover.run_id)
+        run = self._run(hover.run_id)
+        if hover.call is not None and lanes is not None and run.api_calls is not None:
+            anchor = run.anchor_ns(self.align)
+            a = (int(run.api_calls.start_ns[hover.call]) - anchor) / 1e9
+            b = (int(run.api_calls.end_ns[hover.call]) - anchor) / 1e9
+            boxes.append((a, max(b, a + least), lanes.top + int(run.api_calls.lane[hover.call])))
+        if hover.item is not None and rows is not None:
+            a = float(rows.index.x0[hover.item]) + rows.offset
+            b = float(rows.index.x1[hover.item]) + rows.offset
+            boxes.append((a, max(b, a + least), rows.top + int(rows.gpu.lane[hover.item])))
+        xs: list[float] = []
+        ys: list[float] = []
+        for a, b, row in boxes:
+            top, bottom = -row - 0.05, -row - 0.95
+            xs += [a, b, b, a, a, math.nan]
+            ys += [top, top, bottom, bottom, top, math.nan]
+        if len(boxes) == 2:
+            (a0, _, r0), (a1, _, r1) = boxes
+            xs += [a0, a1]
+            ys += [-r0 - 0.95, -r1 - 0.05]
+        self.link.setData(xs, ys)
 
     def _on_cursor(self, x: float) -> None:
         if self.cursor_line.value() != x:
             self.cursor_line.blockSignals(True)
             self.cursor_line.setValue(x)
             self.cursor_line.blockSignals(False)
+
+
+def _duration(ns: int) -> str:
+    if abs(ns) < 10_000:
+        return f"{ns / 1e3:.1f} µs"
+    if abs(ns) < 10_000_000:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e9:.3f} s"
+
+
+def _elide(name: str, chars: int = TOOLTIP_NAME_CHARS) -> str:
+    """Long C++ kernel names keep their start (the function) and end (its arguments)."""
+    if len(name) <= chars:
+        return name
+    half = (chars - 1) // 2
+    return name[:half] + "…" + name[-half:]
 
 
 def _rgba(colour: str) -> tuple[int, int, int, int]:
