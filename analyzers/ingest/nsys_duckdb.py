@@ -26,6 +26,8 @@ from analyzers.ingest.nsys import GTID_BITS, GTID_MASK
 MEMORY_LIMIT = "512MB"
 """DuckDB's cap while copying (an unordered copy of 10 M calls peaks near 120 MiB; the cap bounds the rest)."""
 EXTENSION_PACKAGE = "duckdb_extension_sqlite_scanner"
+LITERAL_LABELS = 5_000
+"""Label maps up to this size go to DuckDB as SQL literals (under 0.1 s), bigger ones as parameters."""
 
 
 def sqlite_scanner() -> Path | None:
@@ -42,6 +44,14 @@ def sqlite_scanner() -> Path | None:
 
 def _quoted(path: Path) -> str:
     return str(path).replace("'", "''")
+
+
+def _quoted_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _literal_list(items: list[str]) -> str:
+    return "[" + ", ".join(items) + "]"
 
 
 def _pid(col: str) -> str:
@@ -87,22 +97,31 @@ class Copier:
 
     def _labels(self, table: str, labels: dict[int, str], shown: Callable[[str], str] | None = None) -> None:
         """`table(id, label[, shown])` with ENUM-typed labels, '' among the values (the fallback for an
-        id that has no label). The lists go in as query parameters: no Arrow (pyarrow's first array
-        imports pandas, a fifth of a second)."""
+        id that has no label). A small map goes in as SQL literals, a big one as query parameters: DuckDB
+        imports pandas to look at parameters (a fifth of a second), and literals cost about 16 us each."""
         ids = list(labels)
         columns = {"label": [labels[i] for i in ids]}
         if shown is not None:
             columns["shown"] = [shown(v) for v in columns["label"]]
-        for col, values in columns.items():
+        small = len(ids) <= LITERAL_LABELS and not any("\x00" in v for v in columns["label"])  # SQL ends at NUL
+        lists = [_literal_list([str(i) for i in ids]) if small else "$1"]
+        lists += [
+            _literal_list([_quoted_text(v) for v in vs]) if small else f"${n + 2}"
+            for n, vs in enumerate(columns.values())
+        ]
+        params = None if small else [ids, *columns.values()]
+        self.con.execute(
+            f"CREATE TEMP TABLE {table}_text AS SELECT unnest({lists[0]}::BIGINT[]) AS id, "
+            + ", ".join(f"unnest({lst}::VARCHAR[]) AS {col}" for lst, col in zip(lists[1:], columns)),
+            params,
+        )
+        for col in columns:
             self.con.execute(
                 f"CREATE TYPE {table}_{col} AS ENUM "
-                "(SELECT DISTINCT v FROM (SELECT unnest($1::VARCHAR[]) AS v) ORDER BY v)",
-                [[*values, ""]],
+                f"(SELECT DISTINCT v FROM (SELECT {col} AS v FROM {table}_text UNION ALL SELECT '') ORDER BY v)"
             )
-        typed = ", ".join(f"unnest(${n + 2}::VARCHAR[])::{table}_{col} AS {col}" for n, col in enumerate(columns))
-        self.con.execute(
-            f"CREATE TEMP TABLE {table} AS SELECT unnest($1::BIGINT[]) AS id, {typed}", [ids, *columns.values()]
-        )
+        typed = ", ".join(f"{col}::{table}_{col} AS {col}" for col in columns)
+        self.con.execute(f"CREATE TEMP TABLE {table} AS SELECT id, {typed} FROM {table}_text")
 
     def _constant(self, value: str) -> str:
         """`value` as a one-value ENUM literal (a VARCHAR constant would be written row by row)."""

@@ -117,13 +117,17 @@ def test_threaded_ranges_equal_plain_sql(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 @pytest.mark.skipif(nsys_duckdb.sqlite_scanner() is None, reason="DuckDB's sqlite_scanner extension wheel is absent")
+@pytest.mark.parametrize("labels", ["literals", "parameters"])
 @pytest.mark.parametrize("rel", NSYS_FILES)
 def test_duckdb_copy_equals_adbc_stream(
-    rel: str, shared_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    rel: str, labels: str, shared_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The two ways to write the big tables give the same rows (as multisets: DuckDB's are unordered)."""
+    """The two ways to write the big tables give the same rows (as multisets: DuckDB's are unordered),
+    whichever way the label maps reach DuckDB."""
     copied, streamed = tmp_path / "copied", tmp_path / "streamed"
     copied.mkdir(), streamed.mkdir()
+    if labels == "parameters":
+        monkeypatch.setattr(nsys_duckdb, "LITERAL_LABELS", 0)
     by_duckdb, clock = nsys.write_sqlite(shared_fixtures / rel, copied)
     monkeypatch.setattr(nsys_duckdb, "sqlite_scanner", lambda: None)
     by_adbc, adbc_clock = nsys.write_sqlite(shared_fixtures / rel, streamed)
