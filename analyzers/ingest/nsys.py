@@ -595,21 +595,19 @@ STREAMED: dict[str, Callable[[Db, set[str], Clock], Iterator[pa.Table]]] = {
 
 def write_sqlite(path: Path, out_dir: Path) -> tuple[list[str], Clock]:
     """Every normalised table the export has, written as `out_dir/<table>.parquet` (empty ones left
-    out), and the clock used. The big tables (`STREAMED`) never sit whole in memory: DuckDB's sqlite
-    scanner copies them on every core (rows in no particular order), or, without that extension,
-    rowid-range chunks are read in parallel through ADBC and written as row groups sorted by start.
-    NVTX and OS runtime rows are few and read whole."""
+    out), and the clock used. No table ever sits whole in memory: DuckDB's sqlite scanner copies them
+    on every core (the big tables' rows in no particular order), or, without that extension, the big
+    tables (`STREAMED`) are read in rowid-range chunks in parallel through ADBC and written as row
+    groups sorted by start, and NVTX and OS runtime rows are read whole."""
     from analyzers.ingest import nsys_duckdb
 
     extension = nsys_duckdb.sqlite_scanner()
-    written: list[str] = []
     with open_readonly(path, adbc=extension is None) as db:
         names = check_nsys(path, db)
         clock = session_clock(db, names)
         if extension is not None:
-            written += _copied_by_duckdb(db, names, clock, out_dir, extension)
-        else:
-            written += _streamed(db, names, clock, out_dir)
+            return _copied_by_duckdb(db, names, clock, out_dir, extension), clock
+        written = _streamed(db, names, clock, out_dir)
         for name, table in ((t.NVTX, read_nvtx(db, names, clock)), (t.OSRT, read_osrt(db, names, clock))):
             if table.num_rows:
                 pq.write_table(table, out_dir / f"{name}.parquet")
@@ -618,34 +616,33 @@ def write_sqlite(path: Path, out_dir: Path) -> tuple[list[str], Clock]:
 
 
 def _copied_by_duckdb(db: Db, names: set[str], clock: Clock, out_dir: Path, extension: Path) -> list[str]:
-    """The `STREAMED` tables written by DuckDB's sqlite scanner (`nsys_duckdb`, `extension` its file)."""
+    """Every table written by DuckDB's sqlite scanner (`nsys_duckdb`, `extension` its file)."""
     from analyzers.ingest import nsys_duckdb
 
-    copier = nsys_duckdb.Copier(db.path, extension, clock.offset_ns, out_dir)
+    copier = nsys_duckdb.Copier(db.path, extension, clock.offset_ns, out_dir, _strings(db), thread_names(db, names))
     rows: dict[str, int] = {}
-    strings = _strings(db)
     try:
         if RUNTIME in names:
-            rows[t.CUDA_API] = copier.copy_cuda_api(
-                out_dir / f"{t.CUDA_API}.parquet",
-                excluded_event_classes(db, names),
-                strings,
-                thread_names(db, names),
-                DRIVER_EVENT_CLASS,
-            )
+            path = out_dir / f"{t.CUDA_API}.parquet"
+            rows[t.CUDA_API] = copier.copy_cuda_api(path, excluded_event_classes(db, names), DRIVER_EVENT_CLASS)
         if "CUPTI_ACTIVITY_KIND_KERNEL" in names:
-            rows[t.KERNELS] = copier.copy_kernels(out_dir / f"{t.KERNELS}.parquet", strings)
+            rows[t.KERNELS] = copier.copy_kernels(out_dir / f"{t.KERNELS}.parquet")
         copies = "CUPTI_ACTIVITY_KIND_MEMCPY" in names
         kinds = {i: t.memcpy_kind_label(label) for i, label in _memcpy_labels(db, names).items()} if copies else None
         rows[t.MEMCPY] = copier.copy_memory_ops(
             out_dir / f"{t.MEMCPY}.parquet", kinds, "CUPTI_ACTIVITY_KIND_MEMSET" in names
         )
+        if "NVTX_EVENTS" in names:
+            text_ids = "textId" in columns(db, "NVTX_EVENTS")
+            rows[t.NVTX] = copier.copy_nvtx(out_dir / f"{t.NVTX}.parquet", text_ids)
+        if "OSRT_API" in names:
+            rows[t.OSRT] = copier.copy_osrt(out_dir / f"{t.OSRT}.parquet")
     except nsys_duckdb.duckdb.Error as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UserError(f"{db.path}: damaged or truncated SQLite file ({msg})") from None
     finally:
         copier.close()
-    return [name for name in STREAMED if rows.get(name)]
+    return [name for name in (*STREAMED, t.NVTX, t.OSRT) if rows.get(name)]
 
 
 def _streamed(db: Db, names: set[str], clock: Clock, out_dir: Path) -> list[str]:

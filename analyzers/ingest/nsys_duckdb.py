@@ -26,6 +26,8 @@ from analyzers.ingest.nsys import GTID_BITS, GTID_MASK
 MEMORY_LIMIT = "512MB"
 """DuckDB's cap while copying (an unordered copy of 10 M calls peaks near 120 MiB; the cap bounds the rest)."""
 EXTENSION_PACKAGE = "duckdb_extension_sqlite_scanner"
+STRINGS, THREADS = "strings", "threads"
+"""The two label tables a Copier makes from the export's maps."""
 LITERAL_LABELS = 5_000
 """Label maps up to this size go to DuckDB as SQL literals (under 0.1 s), bigger ones as parameters."""
 
@@ -67,9 +69,20 @@ class Copier:
     normalised table (columns in the declared schema's order and types) and returns its row count,
     leaving no file when there were no rows."""
 
-    def __init__(self, db_path: Path, extension: Path, offset_ns: int, scratch: Path) -> None:
-        """`scratch`: where DuckDB may spill past MEMORY_LIMIT (its default is `.tmp` in the cwd)."""
+    def __init__(
+        self,
+        db_path: Path,
+        extension: Path,
+        offset_ns: int,
+        scratch: Path,
+        strings: dict[int, str],
+        threads: dict[int, str],
+    ) -> None:
+        """`scratch`: where DuckDB may spill past MEMORY_LIMIT (its default is `.tmp` in the cwd).
+        `strings` (StringIds) and `threads` (globalTid -> name) become label tables when first used."""
         self.offset = int(offset_ns)
+        self.maps = {STRINGS: strings, THREADS: threads}
+        self.made: set[str] = set()
         config: dict[str, str | bool | int | float | list[str]] = {
             "memory_limit": MEMORY_LIMIT,
             "temp_directory": str(scratch / ".duckdb_tmp"),
@@ -123,6 +136,14 @@ class Copier:
         typed = ", ".join(f"{col}::{table}_{col} AS {col}" for col in columns)
         self.con.execute(f"CREATE TEMP TABLE {table} AS SELECT id, {typed} FROM {table}_text")
 
+    def _table(self, name: str) -> str:
+        """The label table `name` (STRINGS has `label` and nsys's API display name `shown`; THREADS has
+        `label`), made on first use."""
+        if name not in self.made:
+            self._labels(name, self.maps[name], t.api_display_name if name == STRINGS else None)
+            self.made.add(name)
+        return name
+
     def _constant(self, value: str) -> str:
         """`value` as a one-value ENUM literal (a VARCHAR constant would be written row by row)."""
         self._enums += 1
@@ -132,17 +153,15 @@ class Copier:
         return f"'{quoted}'::{name}"
 
     def _times(self, a: str) -> str:
+        """start_ns, end_ns and dur_ns of alias `a` (a table without dur_ns leaves it out in `_copy`)."""
         off = self.offset
         return f'{a}.start + {off} AS start_ns, {a}."end" + {off} AS end_ns, {a}."end" - {a}.start AS dur_ns'
 
-    def copy_cuda_api(
-        self, out: Path, excluded: list[int], strings: dict[int, str], threads: dict[int, str], driver_class: int
-    ) -> int:
+    def copy_cuda_api(self, out: Path, excluded: list[int], driver_class: int) -> int:
         """The runtime/driver calls that count (backtrace duplicates left out), named as nsys's reports
         do. A name id missing from StringIds (a damaged export) is named `<nameId N>`: the file is then
         written again with text labels, the slow way, only for such files."""
-        self._labels("api_names", strings, t.api_display_name)
-        self._labels("thread_names", threads)
+        strings, threads = self._table(STRINGS), self._table(THREADS)
         kinds = f"CREATE TYPE call_kind AS ENUM ('{t.API_RUNTIME}', '{t.API_DRIVER}')"
         self.con.execute(kinds)
         source = self._constant(t.SOURCE_NSYS)
@@ -153,11 +172,11 @@ class Copier:
                 f"(CASE WHEN r.eventClass = {driver_class} THEN '{t.API_DRIVER}' ELSE '{t.API_RUNTIME}' END)"
                 "::call_kind AS kind, "
                 f"{_pid('r.globalTid')} AS pid, {_tid('r.globalTid')} AS tid, "
-                "coalesce(th.label, ''::thread_names_label) AS thread_name, "
+                f"coalesce(th.label, ''::{threads}_label) AS thread_name, "
                 f"coalesce(r.correlationId, -1) AS correlation_id, {source} AS source "
                 "FROM nsys.CUPTI_ACTIVITY_KIND_RUNTIME r "
-                "LEFT JOIN api_names n ON n.id = r.nameId "
-                "LEFT JOIN thread_names th ON th.id = coalesce(r.globalTid, 0) "
+                f"LEFT JOIN {strings} n ON n.id = r.nameId "
+                f"LEFT JOIN {threads} th ON th.id = coalesce(r.globalTid, 0) "
                 f"WHERE r.eventClass NOT IN ({', '.join(map(str, excluded))})"
             )
 
@@ -171,16 +190,16 @@ class Copier:
             )
         return rows
 
-    def copy_kernels(self, out: Path, strings: dict[int, str]) -> int:
-        self._labels("kernel_names", strings)
+    def copy_kernels(self, out: Path) -> int:
+        strings = self._table(STRINGS)
         select = (
-            f"SELECT {self._times('k')}, coalesce(d.label, ''::kernel_names_label) AS name, "
-            "coalesce(s.label, ''::kernel_names_label) AS short_name, "
+            f"SELECT {self._times('k')}, coalesce(d.label, ''::{strings}_label) AS name, "
+            f"coalesce(s.label, ''::{strings}_label) AS short_name, "
             "k.deviceId AS device, k.streamId AS stream, coalesce(k.correlationId, -1) AS correlation_id, "
             f"{_pid('k.globalPid')} AS pid, k.gridX AS grid_x, k.gridY AS grid_y, k.gridZ AS grid_z, "
             f"k.blockX AS block_x, k.blockY AS block_y, k.blockZ AS block_z, {self._constant(t.SOURCE_NSYS)} AS source "
             "FROM nsys.CUPTI_ACTIVITY_KIND_KERNEL k "
-            "LEFT JOIN kernel_names d ON d.id = k.demangledName LEFT JOIN kernel_names s ON s.id = k.shortName"
+            f"LEFT JOIN {strings} d ON d.id = k.demangledName LEFT JOIN {strings} s ON s.id = k.shortName"
         )
         return self._copy(select, out, t.KERNELS_SCHEMA)
 
@@ -206,6 +225,34 @@ class Copier:
         if not parts:
             return 0
         return self._copy(" UNION ALL ".join(parts), out, t.MEMCPY_SCHEMA)
+
+    def copy_nvtx(self, out: Path, has_text_id: bool) -> int:
+        """Ranges only (rows with an end; marks carry no duration), by start. `textId` is the newer
+        exports' registered-string column."""
+        return self._copy(
+            _nvtx_select(self._times("n"), has_text_id, self._constant(t.SOURCE_NSYS)), out, t.NVTX_SCHEMA
+        )
+
+    def copy_osrt(self, out: Path) -> int:
+        """OS runtime calls (the CPU side of a thread's time in nsys), by start."""
+        strings, threads = self._table(STRINGS), self._table(THREADS)
+        select = (
+            f"SELECT {self._times('o')}, coalesce(n.label, ''::{strings}_label) AS name, "
+            f"{_pid('o.globalTid')} AS pid, {_tid('o.globalTid')} AS tid, "
+            f"coalesce(th.label, ''::{threads}_label) AS thread_name, {self._constant(t.SOURCE_NSYS)} AS source "
+            f"FROM nsys.OSRT_API o LEFT JOIN {strings} n ON n.id = o.nameId "
+            f"LEFT JOIN {threads} th ON th.id = coalesce(o.globalTid, 0) ORDER BY o.start"
+        )
+        return self._copy(select, out, t.OSRT_SCHEMA)
+
+
+def _nvtx_select(times: str, has_text_id: bool, source: str) -> str:
+    name = "coalesce(n.text, s.value, '')" if has_text_id else "coalesce(n.text, '')"
+    join = "LEFT JOIN nsys.StringIds s ON s.id = n.textId" if has_text_id else ""
+    return (
+        f"SELECT {times}, {name} AS name, {_pid('n.globalTid')} AS pid, {_tid('n.globalTid')} AS tid, "
+        f'{source} AS source FROM nsys.NVTX_EVENTS n {join} WHERE n."end" IS NOT NULL ORDER BY n.start'
+    )
 
 
 def _nulls(path: Path, column: str) -> int:
