@@ -11,6 +11,7 @@ ConvolutionBackward0 ...) become the `operators` table (`analyzers.operators` su
 
 from __future__ import annotations
 
+import functools
 import gzip
 import re
 import zlib
@@ -22,6 +23,7 @@ import ijson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analyzers import arrow_build as build
 from analyzers import tables as t
 from analyzers.clock import Clock, kineto_clock
 from tracer.core.errors import UserError
@@ -62,12 +64,19 @@ def _open(path: Path) -> IO[bytes]:
 
 
 MAX_NS = 2**63 - 1  # the tables' int64
+_THOUSAND = Decimal(1000)
+SOURCE = "kineto"
 
 
 def _ns(value: Any) -> int:
     """µs (Decimal from ijson, or int) to integer ns, rounding half away from zero like the exporter;
     a time that is negative or does not fit the tables' int64 is refused (ValueError)."""
-    ns = int((Decimal(value) * 1000).to_integral_value())
+    if type(value) is Decimal:  # what ijson yields for a number with a fraction
+        ns = int((value * _THOUSAND).to_integral_value())
+    elif type(value) is int:
+        ns = value * 1000
+    else:
+        ns = int((Decimal(value) * _THOUSAND).to_integral_value())
     if not 0 <= ns <= MAX_NS:
         raise ValueError(f"time {value} µs is out of range")
     return ns
@@ -80,6 +89,13 @@ def _dur_ns(ev: dict[str, Any]) -> int:
     return _ns(ev["dur"])
 
 
+def _pid_tid(ev: dict[str, Any]) -> tuple[int, int]:
+    pid, tid = ev.get("pid"), ev.get("tid")
+    if type(pid) is int and type(tid) is int:
+        return pid, tid
+    return _int(pid), _int(tid)
+
+
 def _int(value: Any, default: int = -1) -> int:
     try:
         return int(value)
@@ -88,48 +104,69 @@ def _int(value: Any, default: int = -1) -> int:
 
 
 class _Columns:
-    """Kept rows of one table: Python lists for the last few thousand rows, Arrow batches before them,
-    so a long trace never sits in memory as Python objects (peak memory is the goal here)."""
+    """Kept rows of one table: Python tuples for the last few thousand rows, Arrow arrays before them,
+    so a long trace never sits in memory as Python objects (peak memory is the goal here). Strings are
+    kept as int32 codes into one dictionary per column (a trace repeats a few thousand names), made
+    plain strings only in `table`. Arrays are built from raw buffers (`analyzers.arrow_build`): no
+    pandas probe."""
 
     BATCH_ROWS = 8192
 
     def __init__(self, names: list[str], schema: pa.Schema) -> None:
         self.schema = schema
-        self.types = {n: (schema.field(n).type if n in schema.names else pa.int64()) for n in names}
-        self.cols: dict[str, list[Any]] = {n: [] for n in names}
-        self.batches: list[pa.RecordBatch] = []
+        self.names = names
+        self.types = [schema.field(n).type if n in schema.names else pa.int64() for n in names]
+        self.codes: dict[int, dict[str, int]] = {i: {} for i, typ in enumerate(self.types) if typ == pa.string()}
+        self.rows: list[tuple[Any, ...]] = []
+        self.parts: list[list[pa.Array]] = []
 
-    def add(self, **values: Any) -> None:
-        for k, v in values.items():
-            self.cols[k].append(v)
-        if len(self.cols["start_ns"]) >= self.BATCH_ROWS:
+    def add(self, *values: Any) -> None:
+        """One row, values in the order of `names`."""
+        self.rows.append(values)
+        if len(self.rows) >= self.BATCH_ROWS:
             self._flush()
 
     def _flush(self) -> None:
-        if self.cols["start_ns"]:
-            arrays = [pa.array(v, type=self.types[k]) for k, v in self.cols.items()]
-            self.batches.append(pa.RecordBatch.from_arrays(arrays, names=list(self.cols)))
-            for v in self.cols.values():
-                v.clear()
+        if not self.rows:
+            return
+        arrays = []
+        for i, col in enumerate(zip(*self.rows)):
+            codes = self.codes.get(i)
+            if codes is None:
+                arrays.append(build.ints(col, self.types[i]))
+            else:
+                arrays.append(build.ints([codes.setdefault(v, len(codes)) for v in col], pa.int32()))
+        self.parts.append(arrays)
+        self.rows = []
 
     def table(self, offset_ns: int) -> pa.Table:
         self._flush()
         schema = self.schema
-        if not self.batches:
-            return t.empty(schema)
-        raw = pa.Table.from_batches(self.batches)
-        self.batches = []
+        if not self.parts:
+            return build.empty(schema)
+        words = {i: build.strings(list(codes)) for i, codes in self.codes.items()}
+        batches = []
+        for part in self.parts:
+            arrays = [
+                pa.DictionaryArray.from_arrays(a, words[i]).cast(pa.string()) if i in words else a
+                for i, a in enumerate(part)
+            ]
+            batches.append(pa.RecordBatch.from_arrays(arrays, names=self.names))
+        self.parts = []
+        raw = pa.Table.from_batches(batches)
         n = raw.num_rows
-        start = pc.add(raw["start_ns"], offset_ns)
+        offset = build.int_scalar(offset_ns)
+        start = pc.add(raw["start_ns"], offset)
         cols: dict[str, Any] = {k: raw[k] for k in raw.column_names}
         cols["start_ns"] = start
         if "dur_ns" in schema.names:
             cols["end_ns"] = pc.add(start, raw["dur_ns"])
         else:
-            cols["end_ns"] = pc.add(raw["end_ns"], offset_ns)
-        cols["source"] = pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int8()), ["kineto"]).cast(pa.string())
+            cols["end_ns"] = pc.add(raw["end_ns"], offset)
+        cols["source"] = build.repeated(SOURCE, n)
         arrays = [cols[k] if k in cols else pa.nulls(n, schema.field(k).type) for k in schema.names]
-        return pa.table(arrays, schema=schema).sort_by("start_ns")
+        table = pa.Table.from_arrays(arrays, schema=schema)
+        return table.take(pc.sort_indices(table["start_ns"]))  # stable; Table.sort_by probes for pandas
 
 
 def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
@@ -147,76 +184,66 @@ def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
     ranges = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.NVTX_SCHEMA)
     ops = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.OPERATORS_SCHEMA)
     seen = 0
+    shown = functools.cache(t.api_display_name)  # a trace repeats a few dozen API names
     try:
         with _open(path) as raw:
             f = _TailKeeper(raw)
             for ev in ijson.items(f, "traceEvents.item", use_float=False):
                 seen += 1
-                if not isinstance(ev, dict) or ev.get("ph") != "X":
+                if type(ev) is not dict or ev.get("ph") != "X":
                     continue
                 cat = ev.get("cat")
-                args = ev.get("args") or {}
-                if cat in RUNTIME_CATS:
+                if cat in OPERATOR_CATS:  # the most frequent kept kind first (about half the rows)
+                    start = _ns(ev["ts"])
+                    ops.add(start, start + _ns(ev.get("dur", 0)), str(ev.get("name", "")), *_pid_tid(ev))
+                elif cat in RUNTIME_CATS:
                     name = str(ev.get("name", ""))
+                    args = ev.get("args") or {}
                     api.add(
-                        start_ns=_ns(ev["ts"]),
-                        dur_ns=_dur_ns(ev),
-                        name=name,
-                        api=t.api_display_name(name),
-                        kind=RUNTIME_CATS[cat],
-                        pid=_int(ev.get("pid")),
-                        tid=_int(ev.get("tid")),
-                        thread_name="",
-                        correlation_id=_int(args.get("correlation")),
+                        _ns(ev["ts"]),
+                        _dur_ns(ev),
+                        name,
+                        shown(name),
+                        RUNTIME_CATS[cat],
+                        *_pid_tid(ev),
+                        "",
+                        _int(args.get("correlation")),
                     )
                 elif cat in KERNEL_CATS:
+                    args = ev.get("args") or {}
                     grid = list(args.get("grid") or [None] * 3)
                     block = list(args.get("block") or [None] * 3)
                     name = str(ev.get("name", ""))
                     kern.add(
-                        start_ns=_ns(ev["ts"]),
-                        dur_ns=_dur_ns(ev),
-                        name=name,
-                        short_name=name,
-                        device=_int(args.get("device"), 0),
-                        stream=_int(args.get("stream")),
-                        correlation_id=_int(args.get("correlation")),
-                        pid=_int(ev.get("pid")),
-                        grid_x=_int(grid[0]),
-                        grid_y=_int(grid[1]),
-                        grid_z=_int(grid[2]),
-                        block_x=_int(block[0]),
-                        block_y=_int(block[1]),
-                        block_z=_int(block[2]),
+                        _ns(ev["ts"]),
+                        _dur_ns(ev),
+                        name,
+                        name,
+                        _int(args.get("device"), 0),
+                        _int(args.get("stream")),
+                        _int(args.get("correlation")),
+                        _int(ev.get("pid")),
+                        _int(grid[0]),
+                        _int(grid[1]),
+                        _int(grid[2]),
+                        _int(block[0]),
+                        _int(block[1]),
+                        _int(block[2]),
                     )
                 elif cat in MEMCPY_CATS or cat in MEMSET_CATS:
+                    args = ev.get("args") or {}
                     mem.add(
-                        start_ns=_ns(ev["ts"]),
-                        dur_ns=_dur_ns(ev),
-                        kind=t.MEMSET_KIND if cat in MEMSET_CATS else t.kineto_memcpy_kind(str(ev.get("name", ""))),
-                        bytes=_int(args.get("bytes"), 0),
-                        device=_int(args.get("device"), 0),
-                        stream=_int(args.get("stream")),
-                        correlation_id=_int(args.get("correlation")),
-                    )
-                elif cat in OPERATOR_CATS:
-                    start = _ns(ev["ts"])
-                    ops.add(
-                        start_ns=start,
-                        end_ns=start + _ns(ev.get("dur", 0)),
-                        name=str(ev.get("name", "")),
-                        pid=_int(ev.get("pid")),
-                        tid=_int(ev.get("tid")),
+                        _ns(ev["ts"]),
+                        _dur_ns(ev),
+                        t.MEMSET_KIND if cat in MEMSET_CATS else t.kineto_memcpy_kind(str(ev.get("name", ""))),
+                        _int(args.get("bytes"), 0),
+                        _int(args.get("device"), 0),
+                        _int(args.get("stream")),
+                        _int(args.get("correlation")),
                     )
                 elif cat in RANGE_CATS:
                     start = _ns(ev["ts"])
-                    ranges.add(
-                        start_ns=start,
-                        end_ns=start + _dur_ns(ev),
-                        name=str(ev.get("name", "")),
-                        pid=_int(ev.get("pid")),
-                        tid=_int(ev.get("tid")),
-                    )
+                    ranges.add(start, start + _dur_ns(ev), str(ev.get("name", "")), *_pid_tid(ev))
     except (ijson.JSONError, ijson.IncompleteJSONError) as e:
         raise UserError(f"{path}: not valid JSON or truncated ({_first_line(e)})") from None
     except (OSError, EOFError, zlib.error) as e:
