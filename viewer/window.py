@@ -164,6 +164,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.cuda.set_runs(runs)
         self.diagnosis.set_runs(runs)
         self._show_messages()
+        self.reset_zoom()  # every run whole, traced GPU work included (the curves alone may end sooner)
         if self.time_cursor.x is None:
             self.place_cursor()
 
