@@ -65,7 +65,8 @@ class RunSummary:
     energy_unavailable: tuple[str, ...] = ()  # why each kind of source is absent (from run.json)
     # Seconds spent compiling (frameworks that report `compile` events: JAX), also inside the epoch times.
     compile_s: float | None = None
-    imported_from: str = ""  # the trace file of a `tracer import`ed run (its batch and epochs are not recorded)
+    imported_from: str = ""  # the trace file of a `tracer import`ed run
+    not_recorded: tuple[str, ...] = ()  # spec fields the run does not know (an import's epochs, maybe its batch)
 
 
 def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
@@ -130,6 +131,7 @@ def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
         energy_unavailable=record.environment.energy_unavailable,
         compile_s=compile_seconds(folder.events()),
         imported_from=str(record.knobs.get("imported_from", "")),
+        not_recorded=tuple(str(f) for f in record.knobs.get("not_recorded") or ()),
     )
 
 

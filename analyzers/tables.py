@@ -37,6 +37,8 @@ NVTX = "nvtx"
 OSRT = "osrt"
 OPERATORS = "operators"  # framework operators (PyTorch profiler `cpu_op` events: aten::conv2d, ...)
 TRACE_META = "trace_meta.json"
+BATCH_FACT = "batch"
+"""Key, under a source in TRACE_META, of the batch size the trace itself recorded (Kineto's shapes)."""
 
 CUDA_API_SCHEMA = pa.schema(
     [

@@ -31,6 +31,7 @@ from analyzers.steps import data_wait_shares
 from analyzers.tables import CUDA_API, KERNELS, NVTX
 from analyzers.threads import ACTIVITY_LEVELS, activity_kind, activity_levels, thread_timeline
 from tracer.core import schema
+from tracer.core.cases import UNKNOWN_MODEL
 from tracer.core.errors import UserError
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
@@ -276,6 +277,12 @@ class RunData:
             return self.path.name
         s = self.record.spec
         status = "" if self.record.outcome.status is RunStatus.OK else f" [{self.status}]"
+        knobs = self.record.knobs
+        source = knobs.get("imported_from")
+        if source:  # an import: its batch is not recorded, and the file says what it is better than "unknown"
+            model = Path(str(source)).name.split(".")[0] if s.model == UNKNOWN_MODEL else s.model
+            batch = "" if "batch" in (knobs.get("not_recorded") or ()) else f" b{s.batch}"
+            return f"{s.framework} {model}{batch} {s.device} (imported){status}"
         return f"{s.framework} {s.model} b{s.batch} {s.device}{status}"
 
     @property

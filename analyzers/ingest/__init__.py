@@ -85,12 +85,16 @@ def read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
     """The normalised tables of one trace, without writing anything; a trace whose events end before
     they start is refused rather than summed (a negative share would pass for a real one)."""
     tables, clock = _read_trace(path)
+    _refuse_negative(path, tables)
+    return tables, clock
+
+
+def _refuse_negative(path: Path, tables: dict[str, pa.Table]) -> None:
     for name, table in tables.items():
         if "dur_ns" in table.column_names and table.num_rows:
             negative = pc.sum(pc.less(table["dur_ns"], 0)).as_py() or 0
             if negative:
                 raise UserError(f"{path}: {negative} {name} events end before they start: the trace is damaged")
-    return tables, clock
 
 
 def _refuse_negative_durations(path: Path, folder: RunFolder, names: list[str]) -> None:
@@ -166,6 +170,14 @@ def _record_clock(folder: RunFolder, source: str, clock: Clock, written: list[st
     write_json_atomic(meta_path, meta)
 
 
+def _record_fact(folder: RunFolder, source: str, key: str, value: int | str) -> None:
+    """What a trace says of its run beside the clock (e.g. the batch size), under its source."""
+    meta_path = folder.path / t.TRACE_META
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    meta.setdefault(source, {})[key] = value
+    write_json_atomic(meta_path, meta)
+
+
 def install_parts(folder: RunFolder, staged: Path, names: list[str], source: str, clock: Clock) -> list[str]:
     """Moves `staged/<table>.parquet` files (written by a streaming ingest) into the run folder; a table
     the run already has from another source is merged in memory as `write_tables` does."""
@@ -207,6 +219,15 @@ def ingest_file(path: Path, folder: RunFolder) -> list[str]:
             raise UserError(f"{path}: no such file")
         written = ingest_nsys(Path(path), folder)
         _refuse_negative_durations(Path(path), folder, written)
+        return written
+    if trace_kind(Path(path)) == "kineto" and Path(path).exists():
+        from analyzers.ingest import kineto
+
+        tables, clock, batch = kineto.parse(Path(path))
+        _refuse_negative(Path(path), tables)
+        written = write_tables(folder, tables, _source_of(Path(path)), clock)
+        if batch is not None:
+            _record_fact(folder, _source_of(Path(path)), t.BATCH_FACT, batch)
         return written
     tables, clock = read_trace(Path(path))
     return write_tables(folder, tables, _source_of(Path(path)), clock)

@@ -169,8 +169,28 @@ class _Columns:
         return table.take(pc.sort_indices(table["start_ns"]))  # stable; Table.sort_by probes for pandas
 
 
+BATCH_OPS = ("aten::conv2d", "aten::convolution", "aten::_convolution", "aten::cudnn_convolution")
+"""Operators whose first input is the NCHW image batch: its N is the batch size (with record_shapes)."""
+
+
+def _batch_of(ev: dict[str, Any]) -> int | None:
+    """N of an NCHW first input in a recorded operator's `Input Dims`, else None."""
+    dims = (ev.get("args") or {}).get("Input Dims")
+    if isinstance(dims, list) and dims and isinstance(dims[0], list) and len(dims[0]) == 4:
+        n = dims[0][0]
+        return n if type(n) is int and n > 0 else None
+    return None
+
+
 def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
     """The CUDA tables of a Kineto trace; UserError (one line) for anything that is not one."""
+    tables, clock, _batch = parse(path)
+    return tables, clock
+
+
+def parse(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None]:
+    """`read_json`'s tables and clock, and the batch size where the trace recorded shapes (the first
+    convolution's input: PyTorch's profiler writes it with `record_shapes=True`), else None."""
     api = _Columns(
         ["start_ns", "dur_ns", "name", "api", "kind", "pid", "tid", "thread_name", "correlation_id"],
         t.CUDA_API_SCHEMA,
@@ -184,6 +204,7 @@ def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
     ranges = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.NVTX_SCHEMA)
     ops = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.OPERATORS_SCHEMA)
     seen = 0
+    batch: int | None = None
     shown = functools.cache(t.api_display_name)  # a trace repeats a few dozen API names
     try:
         with _open(path) as raw:
@@ -195,7 +216,10 @@ def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
                 cat = ev.get("cat")
                 if cat in OPERATOR_CATS:  # the most frequent kept kind first (about half the rows)
                     start = _ns(ev["ts"])
-                    ops.add(start, start + _ns(ev.get("dur", 0)), str(ev.get("name", "")), *_pid_tid(ev))
+                    name = str(ev.get("name", ""))
+                    ops.add(start, start + _ns(ev.get("dur", 0)), name, *_pid_tid(ev))
+                    if batch is None and name in BATCH_OPS:
+                        batch = _batch_of(ev)
                 elif cat in RUNTIME_CATS:
                     name = str(ev.get("name", ""))
                     args = ev.get("args") or {}
@@ -261,7 +285,7 @@ def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
         t.NVTX: ranges.table(clock.offset_ns),
         t.OPERATORS: ops.table(clock.offset_ns),
     }
-    return {k: v for k, v in out.items() if v.num_rows}, clock
+    return {k: v for k, v in out.items() if v.num_rows}, clock, batch
 
 
 def _first_line(e: BaseException) -> str:

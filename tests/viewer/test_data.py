@@ -9,7 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tracer.core.runfolder import RunFolder
+from tests.conftest import run_tracer
+from tracer.core.runfolder import RunFolder, list_runs
 from viewer.data import ApiShare, api_split, lanes_from_thread_samples, load_run
 
 
@@ -94,3 +95,11 @@ def test_gpu_samples_become_one_series_per_gpu(tiny_pytorch_run: RunFolder, tmp_
     assert util == {"GPU0": [10.0] * 5, "GPU1": [90.0] * 5}
     assert [s.label for s in data.series["gpu_power_w"]] == ["GPU1"]  # all NaN on GPU0: no curve
     assert data.series["gpu_util_pct"][0].envelope.y_bounds == (10.0, 10.0)
+
+
+def test_viewer_label_of_an_import_names_the_file_not_a_batch(shared_fixtures: Path, tmp_path: Path) -> None:
+    trace = shared_fixtures / "kineto-h100/resnet50_bs100_train_torch2.11.json.gz"
+    assert run_tracer("import", str(trace), "--out", str(tmp_path)).returncode == 0
+    (folder,) = list_runs(tmp_path)
+    label = load_run(folder.path).default_label
+    assert label == "pytorch resnet50_bs100_train_torch2 gpu (imported)", label

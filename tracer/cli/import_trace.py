@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from tracer.cli.common import add_out_dir, console
+from tracer.core.cases import UNKNOWN_MODEL
 from tracer.core.errors import UserError
 from tracer.frameworks import framework_info
 from tracer.paths import writable_dir
@@ -21,7 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("file", type=Path, help="an nsys .sqlite or .nsys-rep, or a Kineto .json[.gz]")
     add_out_dir(p)
     p.add_argument("--framework", default="imported", help="label the run with the framework that made the trace")
-    p.add_argument("--model", default="unknown", help="label the run with the model that was traced")
+    p.add_argument("--model", default=UNKNOWN_MODEL, help="label the run with the model that was traced")
     p.add_argument("--device", default="gpu", choices=["cpu", "gpu"], help="where it ran (default gpu)")
     p.set_defaults(func=cmd_import)
 
@@ -38,7 +39,7 @@ def _run_id(path: Path) -> str:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from analyzers.ingest import _source_of, ingest_file, span_ns, trace_kind
-    from analyzers.tables import TRACE_META
+    from analyzers.tables import BATCH_FACT, TRACE_META
     from tracer.core.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
     from tracer.core.runfolder import RunFolder
 
@@ -68,6 +69,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     source = _source_of(path)
     clock = json.loads((folder.path / TRACE_META).read_text())[source]
     clock.pop("tables", None)
+    batch = clock.pop(BATCH_FACT, None)  # Kineto with recorded shapes names it; nothing else does
     starts, ends = span_ns(folder, written)
     framework = args.framework
     if framework == "imported":
@@ -75,7 +77,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     record = RunRecord(
         run_id=run_id,
         # An imported trace's labels are whatever the user says; they are recorded, not checked as options.
-        spec=RunSpec(framework=framework, model=args.model, dataset=str(path), device=args.device, trace=source),  # type: ignore[arg-type]
+        spec=RunSpec(
+            framework=framework,  # type: ignore[arg-type]
+            model=args.model,
+            dataset=str(path),
+            device=args.device,  # type: ignore[arg-type]
+            trace=source,  # type: ignore[arg-type]
+            batch=int(batch) if batch is not None else RunSpec.batch,
+        ),
         # The trace was made elsewhere: this machine's facts would mislead, so they stay unknown.
         environment=EnvironmentInfo("unknown", "unknown", "unknown", 0, 0, 0.0, sys.version.split()[0]),
         outcome=Outcome(status=RunStatus.OK, cause=f"imported from {path.name}"),
@@ -85,7 +94,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         knobs={
             "imported_from": str(path.resolve()),
             "clock": json.dumps(clock),
-            "not_recorded": list(NOT_RECORDED),
+            "not_recorded": [f for f in NOT_RECORDED if not (f == "batch" and batch is not None)],
+            **({"batch_from": "the trace's first convolution input (recorded shapes)"} if batch is not None else {}),
         },
     )
     folder.write_record(record)

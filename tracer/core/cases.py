@@ -50,3 +50,7 @@ def make_run_id(spec: RunSpec) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     label = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in dataset_label(spec.dataset))
     return f"{stamp}-{spec.framework}-{spec.model}-{label}-{spec.device}-b{spec.batch}-{uuid.uuid4().hex[:4]}"
+
+
+UNKNOWN_MODEL = "unknown"
+"""The model label of an imported trace when the user names none (`tracer import --model`)."""

@@ -104,7 +104,11 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         plot.getAxis("right").setWidth(RIGHT_AXIS_WIDTH)
         plot.getAxis("right").setStyle(showValues=False)
         plot.getAxis("right").showLabel(False)
-        plot.setLabel("left", f"{_short(metric)} ({metric.unit})")
+        if metric.unit == "s":  # seconds scale with an SI prefix ("wait (ms)"), not a "(x0.001)" factor
+            plot.setLabel("left", _short(metric), units="s")
+        else:  # no "kMiB" or "k%": these units stay as they are
+            plot.getAxis("left").enableAutoSIPrefix(False)
+            plot.setLabel("left", f"{_short(metric)} ({metric.unit})")
         # the wheel and drags move time only; y follows the curves in view, so zooming never clips them
         plot.getViewBox().setMouseEnabled(x=True, y=False)
         plot.getViewBox().setAutoVisible(y=True)

@@ -35,3 +35,18 @@ def test_kineto_trace_is_pytorch_and_show_says_what_was_not_recorded(shared_fixt
     shown = run_tracer("show", str(folder.path))
     assert shown.returncode == 0, shown.stderr
     assert "not recorded" in shown.stdout and "batch 1" not in shown.stdout and "0/1" not in shown.stdout
+
+
+def test_kineto_trace_with_recorded_shapes_names_its_batch(shared_fixtures: Path, tmp_path: Path) -> None:
+    """The 2021 trace was taken with record_shapes: its first convolution's input is [32, 3, 224, 224],
+    so the import knows batch 32 and `show`, `runs` and the viewer's label say it; epochs stay unknown."""
+    trace = shared_fixtures / "kineto-2021/worker0.1623143089861.pt.trace.json.gz"
+    assert run_tracer("import", str(trace), "--out", str(tmp_path)).returncode == 0
+    (folder,) = list_runs(tmp_path)
+    record = folder.read_record()
+    assert record.spec.batch == 32
+    assert record.knobs["not_recorded"] == ["epochs"]
+    shown = run_tracer("show", str(folder.path)).stdout
+    assert any(line.split()[:2] == ["batch", "32"] for line in shown.splitlines())
+    listed = run_tracer("runs", "--runs", str(tmp_path)).stdout
+    assert "32" in listed
