@@ -156,6 +156,19 @@ class ThreadLanes:
         )
 
 
+def _seconds_index(
+    start_ns: np.ndarray,
+    end_ns: np.ndarray,
+    origin_ns: int,
+    lane: np.ndarray,
+    level: np.ndarray,
+    *sizes: int,
+    **kw: int,
+) -> LaneIndex:
+    """A LaneIndex over intervals given in ns, with x in seconds since `origin_ns`."""
+    return LaneIndex((start_ns - origin_ns) * 1e-9, (end_ns - origin_ns) * 1e-9, lane, level, *sizes, **kw)
+
+
 @dataclass(frozen=True)
 class ApiCalls:
     """Individual CUDA API calls, for the thread lanes when zoomed in."""
@@ -174,16 +187,8 @@ class ApiCalls:
     @cached_property
     def index(self) -> LaneIndex:
         """For drawing: x in seconds since `origin_ns`, one level."""
-        origin = self.origin_ns
-        return LaneIndex(
-            (self.start_ns - origin) * 1e-9,
-            (self.end_ns - origin) * 1e-9,
-            self.lane,
-            np.zeros(len(self.lane), dtype=np.int64),
-            self.lanes,
-            1,
-            fine_bins=0,
-        )
+        level = np.zeros(len(self.lane), dtype=np.int64)
+        return _seconds_index(self.start_ns, self.end_ns, self.origin_ns, self.lane, level, self.lanes, 1, fine_bins=0)
 
 
 @dataclass(frozen=True)
@@ -216,15 +221,8 @@ class GpuLanes:
     @cached_property
     def index(self) -> LaneIndex:
         """For drawing and hovering: x in seconds since `origin_ns`, level = activity."""
-        origin = self.origin_ns
-        return LaneIndex(
-            (self.start_ns - origin) * 1e-9,
-            (self.end_ns - origin) * 1e-9,
-            self.lane,
-            self.code,
-            len(self.lane_names),
-            len(self.names),
-        )
+        lanes, levels = len(self.lane_names), len(self.names)
+        return _seconds_index(self.start_ns, self.end_ns, self.origin_ns, self.lane, self.code, lanes, levels)
 
 
 @dataclass(frozen=True)
