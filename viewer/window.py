@@ -203,8 +203,7 @@ class MainWindow(QtWidgets.QMainWindow):
         """Every run whole: the time span of the curves and the thread lanes together. The lanes' images
         cover only the visible range (they are redrawn per view), so their bounds are asked, not auto-ranged."""
         spans = [b for b in (self.threads.full_x_range(), self.timeline.full_x_range()) if b is not None]
-        for plot in self.timeline.plots.values():
-            plot.enableAutoRange(y=True)
+        self.timeline.reset_y()
         if not spans:
             return
         x0, x1 = min(s[0] for s in spans), max(s[1] for s in spans)

@@ -189,6 +189,15 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
                 plot.enableAutoRange(y=False)
                 plot.setYRange(min(lo, 0.0), hi if hi > lo else lo + 1.0, padding=0.05)
 
+    def reset_y(self) -> None:
+        """Reset zoom's y: the curves in view, or in column mode each row's one range for every run."""
+        columns = self._columns()
+        if columns > 1:
+            self._common_y_ranges(columns)
+            return
+        for plot in self.plots.values():
+            plot.enableAutoRange(y=True)
+
     def y_range(self, metric: str, col: int) -> tuple[float, float]:
         """The y range shown for `metric` in column `col` (tests: every column holds every run)."""
         (_, _), (y0, y1) = self.plots[(metric, col)].viewRange()
