@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,10 +14,9 @@ import pytest
 
 from analyzers import steps
 from tests.conftest import require_framework, run_tracer
+from tests.tracer.worker.helpers import run_in_framework
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.core.schema import STEP_COLUMNS, STEPS_TABLE
-from tracer.environments import env_python
-from tracer.runner import worker_pythonpath
 from tracer.worker.base import default_loader_workers
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle")
@@ -103,17 +100,8 @@ def test_tensorflow_default_pipeline_has_no_python_callback(tmp_path: Path) -> N
     from tracer import dataset
 
     data = dataset.ensure_generated("small")
-    out = _in_framework("tensorflow", TF_GRAPH_PROBE, str(data))
+    out = run_in_framework("tensorflow", TF_GRAPH_PROBE, str(data))
     assert json.loads(out.strip().splitlines()[-1]) == {"native": False, "shared": True}
-
-
-def _in_framework(framework: str, code: str, *args: str) -> str:
-    env = dict(os.environ, PYTHONPATH=str(worker_pythonpath()), TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(
-        [str(env_python(framework)), "-c", code, *args], capture_output=True, text=True, env=env, timeout=600, cwd="/"
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout
 
 
 def test_autotune_is_tensorflow_only(tmp_path: Path) -> None:

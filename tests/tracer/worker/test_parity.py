@@ -6,16 +6,12 @@ with the framework's message instead."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 
 import pytest
 
 from tests.conftest import require_framework
-from tests.tracer.worker.helpers import require_singa
-from tracer.environments import env_python
+from tests.tracer.worker.helpers import require_singa, run_in_framework
 from tracer.frameworks import MODELS
-from tracer.runner import worker_pythonpath
 from tracer.worker.workload import REFERENCE_PARAMS
 
 IMAGE_SIZE = 64  # what the CI runs use; the counts do not depend on it (adaptive pooling everywhere)
@@ -38,18 +34,8 @@ REFUSED = {("singa", "mobilenet_v2"): "Not implemented yet"}
 
 
 def counts(framework: str) -> dict[str, tuple[int, int] | str]:
-    env = dict(os.environ, PYTHONPATH=str(worker_pythonpath()), TF_CPP_MIN_LOG_LEVEL="2")
-    code = PROBE.format(module=framework, size=IMAGE_SIZE)
-    out = subprocess.run(
-        [str(env_python(framework)), "-c", code, *MODELS],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        cwd="/",
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    out = run_in_framework(framework, PROBE.format(module=framework, size=IMAGE_SIZE), *MODELS)
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return {r["model"]: r["refused"] if "refused" in r else (r["trainable"], r["total"]) for r in rows}
 
 

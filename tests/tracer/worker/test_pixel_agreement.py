@@ -7,17 +7,14 @@ why they differ, are in docs/guide/fairness.md."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.conftest import require_framework
+from tests.tracer.worker.helpers import run_in_framework
 from tracer import dataset
-from tracer.environments import env_python
-from tracer.runner import worker_pythonpath
 from tracer.worker.workload import STD, list_images
 
 IMAGES = 12
@@ -41,16 +38,7 @@ np.save(out, np.stack([worker.native_pixels(p, size) for p in sys.argv[3:]]).ast
 
 def native_pixels(framework: str, files: list[str], size: int, tmp: Path) -> np.ndarray:
     out = tmp / f"{framework}-{size}.npy"
-    env = dict(os.environ, PYTHONPATH=str(worker_pythonpath()), TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(
-        [str(env_python(framework)), "-c", PROBE.format(module=framework), str(out), str(size), *files],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        cwd="/",
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_in_framework(framework, PROBE.format(module=framework), str(out), str(size), *files)
     return np.load(out)
 
 

@@ -4,15 +4,11 @@ does, with it the result equals a NumPy reference."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 
 import numpy as np
 import pytest
 
-from tests.tracer.worker.helpers import require_singa
-from tracer.environments import env_python
-from tracer.runner import worker_pythonpath
+from tests.tracer.worker.helpers import require_singa, run_in_framework
 
 PRELUDE = """
 import json
@@ -82,17 +78,8 @@ out["left"] = sp.batchnorm_defect()
 
 def in_singa(code: str) -> dict:  # type: ignore[type-arg]
     require_singa()
-    env = dict(os.environ, PYTHONPATH=str(worker_pythonpath()))
-    result = subprocess.run(
-        [str(env_python("singa")), "-c", PRELUDE + code + "\nprint(json.dumps(out))"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        cwd="/",
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    stdout = run_in_framework("singa", PRELUDE + code + "\nprint(json.dumps(out))", timeout=120)
+    return json.loads(stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 @pytest.mark.slow
