@@ -1,6 +1,7 @@
 """Arrow arrays from Python lists, built from raw buffers.
 
-Why: `pa.array(list)` (and `pa.scalar`, `Schema.empty_table`) make pyarrow probe for pandas, and the
+Why: `pa.array(list)` and `pa.scalar` make pyarrow probe for pandas (so does `Schema.empty_table`:
+`tables.empty` avoids it), and the
 probe imports it: 0.2 s and 41 MiB of RSS in a process that never uses pandas. The trace parsers build
 their tables from Python lists, and their peak memory is measured against HolisticTraceAnalysis', so
 they build the arrays here from `array.array` and bytes buffers instead (`Array.from_buffers` does
@@ -44,10 +45,6 @@ def column(values: Sequence[object], type: pa.DataType) -> pa.Array:
     if type == pa.string():
         return strings(values)  # type: ignore[arg-type]
     return ints(values, type)  # type: ignore[arg-type]
-
-
-def empty(schema: pa.Schema) -> pa.Table:
-    return pa.Table.from_batches([], schema=schema)
 
 
 def int_scalar(value: int) -> pa.Scalar:

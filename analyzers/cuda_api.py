@@ -76,11 +76,8 @@ def _single_valued(path: Path, column: str) -> set[str] | None:
     it holds one value (a file from one source: no 10 M-row scan); else None."""
     import pyarrow.parquet as pq
 
-    meta = pq.ParquetFile(path).metadata
-    index = meta.schema.to_arrow_schema().get_field_index(column)
     found = set()
-    for g in range(meta.num_row_groups):
-        stats = meta.row_group(g).column(index).statistics
+    for stats in t.row_group_statistics(pq.ParquetFile(path), column):
         if stats is None or not stats.has_min_max or stats.min != stats.max or stats.null_count:
             return None
         found.add(stats.min if isinstance(stats.min, str) else bytes(stats.min).decode())

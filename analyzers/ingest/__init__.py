@@ -106,10 +106,8 @@ def _refuse_negative_durations(path: Path, folder: RunFolder, names: list[str]) 
         parquet = pq.ParquetFile(folder.table_path(name))
         if "dur_ns" not in parquet.schema_arrow.names:
             continue
-        column = parquet.schema_arrow.get_field_index("dur_ns")
         negative = 0
-        for group in range(parquet.metadata.num_row_groups):
-            stats = parquet.metadata.row_group(group).column(column).statistics
+        for group, stats in enumerate(t.row_group_statistics(parquet, "dur_ns")):
             if stats is not None and stats.has_min_max and stats.min >= 0:
                 continue
             durations = parquet.read_row_group(group, columns=["dur_ns"])["dur_ns"]
@@ -138,8 +136,11 @@ def _read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
     raise UserError(f"{path}: not a trace this tracer reads (nsys .sqlite/.nsys-rep, Kineto .json[.gz], cupti/)")
 
 
-def write_tables(folder: RunFolder, tables: dict[str, pa.Table], source: str, clock: Clock) -> list[str]:
-    """Writes (or appends to) `<run>/<table>.parquet` atomically and records the clock per source.
+def write_tables(
+    folder: RunFolder, tables: dict[str, pa.Table], source: str, clock: Clock, facts: dict[str, int] | None = None
+) -> list[str]:
+    """Writes (or appends to) `<run>/<table>.parquet` atomically and records the clock per source, with
+    what the trace said of its run (`facts`, e.g. its batch size).
     Dictionary-encoded string columns (see `analyzers.tables`) go to the Parquet writer as they are,
     without the Arrow schema in the file, so the file reads back with the declared plain-string schema."""
     written = []
@@ -151,7 +152,7 @@ def write_tables(folder: RunFolder, tables: dict[str, pa.Table], source: str, cl
         pq.write_table(table, tmp, store_schema=not t.has_dictionaries(table))
         os.replace(tmp, path)
         written.append(name)
-    _record_clock(folder, source, clock, written)
+    _record_clock(folder, source, clock, written, facts)
     return written
 
 
@@ -163,18 +164,12 @@ def _merged(path: Path, table: pa.Table, source: str) -> pa.Table:
     return table.sort_by("start_ns")
 
 
-def _record_clock(folder: RunFolder, source: str, clock: Clock, written: list[str]) -> None:
+def _record_clock(
+    folder: RunFolder, source: str, clock: Clock, written: list[str], facts: dict[str, int] | None = None
+) -> None:
     meta_path = folder.path / t.TRACE_META
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    meta[source] = clock.to_json() | {"tables": sorted(written)}
-    write_json_atomic(meta_path, meta)
-
-
-def _record_fact(folder: RunFolder, source: str, key: str, value: int | str) -> None:
-    """What a trace says of its run beside the clock (e.g. the batch size), under its source."""
-    meta_path = folder.path / t.TRACE_META
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    meta.setdefault(source, {})[key] = value
+    meta[source] = clock.to_json() | {"tables": sorted(written)} | (facts or {})
     write_json_atomic(meta_path, meta)
 
 
@@ -220,17 +215,16 @@ def ingest_file(path: Path, folder: RunFolder) -> list[str]:
         written = ingest_nsys(Path(path), folder)
         _refuse_negative_durations(Path(path), folder, written)
         return written
-    if trace_kind(Path(path)) == "kineto" and Path(path).exists():
+    facts: dict[str, int] = {}
+    if trace_kind(Path(path)) == "kineto" and Path(path).exists():  # the one format that may name its batch
         from analyzers.ingest import kineto
 
         tables, clock, batch = kineto.parse(Path(path))
         _refuse_negative(Path(path), tables)
-        written = write_tables(folder, tables, _source_of(Path(path)), clock)
-        if batch is not None:
-            _record_fact(folder, _source_of(Path(path)), t.BATCH_FACT, batch)
-        return written
-    tables, clock = read_trace(Path(path))
-    return write_tables(folder, tables, _source_of(Path(path)), clock)
+        facts = {t.BATCH_FACT: batch} if batch is not None else {}
+    else:
+        tables, clock = read_trace(Path(path))
+    return write_tables(folder, tables, _source_of(Path(path)), clock, facts)
 
 
 def run_traces(folder: RunFolder) -> list[Path]:

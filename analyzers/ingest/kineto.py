@@ -143,7 +143,7 @@ class _Columns:
         self._flush()
         schema = self.schema
         if not self.parts:
-            return build.empty(schema)
+            return t.empty(schema)
         words = {i: build.strings(list(codes)) for i, codes in self.codes.items()}
         batches = []
         for part in self.parts:

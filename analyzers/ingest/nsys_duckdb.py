@@ -256,14 +256,10 @@ def _nvtx_select(times: str, has_text_id: bool, source: str) -> str:
 
 
 def _nulls(path: Path, column: str) -> int:
-    """Null count of `column` from the Parquet footer's statistics (no data read)."""
-    meta = pq.ParquetFile(path).metadata
-    index = meta.schema.to_arrow_schema().get_field_index(column)
-    total = 0
-    for g in range(meta.num_row_groups):
-        stats = meta.row_group(g).column(index).statistics
-        total += stats.null_count if stats is not None and stats.has_null_count else 1
-    return total
+    """Null count of `column` from the Parquet footer (no data read); a row group without the count
+    counts as having nulls."""
+    stats = t.row_group_statistics(pq.ParquetFile(path), column)
+    return sum(s.null_count if s is not None and s.has_null_count else 1 for s in stats)
 
 
 def _memcpy_unknown() -> str:
