@@ -91,7 +91,7 @@ class Copier:
         self.con.execute(f"LOAD '{_quoted(extension)}'")
         self.con.execute(f"ATTACH '{_quoted(db_path)}' AS nsys (TYPE sqlite, READ_ONLY)")
         self.con.execute("SET preserve_insertion_order = false")
-        self._enums = 0
+        self.constants: dict[str, str] = {}  # value -> its ENUM literal (`_constant`)
 
     def close(self) -> None:
         self.con.close()
@@ -145,12 +145,13 @@ class Copier:
         return name
 
     def _constant(self, value: str) -> str:
-        """`value` as a one-value ENUM literal (a VARCHAR constant would be written row by row)."""
-        self._enums += 1
-        name = f"constant_{self._enums}"
-        quoted = value.replace("'", "''")
-        self.con.execute(f"CREATE TYPE {name} AS ENUM ('{quoted}')")
-        return f"'{quoted}'::{name}"
+        """`value` as a one-value ENUM literal (a VARCHAR constant would be written row by row); one type
+        per value, made on first use."""
+        if value not in self.constants:
+            name = f"constant_{len(self.constants)}"
+            self.con.execute(f"CREATE TYPE {name} AS ENUM ({_quoted_text(value)})")
+            self.constants[value] = f"{_quoted_text(value)}::{name}"
+        return self.constants[value]
 
     def _times(self, a: str) -> str:
         """start_ns, end_ns and dur_ns of alias `a` (a table without dur_ns leaves it out in `_copy`)."""
@@ -209,7 +210,7 @@ class Copier:
         common = (
             "m.bytes AS bytes, m.deviceId AS device, m.streamId AS stream, "
             "coalesce(m.correlationId, -1) AS correlation_id, "
-            f"'{t.SOURCE_NSYS}' AS source"
+            f"{self._constant(t.SOURCE_NSYS)} AS source"
         )
         if copy_kinds is not None:
             self._labels("copy_kinds", copy_kinds)
