@@ -156,9 +156,9 @@ class Sampler:
 
     def _sample(self, streams: dict[str, CsvStream]) -> None:
         t_ns = time.time_ns()
-        mono = time.monotonic()
         pid = self.target_pid()
         procs = self._tree(pid, t_ns) if pid else []
+        mono = time.monotonic()  # after the tree scan, whose length varies: the CPU times are read from here
         cpu_delta_s, rss, threads, live = 0.0, 0, 0, 0
         ctx_vol, ctx_invol = 0, 0
         refresh_names = mono - self._state.names_read_at >= THREAD_NAME_REFRESH_S
