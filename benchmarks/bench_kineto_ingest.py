@@ -86,7 +86,7 @@ def main() -> int:
         size_mb = path.stat().st_size / 1e6
         print(f"trace: {n:,} events, {size_mb:.0f} MB JSON")
         ours = run_child(OURS.format(root=str(ROOT), path=str(path)))
-        print(f"ours (ijson stream):  {ours[0]:6.1f} s  peak RSS {ours[1]:7.0f} MiB  ({ours[2]} CUDA rows)")
+        print(f"ours (msgspec chunks):{ours[0]:6.1f} s  peak RSS {ours[1]:7.0f} MiB  ({ours[2]} CUDA rows)")
         hta = run_child(HTA.format(path=str(path)))
         print(f"HTA TraceAnalysis:    {hta[0]:6.1f} s  peak RSS {hta[1]:7.0f} MiB  ({hta[2]})")
         if hta[1] == hta[1]:

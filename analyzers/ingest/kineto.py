@@ -1,8 +1,9 @@
-"""Kineto (PyTorch profiler) Chrome-trace JSON, plain or gzipped, streamed event by event.
+"""Kineto (PyTorch profiler) Chrome-trace JSON, plain or gzipped, read in bounded chunks.
 
-Why streamed: traces of long runs reach gigabytes; `json.load` would hold every event as Python
-objects at once. ijson's C backend yields one event at a time and only the CUDA rows are kept, in
-compact column lists. Numbers are read as Decimal so µs with 3 decimals become exact ns.
+Why chunks: traces of long runs reach gigabytes; `json.load` would hold every event as Python
+objects at once. `analyzers.ingest.trace_events` decodes the events array a megabyte at a time into
+typed msgspec records and only the CUDA rows are kept, in compact columns. Times are Decimal so µs
+with 3 decimals become exact ns.
 Both category spellings are understood: 2021 (`Runtime`, `Kernel`, `Memcpy`, `Memset`) and current
 (`cuda_runtime`, `cuda_driver`, `kernel`, `gpu_memcpy`, `gpu_memset`); `user_annotation` ranges
 become NVTX-like ranges (PyTorch's `record_function`); `cpu_op` events (aten::conv2d, autograd's
@@ -13,19 +14,18 @@ from __future__ import annotations
 
 import functools
 import gzip
-import re
 import zlib
 from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
-import ijson
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from analyzers import arrow_build as build
 from analyzers import tables as t
 from analyzers.clock import Clock, kineto_clock
+from analyzers.ingest.trace_events import Args, Event, TraceEvents, TraceFormatError
 from tracer.core.errors import UserError
 
 RUNTIME_CATS = {"cuda_runtime": "runtime", "Runtime": "runtime", "cuda_driver": "driver"}
@@ -34,25 +34,6 @@ MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
 MEMSET_CATS = {"gpu_memset", "Memset"}
 RANGE_CATS = {"user_annotation"}
 OPERATOR_CATS = {"cpu_op", "Operator"}  # current and 2021 spellings
-_BASE_TIME = re.compile(rb'"baseTimeNanoseconds"\s*:\s*(\d+)')
-TAIL_BYTES = 1 << 16
-
-
-class _TailKeeper:
-    """A read-only file wrapper that remembers the first and last bytes read, where Kineto puts its
-    header fields (`baseTimeNanoseconds` may come before or after `traceEvents`)."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        self.raw = raw
-        self.head = b""
-        self.tail = b""
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.raw.read(n)
-        if len(self.head) < TAIL_BYTES:
-            self.head += data[: TAIL_BYTES - len(self.head)]
-        self.tail = (self.tail + data)[-TAIL_BYTES:]
-        return data
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -68,29 +49,26 @@ _THOUSAND = Decimal(1000)
 SOURCE = "kineto"
 
 
-def _ns(value: Any) -> int:
-    """µs (Decimal from ijson, or int) to integer ns, rounding half away from zero like the exporter;
-    a time that is negative or does not fit the tables' int64 is refused (ValueError)."""
-    if type(value) is Decimal:  # what ijson yields for a number with a fraction
-        ns = int((value * _THOUSAND).to_integral_value())
-    elif type(value) is int:
-        ns = value * 1000
-    else:
-        ns = int((Decimal(value) * _THOUSAND).to_integral_value())
+def _ns(value: Decimal | None) -> int:
+    """µs to integer ns, exact for the exporter's 3 decimals (more are rounded half to even); a time
+    that is missing, negative or does not fit the tables' int64 is refused (ValueError)."""
+    if value is None:
+        raise ValueError("a complete event has no ts")
+    ns = int((value * _THOUSAND).to_integral_value())
     if not 0 <= ns <= MAX_NS:
         raise ValueError(f"time {value} µs is out of range")
     return ns
 
 
-def _dur_ns(ev: dict[str, Any]) -> int:
+def _dur_ns(ev: Event) -> int:
     """A complete ('X') event without `dur`, or with a negative one, is a broken trace, not a zero."""
-    if "dur" not in ev:
-        raise ValueError(f"'{ev.get('name', '?')}' has no dur")
-    return _ns(ev["dur"])
+    if ev.dur is None:
+        raise ValueError(f"'{ev.name}' has no dur")
+    return _ns(ev.dur)
 
 
-def _pid_tid(ev: dict[str, Any]) -> tuple[int, int]:
-    pid, tid = ev.get("pid"), ev.get("tid")
+def _pid_tid(ev: Event) -> tuple[int, int]:
+    pid, tid = ev.pid, ev.tid
     if type(pid) is int and type(tid) is int:
         return pid, tid
     return _int(pid), _int(tid)
@@ -112,9 +90,11 @@ class _Columns:
 
     BATCH_ROWS = 8192
 
-    def __init__(self, names: list[str], schema: pa.Schema) -> None:
+    def __init__(self, names: list[str], schema: pa.Schema, aliases: dict[str, str] | None = None) -> None:
         self.schema = schema
         self.names = names
+        self.aliases = aliases or {}
+        """Columns of the table that equal another (name: the column it repeats)."""
         self.types = [schema.field(n).type if n in schema.names else pa.int64() for n in names]
         self.codes: dict[int, dict[str, int]] = {i: {} for i, typ in enumerate(self.types) if typ == pa.string()}
         self.rows: list[tuple[Any, ...]] = []
@@ -145,37 +125,34 @@ class _Columns:
         if not self.parts:
             return t.empty(schema)
         words = {i: build.strings(list(codes)) for i, codes in self.codes.items()}
-        batches = []
-        for part in self.parts:
-            arrays = [
-                pa.DictionaryArray.from_arrays(a, words[i]).cast(pa.string()) if i in words else a
-                for i, a in enumerate(part)
-            ]
-            batches.append(pa.RecordBatch.from_arrays(arrays, names=self.names))
+        raw = pa.Table.from_batches([pa.RecordBatch.from_arrays(part, names=self.names) for part in self.parts])
         self.parts = []
-        raw = pa.Table.from_batches(batches)
+        raw = raw.take(pc.sort_indices(raw["start_ns"]))  # stable; Table.sort_by probes for pandas
+        # Strings are made from their codes only now, after the sort: each is built once, never copied.
+        cols: dict[str, Any] = {
+            k: pc.take(words[i], raw[k]) if i in words else raw[k] for i, k in enumerate(self.names)
+        }
         n = raw.num_rows
         offset = build.int_scalar(offset_ns)
-        start = pc.add(raw["start_ns"], offset)
-        cols: dict[str, Any] = {k: raw[k] for k in raw.column_names}
-        cols["start_ns"] = start
+        start = cols["start_ns"] = pc.add(raw["start_ns"], offset)
         if "dur_ns" in schema.names:
             cols["end_ns"] = pc.add(start, raw["dur_ns"])
         else:
             cols["end_ns"] = pc.add(raw["end_ns"], offset)
         cols["source"] = build.repeated(SOURCE, n)
+        for alias, column in self.aliases.items():
+            cols[alias] = cols[column]  # the same buffers, not a copy
         arrays = [cols[k] if k in cols else pa.nulls(n, schema.field(k).type) for k in schema.names]
-        table = pa.Table.from_arrays(arrays, schema=schema)
-        return table.take(pc.sort_indices(table["start_ns"]))  # stable; Table.sort_by probes for pandas
+        return pa.Table.from_arrays(arrays, schema=schema)
 
 
 BATCH_OPS = ("aten::conv2d", "aten::convolution", "aten::_convolution", "aten::cudnn_convolution")
 """Operators whose first input is the NCHW image batch: its N is the batch size (with record_shapes)."""
 
 
-def _batch_of(ev: dict[str, Any]) -> int | None:
+def _batch_of(ev: Event) -> int | None:
     """N of an NCHW first input in a recorded operator's `Input Dims`, else None."""
-    dims = (ev.get("args") or {}).get("Input Dims")
+    dims = ev.args.input_dims if ev.args is not None else None
     if isinstance(dims, list) and dims and isinstance(dims[0], list) and len(dims[0]) == 4:
         n = dims[0][0]
         return n if type(n) is int and n > 0 else None
@@ -196,9 +173,10 @@ def parse(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None]:
         t.CUDA_API_SCHEMA,
     )
     kern = _Columns(
-        ["start_ns", "dur_ns", "name", "short_name", "device", "stream", "correlation_id", "pid"]
+        ["start_ns", "dur_ns", "name", "device", "stream", "correlation_id", "pid"]
         + ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"],
         t.KERNELS_SCHEMA,
+        aliases={"short_name": "name"},  # Kineto records one kernel name
     )
     mem = _Columns(["start_ns", "dur_ns", "kind", "bytes", "device", "stream", "correlation_id"], t.MEMCPY_SCHEMA)
     ranges = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.NVTX_SCHEMA)
@@ -206,78 +184,78 @@ def parse(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None]:
     seen = 0
     batch: int | None = None
     shown = functools.cache(t.api_display_name)  # a trace repeats a few dozen API names
+    no_args = Args()
     try:
         with _open(path) as raw:
-            f = _TailKeeper(raw)
-            for ev in ijson.items(f, "traceEvents.item", use_float=False):
-                seen += 1
-                if type(ev) is not dict or ev.get("ph") != "X":
-                    continue
-                cat = ev.get("cat")
-                if cat in OPERATOR_CATS:  # the most frequent kept kind first (about half the rows)
-                    start = _ns(ev["ts"])
-                    name = str(ev.get("name", ""))
-                    ops.add(start, start + _ns(ev.get("dur", 0)), name, *_pid_tid(ev))
-                    if batch is None and name in BATCH_OPS:
-                        batch = _batch_of(ev)
-                elif cat in RUNTIME_CATS:
-                    name = str(ev.get("name", ""))
-                    args = ev.get("args") or {}
-                    api.add(
-                        _ns(ev["ts"]),
-                        _dur_ns(ev),
-                        name,
-                        shown(name),
-                        RUNTIME_CATS[cat],
-                        *_pid_tid(ev),
-                        "",
-                        _int(args.get("correlation")),
-                    )
-                elif cat in KERNEL_CATS:
-                    args = ev.get("args") or {}
-                    grid = list(args.get("grid") or [None] * 3)
-                    block = list(args.get("block") or [None] * 3)
-                    name = str(ev.get("name", ""))
-                    kern.add(
-                        _ns(ev["ts"]),
-                        _dur_ns(ev),
-                        name,
-                        name,
-                        _int(args.get("device"), 0),
-                        _int(args.get("stream")),
-                        _int(args.get("correlation")),
-                        _int(ev.get("pid")),
-                        _int(grid[0]),
-                        _int(grid[1]),
-                        _int(grid[2]),
-                        _int(block[0]),
-                        _int(block[1]),
-                        _int(block[2]),
-                    )
-                elif cat in MEMCPY_CATS or cat in MEMSET_CATS:
-                    args = ev.get("args") or {}
-                    mem.add(
-                        _ns(ev["ts"]),
-                        _dur_ns(ev),
-                        t.MEMSET_KIND if cat in MEMSET_CATS else t.kineto_memcpy_kind(str(ev.get("name", ""))),
-                        _int(args.get("bytes"), 0),
-                        _int(args.get("device"), 0),
-                        _int(args.get("stream")),
-                        _int(args.get("correlation")),
-                    )
-                elif cat in RANGE_CATS:
-                    start = _ns(ev["ts"])
-                    ranges.add(start, start + _dur_ns(ev), str(ev.get("name", "")), *_pid_tid(ev))
-    except (ijson.JSONError, ijson.IncompleteJSONError) as e:
-        raise UserError(f"{path}: not valid JSON or truncated ({_first_line(e)})") from None
+            events = TraceEvents(raw)
+            for chunk in events:
+                for ev in chunk:
+                    seen += 1
+                    if ev.ph != "X":
+                        continue
+                    cat = ev.cat
+                    if cat in OPERATOR_CATS:  # the most frequent kept kind first (about half the rows)
+                        start = _ns(ev.ts)
+                        name = str(ev.name)
+                        ops.add(start, start + (0 if ev.dur is None else _ns(ev.dur)), name, *_pid_tid(ev))
+                        if batch is None and name in BATCH_OPS:
+                            batch = _batch_of(ev)
+                        continue
+                    args = ev.args or no_args
+                    if cat in RUNTIME_CATS:
+                        name = str(ev.name)
+                        api.add(
+                            _ns(ev.ts),
+                            _dur_ns(ev),
+                            name,
+                            shown(name),
+                            RUNTIME_CATS[cat],
+                            *_pid_tid(ev),
+                            "",
+                            _int(args.correlation),
+                        )
+                    elif cat in KERNEL_CATS:
+                        grid = list(args.grid or [None] * 3)
+                        block = list(args.block or [None] * 3)
+                        name = str(ev.name)
+                        kern.add(
+                            _ns(ev.ts),
+                            _dur_ns(ev),
+                            name,
+                            _int(args.device, 0),
+                            _int(args.stream),
+                            _int(args.correlation),
+                            _int(ev.pid),
+                            _int(grid[0]),
+                            _int(grid[1]),
+                            _int(grid[2]),
+                            _int(block[0]),
+                            _int(block[1]),
+                            _int(block[2]),
+                        )
+                    elif cat in MEMCPY_CATS or cat in MEMSET_CATS:
+                        mem.add(
+                            _ns(ev.ts),
+                            _dur_ns(ev),
+                            t.MEMSET_KIND if cat in MEMSET_CATS else t.kineto_memcpy_kind(str(ev.name)),
+                            _int(args.bytes, 0),
+                            _int(args.device, 0),
+                            _int(args.stream),
+                            _int(args.correlation),
+                        )
+                    elif cat in RANGE_CATS:
+                        start = _ns(ev.ts)
+                        ranges.add(start, start + _dur_ns(ev), str(ev.name), *_pid_tid(ev))
+    except TraceFormatError as e:
+        raise UserError(f"{path}: not a Chrome/Kineto trace ({_first_line(e)})") from None
     except (OSError, EOFError, zlib.error) as e:
         raise UserError(f"{path}: cannot read ({_first_line(e)}); truncated or corrupt gzip?") from None
-    except (KeyError, TypeError, ArithmeticError, ValueError) as e:
+    except (TypeError, ArithmeticError, ValueError) as e:
         raise UserError(f"{path}: a trace event lacks a usable field ({_first_line(e)})") from None
     if seen == 0:
         raise UserError(f"{path}: not a Chrome/Kineto trace (no traceEvents)")
-    m = _BASE_TIME.search(f.head) or _BASE_TIME.search(f.tail)
-    clock = kineto_clock(int(m.group(1)) if m else None)
+    base = events.header.get("baseTimeNanoseconds")
+    clock = kineto_clock(base if type(base) is int else None)
     out = {
         t.CUDA_API: api.table(clock.offset_ns),
         t.KERNELS: kern.table(clock.offset_ns),
