@@ -31,6 +31,7 @@ from analyzers.steps import data_wait_shares
 from analyzers.tables import CUDA_API, KERNELS, NVTX
 from analyzers.threads import ACTIVITY_LEVELS, activity_kind, activity_levels, thread_timeline
 from tracer.core import schema
+from tracer.core import trace_formats as tf
 from tracer.core.cases import UNKNOWN_MODEL
 from tracer.core.errors import UserError
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
@@ -526,12 +527,15 @@ def read_samples(folder: RunFolder, name: str, columns: Sequence[str] | None = N
         return file.read(columns=columns)
 
 
+NSYS_SUFFIXES = tuple(suffix for kind in tf.NSYS_KINDS for suffix in tf.SUFFIXES[kind])
+
+
 def _has_thread_trace(folder: RunFolder) -> bool:
     """Whether a source beyond the sampler (nsys OS runtime, py-spy) can add to the thread lanes; without
     one the sampler's per-thread CPU times are read vectorised here, which stays fast on long runs."""
     raw = folder.raw_dir
     return raw.is_dir() and any(
-        p.suffix in (".sqlite", ".nsys-rep") or p.name.startswith("pyspy") for p in raw.iterdir()
+        p.name.lower().endswith(NSYS_SUFFIXES) or p.name.startswith("pyspy") for p in raw.iterdir()
     )
 
 

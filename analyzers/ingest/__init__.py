@@ -1,7 +1,7 @@
 """Ingest foreign traces into a run folder's normalised tables (`analyzers.tables`).
 
-`ingest_file` reads one trace (nsys .sqlite, .nsys-rep when an `nsys` binary is found, Kineto
-.json/.json.gz, or a `raw/cupti/` folder of our CUPTI batches) and writes `<run>/<table>.parquet`
+`ingest_file` reads one trace (nsys .sqlite or Arrow export, .nsys-rep when an `nsys` binary is
+found, Kineto .json/.json.gz, or a `raw/cupti/` folder of our CUPTI batches) and writes `<run>/<table>.parquet`
 for each table it has; `ingest_run` does it for every known trace under `raw/`. Anything that is
 not a readable trace raises `UserError` with one line. Inputs are only ever opened read-only.
 When several sources in one run give the same table, their rows are appended, each row carrying
@@ -23,33 +23,40 @@ import pyarrow.parquet as pq
 
 from analyzers import tables as t
 from analyzers.clock import Clock
+from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder, write_json_atomic
+from tracer.tracing.nsys import nsys_export_types
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+ARROW_STREAM_MAGIC = b"\xff\xff\xff\xff"
+"""An Arrow IPC stream's first message starts with this continuation marker."""
 
 
 def trace_kind(path: Path) -> str | None:
-    """'nsys-sqlite', 'nsys-rep', 'kineto', 'cupti' or None, by name and then by content."""
+    """One of `tracer.core.trace_formats`' kinds, or None: by name and then by content."""
     if path.is_dir():
-        return "cupti" if path.name == "cupti" else None
+        return tf.CUPTI if path.name == "cupti" else None
     name = path.name.lower()
-    if name.endswith(".nsys-rep") or name.endswith(".qdrep"):
-        return "nsys-rep"
-    if name.endswith((".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")):
-        return "kineto"
-    if name.endswith((".sqlite", ".sqlite3", ".db")):
-        return "nsys-sqlite"
+    for kind, suffixes in tf.SUFFIXES.items():
+        if name.endswith(suffixes):
+            return kind
     try:
         with path.open("rb") as f:
             head = f.read(16)
     except OSError:
         return None
     if head == SQLITE_MAGIC:
-        return "nsys-sqlite"
+        return tf.NSYS_SQLITE
+    if head.startswith(ARROW_STREAM_MAGIC):
+        return tf.NSYS_ARROW
     if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"["):
-        return "kineto"
+        return tf.KINETO
     return None
+
+
+def not_readable(path: Path) -> UserError:
+    return UserError(f"{path}: not a trace this tracer reads ({tf.READABLE})")
 
 
 def find_nsys() -> str | None:
@@ -65,18 +72,19 @@ def find_nsys() -> str | None:
     return None
 
 
-def export_nsys_rep(path: Path, out_sqlite: Path) -> None:
+def export_nsys_rep(path: Path, out: Path, kind: str = "sqlite") -> None:
+    """`nsys export --type kind` of a report into `out`; UserError (one line) when that fails."""
     nsys = find_nsys()
     if nsys is None:
         raise UserError(f"{path}: reading a .nsys-rep needs Nsight Systems (`nsys`), and none was found")
     proc = subprocess.run(
-        [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--output", str(out_sqlite), str(path)],
+        [nsys, "export", "--type", kind, "--force-overwrite", "true", "--output", str(out), str(path)],
         capture_output=True,
         text=True,
         errors="replace",  # nsys echoes bytes of a damaged report into its messages
         timeout=1800,
     )
-    if proc.returncode != 0 or not out_sqlite.exists():
+    if proc.returncode != 0 or not out.exists():
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"{path}: `nsys export` failed ({last})")
 
@@ -122,18 +130,17 @@ def _read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
     kind = trace_kind(path)
     if not path.exists():
         raise UserError(f"{path}: no such file")
-    if kind == "nsys-sqlite":
+    if kind == tf.NSYS_SQLITE:
         return nsys.read_sqlite(path)
-    if kind == "kineto":
+    if kind == tf.KINETO:
         return kineto.read_json(path)
-    if kind == "cupti":
+    if kind == tf.CUPTI:
         return cupti.read_dir(path)
-    if kind == "nsys-rep":
+    if kind in (tf.NSYS_REP, tf.NSYS_ARROW):
         with tempfile.TemporaryDirectory(prefix="tracer-nsys-") as tmp:
-            out = Path(tmp) / (path.stem + ".sqlite")
-            export_nsys_rep(path, out)
-            return nsys.read_sqlite(out)
-    raise UserError(f"{path}: not a trace this tracer reads (nsys .sqlite/.nsys-rep, Kineto .json[.gz], cupti/)")
+            names, clock = _write_nsys(path, Path(tmp))
+            return {name: pq.read_table(Path(tmp) / f"{name}.parquet") for name in names}, clock
+    raise not_readable(path)
 
 
 def write_tables(
@@ -187,36 +194,56 @@ def install_parts(folder: RunFolder, staged: Path, names: list[str], source: str
 
 
 def ingest_nsys(path: Path, folder: RunFolder) -> list[str]:
-    """An nsys .sqlite (or a .nsys-rep, exported to SQLite first) streamed into the run folder's tables:
-    memory stays flat in the number of rows (see `nsys.write_sqlite`)."""
-    from analyzers.ingest import nsys
-
+    """An nsys export (or a .nsys-rep, exported first) streamed into the run folder's tables: memory
+    stays flat in the number of rows (see `nsys.write_sqlite`)."""
     folder.path.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".ingest-", dir=folder.path) as tmp:
-        staged = Path(tmp)
-        sqlite = path
-        if trace_kind(path) == "nsys-rep":
-            sqlite = staged / (path.stem + ".sqlite")
-            export_nsys_rep(path, sqlite)
-        names, clock = nsys.write_sqlite(sqlite, staged)
-        return install_parts(folder, staged, names, "nsys", clock)
+        names, clock = _write_nsys(path, Path(tmp))
+        return install_parts(folder, Path(tmp), names, "nsys", clock)
+
+
+def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
+    """The tables of an nsys export written under `staged`. A .nsys-rep is exported there first, to
+    Arrow where this nsys offers it, else to SQLite. An Arrow export this reader cannot take (another
+    nsys release may lay it out otherwise) is replaced by a SQLite export of its report, when the
+    report is there: `--trace nsys` leaves `raw/trace.nsys-rep` beside `raw/trace.arrow`."""
+    from analyzers.ingest import nsys, nsys_arrow
+
+    kind = trace_kind(path)
+    report = path if kind == tf.NSYS_REP else path.with_name(path.name.split(".")[0] + ".nsys-rep")
+    if kind == tf.NSYS_REP:
+        nsys_bin = find_nsys()
+        arrow = nsys_bin is not None and "arrow" in nsys_export_types(nsys_bin)
+        path = staged / (path.stem + (".arrow" if arrow else ".sqlite"))
+        export_nsys_rep(report, path, "arrow" if arrow else "sqlite")
+    if trace_kind(path) == tf.NSYS_ARROW:
+        try:
+            return nsys_arrow.write_arrow(path, staged)
+        except UserError:
+            if not report.is_file() or find_nsys() is None:
+                raise
+            path = staged / (report.stem + ".sqlite")
+            export_nsys_rep(report, path, "sqlite")
+    return nsys.write_sqlite(path, staged)
 
 
 def _source_of(path: Path) -> str:
     kind = trace_kind(path)
-    return {"nsys-sqlite": "nsys", "nsys-rep": "nsys", "kineto": "kineto", "cupti": "cupti"}.get(kind or "", "other")
+    if kind in tf.NSYS_KINDS:
+        return t.SOURCE_NSYS
+    return {tf.KINETO: "kineto", tf.CUPTI: "cupti"}.get(kind or "", "other")
 
 
 def ingest_file(path: Path, folder: RunFolder) -> list[str]:
     """Reads one trace and writes its tables into the run folder; returns the table names written."""
-    if trace_kind(Path(path)) in ("nsys-sqlite", "nsys-rep"):
+    if trace_kind(Path(path)) in tf.NSYS_KINDS:
         if not Path(path).exists():
             raise UserError(f"{path}: no such file")
         written = ingest_nsys(Path(path), folder)
         _refuse_negative_durations(Path(path), folder, written)
         return written
     facts: dict[str, int] = {}
-    if trace_kind(Path(path)) == "kineto" and Path(path).exists():  # the one format that may name its batch
+    if trace_kind(Path(path)) == tf.KINETO and Path(path).exists():  # the one format that may name its batch
         from analyzers.ingest import kineto
 
         tables, clock, batch = kineto.parse(Path(path))
@@ -228,14 +255,16 @@ def ingest_file(path: Path, folder: RunFolder) -> list[str]:
 
 
 def run_traces(folder: RunFolder) -> list[Path]:
-    """The traces under raw/ worth ingesting: a .sqlite wins over the .nsys-rep it was exported from."""
+    """The traces under raw/ worth ingesting: an export (.arrow or .sqlite) wins over the .nsys-rep it
+    was exported from, and Arrow over SQLite."""
     raw = folder.raw_dir
     if not raw.is_dir():
         return []
-    found = [p for p in sorted(raw.iterdir()) if trace_kind(p) in ("nsys-sqlite", "nsys-rep", "kineto", "cupti")]
+    found = [p for p in sorted(raw.iterdir()) if trace_kind(p) in (*tf.FILE_KINDS, tf.CUPTI)]
     found = [p for p in found if not p.name.startswith("pyspy")]
-    sqlite_stems = {p.name.split(".")[0] for p in found if trace_kind(p) == "nsys-sqlite"}
-    return [p for p in found if not (trace_kind(p) == "nsys-rep" and p.name.split(".")[0] in sqlite_stems)]
+    stems = {kind: {p.name.split(".")[0] for p in found if trace_kind(p) == kind} for kind in tf.NSYS_KINDS}
+    shadowed = {tf.NSYS_REP: stems[tf.NSYS_SQLITE] | stems[tf.NSYS_ARROW], tf.NSYS_SQLITE: stems[tf.NSYS_ARROW]}
+    return [p for p in found if p.name.split(".")[0] not in shadowed.get(trace_kind(p) or "", set())]
 
 
 def ingest_run(folder: RunFolder) -> list[str]:
@@ -262,8 +291,8 @@ def cached_import(path: Path) -> RunFolder:
     from tracer.paths import cache_root
 
     path = Path(path)
-    if trace_kind(path) not in ("nsys-sqlite", "nsys-rep", "kineto") or not path.is_file():
-        raise UserError(f"{path}: not a trace this tracer reads (nsys .sqlite/.nsys-rep, Kineto .json[.gz])")
+    if trace_kind(path) not in tf.FILE_KINDS or not path.is_file():
+        raise not_readable(path)
     st = path.stat()
     key = hashlib.sha256(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
     root = cache_root() / IMPORTS_DIR
@@ -281,20 +310,6 @@ def cached_import(path: Path) -> RunFolder:
             if not (final / t.TRACE_META).exists():
                 raise
     return RunFolder(final)
-
-
-def nsys_export_types(nsys: str) -> set[str]:
-    """The `--type` values this nsys's `export` offers (from its own help text: 2022.4 says "Possible
-    values are: sqlite, hdf, text, arrow, json, info."), so a columnar export is used by capability,
-    not by version number. Empty when the help cannot be read."""
-    import re
-
-    try:
-        proc = subprocess.run([nsys, "export", "--help"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return set()
-    m = re.search(r"Possible values are:\s*([^\n]+?)\.?\s*\n", proc.stdout + proc.stderr + "\n")
-    return {v.strip().strip(".") for v in m.group(1).split(",")} if m else set()
 
 
 def span_ns(folder: RunFolder, names: list[str]) -> tuple[int | None, int | None]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -65,6 +65,19 @@ def _db_errors() -> tuple[type[Exception], ...]:
     return (sqlite3.Error, adbc_driver_manager.Error)
 
 
+class Export(Protocol):
+    """What the label and clock readers below ask of an nsys export, in SQLite (`Db`) or in Arrow
+    (`analyzers.ingest.nsys_arrow.ArrowDb`): its table and column names, and the rows of a query."""
+
+    path: Path
+
+    def tables(self) -> set[str]: ...
+
+    def columns(self, table: str) -> set[str]: ...
+
+    def rows(self, sql: str) -> list[tuple[Any, ...]]: ...
+
+
 class Db:
     """One read-only connection that answers SQL with Arrow tables: ADBC's SQLite driver (Arrow
     straight from C), or sqlite3 rows turned into Arrow when ADBC is not there or cannot open the file.
@@ -89,6 +102,12 @@ class Db:
         rows = cur.fetchall()
         cols = list(zip(*rows)) if rows else [()] * len(names)
         return pa.table([pa.array(c, pa.int64() if not rows else None) for c in cols], names=names)
+
+    def tables(self) -> set[str]:
+        return {r[0] for r in self.rows("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+
+    def columns(self, table: str) -> set[str]:
+        return {r[0] for r in self.rows(f"SELECT name FROM pragma_table_info('{table}')")}
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
         if self.lite is not None:  # no Arrow round trip (pyarrow's first array imports pandas: 0.2 s)
@@ -142,23 +161,15 @@ def open_readonly(path: Path, adbc: bool = True) -> Iterator[Db]:
         db.close()
 
 
-def table_names(db: Db) -> set[str]:
-    return {r[0] for r in db.rows("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-
-
-def columns(db: Db, table: str) -> set[str]:
-    return {r[0] for r in db.rows(f"SELECT name FROM pragma_table_info('{table}')")}
-
-
-def check_nsys(path: Path, db: Db) -> set[str]:
+def check_nsys(path: Path, db: Export) -> set[str]:
     """The tables of an nsys export, or UserError for any other SQLite file."""
-    names = table_names(db)
+    names = db.tables()
     if "StringIds" not in names or not ({RUNTIME, "OSRT_API", "ThreadNames"} & names):
-        raise UserError(f"{path}: a SQLite file, but not an Nsight Systems export (no StringIds/CUPTI tables)")
+        raise UserError(f"{path}: not an Nsight Systems export (no StringIds/CUPTI tables)")
     return names
 
 
-def session_clock(db: Db, names: set[str]) -> Clock:
+def session_clock(db: Export, names: set[str]) -> Clock:
     if "TARGET_INFO_SESSION_START_TIME" in names:
         rows = db.rows("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1")
         if rows and rows[0][0] is not None:
@@ -166,7 +177,7 @@ def session_clock(db: Db, names: set[str]) -> Clock:
     return nsys_clock(None)
 
 
-def excluded_event_classes(db: Db, names: set[str]) -> list[int]:
+def excluded_event_classes(db: Export, names: set[str]) -> list[int]:
     """Backtrace duplicates: by name from ENUM_NSYS_EVENT_CLASS where present, else class 67."""
     if "ENUM_NSYS_EVENT_CLASS" in names:
         rows = db.rows("SELECT id FROM ENUM_NSYS_EVENT_CLASS WHERE name LIKE '%BACKTRACE%'")
@@ -174,7 +185,7 @@ def excluded_event_classes(db: Db, names: set[str]) -> list[int]:
     return [BACKTRACE_EVENT_CLASS]
 
 
-def thread_names(db: Db, names: set[str]) -> dict[int, str]:
+def thread_names(db: Export, names: set[str]) -> dict[int, str]:
     """globalTid -> thread name (the last name recorded wins: threads are renamed after start)."""
     if "ThreadNames" not in names:
         return {}
@@ -185,7 +196,7 @@ def thread_names(db: Db, names: set[str]) -> dict[int, str]:
     return {int(g): str(v) for g, v in rows}
 
 
-def _strings(db: Db) -> dict[int, str]:
+def _strings(db: Export) -> dict[int, str]:
     return {int(i): str(v) for i, v in db.rows("SELECT id, value FROM StringIds")}
 
 
@@ -465,7 +476,7 @@ def _in_memory(chunks: Iterator[pa.Table], schema: pa.Schema) -> pa.Table:
     return out.sort_by("start_ns") if len(parts) > 1 else out
 
 
-def _memcpy_labels(db: Db, names: set[str]) -> dict[int, str]:
+def _memcpy_labels(db: Export, names: set[str]) -> dict[int, str]:
     if "ENUM_CUDA_MEMCPY_OPER" in names:
         return {int(i): str(label) for i, label in db.rows("SELECT id, label FROM ENUM_CUDA_MEMCPY_OPER")}
     return dict(t.MEMCPY_KINDS)
@@ -526,7 +537,7 @@ def read_nvtx(db: Db, names: set[str], clock: Clock) -> pa.Table:
     """Ranges only (push/pop and start/end: rows with an end); marks carry no duration."""
     if "NVTX_EVENTS" not in names:
         return t.empty(t.NVTX_SCHEMA)
-    has_text_id = "textId" in columns(db, "NVTX_EVENTS")
+    has_text_id = "textId" in db.columns("NVTX_EVENTS")
     name_expr = "coalesce(n.text, s.value, '')" if has_text_id else "coalesce(n.text, '')"
     join = "LEFT JOIN StringIds s ON s.id = n.textId" if has_text_id else ""
     n = db.table(
@@ -619,7 +630,17 @@ def _copied_by_duckdb(db: Db, names: set[str], clock: Clock, out_dir: Path, exte
     """Every table written by DuckDB's sqlite scanner (`nsys_duckdb`, `extension` its file)."""
     from analyzers.ingest import nsys_duckdb
 
-    copier = nsys_duckdb.Copier(db.path, extension, clock.offset_ns, out_dir, _strings(db), thread_names(db, names))
+    con = nsys_duckdb.connect(out_dir)
+    nsys_duckdb.attach_sqlite(con, db.path, extension)
+    return copied_by_duckdb(con, db, names, clock, out_dir)
+
+
+def copied_by_duckdb(con: Any, db: Export, names: set[str], clock: Clock, out_dir: Path) -> list[str]:
+    """Every table written by DuckDB (`nsys_duckdb.Copier`) from the export seen as schema `nsys` on
+    `con`; `db` answers the small questions (labels, event classes) about the same export."""
+    from analyzers.ingest import nsys_duckdb
+
+    copier = nsys_duckdb.Copier(con, clock.offset_ns, _strings(db), thread_names(db, names))
     rows: dict[str, int] = {}
     try:
         if RUNTIME in names:
@@ -633,13 +654,13 @@ def _copied_by_duckdb(db: Db, names: set[str], clock: Clock, out_dir: Path, exte
             out_dir / f"{t.MEMCPY}.parquet", kinds, "CUPTI_ACTIVITY_KIND_MEMSET" in names
         )
         if "NVTX_EVENTS" in names:
-            text_ids = "textId" in columns(db, "NVTX_EVENTS")
+            text_ids = "textId" in db.columns("NVTX_EVENTS")
             rows[t.NVTX] = copier.copy_nvtx(out_dir / f"{t.NVTX}.parquet", text_ids)
         if "OSRT_API" in names:
             rows[t.OSRT] = copier.copy_osrt(out_dir / f"{t.OSRT}.parquet")
     except nsys_duckdb.duckdb.Error as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise UserError(f"{db.path}: damaged or truncated SQLite file ({msg})") from None
+        raise UserError(f"{db.path}: damaged or truncated export ({msg})") from None
     finally:
         copier.close()
     return [name for name in (*STREAMED, t.NVTX, t.OSRT) if rows.get(name)]

@@ -64,33 +64,38 @@ def _tid(col: str) -> str:
     return f"(coalesce({col}, 0) & {GTID_MASK})"
 
 
+def connect(scratch: Path) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection capped at MEMORY_LIMIT that spills under `scratch` (its default is `.tmp`
+    in the cwd) and may write rows in any order."""
+    config: dict[str, str | bool | int | float | list[str]] = {
+        "memory_limit": MEMORY_LIMIT,
+        "temp_directory": str(scratch / ".duckdb_tmp"),
+    }
+    con = duckdb.connect(config=config)
+    con.execute("SET preserve_insertion_order = false")
+    return con
+
+
+def attach_sqlite(con: duckdb.DuckDBPyConnection, db_path: Path, extension: Path) -> None:
+    """The SQLite export as schema `nsys`, read-only, through the sqlite_scanner `extension` file."""
+    con.execute(f"LOAD '{_quoted(extension)}'")
+    con.execute(f"ATTACH '{_quoted(db_path)}' AS nsys (TYPE sqlite, READ_ONLY)")
+
+
 class Copier:
-    """One DuckDB connection with the export attached read-only as `nsys`; each `copy_*` writes one
+    """One DuckDB connection with the export as schema `nsys`; each `copy_*` writes one
     normalised table (columns in the declared schema's order and types) and returns its row count,
     leaving no file when there were no rows."""
 
     def __init__(
-        self,
-        db_path: Path,
-        extension: Path,
-        offset_ns: int,
-        scratch: Path,
-        strings: dict[int, str],
-        threads: dict[int, str],
+        self, con: duckdb.DuckDBPyConnection, offset_ns: int, strings: dict[int, str], threads: dict[int, str]
     ) -> None:
-        """`scratch`: where DuckDB may spill past MEMORY_LIMIT (its default is `.tmp` in the cwd).
-        `strings` (StringIds) and `threads` (globalTid -> name) become label tables when first used."""
+        """`con` from `connect`, with the export as schema `nsys`. `strings` (StringIds) and `threads`
+        (globalTid -> name) become label tables when first used."""
+        self.con = con
         self.offset = int(offset_ns)
         self.maps = {STRINGS: strings, THREADS: threads}
         self.made: set[str] = set()
-        config: dict[str, str | bool | int | float | list[str]] = {
-            "memory_limit": MEMORY_LIMIT,
-            "temp_directory": str(scratch / ".duckdb_tmp"),
-        }
-        self.con = duckdb.connect(config=config)
-        self.con.execute(f"LOAD '{_quoted(extension)}'")
-        self.con.execute(f"ATTACH '{_quoted(db_path)}' AS nsys (TYPE sqlite, READ_ONLY)")
-        self.con.execute("SET preserve_insertion_order = false")
         self.constants: dict[str, str] = {}  # value -> its ENUM literal (`_constant`)
 
     def close(self) -> None:

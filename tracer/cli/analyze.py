@@ -15,6 +15,7 @@ from typing import Any
 from rich.table import Table
 
 from tracer.cli.common import TOP_BOUND, add_runs_dir, check_bound, console
+from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 
 SECTIONS = ("operators", "cuda_api", "kernels", "memcpy", "threads")
@@ -24,8 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p = sub.add_parser("analyze", help="print a run's CUDA API split, kernel, memory and thread summaries")
     p.add_argument(
         "run",
-        help="run id (or a unique part of it), a run folder path, or a trace file (nsys .sqlite/.nsys-rep, "
-        "Kineto .json[.gz]: imported into the cache on first use)",
+        help=f"run id (or a unique part of it), a run folder path, or a trace file ({tf.READABLE}: imported "
+        "into the cache on first use)",
     )
     add_runs_dir(p)
     p.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")

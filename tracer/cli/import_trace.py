@@ -1,5 +1,5 @@
-"""`tracer import FILE`: a run folder made from a trace someone already has (nsys .sqlite/.nsys-rep,
-Kineto JSON), so it can be analysed, viewed and compared like a run of ours."""
+"""`tracer import FILE`: a run folder made from a trace someone already has (an nsys export or report,
+Kineto JSON: `tracer.core.trace_formats`), so it can be analysed, viewed and compared like a run of ours."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from tracer.cli.common import add_out_dir, console
+from tracer.core import trace_formats as tf
 from tracer.core.cases import UNKNOWN_MODEL
 from tracer.core.errors import UserError
 from tracer.frameworks import framework_info
@@ -19,7 +20,7 @@ from tracer.paths import writable_dir
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("import", help="make a run folder from an nsys or Kineto trace file")
-    p.add_argument("file", type=Path, help="an nsys .sqlite or .nsys-rep, or a Kineto .json[.gz]")
+    p.add_argument("file", type=Path, help=f"a trace file: {tf.READABLE}")
     add_out_dir(p)
     p.add_argument("--framework", default="imported", help="label the run with the framework that made the trace")
     p.add_argument("--model", default=UNKNOWN_MODEL, help="label the run with the model that was traced")
@@ -28,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 # The framework a trace format can only come from (Kineto is PyTorch's profiler); nsys traces any process.
-FRAMEWORK_OF_FORMAT = {"kineto": "pytorch"}
+FRAMEWORK_OF_FORMAT = {tf.KINETO: "pytorch"}
 NOT_RECORDED = ("batch", "epochs")  # spec fields an imported trace does not carry: shown as "not recorded"
 
 
@@ -38,7 +39,7 @@ def _run_id(path: Path) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from analyzers.ingest import _source_of, ingest_file, span_ns, trace_kind
+    from analyzers.ingest import _source_of, ingest_file, not_readable, span_ns, trace_kind
     from analyzers.tables import BATCH_FACT, TRACE_META
     from tracer.core.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
     from tracer.core.runfolder import RunFolder
@@ -48,8 +49,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         framework_info(args.framework)
     if not path.is_file():
         raise UserError(f"{path}: no such file")
-    if trace_kind(path) not in ("nsys-sqlite", "nsys-rep", "kineto"):
-        raise UserError(f"{path}: not a trace this tracer reads (nsys .sqlite/.nsys-rep, Kineto .json[.gz])")
+    if trace_kind(path) not in tf.FILE_KINDS:
+        raise not_readable(path)
     out_existed = args.out.exists()
     run_id = _run_id(path)
     n = 1

@@ -18,7 +18,7 @@ BACKENDS: dict[str, type[TraceBackend]] = {
 #: One line per backend for `tracer profile --help`.
 HELP = {
     "none": "no tracer, only the sampler",
-    "nsys": "Nsight Systems: CUDA+NVTX+OS runtime (OS runtime+NVTX on CPU); raw/trace.nsys-rep + .sqlite",
+    "nsys": "Nsight Systems: CUDA+NVTX+OS runtime (OS runtime+NVTX on CPU); raw/trace.nsys-rep + .arrow (or .sqlite)",
     "cupti": "CUPTI Activity API in the worker (any framework, --device gpu, needs cupti-python); raw/cupti/",
     "torch": "PyTorch profiler (pytorch only; CPU and GPU); raw/kineto.json.gz",
 }

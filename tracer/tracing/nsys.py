@@ -1,14 +1,16 @@
-"""`--trace nsys`: the worker runs under `nsys profile`; its report is exported to SQLite afterwards.
+"""`--trace nsys`: the worker runs under `nsys profile`; its report is exported afterwards, to Arrow
+where this nsys offers it (columns, no SQLite on either side), else to SQLite.
 
-Files: `raw/trace.nsys-rep` (open it in the Nsight Systems GUI), `raw/trace.sqlite` (what the
-analyzers ingest), `raw/nsys-export.log`. nsys is the launched process, the worker its child, so the
-sampler follows the worker's own pid file, and nsys's exit status (the app's code, or 128+N for a
-signal N) is turned back into the worker's. nsys is started through `nsys_launch.py`, which retries
-the launch failures nsys shows under heavy load.
+Files: `raw/trace.nsys-rep` (open it in the Nsight Systems GUI), `raw/trace.arrow` or
+`raw/trace.sqlite` (what the analyzers ingest), `raw/nsys-export.log`. nsys is the launched
+process, the worker its child, so the sampler follows the worker's own pid file, and nsys's exit
+status (the app's code, or 128+N for a signal N) is turned back into the worker's. nsys is started
+through `nsys_launch.py`, which retries the launch failures nsys shows under heavy load.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -28,6 +30,9 @@ from tracer.tracing.base import TraceBackend
 
 REPORT = "raw/trace.nsys-rep"
 SQLITE = "raw/trace.sqlite"
+ARROW = "raw/trace.arrow"
+EXPORTS = {"arrow": ARROW, "sqlite": SQLITE}
+"""`nsys export --type` values we ingest, best first, and where each goes."""
 EXPORT_LOG = "raw/nsys-export.log"
 EXPORT_TIMEOUT_S = 1800.0
 #: Runs nsys and retries a launch that failed before the worker started (see its docstring).
@@ -173,14 +178,16 @@ class NsysBackend(TraceBackend):
                 else " (see raw/worker.log)"
             )
             raise RuntimeError(f"nsys wrote no report {REPORT}{hint}")
-        sqlite = folder.path / SQLITE
+        offered = nsys_export_types(str(self.nsys))
+        kind = next((k for k in EXPORTS if k in offered), "sqlite")
+        export = folder.path / EXPORTS[kind]
         with (folder.path / EXPORT_LOG).open("wb") as log:
             done = subprocess.run(
                 [
                     str(self.nsys),
                     "export",
-                    "--type=sqlite",
-                    f"--output={sqlite}",
+                    f"--type={kind}",
+                    f"--output={export}",
                     "--force-overwrite=true",
                     str(report),
                 ],
@@ -189,6 +196,19 @@ class NsysBackend(TraceBackend):
                 timeout=EXPORT_TIMEOUT_S,
                 check=False,
             )
-        if done.returncode != 0 or not sqlite.exists():
-            raise RuntimeError(f"nsys export to SQLite failed with code {done.returncode}: see {EXPORT_LOG}")
-        return [REPORT, SQLITE]
+        if done.returncode != 0 or not export.exists():
+            raise RuntimeError(f"nsys export to {kind} failed with code {done.returncode}: see {EXPORT_LOG}")
+        return [REPORT, EXPORTS[kind]]
+
+
+@functools.cache
+def nsys_export_types(nsys: str) -> frozenset[str]:
+    """The `--type` values this nsys's `export` offers (from its own help text: 2022.4 says "Possible
+    values are: sqlite, hdf, text, arrow, json, info."), so a columnar export is used by capability,
+    not by version number. Empty when the help cannot be read."""
+    try:
+        proc = subprocess.run([nsys, "export", "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    m = re.search(r"Possible values are:\s*([^\n]+?)\.?\s*\n", proc.stdout + proc.stderr + "\n")
+    return frozenset(v.strip().strip(".") for v in m.group(1).split(",")) if m else frozenset()

@@ -1,0 +1,29 @@
+"""The trace files the tool reads, declared once: their kinds, how their names end, and how to say so.
+
+Kept in the core (no imports) so that the CLI's help text and the ingest agree without the CLI
+importing the analyzers at start-up."""
+
+from __future__ import annotations
+
+NSYS_SQLITE = "nsys-sqlite"
+NSYS_ARROW = "nsys-arrow"
+"""`nsys export --type arrow`: one Arrow IPC stream per table (see `analyzers.ingest.nsys_arrow`)."""
+NSYS_REP = "nsys-rep"
+KINETO = "kineto"
+CUPTI = "cupti"
+"""Our in-process CUPTI batches, a `raw/cupti/` folder."""
+
+NSYS_KINDS = (NSYS_SQLITE, NSYS_ARROW, NSYS_REP)
+FILE_KINDS = (*NSYS_KINDS, KINETO)
+"""The kinds one file can be imported or analysed as."""
+
+SUFFIXES = {
+    NSYS_REP: (".nsys-rep", ".qdrep"),
+    KINETO: (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz"),
+    NSYS_SQLITE: (".sqlite", ".sqlite3", ".db"),
+    NSYS_ARROW: (".arrow",),
+}
+"""File names by kind, tried in this order (a name decides before the content is looked at)."""
+
+READABLE = "nsys .sqlite/.arrow/.nsys-rep, Kineto .json[.gz]"
+"""The file kinds in words, for help texts and refusals."""
