@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 
 import pytest
 
+from analyzers import steps
 from tests.conftest import require_framework
+from tracer.core.runfolder import RunFolder
+from tracer.core.schema import STEP_COLUMNS, STEPS_TABLE
 from tracer.environments import env_python, find_python, status
 from tracer.frameworks import FRAMEWORKS
 from tracer.runner import worker_pythonpath
@@ -39,3 +43,29 @@ def require_singa() -> None:
             f"no CPython {version} here (python{version} on PATH or in pyenv's versions folder): SINGA needs it"
         )
     require_framework("singa")
+
+
+WALL_TOLERANCE = 0.05
+"""How far an epoch's data wait + compute + sync may be from its wall time (the time outside the loop)."""
+
+
+def assert_steps_add_up(folder: RunFolder, epochs: int, images: int, batch: int) -> None:
+    """Issue 18's per-step table: one row per step of every epoch, each timed as data wait, compute and
+    sync, adding up to the epoch's wall time."""
+    assert folder.sample_parquet_path(STEPS_TABLE).exists()  # finalised from the worker's CSV
+    table = folder.samples(STEPS_TABLE)
+    assert table is not None
+    assert tuple(table.column_names) == STEP_COLUMNS
+    rows = table.to_pylist()
+    per_epoch = math.ceil(images / batch)
+    assert [(r["epoch"], r["step"]) for r in rows] == [(e, s) for e in range(1, epochs + 1) for s in range(per_epoch)]
+    assert sum(r["images"] for r in rows) == epochs * images
+    for epoch in folder.epochs():
+        mine = [r for r in rows if r["epoch"] == epoch.epoch]
+        assert all(r["data_wait_s"] >= 0 and r["compute_s"] > 0 and r["sync_s"] >= 0 for r in mine)
+        assert epoch.start_ns <= mine[0]["start_ns"] <= mine[-1]["start_ns"] <= epoch.end_ns
+        timed = sum(r["data_wait_s"] + r["compute_s"] + r["sync_s"] for r in mine)
+        assert abs(timed - epoch.duration_s) <= WALL_TOLERANCE * epoch.duration_s, (timed, epoch.duration_s)
+    splits = steps.epoch_splits(folder)
+    assert [s.epoch for s in splits] == list(range(1, epochs + 1))
+    assert all(s.data_wait_share is not None and 0 <= s.data_wait_share < 1 for s in splits)

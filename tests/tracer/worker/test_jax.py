@@ -12,6 +12,7 @@ import pytest
 
 from analyzers.run_summary import summarise
 from tests.conftest import require_framework, run_tracer
+from tests.tracer.worker.helpers import assert_steps_add_up
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import Event
 from tracer.worker.workload import REFERENCE_PARAMS
@@ -54,6 +55,7 @@ def test_tiny_run_ends_ok_with_compile_events(model: str, make_run: Callable[...
     assert epochs[0].start_ns < int(compiles[2]["t_ns"]) < epochs[0].end_ns
     # `tracer show` reports the compile time apart from the epoch times.
     assert summarise(folder).compile_s == pytest.approx(float(compiles[1]["seconds"]) + float(step_end["seconds"]))
+    assert_steps_add_up(folder, epochs=2, images=16, batch=4)  # the compile is step 0's compute
 
 
 @pytest.mark.slow

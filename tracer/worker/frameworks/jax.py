@@ -10,6 +10,7 @@ summaries can tell compilation from training.
 """
 
 import contextlib
+import itertools
 import os
 import random
 import time
@@ -374,22 +375,22 @@ class Trainer(base.Trainer):
         return dataset.to_iter_dataset(options)
 
     def train_epoch(self, epoch: int) -> EpochStats:
-        images, loss_sum = 0, 0.0
-        for step, (x_host, y_host) in enumerate(self._pipeline(epoch)):
-            with self.nvtx.range("step %d" % step):
-                x = jax.device_put(x_host, self.device)
-                y = jax.device_put(y_host, self.device)
-                key = jax.random.fold_in(self.dropout_key, epoch * 1000003 + step)
-                compiled = self._step_for(x, y, key)
-                self.params, self.batch_stats, self.opt_state, loss = compiled(
-                    self.params, self.batch_stats, self.opt_state, x, y, key
-                )
-                value = float(loss)
-            n = int(y_host.shape[0])
-            images += n
-            loss_sum += value * n
-            self.reporter.step(epoch, images, value)
-        return EpochStats(images, loss_sum / max(images, 1))
+        steps = itertools.count()
+
+        def dispatch(batch: Any) -> Tuple[Any, int]:
+            """Copies the batch to the device and dispatches the compiled step (asynchronously: the
+            loss is read by `run_epoch` every `--sync-every` steps)."""
+            x_host, y_host = batch
+            x = jax.device_put(x_host, self.device)
+            y = jax.device_put(y_host, self.device)
+            key = jax.random.fold_in(self.dropout_key, epoch * 1000003 + next(steps))
+            compiled = self._step_for(x, y, key)
+            self.params, self.batch_stats, self.opt_state, loss = compiled(
+                self.params, self.batch_stats, self.opt_state, x, y, key
+            )
+            return loss, int(y_host.shape[0])
+
+        return self.run_epoch(epoch, self._pipeline(epoch), dispatch, lambda loss: float(loss))
 
 
 def _cuda_version() -> Any:

@@ -316,16 +316,18 @@ class Trainer(base.Trainer):
 
     def train_epoch(self, epoch: int) -> EpochStats:
         self.net.train()
-        images, loss_sum = 0, 0.0
-        for step, (x, y) in enumerate(self._batches()):
-            with self.nvtx.range("step %d" % step):
-                tx = tensor.from_numpy(x)
-                ty = tensor.from_numpy(y)
-                tx.to_device(self.dev)
-                ty.to_device(self.dev)
-                _, loss = self.net(tx, ty)
-                value = float(tensor.to_numpy(loss).reshape(-1)[0])
-            images += len(y)
-            loss_sum += value * len(y)
-            self.reporter.step(epoch, images, value)
-        return EpochStats(images, loss_sum / max(images, 1))
+        return self.run_epoch(epoch, self._batches(), self._train_step, _read_loss)
+
+    def _train_step(self, batch: Any) -> Tuple[Any, int]:
+        x, y = batch
+        tx = tensor.from_numpy(x)
+        ty = tensor.from_numpy(y)
+        tx.to_device(self.dev)
+        ty.to_device(self.dev)
+        _, loss = self.net(tx, ty)
+        return loss, len(y)
+
+
+def _read_loss(loss: Any) -> float:
+    """The loss to the host: the step's host-device synchronisation."""
+    return float(tensor.to_numpy(loss).reshape(-1)[0])

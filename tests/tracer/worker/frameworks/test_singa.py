@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.tracer.worker.helpers import require_singa
+from tests.tracer.worker.helpers import assert_steps_add_up, require_singa
 from tracer.core.runfolder import RunFolder
 from tracer.worker.workload import REFERENCE_PARAMS
 
@@ -38,6 +38,7 @@ def test_tiny_run_ends_ok_with_torchvision_parameter_count(model: str, singa_run
     assert record.environment.worker_python_version.startswith("3.6.")
     mends = record.knobs["wheel defects mended (singa_patches)"]
     assert mends == "in-place division, numpy copies, batchnorm cpu training"
+    assert_steps_add_up(folder, epochs=2, images=12, batch=4)
 
 
 @pytest.mark.slow
