@@ -7,6 +7,7 @@ to decode and resize. Generated once per machine and cached.
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import shutil
@@ -153,10 +154,18 @@ def cached_path(name: str) -> Path:
 
 
 def ensure_generated(name: str, progress: Callable[[int], None] | None = None) -> Path:
+    """The cached dataset, generated on first use. Processes that ask at once (a campaign's parallel
+    runs) take turns on a lock file: the first generates, the others find it done, and none replaces
+    a folder another is training from."""
     path = cached_path(name)
     if (path / DONE_MARKER).exists():
         return path
-    return generate(path, SIZES[name].images, progress=progress)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when this process dies
+        if (path / DONE_MARKER).exists():
+            return path
+        return generate(path, SIZES[name].images, progress=progress)
 
 
 def validate_folder(path: Path) -> list[str]:

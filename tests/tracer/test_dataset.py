@@ -63,3 +63,35 @@ def test_user_folder_checks(tmp_path: Path) -> None:
         dataset.validate_folder(tmp_path)
     (tmp_path / "fire" / "x.jpg").write_bytes(dataset.image_bytes("fire", 0))
     assert dataset.validate_folder(tmp_path) == ["fire"]
+
+
+RACER = """
+import sys
+from tracer import dataset
+dataset.SIZES["race"] = dataset.DatasetSize("race", 90)
+real = dataset.generate
+def generate(*args, **kwargs):
+    print("generated")
+    return real(*args, **kwargs)
+dataset.generate = generate
+print(dataset.ensure_generated("race"))
+"""
+
+
+def test_processes_asking_at_once_generate_once(tmp_path: Path) -> None:
+    """A campaign's parallel runs ask for the dataset together: one generates, the others wait for it
+    (none replaces the folder another may be reading)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TRACER_CACHE=str(tmp_path))
+    procs = [
+        subprocess.Popen([sys.executable, "-c", RACER], stdout=subprocess.PIPE, text=True, env=env) for _ in range(3)
+    ]
+    outs = [p.communicate(timeout=300)[0].split() for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert sum(out.count("generated") for out in outs) == 1, outs
+    path = Path(outs[0][-1])
+    assert {Path(out[-1]) for out in outs} == {path} and (path / dataset.DONE_MARKER).exists()
+    assert sum(1 for _ in path.rglob("*.jpg")) == 90
