@@ -183,3 +183,25 @@ def test_export_panels_and_window(
         data = out.read_bytes()
         assert len(data) > 5_000
         assert data.startswith(b"\x89PNG") if suffix == "png" else b"<svg" in data[:2000]
+
+
+def test_overlaid_runs_label_their_epochs_in_rows_of_their_own(
+    open_window: Opener, tiny_pytorch_run: RunFolder, second_pytorch_run: RunFolder
+) -> None:
+    """Two runs in one column: each run's epoch labels sit in a different plot (in one short plot they
+    wrote over each other); every plot still draws every run's epoch lines. The left axes name only
+    their unit (the titles name the metric), and no legend covers the curves."""
+    window = open_window([tiny_pytorch_run.path, second_pytorch_run.path], layout_mode="overlay")
+    timeline = window.timeline
+    labelled = {
+        run.run_id: [metric for metric, markers in timeline.epoch_markers[run.run_id].items() if markers.labels]
+        for run in window.runs
+    }
+    assert [len(v) for v in labelled.values()] == [1, 1] and len({v[0] for v in labelled.values()}) == 2, labelled
+    for markers in timeline.epoch_markers.values():
+        assert all(len(m) == 2 for m in markers.values())
+    for (metric, _col), plot in timeline.plots.items():
+        axis = plot.getAxis("left")
+        label = f"{axis.labelText} {axis.labelUnits}".strip()
+        assert 0 < len(label) <= 5 and label in {"%", "MiB", "count", "s", "W"}, (metric, label)
+        assert plot.legend is None

@@ -22,7 +22,7 @@ LABEL_ROWS = 2  # a label that would overlap the one before it goes one line low
 
 class EpochMarkers(pg.GraphicsObject):
     """Vertical dotted lines at `starts` (and one at `end`), spanning the view; `labels` (one per start, or
-    none) are written beside each line at `label_height` (0 = bottom, 1 = top of the view)."""
+    none) are written beside each line from the top of the view, in up to LABEL_ROWS text rows."""
 
     def __init__(
         self,
@@ -30,13 +30,11 @@ class EpochMarkers(pg.GraphicsObject):
         end: float | None,
         colour: str,
         labels: Sequence[str] | None = None,
-        label_height: float = 0.93,
     ) -> None:
         super().__init__()
         self.starts = np.asarray(starts, dtype=np.float64)
         self.lines = np.append(self.starts, end) if end is not None else self.starts
         self.labels = list(labels) if labels else []
-        self.label_height = label_height
         self.pen = pg.mkPen(colour, width=1, style=QtCore.Qt.PenStyle.DotLine)
         self.pen.setCosmetic(True)
         self.text_pen = QtGui.QPen(QtGui.QColor(colour))
@@ -72,7 +70,7 @@ class EpochMarkers(pg.GraphicsObject):
         if not self.labels:
             return
         to_device = painter.transform()
-        y = top + (bottom - top) * self.label_height  # the view's y grows upwards: top() is its lowest value
+        y = bottom  # the view's y grows upwards: bottom() is its highest value, the top of the plot
         painter.save()
         painter.resetTransform()  # text in pixels, not in the plot's stretched units
         painter.setPen(self.text_pen)
@@ -88,5 +86,5 @@ class EpochMarkers(pg.GraphicsObject):
             if row is None:  # no room in any row: close epochs keep their lines, not their labels
                 continue
             ends[row] = x_px + metrics.horizontalAdvance(text)
-            painter.drawText(QtCore.QPointF(x_px, at.y() + metrics.ascent() / 2 + row * metrics.height()), text)
+            painter.drawText(QtCore.QPointF(x_px, at.y() + metrics.ascent() + row * metrics.height()), text)
         painter.restore()

@@ -81,8 +81,6 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
             self._add_run(run, index, col)
         if columns > 1:
             self._common_y_ranges(columns)
-            if self.master is not None and self.master.legend is not None:
-                self.master.legend.setVisible(False)  # each column's title names its run
         if self.time_cursor.x is not None:
             self._on_cursor(self.time_cursor.x)
         else:
@@ -104,11 +102,13 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         plot.getAxis("right").setWidth(RIGHT_AXIS_WIDTH)
         plot.getAxis("right").setStyle(showValues=False)
         plot.getAxis("right").showLabel(False)
-        if metric.unit == "s":  # seconds scale with an SI prefix ("wait (ms)"), not a "(x0.001)" factor
-            plot.setLabel("left", _short(metric), units="s")
+        # The axis names only the unit: the title above names the metric, and a panel is often shorter than
+        # a rotated "threads (count)" (six of them overlapped each other down the left edge).
+        if metric.unit == "s":  # seconds scale with an SI prefix ("(ms)"), not a "(x0.001)" factor
+            plot.setLabel("left", "", units="s")
         else:  # no "kMiB" or "k%": these units stay as they are
             plot.getAxis("left").enableAutoSIPrefix(False)
-            plot.setLabel("left", f"{_short(metric)} ({metric.unit})")
+            plot.setLabel("left", metric.unit)
         # the wheel and drags move time only; y follows the curves in view, so zooming never clips them
         plot.getViewBox().setMouseEnabled(x=True, y=False)
         plot.getViewBox().setAutoVisible(y=True)
@@ -122,11 +122,8 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
             plot.setLabel("bottom", ALIGN_LABELS[self.align])
         else:
             plot.hideAxis("bottom")  # one time axis, under the last row
-        if plot.legend is not None:
-            plot.legend.setVisible(self.master is None)
-        if self.master is None:
+        if self.master is None:  # no legend: every title names the runs in their colours (one covered the curves)
             self.master = plot
-            plot.addLegend(offset=(-10, 5), labelTextSize="10pt", brush=pg.mkBrush(255, 255, 255, 220))
         elif col == 0:
             plot.setXLink(self.master)
         elif row == 0:
@@ -257,8 +254,12 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         with its epoch's duration."""
         starts = [(e.start_ns - anchor) / 1e9 for e in run.epochs]
         end = (run.epochs[-1].end_ns - anchor) / 1e9 if run.epochs else None
-        labels = [f"E{e.epoch} {e.duration_s:.1f} s" for e in run.epochs] if metric is self.metrics[0] else None
-        markers = EpochMarkers(starts, end, colour, labels, label_height=0.93 - 0.1 * (index % 4))
+        # Runs overlaid in one column label their epochs in different rows of plots (run i in row i):
+        # in one short plot the labels of three runs wrote over each other.
+        overlaid = self._columns() == 1
+        labelled = self.metrics[index % len(self.metrics)] if overlaid else self.metrics[0]
+        labels = [f"E{e.epoch} {e.duration_s:.1f} s" for e in run.epochs] if metric is labelled else None
+        markers = EpochMarkers(starts, end, colour, labels)
         plot.addItem(markers, ignoreBounds=True)
         return markers
 
@@ -324,7 +325,12 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
     def _readout(self, run: RunData, index: int, metric: Metric, s: Series, x: float | None, with_run: bool) -> str:
         """One series' value at the cursor, in its run's colour (RSS also in % of RAM)."""
         value = None if x is None else s.value_at(run.anchor_ns(self.align) + x * 1e9)
-        text = "-" if value is None else format(value, UNIT_FORMAT.get(metric.unit, ".2f"))
+        if value is None:
+            text = "-"
+        elif metric.unit == "s":  # 25 µs, not 0.00
+            text = pg.siFormat(value, precision=3, suffix="s", space=True)
+        else:
+            text = format(value, UNIT_FORMAT.get(metric.unit, ".2f"))
         if metric.key == schema.RSS_MIB and value is not None and run.ram_total_mib:
             text += f" ({100 * value / run.ram_total_mib:.1f} % RAM)"
         who = " ".join(w for w in (run.label if with_run else "", s.label) if w)
