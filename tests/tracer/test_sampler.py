@@ -91,14 +91,14 @@ def test_bad_rates_are_rejected(hz: float) -> None:
 SPAWNER = """
 import subprocess, sys, time
 time.sleep(1.0)
-child = subprocess.Popen([sys.executable, "-c", sys.argv[1], "1", "2.5"])   # a late DataLoader-like worker
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2], "2.5"])   # a late DataLoader-like worker
 child.wait()
 """
 
 
 def test_late_children_are_found_and_their_cpu_counted(tmp_path: Path) -> None:
     folder = RunFolder.create(tmp_path, "tree")
-    parent = subprocess.Popen([sys.executable, "-c", SPAWNER, BURNER])
+    parent = subprocess.Popen([sys.executable, "-c", SPAWNER, BURNER, "1"])
     sampler = Sampler(folder, lambda: parent.pid, hz=10, nvml=None)
     sampler.start()
     parent.wait()
@@ -110,3 +110,20 @@ def test_late_children_are_found_and_their_cpu_counted(tmp_path: Path) -> None:
     cores = process.column("cpu_cores").to_pylist()
     sampled_cpu_s = sum(c * (b - a) / 1e9 for c, a, b in zip(cores[1:], t, t[1:]))
     assert sampled_cpu_s > 1.5, "the grandchild burned about 2.5 s of CPU; it must be counted"
+
+
+def test_a_late_child_is_found_within_a_sample_not_a_rescan(tmp_path: Path) -> None:
+    """A child forked between tree rescans is found at the next sample, so its CPU time lands in the
+    windows it was spent in: no window shows more than every core busy (found a second late, its
+    second of CPU on every core landed in one 100 ms window: several hundred %)."""
+    n = psutil.cpu_count() or 1
+    folder = RunFolder.create(tmp_path, "tree")
+    parent = subprocess.Popen([sys.executable, "-c", SPAWNER, BURNER, str(n)])
+    sampler = Sampler(folder, lambda: parent.pid, hz=10, nvml=None)
+    sampler.start()
+    parent.wait()
+    sampler.stop()
+    process = folder.samples("process")
+    assert process is not None and max(process.column("processes").to_pylist()) == 2
+    pct = process.column("cpu_pct").to_pylist()
+    assert max(pct) <= 125, pct  # a 100 ms window can read a tick or two high per process, not more
