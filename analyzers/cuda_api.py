@@ -30,7 +30,7 @@ import duckdb
 from analyzers import tables as t
 from tracer.core.runfolder import RunFolder
 
-SOURCE_PREFERENCE = ("nsys", "cupti", "kineto")
+SOURCE_PREFERENCE = (t.SOURCE_NSYS, t.SOURCE_CUPTI, t.SOURCE_KINETO)
 _EPOCH = re.compile(r"^epoch[ _]?(\d+)$", re.IGNORECASE)
 _STEP = re.compile(r"^((train_)?step[ _#]?\d*|ProfilerStep#\d+)", re.IGNORECASE)
 

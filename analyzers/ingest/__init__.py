@@ -26,7 +26,7 @@ from analyzers.clock import Clock
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder, write_json_atomic
-from tracer.tracing.nsys import nsys_export_types
+from tracer.tracing.nsys import best_export
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 ARROW_STREAM_MAGIC = b"\xff\xff\xff\xff"
@@ -213,9 +213,9 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
     report = path if kind == tf.NSYS_REP else path.with_name(path.name.split(".")[0] + ".nsys-rep")
     if kind == tf.NSYS_REP:
         nsys_bin = find_nsys()
-        arrow = nsys_bin is not None and "arrow" in nsys_export_types(nsys_bin)
-        path = staged / (path.stem + (".arrow" if arrow else ".sqlite"))
-        export_nsys_rep(report, path, "arrow" if arrow else "sqlite")
+        export = best_export(nsys_bin) if nsys_bin is not None else "sqlite"  # export_nsys_rep says none found
+        path = staged / f"{path.stem}.{export}"
+        export_nsys_rep(report, path, export)
     if trace_kind(path) == tf.NSYS_ARROW:
         try:
             return nsys_arrow.write_arrow(path, staged)
@@ -231,7 +231,7 @@ def _source_of(path: Path) -> str:
     kind = trace_kind(path)
     if kind in tf.NSYS_KINDS:
         return t.SOURCE_NSYS
-    return {tf.KINETO: "kineto", tf.CUPTI: "cupti"}.get(kind or "", "other")
+    return {tf.KINETO: t.SOURCE_KINETO, tf.CUPTI: t.SOURCE_CUPTI}.get(kind or "", "other")
 
 
 def ingest_file(path: Path, folder: RunFolder) -> list[str]:

@@ -50,7 +50,7 @@ def read_dir(cupti_dir: Path) -> tuple[dict[str, pa.Table], Clock]:
                 start, end = int(r["start_ns"]) + offset, int(r["end_ns"]) + offset
             except (KeyError, TypeError, ValueError):
                 raise UserError(f"{path}: a CUPTI record lacks start_ns/end_ns") from None
-            common = {"start_ns": start, "end_ns": end, "dur_ns": end - start, "source": "cupti"}
+            common = {"start_ns": start, "end_ns": end, "dur_ns": end - start, "source": t.SOURCE_CUPTI}
             corr = r.get("correlation_id", -1)
             if kind in API_KINDS:
                 name = str(r.get("name", ""))

@@ -46,7 +46,6 @@ def _open(path: Path) -> IO[bytes]:
 
 MAX_NS = 2**63 - 1  # the tables' int64
 _THOUSAND = Decimal(1000)
-SOURCE = "kineto"
 
 
 def _ns(value: Decimal | None) -> int:
@@ -139,7 +138,7 @@ class _Columns:
             cols["end_ns"] = pc.add(start, raw["dur_ns"])
         else:
             cols["end_ns"] = pc.add(raw["end_ns"], offset)
-        cols["source"] = build.repeated(SOURCE, n)
+        cols["source"] = build.repeated(t.SOURCE_KINETO, n)
         for alias, column in self.aliases.items():
             cols[alias] = cols[column]  # the same buffers, not a copy
         arrays = [cols[k] if k in cols else pa.nulls(n, schema.field(k).type) for k in schema.names]

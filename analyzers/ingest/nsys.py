@@ -617,7 +617,7 @@ def write_sqlite(path: Path, out_dir: Path) -> tuple[list[str], Clock]:
         names = check_nsys(path, db)
         clock = session_clock(db, names)
         if extension is not None:
-            return _copied_by_duckdb(db, names, clock, out_dir, extension), clock
+            return _copied_from_sqlite(db, names, clock, out_dir, extension), clock
         written = _streamed(db, names, clock, out_dir)
         for name, table in ((t.NVTX, read_nvtx(db, names, clock)), (t.OSRT, read_osrt(db, names, clock))):
             if table.num_rows:
@@ -626,7 +626,7 @@ def write_sqlite(path: Path, out_dir: Path) -> tuple[list[str], Clock]:
     return written, clock
 
 
-def _copied_by_duckdb(db: Db, names: set[str], clock: Clock, out_dir: Path, extension: Path) -> list[str]:
+def _copied_from_sqlite(db: Db, names: set[str], clock: Clock, out_dir: Path, extension: Path) -> list[str]:
     """Every table written by DuckDB's sqlite scanner (`nsys_duckdb`, `extension` its file)."""
     from analyzers.ingest import nsys_duckdb
 

@@ -22,8 +22,6 @@ from analyzers.clock import Clock
 from analyzers.ingest import nsys, nsys_duckdb
 from tracer.core.errors import UserError
 
-STREAM_MAGIC = b"\xff\xff\xff\xff"
-"""An Arrow IPC stream's first message starts with this continuation marker."""
 TABLE_NAME = b"table_name"
 """nsys's schema metadata key naming each stream's table."""
 SCAN_ROWS = 122_880

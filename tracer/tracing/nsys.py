@@ -178,8 +178,7 @@ class NsysBackend(TraceBackend):
                 else " (see raw/worker.log)"
             )
             raise RuntimeError(f"nsys wrote no report {REPORT}{hint}")
-        offered = nsys_export_types(str(self.nsys))
-        kind = next((k for k in EXPORTS if k in offered), "sqlite")
+        kind = best_export(str(self.nsys))
         export = folder.path / EXPORTS[kind]
         with (folder.path / EXPORT_LOG).open("wb") as log:
             done = subprocess.run(
@@ -199,6 +198,12 @@ class NsysBackend(TraceBackend):
         if done.returncode != 0 or not export.exists():
             raise RuntimeError(f"nsys export to {kind} failed with code {done.returncode}: see {EXPORT_LOG}")
         return [REPORT, EXPORTS[kind]]
+
+
+def best_export(nsys: str) -> str:
+    """The first of EXPORTS this nsys offers ("sqlite" when its help cannot be read)."""
+    offered = nsys_export_types(nsys)
+    return next((kind for kind in EXPORTS if kind in offered), "sqlite")
 
 
 @functools.cache
