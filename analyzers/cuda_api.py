@@ -145,23 +145,23 @@ def api_summary_sqlite(path: Path, start_ns: int | None = None, end_ns: int | No
     Slow on big files (SQLite sorts for GROUP BY and again for the window): for repeated summaries,
     ingest once and use `api_summary`. StdDev comes from SQLite's compensated float sum of squares,
     finished in exact arithmetic: within about 1e-16 * (mean / stddev)^2 of a two-pass computation."""
-    from analyzers.ingest import nsys
+    from analyzers.ingest import nsys_export as ex
 
-    with nsys.open_readonly(path) as db:
-        names = nsys.check_nsys(path, db)
-        if nsys.RUNTIME not in names:
+    with ex.open_readonly(path) as db:
+        names = ex.check_nsys(path, db)
+        if ex.RUNTIME not in names:
             return []
-        offset = nsys.session_clock(db, names).offset_ns
-        cond = [f"eventClass NOT IN ({','.join(map(str, nsys.excluded_event_classes(db, names)))})"]
+        offset = ex.session_clock(db, names).offset_ns
+        cond = [f"eventClass NOT IN ({','.join(map(str, ex.excluded_event_classes(db, names)))})"]
         if start_ns is not None:
             cond.append(f"start >= {int(start_ns) - offset}")
         if end_ns is not None:
             cond.append(f"start < {int(end_ns) - offset}")
         for pragma in (f"threads = {_cpus()}", "temp_store = MEMORY", "cache_size = -262144"):
-            db.table(f"PRAGMA {pragma}")
+            db.rows(f"PRAGMA {pragma}")
         rows = db.rows(
             f"""
-            WITH r AS (SELECT nameId AS k, end - start AS d FROM {nsys.RUNTIME} WHERE {" AND ".join(cond)}),
+            WITH r AS (SELECT nameId AS k, end - start AS d FROM {ex.RUNTIME} WHERE {" AND ".join(cond)}),
             a AS MATERIALIZED (
                 SELECT k, count(*) AS n, sum(d) AS total, min(d) AS mn, max(d) AS mx, total(d * d) AS sq
                 FROM r GROUP BY k

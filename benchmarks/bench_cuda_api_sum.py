@@ -5,7 +5,7 @@ plain pandas `read_sql` + groupby baseline, in the same run.
 
 Paths timed, each from the SQLite file to the summary rows:
   (a) `api_summary_sqlite`: the summary as SQL run by SQLite (aggregates + ROW_NUMBER median);
-  (b) ingest through ADBC's SQLite driver -> cuda_api.parquet, then `api_summary` (DuckDB) over it;
+  (b) ingest (DuckDB's sqlite scanner) -> cuda_api.parquet, then `api_summary` (DuckDB) over it;
   the pandas `read_sql` + groupby baseline. `uptime` is printed before and after: the machine is shared.
 The generated file is kept (default /tmp/bench_nsys_<N>.sqlite) so reruns skip generation.
 """
@@ -128,7 +128,7 @@ def main() -> int:
     print(f"{'path':28s} {'wall':>8s}    {'CPU':>6s}    {'rows/s (wall)':>13s}")
     for label, (wall, cpu) in (
         ("(a) SQL summary in SQLite", t_sql),
-        ("ADBC ingest -> Parquet", t_ingest),
+        ("ingest -> Parquet", t_ingest),
         ("api_summary over Parquet", t_summary),
         ("(b) ingest + api_summary", both),
         ("pandas read_sql + groupby", t_base),

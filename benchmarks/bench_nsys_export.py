@@ -25,8 +25,8 @@ INGEST = """
 import re, sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
-from analyzers.ingest import nsys, nsys_arrow
-write = nsys_arrow.write_arrow if {kind!r} == "arrow" else nsys.write_sqlite
+from analyzers.ingest import nsys_arrow, nsys_duckdb
+write = nsys_arrow.write_arrow if {kind!r} == "arrow" else nsys_duckdb.write_sqlite
 names, _ = write(Path({path!r}), Path({out!r}))
 print(",".join(names))
 print("MAXRSS", re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read()).group(1))
@@ -47,15 +47,14 @@ def timed(cmd: list[str]) -> tuple[float, str]:
 
 
 def main() -> int:
-    from analyzers.ingest import find_nsys
-    from tracer.tracing.nsys import nsys_export_types
+    from tracer.tracing.nsys import nsys_export_types, nsys_if_any
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--report", type=Path)
     ap.add_argument("--calls", type=int, default=100_000)
     args = ap.parse_args()
-    nsys = find_nsys()
-    if nsys is None or "arrow" not in nsys_export_types(nsys):
+    nsys = str(nsys_if_any() or "")
+    if not nsys or "arrow" not in nsys_export_types(nsys):
         print("skipped: no nsys with an Arrow export here (scripts/install_nsys.sh installs Debian's 2022.4)")
         return 0
     import pyarrow.parquet as pq

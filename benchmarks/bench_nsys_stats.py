@@ -32,8 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analyzers.ingest import find_nsys  # noqa: E402
 from tests.analyzers.nsys_replica import replicate  # noqa: E402
+from tracer.tracing.nsys import nsys_if_any  # noqa: E402
 
 FIXTURE = ROOT.parent / "shared/fixtures/extra-p/con_kernel.sqlite"
 
@@ -97,8 +97,8 @@ def main() -> int:
     ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--repeat", type=int, default=2)
     args = ap.parse_args()
-    nsys = find_nsys()
-    if nsys is None:
+    nsys = str(nsys_if_any() or "")
+    if not nsys:
         print("skipped: no nsys found (scripts/install_nsys.sh puts Debian's in ~/.cache/dl-tracer/nsys)")
         return 0
     version = subprocess.run([nsys, "--version"], capture_output=True, text=True).stdout.strip()

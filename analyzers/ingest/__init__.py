@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -26,7 +24,7 @@ from analyzers.clock import Clock
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder, write_json_atomic
-from tracer.tracing.nsys import best_export
+from tracer.tracing import nsys as tracing_nsys
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 ARROW_STREAM_MAGIC = b"\xff\xff\xff\xff"
@@ -59,34 +57,16 @@ def not_readable(path: Path) -> UserError:
     return UserError(f"{path}: not a trace this tracer reads ({tf.READABLE})")
 
 
-def find_nsys() -> str | None:
-    """nsys on PATH, in $NSYS, or in the usual install folders (the Debian copy the CI installs too)."""
-    candidates = [os.environ.get("NSYS", ""), shutil.which("nsys") or ""]
-    roots = [Path.home() / ".cache/dl-tracer/nsys", Path("/opt/nvidia"), Path("/usr/local/cuda/bin")]
-    for root in roots:
-        if root.is_dir():
-            candidates += [str(p) for p in sorted(root.glob("**/nsys")) if p.is_file()]
-    for c in candidates:
-        if c and os.access(c, os.X_OK) and Path(c).is_file():
-            return c
-    return None
-
-
 def export_nsys_rep(path: Path, out: Path, kind: str = "sqlite") -> None:
-    """`nsys export --type kind` of a report into `out`; UserError (one line) when that fails."""
-    nsys = find_nsys()
-    if nsys is None:
-        raise UserError(f"{path}: reading a .nsys-rep needs Nsight Systems (`nsys`), and none was found")
-    proc = subprocess.run(
-        [nsys, "export", "--type", kind, "--force-overwrite", "true", "--output", str(out), str(path)],
-        capture_output=True,
-        text=True,
-        errors="replace",  # nsys echoes bytes of a damaged report into its messages
-        timeout=1800,
-    )
-    if proc.returncode != 0 or not out.exists():
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise UserError(f"{path}: `nsys export` failed ({last})")
+    """`nsys export --type kind` of a report into `out`, with the nsys `tracer.tracing.nsys` finds;
+    UserError (one line) when that fails."""
+    try:
+        nsys = tracing_nsys.find_nsys()
+    except UserError as e:
+        raise UserError(f"{path}: reading a .nsys-rep needs Nsight Systems: {e}") from None
+    failed = tracing_nsys.export(nsys, path, out, kind)
+    if failed:
+        raise UserError(f"{path}: `nsys export` failed ({failed})")
 
 
 def read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
@@ -125,18 +105,16 @@ def _refuse_negative_durations(path: Path, folder: RunFolder, names: list[str]) 
 
 
 def _read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
-    from analyzers.ingest import cupti, kineto, nsys
+    from analyzers.ingest import cupti, kineto
 
     kind = trace_kind(path)
     if not path.exists():
         raise UserError(f"{path}: no such file")
-    if kind == tf.NSYS_SQLITE:
-        return nsys.read_sqlite(path)
     if kind == tf.KINETO:
         return kineto.read_json(path)
     if kind == tf.CUPTI:
         return cupti.read_dir(path)
-    if kind in (tf.NSYS_REP, tf.NSYS_ARROW):
+    if kind in tf.NSYS_KINDS:
         with tempfile.TemporaryDirectory(prefix="tracer-nsys-") as tmp:
             names, clock = _write_nsys(path, Path(tmp))
             return {name: pq.read_table(Path(tmp) / f"{name}.parquet") for name in names}, clock
@@ -195,11 +173,11 @@ def install_parts(folder: RunFolder, staged: Path, names: list[str], source: str
 
 def ingest_nsys(path: Path, folder: RunFolder) -> list[str]:
     """An nsys export (or a .nsys-rep, exported first) streamed into the run folder's tables: memory
-    stays flat in the number of rows (see `nsys.write_sqlite`)."""
+    stays flat in the number of rows (see `nsys_duckdb.write_sqlite`)."""
     folder.path.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".ingest-", dir=folder.path) as tmp:
         names, clock = _write_nsys(path, Path(tmp))
-        return install_parts(folder, Path(tmp), names, "nsys", clock)
+        return install_parts(folder, Path(tmp), names, t.SOURCE_NSYS, clock)
 
 
 def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
@@ -207,24 +185,25 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
     Arrow where this nsys offers it, else to SQLite. An Arrow export this reader cannot take (another
     nsys release may lay it out otherwise) is replaced by a SQLite export of its report, when the
     report is there: `--trace nsys` leaves `raw/trace.nsys-rep` beside `raw/trace.arrow`."""
-    from analyzers.ingest import nsys, nsys_arrow
+    from analyzers.ingest import nsys_arrow, nsys_duckdb
 
     kind = trace_kind(path)
     report = path if kind == tf.NSYS_REP else path.with_name(path.name.split(".")[0] + ".nsys-rep")
     if kind == tf.NSYS_REP:
-        nsys_bin = find_nsys()
-        export = best_export(nsys_bin) if nsys_bin is not None else "sqlite"  # export_nsys_rep says none found
+        nsys_bin = tracing_nsys.nsys_if_any()
+        # with no nsys, export_nsys_rep says so in one line
+        export = tracing_nsys.best_export(str(nsys_bin)) if nsys_bin is not None else "sqlite"
         path = staged / f"{path.stem}.{export}"
         export_nsys_rep(report, path, export)
     if trace_kind(path) == tf.NSYS_ARROW:
         try:
             return nsys_arrow.write_arrow(path, staged)
         except UserError:
-            if not report.is_file() or find_nsys() is None:
+            if not report.is_file() or tracing_nsys.nsys_if_any() is None:
                 raise
             path = staged / (report.stem + ".sqlite")
             export_nsys_rep(report, path, "sqlite")
-    return nsys.write_sqlite(path, staged)
+    return nsys_duckdb.write_sqlite(path, staged)
 
 
 def _source_of(path: Path) -> str:

@@ -19,7 +19,8 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from analyzers.clock import Clock
-from analyzers.ingest import nsys, nsys_duckdb
+from analyzers.ingest import nsys_duckdb
+from analyzers.ingest import nsys_export as ex
 from tracer.core.errors import UserError
 
 TABLE_NAME = b"table_name"
@@ -65,7 +66,7 @@ def _text(table: pa.Table) -> pa.Table:
 
 class ArrowDb:
     """The export as schema `nsys` (and the default schema) of one DuckDB connection; answers the
-    questions `nsys.Export` asks, in DuckDB's SQL (the queries there are plain enough for both)."""
+    questions `nsys_export.Export` asks, in DuckDB's SQL (the queries there are plain enough for both)."""
 
     def __init__(self, path: Path, scratch: Path) -> None:
         self.path = path
@@ -95,14 +96,14 @@ class ArrowDb:
 
 
 def write_arrow(path: Path, out_dir: Path) -> tuple[list[str], Clock]:
-    """`nsys.write_sqlite`'s tables and clock, from an Arrow export."""
+    """`nsys_duckdb.write_sqlite`'s tables and clock, from an Arrow export."""
     if not path.is_file():
         raise UserError(f"{path}: no such file")
     db = ArrowDb(path, out_dir)
     try:
-        names = nsys.check_nsys(path, db)
-        clock = nsys.session_clock(db, names)
-        return nsys.copied_by_duckdb(db.con, db, names, clock, out_dir), clock
+        names = ex.check_nsys(path, db)
+        clock = ex.session_clock(db, names)
+        return nsys_duckdb.copied_by_duckdb(db.con, db, names, clock, out_dir), clock
     except nsys_duckdb.duckdb.Error as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
         raise UserError(f"{path}: damaged Arrow export ({first})") from None

@@ -1,4 +1,5 @@
-"""The big nsys tables (CUDA API calls, kernels, memory operations) from SQLite to Parquet inside DuckDB.
+"""Every normalised table of an nsys export (CUDA API calls, kernels, memory operations, NVTX, OS
+runtime) copied to Parquet inside DuckDB, from SQLite (`write_sqlite`) or Arrow (`nsys_arrow`).
 
 Why: reading SQLite is the cost of an import, and DuckDB's sqlite scanner (the `duckdb-extension-sqlite-
 scanner` wheel, loaded from its file: nothing is downloaded) reads it about twice as cheaply per value as
@@ -6,8 +7,9 @@ ADBC, splits each table into rowid ranges over every core, and writes Parquet in
 round trip through Python. Rows then land in no particular order (keeping the file's order makes the
 writer serial and costs more than the read); every reader that needs time order sorts (the viewer) or
 filters by time (the SQL summaries). Labels (API names, thread names, copy kinds) come from the small
-Python maps `analyzers.ingest.nsys` builds, joined in SQL, so each naming rule stays declared once.
-Without the extension (another DuckDB release, a missing wheel) `nsys.write_sqlite` keeps its ADBC path.
+Python maps `analyzers.ingest.nsys_export` builds, joined in SQL, so each naming rule stays declared
+once. The extension is a pinned dependency (`pyproject.toml`): without it nothing is read, and the error
+says which package to install.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analyzers import tables as t
-from analyzers.ingest.nsys import GTID_BITS, GTID_MASK
+from analyzers.clock import Clock
+from analyzers.ingest import nsys_export as ex
+from tracer.core.errors import UserError
 
 MEMORY_LIMIT = "512MB"
 """DuckDB's cap while copying (an unordered copy of 10 M calls peaks near 120 MiB; the cap bounds the rest)."""
@@ -54,14 +58,6 @@ def _quoted_text(value: str) -> str:
 
 def _literal_list(items: list[str]) -> str:
     return "[" + ", ".join(items) + "]"
-
-
-def _pid(col: str) -> str:
-    return f"((coalesce({col}, 0) >> {GTID_BITS}) & {GTID_MASK})"
-
-
-def _tid(col: str) -> str:
-    return f"(coalesce({col}, 0) & {GTID_MASK})"
 
 
 def connect(scratch: Path) -> duckdb.DuckDBPyConnection:
@@ -163,7 +159,7 @@ class Copier:
         off = self.offset
         return f'{a}.start + {off} AS start_ns, {a}."end" + {off} AS end_ns, {a}."end" - {a}.start AS dur_ns'
 
-    def copy_cuda_api(self, out: Path, excluded: list[int], driver_class: int) -> int:
+    def copy_cuda_api(self, out: Path, excluded: list[int]) -> int:
         """The runtime/driver calls that count (backtrace duplicates left out), named as nsys's reports
         do. A name id missing from StringIds (a damaged export) is named `<nameId N>`: the file is then
         written again with text labels, the slow way, only for such files."""
@@ -175,12 +171,12 @@ class Copier:
         def select(name: str, api: str) -> str:
             return (
                 f"SELECT {self._times('r')}, {name} AS name, {api} AS api, "
-                f"(CASE WHEN r.eventClass = {driver_class} THEN '{t.API_DRIVER}' ELSE '{t.API_RUNTIME}' END)"
+                f"(CASE WHEN r.eventClass = {ex.DRIVER_EVENT_CLASS} THEN '{t.API_DRIVER}' ELSE '{t.API_RUNTIME}' END)"
                 "::call_kind AS kind, "
-                f"{_pid('r.globalTid')} AS pid, {_tid('r.globalTid')} AS tid, "
+                f"{ex.pid_sql('r.globalTid')} AS pid, {ex.tid_sql('r.globalTid')} AS tid, "
                 f"coalesce(th.label, ''::{threads}_label) AS thread_name, "
                 f"coalesce(r.correlationId, -1) AS correlation_id, {source} AS source "
-                "FROM nsys.CUPTI_ACTIVITY_KIND_RUNTIME r "
+                f"FROM nsys.{ex.RUNTIME} r "
                 f"LEFT JOIN {strings} n ON n.id = r.nameId "
                 f"LEFT JOIN {threads} th ON th.id = coalesce(r.globalTid, 0) "
                 f"WHERE r.eventClass NOT IN ({', '.join(map(str, excluded))})"
@@ -202,9 +198,9 @@ class Copier:
             f"SELECT {self._times('k')}, coalesce(d.label, ''::{strings}_label) AS name, "
             f"coalesce(s.label, ''::{strings}_label) AS short_name, "
             "k.deviceId AS device, k.streamId AS stream, coalesce(k.correlationId, -1) AS correlation_id, "
-            f"{_pid('k.globalPid')} AS pid, k.gridX AS grid_x, k.gridY AS grid_y, k.gridZ AS grid_z, "
+            f"{ex.pid_sql('k.globalPid')} AS pid, k.gridX AS grid_x, k.gridY AS grid_y, k.gridZ AS grid_z, "
             f"k.blockX AS block_x, k.blockY AS block_y, k.blockZ AS block_z, {self._constant(t.SOURCE_NSYS)} AS source "
-            "FROM nsys.CUPTI_ACTIVITY_KIND_KERNEL k "
+            f"FROM nsys.{ex.KERNEL} k "
             f"LEFT JOIN {strings} d ON d.id = k.demangledName LEFT JOIN {strings} s ON s.id = k.shortName"
         )
         return self._copy(select, out, t.KERNELS_SCHEMA)
@@ -221,13 +217,11 @@ class Copier:
             self._labels("copy_kinds", copy_kinds)
             parts.append(
                 f"SELECT {self._times('m')}, coalesce(c.label::VARCHAR, {_memcpy_unknown()}) AS kind, {common} "
-                "FROM nsys.CUPTI_ACTIVITY_KIND_MEMCPY m LEFT JOIN copy_kinds c ON c.id = m.copyKind"
+                f"FROM nsys.{ex.MEMCPY} m LEFT JOIN copy_kinds c ON c.id = m.copyKind"
             )
         if memsets:
             kind = t.MEMSET_KIND.replace("'", "''")
-            parts.append(
-                f"SELECT {self._times('m')}, '{kind}' AS kind, {common} FROM nsys.CUPTI_ACTIVITY_KIND_MEMSET m"
-            )
+            parts.append(f"SELECT {self._times('m')}, '{kind}' AS kind, {common} FROM nsys.{ex.MEMSET} m")
         if not parts:
             return 0
         return self._copy(" UNION ALL ".join(parts), out, t.MEMCPY_SCHEMA)
@@ -244,9 +238,9 @@ class Copier:
         strings, threads = self._table(STRINGS), self._table(THREADS)
         select = (
             f"SELECT {self._times('o')}, coalesce(n.label, ''::{strings}_label) AS name, "
-            f"{_pid('o.globalTid')} AS pid, {_tid('o.globalTid')} AS tid, "
+            f"{ex.pid_sql('o.globalTid')} AS pid, {ex.tid_sql('o.globalTid')} AS tid, "
             f"coalesce(th.label, ''::{threads}_label) AS thread_name, {self._constant(t.SOURCE_NSYS)} AS source "
-            f"FROM nsys.OSRT_API o LEFT JOIN {strings} n ON n.id = o.nameId "
+            f"FROM nsys.{ex.OSRT} o LEFT JOIN {strings} n ON n.id = o.nameId "
             f"LEFT JOIN {threads} th ON th.id = coalesce(o.globalTid, 0) ORDER BY o.start"
         )
         return self._copy(select, out, t.OSRT_SCHEMA)
@@ -256,8 +250,8 @@ def _nvtx_select(times: str, has_text_id: bool, source: str) -> str:
     name = "coalesce(n.text, s.value, '')" if has_text_id else "coalesce(n.text, '')"
     join = "LEFT JOIN nsys.StringIds s ON s.id = n.textId" if has_text_id else ""
     return (
-        f"SELECT {times}, {name} AS name, {_pid('n.globalTid')} AS pid, {_tid('n.globalTid')} AS tid, "
-        f'{source} AS source FROM nsys.NVTX_EVENTS n {join} WHERE n."end" IS NOT NULL ORDER BY n.start'
+        f"SELECT {times}, {name} AS name, {ex.pid_sql('n.globalTid')} AS pid, {ex.tid_sql('n.globalTid')} AS tid, "
+        f'{source} AS source FROM nsys.{ex.NVTX} n {join} WHERE n."end" IS NOT NULL ORDER BY n.start'
     )
 
 
@@ -269,9 +263,62 @@ def _nulls(path: Path, column: str) -> int:
 
 
 def _memcpy_unknown() -> str:
-    """A copy kind missing from the labels is named by its number, as the ADBC path does."""
+    """A copy kind missing from the labels is named by its number, as `tables.memcpy_kind_label` names it."""
     prefix, suffix = t.memcpy_kind_label("\x00").split("\x00")
     return f"'{prefix}' || m.copyKind || '{suffix}'"
 
 
 _SQL_TYPES = {pa.int64(): "BIGINT", pa.string(): "VARCHAR"}
+
+
+def write_sqlite(path: Path, out_dir: Path) -> tuple[list[str], Clock]:
+    """Every normalised table a SQLite export has, written as `out_dir/<table>.parquet` (empty ones left
+    out), and the clock used. No table sits whole in memory: DuckDB's sqlite scanner copies them on
+    every core (the big tables' rows in no particular order)."""
+    extension = sqlite_scanner()
+    if extension is None:
+        raise UserError(
+            f"{path}: reading nsys SQLite needs DuckDB's sqlite scanner: "
+            f"pip install duckdb-extension-sqlite-scanner=={duckdb.__version__}"
+        )
+    with ex.open_readonly(path) as db:
+        names = ex.check_nsys(path, db)
+        clock = ex.session_clock(db, names)
+        con = connect(out_dir)
+        try:
+            attach_sqlite(con, db.path, extension)
+        except duckdb.Error as e:
+            con.close()
+            raise UserError(f"{path}: damaged or truncated SQLite file ({_first_line(e)})") from None
+        return copied_by_duckdb(con, db, names, clock, out_dir), clock
+
+
+def copied_by_duckdb(
+    con: duckdb.DuckDBPyConnection, db: ex.Export, names: set[str], clock: Clock, out_dir: Path
+) -> list[str]:
+    """Every table written by a `Copier` from the export seen as schema `nsys` on `con` (closed on
+    return); `db` answers the small questions (labels, event classes) about the same export."""
+    copier = Copier(con, clock.offset_ns, ex.strings(db), ex.thread_names(db, names))
+    rows: dict[str, int] = {}
+    try:
+        if ex.RUNTIME in names:
+            rows[t.CUDA_API] = copier.copy_cuda_api(
+                out_dir / f"{t.CUDA_API}.parquet", ex.excluded_event_classes(db, names)
+            )
+        if ex.KERNEL in names:
+            rows[t.KERNELS] = copier.copy_kernels(out_dir / f"{t.KERNELS}.parquet")
+        kinds = ex.memcpy_kinds(db, names) if ex.MEMCPY in names else None
+        rows[t.MEMCPY] = copier.copy_memory_ops(out_dir / f"{t.MEMCPY}.parquet", kinds, ex.MEMSET in names)
+        if ex.NVTX in names:
+            rows[t.NVTX] = copier.copy_nvtx(out_dir / f"{t.NVTX}.parquet", "textId" in db.columns(ex.NVTX))
+        if ex.OSRT in names:
+            rows[t.OSRT] = copier.copy_osrt(out_dir / f"{t.OSRT}.parquet")
+    except duckdb.Error as e:
+        raise UserError(f"{db.path}: damaged or truncated export ({_first_line(e)})") from None
+    finally:
+        copier.close()
+    return [name for name in (t.CUDA_API, t.KERNELS, t.MEMCPY, t.NVTX, t.OSRT) if rows.get(name)]
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:200]

@@ -89,11 +89,10 @@ def test_cli_import_of_bad_file_exits_2_with_one_line(shared_fixtures: Path, tmp
 
 def test_nsys_export_types_read_from_its_help() -> None:
     """Capability, not version: the installed nsys's export types (Debian's 2022.4 offers arrow)."""
-    from analyzers.ingest import find_nsys
-    from tracer.tracing.nsys import nsys_export_types
+    from tracer.tracing.nsys import nsys_export_types, nsys_if_any
 
-    nsys = find_nsys()
-    if nsys is None:
+    nsys = str(nsys_if_any() or "")
+    if not nsys:
         pytest.skip("Nsight Systems is not installed (scripts/install_nsys.sh puts it in ~/.cache/dl-tracer/nsys)")
     types = nsys_export_types(nsys)
     assert "sqlite" in types, types

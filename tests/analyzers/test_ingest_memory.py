@@ -20,9 +20,8 @@ in-memory `read_sqlite` measured 179 -> 217 MB on the development VM, 23 Nov 202
 CHILD = """
 import resource, sys
 from pathlib import Path
-from analyzers.ingest import ingest_file, nsys
+from analyzers.ingest import ingest_file
 from tracer.core.runfolder import RunFolder
-nsys.CHUNK_ROWS = 50_000  # several chunks on both sides, as on files of millions of rows
 ingest_file(Path(sys.argv[1]), RunFolder(Path(sys.argv[2])))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """

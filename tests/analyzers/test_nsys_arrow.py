@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analyzers import tables
-from analyzers.ingest import ingest_file, nsys, nsys_arrow, run_traces, trace_kind
+from analyzers.ingest import ingest_file, nsys_arrow, nsys_duckdb, run_traces, trace_kind
 from tests.analyzers.conftest import NSYS_FILES
 from tests.tracer.tracing.helpers import require_nsys
 from tracer.core import trace_formats as tf
@@ -70,7 +70,7 @@ def test_fixtures_in_arrow_form_ingest_as_sqlite_does(rel: str, shared_fixtures:
     from_arrow.mkdir()
     from_sqlite.mkdir()
     a_names, a_clock = nsys_arrow.write_arrow(arrow, from_arrow)
-    s_names, s_clock = nsys.write_sqlite(shared_fixtures / rel, from_sqlite)
+    s_names, s_clock = nsys_duckdb.write_sqlite(shared_fixtures / rel, from_sqlite)
     assert a_clock == s_clock and tables.CUDA_API in a_names
     _same_tables(from_arrow, a_names, from_sqlite, s_names)
 
@@ -112,7 +112,7 @@ def test_a_real_arrow_export_ingests_as_its_sqlite_export_does(report: Path, tmp
     from_arrow.mkdir()
     from_sqlite.mkdir()
     a_names, a_clock = nsys_arrow.write_arrow(exports["arrow"], from_arrow)
-    s_names, s_clock = nsys.write_sqlite(exports["sqlite"], from_sqlite)
+    s_names, s_clock = nsys_duckdb.write_sqlite(exports["sqlite"], from_sqlite)
     assert a_clock == s_clock and a_names == [tables.OSRT]
     _same_tables(from_arrow, a_names, from_sqlite, s_names)
     osrt = pq.read_table(from_arrow / f"{tables.OSRT}.parquet")

@@ -1,6 +1,6 @@
-"""nsys SQLite ingest through ADBC's SQLite driver: equal to the sqlite3 fallback on every fixture, the
-threaded rowid ranges equal to plain SQL, and the SQL summary straight from SQLite equal to
-`api_summary` over the ingested table."""
+"""nsys SQLite ingest (DuckDB's copy, the export contract's label maps): read-only, equal to plain SQL
+on a generated file whichever way the labels reach DuckDB, and the SQL summary straight from SQLite
+equal to `api_summary` over the ingested table."""
 
 from __future__ import annotations
 
@@ -11,32 +11,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from analyzers import cuda_api, tables
-from analyzers.ingest import nsys, nsys_duckdb
+from analyzers.ingest import nsys_duckdb, nsys_export
 from tests.analyzers.conftest import NSYS_FILES
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
 
 
-def test_adbc_is_used_and_read_only(shared_fixtures: Path) -> None:
-    with nsys.open_readonly(shared_fixtures / NSYS_FILES[1]) as db:
-        assert db.adbc is not None and db.lite is None
-        with pytest.raises(UserError, match="readonly"):
-            with nsys.open_readonly(shared_fixtures / NSYS_FILES[1]) as db2:
-                db2.table("CREATE TABLE x (a INTEGER)")
-
-
-@pytest.mark.parametrize("rel", NSYS_FILES)
-def test_adbc_equals_sqlite3_fallback(rel: str, shared_fixtures: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fast, fast_clock = nsys.read_sqlite(shared_fixtures / rel)
-    monkeypatch.setattr(nsys, "_adbc_connect", lambda path: None)
-    with nsys.open_readonly(shared_fixtures / rel) as db:
-        assert db.adbc is None
-    slow, slow_clock = nsys.read_sqlite(shared_fixtures / rel)
-    assert fast_clock == slow_clock and fast.keys() == slow.keys()
-    for name, table in fast.items():
-        assert table.schema == slow[name].schema
-        assert table.equals(slow[name]), name
-        assert tables.plain(table, tables.SCHEMAS[name]).schema == tables.SCHEMAS[name]
+def test_export_is_opened_read_only(shared_fixtures: Path) -> None:
+    with pytest.raises(UserError, match="readonly"):
+        with nsys_export.open_readonly(shared_fixtures / NSYS_FILES[1]) as db:
+            db.rows("CREATE TABLE x (a INTEGER)")
 
 
 @pytest.mark.parametrize("rel", NSYS_FILES)
@@ -79,23 +63,19 @@ def _generated(path: Path, rows: int) -> None:
     con.close()
 
 
-@pytest.mark.parametrize("path_taken", ["in-memory", "adbc-streamed", "duckdb-copied"])
-def test_threaded_ranges_equal_plain_sql(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path_taken: str) -> None:
-    """Unordered starts over many rowid chunks read by two threads: ADBC's result is the stable sort;
-    DuckDB's copy holds the same rows in no particular order (a missing name id included)."""
+@pytest.mark.parametrize("labels", ["literals", "parameters"])
+def test_copy_equals_plain_sql(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, labels: str) -> None:
+    """Unordered starts, NULL ids, backtrace duplicates, driver rows and a missing name id: DuckDB's
+    copy holds the rows plain SQL selects (in no particular order), whichever way the label maps
+    reach DuckDB (SQL literals, or parameters for big maps)."""
     path = tmp_path / "gen.sqlite"
     _generated(path, 5000)
-    monkeypatch.setattr(nsys, "CHUNK_ROWS", 700)
-    monkeypatch.setattr(nsys, "_workers", lambda: 2)
-    if path_taken == "adbc-streamed":
-        monkeypatch.setattr(nsys_duckdb, "sqlite_scanner", lambda: None)
-    if path_taken == "in-memory":
-        got = nsys.read_sqlite(path)[0]["cuda_api"]
-    else:
-        written, _clock = nsys.write_sqlite(path, tmp_path)
-        assert written == ["cuda_api"]
-        got = pq.read_table(tmp_path / "cuda_api.parquet")
-        assert got.schema == tables.CUDA_API_SCHEMA
+    if labels == "parameters":
+        monkeypatch.setattr(nsys_duckdb, "LITERAL_LABELS", 0)
+    written, _clock = nsys_duckdb.write_sqlite(path, tmp_path)
+    assert written == ["cuda_api"]
+    got = pq.read_table(tmp_path / "cuda_api.parquet")
+    assert got.schema == tables.CUDA_API_SCHEMA
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     expected = con.execute(
         "SELECT start, end, end - start, nameId, eventClass = 1, coalesce(globalTid, 0), coalesce(correlationId, -1) "
@@ -111,29 +91,22 @@ def test_threaded_ranges_equal_plain_sql(tmp_path: Path, monkeypatch: pytest.Mon
         api = "cudaMalloc" if k == 0 else names[k]
         kind = "driver" if drv else "runtime"
         want.append((s, e, d, names[k], api, kind, g >> 24 & 0xFFFFFF, g & 0xFFFFFF, thread, corr, "nsys"))
-    assert (sorted(rows) if path_taken == "duckdb-copied" else rows) == (
-        sorted(want) if path_taken == "duckdb-copied" else want
-    )
+    assert sorted(rows) == sorted(want)
 
 
-@pytest.mark.skipif(nsys_duckdb.sqlite_scanner() is None, reason="DuckDB's sqlite_scanner extension wheel is absent")
-@pytest.mark.parametrize("labels", ["literals", "parameters"])
 @pytest.mark.parametrize("rel", NSYS_FILES)
-def test_duckdb_copy_equals_adbc_stream(
-    rel: str, labels: str, shared_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_label_literals_equal_parameters(
+    rel: str, shared_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The two ways to write the big tables give the same rows (as multisets: DuckDB's are unordered),
-    whichever way the label maps reach DuckDB."""
-    copied, streamed = tmp_path / "copied", tmp_path / "streamed"
-    copied.mkdir(), streamed.mkdir()
-    if labels == "parameters":
-        monkeypatch.setattr(nsys_duckdb, "LITERAL_LABELS", 0)
-    by_duckdb, clock = nsys.write_sqlite(shared_fixtures / rel, copied)
-    monkeypatch.setattr(nsys_duckdb, "sqlite_scanner", lambda: None)
-    by_adbc, adbc_clock = nsys.write_sqlite(shared_fixtures / rel, streamed)
-    assert by_duckdb == by_adbc and clock == adbc_clock
-    for name in by_duckdb:
-        a, b = pq.read_table(copied / f"{name}.parquet"), pq.read_table(streamed / f"{name}.parquet")
+    """Both ways the label maps reach DuckDB give the same tables on every fixture."""
+    literal, param = tmp_path / "literal", tmp_path / "param"
+    literal.mkdir(), param.mkdir()
+    by_literal, clock = nsys_duckdb.write_sqlite(shared_fixtures / rel, literal)
+    monkeypatch.setattr(nsys_duckdb, "LITERAL_LABELS", 0)
+    by_param, param_clock = nsys_duckdb.write_sqlite(shared_fixtures / rel, param)
+    assert by_literal == by_param and clock == param_clock and by_literal
+    for name in by_literal:
+        a, b = pq.read_table(literal / f"{name}.parquet"), pq.read_table(param / f"{name}.parquet")
         assert a.schema == b.schema == tables.SCHEMAS[name]
         keys = [(c, "ascending") for c in a.column_names]
         assert a.sort_by(keys).equals(b.sort_by(keys)), name

@@ -162,9 +162,9 @@ def test_broken_kineto_events_are_one_line(event: dict, words: str, tmp_path: Pa
 
 
 def test_random_bytes_nsys_rep_is_one_line(tmp_path: Path) -> None:
-    from analyzers.ingest import find_nsys
+    from tracer.tracing.nsys import nsys_if_any
 
-    if find_nsys() is None:
+    if nsys_if_any() is None:
         pytest.skip("no Nsight Systems (nsys) here to read a .nsys-rep with")
     rep = tmp_path / "bad.nsys-rep"
     rep.write_bytes(os.urandom(100_000))

@@ -73,7 +73,16 @@ def candidates() -> list[Path]:
 
 
 def find_nsys() -> Path:
-    """$NSYS (the executable or its folder) wins; else the first of `candidates()` that exists."""
+    """The one way nsys is found, by `profile --trace nsys` and by `import x.nsys-rep` alike: $NSYS
+    (the executable or its folder) wins; else the first of `candidates()` that exists."""
+    found = nsys_if_any()
+    if found is None:
+        raise UserError(f"no nsys found (looked in $NSYS, PATH, {cache_root() / 'nsys'}, /opt/nvidia): {INSTALL_HINT}")
+    return found
+
+
+def nsys_if_any() -> Path | None:
+    """`find_nsys`, or None when there is none; a $NSYS that names no nsys is still an error."""
     env = os.environ.get("NSYS")
     if env:
         path = Path(env).expanduser()
@@ -81,12 +90,23 @@ def find_nsys() -> Path:
         if _executable(path):
             return path
         raise UserError(f"NSYS={env} is not an nsys executable: {INSTALL_HINT}")
-    for path in candidates():
-        if _executable(path):
-            return path
-    raise UserError(
-        f"--trace nsys: no nsys found (looked in $NSYS, PATH, {cache_root() / 'nsys'}, /opt/nvidia): {INSTALL_HINT}"
-    )
+    return next((path for path in candidates() if _executable(path)), None)
+
+
+def export(nsys: Path, report: Path, out: Path, kind: str, log: Path | None = None) -> str:
+    """`nsys export --type kind` of `report` into `out`: "" when it worked, else the last line nsys
+    said (its whole output goes to `log` when given). The one place the export command is written."""
+    cmd = [str(nsys), "export", f"--type={kind}", f"--output={out}", "--force-overwrite=true", str(report)]
+    try:
+        done = subprocess.run(cmd, capture_output=True, timeout=EXPORT_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return f"no answer in {EXPORT_TIMEOUT_S:.0f} s"
+    said = (done.stdout + done.stderr).decode(errors="replace")  # nsys echoes bytes of a damaged report
+    if log is not None:
+        log.write_text(said)
+    if done.returncode == 0 and out.exists():
+        return ""
+    return (said.strip().splitlines() or [f"exit code {done.returncode}, no output"])[-1]
 
 
 def profile_args(spec: RunSpec) -> list[str]:
@@ -136,7 +156,10 @@ class NsysBackend(TraceBackend):
         return self._nsys
 
     def check(self, spec: RunSpec, python: str = "") -> None:
-        self._nsys = find_nsys()
+        try:
+            self._nsys = find_nsys()
+        except UserError as e:
+            raise UserError(f"--trace nsys: {e}") from None
 
     def command(self, worker_cmd: list[str], folder: RunFolder, spec: RunSpec) -> list[str]:
         output = folder.path / REPORT
@@ -179,24 +202,9 @@ class NsysBackend(TraceBackend):
             )
             raise RuntimeError(f"nsys wrote no report {REPORT}{hint}")
         kind = best_export(str(self.nsys))
-        export = folder.path / EXPORTS[kind]
-        with (folder.path / EXPORT_LOG).open("wb") as log:
-            done = subprocess.run(
-                [
-                    str(self.nsys),
-                    "export",
-                    f"--type={kind}",
-                    f"--output={export}",
-                    "--force-overwrite=true",
-                    str(report),
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                timeout=EXPORT_TIMEOUT_S,
-                check=False,
-            )
-        if done.returncode != 0 or not export.exists():
-            raise RuntimeError(f"nsys export to {kind} failed with code {done.returncode}: see {EXPORT_LOG}")
+        failed = export(self.nsys, report, folder.path / EXPORTS[kind], kind, folder.path / EXPORT_LOG)
+        if failed:
+            raise RuntimeError(f"nsys export to {kind} failed ({failed}): see {EXPORT_LOG}")
         return [REPORT, EXPORTS[kind]]
 
 

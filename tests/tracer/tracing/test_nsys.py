@@ -47,6 +47,33 @@ def test_nsys_env_wins_and_a_bad_one_is_one_line(tmp_path: Path, monkeypatch: py
         find_nsys()
 
 
+def _fake_nsys(folder: Path, log: Path) -> Path:
+    """An `nsys` that writes its own path to `log` and fails as an export of a bad report would."""
+    fake = folder / "nsys"
+    folder.mkdir(parents=True)
+    fake.write_text(f'#!/bin/sh\necho "$0" >> {log}\necho "fake nsys: cannot read the report" >&2\nexit 1\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    return fake
+
+
+def test_import_and_profile_find_the_same_nsys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """#25: `NSYS=folder tracer import x.nsys-rep` runs the nsys that `profile --trace nsys` would, not
+    the one on PATH (the import once took PATH first and wanted $NSYS to be the binary)."""
+    log = tmp_path / "called.log"
+    chosen = _fake_nsys(tmp_path / "chosen", log)
+    on_path = _fake_nsys(tmp_path / "on-path", log)
+    monkeypatch.setenv("NSYS", str(chosen.parent))
+    monkeypatch.setenv("PATH", f"{on_path.parent}{os.pathsep}{os.environ['PATH']}")
+    backend = NsysBackend()
+    backend.check(_spec())
+    assert backend.nsys == chosen
+    report = tmp_path / "x.nsys-rep"
+    report.write_bytes(b"not a report")
+    result = run_tracer("import", str(report), "--out", str(tmp_path / "runs"))
+    assert result.returncode == 2 and "fake nsys: cannot read the report" in result.stderr, result.stderr
+    assert set(log.read_text().split()) == {str(chosen)}
+
+
 def test_cli_without_nsys_says_so_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NSYS", str(tmp_path / "no-nsys"))
     out = tmp_path / "runs"
