@@ -1,18 +1,19 @@
 """How analysis rows read in a terminal: durations in one adaptive unit per column with the unit in the
-header, ids without thousands separators, long kernel names shortened (tables only: CSV and JSON keep the
-full name and the raw numbers), and floats without summation noise in CSV."""
+header, ids without thousands separators, long kernel names shortened (tables only, by the rule of
+`analyzers.kernel_names`: CSV and JSON keep the full name and the raw numbers), and floats without
+summation noise in CSV."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
+
+from analyzers.kernel_names import NAME_WIDTH, short_name, short_names
 
 # (unit, ns per unit), smallest first: a column takes the largest unit its biggest value reaches.
 DURATION_UNITS: tuple[tuple[str, float], ...] = (("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9))
 ID_COLUMNS = frozenset({"pid", "tid", "gpu", "device", "stream", "correlation_id"})
 NAME_COLUMNS = frozenset({"name", "kernel", "operator"})
-NAME_WIDTH = 60
 CSV_DIGITS = 15  # significant digits: what a float holds, without the noise of its last bits
 
 
@@ -80,42 +81,22 @@ def cell(column: Column, value: Any) -> str:
     return str(value)
 
 
-_TEMPLATE = re.compile(r"<[^<>]*>")
+def table(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """(headers, cells) of rows as a terminal table: a name column shows labels unique within the
+    table (a row's own `short_name` where it has one, which is then not a column of its own)."""
+    cols = [c for c in columns(rows) if c.key != "short_name"]
+    cells = [[cell(c, r[c.key]) for c in cols] for r in rows]
+    for j, c in enumerate(cols):
+        if c.kind != "name":
+            continue
+        labels = short_names(str(r[c.key]) for r in rows if r[c.key] is not None)
+        for i, r in enumerate(rows):
+            if r[c.key] is not None:
+                cells[i][j] = str(r["short_name"]) if c.key == "name" and r.get("short_name") else labels[str(r[c.key])]
+    return [c.header for c in cols], cells
 
 
-def short_name(name: str, width: int = NAME_WIDTH) -> str:
-    """`void at::native::vectorized_elementwise_kernel<4, at::native::...>(int, ...)` reads as
-    `at::native::vectorized_elementwise_kernel<…>`: no return type, no parameter list, template
-    arguments folded, and the middle cut where it is still too long."""
-    short = name.strip()
-    if short.startswith("void "):
-        short = short[5:]
-    paren = _first_paren_outside_templates(short)
-    if paren > 0:
-        short = short[:paren]
-    folded = short
-    while True:
-        inner = _TEMPLATE.sub("\0", folded)
-        if inner == folded:
-            break
-        folded = inner
-    short = folded.replace("\0", "<…>")
-    if len(short) > width:
-        keep = width - 1
-        short = short[: keep // 2] + "…" + short[-(keep - keep // 2) :]
-    return short
-
-
-def _first_paren_outside_templates(text: str) -> int:
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth = max(0, depth - 1)
-        elif ch == "(" and depth == 0:
-            return i
-    return -1
+__all__ = ["NAME_WIDTH", "short_name", "table"]
 
 
 def csv_value(value: Any) -> Any:

@@ -1,7 +1,9 @@
 """GPU-side summaries: kernels as `nsys stats --report cuda_gpu_kern_sum`, memory operations as
 `cuda_gpu_mem_time_sum`, and GPU busy/idle time.
 
-Kernel rows group by the demangled (templated) name, nsys's default. Busy time is the union of
+Kernel rows group by the demangled (templated) name, nsys's default (CUPTI's mangled symbols are
+demangled here, so old CUPTI run folders read like new ones); each row carries the label tables and
+the viewer show (`analyzers.kernel_names`). Busy time is the union of
 kernel and memcpy/memset intervals per device (overlapping streams count once); idle is the rest
 of the span from the first to the last GPU activity on that device, summed over devices.
 """
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow.parquet as pq
 
+from analyzers import kernel_names
 from analyzers import tables as t
 from analyzers.cuda_api import summarise_durations
 from tracer.core.runfolder import RunFolder
@@ -31,6 +34,7 @@ class KernelRow:
     min_ns: int
     max_ns: int
     stddev_ns: float
+    short_name: str  # unique among the rows (analyzers.kernel_names.short_names)
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,8 @@ class MemcpyRow:
 
 def kernel_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[KernelRow]:
     rows = summarise_durations(folder.table_path(t.KERNELS), "name", "name", start_ns, end_ns)
-    return [KernelRow(*r) for r in rows]
+    labels = kernel_names.short_names(r[0] for r in rows)
+    return [KernelRow(kernel_names.demangle(r[0]), *r[1:], short_name=labels[r[0]]) for r in rows]
 
 
 def memcpy_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[MemcpyRow]:

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from analyzers import tables as t
 from analyzers.clock import UNIX_NS, Clock
+from analyzers.kernel_names import demangle
 from tracer.core.errors import UserError
 
 API_KINDS = {"runtime", "driver"}
@@ -70,7 +71,7 @@ def read_dir(cupti_dir: Path) -> tuple[dict[str, pa.Table], Clock]:
                 rows[t.KERNELS].append(
                     common
                     | {k: r.get(k) for k in t.KERNELS_SCHEMA.names if k not in common}
-                    | {"short_name": r.get("short_name", r.get("name"))}
+                    | {"name": demangle(str(r.get("name", ""))), "short_name": r.get("short_name", r.get("name"))}
                 )
             elif kind in ("memcpy", "memset"):
                 label = t.MEMSET_KIND if kind == "memset" else t.memcpy_kind_label(str(r.get("name", "Unknown")))

@@ -40,7 +40,7 @@ def test_kernel_top_list_is_filled(open_window: Opener, nsys_run: RunFolder) -> 
     kernels = sorted(kernel_summary(nsys_run), key=lambda k: -k.total_ns)
     table = window.cuda.kernels
     assert table.rowCount() == min(15, len(kernels)) > 0
-    assert table.item(0, 1).text() == kernels[0].name
+    assert table.item(0, 1).text() == kernels[0].short_name
     assert float(table.item(0, 3).text()) == pytest.approx(kernels[0].total_ns / 1e6, abs=0.01)
 
 

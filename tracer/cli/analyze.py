@@ -109,11 +109,10 @@ def print_tables(data: dict[str, list[dict[str, Any]]], top: int, title: str) ->
             if section != "operators":  # only PyTorch profiler traces have operators: no line for the others
                 out.print(f"{titles[section]}: none in {title}")
             continue
-        shown = rows[:top]
-        cols = display.columns(shown)
-        table = Table(*(c.header for c in cols), title=f"{titles[section]} — {title}")
-        for r in shown:
-            table.add_row(*(display.cell(c, r[c.key]) for c in cols))
+        headers, cells = display.table(rows[:top])
+        table = Table(*headers, title=f"{titles[section]} — {title}")
+        for row in cells:
+            table.add_row(*row)
         out.print(table)
         if len(rows) > top:
             out.print(f"... {len(rows) - top} more rows (--top N, or --format csv for all)")
