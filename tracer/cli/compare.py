@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from tracer.cli.analyze import check_output_file
 from tracer.cli.common import TOP_BOUND, add_runs_dir, add_warmup, check_bound, console
+from tracer.core.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -55,8 +57,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for ref in args.runs:
         path = Path(ref)
         inside = list_runs(path) if path.is_dir() and not (path / RUN_JSON).exists() else []
-        folders += inside or [find_run(args.runs_dir, ref)]
-    specs = [folder.read_record().spec for folder in folders]  # a damaged run.json is one line, before any output
+        folders += _readable(inside) or [find_run(args.runs_dir, ref)]
+    specs = [folder.read_record().spec for folder in folders]  # a damaged run named alone: one line, exit 2
     differ = []
     for name in SETTINGS:
         values = list(dict.fromkeys(str(getattr(s, name)) for s in specs))
@@ -99,6 +101,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
         write_csv(result, args.csv)
         out.print(f"written to {args.csv}")
     return 0
+
+
+def _readable(folders: list[Any]) -> list[Any]:
+    """The runs of a folder whose run.json reads; each other one is named once and left out."""
+    kept = []
+    for folder in folders:
+        try:
+            folder.read_record()
+        except UserError as e:
+            print(f"tracer: warning: {e}; left out", file=sys.stderr)
+            continue
+        kept.append(folder)
+    return kept
 
 
 def print_verdict_differences(a: object, b: object, label_a: str, label_b: str, out: Console) -> None:

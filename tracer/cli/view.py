@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from tracer.cli.common import VIEW_SIZE_BOUND, add_runs_dir, check_bound
 from tracer.core.errors import UserError
-from tracer.core.runfolder import find_run
+from tracer.core.runfolder import RunFolder, find_run
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -27,11 +28,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def resolve(ref: str, out_dir: Path) -> Path:
-    """A folder path is taken as it is, even a damaged one (the viewer says what is wrong with it)."""
+    """A run folder by path or id. A damaged one is named in one line and still opened (the viewer says
+    what is wrong with it); a folder that is no run at all is refused."""
     path = Path(ref)
-    if path.is_dir():
-        return path
-    return find_run(out_dir, ref).path
+    folder = RunFolder(path) if path.is_dir() else find_run(out_dir, ref)
+    try:
+        folder.read_record()
+    except UserError as e:
+        if not folder.run_json.exists():
+            raise
+        print(f"tracer: warning: {e}", file=sys.stderr)
+    return folder.path
 
 
 def cmd_view(args: argparse.Namespace) -> int:

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
+import types
+import typing
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping
+
+import pydantic
 
 from tracer.core.options import RunSpec
 
@@ -133,7 +138,11 @@ class RunRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
-        return _from_plain(cls, data)  # type: ignore[no-any-return]
+        """The record, checked against its declaration (a ValueError names the first field that is wrong)."""
+        record = validate_record(data)
+        if isinstance(record, str):
+            raise ValueError(record)
+        return record
 
 
 @dataclass(frozen=True)
@@ -167,36 +176,63 @@ def _to_plain(value: Any) -> Any:
     return value
 
 
-def _from_plain(cls: Any, data: Any) -> Any:
-    """Inverse of `_to_plain` for the record types above; unknown keys are ignored (newer writers)."""
-    import typing
+def validate_record(data: Any) -> RunRecord | str:
+    """run.json's content as a RunRecord, or the first reason it is not one (the field's path, what it
+    holds and what it should). Types are checked against the declaration with pydantic; the spec's
+    bounds are not, for they belong to the machine a run is started on (`--workers` up to 4 per core
+    there), not to the one that reads it."""
+    if not isinstance(data, Mapping):
+        return f"it holds a JSON {type(data).__name__}, not an object"
+    try:
+        loose = _reading_adapter().validate_python(dict(data))
+    except pydantic.ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "the record"
+        value = repr(first.get("input"))
+        value = value if len(value) <= 40 else value[:37] + "..."
+        return f"{where}: {first.get('msg', 'is not valid')} (holds {value})"
+    spec = RunSpec(**{f.name: getattr(loose.spec, f.name) for f in dataclasses.fields(RunSpec)})
+    return dataclasses.replace(_from_loose(loose), spec=spec)
 
-    hints = typing.get_type_hints(cls)
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
-            continue
-        kwargs[f.name] = _convert(hints[f.name], data[f.name])
-    return cls(**kwargs)
+
+def _unbounded(hint: Any) -> Any:
+    """A type hint with its Annotated metadata (bounds, Opt) removed, recursively through unions."""
+    if typing.get_origin(hint) is Annotated:
+        return _unbounded(typing.get_args(hint)[0])
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return functools.reduce(lambda a, b: a | b, (_unbounded(a) for a in typing.get_args(hint)))
+    return hint
 
 
-def _convert(hint: Any, value: Any) -> Any:
-    import types
-    import typing
+@functools.cache
+def _reading_adapter() -> pydantic.TypeAdapter[Any]:
+    """A RunRecord whose spec has RunSpec's field types without their bounds (built once: a second)."""
+    spec_hints = typing.get_type_hints(RunSpec, include_extras=True)
+    loose_spec = dataclasses.make_dataclass(
+        "RecordedSpec",
+        [(f.name, _unbounded(spec_hints[f.name]), _default_of(f)) for f in dataclasses.fields(RunSpec)],
+        frozen=True,
+    )
+    hints = typing.get_type_hints(RunRecord)
+    loose_record = dataclasses.make_dataclass(
+        "RecordedRun",
+        [
+            (f.name, loose_spec if f.name == "spec" else hints[f.name], _default_of(f))
+            for f in dataclasses.fields(RunRecord)
+        ],
+        frozen=True,
+    )
+    return pydantic.TypeAdapter(loose_record)
 
-    if value is None:
-        return None
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _convert(args[0], value) if len(args) == 1 else value
-    if origin is tuple:
-        (item,) = typing.get_args(hint)[:1]
-        return tuple(_convert(item, v) for v in value)
-    if dataclasses.is_dataclass(hint):
-        return _from_plain(hint, value)
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return hint(value)
-    if origin is not None and origin in (dict, Mapping) or hint is Mapping:
-        return dict(value)
-    return value
+
+def _default_of(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return field(default=f.default)
+    if f.default_factory is not dataclasses.MISSING:
+        return field(default_factory=f.default_factory)
+    return field()
+
+
+def _from_loose(loose: Any) -> RunRecord:
+    values = {f.name: getattr(loose, f.name) for f in dataclasses.fields(RunRecord)}
+    return RunRecord(**values)

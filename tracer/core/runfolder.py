@@ -22,20 +22,21 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from tracer.core.errors import UserError
-from tracer.core.records import EnvironmentInfo, EpochRecord, Outcome, RunRecord, RunSpec
+from tracer.core.records import EpochRecord, RunRecord, validate_record
 from tracer.core.schema import (
     EVENTS_FILE,
     KIND,
     RUN_JSON,
     SAMPLE_TABLES,
     SAMPLES_DIR,
+    T_NS,
     WORKER_CONFIG_FILE,
     WORKER_LOG,
     WORKER_PID_FILE,
     Event,
 )
 
-RECORD_REQUIRED: dict[str, type] = {"spec": RunSpec, "environment": EnvironmentInfo, "outcome": Outcome}
+INT64_MAX = 2**63 - 1
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -84,6 +85,9 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 item = json.loads(raw.decode("utf-8"))
             except UnicodeDecodeError:
                 warn_damaged(path, "not UTF-8")
+                continue
+            except RecursionError:
+                warn_damaged(path, "a line nested too deeply to read")
                 continue
             except json.JSONDecodeError:
                 continue
@@ -183,19 +187,22 @@ class RunFolder:
             raise UserError(f"{self.path} is not a run folder: it has no {RUN_JSON}") from None
         except (json.JSONDecodeError, UnicodeDecodeError, OSError) as e:
             raise UserError(f"{self.run_json} is unreadable ({e}); the run folder is damaged") from None
-        try:
-            record = RunRecord.from_json(data)
-        except (TypeError, ValueError, KeyError, AttributeError) as e:
-            raise UserError(f"{self.run_json} does not match the run format ({e}); the run is damaged") from None
-        missing = [
-            name for name in RECORD_REQUIRED if not isinstance(getattr(record, name, None), RECORD_REQUIRED[name])
-        ]
-        if missing:
-            raise UserError(f"{self.run_json} has no valid {', '.join(missing)}; the run is damaged")
-        return record
+        why = validate_record(data)
+        if isinstance(why, str):
+            raise UserError(f"{self.run_json} does not match the run format ({why}); the run is damaged")
+        return why
 
     def events(self) -> list[dict[str, Any]]:
-        return list(read_jsonl(self.events_path))
+        """Every event whose kind is a string and whose time is an int64 of ns; the first line that is
+        not is named once (a damaged line never reaches a reader)."""
+        kept = []
+        for event in read_jsonl(self.events_path):
+            why = event_problem(event)
+            if why:
+                warn_damaged(self.events_path, why)
+                continue
+            kept.append(event)
+        return kept
 
     def epochs(self) -> list[EpochRecord]:
         return epochs_from_events(self.events())
@@ -212,8 +219,10 @@ class RunFolder:
         path = parquet if parquet.exists() else self.sample_stream_path(name)
         if not path.exists():
             return None
+        declared = SAMPLE_TABLES[name].schema if name in SAMPLE_TABLES else None
         try:
-            return pq.read_table(parquet) if path == parquet else read_csv_stream(path)
+            table = pq.read_table(parquet) if path == parquet else read_csv_stream(path, declared)
+            return conform(table, declared) if declared is not None else table
         except (pa.ArrowException, OSError, ValueError) as e:
             warn_damaged(path, str(e).splitlines()[0] if str(e) else type(e).__name__)
             return None
@@ -228,7 +237,8 @@ class RunFolder:
                 continue
             tmp = self.sample_parquet_path(name).with_suffix(".parquet.tmp")
             try:
-                table = read_csv_stream(stream)
+                declared = SAMPLE_TABLES[name].schema
+                table = conform(read_csv_stream(stream, declared), declared)
                 pq.write_table(table, tmp)
                 os.replace(tmp, self.sample_parquet_path(name))
             except (pa.ArrowException, OSError, ValueError) as e:  # a full disk: the CSV stream stays
@@ -239,13 +249,48 @@ class RunFolder:
         return problems
 
 
-def read_csv_stream(path: Path) -> pa.Table:
-    """Reads a sample stream; a last line cut short by a crash is dropped rather than failing the read."""
+def read_csv_stream(path: Path, declared: pa.Schema | None = None) -> pa.Table:
+    """Reads a sample stream; a last line cut short by a crash is dropped rather than failing the read.
+    With `declared`, its columns are read in their declared types: a stream with no row yet (a run
+    ended before its first sample) still has typed columns, never null-typed ones."""
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
         data = data[: data.rfind(b"\n") + 1]
-    opts = pacsv.ConvertOptions(strings_can_be_null=False)
+    types = {f.name: f.type for f in declared} if declared is not None else None
+    opts = pacsv.ConvertOptions(strings_can_be_null=False, column_types=types)
     return pacsv.read_csv(pa.BufferReader(data), convert_options=opts)
+
+
+def conform(table: pa.Table, declared: pa.Schema) -> pa.Table:
+    """`table` with every declared column in its declared type (a column an older writer did not have
+    reads as nulls; extra columns are kept). A ValueError names the first column that cannot be: a
+    missing time column, or values of another kind (text where numbers belong)."""
+    if T_NS in declared.names and T_NS not in table.column_names:
+        raise ValueError(f"no {T_NS} column (columns: {', '.join(table.column_names[:6]) or 'none'})")
+    for field in declared:
+        if field.name not in table.column_names:
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+            continue
+        column = table.column(field.name)
+        if column.type == field.type:
+            continue
+        try:
+            cast = column.cast(field.type, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise ValueError(f"column {field.name} holds {column.type}, not {field.type}") from None
+        table = table.set_column(table.schema.get_field_index(field.name), field, cast)
+    return table
+
+
+def event_problem(event: dict[str, Any]) -> str:
+    """Why one event cannot be read (its kind is not text, its time is not a whole number of ns that
+    fits int64), or ''."""
+    if not isinstance(event.get(KIND), str):
+        return f"an event whose {KIND} is {event.get(KIND)!r}"
+    t = event.get(T_NS)
+    if type(t) is not int or not -INT64_MAX <= t <= INT64_MAX:
+        return f"an event whose {T_NS} is {t!r}, not a whole number of ns"
+    return ""
 
 
 def epochs_from_events(events: Sequence[dict[str, Any]]) -> list[EpochRecord]:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from analyzers.run_summary import summarise
@@ -72,3 +74,27 @@ def test_a_folder_whose_tracer_died_shows_as_abandoned(tmp_path: Path) -> None:
     assert summarise(folder).status == "abandoned"
     folder.write_record(dataclasses.replace(rec, environment=env, tracer_pid=os.getpid()))
     assert summarise(folder).status == "running"
+
+
+def test_a_run_ended_before_its_first_sample_keeps_the_declared_schema(shared_fixtures: Path, tmp_path: Path) -> None:
+    """Issue 27, item 2 (`--timeout 0.001`): sample streams with a header and no row become Parquet
+    tables with the declared column types, never null-typed ones, and every reader takes the run."""
+    from tests.conftest import run_tracer
+    from tracer.core.schema import SAMPLE_TABLES, SAMPLES_DIR
+
+    source = shared_fixtures / "gpu-h100" / "20261125-000240-pytorch-vgg16-small-gpu-b100-7ff0"
+    run = tmp_path / "runs" / source.name
+    shutil.copytree(source, run)
+    folder = RunFolder(run)
+    for old in (run / SAMPLES_DIR).iterdir():
+        old.unlink()
+    for table in SAMPLE_TABLES.values():
+        CsvStream(folder.sample_stream_path(table.name), table.columns).close()
+    assert folder.finalise_samples() == []
+    for table in SAMPLE_TABLES.values():
+        written = pq.read_schema(folder.sample_parquet_path(table.name))
+        assert written.types == table.schema.types, table.name
+        assert folder.samples(table.name).num_rows == 0
+    for args in (("runs",), ("show", source.name), ("report", str(tmp_path / "runs"), "--out", str(tmp_path / "r"))):
+        result = run_tracer(*args, "--runs", str(tmp_path / "runs")) if args[0] != "report" else run_tracer(*args)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, (args, result.stderr[-2000:])
