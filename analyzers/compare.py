@@ -135,10 +135,13 @@ def cuda_differences(folders: Sequence[RunFolder], top: int = TOP_CUDA) -> list[
     def ms(values: list[float]) -> tuple[Spread | None, ...]:
         return tuple(spread([v / 1e6]) for v in values)
 
-    out = [Difference("CUDA API total time", "ms", ms([sum(t.values()) for t in ts]))]
+    from analyzers.cuda_api import api_family
+
+    family = "/".join(dict.fromkeys(api_family(f) for f in folders))  # "CUDA", "HIP", or both when mixed
+    out = [Difference(f"{family} API total time", "ms", ms([sum(t.values()) for t in ts]))]
     names = sorted(set().union(*ts), key=lambda n: (-max(abs(t.get(n, 0) - ts[0].get(n, 0)) for t in ts[1:]), n))
     for name in names[:top]:
-        out.append(Difference(f"CUDA {name} time", "ms", ms([t.get(name, 0) for t in ts])))
+        out.append(Difference(f"{family} {name} time", "ms", ms([t.get(name, 0) for t in ts])))
     return out
 
 

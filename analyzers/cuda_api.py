@@ -71,6 +71,16 @@ def sources(path: Path) -> list[str]:
     return [s for s in SOURCE_PREFERENCE if s in found] + sorted(found - set(SOURCE_PREFERENCE))
 
 
+def api_family(folder: RunFolder) -> str:
+    """`tables.API_HIP` for a ROCm trace (its calls are hip*), else `tables.API_CUDA`."""
+    path = folder.table_path(t.CUDA_API)
+    if not path.exists():
+        return t.API_CUDA
+    prefixes = " OR ".join(f"starts_with(name, '{p}')" for p in t.HIP_PREFIXES)
+    hit = connect().execute(f"SELECT name FROM read_parquet('{_sql_path(path)}') WHERE {prefixes} LIMIT 1").fetchall()
+    return t.api_family(r[0] for r in hit)
+
+
 def _single_valued(path: Path, column: str) -> set[str] | None:
     """The values of `column` from the Parquet footer alone, where every row group's statistics say
     it holds one value (a file from one source: no 10 M-row scan); else None."""

@@ -21,6 +21,7 @@ strings again; the files always read back with the plain schemas below.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
@@ -158,6 +159,22 @@ MEMSET_KIND = "[CUDA memset]"
 def memcpy_kind_label(label: str) -> str:
     """The operation name nsys's cuda_gpu_mem_*_sum reports print, e.g. "[CUDA memcpy Host-to-Device]"."""
     return f"[CUDA memcpy {label}]"
+
+
+API_CUDA = "CUDA"
+API_HIP = "HIP"
+HIP_PREFIXES = ("hip", "hsa_")
+"""ROCm's runtime calls: PyTorch on ROCm files them under Kineto's `cuda_runtime` category all the same."""
+
+
+def api_family(names: Iterable[str]) -> str:
+    """What a run's GPU API is called in every table and figure: HIP where its calls are ROCm's."""
+    return API_HIP if any(n.startswith(HIP_PREFIXES) for n in names) else API_CUDA
+
+
+def family_label(label: str, family: str) -> str:
+    """A label written for CUDA (`[CUDA memcpy Host-to-Device]`, `CUDA API`) as this family's."""
+    return label if family == API_CUDA else label.replace(API_CUDA, family)
 
 
 def api_display_name(name: str) -> str:

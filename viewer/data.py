@@ -257,6 +257,7 @@ class RunData:
     links: LaunchLinks | None = None
     cuda_phases: dict[str, list[ApiShare]] = field(default_factory=dict)
     kernels: list[dict[str, Any]] = field(default_factory=list)
+    api_label: str = "CUDA API"  # "HIP API" for a ROCm trace (analyzers.cuda_api.api_family)
     trace_note: str = NO_TRACE
     messages: list[str] = field(default_factory=list)
     name: str = ""  # set by the viewer where two runs would otherwise share a label
@@ -629,6 +630,7 @@ def _load_trace(folder: RunFolder, data: RunData) -> None:
     from analyzers import cuda_api, kernels  # here: a run without a trace does not pay for their import
 
     phases = cuda_api.phase_summaries(folder)
+    data.api_label = f"{cuda_api.api_family(folder)} API"
     data.cuda_phases = {phase: [_share(row) for row in rows] for phase, rows in phases.items()}
     data.trace_note = "" if data.cuda_phases else NO_TRACE
     if folder.table_path(KERNELS).exists():

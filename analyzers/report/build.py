@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from analyzers import cuda_api
 from analyzers.report import charts, series, tables
 from analyzers.report.runs import CaseKey, LoadedRun, by_case, latest_per_framework
 from analyzers.steady import WARMUP_EPOCHS, throughput
@@ -162,15 +163,16 @@ def _cuda_step(case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: 
             shares = {fw: p[phase] for fw, p in phases.items() if p.get(phase)}
             names, grouped = series.group_shares(shares)
             panels.append((label, names, grouped))
-        fig = charts.cuda_api_figure(f"Share of CUDA API time per function\n{case.title}", panels)
+        api = "/".join(dict.fromkeys(cuda_api.api_family(r.folder) for r in chosen.values())) + " API"
+        fig = charts.cuda_api_figure(f"Share of {api} time per function\n{case.title}", panels, api)
         files = charts.save(fig, out / f"fig-cuda-api-{case.slug}", formats)
         caption = (
-            "Functions with at least 1 % of the CUDA API time in some framework; the rest is grouped as 'other'. "
+            f"Functions with at least 1 % of the {api} time in some framework; the rest is grouped as 'other'. "
             "Steady state: everything after the first training step. Runs: "
             + ", ".join(r.folder.run_id for r in chosen.values())
             + "."
         )
-        return Output("figure", f"CUDA API time per function: {case.title}", files, caption)
+        return Output("figure", f"{api} time per function: {case.title}", files, caption)
 
     return step
 

@@ -190,9 +190,12 @@ def throughput_figure(
     return fig
 
 
-def cuda_api_figure(title: str, panels: Sequence[tuple[str, list[str], Mapping[str, list[float]]]]) -> Figure:
+def cuda_api_figure(
+    title: str, panels: Sequence[tuple[str, list[str], Mapping[str, list[float]]]], api: str = "CUDA API"
+) -> Figure:
     """Figure 3: per panel (e.g. whole run, steady state), the share of CUDA API time of each
-    function as horizontal bars, one bar per framework in its colour, functions largest first."""
+    function as horizontal bars, one bar per framework in its colour, functions largest first;
+    `api` names the API (HIP API for a ROCm trace)."""
 
     frameworks = palette.order({fw for _, _, shares in panels for fw in shares})
     longest = max((len(n) for _, names, _ in panels for n in names), default=10)
@@ -202,9 +205,9 @@ def cuda_api_figure(title: str, panels: Sequence[tuple[str, list[str], Mapping[s
         fig = _figure(min(16.0, 2.5 + len(panels) * (3.2 + 0.055 * longest)), max(3.6, height))
         axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
         for ax, (panel_title, names, shares) in zip(axes, panels):
-            _hbars(ax, names, {fw: shares[fw] for fw in frameworks if fw in shares})
+            _hbars(ax, names, {fw: shares[fw] for fw in frameworks if fw in shares}, api)
             ax.set_title(panel_title)
-            ax.set_xlabel("share of CUDA API time (%)")
+            ax.set_xlabel(f"share of {api} time (%)")
         fig.suptitle(title, fontweight="bold")
         fig.legend(
             handles=[Patch(facecolor=palette.colour(fw), label=palette.label(fw)) for fw in frameworks],
@@ -215,9 +218,9 @@ def cuda_api_figure(title: str, panels: Sequence[tuple[str, list[str], Mapping[s
     return fig
 
 
-def _hbars(ax: Axes, names: list[str], shares: Mapping[str, list[float]]) -> None:
+def _hbars(ax: Axes, names: list[str], shares: Mapping[str, list[float]], api: str = "CUDA API") -> None:
     if not names:
-        ax.text(0.5, 0.5, "no CUDA API calls in this phase", transform=ax.transAxes, ha="center", va="center")
+        ax.text(0.5, 0.5, f"no {api} calls in this phase", transform=ax.transAxes, ha="center", va="center")
         ax.set_yticks([])
         return
     n = len(shares)

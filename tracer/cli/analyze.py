@@ -53,17 +53,22 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
         known = ", ".join(cuts)
         raise UserError(f"no phase '{phase}' in {run.path}: this run has {known}")
     p = cuts[wanted]
+    family = cuda_api.api_family(run)
     return {
         "operators": [dataclasses.asdict(r) for r in operators.operator_summary(run, p.start_ns, p.end_ns)],
         "cuda_api": [dataclasses.asdict(r) for r in cuda_api.api_summary(run, p.start_ns, p.end_ns)],
         "kernels": [dataclasses.asdict(r) for r in kernels.kernel_summary(run, p.start_ns, p.end_ns)],
-        "memcpy": [dataclasses.asdict(r) for r in kernels.memcpy_summary(run, p.start_ns, p.end_ns)],
+        "memcpy": [
+            dataclasses.asdict(r) | {"kind": tables.family_label(r.kind, family)}
+            for r in kernels.memcpy_summary(run, p.start_ns, p.end_ns)
+        ],
         "threads": [dataclasses.asdict(r) for r in threads.thread_summary(run, p.start_ns, p.end_ns)],
     }
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from analyzers import display
+    from analyzers.cuda_api import api_family
     from analyzers.ingest import cached_import
     from tracer.core.runfolder import find_run
 
@@ -71,7 +76,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     run = cached_import(Path(args.run)) if Path(args.run).is_file() else find_run(args.runs_dir, args.run)
     data = analysis(run, args.phase)
     if args.format == "json":
-        json.dump(_finite({"run": run.run_id, "phase": args.phase} | data), sys.stdout, indent=1, allow_nan=False)
+        head = {"run": run.run_id, "phase": args.phase, "api": api_family(run)}
+        json.dump(_finite(head | data), sys.stdout, indent=1, allow_nan=False)
         print()
     elif args.format == "csv":
         # One well-formed table: a `section` column, then every section's columns (empty where a
@@ -87,18 +93,21 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
         wanted = " ".join(args.phase.split())
         note = next((p.note for p in phases(run) if p.name == wanted and p.note), "")
-        print_tables(data, args.top, f"{run.run_id} ({args.phase}{'; ' + note if note else ''})")
+        title = f"{run.run_id} ({args.phase}{'; ' + note if note else ''})"
+        print_tables(data, args.top, title, api_family(run))
     return 0
 
 
-def print_tables(data: dict[str, list[dict[str, Any]]], top: int, title: str) -> None:
-    """Durations in one adaptive unit per column (the unit in the header), names shortened (analyzers.display)."""
+def print_tables(data: dict[str, list[dict[str, Any]]], top: int, title: str, family: str = "CUDA") -> None:
+    """Durations in one adaptive unit per column (the unit in the header), names shortened (analyzers.display);
+    a ROCm trace's tables say HIP (`family`, from analyzers.cuda_api.api_family)."""
     from analyzers import display
+    from analyzers.tables import family_label
 
     out = console()
     titles = {
         "operators": "framework operators (as the PyTorch profiler's key_averages)",
-        "cuda_api": "CUDA API (as nsys cuda_api_sum)",
+        "cuda_api": family_label("CUDA API (as nsys cuda_api_sum)", family),
         "kernels": "GPU kernels (as nsys cuda_gpu_kern_sum)",
         "memcpy": "GPU memory operations (as nsys cuda_gpu_mem_time_sum)",
         "threads": "threads",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import time
@@ -33,9 +34,15 @@ FRAMEWORK_OF_FORMAT = {tf.KINETO: "pytorch"}
 NOT_RECORDED = ("batch", "epochs")  # spec fields an imported trace does not carry: shown as "not recorded"
 
 
+RUN_ID_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_RUN_ID = 120
+
+
 def _run_id(path: Path) -> str:
-    stem = path.name.split(".")[0] or "trace"
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-imported-{stem}"[:120]
+    """The time, then the file's whole stem (anything but letters, digits, `.`, `_`, `-` as `-`), so
+    files of one folder (`run_nsys2024.5.sqlite`, `run_nsys2024.6.sqlite`) get ids that tell them apart."""
+    stem = RUN_ID_CHARS.sub("-", tf.stem(path.name)).strip("-.") or "trace"
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-imported-{stem}"[:MAX_RUN_ID]
 
 
 def cmd_import(args: argparse.Namespace) -> int:

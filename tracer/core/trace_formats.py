@@ -27,3 +27,11 @@ SUFFIXES = {
 
 READABLE = "nsys .sqlite/.arrow/.nsys-rep, Kineto .json[.gz]"
 """The file kinds in words, for help texts and refusals."""
+
+
+def stem(file_name: str) -> str:
+    """A trace file's name without the longest of `SUFFIXES` it ends with (`run_nsys2024.6.sqlite` ->
+    `run_nsys2024.6`, `w0.1623.pt.trace.json.gz` -> `w0.1623`): the rest tells files of one folder apart."""
+    lower = file_name.lower()
+    ends = [s for suffixes in SUFFIXES.values() for s in suffixes if lower.endswith(s) and len(s) < len(file_name)]
+    return file_name[: -max(map(len, ends))] if ends else file_name

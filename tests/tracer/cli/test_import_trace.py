@@ -1,8 +1,13 @@
-"""`tracer import` labels: an imported trace can say which framework and model made it."""
+"""`tracer import`: labels (which framework and model made a trace), run ids that keep the file's
+whole stem, bare-array Chrome traces, and ROCm traces named as HIP."""
 
 from __future__ import annotations
 
+import gzip
+import json
+import shutil
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import run_tracer
 from tracer.core.runfolder import list_runs
@@ -50,3 +55,59 @@ def test_kineto_trace_with_recorded_shapes_names_its_batch(shared_fixtures: Path
     assert any(line.split()[:2] == ["batch", "32"] for line in shown.splitlines())
     listed = run_tracer("runs", "--runs", str(tmp_path)).stdout
     assert "32" in listed
+
+
+def test_run_ids_keep_the_whole_stem(shared_fixtures: Path, tmp_path: Path) -> None:
+    """Two exports from one folder differ after the first dot: each keeps its whole stem, and `analyze`
+    finds each by it (before: both were `imported-run_nsys2024`, and "matches 2 runs")."""
+    trace = shared_fixtures / "extra-p" / "con_kernel.sqlite"
+    for name in ("run_nsys2024.5.sqlite", "run_nsys2024.6.sqlite", "my trace (1).sqlite"):
+        shutil.copyfile(trace, tmp_path / name)
+        assert run_tracer("import", str(tmp_path / name), "--out", str(tmp_path / "runs")).returncode == 0
+    ids = [r.run_id for r in list_runs(tmp_path / "runs")]
+    assert sorted(i.split("-imported-")[1] for i in ids) == ["my-trace-1", "run_nsys2024.5", "run_nsys2024.6"], ids
+    found = run_tracer("analyze", "run_nsys2024.6", "--runs", str(tmp_path / "runs"), "--format", "json")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["run"].endswith("run_nsys2024.6")
+
+
+def _kineto_events(shared_fixtures: Path) -> list[dict[str, Any]]:
+    with gzip.open(shared_fixtures / "hta" / "benchmark_result_2869224_1695835535_trace.json.gz", "rt") as f:
+        events: list[dict[str, Any]] = json.load(f)["traceEvents"]
+    return events
+
+
+def test_bare_array_chrome_trace_is_read(shared_fixtures: Path, tmp_path: Path) -> None:
+    """The Chrome trace format's JSON Array Format: a bare list of events, whose closing `]` may be missing."""
+    events = _kineto_events(shared_fixtures)
+    (tmp_path / "closed.json").write_text(json.dumps(events))
+    (tmp_path / "open.json").write_text(json.dumps(events)[:-1] + ",\n")
+    original = shared_fixtures / "hta" / "benchmark_result_2869224_1695835535_trace.json.gz"
+    results = [run_tracer("analyze", str(p), "--format", "json") for p in (original, *tmp_path.glob("*.json"))]
+    assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
+    parsed = [json.loads(r.stdout) for r in results]
+    assert parsed[0]["kernels"] and all(p["kernels"] == parsed[0]["kernels"] for p in parsed)
+    assert all(p["cuda_api"] == parsed[0]["cuda_api"] for p in parsed)
+
+
+def test_rocm_trace_is_named_hip(shared_fixtures: Path, tmp_path: Path) -> None:
+    """PyTorch on ROCm files hip* calls under Kineto's `cuda_runtime`: every table says HIP, not CUDA."""
+    events = _kineto_events(shared_fixtures)
+    for e in events:
+        if e.get("cat") == "cuda_runtime":
+            e["name"] = "hip" + e["name"].removeprefix("cuda")
+    trace = tmp_path / "rocm_mi210.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    assert run_tracer("import", str(trace), "--out", str(tmp_path / "runs")).returncode == 0
+    table = run_tracer("analyze", "rocm_mi210", "--runs", str(tmp_path / "runs"))
+    assert table.returncode == 0, table.stderr
+    assert "HIP API" in table.stdout and "hipLaunchKernel" in table.stdout and "[HIP memcpy" in table.stdout
+    assert "CUDA" not in table.stdout
+    data = json.loads(run_tracer("analyze", "rocm_mi210", "--runs", str(tmp_path / "runs"), "--format", "json").stdout)
+    assert data["api"] == "HIP" and all("CUDA" not in r["kind"] for r in data["memcpy"])
+    (folder,) = list_runs(tmp_path / "runs")
+    from analyzers.compare import cuda_differences
+    from viewer.data import load_run
+
+    assert cuda_differences([folder, folder])[0].metric == "HIP API total time"
+    assert load_run(folder.path).api_label == "HIP API"
