@@ -76,13 +76,23 @@ def test_an_empty_array_has_no_events_but_a_header() -> None:
     assert events == [] and header == {"a": 1, "baseTimeNanoseconds": 5}
 
 
+@pytest.mark.parametrize("tail", [b"]", b"", b",\n", b"\n]\n"])
+def test_a_bare_array_of_events_is_a_trace(tiny_chunks: None, tail: bytes) -> None:
+    """Chrome's JSON Array Format: no object, no header, and the closing `]` may be left out."""
+    body = json.dumps(TRICKY).encode()[:-1]
+    events, header = _read(body + tail)
+    assert [(e.ph, e.name) for e in events] == [(e.get("ph"), e.get("name", "")) for e in TRICKY]
+    assert header == {}
+
+
 @pytest.mark.parametrize(
     ("data", "says"),
     [
         (json.dumps(_doc(TRICKY)).encode()[:-900], "does not close"),
         (json.dumps(_doc(TRICKY)).encode().replace(b'"pid": 1, "tid": 7', b'"pid": 1 "tid": 7', 1), "not valid JSON"),
         (b'{"name": "package.json", "version": "1.0"}', "no traceEvents"),
-        (b'[{"ph": "X"}]', "no traceEvents"),
+        (b'[{"ph": "X"}, {"ph": "X", "na', "ends inside an event"),
+        (b'[{"ph": "X"}] trailing', "after the events array"),
         (json.dumps(_doc([{"ph": "X", "ts": True}])).encode(), "unexpected type"),
         (json.dumps(_doc(TRICKY[:3])).encode() + b" trailing", "after traceEvents"),
     ],
