@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -54,6 +55,23 @@ def make_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., RunFolde
 def tiny_pytorch_run(make_run: Callable[..., RunFolder]) -> RunFolder:
     """One tiny real PyTorch run shared by the tests that only read a run folder."""
     return make_run("pytorch")
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"not strict JSON: {name}")
+
+
+def assert_strict_json(folder: Path) -> int:
+    """Every .json and .jsonl file under `folder` (or the file itself) parses with a strict parser (no NaN, Infinity);
+    returns how many files were read, so a caller can check there were some."""
+    found = [folder] if folder.is_file() else folder.rglob("*")
+    files = sorted(p for p in found if p.suffix in (".json", ".jsonl") and p.is_file())
+    for path in files:
+        lines = path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]
+        for line in lines:
+            if line.strip():
+                json.loads(line, parse_constant=_refuse_constant)
+    return len(files)
 
 
 @pytest.fixture(scope="session")

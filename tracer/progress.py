@@ -22,6 +22,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from tracer.core.divergence import loss_value
 from tracer.core.schema import KIND, Event
 
 
@@ -121,8 +122,15 @@ class ProgressView:
             rate = e["images"] / seconds if seconds > 0 else 0.0
             if self._task is not None:  # the bar ends full: the epoch is over, whatever its last batch held
                 self._progress.update(self._task, completed=self._epoch_total, rate=rate, eta="0:00:00")
+            loss, accuracy = loss_value(e), e.get("accuracy")
+            learned = f", loss {loss:.4f}" if loss is not None else ""
+            learned += f", accuracy {100 * accuracy:.1f} %" if accuracy is not None else ""
+            self.console.print(f"epoch {e['epoch']}/{self.epochs}: {seconds:.2f} s, {rate:.1f} img/s{learned}")
+        elif kind == Event.DIVERGED:
+            then = "training goes on (--on-divergence continue)" if e.get("continued") else "the run stops"
             self.console.print(
-                f"epoch {e['epoch']}/{self.epochs}: {seconds:.2f} s, {rate:.1f} img/s, loss {e['loss']:.4f}"
+                f"[red]loss {e.get('loss')}[/red] at epoch {e.get('epoch')} step {e.get('step')}"
+                f" (last finite loss {e.get('last_finite_loss')}, lr {e.get('lr')}): {then}"
             )
         elif kind == Event.ERROR:
             self._spin(None)

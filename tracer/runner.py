@@ -25,6 +25,7 @@ from rich.markup import escape
 import tracer
 from tracer import sysinfo
 from tracer.core.cases import make_run_id
+from tracer.core.divergence import diverged_outcome, divergence
 from tracer.core.errors import UserError
 from tracer.core.options import worker_config
 from tracer.core.records import (
@@ -38,7 +39,7 @@ from tracer.core.records import (
     RunStatus,
 )
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import KIND, Event
+from tracer.core.schema import EXIT_DIVERGED, KIND, Event
 from tracer.environments import EnvStatus
 from tracer.nvml import Nvml
 from tracer.paths import cache_root
@@ -145,7 +146,7 @@ class Runner:
         try:  # run.json and the space for its final version come before any stream
             folder.write_record(record)
             config = worker_config(spec, dataset_dir=str(self.launch.dataset_dir))
-            folder.worker_config_path.write_text(json.dumps(config, indent=2) + "\n")
+            folder.worker_config_path.write_text(json.dumps(config, indent=2, allow_nan=False) + "\n")
             _reserve(folder)
         except OSError as e:
             shutil.rmtree(folder.path, ignore_errors=True)
@@ -354,7 +355,14 @@ def stderr_tail(folder: RunFolder, lines: int = STDERR_TAIL_LINES) -> tuple[str,
 def classify(
     returncode: int, ended_by: str | None, events: Sequence[Mapping[str, Any]], folder: RunFolder, spec: RunSpec
 ) -> Outcome:
-    """Turns how the process ended into a status and a cause a person can read."""
+    """Turns how the process ended into a status and a cause a person can read; a non-finite loss
+    makes a run that otherwise ended well (or stopped at it) `diverged`."""
+    return diverged_outcome(_ended(returncode, ended_by, events, folder, spec), divergence(events, spec.lr))
+
+
+def _ended(
+    returncode: int, ended_by: str | None, events: Sequence[Mapping[str, Any]], folder: RunFolder, spec: RunSpec
+) -> Outcome:
     finished = any(e.get(KIND) == Event.END for e in events)
     errors = [e for e in events if e.get(KIND) == Event.ERROR]
     tail = stderr_tail(folder)
@@ -364,6 +372,8 @@ def classify(
         return Outcome(RunStatus.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM to the tracer)", returncode, None, tail)
     if returncode == 0 and finished:
         return Outcome(RunStatus.OK, "", 0)
+    if returncode == EXIT_DIVERGED and any(e.get(KIND) == Event.DIVERGED for e in events):
+        return Outcome(RunStatus.DIVERGED, "", returncode, None, tail)
     if returncode < 0:
         sig = signal.Signals(-returncode)
         if sig in CRASH_SIGNALS:

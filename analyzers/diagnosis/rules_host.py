@@ -12,6 +12,7 @@ from analyzers.diagnosis.inputs import RunTables, column
 from analyzers.diagnosis.knobs import knob
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
 from tracer.core import schema
+from tracer.core.records import RunStatus
 from tracer.core.schema import CTX_INVOLUNTARY
 
 # knobs keys (run.json) that hold the intra-op thread count and the loader workers, per framework
@@ -271,10 +272,22 @@ def crash(t: RunTables) -> Verdict:
     if status in ("ok", "running"):
         return quiet(name, title, f"the run ended {status}", None, "", None)
     cause = own_cause(t)
-    evidence = (
+    evidence: tuple[Evidence, ...] = (
         Evidence("epochs done", float(len(t.epochs)), f"of {t.record.spec.epochs}"),
         Evidence("exit code", float(outcome.exit_code) if outcome.exit_code is not None else None, ""),
     )
+    divergence = outcome.divergence
+    if divergence is not None and status == RunStatus.DIVERGED.value:
+        evidence += (
+            Evidence("diverged at epoch", float(divergence.epoch), ""),
+            Evidence("last finite loss", divergence.last_finite_loss, ""),
+            Evidence("learning rate", divergence.lr, ""),
+        )
+        advice = (
+            "a smaller --lr (or --amp off, where it is on); the epoch times of a diverged run are not"
+            " ranked beside healthy runs (--on-divergence continue still times every epoch)"
+        )
+        return Verdict(name, title, True, True, Severity.HIGH, divergence.describe(), None, "", None, evidence, advice)
     if outcome.signal == "SIGKILL":
         advice = "a smaller --batch or --image-size (the kernel's out-of-memory killer sends SIGKILL)"
     elif status == "timeout":

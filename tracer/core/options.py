@@ -94,6 +94,14 @@ class RunSpec:
     lr: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False), Opt("SGD learning rate")] = 0.001
     momentum: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False), Opt("SGD momentum, 0 to 1")] = 0.9
     seed: Annotated[int, Field(ge=0, le=2**32 - 1), Opt("seed for weights, shuffling and flips")] = 0
+    on_divergence: Annotated[
+        Literal["stop", "continue"],
+        Opt(
+            "at the first NaN or infinite loss: stop (the run ends as diverged) or continue training"
+            " (still marked diverged, its speed never ranked)",
+            noun="divergence action",
+        ),
+    ] = "stop"
     case: Annotated[
         str | None, Opt("a named case, SimpleBig or ComplexSmall (gives model and dataset)", worker=False, plan=False)
     ] = None

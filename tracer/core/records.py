@@ -30,6 +30,12 @@ class RunStatus(str, enum.Enum):
     KILLED = "killed"
     TIMEOUT = "timeout"
     INTERRUPTED = "interrupted"
+    DIVERGED = "diverged"  # the loss became NaN or infinite (tracer.core.divergence)
+
+
+#: The end states whose speed may be ranked, pooled into medians and compared: the run trained every
+#: epoch on finite losses. Every table, figure and finding that ranks speed asks `RunRecord.rankable`.
+RANKABLE_STATUSES = frozenset({RunStatus.OK})
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,26 @@ class MeasurementCost:
 
 
 @dataclass(frozen=True)
+class Divergence:
+    """Where the loss first stopped being a finite number (`diverged` runs)."""
+
+    epoch: int
+    step: int | None  # the step whose loss read was non-finite; None: only the epoch's loss was (old folders)
+    loss: str  # how it was non-finite: "nan", "inf" or "-inf" (JSON has no such numbers)
+    last_finite_loss: float | None
+    lr: float | None
+    continued: bool = False  # --on-divergence continue: training went on, the speed is still not rankable
+    images: int | None = None  # images trained in that epoch when it was seen
+
+    def describe(self) -> str:
+        where = f"epoch {self.epoch}" + ("" if self.step is None else f" step {self.step}")
+        last = "none" if self.last_finite_loss is None else f"{self.last_finite_loss:.4g}"
+        lr = "" if self.lr is None else f", lr {self.lr:g}"
+        then = "; training continued (--on-divergence continue)" if self.continued else ""
+        return f"loss {self.loss} at {where} (last finite loss {last}{lr}){then}"
+
+
+@dataclass(frozen=True)
 class Outcome:
     """Why a run ended the way it did."""
 
@@ -111,6 +137,7 @@ class Outcome:
     exit_code: int | None = None
     signal: str | None = None
     stderr_tail: tuple[str, ...] = ()
+    divergence: Divergence | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +160,21 @@ class RunRecord:
     measurement_cost: MeasurementCost | None = None
     format_version: int = RUN_FORMAT_VERSION
 
+    @property
+    def rankable(self) -> bool:
+        """Whether this run's speed may be ranked beside others, pooled into a median or compared:
+        it ended `ok` (a diverged, failed or cut-short run's epoch times measure something else)."""
+        return self.outcome.status in RANKABLE_STATUSES
+
+    @property
+    def not_rankable_why(self) -> str:
+        """Why `rankable` is False, in a few words for a table note ('' when it is rankable)."""
+        if self.rankable:
+            return ""
+        if self.outcome.divergence is not None:
+            return f"diverged: {self.outcome.divergence.describe()}"
+        return f"{self.outcome.status.value}: {self.outcome.cause}" if self.outcome.cause else self.outcome.status.value
+
     def to_json(self) -> dict[str, Any]:
         return _to_plain(self)  # type: ignore[no-any-return]
 
@@ -153,7 +195,10 @@ class EpochRecord:
     start_ns: int
     end_ns: int
     images: int
-    loss: float
+    loss: float  # NaN or infinite where the worker reported a non-finite loss
+    accuracy: float | None = None  # share of correct predictions over the steps whose outputs were read
+    device_peak_mib: float | None = None  # the framework's own peak device memory in use so far
+    device_peak_source: str = ""  # the call it came from, or "not measured: why"
 
     @property
     def duration_s(self) -> float:

@@ -8,6 +8,7 @@ the streams, so a folder whose tracer died mid-run still loads.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -21,11 +22,13 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from tracer.core.divergence import diverged_outcome, divergence, loss_value
 from tracer.core.errors import UserError
-from tracer.core.records import EpochRecord, RunRecord, validate_record
+from tracer.core.records import EpochRecord, RunRecord, RunStatus, validate_record
 from tracer.core.schema import (
     EVENTS_FILE,
     KIND,
+    NONFINITE,
     RUN_JSON,
     SAMPLE_TABLES,
     SAMPLES_DIR,
@@ -34,9 +37,12 @@ from tracer.core.schema import (
     WORKER_LOG,
     WORKER_PID_FILE,
     Event,
+    strict_json,
 )
 
 INT64_MAX = 2**63 - 1
+# Text that only an events file with a non-finite loss (or a `diverged` event) holds.
+NONFINITE_MARKS = (b"NaN", b"Infinity", b'"' + NONFINITE.encode() + b'"', b'"' + Event.DIVERGED.encode() + b'"')
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -45,7 +51,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=2, sort_keys=False)
+            json.dump(strict_json(data), f, indent=2, sort_keys=False, allow_nan=False)
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
@@ -190,7 +196,21 @@ class RunFolder:
         why = validate_record(data)
         if isinstance(why, str):
             raise UserError(f"{self.run_json} does not match the run format ({why}); the run is damaged")
-        return why
+        return self._with_divergence(why)
+
+    def _with_divergence(self, record: RunRecord) -> RunRecord:
+        """A run that says `ok` but whose events hold a non-finite loss (written before the worker
+        checked) is read as `diverged`; the events are parsed only when their text can hold one."""
+        if record.outcome.status is not RunStatus.OK or record.outcome.divergence is not None:
+            return record
+        try:
+            text = self.events_path.read_bytes()
+        except OSError:
+            return record
+        if not any(mark in text for mark in NONFINITE_MARKS):
+            return record
+        found = divergence(self.events(), record.spec.lr)
+        return dataclasses.replace(record, outcome=diverged_outcome(record.outcome, found))
 
     def events(self) -> list[dict[str, Any]]:
         """Every event whose kind is a string and whose time is an int64 of ns; the first line that is
@@ -304,12 +324,17 @@ def epochs_from_events(events: Sequence[dict[str, Any]]) -> list[EpochRecord]:
         if start is None:
             continue
         try:
+            loss = loss_value(e)
+            accuracy, peak = e.get("accuracy"), e.get("device_peak_mib")
             epoch = EpochRecord(
                 epoch=int(e["epoch"]),
                 start_ns=int(start["t_ns"]),
                 end_ns=int(e["t_ns"]),
                 images=int(e["images"]),
-                loss=float(e["loss"]),
+                loss=float("nan") if loss is None else loss,
+                accuracy=None if accuracy is None else float(accuracy),
+                device_peak_mib=None if peak is None else float(peak),
+                device_peak_source=str(e.get("device_peak_source") or ""),
             )
         except (KeyError, TypeError, ValueError):
             continue

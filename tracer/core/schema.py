@@ -18,8 +18,11 @@ from tracer.worker.schema import (
     CUPTI_COLUMNS,
     DATA_WAIT_S,
     EVENTS_FILE,
+    EXIT_DIVERGED,
     KIND,
     MEMCPY_NAMES,
+    NONFINITE,
+    ON_DIVERGENCE,
     SAMPLES_DIR,
     STEP_COLUMNS,
     STEPS_TABLE,
@@ -28,6 +31,7 @@ from tracer.worker.schema import (
     WORKER_CONFIG_FILE,
     WORKER_PID_FILE,
     Event,
+    strict_json,
 )
 
 __all__ = [
@@ -38,9 +42,13 @@ __all__ = [
     "SYNC_S",
     "CUPTI_COLUMNS",
     "EVENTS_FILE",
+    "EXIT_DIVERGED",
     "SAMPLES_DIR",
     "KIND",
     "MEMCPY_NAMES",
+    "NONFINITE",
+    "ON_DIVERGENCE",
+    "strict_json",
     "T_NS",
     "WORKER_CONFIG_FILE",
     "WORKER_PID_FILE",

@@ -5,6 +5,7 @@ A framework module defines `class Trainer(base.Trainer)`; `tracer.worker.main` d
 """
 
 import abc
+import math
 import os
 import time
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
@@ -12,6 +13,7 @@ from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tu
 from tracer.worker.clock import time_ns as wall_ns
 from tracer.worker.nvtx import Nvtx
 from tracer.worker.reporting import Reporter, StepLog
+from tracer.worker.schema import ON_DIVERGENCE, Event, nonfinite_name
 from tracer.worker.workload import ImageList, WorkloadConfig
 
 
@@ -23,6 +25,22 @@ class ParamCount(NamedTuple):
 class EpochStats(NamedTuple):
     images: int
     loss: float
+    accuracy: Optional[float] = None  # share of correct predictions over the steps read; None: not known
+
+
+class MemoryPeak(NamedTuple):
+    """The framework's own figure of device memory in use at its peak since the run began (what the
+    model needed, unlike NVML's process memory, which holds what the allocator reserved)."""
+
+    mib: Optional[float]
+    source: str  # the call it came from, or "not measured: why"
+
+
+class Diverged(Exception):
+    """The loss became NaN or infinite and --on-divergence is stop: the run ends as `diverged`."""
+
+
+ON_DIVERGENCE_STOP, ON_DIVERGENCE_CONTINUE = ON_DIVERGENCE
 
 
 PIPELINES = ("native", "shared")
@@ -50,6 +68,8 @@ class Trainer(abc.ABC):
     # What the framework's native pipeline decodes and resizes with, for run.json (pipeline native).
     NATIVE_DECODER = ""
     NATIVE_RESIZE = ""
+    # The framework's call for its peak device memory in use ("" where it has none), for MemoryPeak.
+    PEAK_MEMORY_SOURCE = ""
 
     def __init__(self, cfg: WorkloadConfig, images: ImageList, reporter: Reporter) -> None:
         self.cfg = cfg
@@ -57,6 +77,8 @@ class Trainer(abc.ABC):
         self.reporter = reporter
         self.nvtx = Nvtx()
         self.step_log: Optional[StepLog] = None
+        self.last_finite_loss: Optional[float] = None
+        self.diverged = False
 
     @abc.abstractmethod
     def versions(self) -> Dict[str, str]:
@@ -140,62 +162,104 @@ class Trainer(abc.ABC):
         epoch: int,
         batches: Iterable[Any],
         train_step: Callable[[Any], Tuple[Any, int]],
-        read_loss: Callable[[Any], float],
+        read: Callable[[Any], Tuple[float, Optional[float]]],
     ) -> EpochStats:
         """The timed training loop every framework shares.
 
-        `train_step(batch)` dispatches forward, backward and update and returns (loss, images);
-        `read_loss(loss)` reads the loss to the host, the host-device synchronisation, every
-        `sync_every` steps and after the last. Each step is timed with monotonic clock reads as
-        data wait (from asking the pipeline for the batch until it came: the iterator's creation
-        counts in step 0, the final empty ask and the iterator's teardown in the last step), compute
-        and sync, and logged as one row of STEP_COLUMNS."""
+        `train_step(batch)` dispatches forward, backward and update and returns (outputs, images);
+        `read(outputs)` reads the batch's mean loss and its count of correct predictions (None where the
+        framework cannot tell) to the host, the host-device synchronisation, every `sync_every` steps
+        and after the last: accuracy comes from the logits the step computed anyway, no extra pass.
+        Every loss read is checked: the first NaN or infinity is a divergence (`diverged`). Each step
+        is timed with monotonic clock reads as data wait (from asking the pipeline for the batch until
+        it came: the iterator's creation counts in step 0, the final empty ask and the iterator's
+        teardown in the last step), compute and sync, and logged as one row of STEP_COLUMNS."""
         sync_every = self._sync_every()
         images, loss_sum, loss_images = 0, 0.0, 0
+        correct_sum, correct_images = 0.0, 0
         rows: List[List[Any]] = []
         start_ns = wall_ns()
         t0 = time.perf_counter()
         iterator = iter(batches)
         step = 0
-        unread: Optional[Tuple[Any, int]] = None
-        while True:
-            try:
-                batch = next(iterator)
-            except StopIteration:
-                break
-            t1 = time.perf_counter()
-            with self.nvtx.range("step %d" % step):
-                loss, n = train_step(batch)
-                t2 = time.perf_counter()
-                value: Optional[float] = None
-                if (step + 1) % sync_every == 0:
-                    value = read_loss(loss)
-                t3 = time.perf_counter()
-            images += n
-            if value is None:
-                unread = (loss, n)
-            else:
-                unread = None
-                loss_sum += value * n
-                loss_images += n
-            self._log_step(rows)
-            rows.append([epoch, step, n, start_ns, t1 - t0, t2 - t1, t3 - t2])
-            self.reporter.step(epoch, images, value)
-            step += 1
-            start_ns = wall_ns()
-            t0 = time.perf_counter()
-        del iterator  # its teardown (tf.data joins its threads) is the pipeline's time: the last step's wait
-        t_end = time.perf_counter()
-        if rows:
-            rows[-1][4] += t_end - t0
-            if unread is not None:
-                value = read_loss(unread[0])
-                loss_sum += value * unread[1]
-                loss_images += unread[1]
-            self._finish_epoch()
-            rows[-1][6] += time.perf_counter() - t_end
-        self._log_step(rows, everything=True)
-        return EpochStats(images, loss_sum / max(loss_images, 1))
+        unread: Optional[Tuple[Any, int, int]] = None
+        try:
+            while True:
+                try:
+                    batch = next(iterator)
+                except StopIteration:
+                    break
+                t1 = time.perf_counter()
+                with self.nvtx.range("step %d" % step):
+                    outputs, n = train_step(batch)
+                    t2 = time.perf_counter()
+                    value: Optional[float] = None
+                    correct: Optional[float] = None
+                    if (step + 1) % sync_every == 0:
+                        value, correct = read(outputs)
+                    t3 = time.perf_counter()
+                images += n
+                if value is None:
+                    unread = (outputs, n, step)
+                else:
+                    unread = None
+                    loss_sum += value * n
+                    loss_images += n
+                    if correct is not None:
+                        correct_sum += correct
+                        correct_images += n
+                self._log_step(rows)
+                rows.append([epoch, step, n, start_ns, t1 - t0, t2 - t1, t3 - t2])
+                self.reporter.step(epoch, images, value)
+                if value is not None:
+                    self.check_loss(value, epoch, step, images)
+                step += 1
+                start_ns = wall_ns()
+                t0 = time.perf_counter()
+            del iterator  # its teardown (tf.data joins its threads) is the pipeline's time: the last step's wait
+            t_end = time.perf_counter()
+            if rows:
+                rows[-1][4] += t_end - t0
+                last: Optional[float] = None
+                if unread is not None:
+                    last, correct = read(unread[0])
+                    loss_sum += last * unread[1]
+                    loss_images += unread[1]
+                    if correct is not None:
+                        correct_sum += correct
+                        correct_images += unread[1]
+                self._finish_epoch()
+                rows[-1][6] += time.perf_counter() - t_end
+                if unread is not None and last is not None:
+                    self.check_loss(last, epoch, unread[2], images)
+        finally:
+            self._log_step(rows, everything=True)  # a divergence or a failure keeps every step timed so far
+        accuracy = correct_sum / correct_images if correct_images else None
+        return EpochStats(images, loss_sum / max(loss_images, 1), accuracy)
+
+    def check_loss(self, loss: float, epoch: int, step: Optional[int], images: Optional[int]) -> None:
+        """Every loss read goes through here. The first non-finite one emits `diverged` (where, the last
+        finite loss, the learning rate) and, under --on-divergence stop (the default), raises `Diverged`."""
+        if math.isfinite(loss):
+            if not self.diverged:
+                self.last_finite_loss = loss
+            return
+        if self.diverged:
+            return
+        self.diverged = True
+        go_on = self.cfg.on_divergence == ON_DIVERGENCE_CONTINUE
+        self.reporter.emit(
+            Event.DIVERGED,
+            epoch=epoch,
+            step=step,
+            images=images,
+            loss=nonfinite_name(loss),
+            last_finite_loss=self.last_finite_loss,
+            lr=self.cfg.lr,
+            continued=go_on,
+        )
+        if not go_on:
+            raise Diverged("loss %s at epoch %d step %s" % (nonfinite_name(loss), epoch, step))
 
     def _log_step(self, rows: List[List[Any]], everything: bool = False) -> None:
         """Hands finished rows to the step log; the newest stays until the next step (or the end) settles it."""
@@ -207,6 +271,24 @@ class Trainer(abc.ABC):
                 self.step_log.flush()
         else:
             del rows[: max(len(rows) - keep, 0)]
+
+    def device_memory_peak(self) -> MemoryPeak:
+        """Read at each epoch's end; None with the reason on a CPU, or where the framework has no such figure."""
+        if self.cfg.device != "gpu":
+            return MemoryPeak(None, "not measured: a CPU run has no device memory")
+        if not self.PEAK_MEMORY_SOURCE:
+            return MemoryPeak(None, "not measured: %s reports no peak memory in use" % self.cfg.framework)
+        try:
+            value = self._peak_memory_bytes()
+        except Exception as e:  # noqa: BLE001 - a figure missing is a result, not a failed run
+            return MemoryPeak(None, "not measured: %s failed: %s: %s" % (self.PEAK_MEMORY_SOURCE, type(e).__name__, e))
+        if value is None:
+            return MemoryPeak(None, "not measured: %s gave nothing" % self.PEAK_MEMORY_SOURCE)
+        return MemoryPeak(value / float(1 << 20), self.PEAK_MEMORY_SOURCE)
+
+    def _peak_memory_bytes(self) -> Optional[float]:
+        """Bytes in use at the peak, by PEAK_MEMORY_SOURCE (frameworks that declare one override this)."""
+        return None
 
     def _amp_dtype(self) -> Optional[str]:
         """What --amp means here: float16 on a GPU, bfloat16 on a CPU; None without --amp."""

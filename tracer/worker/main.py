@@ -1,7 +1,8 @@
 """Entry point of the training child process: `python -m tracer.worker RUN_DIR`.
 
 Exit codes: 0 trained, 1 the framework raised, 3 the framework could not be imported,
-4 the in-process tracer asked for by TRACER_TRACE (cupti, torch) could not start.
+4 the in-process tracer asked for by TRACER_TRACE (cupti, torch) could not start, 5 the loss diverged
+(NaN or infinite) and --on-divergence is stop.
 Every outcome is also an event in `events.jsonl`, so the tracer knows why even if stderr is noisy.
 """
 
@@ -14,8 +15,17 @@ import traceback
 from typing import Any, Dict, List, Optional
 
 from tracer.worker import lifeline
+from tracer.worker.base import Diverged
 from tracer.worker.reporting import Reporter, StepLog
-from tracer.worker.schema import EVENTS_FILE, SAMPLES_DIR, STEPS_TABLE, WORKER_CONFIG_FILE, WORKER_PID_FILE, Event
+from tracer.worker.schema import (
+    EVENTS_FILE,
+    EXIT_DIVERGED,
+    SAMPLES_DIR,
+    STEPS_TABLE,
+    WORKER_CONFIG_FILE,
+    WORKER_PID_FILE,
+    Event,
+)
 from tracer.worker.workload import WorkloadConfig, list_images
 
 EXIT_FRAMEWORK_ERROR = 1
@@ -111,9 +121,21 @@ def _train(cfg: WorkloadConfig, reporter: Reporter, steps_path: str) -> int:
             _inject_fault(cfg.inject_fault, epoch)
             with trainer.nvtx.range("epoch %d" % epoch):
                 stats = trainer.train_epoch(epoch)
-            reporter.emit(Event.EPOCH_END, epoch=epoch, images=stats.images, loss=stats.loss)
+            peak = trainer.device_memory_peak()
+            reporter.emit(
+                Event.EPOCH_END,
+                epoch=epoch,
+                images=stats.images,
+                loss=stats.loss,
+                accuracy=stats.accuracy,
+                device_peak_mib=peak.mib,
+                device_peak_source=peak.source,
+            )
+            trainer.check_loss(stats.loss, epoch, None, stats.images)  # a sum that overflowed
         reporter.emit(Event.END)
         return 0
+    except Diverged:
+        return EXIT_DIVERGED  # its `diverged` event is written; steps and samples so far are kept
     except BaseException as e:  # noqa: BLE001 - any framework failure is a result to record
         lines = traceback.format_exception(type(e), e, e.__traceback__)
         sys.stderr.write("".join(lines))

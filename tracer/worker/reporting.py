@@ -10,7 +10,7 @@ import os
 from typing import Any, List, Optional
 
 from tracer.worker.clock import time_ns
-from tracer.worker.schema import KIND, STEP_COLUMNS, T_NS, Event
+from tracer.worker.schema import KIND, STEP_COLUMNS, T_NS, Event, strict_json
 
 
 class Reporter:
@@ -22,7 +22,7 @@ class Reporter:
     def emit(self, kind: str, **fields: Any) -> None:
         record = {KIND: kind, T_NS: time_ns()}
         record.update(fields)
-        self._file.write(json.dumps(record) + "\n")
+        self._file.write(json.dumps(strict_json(record), allow_nan=False) + "\n")
         self._file.flush()
 
     def step(self, epoch: int, images: int, loss: Optional[float]) -> None:

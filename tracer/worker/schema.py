@@ -4,6 +4,8 @@ Worker side (Python 3.6, standard library only). The rest of the tool reaches th
 `tracer.core.schema`, the one module allowed to import this one, so worker and tracer cannot drift.
 """
 
+from typing import Any, Dict
+
 # --- events.jsonl: one JSON object per line, {"kind": ..., "t_ns": ..., fields}
 EVENTS_FILE = "events.jsonl"
 WORKER_CONFIG_FILE = "worker_config.json"
@@ -28,6 +30,7 @@ class Event(object):
     TRACE_ERROR = "trace_error"  # a tracer inside the worker failed; training went on
     TRACE_OVERHEAD = "trace_overhead"  # what an in-worker tracer recorded and what it cost
     COMPILE = "compile"  # a JIT compilation (JAX): state start/end, function, batch_shape, seconds on end
+    DIVERGED = "diverged"  # the first non-finite loss: epoch, step, images, loss, last_finite_loss, lr, continued
 
     ALL = (
         START,
@@ -43,7 +46,55 @@ class Event(object):
         TRACE_ERROR,
         TRACE_OVERHEAD,
         COMPILE,
+        DIVERGED,
     )
+
+
+#: What the worker does at the first non-finite loss (--on-divergence): stop (the run ends `diverged`),
+#: or continue training, the run still marked `diverged`.
+ON_DIVERGENCE = ("stop", "continue")
+EXIT_DIVERGED = 5  # the worker's exit code when it stopped at a divergence (its `diverged` event says where)
+
+
+# --- JSON: every file the tool writes is strict JSON (no NaN, Infinity); a non-finite number is written
+# as null and named, with how it was non-finite, under NONFINITE: {"loss": "nan"}, {"epochs.2.loss": "inf"}.
+NONFINITE = "nonfinite"
+
+
+def nonfinite_name(value: float) -> str:
+    """ "nan", "inf" or "-inf": how a float that JSON cannot hold is named in NONFINITE."""
+    if value != value:
+        return "nan"
+    return "inf" if value > 0 else "-inf"
+
+
+def strict_json(value: Any) -> Any:
+    """`value` with every NaN or infinite float replaced by null; a dict at the top gets a NONFINITE map
+    of the dotted path of each replaced number to its name (other values are returned as they are
+    cleaned, the names lost only where there is no dict to hold them)."""
+    found = {}  # type: Dict[str, str]
+    clean = _clean(value, "", found)
+    if found and isinstance(clean, dict):
+        clean[NONFINITE] = dict(clean.get(NONFINITE) or {}, **found)
+    return clean
+
+
+def _clean(value: Any, path: str, found: Dict[str, str]) -> Any:
+    if isinstance(value, float) and (value != value or value in (_INF, -_INF)):
+        found[path or "."] = nonfinite_name(value)
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v, _join(path, k), found) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v, _join(path, i), found) for i, v in enumerate(value)]
+    return value
+
+
+def _join(path: str, key: Any) -> str:
+    return "%s.%s" % (path, key) if path else str(key)
+
+
+_INF = float("inf")
 
 
 # --- samples/steps.csv: one row per training step, written by the worker (base.Trainer.run_epoch)

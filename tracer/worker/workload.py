@@ -50,6 +50,7 @@ class WorkloadConfig:
     lr: float = 0.001
     momentum: float = 0.9
     seed: int = 0
+    on_divergence: str = "stop"
     workers: Optional[Union[int, str]] = None  # a count, "autotune" (TensorFlow), or None: the machine's budget
     prefetch: Optional[int] = None
     pipeline: Optional[str] = None  # "native" (default) or "shared" (load_normalised)

@@ -334,12 +334,13 @@ class Trainer(base.Trainer):
                 {"params": p, "batch_stats": batch_stats}, x, train=True, rngs={"dropout": key}, mutable=["batch_stats"]
             )
             loss = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), y).mean()
-            return loss, updates
+            return loss, (updates, logits)
 
-        (loss, updates), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        (loss, (updates, logits)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
         changes, opt_state = self.tx.update(grads, opt_state, params)
         params = optax.apply_updates(params, changes)
-        return params, updates.get("batch_stats", batch_stats), opt_state, loss
+        correct = (jnp.argmax(logits, axis=-1) == y).sum()
+        return params, updates.get("batch_stats", batch_stats), opt_state, (loss, correct)
 
     def _step_for(self, x: Any, y: Any, key: Any) -> Any:
         """The compiled step for this batch shape; compiles it (timed, its own event) on first sight."""
@@ -390,7 +391,7 @@ class Trainer(base.Trainer):
             )
             return loss, int(y_host.shape[0])
 
-        return self.run_epoch(epoch, self._pipeline(epoch), dispatch, lambda loss: float(loss))
+        return self.run_epoch(epoch, self._pipeline(epoch), dispatch, lambda out: (float(out[0]), float(out[1])))
 
 
 def _cuda_version() -> Any:

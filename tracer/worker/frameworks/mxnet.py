@@ -190,14 +190,15 @@ class Trainer(base.Trainer):
         return params
 
     def train_epoch(self, epoch: int) -> EpochStats:
-        return self.run_epoch(epoch, self.loader, self._train_step, lambda loss: float(loss.mean().asscalar()))
+        return self.run_epoch(epoch, self.loader, self._train_step, _read)
 
     def _train_step(self, batch: Any) -> Tuple[Any, int]:
         x, y = batch
         x = x.as_in_context(self.ctx)
         y = y.as_in_context(self.ctx)
         with autograd.record():
-            loss = self.loss_fn(self.net(x), y)
+            logits = self.net(x)
+            loss = self.loss_fn(logits, y)
             if self.cfg.amp:
                 from mxnet.contrib import amp
 
@@ -207,7 +208,14 @@ class Trainer(base.Trainer):
             loss.backward()
         n = int(x.shape[0])
         self.trainer.step(n)
-        return loss, n
+        return (loss, logits, y), n
 
     def _finish_epoch(self) -> None:
         mx.nd.waitall()
+
+
+def _read(outputs: Tuple[Any, Any, Any]) -> Tuple[float, float]:
+    """The batch's mean loss and its correct predictions (argmax of the logits the step computed)."""
+    loss, logits, y = outputs
+    correct = (logits.argmax(axis=1) == y.astype(logits.dtype)).sum()
+    return float(loss.mean().asscalar()), float(correct.asscalar())

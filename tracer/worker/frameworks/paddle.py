@@ -5,7 +5,7 @@ paddle.vision's AlexNet flattens its last feature map straight into a 9216-wide 
 """
 
 import random
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 import paddle
@@ -109,6 +109,7 @@ def native_pixels(path: str, size: int) -> Any:
 class Trainer(base.Trainer):
     NATIVE_DECODER = "paddle.vision.image_load (backend pil: PIL.Image.open)"
     NATIVE_RESIZE = "paddle.vision.transforms.Resize (PIL bilinear, antialiased), shorter side, CenterCrop"
+    PEAK_MEMORY_SOURCE = "paddle.device.cuda.max_memory_allocated"
 
     def versions(self) -> Dict[str, str]:
         return {
@@ -173,13 +174,14 @@ class Trainer(base.Trainer):
 
     def train_epoch(self, epoch: int) -> EpochStats:
         self.model.train()
-        return self.run_epoch(epoch, self.loader, self._train_step, lambda loss: float(loss.item()))
+        return self.run_epoch(epoch, self.loader, self._train_step, _read)
 
     def _train_step(self, batch: Any) -> Tuple[Any, int]:
         x, y = batch
         dtype = self._amp_dtype()
         with paddle.amp.auto_cast(enable=dtype is not None, dtype=dtype or "float16"):
-            loss = self.loss_fn(self.model(x), y)
+            logits = self.model(x)
+            loss = self.loss_fn(logits, y)
         if self.scaler is not None:
             scaled = self.scaler.scale(loss)
             scaled.backward()
@@ -189,4 +191,14 @@ class Trainer(base.Trainer):
             loss.backward()
             self.optimizer.step()
         self.optimizer.clear_grad(set_to_zero=False)
-        return loss, int(y.shape[0])
+        return (loss, logits.detach(), y), int(y.shape[0])
+
+    def _peak_memory_bytes(self) -> Optional[float]:
+        return float(paddle.device.cuda.max_memory_allocated())
+
+
+def _read(outputs: Tuple[Any, Any, Any]) -> Tuple[float, float]:
+    """Loss and correct predictions (argmax of the logits the step computed) to the host."""
+    loss, logits, y = outputs
+    correct = (logits.argmax(axis=1) == y.reshape([-1])).astype("float32").sum()
+    return float(loss.item()), float(correct.item())

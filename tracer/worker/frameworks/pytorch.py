@@ -1,7 +1,7 @@
 """PyTorch: torchvision models and transforms, torch.utils.data.DataLoader as the input pipeline."""
 
 import random
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 import torch
@@ -85,6 +85,7 @@ def _seed_worker(worker_id: int) -> None:
 class Trainer(base.Trainer):
     NATIVE_DECODER = "PIL.Image.open (libjpeg)"
     NATIVE_RESIZE = "torchvision Resize (PIL bilinear, antialiased), shorter side, CenterCrop"
+    PEAK_MEMORY_SOURCE = "torch.cuda.max_memory_allocated"
 
     def versions(self) -> Dict[str, str]:
         return {
@@ -146,7 +147,7 @@ class Trainer(base.Trainer):
 
     def train_epoch(self, epoch: int) -> EpochStats:
         self.model.train()
-        return self.run_epoch(epoch, self.loader, self._train_step, lambda loss: float(loss.item()))
+        return self.run_epoch(epoch, self.loader, self._train_step, _read)
 
     def _train_step(self, batch: Any) -> Tuple[Any, int]:
         x, y = batch
@@ -155,11 +156,23 @@ class Trainer(base.Trainer):
         y = y.to(self.device, non_blocking=True)
         self.optimizer.zero_grad(set_to_none=True)
         with torch.autocast(self.device.type, dtype=amp_dtype, enabled=self.cfg.amp):
-            loss = self.loss_fn(self.model(x), y)
+            logits = self.model(x)
+            loss = self.loss_fn(logits, y)
         loss.backward()
         self.optimizer.step()
-        return loss.detach(), int(y.shape[0])
+        return (loss.detach(), logits.detach(), y), int(y.shape[0])
+
+    def _peak_memory_bytes(self) -> Optional[float]:
+        return float(torch.cuda.max_memory_allocated(self.device))
 
     def _finish_epoch(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
+
+
+def _read(outputs: Tuple[Any, Any, Any]) -> Tuple[float, float]:
+    """Loss and correct predictions in one copy to the host (argmax of the logits the step computed)."""
+    loss, logits, y = outputs
+    correct = (logits.argmax(dim=1) == y).sum()
+    values = torch.stack([loss.float(), correct.float()]).tolist()
+    return float(values[0]), float(values[1])

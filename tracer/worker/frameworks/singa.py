@@ -316,7 +316,7 @@ class Trainer(base.Trainer):
 
     def train_epoch(self, epoch: int) -> EpochStats:
         self.net.train()
-        return self.run_epoch(epoch, self._batches(), self._train_step, _read_loss)
+        return self.run_epoch(epoch, self._batches(), self._train_step, _read)
 
     def _train_step(self, batch: Any) -> Tuple[Any, int]:
         x, y = batch
@@ -324,10 +324,13 @@ class Trainer(base.Trainer):
         ty = tensor.from_numpy(y)
         tx.to_device(self.dev)
         ty.to_device(self.dev)
-        _, loss = self.net(tx, ty)
-        return loss, len(y)
+        logits, loss = self.net(tx, ty)
+        return (loss, logits, y), len(y)
 
 
-def _read_loss(loss: Any) -> float:
-    """The loss to the host: the step's host-device synchronisation."""
-    return float(tensor.to_numpy(loss).reshape(-1)[0])
+def _read(outputs: Tuple[Any, Any, Any]) -> Tuple[float, float]:
+    """The loss and the logits to the host (the step's host-device synchronisation); correct
+    predictions are counted there against the labels the batch came with."""
+    loss, logits, y = outputs
+    predicted = tensor.to_numpy(logits).argmax(axis=1)
+    return float(tensor.to_numpy(loss).reshape(-1)[0]), float((predicted == y).sum())

@@ -258,11 +258,12 @@ class Trainer(base.Trainer):
             scaled = self.optimizer.scale_loss(loss) if hasattr(self.optimizer, "scale_loss") else loss
         grads = tape.gradient(scaled, self.model.trainable_variables)
         self.optimizer.apply_gradients(zip(grads, self.model.trainable_variables))
-        return loss
+        hits = tf.equal(tf.argmax(logits, axis=1, output_type=y.dtype), y)
+        return loss, tf.reduce_sum(tf.cast(hits, tf.float32))
 
     def train_epoch(self, epoch: int) -> EpochStats:
         with tf.device(self.device):
-            return self.run_epoch(epoch, self.dataset, self._dispatch, lambda loss: float(loss))
+            return self.run_epoch(epoch, self.dataset, self._dispatch, lambda out: (float(out[0]), float(out[1])))
 
     def _dispatch(self, batch: Any) -> Tuple[Any, int]:
         x, y = batch
