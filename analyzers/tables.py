@@ -37,6 +37,9 @@ SOURCE_KINETO = "kineto"
 """`source` of every row a Kineto (PyTorch profiler) trace gave."""
 SOURCE_CUPTI = "cupti"
 """`source` of every row our in-worker CUPTI collector gave."""
+TRACE_OF_SOURCE = {SOURCE_NSYS: "nsys", SOURCE_CUPTI: "cupti", SOURCE_KINETO: "torch"}
+"""The `--trace` backend (`tracer.core.options.TRACE_BACKENDS`) whose trace a source's rows are: what
+an imported trace's run record says it was traced with."""
 KERNELS = "kernels"
 MEMCPY = "memcpy"
 NVTX = "nvtx"

@@ -47,7 +47,7 @@ def _run_id(path: Path) -> str:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from analyzers.ingest import _source_of, ingest_file, not_readable, span_ns, trace_kind
-    from analyzers.tables import BATCH_FACT, TRACE_META
+    from analyzers.tables import BATCH_FACT, TRACE_META, TRACE_OF_SOURCE
     from tracer.core.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
     from tracer.core.runfolder import RunFolder
 
@@ -90,7 +90,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             model=args.model,
             dataset=str(path),
             device=args.device,  # type: ignore[arg-type]
-            trace=source,  # type: ignore[arg-type]
+            trace=TRACE_OF_SOURCE.get(source, "none"),  # type: ignore[arg-type]
             batch=int(batch) if batch is not None else RunSpec.batch,
         ),
         # The trace was made elsewhere: this machine's facts would mislead, so they stay unknown.

@@ -249,13 +249,21 @@ def _unbounded(hint: Any) -> Any:
     return hint
 
 
+IMPORTED_LABELS = ("framework", "model")
+"""Spec fields that an imported trace (`tracer import --framework/--model`) holds as the user's words
+(`imported`, `unknown`, a model we do not train): read as any string."""
+
+
 @functools.cache
 def _reading_adapter() -> pydantic.TypeAdapter[Any]:
     """A RunRecord whose spec has RunSpec's field types without their bounds (built once: a second)."""
     spec_hints = typing.get_type_hints(RunSpec, include_extras=True)
     loose_spec = dataclasses.make_dataclass(
         "RecordedSpec",
-        [(f.name, _unbounded(spec_hints[f.name]), _default_of(f)) for f in dataclasses.fields(RunSpec)],
+        [
+            (f.name, str if f.name in IMPORTED_LABELS else _unbounded(spec_hints[f.name]), _default_of(f))
+            for f in dataclasses.fields(RunSpec)
+        ],
         frozen=True,
     )
     hints = typing.get_type_hints(RunRecord)
