@@ -28,6 +28,12 @@ class Contention:
     machine_cpu_pct: float | None  # median of the machine's CPU %
     contended: bool
 
+    def load_text(self) -> str:
+        """The `load` column: what other processes held, '3 % other' or '80 % other, contended'; '-' unsampled."""
+        if self.other_cpu_pct is None:
+            return "-"
+        return f"{self.other_cpu_pct:.0f} % other" + (", contended" if self.contended else "")
+
     def warning(self) -> str:
         """One line for `show`, `compare` and the report; empty when the machine was quiet."""
         if not self.contended or self.other_cpu_pct is None:

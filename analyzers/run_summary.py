@@ -66,6 +66,16 @@ class RunSummary:
     # Seconds spent compiling (frameworks that report `compile` events: JAX), also inside the epoch times.
     compile_s: float | None = None
     imported_from: str = ""  # the trace file of a `tracer import`ed run
+    # Whether the speed may be ranked beside other runs (RunRecord.rankable), and why not.
+    rankable: bool = True
+    not_rankable_why: str = ""
+    # Learning (issue 24 item 10): per epoch, the mean training loss (NaN where it diverged) and accuracy.
+    loss_by_epoch: tuple[float, ...] = ()
+    accuracy_by_epoch: tuple[float | None, ...] = ()
+    # The framework's own peak device memory in use (MiB) over the run, beside NVML's gpu_mem_peak_mib.
+    device_peak_mib: float | None = None
+    device_peak_source: str = ""  # the call it came from, or "not measured: why"
+    gpu: str = ""  # the GPU's name, driver and CUDA version from run.json ('' on a machine without one)
     not_recorded: tuple[str, ...] = ()  # spec fields the run does not know (an import's epochs, maybe its batch)
 
 
@@ -88,6 +98,7 @@ def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
     splits = steps.epoch_splits(folder)  # the steps table, read once for the run and per epoch
     sources = energy(folder, epochs)
     top = headline(sources)
+    peaks = [e.device_peak_mib for e in epochs if e.device_peak_mib is not None]
     return RunSummary(
         run_id=record.run_id,
         framework=spec.framework,
@@ -131,8 +142,22 @@ def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
         energy_unavailable=record.environment.energy_unavailable,
         compile_s=compile_seconds(folder.events()),
         imported_from=str(record.knobs.get("imported_from", "")),
+        rankable=record.rankable,
+        not_rankable_why=record.not_rankable_why,
+        loss_by_epoch=tuple(e.loss for e in epochs),
+        accuracy_by_epoch=tuple(e.accuracy for e in epochs),
+        device_peak_mib=max(peaks) if peaks else None,
+        device_peak_source=next((e.device_peak_source for e in reversed(epochs) if e.device_peak_source), ""),
+        gpu=record.environment.gpu_text,
         not_recorded=tuple(str(f) for f in record.knobs.get("not_recorded") or ()),
     )
+
+
+def last_learning(s: RunSummary) -> tuple[float | None, float | None]:
+    """The last epoch's loss and accuracy (None where the run has no epoch or no accuracy)."""
+    loss = s.loss_by_epoch[-1] if s.loss_by_epoch else None
+    accuracy = s.accuracy_by_epoch[-1] if s.accuracy_by_epoch else None
+    return loss, accuracy
 
 
 def compile_seconds(events: list[dict[str, object]]) -> float | None:

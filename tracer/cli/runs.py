@@ -42,7 +42,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             s = summarise(folder)
         except UserError as e:
             print(f"tracer: warning: {e}", file=sys.stderr)
-            rows.append((folder.run_id, "", "", "", "", "", "damaged: run.json", "", "", ""))
+            rows.append((folder.run_id, "", "", "", "", "", "damaged: run.json", "", "", "", ""))
             continue
         rows.append(
             (
@@ -54,14 +54,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 "-" if "batch" in s.not_recorded else str(s.batch),
                 s.status,
                 "-" if "epochs" in s.not_recorded else f"{s.epochs_done}/{s.epochs_planned}",
-                fmt(s.steady_images_per_s, ".1f") + ("*" if s.steady_includes_warmup else ""),
-                "contended" if s.contended else "",
+                rate_text(s),
+                load_text(s),
+                s.gpu.removeprefix("NVIDIA ").replace("driver ", "") or "-",
             )
         )
     if out.width < NARROW_COLUMNS:
         _print_narrow(rows, out)
     else:
         table = Table(*RUNS_HEADERS)
+        table.columns[0].min_width = max(len(row[0]) for row in rows)  # the id whole: it is what users copy
+        table.columns[-1].overflow = "fold"
         for row in rows:
             table.add_row(*row)
         out.print(table)
@@ -80,16 +83,36 @@ RUNS_HEADERS = (
     "epochs",
     "img/s steady",
     "load",
+    "GPU",
 )
 NARROW_COLUMNS = 100  # below this, `runs` prints one block per run: the id whole on its own line
 
 
 def _print_narrow(rows: list[tuple[str, ...]], out: Console) -> None:
     """One run per block: the id (what users copy) whole, then the rest wrapped at spaces, never cut."""
-    for run_id, fw, model, data, device, batch, status, epochs, rate, load in rows:
+    for run_id, fw, model, data, device, batch, status, epochs, rate, load, gpu in rows:
         out.print(run_id, soft_wrap=True, markup=False)
-        out.print(f"  {fw} {model} {data} {device} b{batch}", markup=False)
-        out.print(f"  {status}, epochs {epochs}, {rate} img/s steady {load}".rstrip(), markup=False)
+        out.print(
+            f"  {fw} {model} {data} {device} b{batch}" + (f" ({gpu})" if gpu not in ("", "-") else ""), markup=False
+        )
+        out.print(f"  {status}, epochs {epochs}, {rate} img/s steady, load {load}".rstrip(), markup=False)
+
+
+def rate_text(s: object) -> str:
+    """Steady images/s, '*' where it counts the warm-up, 'not ranked' where the run's speed is not rankable."""
+    from analyzers.run_summary import RunSummary
+
+    assert isinstance(s, RunSummary)
+    text = fmt(s.steady_images_per_s, ".1f") + ("*" if s.steady_includes_warmup else "")
+    return text if s.rankable or s.steady_images_per_s is None else f"{text} (not ranked)"
+
+
+def load_text(s: object) -> str:
+    from analyzers.contention import Contention
+    from analyzers.run_summary import RunSummary
+
+    assert isinstance(s, RunSummary)
+    return Contention(s.other_cpu_pct, None, s.contended).load_text()
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -130,6 +153,7 @@ def print_summary(s: object, console: Console) -> None:
         ("run", s.run_id),
         ("what", what),
         ("status", s.status + (f" ({s.cause})" if s.cause else "")),
+        *([("ranking", f"speed not ranked beside other runs: the run ended {s.status}")] if not s.rankable else []),
         ("batch", "not recorded (imported trace)" if "batch" in s.not_recorded else str(s.batch)),
         ("epochs", f"{s.epochs_done} (planned: not recorded)" if imported else f"{s.epochs_done}/{s.epochs_planned}"),
         ("images/s (steady)", steady_text(s)),
@@ -141,7 +165,10 @@ def print_summary(s: object, console: Console) -> None:
         ("CPU % (100 = all cores)", f"mean {fmt(s.cpu_pct_mean, '.1f')}, max {fmt(s.cpu_pct_max, '.1f')}"),
         ("peak RSS", f"{fmt(s.peak_rss_mib, '.0f')} MiB ({fmt(s.peak_rss_pct_ram, '.1f')} % of RAM)"),
         ("threads", f"min {fmt(s.threads_min)}, median {fmt(s.threads_median)}, max {fmt(s.threads_max)}"),
+        ("last loss, accuracy", learning_text(s)),
+        *([("GPU", s.gpu)] if s.gpu else []),
         ("GPU utilisation", "no GPU sampled" if s.gpu_util_pct_mean is None else f"mean {s.gpu_util_pct_mean:.1f} %"),
+        *([("GPU memory, peak", gpu_memory_text(s))] if s.device == "gpu" else []),
         *energy_rows(s),
         ("trainable parameters", fmt(s.trainable_params, ",")),
         ("samples", str(s.samples)),
@@ -158,6 +185,31 @@ def print_summary(s: object, console: Console) -> None:
     console.print(f"folder {s.folder}", soft_wrap=True, markup=False)  # whole, to copy, however narrow
     if s.contended:
         console.print(f"[yellow]warning:[/yellow] {contention_line(s)}", soft_wrap=True)
+
+
+def learning_text(s: object) -> str:
+    """'loss 0.6401, accuracy 71.2 % (epoch 2)'; a non-finite loss as itself; '-' without epochs."""
+    from analyzers.run_summary import RunSummary, last_learning
+
+    assert isinstance(s, RunSummary)
+    loss, accuracy = last_learning(s)
+    if loss is None:
+        return "-"
+    acc = "accuracy not recorded" if accuracy is None else f"accuracy {100 * accuracy:.1f} %"
+    return f"loss {loss:.4f}, {acc} (epoch {len(s.loss_by_epoch)}, training set)"
+
+
+def gpu_memory_text(s: object) -> str:
+    """NVML's process memory (what the allocator holds) beside the framework's own peak in use."""
+    from analyzers.run_summary import RunSummary
+
+    assert isinstance(s, RunSummary)
+    own = (
+        f"{s.device_peak_mib:.0f} MiB in use ({s.device_peak_source})"
+        if s.device_peak_mib is not None
+        else (s.device_peak_source or "not recorded (the run predates it)")
+    )
+    return f"NVML, the process: {fmt(s.gpu_mem_peak_mib, '.0f')} MiB; the framework's own: {own}"
 
 
 def steady_text(s: object) -> str:

@@ -77,6 +77,17 @@ class EnvironmentInfo:
     energy_sources: tuple[str, ...] = ()
     energy_unavailable: tuple[str, ...] = ()
 
+    @property
+    def gpu_text(self) -> str:
+        """'NVIDIA H100 80GB HBM3, driver 580.159.04, CUDA 13.0' (every GPU's name, once each), or ''."""
+        names = list(dict.fromkeys(g.name for g in self.gpus))
+        if not names:
+            return ""
+        parts = [" + ".join(names)]
+        parts += [f"driver {self.nvidia_driver}"] if self.nvidia_driver else []
+        parts += [f"CUDA {self.cuda_driver_version}"] if self.cuda_driver_version else []
+        return ", ".join(parts)
+
 
 @dataclass(frozen=True)
 class ModelFacts:
