@@ -3,7 +3,8 @@
 # framework environments, under ${TRACER_CACHE:-~/.cache/dl-tracer} (outside the clone, so CI and
 # later clones reuse them).
 #   bash scripts/setup.sh                 # the tool + PyTorch
-#   bash scripts/setup.sh all            # the tool + every framework that installs here (+ Nsight Systems);
+#   bash scripts/setup.sh all            # the tool + every framework that installs here (+ Nsight Systems,
+#                                        # + Slurm and munge from apt when root, for the Slurm tests);
 #                                        # SINGA needs a CPython 3.6 (on PATH or in pyenv's versions folder)
 #   bash scripts/setup.sh pytorch mxnet  # the tool + the named frameworks
 set -euo pipefail
@@ -42,5 +43,6 @@ done
 
 if [ "$with_nsys" = 1 ]; then
   bash "$root/scripts/install_nsys.sh"
+  bash "$root/scripts/install_slurm.sh"
 fi
 echo "setup: done. The tool is $venv/bin/tracer"

@@ -34,6 +34,7 @@ from tracer.core.schema import RUN_JSON
 FORMAT_VERSION = 1
 MARKER = "campaign_cell.json"
 RUNNING, OK, FAILED = "running", "ok", "failed"
+REQUEUED = "requeued"  # its job was ended by the cluster; it is submitted again
 
 
 @dataclass
@@ -49,6 +50,8 @@ class CellEntry:
     cause: str = ""
     host: str = ""
     pid: int | None = None
+    job_id: str | None = None  # the Slurm job of the current attempt (--slurm)
+    resubmits: int = 0  # attempts started again because the cluster, not the run, ended the last one
     started_ns: int | None = None
     ended_ns: int | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
@@ -164,13 +167,14 @@ class Campaign:
 
     # -- state -----------------------------------------------------------------------------------
 
-    def recover(self, kill: Any = None) -> list[str]:
+    def recover(self, kill: Any = None, keep: Any = None) -> list[str]:
         """Settles cells left `running` by a campaign that was killed; returns what it did, for the log.
 
-        `kill(entry, staging)` ends a run process that outlived its campaign (the local runner passes one)."""
+        `kill(entry, staging)` ends a run process that outlived its campaign (the local runner passes one);
+        cells for which `keep(entry)` is true are left running (a Slurm job still has them)."""
         notes = []
         for entry in self.cells.values():
-            if entry.state != RUNNING:
+            if entry.state != RUNNING or (keep is not None and keep(entry)):
                 continue
             if kill is not None:
                 kill(entry, self.staging(entry.cell_id))
@@ -212,7 +216,8 @@ class Campaign:
         if entry.run_id is not None and (self.out_dir / entry.run_id).exists():
             note = self._supersede(self.out_dir / entry.run_id, "retried")
             entry.history.append({"attempt": entry.attempts, "state": entry.state, "run_id": entry.run_id,
-                                  "status": entry.status, "cause": entry.cause, "note": note})  # fmt: skip
+                                  "status": entry.status, "cause": entry.cause, "note": note,
+                                  "job_id": entry.job_id})  # fmt: skip
         stage = self.staging(cell.cell_id)
         for leftover in self._staged_runs(cell.cell_id):
             self._supersede(leftover.path, "left in staging")
@@ -222,7 +227,7 @@ class Campaign:
         entry.fingerprint = cell.fingerprint()
         entry.attempts += 1
         entry.host = host or socket.gethostname()
-        entry.pid = pid
+        entry.pid, entry.job_id = pid, None
         entry.started_ns, entry.ended_ns = time.time_ns(), None
         self.save()
         return entry
@@ -232,6 +237,39 @@ class Campaign:
         entry.pid = pid
         if host:
             entry.host = host
+        self.save()
+
+    def set_job(self, cell_id: str, job_id: str) -> None:
+        self.cells[cell_id].job_id = job_id
+        self.save()
+
+    def job_running(self, cell_id: str, node: str) -> None:
+        """Its Slurm job started on `node`: the cell's wall time counts from here, not from the queue."""
+        entry = self.cells[cell_id]
+        entry.host, entry.started_ns = node, time.time_ns()
+        self.save()
+
+    def requeue(self, cell: Cell, cause: str) -> CellEntry:
+        """The cluster ended the cell's job before its run did (node failure, preemption, time limit, a
+        scancel): files whatever run it left (to `superseded/` at the next `begin`) and marks the cell to be
+        submitted again, keeping the reason in its history."""
+        entry = self.finish(cell, cause)
+        if entry.run_id is None:
+            entry.history.append({"attempt": entry.attempts, "state": "requeued", "cause": cause,
+                                  "job_id": entry.job_id, "ended_ns": entry.ended_ns})  # fmt: skip
+        else:
+            entry.cause = f"{cause} ({entry.cause})" if entry.cause else cause
+        entry.state = REQUEUED
+        entry.resubmits += 1
+        self.save()
+        return entry
+
+    def cancelled(self, cell_id: str, cause: str) -> None:
+        """The user cancelled the cell's job: it runs again at the next start, like an interrupted cell."""
+        entry = self.cells[cell_id]
+        entry.history.append({"attempt": entry.attempts, "state": "cancelled", "cause": cause,
+                              "job_id": entry.job_id, "ended_ns": time.time_ns()})  # fmt: skip
+        entry.state, entry.cause, entry.pid = "interrupted", cause, None
         self.save()
 
     def finish(self, cell: Cell, cause_if_no_run: str = "") -> CellEntry:

@@ -16,6 +16,8 @@ class CampaignView:
         self.total = total
         self.finished = done
         self._running: dict[str, str] = {}
+        self._failed = 0
+        self._queue = ""
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -38,6 +40,7 @@ class CampaignView:
         self._running.pop(cell.cell_id, None)
         if final:
             self.finished += 1
+            self._failed += entry.state != OK
         wall = f"{entry.wall_s:.1f} s" if entry.wall_s is not None else "-"
         colour = "green" if entry.state == OK else "red"
         what = entry.status or entry.state
@@ -50,11 +53,19 @@ class CampaignView:
         self._progress.update(self._task, completed=self.finished)
         self._refresh()
 
+    def queue(self, running: int, queued: int) -> None:
+        """Where a cluster queues the runs (Slurm): how many run and how many wait, beside the bar."""
+        self._queue = f"{running} running, {queued} queued"
+        self._refresh()
+
     def note(self, text: str) -> None:
         self.console.print(text)
 
     def _refresh(self) -> None:
         now = "; ".join(self._running.values())
+        if self._queue:
+            failed = f", {self._failed} failed" if self._failed else ""
+            now = f"{self._queue}{failed}: {now}"
         self._progress.update(self._task, now=now[:100])
 
     def close(self) -> None:
