@@ -97,8 +97,11 @@ def settle(campaign: Campaign, cell: Cell, job: JobState, log: Path) -> tuple[Ce
     cluster = job.state in CLUSTER_STATES or (job.state == UNKNOWN and status in (None, *CUT_SHORT))
     if (status is None or status in CUT_SHORT) and cluster and entry.resubmits < CLUSTER_RESUBMITS:
         return campaign.requeue(cell, f"{job.describe()}; submitted again"), True
-    tail = log_tail(log)
-    return campaign.finish(cell, f"{job.describe()}: {tail} (log: {log})"), False
+    entry = campaign.finish(cell, f"{job.describe()}: {log_tail(log)} (log: {log})")
+    if status in CUT_SHORT or (status is not None and job.state in CLUSTER_STATES and entry.state != OK):
+        entry.cause = f"{job.describe()} ({entry.cause})" if entry.cause else job.describe()
+        campaign.save()
+    return entry, False
 
 
 def run_slurm(

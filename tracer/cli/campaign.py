@@ -74,11 +74,11 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan)
     if args.dry_run:
         return dry_run(plan, args.out, args.nodes, console(), slurm_opts)
+    if args.resume and not Campaign(plan, args.out.resolve()).path.exists():
+        raise UserError(f"--resume: campaign '{plan.name}' has no record in {args.out} yet: nothing to resume")
     out_dir = writable_dir(args.out).resolve()
     err = err_console()
     with Campaign(plan, out_dir) as campaign:
-        if args.resume and not campaign.cells:
-            raise UserError(f"--resume: campaign '{plan.name}' has no record in {out_dir} yet: nothing to resume")
         jobs = sorted(str(e.job_id) for e in campaign.cells.values() if e.state == RUNNING and e.job_id)
         if jobs and slurm_opts is None:
             raise UserError(

@@ -81,8 +81,9 @@ def test_dry_run_prints_each_cells_sbatch_settings(tmp_path: Path) -> None:
         (["--partition", "short"], "--partition goes with --slurm"),
         (["--slurm", "--max-jobs", "0"], "--max-jobs must be 1 or more"),
         (["--slurm", "--ray", "auto"], "choose one"),
+        (["--resume"], "--resume: campaign 'mixed' has no record"),
     ):
-        refused = run_campaign(str(plan), "--dry-run", "--out", str(out), *bad)
+        refused = run_campaign(str(plan), *([] if "--resume" in bad else ["--dry-run"]), "--out", str(out), *bad)
         assert refused.returncode == 2 and words in refused.stderr, refused.stderr
         assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
 
@@ -90,9 +91,9 @@ def test_dry_run_prints_each_cells_sbatch_settings(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_killed_submitter_and_a_cancelled_job_end_with_one_run_per_cell(tmp_path: Path, slurm: LocalSlurm) -> None:
     """4 cells, one Slurm job each, one at a time on the node (--exclusive). The submitter is SIGKILLed once
-    2 cells are done and 2 are in Slurm; the last cell's job is then scancel'ed. Run again, the command
-    follows the job still there, resubmits the cancelled cell once with Slurm's reason, and trains nothing
-    twice."""
+    2 cells are done and 2 are in Slurm, one of them training; that one's job is then scancel'ed. Run
+    again, the command follows the job still queued, resubmits the cancelled cell once with Slurm's reason,
+    and trains nothing twice."""
     require_framework("pytorch")
     out = tmp_path / "runs"
     plan = write_plan(tmp_path, TINY_PYTORCH)
@@ -101,11 +102,18 @@ def test_killed_submitter_and_a_cancelled_job_end_with_one_run_per_cell(tmp_path
     proc = subprocess.Popen(command, env=slurm.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
 
-        def two_done_two_in_slurm() -> bool:
-            cells = _cells(rec_path).values()
-            return sum(e["state"] == "ok" for e in cells) == 2 and sum(bool(e["job_id"]) for e in cells) == 4
+        def two_done_one_training() -> bool:
+            cells = list(_cells(rec_path).values())
+            if sum(e["state"] == "ok" for e in cells) != 2 or sum(bool(e["job_id"]) for e in cells) != 4:
+                return False
+            states = slurm.jobs()
+            return any(
+                e["state"] == "running" and states.get(e["job_id"], ("", ""))[1] == "RUNNING"
+                and any((out / "campaigns" / "tiny" / "staging" / e["cell_id"]).glob("*/run.json"))
+                for e in cells
+            )  # fmt: skip
 
-        _wait_for(two_done_two_in_slurm, 300, "2 cells done and 2 in Slurm")
+        _wait_for(two_done_one_training, 300, "2 cells done and a third training")
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
     finally:
@@ -113,10 +121,11 @@ def test_killed_submitter_and_a_cancelled_job_end_with_one_run_per_cell(tmp_path
             proc.kill()
             proc.wait()
     before = _cells(rec_path)
-    assert all(e["job_id"] for e in before.values())
     left = [e for e in before.values() if e["state"] == "running"]
-    assert len(left) == 2
-    cancelled, followed = left[-1], left[0]
+    assert len(left) == 2 and all(e["job_id"] for e in before.values())
+    states = slurm.jobs()
+    (cancelled,) = [e for e in left if states[e["job_id"]][1] == "RUNNING"]
+    (followed,) = [e for e in left if e is not cancelled]
     slurm.run("scancel", cancelled["job_id"])
 
     result = subprocess.run(command, env=slurm.env, capture_output=True, text=True, timeout=600)
@@ -135,10 +144,10 @@ def test_killed_submitter_and_a_cancelled_job_end_with_one_run_per_cell(tmp_path
     (first,) = again["history"]
     assert first["job_id"] == cancelled["job_id"] and first["state"] == "requeued"
     assert f"Slurm job {cancelled['job_id']} ended CANCELLED" in first["cause"]
-    # the cancelled attempt finished no training: at most an interrupted run, kept apart in superseded/
-    superseded = out / "campaigns" / "tiny" / "superseded"
-    for folder in superseded.iterdir() if superseded.exists() else []:
-        assert json.loads((folder / "run.json").read_text())["outcome"]["status"] != "ok"
+    # the cancelled attempt's training was cut short: its run says so, kept apart in superseded/
+    (cut,) = (out / "campaigns" / "tiny" / "superseded").iterdir()
+    assert json.loads((cut / "run.json").read_text())["outcome"]["status"] == "interrupted"
+    assert first["run_id"] == cut.name and first["status"] == "interrupted"
     states = slurm.jobs()
     assert {states[j][1] for j in jobs.values()} == {"COMPLETED"}
     assert states[cancelled["job_id"]][1] == "CANCELLED"
