@@ -9,12 +9,14 @@ runs, with their range; a single run is a group of one.
 from __future__ import annotations
 
 import csv
+import math
 import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from analyzers.learning import CurveGap, curve_gaps, same_workload
 from analyzers.run_summary import RunSummary, summarise
 from analyzers.steady import WARMUP_EPOCHS, Spread, spread
 from tracer.core.errors import UserError
@@ -36,7 +38,8 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("threads median", "threads_median", "threads"),
     ("threads max", "threads_max", "threads"),
     ("GPU utilisation mean", "gpu_util_pct_mean", "%"),
-    ("GPU memory peak", "gpu_mem_peak_mib", "MiB"),
+    ("GPU memory peak, NVML (what the process holds)", "gpu_mem_peak_mib", "MiB"),
+    ("GPU memory peak, the framework's own (in use)", "device_peak_mib", "MiB"),
 )
 TOP_CUDA = 5
 MAX_COLUMNS = len(string.ascii_lowercase)
@@ -88,6 +91,8 @@ class Difference:
 class Comparison:
     columns: tuple[Column, ...]
     differences: tuple[Difference, ...]
+    # Columns that train the same workload as A but learn differently: (letter, where the curves part).
+    learning_gaps: tuple[tuple[str, tuple[CurveGap, ...]], ...] = ()
 
 
 def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, warmup: int = WARMUP_EPOCHS) -> Comparison:
@@ -103,8 +108,52 @@ def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, war
         for metric, name, unit in METRICS
     ]
     diffs += energy_differences(columns)
+    learning = learning_differences(columns)
+    diffs += [d for pair in learning for d in pair]
     diffs += cuda_differences([group[0] for group in groups], top_cuda)
-    return Comparison(columns, tuple(diffs))
+    return Comparison(columns, tuple(diffs), learning_gaps(columns, learning))
+
+
+def learning_differences(columns: Sequence[Column]) -> list[tuple[Difference, Difference]]:
+    """Per epoch, the training loss and accuracy of every column side by side (median and range over
+    its repeats; a diverged epoch's NaN loss is left out of the median)."""
+    epochs = max((len(s.loss_by_epoch) for c in columns for s in c.summaries), default=0)
+    out = []
+    for i in range(epochs):
+        loss = tuple(spread([_finite(s.loss_by_epoch, i) for s in c.summaries]) for c in columns)
+        accuracy = tuple(spread([_pct(s.accuracy_by_epoch, i) for s in c.summaries]) for c in columns)
+        out.append(
+            (
+                Difference(f"training loss, epoch {i + 1}", "", loss),
+                Difference(f"training accuracy, epoch {i + 1}", "%", accuracy),
+            )
+        )
+    return out
+
+
+def learning_gaps(
+    columns: Sequence[Column], learning: Sequence[tuple[Difference, Difference]]
+) -> tuple[tuple[str, tuple[CurveGap, ...]], ...]:
+    """Columns whose workload is A's (same_workload) but whose loss or accuracy curve parts from A's
+    by more than their repeats' spread."""
+    out = []
+    for index, column in enumerate(columns[1:], start=1):
+        if not same_workload(columns[0].head, column.head):
+            continue
+        gaps = curve_gaps("loss", [d[0].values[0] for d in learning], [d[0].values[index] for d in learning])
+        gaps += curve_gaps("accuracy (%)", [d[1].values[0] for d in learning], [d[1].values[index] for d in learning])
+        if gaps:
+            out.append((column.letter, tuple(gaps)))
+    return tuple(out)
+
+
+def _finite(values: tuple[float, ...], i: int) -> float | None:
+    return values[i] if i < len(values) and math.isfinite(values[i]) else None
+
+
+def _pct(values: tuple[float | None, ...], i: int) -> float | None:
+    value = values[i] if i < len(values) else None
+    return None if value is None else 100 * value
 
 
 def energy_differences(columns: Sequence[Column]) -> list[Difference]:

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from analyzers import steps
 from analyzers.contention import contention
 from analyzers.energy import SourceEnergy, energy, headline
+from analyzers.learning import workload_key
 from analyzers.steady import WARMUP_EPOCHS, epoch_stats
 from tracer.core import schema
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
@@ -75,6 +76,7 @@ class RunSummary:
     # The framework's own peak device memory in use (MiB) over the run, beside NVML's gpu_mem_peak_mib.
     device_peak_mib: float | None = None
     device_peak_source: str = ""  # the call it came from, or "not measured: why"
+    workload: str = ""  # what decides the learning curve (analyzers.learning.workload_key)
     gpu: str = ""  # the GPU's name, driver and CUDA version from run.json ('' on a machine without one)
     not_recorded: tuple[str, ...] = ()  # spec fields the run does not know (an import's epochs, maybe its batch)
 
@@ -149,6 +151,7 @@ def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
         device_peak_mib=max(peaks) if peaks else None,
         device_peak_source=next((e.device_peak_source for e in reversed(epochs) if e.device_peak_source), ""),
         gpu=record.environment.gpu_text,
+        workload=workload_key(spec),
         not_recorded=tuple(str(f) for f in record.knobs.get("not_recorded") or ()),
     )
 

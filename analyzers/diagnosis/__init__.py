@@ -3,7 +3,10 @@ evidence with units, the knob to try); thresholds in `thresholds`. `diagnose` ru
 
 from __future__ import annotations
 
-from analyzers.diagnosis import rules_gpu  # noqa: F401 - registers the rules (host ones first, see there)
+from analyzers.diagnosis import (
+    rules_gpu,  # noqa: F401 - registers the rules (host ones first, see there)
+    rules_learning,  # noqa: F401 - then whether the run learns
+)
 from analyzers.diagnosis.inputs import RunTables, load
 from analyzers.diagnosis.verdict import RULES, Evidence, Severity, Verdict, ranked
 from tracer.core.runfolder import RunFolder

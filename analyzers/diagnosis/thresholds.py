@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analyzers import learning
+
 
 @dataclass(frozen=True)
 class Threshold:
@@ -45,6 +47,13 @@ MEM_GROWTH_PCT_PER_EPOCH = _t("MEM_GROWTH_PCT_PER_EPOCH", 5.0, "% of RSS/epoch",
 # start-up heavy
 STARTUP_SHARE_PCT = _t(
     "STARTUP_SHARE_PCT", 30.0, "% of run", "start-up (to the first step or epoch) above this share of the run"
+)
+# learning (declared in analyzers.learning, which compare uses too): a loss this close to ln(classes) is a guess
+CHANCE_LOSS_PCT = _t(
+    "CHANCE_LOSS_PCT", learning.CHANCE_LOSS_PCT, "% of ln(classes)", "loss after the warm-up within this: at chance"
+)
+CURVE_GAP_MIN_PCT = _t(
+    "CURVE_GAP_MIN_PCT", learning.CURVE_GAP_MIN_PCT, "% of the larger", "compare: curves apart by more than this"
 )
 FIRST_EPOCH_RATIO = _t("FIRST_EPOCH_RATIO", 2.0, "x steady", "first epoch this many times the median later epoch")
 # GPU under-used

@@ -93,6 +93,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for row in rows_for_print(result):
         table.add_row(*row)
     out.print(table)
+    for letter, gaps in result.learning_gaps:
+        head = result.columns[0].head.framework, next(c.head.framework for c in result.columns if c.letter == letter)
+        out.print(
+            f"learning differs: A ({head[0]}) and {letter} ({head[1]}) train the same workload but their curves part"
+            " beyond their repeats' spread (the models or the pipelines may differ):",
+            markup=False,
+        )
+        for gap in gaps:
+            out.print(f"   {gap.text('A', letter)}", markup=False)
     first = groups[0][0]
     for column, group in zip(result.columns[1:], groups[1:]):
         print_verdict_differences(first, group[0], f"A ({result.columns[0].head.framework})",
