@@ -138,7 +138,7 @@ def learning_gaps(
     by more than their repeats' spread."""
     out = []
     for index, column in enumerate(columns[1:], start=1):
-        if not same_workload(columns[0].head, column.head):
+        if not same_workload(columns[0].head.workload, column.head.workload):
             continue
         gaps = curve_gaps("loss", [d[0].values[0] for d in learning], [d[0].values[index] for d in learning])
         gaps += curve_gaps("accuracy (%)", [d[1].values[0] for d in learning], [d[1].values[index] for d in learning])

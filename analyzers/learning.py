@@ -11,13 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from analyzers.steady import Spread
-
-if TYPE_CHECKING:
-    from analyzers.run_summary import RunSummary
-
 
 # A loss within this share of ln(classes) is a uniform guess (listed with the diagnosis thresholds).
 CHANCE_LOSS_PCT = 2.0
@@ -46,8 +41,9 @@ def workload_key(spec: object) -> str:
     return ", ".join(f"{name} {getattr(spec, name, None)}" for name in LEARNING_SETTINGS)
 
 
-def same_workload(a: RunSummary, b: RunSummary) -> bool:
-    return bool(a.workload) and a.workload == b.workload
+def same_workload(a: str, b: str) -> bool:
+    """Whether two workload keys (RunSummary.workload) train alike; an empty key (unknown) never does."""
+    return bool(a) and a == b
 
 
 def chance_loss(classes: int) -> float:
