@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analyzers.steady import throughput
+from tracer.core.options import MODELS
 from tracer.core.runfolder import list_runs
-from tracer.frameworks import MODELS
 from tracer.sysinfo import cpu_model
 
 FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax")

@@ -2,7 +2,8 @@
 
 `<!-- generated: cli -->` becomes the run-option table (from `tracer.core.options`) and every
 subcommand's help; `<!-- generated: run-folder -->` becomes the tables and event kinds of
-`tracer.core.schema`.
+`tracer.core.schema`; `<!-- generated: frameworks -->` becomes the framework declarations of
+`tracer.core.frameworks` (environment, worker module, colour, the settings the diagnosis names).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import typing
 from typing import Any
 
 MARK = "<!-- generated: {} -->"
+TOOL_PYTHON = "the tool's own"
 
 
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:
@@ -20,6 +22,8 @@ def on_page_markdown(markdown: str, **kwargs: Any) -> str:
         markdown = markdown.replace(MARK.format("cli"), _cli())
     if MARK.format("run-folder") in markdown:
         markdown = markdown.replace(MARK.format("run-folder"), _run_folder())
+    if MARK.format("frameworks") in markdown:
+        markdown = markdown.replace(MARK.format("frameworks"), frameworks_page())
     return markdown
 
 
@@ -96,4 +100,36 @@ def _run_folder() -> str:
         "",
         "Columns of the in-worker collector's batch files: " + ", ".join(f"`{c}`" for c in schema.CUPTI_COLUMNS) + ".",
     ]  # noqa: E501
+    return "\n".join(out)
+
+
+def frameworks_page() -> str:
+    from tracer.core.frameworks import FRAMEWORKS, Tuning
+
+    out = [
+        "## Frameworks",
+        "",
+        "| name | label | colour | worker module | CPU packages | GPU packages | Python |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for f in FRAMEWORKS.values():
+        out.append(
+            f"| `{f.name}` | {f.label} | `{f.colour}` | `{f.worker_module}` | {_cell(' '.join(f.cpu_requirements))} | "
+            f"{_cell(' '.join(f.gpu_requirements))} | {f.python_version or TOOL_PYTHON} |"
+        )
+    out += [
+        "",
+        "## Settings the diagnosis names",
+        "",
+        "Empty: the framework has no such setting; *(GPU)*: named on GPU runs only.",
+        "",
+    ]
+    out += ["| tuning | " + " | ".join(f.label for f in FRAMEWORKS.values()) + " |"]
+    out += ["| --- |" + " --- |" * len(FRAMEWORKS)]
+    for t in Tuning:
+        cells = []
+        for f in FRAMEWORKS.values():
+            s = f.settings[t]
+            cells.append("" if s is None else f"`{_cell(s.text)}`" + (" *(GPU)*" if s.devices == {"gpu"} else ""))
+        out.append(f"| {t.value} | " + " | ".join(cells) + " |")
     return "\n".join(out)

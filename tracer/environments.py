@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracer.core.errors import UserError
-from tracer.frameworks import FRAMEWORKS, FrameworkInfo, framework_info
+from tracer.core.frameworks import FRAMEWORKS, FrameworkInfo, framework_info
 from tracer.paths import cache_root
 
 # Runs in the framework's interpreter, which may be Python 3.6 (no importlib.metadata: pkg_resources).

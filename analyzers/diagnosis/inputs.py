@@ -13,7 +13,7 @@ from analyzers.cuda_api import ApiRow
 from tracer.core import schema
 from tracer.core.records import EpochRecord, RunRecord
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import STEPS_TABLE
+from tracer.core.schema import STEPS_TABLE, THREADS_TABLE
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ class RunTables:
     process: pa.Table | None
     steps: pa.Table | None
     gpu: pa.Table | None
+    threads: pa.Table | None  # the sampler's per-thread cumulative CPU (samples/threads)
     cuda_startup: tuple[ApiRow, ...]
     cuda_steady: tuple[ApiRow, ...]
     cuda_whole: tuple[ApiRow, ...]
@@ -109,6 +110,7 @@ def load(folder: RunFolder) -> RunTables:
         process=folder.samples("process"),
         steps=folder.samples(STEPS_TABLE),
         gpu=folder.samples("gpu"),
+        threads=folder.samples(THREADS_TABLE.name),
         cuda_startup=tuple(startup),
         cuda_steady=tuple(steady),
         cuda_whole=tuple(whole),
@@ -131,3 +133,81 @@ def column(table: pa.Table | None, name: str) -> list[float]:
     if table is None or name not in table.column_names:
         return []
     return [float(v) for v in table.column(name).to_pylist() if v is not None]
+
+
+@dataclass(frozen=True)
+class DataWait:
+    """Data wait over the steady steps (the epochs after the first; every step of a one-epoch run)."""
+
+    share_pct: float  # data wait / (data wait + compute + sync)
+    wait_s: float
+    step_s: float
+    steps: int
+    epochs: int
+
+
+def steady_data_wait(t: RunTables) -> DataWait | None:
+    """The share of step time the steady steps wait for their batch; None without per-step timing.
+    Input-bound, host-bound and every knob about loader workers read this one figure."""
+    if t.steps is None or t.steps.num_rows == 0:
+        return None
+    epochs = column(t.steps, "epoch")
+    later = max(epochs) > 1
+    rows = [i for i, e in enumerate(epochs) if e > 1 or not later]
+    wait = column(t.steps, schema.DATA_WAIT_S)
+    compute = column(t.steps, schema.COMPUTE_S)
+    sync = column(t.steps, schema.SYNC_S) or [0.0] * len(wait)
+    w = sum(wait[i] for i in rows)
+    total = w + sum(compute[i] for i in rows) + sum(sync[i] for i in rows)
+    if total <= 0:
+        return None
+    return DataWait(100 * w / total, w, total, len(rows), len({epochs[i] for i in rows}))
+
+
+@dataclass(frozen=True)
+class ThreadCpu:
+    """One thread of the training process and the cores it kept busy over the steady epochs."""
+
+    tid: int
+    name: str
+    main: bool  # the process's main thread (tid == pid): the Python interpreter's own
+    cores: float
+
+    def label(self) -> str:
+        return f"main thread ({self.name})" if self.main else f"thread {self.name} ({self.tid})"
+
+
+def step_threads(t: RunTables) -> list[ThreadCpu]:
+    """The threads of the training process (the worker, not its loader processes), busiest first, with
+    their CPU over the steady epochs in cores: CPU seconds gained inside each epoch over the epochs'
+    seconds. These threads issue the step (Python, autograd, pinning): under one interpreter lock they
+    take turns, so the host can set the pace while none of them is near a full core."""
+    steady = t.steady_epochs()
+    table = t.in_epochs(t.threads, steady)
+    if table is None or table.num_rows == 0:
+        return []
+    pid = t.record.worker_pid
+    pids = set(table.column(schema.PID).to_pylist())
+    if pid not in pids:  # runs before the pid was recorded, imported traces
+        return []
+    table = table.filter(pc.equal(table.column(schema.PID), pid))
+    cpu = pc.add(table.column(schema.USER_S), table.column(schema.SYSTEM_S))
+    table = table.append_column("cpu_s", cpu)
+    seconds = sum(e.duration_s for e in steady)
+    gained: dict[int, float] = {}
+    names: dict[int, str] = {}
+    for e in steady:
+        part = t.in_epochs(table, [e])
+        if part is None or part.num_rows == 0:
+            continue
+        agg = part.group_by(schema.TID, use_threads=False).aggregate(
+            [("cpu_s", "min"), ("cpu_s", "max"), (schema.THREAD_NAME, "last")]
+        )
+        columns = (schema.TID, "cpu_s_min", "cpu_s_max", f"{schema.THREAD_NAME}_last")
+        for tid, lo, hi, name in zip(*(agg.column(c).to_pylist() for c in columns)):
+            gained[tid] = gained.get(tid, 0.0) + (hi - lo)
+            names[tid] = str(name)
+    if seconds <= 0:
+        return []
+    rows = [ThreadCpu(tid, names[tid], tid == pid, s / seconds) for tid, s in gained.items()]
+    return sorted(rows, key=lambda r: -r.cores)

@@ -8,10 +8,11 @@ import statistics
 from analyzers.cuda_api import ApiRow
 from analyzers.diagnosis import rules_host  # noqa: F401 - the host rules are declared (and listed) first
 from analyzers.diagnosis import thresholds as th
-from analyzers.diagnosis.inputs import RunTables, column
-from analyzers.diagnosis.knobs import knob
+from analyzers.diagnosis.inputs import RunTables, column, steady_data_wait, step_threads
+from analyzers.diagnosis.knobs import join, knob
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
 from tracer.core import schema
+from tracer.core.frameworks import Tuning
 
 # nsys display names (the `_vNNNN` suffix cut), runtime and driver API
 SYNC_CALLS = frozenset(
@@ -34,22 +35,77 @@ def _total(rows: tuple[ApiRow, ...], names: frozenset[str]) -> tuple[int, int]:
     return sum(r.total_ns for r in chosen), sum(r.calls for r in chosen)
 
 
+def steady_gpu_util(t: RunTables) -> list[float]:
+    return column(t.in_epochs(t.gpu, t.steady_epochs()), schema.UTIL_PCT)
+
+
 @rule("gpu-under-used")
 def gpu_under_used(t: RunTables) -> Verdict:
     name, title = "gpu-under-used", "GPU under-used"
     if t.record.spec.device != "gpu":
         return not_measured(name, title, "a CPU run")
-    util = column(t.in_epochs(t.gpu, t.steady_epochs()), schema.UTIL_PCT)
+    util = steady_gpu_util(t)
     if not util:
         return not_measured(name, title, "no NVML utilisation samples in the epochs")
     mean = statistics.fmean(util)
     evidence = (Evidence("GPU utilisation", mean, "%"), Evidence("samples", float(len(util)), ""))
     if mean >= th.GPU_UNDERUSED_PCT:
         return quiet(name, title, "the GPU is busy in the steady epochs", mean, "%", th.GPU_UNDERUSED_PCT, evidence)
-    fw = t.record.spec.framework
+    spec = t.record.spec
+    wait = steady_data_wait(t)
+    if wait is None:
+        advice = "a larger --batch (input-bound and host-bound need per-step timing to say which side waits)"
+    elif wait.share_pct > th.INPUT_BOUND_PCT:
+        advice = join(knob(spec, Tuning.WORKERS, "more loader workers"), "see input-bound")
+    else:
+        advice = join("a larger --batch", knob(spec, Tuning.LAUNCH, "fewer host round trips"), "see host-bound")
     return Verdict(name, title, True, True, Severity.HIGH if mean < th.GPU_UNDERUSED_PCT / 2 else Severity.MEDIUM,
                    f"the GPU is busy {mean:.0f} % of the steady epochs", mean, "%", th.GPU_UNDERUSED_PCT, evidence,
-                   "a larger --batch; " + knob(fw, "workers", "more loader workers"))  # fmt: skip
+                   advice)  # fmt: skip
+
+
+HOST_THREADS_SHOWN = 3  # the busiest threads of the training process named in the evidence
+HOST_THREAD_MIN_CORES = 0.05  # threads below this are not shown (idle helpers)
+
+
+@rule("host-bound")
+def host_bound(t: RunTables) -> Verdict:
+    """Neither the loader (data wait is small) nor the GPU (it idles) sets the pace: the host does, issuing
+    the step's operations (Python dispatch, kernel launches, the interpreter lock its threads share). The
+    evidence is the CPU of the training process's threads; none need be saturated, as they take turns."""
+    name, title = "host-bound", "host-bound"
+    if t.record.spec.device != "gpu":
+        return not_measured(name, title, "a CPU run (the host is the device)")
+    wait = steady_data_wait(t)
+    if wait is None:
+        return not_measured(name, title, "the run has no per-step timing (samples/steps)")
+    util = steady_gpu_util(t)
+    if not util:
+        return not_measured(name, title, "no NVML utilisation samples in the steady epochs")
+    mean = statistics.fmean(util)
+    threads = [r for r in step_threads(t) if r.cores >= HOST_THREAD_MIN_CORES]
+    together = sum(r.cores for r in threads) if threads else None
+    evidence = (
+        Evidence("GPU utilisation", mean, "%"),
+        Evidence("data wait", wait.share_pct, "% of step time"),
+        Evidence("mean step", 1e3 * wait.step_s / wait.steps, "ms"),
+        Evidence("training process's threads together", together, "cores"),
+        *(Evidence(f"CPU of the {r.label()}", r.cores, "cores") for r in threads[:HOST_THREADS_SHOWN]),
+    )
+    if wait.share_pct > th.INPUT_BOUND_PCT:
+        return quiet(name, title, "the input pipeline sets the pace (see input-bound)", mean, "%",
+                     th.HOST_BOUND_GPU_PCT, evidence)  # fmt: skip
+    if mean >= th.HOST_BOUND_GPU_PCT:
+        return quiet(name, title, "the GPU is busy: it sets the pace", mean, "%", th.HOST_BOUND_GPU_PCT, evidence)
+    finding = f"the GPU waits for the host to issue work (GPU busy {mean:.0f} %, data wait {wait.share_pct:.0f} %"
+    if threads:
+        busiest = threads[0]
+        finding += (f"; the training process's threads share {together:.2f} cores, the busiest "
+                    f"({busiest.label()}) {busiest.cores:.2f}")  # fmt: skip
+    return Verdict(name, title, True, True, Severity.HIGH if mean < th.GPU_UNDERUSED_PCT else Severity.MEDIUM,
+                   finding + ")", mean, "%", th.HOST_BOUND_GPU_PCT, evidence,
+                   join("a larger --batch (the same launches carry more images)",
+                        knob(t.record.spec, Tuning.LAUNCH, "fewer host round trips per step")))  # fmt: skip
 
 
 def sync_share(rows: tuple[ApiRow, ...]) -> float | None:
@@ -75,7 +131,7 @@ def sync_dominated(t: RunTables) -> Verdict:
     return Verdict(name, title, True, True, Severity.MEDIUM,
                    f"the host waits in Synchronize calls {share:.0f} % of its CUDA API time", share,
                    "% of CUDA API time", th.SYNC_SHARE_PCT, evidence,
-                   knob(t.record.spec.framework, "sync"))  # fmt: skip
+                   knob(t.record.spec, Tuning.SYNC))  # fmt: skip
 
 
 def steady_steps(t: RunTables) -> int | None:
@@ -113,19 +169,28 @@ def allocator_churn(t: RunTables) -> Verdict:
     return Verdict(name, title, True, True, Severity.MEDIUM,
                    f"{per_step:.1f} cudaMalloc/cudaFree calls per steady step: no caching allocator at work",
                    per_step, "calls/step", th.ALLOC_PER_STEP, evidence,
-                   knob(t.record.spec.framework, "allocator"))  # fmt: skip
+                   knob(t.record.spec, Tuning.ALLOCATOR))  # fmt: skip
 
 
 @rule("launch-bound")
 def launch_bound(t: RunTables) -> Verdict:
+    """From a CUDA trace: launch API time against the kernels' own time, and how many launches a step
+    issues. Without a trace it says what host-bound read from the steps table and NVML."""
     name, title = "launch-bound", "launch-bound"
     if not t.cuda_whole or t.kernel_count == 0 or t.kernel_median_ns is None:
-        return not_measured(name, title, "no CUDA API and kernel trace")
+        host = host_bound(t)
+        seen = f"; host-bound, from the steps table and NVML: {host.state}" if host.measured else ""
+        return not_measured(
+            name, title, f"no CUDA API and kernel trace to count launches (--trace nsys or cupti){seen}"
+        )
     launch_ns, launches = _total(t.cuda_whole, LAUNCH_CALLS)
     ratio = launch_ns / t.kernel_total_ns if t.kernel_total_ns else 0.0
     median_us = t.kernel_median_ns / 1e3
+    steps = steady_steps(t)
+    per_step = _total(t.cuda_steady, LAUNCH_CALLS)[1] / steps if t.cuda_steady and steps else None
     evidence = (
         Evidence("launch calls", float(launches), ""),
+        Evidence("launches per steady step", per_step, ""),
         Evidence("launch API time", launch_ns / 1e6, "ms"),
         Evidence("kernel time", t.kernel_total_ns / 1e6, "ms"),
         Evidence("kernels", float(t.kernel_count), ""),
@@ -134,7 +199,8 @@ def launch_bound(t: RunTables) -> Verdict:
     if ratio < th.LAUNCH_TO_KERNEL_RATIO or median_us >= th.SHORT_KERNEL_US:
         return quiet(name, title, "kernels run long enough to hide their launches", ratio,
                      "launch time / kernel time", th.LAUNCH_TO_KERNEL_RATIO, evidence)  # fmt: skip
+    each = f", {per_step:.0f} launches a step" if per_step is not None else ""
     return Verdict(name, title, True, True, Severity.MEDIUM,
-                   f"launching takes {ratio:.2f}x the kernels' own time, median kernel {median_us:.1f} µs",
+                   f"launching takes {ratio:.2f}x the kernels' own time{each}, median kernel {median_us:.1f} µs",
                    ratio, "launch time / kernel time", th.LAUNCH_TO_KERNEL_RATIO, evidence,
-                   knob(t.record.spec.framework, "launch", "fewer, larger kernels") + "; a larger --batch")  # fmt: skip
+                   join("a larger --batch", knob(t.record.spec, Tuning.LAUNCH, "fewer, larger kernels")))  # fmt: skip

@@ -8,40 +8,39 @@ import statistics
 import numpy as np
 
 from analyzers.diagnosis import thresholds as th
-from analyzers.diagnosis.inputs import RunTables, column
-from analyzers.diagnosis.knobs import knob
+from analyzers.diagnosis.inputs import RunTables, column, steady_data_wait
+from analyzers.diagnosis.knobs import join, knob
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
 from tracer.core import schema
+from tracer.core.frameworks import FRAMEWORKS, FrameworkInfo, Tuning
 from tracer.core.records import RunStatus
 from tracer.core.schema import CTX_INVOLUNTARY
 
-# knobs keys (run.json) that hold the intra-op thread count and the loader workers, per framework
-INTRA_OP_KNOBS = (
-    "torch.set_num_threads",
-    "tf.config.threading.intra_op_parallelism_threads",
-    "MXSetNumOMPThreads",
-    "paddle.base.core.set_num_threads",
-)
-WORKER_KNOBS = ("loader_workers", "DataLoader.num_workers", "gluon.data.DataLoader.num_workers",
-                "paddle.io.DataLoader.num_workers", "tf.data.map.num_parallel_calls")  # fmt: skip
+GENERIC_WORKERS_KNOB = "loader_workers"  # run.json: the loader budget every worker writes under one name
 
 
-def _int_knob(t: RunTables, names: tuple[str, ...]) -> int | None:
+def _int_knob(t: RunTables, names: tuple[str | None, ...]) -> int | None:
     for name in names:
-        value = t.record.knobs.get(name)
+        value = t.record.knobs.get(name) if name else None
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return None
 
 
+def _declared(t: RunTables) -> FrameworkInfo | None:
+    return FRAMEWORKS.get(t.record.spec.framework)
+
+
 def intra_op_threads(t: RunTables) -> int:
     """The intra-op thread count the run used: the framework's own report, else --threads, else the
     cores (every framework's default is one thread per core)."""
-    return _int_knob(t, INTRA_OP_KNOBS) or t.record.spec.threads or t.cores
+    info = _declared(t)
+    return _int_knob(t, (info.intra_op_knob if info else None,)) or t.record.spec.threads or t.cores
 
 
 def loader_workers(t: RunTables) -> int:
-    return _int_knob(t, WORKER_KNOBS) or 0
+    info = _declared(t)
+    return _int_knob(t, (GENERIC_WORKERS_KNOB, info.workers_knob if info else None)) or 0
 
 
 @rule("input-bound")
@@ -49,23 +48,15 @@ def input_bound(t: RunTables) -> Verdict:
     name, title = "input-bound", "input-bound"
     if t.steps is None or t.steps.num_rows == 0:
         return not_measured(name, title, "the run has no per-step timing (samples/steps; runs before issue 18)")
-    epochs = column(t.steps, "epoch")
-    later = max(epochs) > 1
-    rows = [i for i, e in enumerate(epochs) if e > 1 or not later]
-    wait = column(t.steps, schema.DATA_WAIT_S)
-    compute = column(t.steps, schema.COMPUTE_S)
-    sync = column(t.steps, schema.SYNC_S) or [0.0] * len(wait)
-    w = sum(wait[i] for i in rows)
-    total = w + sum(compute[i] for i in rows) + sum(sync[i] for i in rows)
-    if total <= 0:
+    wait = steady_data_wait(t)
+    if wait is None:
         return not_measured(name, title, "the per-step times are all zero")
-    share = 100 * w / total
-    n_epochs = len({epochs[i] for i in rows})
+    share = wait.share_pct
     evidence: tuple[Evidence, ...] = (
-        Evidence("data wait", w, "s"),
-        Evidence("data wait per epoch", w / n_epochs, "s"),
-        Evidence("step time", total, "s"),
-        Evidence("steps", float(len(rows)), ""),
+        Evidence("data wait", wait.wait_s, "s"),
+        Evidence("data wait per epoch", wait.wait_s / wait.epochs, "s"),
+        Evidence("step time", wait.step_s, "s"),
+        Evidence("steps", float(wait.steps), ""),
         Evidence("loader workers", float(loader_workers(t)), ""),
     )
     if t.gpu is not None:
@@ -76,12 +67,13 @@ def input_bound(t: RunTables) -> Verdict:
         return quiet(name, title, "data wait is a small share of step time", share, "% of step time",
                      th.INPUT_BOUND_PCT, evidence)  # fmt: skip
     severity = Severity.HIGH if share > th.INPUT_BOUND_HIGH_PCT else Severity.MEDIUM
-    fw = t.record.spec.framework
+    spec = t.record.spec
     return Verdict(name, title, True, True, severity,
                    f"steps wait for their batch {share:.0f} % of the time", share, "% of step time",
                    th.INPUT_BOUND_PCT, evidence,
-                   knob(fw, "workers", "more loader workers") + "; " + knob(fw, "prefetch", "deeper prefetch")
-                   + "; or a smaller image pipeline (--image-size)")  # fmt: skip
+                   join(knob(spec, Tuning.WORKERS, "more loader workers"),
+                        knob(spec, Tuning.PREFETCH, "deeper prefetch"),
+                        "or a smaller image pipeline (--image-size)"))  # fmt: skip
 
 
 @rule("cpu-oversubscription")
@@ -122,12 +114,15 @@ def oversubscription(t: RunTables) -> Verdict:
     return Verdict(name, title, True, True, Severity.HIGH if over_threads else Severity.MEDIUM,
                    f"threads are preempted {rate:.0f} times a second per core ({why})", rate,
                    "switches/s per core", th.OVERSUB_INVOLUNTARY_PER_CORE_S, evidence,
-                   knob(t.record.spec.framework, "threads", f"at most {t.cores} intra-op threads"))  # fmt: skip
+                   knob(t.record.spec, Tuning.THREADS, f"at most {t.cores} intra-op threads"))  # fmt: skip
 
 
 @rule("cpu-under-used")
 def cpu_under_used(t: RunTables) -> Verdict:
     name, title = "cpu-under-used", "CPU under-used"
+    if t.record.spec.device == "gpu":
+        return not_measured(name, title, "a GPU run: the operators run on the GPU (input-bound and host-bound "
+                                         "say what the host holds up)")  # fmt: skip
     table = t.in_epochs(t.process, t.steady_epochs())
     busy_col = column(table, schema.CPU_CORES)
     if not busy_col:
@@ -139,21 +134,29 @@ def cpu_under_used(t: RunTables) -> Verdict:
     others = None
     if machine:
         others = max(0.0, statistics.fmean(machine) - 100 * busy / t.cores)
+    wait = steady_data_wait(t)
     evidence = (
         Evidence("busy cores", busy, "cores"),
         Evidence("cores the intra-op threads allow", float(allowed), "cores"),
         Evidence("other processes' CPU", others, "% of all cores"),
+        Evidence("data wait", wait.share_pct if wait else None, "% of step time"),
     )
     if share >= th.UNDERUSED_CPU_PCT:
         return quiet(name, title, f"{busy:.2f} of {allowed} allowed cores busy", share, "% of allowed cores",
                      th.UNDERUSED_CPU_PCT, evidence)  # fmt: skip
-    busy_machine = others is not None and others > 50
+    spec = t.record.spec
     finding = f"only {busy:.2f} of the {allowed} cores it may use are busy"
-    finding += " (the machine was busy with other work)" if busy_machine else " (serial Python, data wait or I/O)"
+    if wait is not None and wait.share_pct > th.INPUT_BOUND_PCT:
+        finding += f" (steps wait for data {wait.share_pct:.0f} % of the time)"
+        advice = join(knob(spec, Tuning.WORKERS, "overlap input with compute"), "a larger --batch")
+    elif others is not None and others > 50:
+        finding += " (the machine was busy with other work)"
+        advice = "run it alone: other processes took the cores"
+    else:
+        finding += " (serial Python or I/O between the operators)"
+        advice = join("a larger --batch (larger operators parallelise)", knob(spec, Tuning.THREADS, "intra-op threads"))
     return Verdict(name, title, True, True, Severity.MEDIUM, finding, share, "% of allowed cores",
-                   th.UNDERUSED_CPU_PCT, evidence,
-                   knob(t.record.spec.framework, "workers", "overlap input with compute")
-                   + "; a larger --batch")  # fmt: skip
+                   th.UNDERUSED_CPU_PCT, evidence, advice)  # fmt: skip
 
 
 @rule("memory-growth")
@@ -225,7 +228,7 @@ def startup_heavy(t: RunTables) -> Verdict:
         parts.append(f"the first epoch takes {ratio:.1f}x a later one")
     return Verdict(name, title, True, True, Severity.LOW, "; ".join(parts) + " (imports, graph tracing, autotuning)",
                    share, "% of run", th.STARTUP_SHARE_PCT, evidence,
-                   "more epochs amortise it; " + knob(t.record.spec.framework, "startup"))  # fmt: skip
+                   join("more epochs amortise it", knob(t.record.spec, Tuning.STARTUP)))  # fmt: skip
 
 
 @rule("thread-per-image")
@@ -251,7 +254,7 @@ def thread_per_image(t: RunTables) -> Verdict:
     return Verdict(name, title, True, True, Severity.HIGH,
                    f"{slope:.1f} new threads per 100 images ({growth:.0f} gained): threads started per image",
                    slope, "threads/100 images", th.THREADS_PER_100_IMAGES, evidence,
-                   knob(t.record.spec.framework, "threads", "a fixed thread pool"))  # fmt: skip
+                   knob(t.record.spec, Tuning.THREADS, "a fixed thread pool"))  # fmt: skip
 
 
 def images_done(t: RunTables, times_ns: list[float]) -> list[float]:

@@ -58,6 +58,13 @@ CURVE_GAP_MIN_PCT = _t(
 FIRST_EPOCH_RATIO = _t("FIRST_EPOCH_RATIO", 2.0, "x steady", "first epoch this many times the median later epoch")
 # GPU under-used
 GPU_UNDERUSED_PCT = _t("GPU_UNDERUSED_PCT", 50.0, "% utilisation", "NVML utilisation in the steady epochs below this")
+# host-bound (no trace needed): the loader keeps up, yet the GPU idles between the host's launches
+HOST_BOUND_GPU_PCT = _t(
+    "HOST_BOUND_GPU_PCT",
+    80.0,
+    "% utilisation",
+    "NVML utilisation in the steady epochs below this while data wait stays under INPUT_BOUND_PCT",
+)
 # synchronisation-dominated CUDA split
 SYNC_SHARE_PCT = _t("SYNC_SHARE_PCT", 30.0, "% of CUDA API time", "Synchronize calls above this share")
 # allocator churn

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.tracer.worker.helpers import require_singa
+from tracer.core.frameworks import FRAMEWORKS
 from tracer.environments import env_python, status
-from tracer.frameworks import FRAMEWORKS
 
 
 def tracer_cli(*args: str, cache: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -23,8 +23,8 @@ from tracer.campaign.local import kill_leftover
 from tracer.campaign.record import CellEntry
 from tracer.core import options
 from tracer.core.errors import UserError
+from tracer.core.frameworks import framework_info
 from tracer.core.runfolder import RunFolder
-from tracer.frameworks import framework_info
 
 PROFILE = ["profile", "--framework", "pytorch", "--model", "alexnet", "--dataset", "small"]
 

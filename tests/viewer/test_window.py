@@ -71,10 +71,6 @@ def test_tensorflow_beside_pytorch(
     open_window: Opener, make_run: Callable[..., RunFolder], tiny_pytorch_run: RunFolder
 ) -> None:
     require_framework("tensorflow")
-    from tracer.worker.registry import WORKER_MODULES
-
-    if "tensorflow" not in WORKER_MODULES:
-        pytest.skip("the TensorFlow worker is not registered yet")
     tf_run = make_run("tensorflow", "--limit", "4")
     window = open_window([tiny_pytorch_run.path, tf_run.path])
     assert {r.record.spec.framework for r in window.runs if r.record} == {"pytorch", "tensorflow"}

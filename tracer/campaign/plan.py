@@ -44,7 +44,7 @@ from pydantic import ConfigDict, Field
 from tracer.core import options
 from tracer.core.cases import DATASET_IMAGES, dataset_label
 from tracer.core.errors import UserError
-from tracer.frameworks import FRAMEWORKS
+from tracer.core.frameworks import FRAMEWORKS
 
 # plan axis key -> the RunSpec field it sets; order is the order of a cell id's parts
 AXIS_FIELD = {

@@ -9,7 +9,7 @@ from rich.table import Table
 from tracer import environments
 from tracer.cli.common import console
 from tracer.core.errors import UserError
-from tracer.frameworks import FRAMEWORKS
+from tracer.core.frameworks import FRAMEWORKS
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

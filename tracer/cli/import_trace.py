@@ -15,7 +15,7 @@ from tracer.cli.common import add_out_dir, console
 from tracer.core import trace_formats as tf
 from tracer.core.cases import UNKNOWN_MODEL
 from tracer.core.errors import UserError
-from tracer.frameworks import framework_info
+from tracer.core.frameworks import framework_info
 from tracer.paths import writable_dir
 
 

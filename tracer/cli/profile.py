@@ -14,9 +14,9 @@ from tracer.cli.diagnose import print_block
 from tracer.cli.runs import print_repeats, print_summary
 from tracer.core import cases, options
 from tracer.core.errors import UserError
+from tracer.core.frameworks import FRAMEWORKS, framework_info
 from tracer.core.records import RunSpec, RunStatus
 from tracer.core.runfolder import RunFolder
-from tracer.frameworks import FRAMEWORKS, framework_info
 from tracer.paths import writable_dir
 
 EXIT_RUN_FAILED = 1

@@ -23,6 +23,7 @@ import pydantic
 from pydantic import Field
 
 from tracer.core.errors import UserError
+from tracer.core.frameworks import framework_info
 
 DEFAULT_IMAGE_SIZE = 224
 CORES = os.cpu_count() or 1
@@ -275,5 +276,6 @@ def worker_config(spec: Any, **extra: Any) -> dict[str, Any]:
     """The configuration the worker trains from: every option marked for it, plus what the runner adds."""
     spec_type: type = type(spec)
     config = {name: getattr(spec, name) for name, (_, opt, _) in spec_fields(spec_type).items() if opt.worker}
+    config["worker_module"] = framework_info(spec.framework).worker_module
     config.update(extra)
     return config

@@ -100,7 +100,7 @@ def _train(cfg: WorkloadConfig, reporter: Reporter, steps_path: str) -> int:
     try:
         from tracer.worker.registry import load_trainer
 
-        trainer_cls = load_trainer(cfg.framework)
+        trainer_cls = load_trainer(cfg)
     except ImportError as e:
         message = "cannot import the %s framework in %s: %s" % (cfg.framework, sys.executable, e)
         print(message, file=sys.stderr)

@@ -59,6 +59,7 @@ class WorkloadConfig:
     amp: bool = False
     gpu_thread_mode: Optional[str] = None
     inject_fault: Optional[str] = None
+    worker_module: Optional[str] = None  # the framework's worker module (tracer.core.frameworks declares it)
 
     @classmethod
     def load(cls, path: str) -> "WorkloadConfig":

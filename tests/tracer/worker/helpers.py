@@ -10,10 +10,10 @@ import pytest
 
 from analyzers import steps
 from tests.conftest import require_framework
+from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import STEP_COLUMNS, STEPS_TABLE
 from tracer.environments import env_python, find_python, status
-from tracer.frameworks import FRAMEWORKS
 from tracer.runner import worker_pythonpath
 
 

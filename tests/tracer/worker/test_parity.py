@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import require_framework
 from tests.tracer.worker.helpers import require_singa, run_in_framework
-from tracer.frameworks import MODELS
+from tracer.core.options import MODELS
 from tracer.worker.workload import REFERENCE_PARAMS
 
 IMAGE_SIZE = 64  # what the CI runs use; the counts do not depend on it (adaptive pooling everywhere)

@@ -26,7 +26,7 @@ def test_worker_code_is_python_3_6() -> None:
     files = sorted(str(p) for p in WORKER.rglob("*.py") if p.name not in NOT_3_6)
     assert len(files) > 10
     result = subprocess.run(
-        # dataclasses: the 3.6 environments install its backport (see tracer/frameworks.py, singa).
+        # dataclasses: the 3.6 environments install its backport (see tracer/core/frameworks.py, singa).
         [
             str(vermin),
             "-t=3.6-",
