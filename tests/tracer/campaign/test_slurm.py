@@ -197,19 +197,26 @@ def test_detach_then_ctrl_c_cancels_the_jobs_after_confirmation(tmp_path: Path, 
 
 
 @pytest.mark.slow
-def test_a_cell_whose_run_fails_is_recorded_and_not_resubmitted(tmp_path: Path, slurm: LocalSlurm) -> None:
-    """`tracer profile` refuses the cell (no such interpreter): the job ends FAILED, which is the run's
-    failure, not the cluster's; the cell is recorded as the local runner records it."""
-    text = TINY_PYTORCH.replace('"mobilenet_v2"', "").replace("[1, 2]", "[1]").replace('"tiny"', '"refused"')
+def test_failed_runs_are_recorded_not_resubmitted_and_max_jobs_holds(tmp_path: Path, slurm: LocalSlurm) -> None:
+    """`tracer profile` refuses both cells (no such interpreter): each job ends FAILED, which is the run's
+    failure, not the cluster's; the cells are recorded as the local runner records them. With --max-jobs 1
+    the second job is submitted only once the first has ended."""
+    text = TINY_PYTORCH.replace("[1, 2]", "[1]").replace('"tiny"', '"refused"')
     plan = write_plan(tmp_path, text + '\n[python]\npytorch = "/nonexistent/python"\n')
     out = tmp_path / "runs"
     result = subprocess.run(
-        campaign_command(str(plan), "--out", str(out), "--slurm", "--no-report"),
+        campaign_command(str(plan), "--out", str(out), "--slurm", "--no-report", "--max-jobs", "1"),
         env=slurm.env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 1, result.stderr[-3000:]
-    (entry,) = record(out, "refused")["cells"].values()
-    assert entry["state"] == "failed" and entry["attempts"] == 1 and entry["resubmits"] == 0
-    assert f"Slurm job {entry['job_id']} ended FAILED" in entry["cause"]
-    assert "--python /nonexistent/python: no such interpreter" in entry["cause"]
-    assert slurm.jobs()[entry["job_id"]][1] == "FAILED"
+    entries = list(record(out, "refused")["cells"].values())
+    assert len(entries) == 2 and not list_runs(out)
+    for entry in entries:
+        assert entry["state"] == "failed" and entry["attempts"] == 1 and entry["resubmits"] == 0
+        assert f"Slurm job {entry['job_id']} ended FAILED" in entry["cause"]
+        assert "--python /nonexistent/python: no such interpreter" in entry["cause"]
+        assert slurm.jobs()[entry["job_id"]][1] == "FAILED"
+    first, second = sorted(int(e["job_id"]) for e in entries)
+    times = slurm.run("squeue", "-h", "-t", "all", "-j", f"{first},{second}", "-o", "%i|%V|%e").stdout
+    when = {int(i): (submitted, ended) for i, submitted, ended in (ln.split("|") for ln in times.split())}
+    assert when[second][0] >= when[first][1]  # ISO times: submitted after the first ended
