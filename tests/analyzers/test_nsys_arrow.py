@@ -21,6 +21,7 @@ from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
 from tracer.tracing.nsys import nsys_export_types
+from tracer.tracing.nsys_launch import take_session_lock
 
 
 def _arrow_type(values: tuple[object, ...]) -> pa.DataType:
@@ -81,12 +82,13 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     nsys_bin = require_nsys()
     out = tmp_path_factory.mktemp("report") / "r"
     code = "import time\nfor _ in range(300):\n    time.sleep(0.001)\n    open('/proc/self/stat').read()"
-    done = subprocess.run(
-        [str(nsys_bin), "profile", "-t", "osrt", "-o", str(out), sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    with take_session_lock():  # nsys runs one session at a time on a machine
+        done = subprocess.run(
+            [str(nsys_bin), "profile", "-t", "osrt", "-o", str(out), sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     rep = out.with_suffix(".nsys-rep")
     assert rep.exists(), done.stdout[-2000:] + done.stderr[-2000:]
     return rep

@@ -11,6 +11,12 @@ standard library. Why:
   $TRACER_NSYS_REPORT_TIMEOUT_S (default 600) to write its report; then it is stopped and this
   exits with code 1 (the run is still judged by the worker's own events).
 
+- two `nsys profile` sessions at once on one machine hang or die (Debian's 2022.4, measured: of three
+  started together on an idle 2-core machine, two hung in "Generating ...qdstrm" past 120 s and one
+  died in `sem_open`; each alone took 3 s). Sessions therefore take turns on `SESSION_LOCK`, a
+  machine-wide lock file held for the whole `nsys profile`; a run that waits says so once. Two traced
+  runs at once would also disturb each other's measurements.
+
 The nsys pid goes to `raw/nsys.pid`: its helper agent (`nsys --start-agent --session-name=...-PID`)
 leaves the process group, and the backend ends it after the run.
 
@@ -21,16 +27,41 @@ wrapper outlives them so that the runner waits until nsys has written its report
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from typing import IO
 
 ATTEMPTS = 3
 LAUNCH_FAILURE_WITHIN_S = 120.0
 RETRY_PAUSE_S = 2.0
 STOP_GRACE_S = 15.0
+#: Held by every `nsys profile` this tool starts (and by tests that run nsys directly), machine-wide.
+SESSION_LOCK = os.path.join(tempfile.gettempdir(), "dl-tracer-nsys-session.lock")
+
+
+def take_session_lock(say: IO[str] | None = None) -> IO[str]:
+    """Blocks until no other nsys session of this tool runs on the machine; the lock lasts as long as
+    the returned file stays open (the process's exit releases it, whatever ends it)."""
+    fd = os.open(SESSION_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    lock = os.fdopen(fd, "r+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = lock.read().strip() or "another process"
+        if say is not None:
+            say.write(f"dl-tracer: waiting for the nsys session of {holder} to end (nsys runs one session at a time)\n")
+            say.flush()
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    lock.seek(0)
+    lock.truncate()
+    lock.write(f"pid {os.getpid()}\n")
+    lock.flush()
+    return lock
 
 
 def _alive(pid: int) -> bool:
@@ -88,6 +119,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     pid_file = os.path.join(run_dir, "worker.pid")
+    _session = take_session_lock(sys.stderr)  # held until this process exits
     rc = 1
     for attempt in range(1, ATTEMPTS + 1):
         started = time.monotonic()
