@@ -26,10 +26,11 @@ from tracer.core.runfolder import RunFolder
 METRICS: tuple[tuple[str, str, str], ...] = (
     ("images/s (steady)", "steady_images_per_s", "img/s"),
     ("epoch time (steady)", "steady_epoch_s", "s"),
+    ("data-wait share of step time (steady)", "steady_data_wait_pct", "%"),
     ("first epoch", "first_epoch_s", "s"),
     ("mean epoch time (all epochs)", "mean_epoch_s", "s"),
     ("images/s (all epochs)", "images_per_s", "img/s"),
-    ("data-wait share of step time", "data_wait_pct", "%"),
+    ("data-wait share of step time (all epochs)", "data_wait_pct", "%"),
     ("CPU % mean (100 = all cores)", "cpu_pct_mean", "%"),
     ("CPU % max", "cpu_pct_max", "%"),
     ("other processes' CPU % (median)", "other_cpu_pct", "%"),

@@ -1,4 +1,4 @@
-"""The report's Diagnosis section (per case: runs ranked by epoch time, each run's top verdicts, the
+"""The report's Diagnosis section (per case: runs ranked by steady epoch time, each run's top verdicts, the
 verdicts that differ per pair) and its Findings table (the study's claims re-checked)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from analyzers.diagnosis import diagnose, top
 from analyzers.diagnosis.across import Diagnosed, pair_lines, ranked_runs
 from analyzers.diagnosis.findings import findings, load_runs, to_markdown
 from analyzers.report.runs import LoadedRun, by_case
-from analyzers.run_summary import mean_epoch_s
+from analyzers.steady import epoch_stats
 
 
 def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
@@ -22,8 +22,8 @@ def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
         Diagnosed(
             r.framework if seen[r.framework] == 1 else f"{r.framework} ({r.folder.run_id})",
             r.folder.run_id,
-            mean_epoch_s(r.folder.epochs()),
-            r.ok,
+            epoch_stats(r.folder.epochs()).steady_epoch_s,
+            r.record.rankable,
             tuple(diagnose(r.folder)),
         )
         for r in runs
@@ -37,7 +37,11 @@ def case_sections(runs: Sequence[LoadedRun]) -> list[tuple[str, list[str]]]:
         runs_d = ranked_runs(diagnosed(group))
         lines = []
         for i, d in enumerate(runs_d, 1):
-            epoch = "failed" if not d.ok else (f"{d.mean_epoch_s:.3f} s/epoch" if d.mean_epoch_s else "no epochs")
+            epoch = (
+                "not ranked (failed or diverged)"
+                if not d.ok
+                else (f"{d.steady_epoch_s:.3f} s/epoch, steady" if d.steady_epoch_s else "no epochs")
+            )
             lines.append(f"{i}. {d.label}: {epoch}")
             for v in top(list(d.verdicts)):
                 lines.append(f"   - {v.headline()}")

@@ -107,7 +107,8 @@ def _table(output: Output) -> str:
                 tds.append(f'<td class="num">{_e(cell)}</td>' if spec else f"<td>{_e(cell)}</td>")
         cls = "" if row.status == "ok" else ' class="failed"'
         body.append(f"<tr{cls}>" + "".join(tds) + "</tr>")
-    caption = f'<p class="caption">{_e(tables.caption(output.rows[0].warmup_epochs))}</p>'
+    gpus = tables.table_gpus(output.rows) if output.device == "gpu" else []
+    caption = f'<p class="caption">{_e(tables.caption(output.rows[0].warmup_epochs, gpus))}</p>'
     return (
         caption
         + f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
