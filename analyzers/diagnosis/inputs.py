@@ -39,6 +39,7 @@ class RunTables:
     worker_start_ns: int  # the worker's `start` event (else the run's wall start): start-up begins here
     phases: RunPhases  # the run's phases on the sampler's clock: which epochs are warm-up and steady
     nvtx_steady_steps: int = 0  # NVTX step ranges that start in the steady phase (trace clock)
+    steady_cut_ns: int | None = None  # where the steady phase starts on the trace's clock
 
     @property
     def cores(self) -> int:
@@ -75,6 +76,7 @@ def load(folder: RunFolder) -> RunTables:
     steady: list[ApiRow] = []
     whole: list[ApiRow] = []
     cut = None
+    steady_cut = None
     span = None
     kernels: tuple[int, int, float | None] = (0, 0, None)
     nvtx_steps = 0
@@ -88,6 +90,7 @@ def load(folder: RunFolder) -> RunTables:
                 startup = api_summary(folder, None, p.end_ns)
             elif p.name == ph.STEADY:
                 steady = api_summary(folder, p.start_ns, p.end_ns)
+                steady_cut = p.start_ns
         q = f"SELECT min(start_ns), max(end_ns) FROM read_parquet('{_sql(api_path)}')"
         lo, hi = connect().execute(q).fetchone() or (None, None)
         span = (int(lo), int(hi)) if lo is not None else None
@@ -130,6 +133,7 @@ def load(folder: RunFolder) -> RunTables:
         worker_start_ns=starts[0] if starts else record.wall_start_ns,
         phases=ph.run_phases(folder),
         nvtx_steady_steps=nvtx_steady,
+        steady_cut_ns=steady_cut,
     )
 
 

@@ -89,7 +89,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
             why = "; ".join(s.energy_unavailable)
             out.print(f"   energy of {column.letter}: {NO_SOURCE}" + (f" ({why})" if why else ""), markup=False)
     letters = [c.letter for c in result.columns]
-    table = Table("metric", *letters, *(f"{x} / A" for x in letters[1:]))
+    from analyzers.steady import definition
+
+    table = Table(
+        "metric",
+        *letters,
+        *(f"{x} / A" for x in letters[1:]),
+        caption=f"(steady): {definition(args.warmup)}; the other rows cover the whole run",
+    )
     for row in rows_for_print(result):
         table.add_row(*row)
     out.print(table)

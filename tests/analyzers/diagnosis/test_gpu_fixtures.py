@@ -161,7 +161,8 @@ def _everything_fires(t: RunTables) -> RunTables:
         ("ctx_switches_involuntary", [400 * t.cores * (x - times[0]) / 1e9 for x in times]),
     ):
         p = p.set_column(p.column_names.index(name), name, pa.array(values, p.schema.field(name).type))
-    s = t.steps.set_column(t.steps.column_names.index("data_wait_s"), "data_wait_s", pa.array([1.0] * m))
+    # waits far above any step's compute, however busy the machine (a loaded 2-core VM took 4.6 s a step)
+    s = t.steps.set_column(t.steps.column_names.index("data_wait_s"), "data_wait_s", pa.array([1000.0] * m))
     span = t.epochs[-1].end_ns - t.epochs[0].start_ns
     return dataclasses.replace(t, process=p, steps=s, worker_start_ns=t.epochs[0].start_ns - span)
 

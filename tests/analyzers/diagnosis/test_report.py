@@ -65,3 +65,10 @@ def test_findings_on_the_h100_folder_compare_frameworks(shared_fixtures: Path, t
     assert "3950" not in loading[4] and "85cf" in loading[4] and "a504" in loading[4]
     assert "SINGA run among the 12 runs given" in by_claim[
         "SINGA crashes by ignoring the machine's resources (a thread per image)"][3]  # fmt: skip
+    # issue 24 item 11 and item 4's display: Table 2 and the page name the GPU; both memory figures, labelled
+    gpu = "NVIDIA H100 80GB HBM3, driver 580.159.04, CUDA 13.0"
+    table2 = (out / "table2-gpu.md").read_text()
+    assert f"Runs on {gpu}." in table2 and gpu in (out / "index.html").read_text()
+    assert "GPU memory, NVML: the process holds (MiB)" in table2
+    assert "GPU memory, framework: peak in use (MiB)" in table2
+    assert "Data wait % of step, steady" in table2
