@@ -19,14 +19,21 @@ class Diagnosed:
     steady_epoch_s: float | None  # mean steady epoch time (analyzers.phases)
     ok: bool
     verdicts: tuple[Verdict, ...]
+    steady_images_per_s: float | None = None  # what runs of one case are ranked by (their epochs may differ)
 
     def verdict(self, rule: str) -> Verdict | None:
         return next((v for v in self.verdicts if v.rule == rule), None)
 
 
 def ranked_runs(runs: list[Diagnosed]) -> list[Diagnosed]:
-    """Fastest steady epoch first; runs that may not be ranked (failed, diverged) and runs without epochs last."""
-    return sorted(runs, key=lambda r: (not r.ok or r.steady_epoch_s is None, r.steady_epoch_s or 0.0, r.label))
+    """Most steady images/s first (runs of one case may use different --limit, so not epoch time);
+    runs that may not be ranked (failed, diverged) and runs without epochs last."""
+
+    def key(r: Diagnosed) -> tuple[bool, float, float, str]:
+        missing = not r.ok or (r.steady_images_per_s is None and r.steady_epoch_s is None)
+        return (missing, -(r.steady_images_per_s or 0.0), r.steady_epoch_s or 0.0, r.label)
+
+    return sorted(runs, key=key)
 
 
 def _value(v: Verdict) -> str:
@@ -85,4 +92,5 @@ def diagnosed_folder(folder: object, label: str) -> Diagnosed:
 
     assert isinstance(folder, RunFolder)
     ok = folder.read_record().rankable
-    return Diagnosed(label, folder.run_id, epoch_stats(folder.epochs()).steady_epoch_s, ok, tuple(diagnose(folder)))
+    stats = epoch_stats(folder.epochs())
+    return Diagnosed(label, folder.run_id, stats.steady_epoch_s, ok, tuple(diagnose(folder)), stats.steady_images_per_s)

@@ -1,4 +1,4 @@
-"""The report's Diagnosis section (per case: runs ranked by steady epoch time, each run's top verdicts, the
+"""The report's Diagnosis section (per case: runs ranked by steady images/s, each run's top verdicts, the
 verdicts that differ per pair) and its Findings table (the study's claims re-checked)."""
 
 from __future__ import annotations
@@ -14,20 +14,29 @@ from analyzers.steady import epoch_stats
 
 
 def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
-    """Frameworks label the runs; a framework that repeats in a case gets its run id as well."""
+    """Frameworks label the runs, with the settings that tell their specs apart (the table rows' labels,
+    analyzers.report.tables.case_pools); a framework that repeats in a case gets its run id as well."""
+    from analyzers.report.tables import case_pools
+
+    labels = {i: cp.label for cp in case_pools(runs) for i in cp.pool.run_ids}
     seen: dict[str, int] = {}
     for r in runs:
         seen[r.framework] = seen.get(r.framework, 0) + 1
-    return [
-        Diagnosed(
-            r.framework if seen[r.framework] == 1 else f"{r.framework} ({r.folder.run_id})",
-            r.folder.run_id,
-            epoch_stats(r.folder.epochs()).steady_epoch_s,
-            r.record.rankable,
-            tuple(diagnose(r.folder)),
+    out = []
+    for r in runs:
+        stats = epoch_stats(r.folder.epochs())
+        label = labels.get(r.folder.run_id, r.framework)
+        out.append(
+            Diagnosed(
+                label if seen[r.framework] == 1 else f"{label} ({r.folder.run_id})",
+                r.folder.run_id,
+                stats.steady_epoch_s,
+                r.record.rankable,
+                tuple(diagnose(r.folder)),
+                stats.steady_images_per_s,
+            )
         )
-        for r in runs
-    ]
+    return out
 
 
 def case_sections(runs: Sequence[LoadedRun]) -> list[tuple[str, list[str]]]:
@@ -40,7 +49,11 @@ def case_sections(runs: Sequence[LoadedRun]) -> list[tuple[str, list[str]]]:
             epoch = (
                 "not ranked (failed or diverged)"
                 if not d.ok
-                else (f"{d.steady_epoch_s:.3f} s/epoch, steady" if d.steady_epoch_s else "no epochs")
+                else (
+                    f"{d.steady_images_per_s:.1f} images/s, {d.steady_epoch_s:.3f} s/epoch, steady"
+                    if d.steady_images_per_s and d.steady_epoch_s
+                    else "no epochs"
+                )
             )
             lines.append(f"{i}. {d.label}: {epoch}")
             for v in top(list(d.verdicts)):

@@ -224,7 +224,8 @@ def steady_text(s: object) -> str:
         return "-"
     if s.steady_includes_warmup:
         return f"{s.steady_images_per_s:.1f} (all {s.steady_epochs} epochs: none after the warm-up)"
-    return f"{s.steady_images_per_s:.1f} ({s.steady_epochs} epochs after the first {s.warmup_epochs})"
+    epochs = f"{s.steady_epochs} epoch{'s' if s.steady_epochs != 1 else ''}"
+    return f"{s.steady_images_per_s:.1f} ({epochs} after the first {s.warmup_epochs})"
 
 
 def contention_line(s: object) -> str:
