@@ -79,6 +79,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         out.print(
             f"{column.letter}: {runs}  [{s.framework} {s.model} {s.device} batch {s.batch}, {status}]", markup=False
         )
+        if not column.head.rankable and not any(x.rankable for x in column.summaries):
+            out.print(f"   {column.letter}: speed not ranked ({column.head.not_rankable_why})", markup=False)
+        for s_out in column.left_out:
+            out.print(
+                f"   {column.letter}: {s_out.run_id} left out of the speed medians ({s_out.not_rankable_why})",
+                markup=False,
+            )
         if column.contended:
             out.print(
                 f"   warning: {column.contended} of {len(column.summaries)} run(s) contended "
