@@ -26,10 +26,11 @@ from tracer.core.runfolder import RunFolder
 METRICS: tuple[tuple[str, str, str], ...] = (
     ("images/s (steady)", "steady_images_per_s", "img/s"),
     ("epoch time (steady)", "steady_epoch_s", "s"),
+    ("data-wait share of step time (steady)", "steady_data_wait_pct", "%"),
     ("first epoch", "first_epoch_s", "s"),
     ("mean epoch time (all epochs)", "mean_epoch_s", "s"),
     ("images/s (all epochs)", "images_per_s", "img/s"),
-    ("data-wait share of step time", "data_wait_pct", "%"),
+    ("data-wait share of step time (all epochs)", "data_wait_pct", "%"),
     ("CPU % mean (100 = all cores)", "cpu_pct_mean", "%"),
     ("CPU % max", "cpu_pct_max", "%"),
     ("other processes' CPU % (median)", "other_cpu_pct", "%"),
@@ -41,6 +42,8 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("GPU memory peak, NVML (what the process holds)", "gpu_mem_peak_mib", "MiB"),
     ("GPU memory peak, the framework's own (in use)", "device_peak_mib", "MiB"),
 )
+# Speed metrics: a group's median of them leaves out runs whose speed may not be ranked (diverged, failed).
+SPEED_FIELDS = frozenset({"steady_images_per_s", "steady_epoch_s", "first_epoch_s", "mean_epoch_s", "images_per_s"})
 TOP_CUDA = 5
 MAX_COLUMNS = len(string.ascii_lowercase)
 
@@ -63,6 +66,18 @@ class Column:
     @property
     def contended(self) -> int:
         return sum(s.contended for s in self.summaries)
+
+    @property
+    def ranked(self) -> tuple[RunSummary, ...]:
+        """The runs whose speed goes into the column's median: the rankable ones, or all of them when
+        none is (a column of one diverged run still shows its own numbers; its header says not ranked)."""
+        return tuple(s for s in self.summaries if s.rankable) or self.summaries
+
+    @property
+    def left_out(self) -> tuple[RunSummary, ...]:
+        """Runs kept out of the speed medians (diverged, failed) beside rankable repeats."""
+        ranked = self.ranked
+        return tuple(s for s in self.summaries if s not in ranked)
 
 
 @dataclass(frozen=True)
@@ -104,7 +119,14 @@ def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, war
         Column(string.ascii_uppercase[i], tuple(summarise(f, warmup) for f in group)) for i, group in enumerate(groups)
     )
     diffs = [
-        Difference(metric, unit, tuple(spread([_num(getattr(s, name)) for s in c.summaries]) for c in columns))
+        Difference(
+            metric,
+            unit,
+            tuple(
+                spread([_num(getattr(s, name)) for s in (c.ranked if name in SPEED_FIELDS else c.summaries)])
+                for c in columns
+            ),
+        )
         for metric, name, unit in METRICS
     ]
     diffs += energy_differences(columns)

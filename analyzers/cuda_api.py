@@ -5,34 +5,25 @@ with its `_vNNNN` suffix cut (`analyzers.tables.api_display_name`); runtime and 
 one list. StdDev is the sample standard deviation (0 for a single call); Med is the usual median
 (mean of the two middle values for an even count). Rows are sorted by total time, largest first.
 
-Phases (`phase_summaries`): a call belongs to the phase its *start* falls in, so phases partition
-the calls and their totals add up to the whole.
-- startup: from the first traced call to the end of the first training step (an NVTX range named
-  `step…`/`train_step…`, else the first NVTX `epoch N` range's start, else the first epoch start
-  from the worker's events). It holds CUDA context creation, module loading, the caching
-  allocator's first cudaMalloc calls, cuDNN/cuBLAS handle and stream creation, autotuning.
-- steady: from there to the end of the last training step (the last step range, else the last
-  epoch's end); without any step or epoch marker, the stated fallback: from the first kernel launch to the
-  end of the last one (`FALLBACK_NOTE`).
-- teardown: after the steady state (module unloading, context destruction: cuLibraryUnload ...).
-- `epoch N`: the NVTX ranges named `epoch N` when present, else the worker's epoch events.
+Phases (`phase_summaries`): the run's phases as `analyzers.phases` declares them on the trace's clock
+(start-up, warm-up, steady, teardown and each epoch, cut at the NVTX `epoch N` ranges); a call belongs
+to the phase its *start* falls in, so start-up, warm-up, steady and teardown partition the calls and
+their totals add up to the whole.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
 import duckdb
 
+from analyzers import phases as ph
 from analyzers import tables as t
 from tracer.core.runfolder import RunFolder
 
 SOURCE_PREFERENCE = (t.SOURCE_NSYS, t.SOURCE_CUPTI, t.SOURCE_KINETO)
-_EPOCH = re.compile(r"^epoch[ _]?(\d+)$", re.IGNORECASE)
-_STEP = re.compile(r"^((train_)?step[ _#]?\d*|ProfilerStep#\d+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -199,73 +190,20 @@ def api_summary_sqlite(path: Path, start_ns: int | None = None, end_ns: int | No
     return [row for _, row in out]
 
 
-@dataclass(frozen=True)
-class Phase:
-    name: str
-    start_ns: int | None
-    end_ns: int | None
-    note: str = ""  # how the cut was made where no marker said it
+Phase = ph.Phase
+FALLBACK_NOTE = ph.FALLBACK_NOTE
 
 
-FALLBACK_NOTE = "no step or epoch markers: steady state = first to last kernel launch"
-_LAUNCH_PREFIXES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchCooperativeKernel", "cudaGraphLaunch")
+def phases(folder: RunFolder, warmup: int = ph.WARMUP_EPOCHS) -> list[Phase]:
+    """whole, startup, warmup, steady, teardown (those the run has) and one phase per epoch, on the
+    trace's clock (`analyzers.phases.trace_phases`)."""
+    return list(ph.trace_phases(folder, warmup).phases)
 
 
-def _launch_span(folder: RunFolder) -> tuple[int, int] | None:
-    path = folder.table_path(t.CUDA_API)
-    if not path.exists():
-        return None
-    where = " OR ".join(f"starts_with(name, '{p}')" for p in _LAUNCH_PREFIXES)
-    row = (
-        connect()
-        .execute(f"SELECT min(start_ns), max(end_ns) FROM read_parquet('{_sql_path(path)}') WHERE {where}")
-        .fetchone()
-    )
-    return None if row is None or row[0] is None else (int(row[0]), int(row[1]))
-
-
-def _nvtx(folder: RunFolder) -> list[tuple[str, int, int]]:
-    path = folder.table_path(t.NVTX)
-    if not path.exists():
-        return []
-    rows = connect().execute(f"SELECT name, start_ns, end_ns FROM read_parquet('{_sql_path(path)}') ORDER BY start_ns")
-    return [(str(n), int(s), int(e)) for n, s, e in rows.fetchall()]
-
-
-def phases(folder: RunFolder) -> list[Phase]:
-    """whole, startup, steady and one phase per epoch (see the module docstring for the cuts)."""
-    nvtx = _nvtx(folder)
-    epochs: list[Phase] = []
-    for name, s, e in nvtx:
-        m = _EPOCH.match(name)
-        if m:
-            epochs.append(Phase(f"epoch {int(m.group(1))}", s, e))
-    if not epochs:
-        epochs = [Phase(f"epoch {ep.epoch}", ep.start_ns, ep.end_ns) for ep in folder.epochs()]
-    steps = [(s, e) for name, s, e in nvtx if _STEP.match(name)]
-    cut: int | None = None
-    last: int | None = None
-    note = ""
-    if steps:
-        cut, last = steps[0][1], max(e for _s, e in steps)
-    elif epochs:
-        cut, last = epochs[0].start_ns, epochs[-1].end_ns
-    else:
-        span = _launch_span(folder)
-        if span is not None:
-            (cut, last), note = span, FALLBACK_NOTE
-    out = [Phase("whole", None, None)]
-    if cut is not None:
-        out += [Phase("startup", None, cut, note), Phase("steady", cut, last, note)]
-        if last is not None:
-            out.append(Phase("teardown", last, None, note))
-    return out + epochs
-
-
-def phase_summaries(folder: RunFolder) -> dict[str, list[ApiRow]]:
-    """Keys "whole", "startup", "steady" and "epoch N"; startup and steady are empty lists when the
-    run has neither step/epoch NVTX ranges nor epoch events to cut at."""
-    out: dict[str, list[ApiRow]] = {"whole": [], "startup": [], "steady": [], "teardown": []} | {
-        p.name: api_summary(folder, p.start_ns, p.end_ns) for p in phases(folder)
+def phase_summaries(folder: RunFolder, warmup: int = ph.WARMUP_EPOCHS) -> dict[str, list[ApiRow]]:
+    """Keys "whole", "startup", "warmup", "steady", "teardown" and "epoch N"; a phase the run does not
+    have (no marks to cut at, no epoch after the warm-up) is an empty list."""
+    out: dict[str, list[ApiRow]] = {name: [] for name in ph.PHASES} | {
+        p.name: api_summary(folder, p.start_ns, p.end_ns) for p in phases(folder, warmup)
     }
     return out

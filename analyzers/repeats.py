@@ -1,25 +1,42 @@
-"""Which runs are repeats of one another: runs of one spec (what was trained and how it was measured)
-form a group, reported as the median and range of its runs (`tracer profile --repeat N` makes one)."""
+"""Which runs are repeats of one another, and THE pooled value of a group of them.
+
+Runs are repeats only when their whole spec matches: what was trained (framework, model, dataset,
+limit, image size, batch, epochs, optimiser), how it was fed (workers, prefetch, pipeline, threads ...),
+how it was measured (trace backend, py-spy, nsys sampling, sample rate) and every knob the worker
+reported. So a traced run never pools with an untraced one, a `--limit 300` run never with a full one.
+`pool` is the one function every table and figure takes its pooled numbers from (median and range of
+the per-run steady state, `analyzers.steady.throughput`), so they agree; runs whose speed may not be
+ranked (diverged, failed, cut short: `RunRecord.rankable`) stay in the group but out of its median.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
 
-from tracer.core.records import RunRecord
+from analyzers.steady import WARMUP_EPOCHS, Throughput, throughput
+from tracer.core.records import RunRecord, RunSpec
 from tracer.core.runfolder import RunFolder
 
-# Spec fields that do not change what is measured: runs differing only there are repeats.
-NOT_PART_OF_THE_EXPERIMENT = ("timeout_s",)
+# Spec fields that do not change what is measured: runs differing only there are repeats
+# (`case` is the study's name of model + dataset, a label: older runs lack it).
+NOT_PART_OF_THE_EXPERIMENT = ("timeout_s", "case")
+# Knobs that are bookkeeping, not settings.
+NOT_A_SETTING = ("imported_from", "not_recorded")
+# Spec fields that say how a run was measured, not what it trained, with their unmeasured values
+# (analyzers.diagnosis.cost pairs a traced run with the run that differs only there).
+UNMEASURED: dict[str, Any] = {"trace": "none", "pyspy": False, "nsys_sampling": False}
 
 
 def repeat_key(record: RunRecord) -> str:
     spec = {k: v for k, v in dataclasses.asdict(record.spec).items() if k not in NOT_PART_OF_THE_EXPERIMENT}
+    knobs = {k: v for k, v in record.knobs.items() if k not in NOT_A_SETTING}
     imported = record.knobs.get("imported_from")
     if imported:  # an imported trace is its own group: nothing says two imports measured the same thing
         spec["imported_from"] = imported
-    return json.dumps(spec, sort_keys=True, default=str)
+    return json.dumps({"spec": spec, "knobs": knobs}, sort_keys=True, default=str)
 
 
 def group_repeats(folders: Iterable[RunFolder]) -> list[list[RunFolder]]:
@@ -28,3 +45,52 @@ def group_repeats(folders: Iterable[RunFolder]) -> list[list[RunFolder]]:
     for folder in folders:
         groups.setdefault(repeat_key(folder.read_record()), []).append(folder)
     return [sorted(g, key=lambda f: f.run_id) for g in groups.values()]
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One group of repeats and its pooled steady state."""
+
+    key: str  # repeat_key of every run in it
+    folders: tuple[RunFolder, ...]  # every run of the spec, in the order given
+    records: tuple[RunRecord, ...]
+    counted: tuple[str, ...]  # run ids whose speed went into the median (rankable runs with epochs)
+    left_out: tuple[str, ...]  # 'RUN: why' for the runs kept out of the median
+    throughput: Throughput
+
+    @property
+    def run_ids(self) -> tuple[str, ...]:
+        return tuple(f.run_id for f in self.folders)
+
+    @property
+    def spec(self) -> RunSpec:
+        return self.records[0].spec
+
+
+def pool(runs: Iterable[tuple[RunFolder, RunRecord]], warmup: int = WARMUP_EPOCHS) -> list[Pool]:
+    """The runs grouped into repeats (same `repeat_key`), each group pooled: the median and range over
+    its rankable runs of each one's steady state. Groups in the order their first run was given."""
+    groups: dict[str, list[tuple[RunFolder, RunRecord]]] = {}
+    for folder, record in runs:
+        groups.setdefault(repeat_key(record), []).append((folder, record))
+    return [_pool(key, members, warmup) for key, members in groups.items()]
+
+
+def _pool(key: str, members: Sequence[tuple[RunFolder, RunRecord]], warmup: int) -> Pool:
+    counted, left_out, epochs = [], [], []
+    for folder, record in members:
+        if not record.rankable:
+            left_out.append(f"{folder.run_id}: {record.not_rankable_why}")
+            continue
+        mine = folder.epochs()
+        if mine:
+            counted.append(folder.run_id)
+            epochs.append(mine)
+    return Pool(
+        key=key,
+        folders=tuple(f for f, _ in members),
+        records=tuple(r for _, r in members),
+        counted=tuple(counted),
+        left_out=tuple(left_out),
+        throughput=throughput(epochs, warmup),
+    )

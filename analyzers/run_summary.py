@@ -44,7 +44,7 @@ class RunSummary:
     # Machine load (analyzers.contention), judged from the samples.
     other_cpu_pct: float | None  # median CPU % of other processes (100 = all cores)
     contended: bool
-    data_wait_pct: float | None  # share of the steps' time spent waiting for batches (analyzers.steps)
+    data_wait_pct: float | None  # share of all the steps' time spent waiting for batches (analyzers.steps)
     data_wait_pct_by_epoch: tuple[float | None, ...]
     cpu_pct_mean: float | None
     cpu_pct_max: float | None
@@ -78,6 +78,8 @@ class RunSummary:
     device_peak_source: str = ""  # the call it came from, or "not measured: why"
     workload: str = ""  # what decides the learning curve (analyzers.learning.workload_key)
     gpu: str = ""  # the GPU's name, driver and CUDA version from run.json ('' on a machine without one)
+    # The data-wait share over the steady epochs' steps: the figure that stands beside steady images/s.
+    steady_data_wait_pct: float | None = None
     not_recorded: tuple[str, ...] = ()  # spec fields the run does not know (an import's epochs, maybe its batch)
 
 
@@ -115,6 +117,7 @@ def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
         mean_epoch_s=mean_epoch_s(epochs),
         images_per_s=images_per_s(epochs),
         data_wait_pct=_pct(steps.run_share(splits)),
+        steady_data_wait_pct=_pct(steps.share_over(splits, steady.steady_epoch_numbers)),
         data_wait_pct_by_epoch=tuple(_pct(s.data_wait_share) for s in splits),
         first_epoch_s=steady.first_epoch_s,
         steady_epoch_s=steady.steady_epoch_s,

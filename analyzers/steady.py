@@ -13,9 +13,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Sequence
 
+from analyzers.phases import WARMUP_EPOCHS, split_epochs
 from tracer.core.records import EpochRecord
 
-WARMUP_EPOCHS = 1  # leading epochs left out of the steady state unless a caller declares another number
+__all__ = ["WARMUP_EPOCHS", "EpochStats", "Spread", "Throughput", "epoch_stats", "spread", "throughput"]
 
 # The definition, for captions and help texts (one wording everywhere).
 STEADY_DEFINITION = (
@@ -39,25 +40,23 @@ class EpochStats:
     steady_epoch_s: float | None  # mean epoch time over the steady epochs
     steady_images_per_s: float | None  # steady images over steady seconds
     includes_warmup: bool  # True when too few epochs: the steady numbers count every epoch
+    steady_epoch_numbers: tuple[int, ...] = ()  # which epochs those are (analyzers.phases.split_epochs)
 
 
 def epoch_stats(epochs: Sequence[EpochRecord], warmup: int = WARMUP_EPOCHS) -> EpochStats:
-    if warmup < 0:
-        raise ValueError("warm-up must be 0 or more epochs")
     ordered = sorted(epochs, key=lambda e: e.epoch)
-    steady = ordered[warmup:]
-    fallback = not steady and bool(ordered)
-    if fallback:
-        steady = ordered
+    split = split_epochs([e.epoch for e in ordered], warmup)  # the one warm-up/steady cut (analyzers.phases)
+    steady = [e for e in ordered if e.epoch in split.steady]
     seconds = sum(e.duration_s for e in steady)
     return EpochStats(
         epochs=len(ordered),
-        warmup=0 if fallback else min(warmup, len(ordered)),
+        warmup=len(split.warmup),
         first_epoch_s=ordered[0].duration_s if ordered else None,
         steady_epochs=len(steady),
         steady_epoch_s=statistics.fmean(e.duration_s for e in steady) if steady else None,
         steady_images_per_s=sum(e.images for e in steady) / seconds if seconds > 0 else None,
-        includes_warmup=fallback and warmup > 0,
+        includes_warmup=split.includes_warmup,
+        steady_epoch_numbers=split.steady,
     )
 
 

@@ -8,6 +8,7 @@ pace. Every view that prints it (show, compare, report tables, viewer) takes it 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Collection
 
 import pyarrow as pa
 
@@ -81,6 +82,11 @@ def run_share(splits: list[EpochSplit]) -> float | None:
     """The whole run's data-wait share from its epochs' sums: every step's wait over every step's time."""
     total = sum(s.total_s for s in splits)
     return sum(s.data_wait_s for s in splits) / total if total > 0 else None
+
+
+def share_over(splits: list[EpochSplit], epochs: Collection[int]) -> float | None:
+    """The data-wait share over the steps of `epochs` (the steady state: `analyzers.phases` picks them)."""
+    return run_share([s for s in splits if s.epoch in epochs])
 
 
 def run_data_wait_share(folder: RunFolder) -> float | None:

@@ -16,17 +16,24 @@ class Diagnosed:
 
     label: str  # the framework, or the run id where frameworks repeat
     run_id: str
-    mean_epoch_s: float | None
+    steady_epoch_s: float | None  # mean steady epoch time (analyzers.phases)
     ok: bool
     verdicts: tuple[Verdict, ...]
+    steady_images_per_s: float | None = None  # what runs of one case are ranked by (their epochs may differ)
 
     def verdict(self, rule: str) -> Verdict | None:
         return next((v for v in self.verdicts if v.rule == rule), None)
 
 
 def ranked_runs(runs: list[Diagnosed]) -> list[Diagnosed]:
-    """Fastest first; failed runs and runs without epochs last."""
-    return sorted(runs, key=lambda r: (not r.ok or r.mean_epoch_s is None, r.mean_epoch_s or 0.0, r.label))
+    """Most steady images/s first (runs of one case may use different --limit, so not epoch time);
+    runs that may not be ranked (failed, diverged) and runs without epochs last."""
+
+    def key(r: Diagnosed) -> tuple[bool, float, float, str]:
+        missing = not r.ok or (r.steady_images_per_s is None and r.steady_epoch_s is None)
+        return (missing, -(r.steady_images_per_s or 0.0), r.steady_epoch_s or 0.0, r.label)
+
+    return sorted(runs, key=key)
 
 
 def _value(v: Verdict) -> str:
@@ -58,9 +65,9 @@ def differing(a: Diagnosed, b: Diagnosed) -> list[str]:
 
 def _data_wait_gap(a: Diagnosed, b: Diagnosed, va: Verdict, vb: Verdict) -> str:
     wa, wb = _evidence(va, "data wait per epoch"), _evidence(vb, "data wait per epoch")
-    if None in (wa, wb, a.mean_epoch_s, b.mean_epoch_s):
+    if None in (wa, wb, a.steady_epoch_s, b.steady_epoch_s):
         return ""
-    gap = (a.mean_epoch_s or 0) - (b.mean_epoch_s or 0)
+    gap = (a.steady_epoch_s or 0) - (b.steady_epoch_s or 0)
     wait_gap = (wa or 0) - (wb or 0)
     if gap != 0 and wait_gap / gap > 0.5:
         return f": the gap in epoch time is mostly data wait ({wait_gap:.2f} of {gap:.2f} s)"
@@ -80,9 +87,10 @@ def pair_lines(runs: list[Diagnosed]) -> list[tuple[str, str, list[str]]]:
 def diagnosed_folder(folder: object, label: str) -> Diagnosed:
     """One run folder, diagnosed, for `tracer compare`."""
     from analyzers.diagnosis import diagnose
-    from analyzers.run_summary import mean_epoch_s
+    from analyzers.steady import epoch_stats
     from tracer.core.runfolder import RunFolder
 
     assert isinstance(folder, RunFolder)
-    ok = folder.read_record().outcome.status.value == "ok"
-    return Diagnosed(label, folder.run_id, mean_epoch_s(folder.epochs()), ok, tuple(diagnose(folder)))
+    ok = folder.read_record().rankable
+    stats = epoch_stats(folder.epochs())
+    return Diagnosed(label, folder.run_id, stats.steady_epoch_s, ok, tuple(diagnose(folder)), stats.steady_images_per_s)

@@ -1,5 +1,12 @@
-"""What measuring a run cost: the sampler's CPU clock (from run.json), the trace's volume, and the
-epoch-time ratio to an untraced run of the same spec in the same folder."""
+"""What measuring a run cost: the sampler's CPU clock (from run.json) against the training's CPU, the
+trace's volume, and the steady epoch-time ratio to an untraced run of the same spec in the same folder.
+
+The training's CPU is the worker's process tree under every backend. The tracer records the CPU the
+kernel charged its reaped children; where a backend launches the worker itself (nsys wraps it:
+`TraceBackend.wraps_process`), that is the launcher's CPU, not the training's, so the tree's CPU is
+read from the sampler's own samples of the worker's tree instead. The traced/untraced ratio compares
+steady epochs (analyzers.phases) of runs whose spec differs only in what measures them
+(analyzers.repeats.UNMEASURED): warm-up epochs hold tracing start-up, not its running cost."""
 
 from __future__ import annotations
 
@@ -8,9 +15,12 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
-from analyzers.run_summary import mean_epoch_s
+from analyzers.repeats import UNMEASURED
+from analyzers.steady import epoch_stats
+from tracer.core import schema
 from tracer.core.records import RunRecord
 from tracer.core.runfolder import RunFolder, list_runs
+from tracer.tracing import BACKENDS
 
 TRACE_TABLES = ("cuda_api", "kernels", "memcpy", "nvtx", "osrt")
 
@@ -24,7 +34,8 @@ class Cost:
     trace_records: int | None  # rows of the normalised trace tables
     trace_bytes: int | None  # bytes of the raw trace files
     untraced_run: str | None
-    traced_over_untraced_epoch: float | None
+    traced_over_untraced_epoch: float | None  # steady epoch time, traced over untraced
+    training_cpu_basis: str = "the worker's process tree, as the kernel charged it"
 
     def lines(self) -> list[str]:
         out = []
@@ -34,12 +45,15 @@ class Cost:
             share_cpu = _pct(self.sampler_pct_of_training_cpu)
             out.append(
                 f"sampler CPU {self.sampler_cpu_s:.3f} s = {share_cpu} of the training's "
-                f"{self.training_cpu_s or 0:.1f} CPU s, {_pct(self.sampler_pct_of_wall)} of wall time"
+                f"{self.training_cpu_s or 0:.1f} CPU s, {_pct(self.sampler_pct_of_wall)} of wall time "
+                f"(training CPU: {self.training_cpu_basis})"
             )
         if self.trace_records is not None:
             out.append(f"trace: {self.trace_records:,} records, {(self.trace_bytes or 0) / 2**20:.1f} MiB raw")
         if self.traced_over_untraced_epoch is not None:
-            out.append(f"traced / untraced epoch time: {self.traced_over_untraced_epoch:.2f}x ({self.untraced_run})")
+            out.append(
+                f"traced / untraced epoch time, steady: {self.traced_over_untraced_epoch:.2f}x ({self.untraced_run})"
+            )
         return out
 
 
@@ -63,24 +77,44 @@ def measurement_cost(folder: RunFolder) -> Cost:
             bytes_ = sum(p.stat().st_size for p in folder.raw_dir.rglob("*") if p.is_file() and p.name != "worker.log")
         found = untraced_peer(folder, record)
         if found is not None:
-            mine, theirs = mean_epoch_s(folder.epochs()), mean_epoch_s(found.epochs())
+            mine, theirs = epoch_stats(folder.epochs()).steady_epoch_s, epoch_stats(found.epochs()).steady_epoch_s
             if mine and theirs:
                 peer, ratio = found.run_id, mine / theirs
+    training = m.training_cpu_s if m else None
+    share = m.sampler_pct_of_training_cpu if m else None
+    basis = Cost.training_cpu_basis
+    backend = BACKENDS.get(record.spec.trace)
+    if m is not None and backend is not None and backend.wraps_process:
+        training = sampled_tree_cpu_s(folder)
+        share = 100 * m.sampler_cpu_s / training if training else None
+        basis = f"the worker's process tree as sampled ({record.spec.trace} launched the worker)"
     return Cost(
         sampler_cpu_s=m.sampler_cpu_s if m else None,
-        training_cpu_s=m.training_cpu_s if m else None,
-        sampler_pct_of_training_cpu=m.sampler_pct_of_training_cpu if m else None,
+        training_cpu_s=training,
+        sampler_pct_of_training_cpu=share,
         sampler_pct_of_wall=m.sampler_pct_of_wall if m else None,
         trace_records=records,
         trace_bytes=bytes_,
         untraced_run=peer,
         traced_over_untraced_epoch=ratio,
+        training_cpu_basis=basis,
     )
 
 
+def sampled_tree_cpu_s(folder: RunFolder) -> float | None:
+    """CPU seconds of the worker's process tree from the sampler's samples: each sample's cores busy
+    since the one before, times the time between them."""
+    process = folder.samples("process")
+    if process is None or process.num_rows < 2 or schema.CPU_CORES not in process.column_names:
+        return None
+    t = process.column("t_ns").to_pylist()
+    cores = process.column(schema.CPU_CORES).to_pylist()
+    return sum((c or 0.0) * (t[i] - t[i - 1]) / 1e9 for i, c in enumerate(cores) if i > 0)
+
+
 def untraced_peer(folder: RunFolder, record: RunRecord) -> RunFolder | None:
-    """The newest finished run beside this one whose spec is the same but for tracing."""
-    want = dataclasses.replace(record.spec, trace="none", pyspy=False, nsys_sampling=False, case=None)
+    """The newest finished run beside this one whose spec is the same but for what measured it."""
+    want = dataclasses.replace(record.spec, case=None, **UNMEASURED)
     for other in reversed(list_runs(folder.path.parent)):
         if other.path == folder.path:
             continue
@@ -88,6 +122,6 @@ def untraced_peer(folder: RunFolder, record: RunRecord) -> RunFolder | None:
             r = other.read_record()
         except Exception:  # noqa: BLE001 - a damaged neighbour is not this run's business
             continue
-        if r.outcome.status.value == "ok" and dataclasses.replace(r.spec, case=None) == want:
+        if r.rankable and dataclasses.replace(r.spec, case=None) == want:
             return other
     return None

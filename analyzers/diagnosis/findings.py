@@ -1,5 +1,13 @@
 """The study's claims, each re-checked on the runs given: agrees / disagrees / not measured, with
-the numbers. The claims and their sources are listed in docs/guide/diagnosis.md."""
+the numbers and the runs they came from. The claims and their sources are listed in
+docs/guide/diagnosis.md.
+
+Claims compare frameworks, so runs are pooled first: per framework and case (model, dataset, device,
+batch), the repeats of one spec (analyzers.repeats.pool; an untraced spec before a traced one), a value
+being the median over its rankable runs with their range and n. A claim is judged only on runs of the
+kind it is about (`Claim.device`, `Claim.batch`: the study's CPU figures on CPU runs, its batch-100
+claims at batch 100); where there are none, it is "not measured" with the reason read from the runs.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +16,19 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from analyzers import palette
 from analyzers.diagnosis import thresholds as th
+from analyzers.repeats import pool
 from analyzers.run_summary import RunSummary, summarise
+from analyzers.steady import Spread, spread
 from tracer.core.records import RunRecord
 from tracer.core.runfolder import RunFolder
 
 AGREES, DISAGREES, NOT_MEASURED = "agrees", "disagrees", "not measured"
 SOURCE = "the study, as summarised in issue #19"
+# The study's GPU discussion (Table 2) saw data loading decide the epoch time at batch 100, where the
+# GPU's own work per image is small; at batch 1 the host's dispatch sets the pace instead.
+DATA_LOADING_BATCHES = (100,)
 
 
 @dataclass(frozen=True)
@@ -22,6 +36,8 @@ class Claim:
     key: str
     text: str
     source: str
+    device: str | None = None  # the runs it is about: "cpu", "gpu", or None for both
+    batch: int | None = None  # the batch it is about, None for any
 
 
 @dataclass(frozen=True)
@@ -29,13 +45,15 @@ class Finding:
     claim: Claim
     result: str  # AGREES, DISAGREES or NOT_MEASURED
     numbers: str
+    runs: tuple[str, ...] = ()  # the run ids the judgement used
 
 
 @dataclass(frozen=True)
 class Run:
     record: RunRecord
     summary: RunSummary
-    data_wait_pct: float | None  # the input-bound rule's number, where measured
+    data_wait_pct: float | None  # the steady data-wait share (the input-bound rule's number), where measured
+    folder: RunFolder | None = None
 
     @property
     def framework(self) -> str:
@@ -48,47 +66,119 @@ class Run:
 
     @property
     def ok(self) -> bool:
-        return self.record.outcome.status.value == "ok"
+        return self.record.rankable
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One framework on one case: the rankable runs of one spec, pooled."""
+
+    framework: str
+    case: tuple[str, str, str, int]
+    runs: tuple[Run, ...]
+
+    def value(self, get: Callable[[Run], float | None]) -> Spread | None:
+        return spread([get(r) for r in self.runs])
+
+    def text(self, get: Callable[[Run], float | None], spec: str = ".0f", unit: str = "") -> str:
+        v = self.value(get)
+        shown = "-" if v is None else v.text(spec)
+        return f"{palette.label(self.framework)} {shown}{(' ' + unit) if unit and v is not None else ''}"
 
 
 CLAIMS = (
     Claim("table-order", "Tables 1-2: PyTorch and TensorFlow are the two fastest at batch 100",
-          "the study's Tables 1 (CPU) and 2 (GPU), epoch times at batch 100"),
+          "the study's Tables 1 (CPU) and 2 (GPU), epoch times at batch 100", None, 100),
     Claim("pytorch-full-cpu", "PyTorch keeps the CPU at 100 % with a steady thread count",
-          "the study's CPU/thread figures for PyTorch"),
+          "the study's CPU/thread figures for PyTorch", "cpu"),
     Claim("tensorflow-more-threads", "TensorFlow starts more threads than the other frameworks",
-          "the study's thread-count figures"),
-    Claim("tensorflow-less-ram-b1", "TensorFlow uses less RAM at batch 1", "the study's RAM figures, batch 1"),
-    Claim("similar-ram-b100", "At batch 100 the frameworks' RAM is similar", "the study's RAM figures, batch 100"),
+          "the study's thread-count figures (CPU runs)", "cpu"),
+    Claim("tensorflow-less-ram-b1", "TensorFlow uses less RAM at batch 1", "the study's RAM figures, batch 1",
+          "cpu", 1),
+    Claim("similar-ram-b100", "At batch 100 the frameworks' RAM is similar", "the study's RAM figures, batch 100",
+          "cpu", 100),
     Claim("data-loading-gpu", "Data loading decides the epoch time on the GPU",
-          "the study's GPU discussion (Table 2)"),
+          "the study's GPU discussion (Table 2), batch 100", "gpu", 100),
     Claim("mxnet-paddle-fail-b100", "MXNet and Paddle fail some batch-100 configurations",
-          "the study's Tables 1-2 (missing cells)"),
+          "the study's Tables 1-2 (missing cells)", None, 100),
     Claim("singa-crash", "SINGA crashes by ignoring the machine's resources (a thread per image)",
           "the study's SINGA discussion"),
 )  # fmt: skip
 
 
 def load_runs(folders: Sequence[RunFolder]) -> list[Run]:
-    from analyzers.diagnosis import diagnose
-
     out = []
     for f in folders:
-        verdicts = {v.rule: v for v in diagnose(f)}
-        ib = verdicts.get("input-bound")
-        out.append(Run(f.read_record(), summarise(f), ib.value if ib is not None and ib.measured else None))
+        s = summarise(f)
+        out.append(Run(f.read_record(), s, s.steady_data_wait_pct, f))
     return out
 
 
 def findings(runs: Sequence[Run]) -> list[Finding]:
-    return [Finding(c, *_CHECKS[c.key](runs)) for c in CLAIMS]
+    out = []
+    for c in CLAIMS:
+        mine = of_kind(runs, c)
+        result, numbers, used = _CHECKS[c.key](mine, runs, c)
+        out.append(Finding(c, result, numbers, tuple(used)))
+    return out
 
 
-def _by_case(runs: Sequence[Run]) -> dict[tuple[str, str, str, int], list[Run]]:
-    out: dict[tuple[str, str, str, int], list[Run]] = defaultdict(list)
+def of_kind(runs: Sequence[Run], claim: Claim) -> list[Run]:
+    """The runs a claim is about: its device and batch."""
+    return [
+        r
+        for r in runs
+        if (claim.device is None or r.record.spec.device == claim.device)
+        and (claim.batch is None or r.record.spec.batch == claim.batch)
+    ]
+
+
+def _kind_text(claim: Claim) -> str:
+    parts = [claim.device.upper() if claim.device else "", f"batch-{claim.batch}" if claim.batch else ""]
+    return " ".join(p for p in parts if p) + " runs" if any(parts) else "runs"
+
+
+def _none_of_kind(claim: Claim, all_runs: Sequence[Run]) -> str:
+    """Why a claim has nothing to judge, from the runs given."""
+    kinds = sorted({f"{r.record.spec.device.upper()} b{r.record.spec.batch}" for r in all_runs})
+    return (
+        f"no finished {_kind_text(claim)} among the {len(all_runs)} runs given (they are {', '.join(kinds) or 'none'})"
+    )
+
+
+def cells(runs: Sequence[Run]) -> dict[tuple[str, str, str, int], list[Cell]]:
+    """Per case, one Cell per framework: its rankable runs of one spec (an untraced spec first, then the
+    one with the most runs), pooled as analyzers.repeats pools them."""
+    by_case: dict[tuple[str, str, str, int], dict[str, list[Run]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
-        out[r.case].append(r)
-    return dict(out)
+        if r.ok and r.folder is not None:
+            by_case[r.case][r.framework].append(r)
+    out: dict[tuple[str, str, str, int], list[Cell]] = {}
+    for case, frameworks in by_case.items():
+        row = []
+        for fw in palette.order(list(frameworks)):
+            mine = {r.run_id: r for r in frameworks[fw]}
+            pools = [p for p in pool((r.folder, r.record) for r in mine.values() if r.folder) if p.counted]
+            if not pools:
+                continue
+            best = min(pools, key=lambda p: (_measured(p.records[0]), -len(p.counted), p.run_ids[0]))
+            row.append(Cell(fw, case, tuple(mine[i] for i in best.counted)))
+        if row:
+            out[case] = row
+    return out
+
+
+def _measured(record: RunRecord) -> bool:
+    spec = record.spec
+    return spec.trace != "none" or spec.pyspy or spec.nsys_sampling
+
+
+def _used(cs: Sequence[Cell]) -> list[str]:
+    return [r.run_id for c in cs for r in c.runs]
 
 
 def _case_text(case: tuple[str, str, str, int]) -> str:
@@ -96,101 +186,161 @@ def _case_text(case: tuple[str, str, str, int]) -> str:
     return f"{model}/{dataset.rsplit('/', 1)[-1]} {device} b{batch}"
 
 
-def _table_order(runs: Sequence[Run]) -> tuple[str, str]:
-    parts, verdicts = [], []
-    for case, group in _by_case([r for r in runs if r.record.spec.batch >= 100]).items():
-        timed = sorted((r.summary.mean_epoch_s, r.framework) for r in group if r.ok and r.summary.mean_epoch_s)
-        if len(timed) < 3:
+Check = Callable[[Sequence[Run], Sequence[Run], Claim], tuple[str, str, list[str]]]
+
+
+def _table_order(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> tuple[str, str, list[str]]:
+    parts, verdicts, used = [], [], []
+    found = cells(runs)
+    if not found:
+        return NOT_MEASURED, _none_of_kind(claim, all_runs), []
+    for case, row in found.items():
+        timed = sorted(
+            ((v.median, c) for c in row if (v := c.value(lambda r: r.summary.steady_epoch_s)) is not None),
+            key=lambda x: x[0],
+        )
+        names = {c.framework for _, c in timed}
+        if len(timed) < 3 or not {"pytorch", "tensorflow"} <= names:
             continue
-        top2 = {fw for _, fw in timed[:2]}
-        verdicts.append(top2 == {"pytorch", "tensorflow"})
-        parts.append(_case_text(case) + ": " + " < ".join(f"{fw} {s:.2f} s" for s, fw in timed))
+        verdicts.append({c.framework for _, c in timed[:2]} == {"pytorch", "tensorflow"})
+        used += _used([c for _, c in timed])
+        order = " < ".join(c.text(lambda r: r.summary.steady_epoch_s, ".2f", "s") for _, c in timed)
+        parts.append(f"{_case_text(case)}, steady epoch: {order}")
     if not verdicts:
-        return NOT_MEASURED, "no case at batch 100 with three or more finished frameworks"
-    return (AGREES if all(verdicts) else DISAGREES), "; ".join(parts)
+        present = sorted({c.framework for row in found.values() for c in row})
+        return (
+            NOT_MEASURED,
+            (
+                "no batch-100 case with PyTorch, TensorFlow and a third framework finished "
+                f"(frameworks at batch 100 here: {', '.join(palette.label(f) for f in present)})"
+            ),
+            [],
+        )
+    return (AGREES if all(verdicts) else DISAGREES), "; ".join(parts), used
 
 
-def _pytorch_full_cpu(runs: Sequence[Run]) -> tuple[str, str]:
-    mine = [r for r in runs if r.framework == "pytorch" and r.ok and r.summary.cpu_pct_mean is not None]
+def _pytorch_full_cpu(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> tuple[str, str, list[str]]:
+    mine = [
+        c for row in cells(runs).values() for c in row
+        if c.framework == "pytorch" and c.value(lambda r: r.summary.cpu_pct_mean) is not None
+    ]  # fmt: skip
     if not mine:
-        return NOT_MEASURED, "no finished PyTorch run with CPU samples"
+        return NOT_MEASURED, f"no finished PyTorch CPU run with CPU samples among the {len(all_runs)} runs given", []
     parts, ok = [], []
-    for r in mine:
-        s = r.summary
-        steady = s.threads_min is not None and s.threads_max is not None and s.threads_max - s.threads_min <= 2
-        full = (s.cpu_pct_mean or 0) >= th.FULL_CPU_PCT
-        ok.append(full and steady)
-        parts.append(f"{_case_text(r.case)}: CPU {s.cpu_pct_mean:.0f} %, threads {s.threads_min}-{s.threads_max}")
-    return (AGREES if all(ok) else DISAGREES), "; ".join(parts)
+    for c in mine:
+        cpu = c.value(lambda r: r.summary.cpu_pct_mean)
+        lo = min((r.summary.threads_min for r in c.runs if r.summary.threads_min is not None), default=None)
+        hi = max((r.summary.threads_max for r in c.runs if r.summary.threads_max is not None), default=None)
+        steady = lo is not None and hi is not None and hi - lo <= 2
+        ok.append(cpu is not None and cpu.median >= th.FULL_CPU_PCT and steady)
+        parts.append(
+            f"{_case_text(c.case)}: CPU {cpu.text('.0f') if cpu else '-'} %, threads {lo}-{hi}"
+            + (f" (n={len(c.runs)})" if len(c.runs) > 1 else "")
+        )
+    return (AGREES if all(ok) else DISAGREES), "; ".join(parts), _used(mine)
 
 
 def _compare_per_case(
-    runs: Sequence[Run], batch_ok: Callable[[int], bool], value: Callable[[RunSummary], float | None], unit: str,
-    test: Callable[[float, list[float]], bool],
-) -> tuple[str, str]:  # fmt: skip
-    parts, results = [], []
-    for case, group in _by_case([r for r in runs if batch_ok(r.record.spec.batch) and r.ok]).items():
-        vals = {r.framework: value(r.summary) for r in group}
-        tf = vals.pop("tensorflow", None)
-        others = [v for v in vals.values() if v is not None]
-        if tf is None or not others:
+    runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim, value: Callable[[RunSummary], float | None],
+    unit: str, test: Callable[[float, list[float]], bool],
+) -> tuple[str, str, list[str]]:  # fmt: skip
+    parts, results, used = [], [], []
+    for case, row in cells(runs).items():
+        tf = next((c for c in row if c.framework == "tensorflow"), None)
+        others = [c for c in row if c.framework != "tensorflow" and c.value(lambda r: value(r.summary)) is not None]
+        tf_value = tf.value(lambda r: value(r.summary)) if tf is not None else None
+        if tf is None or tf_value is None or not others:
             continue
-        results.append(test(tf, others))
+        other_values = [v.median for c in others if (v := c.value(lambda r: value(r.summary))) is not None]
+        results.append(test(tf_value.median, other_values))
+        used += _used([tf, *others])
         parts.append(
-            f"{_case_text(case)}: tensorflow {tf:.0f} {unit} vs "
-            + ", ".join(f"{fw} {v:.0f}" for fw, v in vals.items() if v is not None)
+            f"{_case_text(case)}: "
+            + " vs ".join(c.text(lambda r: value(r.summary), ".0f", unit) for c in [tf, *others])
         )
     if not results:
-        return NOT_MEASURED, "no case with TensorFlow and another framework finished"
-    return (AGREES if all(results) else DISAGREES), "; ".join(parts)
+        present = sorted({r.framework for r in runs if r.ok})
+        return (
+            NOT_MEASURED,
+            (
+                f"no case with TensorFlow and another framework finished among the {_kind_text(claim)} "
+                f"(frameworks there: {', '.join(palette.label(f) for f in present) or 'none'})"
+            ),
+            [],
+        )
+    return (AGREES if all(results) else DISAGREES), "; ".join(parts), used
 
 
-def _tf_more_threads(runs: Sequence[Run]) -> tuple[str, str]:
-    return _compare_per_case(
-        runs, lambda b: True, lambda s: s.threads_median, "threads", lambda tf, others: tf > max(others)
-    )
+def _tf_more_threads(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> tuple[str, str, list[str]]:
+    return _compare_per_case(runs, all_runs, claim, lambda s: s.threads_median, "threads",
+                             lambda tf, others: tf > max(others))  # fmt: skip
 
 
-def _tf_less_ram_b1(runs: Sequence[Run]) -> tuple[str, str]:
-    return _compare_per_case(runs, lambda b: b == 1, lambda s: s.peak_rss_mib, "MiB", lambda tf, o: tf < min(o))
+def _tf_less_ram_b1(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> tuple[str, str, list[str]]:
+    return _compare_per_case(runs, all_runs, claim, lambda s: s.peak_rss_mib, "MiB", lambda tf, o: tf < min(o))
 
 
-def _similar_ram_b100(runs: Sequence[Run]) -> tuple[str, str]:
+def _similar_ram_b100(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> tuple[str, str, list[str]]:
     def similar(tf: float, others: list[float]) -> bool:
         mid = statistics.median([tf, *others])
         return abs(tf - mid) <= th.RAM_SIMILAR_PCT / 100 * mid
 
-    return _compare_per_case(runs, lambda b: b >= 100, lambda s: s.peak_rss_mib, "MiB", similar)
+    return _compare_per_case(runs, all_runs, claim, lambda s: s.peak_rss_mib, "MiB", similar)
 
 
-def _data_loading_gpu(runs: Sequence[Run]) -> tuple[str, str]:
-    gpu = [r for r in runs if r.record.spec.device == "gpu" and r.ok and r.data_wait_pct is not None]
-    if not gpu:
-        return NOT_MEASURED, "no finished GPU run with per-step timing"
-    parts = [f"{r.framework} {_case_text(r.case)}: data wait {r.data_wait_pct:.0f} % of step time" for r in gpu]
-    high = [r for r in gpu if (r.data_wait_pct or 0) > th.INPUT_BOUND_PCT]
-    return (AGREES if high else DISAGREES), "; ".join(parts)
-
-
-def _mxnet_paddle_fail(runs: Sequence[Run]) -> tuple[str, str]:
-    mine = [r for r in runs if r.framework in ("mxnet", "paddle") and r.record.spec.batch >= 100]
+def _data_loading_gpu(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> tuple[str, str, list[str]]:
+    """Judged on the steady data-wait share of each framework's pooled GPU runs at the batch sizes where
+    the study made the claim: it agrees where every framework waits above the input-bound threshold."""
+    mine = [c for row in cells(runs).values() for c in row if c.value(lambda r: r.data_wait_pct) is not None]
     if not mine:
-        return NOT_MEASURED, "no MXNet or Paddle run at batch 100"
+        return NOT_MEASURED, _none_of_kind(claim, all_runs) + " with per-step timing", []
+    parts = [
+        f"{_case_text(c.case)}: " + c.text(lambda r: r.data_wait_pct, ".0f", "% of steady step time wait for data")
+        for c in mine
+    ]
+    high = [c for c in mine if (v := c.value(lambda r: r.data_wait_pct)) is not None and v.median > th.INPUT_BOUND_PCT]
+    verdict = AGREES if len(high) == len(mine) else DISAGREES
+    summary = f"{len(high)} of {len(mine)} above {th.INPUT_BOUND_PCT:.0f} %: "
+    return verdict, summary + "; ".join(parts), _used(mine)
+
+
+def _mxnet_paddle_fail(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> tuple[str, str, list[str]]:
+    mine = [r for r in runs if r.framework in ("mxnet", "paddle")]
+    if not mine:
+        present = sorted({r.framework for r in runs})
+        return (
+            NOT_MEASURED,
+            (
+                "no MXNet or Paddle run at batch 100 among the runs given "
+                f"(frameworks at batch 100: {', '.join(palette.label(f) for f in present) or 'none'})"
+            ),
+            [],
+        )
     failed = [r for r in mine if not r.ok]
-    parts = [f"{r.framework} {_case_text(r.case)}: {r.record.outcome.status.value}" for r in mine]
-    return (AGREES if failed else DISAGREES), f"{len(failed)} of {len(mine)} failed: " + "; ".join(parts)
+    parts = [f"{r.framework} {_case_text(r.case)}: {r.summary.status}" for r in mine]
+    used = [r.run_id for r in mine]
+    return (AGREES if failed else DISAGREES), f"{len(failed)} of {len(mine)} failed: " + "; ".join(parts), used
 
 
-def _singa_crash(runs: Sequence[Run]) -> tuple[str, str]:
+def _singa_crash(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> tuple[str, str, list[str]]:
     mine = [r for r in runs if r.framework == "singa"]
     if not mine:
-        return NOT_MEASURED, "no SINGA run (not installable here: no build for this Python)"
+        present = sorted({r.framework for r in all_runs})
+        return (
+            NOT_MEASURED,
+            (
+                f"no SINGA run among the {len(all_runs)} runs given "
+                f"(frameworks: {', '.join(palette.label(f) for f in present) or 'none'})"
+            ),
+            [],
+        )
     failed = [r for r in mine if not r.ok]
-    parts = [f"{_case_text(r.case)}: {r.record.outcome.status.value} {r.record.outcome.cause}" for r in mine]
-    return (AGREES if failed else DISAGREES), f"{len(failed)} of {len(mine)} failed: " + "; ".join(parts)
+    parts = [f"{_case_text(r.case)}: {r.summary.status} {r.record.outcome.cause}".rstrip() for r in mine]
+    used = [r.run_id for r in mine]
+    return (AGREES if failed else DISAGREES), f"{len(failed)} of {len(mine)} failed: " + "; ".join(parts), used
 
 
-_CHECKS: dict[str, Callable[[Sequence[Run]], tuple[str, str]]] = {
+_CHECKS: dict[str, Check] = {
     "table-order": _table_order,
     "pytorch-full-cpu": _pytorch_full_cpu,
     "tensorflow-more-threads": _tf_more_threads,
@@ -203,7 +353,12 @@ _CHECKS: dict[str, Callable[[Sequence[Run]], tuple[str, str]]] = {
 
 
 def to_markdown(found: Sequence[Finding]) -> str:
-    lines = ["| claim | source | result | numbers |", "| --- | --- | --- | --- |"]
+    lines = ["| claim | source | result | numbers | runs used |", "| --- | --- | --- | --- | --- |"]
     for f in found:
-        lines.append(f"| {f.claim.text} | {f.claim.source} | {f.result} | {f.numbers} |")
+        used = ", ".join(f.runs) if f.runs else "none"
+        lines.append(f"| {_md(f.claim.text)} | {_md(f.claim.source)} | {f.result} | {_md(f.numbers)} | {used} |")
     return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")

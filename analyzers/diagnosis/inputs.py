@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analyzers.cuda_api import ApiRow
+from analyzers.phases import RunPhases, split_epochs
 from tracer.core import schema
 from tracer.core.records import EpochRecord, RunRecord
 from tracer.core.runfolder import RunFolder
@@ -25,10 +26,10 @@ class RunTables:
     steps: pa.Table | None
     gpu: pa.Table | None
     threads: pa.Table | None  # the sampler's per-thread cumulative CPU (samples/threads)
-    cuda_startup: tuple[ApiRow, ...]
-    cuda_steady: tuple[ApiRow, ...]
+    cuda_startup: tuple[ApiRow, ...]  # calls before the first epoch (analyzers.phases, on the trace's clock)
+    cuda_steady: tuple[ApiRow, ...]  # calls starting in the steady epochs
     cuda_whole: tuple[ApiRow, ...]
-    startup_cut_ns: int | None  # end of the first step/epoch start, as analyzers.cuda_api cuts phases
+    startup_cut_ns: int | None  # the end of start-up on the trace's clock (analyzers.phases)
     trace_span_ns: tuple[int, int] | None  # first CUDA API call's start, last one's end
     kernel_count: int
     kernel_total_ns: int
@@ -36,14 +37,18 @@ class RunTables:
     nvtx_steps: int  # NVTX `step…` ranges, the step count of traces without a steps table
     errors: tuple[str, ...]  # the worker's own error events
     worker_start_ns: int  # the worker's `start` event (else the run's wall start): start-up begins here
+    phases: RunPhases  # the run's phases on the sampler's clock: which epochs are warm-up and steady
+    nvtx_steady_steps: int = 0  # NVTX step ranges that start in the steady phase (trace clock)
+    steady_cut_ns: int | None = None  # where the steady phase starts on the trace's clock
 
     @property
     def cores(self) -> int:
         return max(1, self.record.environment.cpu_logical_cores)
 
     def steady_epochs(self) -> list[EpochRecord]:
-        """Every epoch after the first (the first holds warm-up); all of them when there is one."""
-        return list(self.epochs[1:]) if len(self.epochs) > 1 else list(self.epochs)
+        """The steady epochs as analyzers.phases splits them (all of them when none follows the warm-up)."""
+        steady = set(self.phases.split.steady)
+        return [e for e in self.epochs if e.epoch in steady]
 
     def in_epochs(self, table: pa.Table | None, epochs: list[EpochRecord]) -> pa.Table | None:
         """Rows of a sample table whose t_ns falls inside one of `epochs` (vectorised: hours of
@@ -62,26 +67,30 @@ class RunTables:
 
 
 def load(folder: RunFolder) -> RunTables:
+    from analyzers import phases as ph
     from analyzers import tables as t
-    from analyzers.cuda_api import api_summary, connect, phases
+    from analyzers.cuda_api import api_summary, connect
 
     record = folder.read_record()
     startup: list[ApiRow] = []
     steady: list[ApiRow] = []
     whole: list[ApiRow] = []
     cut = None
+    steady_cut = None
     span = None
     kernels: tuple[int, int, float | None] = (0, 0, None)
     nvtx_steps = 0
     api_path = folder.table_path(t.CUDA_API)
-    if api_path.exists():
+    traced = ph.trace_phases(folder) if api_path.exists() or folder.table_path(t.NVTX).exists() else None
+    if api_path.exists() and traced is not None:
         whole = api_summary(folder)
-        for p in phases(folder):
-            if p.name == "startup":
+        for p in traced.phases:
+            if p.name == ph.STARTUP:
                 cut = p.end_ns
                 startup = api_summary(folder, None, p.end_ns)
-            elif p.name == "steady":
-                steady = api_summary(folder, p.start_ns, None)
+            elif p.name == ph.STEADY:
+                steady = api_summary(folder, p.start_ns, p.end_ns)
+                steady_cut = p.start_ns
         q = f"SELECT min(start_ns), max(end_ns) FROM read_parquet('{_sql(api_path)}')"
         lo, hi = connect().execute(q).fetchone() or (None, None)
         span = (int(lo), int(hi)) if lo is not None else None
@@ -94,12 +103,12 @@ def load(folder: RunFolder) -> RunTables:
         )
         if row is not None:
             kernels = (int(row[0]), int(row[1]), float(row[2]) if row[2] is not None else None)
-    npath = folder.table_path(t.NVTX)
-    if npath.exists():
-        from analyzers.cuda_api import _STEP
-
-        names = connect().execute(f"SELECT name FROM read_parquet('{_sql(npath)}')").fetchall()
-        nvtx_steps = sum(1 for (n,) in names if _STEP.match(str(n)))
+    nvtx_steady = 0
+    if traced is not None:
+        step_starts = [s for name, s, _e in ph.nvtx_ranges(folder) if ph.STEP_NAME.match(name)]
+        nvtx_steps = len(step_starts)
+        window = traced.steady
+        nvtx_steady = sum(1 for s in step_starts if window is not None and window.holds(s))
     events = folder.events()
     errors = tuple(str(e.get("error", "")) for e in events if e.get("kind") == schema.Event.ERROR)
     starts = [int(e["t_ns"]) for e in events if e.get("kind") == schema.Event.START and "t_ns" in e]
@@ -122,6 +131,9 @@ def load(folder: RunFolder) -> RunTables:
         nvtx_steps=nvtx_steps,
         errors=errors,
         worker_start_ns=starts[0] if starts else record.wall_start_ns,
+        phases=ph.run_phases(folder),
+        nvtx_steady_steps=nvtx_steady,
+        steady_cut_ns=steady_cut,
     )
 
 
@@ -137,7 +149,7 @@ def column(table: pa.Table | None, name: str) -> list[float]:
 
 @dataclass(frozen=True)
 class DataWait:
-    """Data wait over the steady steps (the epochs after the first; every step of a one-epoch run)."""
+    """Data wait over the steady steps (the steady epochs of analyzers.phases; every step of a one-epoch run)."""
 
     share_pct: float  # data wait / (data wait + compute + sync)
     wait_s: float
@@ -152,8 +164,8 @@ def steady_data_wait(t: RunTables) -> DataWait | None:
     if t.steps is None or t.steps.num_rows == 0:
         return None
     epochs = column(t.steps, "epoch")
-    later = max(epochs) > 1
-    rows = [i for i, e in enumerate(epochs) if e > 1 or not later]
+    steady = set(t.phases.split.steady) or set(split_epochs(int(e) for e in epochs).steady)
+    rows = [i for i, e in enumerate(epochs) if int(e) in steady]
     wait = column(t.steps, schema.DATA_WAIT_S)
     compute = column(t.steps, schema.COMPUTE_S)
     sync = column(t.steps, schema.SYNC_S) or [0.0] * len(wait)

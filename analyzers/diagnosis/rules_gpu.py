@@ -135,13 +135,14 @@ def sync_dominated(t: RunTables) -> Verdict:
 
 
 def steady_steps(t: RunTables) -> int | None:
-    """Steps in the steady phase: traced step ranges after the first, else the per-step table's rows
-    after the first epoch, else images / batch of the later epochs."""
-    if t.nvtx_steps > 1:
-        return t.nvtx_steps - 1
-    if t.steps is not None and t.steps.num_rows:
-        epochs = column(t.steps, "epoch")
-        return sum(1 for e in epochs if e > 1) or len(epochs)
+    """Steps in the steady phase (analyzers.phases), the phase `cuda_steady` covers, so a per-step rate
+    divides counts and steps of one phase: the per-step table's rows of the steady epochs, else the
+    NVTX step ranges that start in it, else images / batch of the steady epochs."""
+    steady = {e.epoch for e in t.steady_epochs()}
+    if t.steps is not None and t.steps.num_rows and steady:
+        return sum(1 for e in column(t.steps, "epoch") if int(e) in steady) or None
+    if t.nvtx_steady_steps:
+        return t.nvtx_steady_steps
     if t.epochs:
         batch = max(1, t.record.spec.batch)
         return sum(-(-e.images // batch) for e in t.steady_epochs())

@@ -193,16 +193,17 @@ def memory_growth(t: RunTables) -> Verdict:
 
 
 def startup_share(t: RunTables) -> tuple[float, str] | None:
-    """Start-up as a share of the run: from a trace, first CUDA API call to the end of the first step
-    over the calls' whole span; else the worker's start to the first epoch over start to last epoch end."""
-    if t.trace_span_ns is not None and t.startup_cut_ns is not None:
-        lo, hi = t.trace_span_ns
-        if hi > lo:
-            return 100 * (t.startup_cut_ns - lo) / (hi - lo), "CUDA API span to the end of the first step"
+    """Start-up as a share of the run (the start-up phase of analyzers.phases): the worker's start to
+    the first epoch over start to last epoch end; for a trace without epochs (an import), what comes
+    before its steady state (start-up and the first, warm-up step) over the CUDA API calls' span."""
     if t.epochs:
         lo, first, hi = t.worker_start_ns, t.epochs[0].start_ns, t.epochs[-1].end_ns
         if hi > lo:
             return 100 * (first - lo) / (hi - lo), "worker start to the first epoch"
+    if t.trace_span_ns is not None and t.steady_cut_ns is not None:
+        lo, hi = t.trace_span_ns
+        if hi > lo:
+            return 100 * (t.steady_cut_ns - lo) / (hi - lo), "CUDA API span before the steady steps"
     return None
 
 

@@ -16,7 +16,8 @@ def chance_level(t: RunTables) -> Verdict:
     """The last epoch after the warm-up still has the loss of a uniform guess: the model learned nothing
     (too few steps, a learning rate too small or too large, labels that do not match the images)."""
     name, title = "chance-level", "learning: still at chance level"
-    after = t.epochs[WARMUP_EPOCHS:]
+    split = t.phases.split  # the steady epochs of analyzers.phases, none when the run has only its warm-up
+    after = [] if split.includes_warmup else [e for e in t.epochs if e.epoch in split.steady]
     if not after:
         return not_measured(name, title, f"no epoch after the first {WARMUP_EPOCHS} (warm-up)")
     classes = len(t.record.dataset.classes) if t.record.dataset else t.record.spec.num_classes

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 from analyzers import cuda_api
 from analyzers.report import charts, series, tables
 from analyzers.report.runs import CaseKey, LoadedRun, by_case, latest_per_framework
-from analyzers.steady import WARMUP_EPOCHS, throughput
+from analyzers.steady import WARMUP_EPOCHS
 
 TABLES = (("cpu", "table1-cpu", "Table 1: CPU training"), ("gpu", "table2-gpu", "Table 2: GPU training"))
 
@@ -138,28 +138,37 @@ def _throughput_step(
     case: CaseKey, group: Sequence[LoadedRun], out: Path, formats: Sequence[str], warmup: int
 ) -> Callable[[], Output]:
     def step() -> Output:
-        ok = [r for r in group if r.ok]
-        frameworks = sorted({r.framework for r in ok})
-        cells = {fw: throughput([r.folder.epochs() for r in ok if r.framework == fw], warmup) for fw in frameworks}
-        newest = latest_per_framework(ok)
-        epoch_s = {fw: [e.duration_s for e in r.folder.epochs()] for fw, r in newest.items()}
-        fig = charts.throughput_figure(f"Training throughput\n{case.title}", cells, epoch_s, warmup)
+        bars = throughput_bars(group, warmup)
+        fig = charts.throughput_figure(f"Training throughput\n{case.title}", bars, warmup)
         files = charts.save(fig, out / f"fig-throughput-{case.slug}", formats)
+        counted = [i for cp in tables.case_pools(group, warmup) for i in cp.pool.counted]
         caption = (
-            f"Left: images/s over the epochs after the first {warmup} (the steady state), median over the finished "
-            "runs of each framework with their range. Right: every epoch's time in the newest run of each framework, "
-            "warm-up shaded. Runs: " + ", ".join(r.folder.run_id for r in ok) + "."
+            f"Left: images/s over the epochs after the first {warmup} (the steady state), median over the repeats "
+            "of one spec (the rows of Tables 1-2: trace backend and knobs alike) with their range; diverged and "
+            "failed runs left out. Right: every epoch's time in the newest run of each, warm-up shaded. "
+            "Runs: " + ", ".join(counted) + "."
         )
         return Output("figure", f"Training throughput: {case.title}", files, caption)
 
     return step
 
 
+def throughput_bars(group: Sequence[LoadedRun], warmup: int = WARMUP_EPOCHS) -> list[series.ThroughputBar]:
+    """The throughput figure's bars: one per pool of `tables.case_pools`, the table rows' own pools."""
+    bars = []
+    for cp in tables.case_pools(group, warmup):
+        newest = next((r for r in reversed(cp.runs) if r.folder.run_id in cp.pool.counted), None)
+        epoch_s = tuple(e.duration_s for e in newest.folder.epochs()) if newest else ()
+        note = ", ".join(sorted({r.record.outcome.status.value for r in cp.runs if not r.record.rankable}))
+        bars.append(series.ThroughputBar(cp.framework, cp.label, cp.pool.throughput, epoch_s, note))
+    return bars
+
+
 def _cuda_step(case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: Sequence[str]) -> Callable[[], Output]:
     def step() -> Output:
         phases = {fw: series.cuda_phases(r.folder) for fw, r in chosen.items()}
         panels = []
-        for phase, label in (("whole", "whole run"), ("steady", "steady state")):
+        for phase, label in (("whole", "whole run"), ("steady", "steady state: the epochs after the warm-up")):
             shares = {fw: p[phase] for fw, p in phases.items() if p.get(phase)}
             names, grouped = series.group_shares(shares)
             panels.append((label, names, grouped))
@@ -168,7 +177,8 @@ def _cuda_step(case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: 
         files = charts.save(fig, out / f"fig-cuda-api-{case.slug}", formats)
         caption = (
             f"Functions with at least 1 % of the {api} time in some framework; the rest is grouped as 'other'. "
-            "Steady state: everything after the first training step. Runs: "
+            "Steady state: the calls that start in the epochs after the warm-up (the NVTX epoch ranges; start-up "
+            "and the warm-up epoch's module loading and pinned-memory allocation are left out). Runs: "
             + ", ".join(r.folder.run_id for r in chosen.values())
             + "."
         )

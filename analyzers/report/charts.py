@@ -13,8 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from analyzers import palette
-from analyzers.report.series import OTHER, EpochEnergy, ResourceSeries
-from analyzers.steady import Throughput
+from analyzers.report.series import OTHER, EpochEnergy, ResourceSeries, ThroughputBar
 
 FORMATS = ("png", "svg")
 DPI = 110
@@ -147,37 +146,39 @@ def _epoch_labels(ax: Axes, s: ResourceSeries, span: float) -> None:
         )
 
 
-def throughput_figure(
-    title: str, cells: Mapping[str, Throughput], epoch_s: Mapping[str, Sequence[float]], warmup: int
-) -> Figure:
-    """The figure users look for first: steady-state images/s per framework (median bar, the range of the
-    repeats as a whisker, n under it), and each epoch's time (warm-up epochs visible on the left)."""
-    frameworks = palette.order(list(cells))
+def throughput_figure(title: str, bars: Sequence[ThroughputBar], warmup: int) -> Figure:
+    """The figure users look for first: steady-state images/s per pool of repeats (median bar, the range
+    of the repeats as a whisker, n beside it; the same pools as Tables 1-2), and each epoch's time in the
+    newest run of each pool (warm-up epochs visible on the left)."""
+    styles = ("-", "--", ":", "-.")
     with _style():
-        fig = _figure(11.0, max(3.2, 0.55 * len(frameworks) + 1.8))
+        fig = _figure(11.0, max(3.2, 0.55 * len(bars) + 1.8))
         left, right = fig.subplots(1, 2, width_ratios=(1.0, 1.2))
-        ys = np.arange(len(frameworks))[::-1]
-        for y, fw in zip(ys, frameworks):
-            rate = cells[fw].images_per_s
+        ys = np.arange(len(bars))[::-1]
+        for y, bar in zip(ys, bars):
+            rate = bar.throughput.images_per_s
             if rate is None:
-                left.text(0, y, "  no finished run", va="center", fontsize=8, color="0.4")
+                left.text(0, y, f"  not ranked{': ' + bar.note if bar.note else ''}", va="center", fontsize=8,
+                          color="0.4", clip_on=True)  # fmt: skip
                 continue
-            left.barh(y, rate.median, color=palette.colour(fw), height=0.6)
+            left.barh(y, rate.median, color=palette.colour(bar.framework), height=0.6)
             if rate.n > 1:
                 err = [[rate.median - rate.low], [rate.high - rate.median]]
                 left.errorbar(rate.median, y, xerr=err, color="0.15", capsize=4, lw=1)
             note = f"{rate.median:.1f}" + (f"  (n={rate.n}, {rate.low:.1f}-{rate.high:.1f})" if rate.n > 1 else "")
             left.text(rate.high * 1.02, y, note, va="center", fontsize=8)
-        left.set_yticks(ys, [palette.label(fw) for fw in frameworks])
+        left.set_yticks(ys, [_wrap(bar.label) for bar in bars], fontsize=8)
+        left.set_ylim(-0.6, len(bars) - 0.4)  # a row without a bar keeps its room
         left.set_xlabel(f"images/s, steady state (epochs after the first {warmup})")
-        left.set_xlim(0, max((c.images_per_s.high for c in cells.values() if c.images_per_s), default=1) * 1.35)
+        highs = [b.throughput.images_per_s.high for b in bars if b.throughput.images_per_s]
+        left.set_xlim(0, max(highs, default=1) * 1.35)
         left.grid(True, axis="x", alpha=0.3, lw=0.5)
-        for fw in frameworks:
-            times = list(epoch_s.get(fw, ()))
-            if times:
-                right.plot(
-                    range(1, len(times) + 1), times, marker="o", color=palette.colour(fw), label=palette.label(fw)
-                )
+        seen: dict[str, int] = {}
+        for bar in bars:
+            if bar.epoch_s:
+                k = seen[bar.framework] = seen.get(bar.framework, -1) + 1
+                right.plot(range(1, len(bar.epoch_s) + 1), list(bar.epoch_s), marker="o", ls=styles[k % len(styles)],
+                           color=palette.colour(bar.framework), label=bar.label)  # fmt: skip
         if warmup > 0:
             right.axvspan(0.5, warmup + 0.5, color="0.92", lw=0, zorder=0, label="warm-up")
         right.set_xlabel("epoch")
@@ -185,9 +186,15 @@ def throughput_figure(
         right.set_ylim(bottom=0)
         right.xaxis.get_major_locator().set_params(integer=True)
         right.grid(True, alpha=0.3, lw=0.5)
-        right.legend(fontsize=8, loc="upper right")
+        right.legend(fontsize=7, loc="best")
         fig.suptitle(title, fontweight="bold")
     return fig
+
+
+def _wrap(text: str, width: int = 28) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
 
 
 def cuda_api_figure(

@@ -1,4 +1,4 @@
-"""The report's Diagnosis section (per case: runs ranked by epoch time, each run's top verdicts, the
+"""The report's Diagnosis section (per case: runs ranked by steady images/s, each run's top verdicts, the
 verdicts that differ per pair) and its Findings table (the study's claims re-checked)."""
 
 from __future__ import annotations
@@ -10,24 +10,33 @@ from analyzers.diagnosis import diagnose, top
 from analyzers.diagnosis.across import Diagnosed, pair_lines, ranked_runs
 from analyzers.diagnosis.findings import findings, load_runs, to_markdown
 from analyzers.report.runs import LoadedRun, by_case
-from analyzers.run_summary import mean_epoch_s
+from analyzers.steady import epoch_stats
 
 
 def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
-    """Frameworks label the runs; a framework that repeats in a case gets its run id as well."""
+    """Frameworks label the runs, with the settings that tell their specs apart (the table rows' labels,
+    analyzers.report.tables.case_pools); a framework that repeats in a case gets its run id as well."""
+    from analyzers.report.tables import case_pools
+
+    labels = {i: cp.label for cp in case_pools(runs) for i in cp.pool.run_ids}
     seen: dict[str, int] = {}
     for r in runs:
         seen[r.framework] = seen.get(r.framework, 0) + 1
-    return [
-        Diagnosed(
-            r.framework if seen[r.framework] == 1 else f"{r.framework} ({r.folder.run_id})",
-            r.folder.run_id,
-            mean_epoch_s(r.folder.epochs()),
-            r.ok,
-            tuple(diagnose(r.folder)),
+    out = []
+    for r in runs:
+        stats = epoch_stats(r.folder.epochs())
+        label = labels.get(r.folder.run_id, r.framework)
+        out.append(
+            Diagnosed(
+                label if seen[r.framework] == 1 else f"{label} ({r.folder.run_id})",
+                r.folder.run_id,
+                stats.steady_epoch_s,
+                r.record.rankable,
+                tuple(diagnose(r.folder)),
+                stats.steady_images_per_s,
+            )
         )
-        for r in runs
-    ]
+    return out
 
 
 def case_sections(runs: Sequence[LoadedRun]) -> list[tuple[str, list[str]]]:
@@ -37,7 +46,15 @@ def case_sections(runs: Sequence[LoadedRun]) -> list[tuple[str, list[str]]]:
         runs_d = ranked_runs(diagnosed(group))
         lines = []
         for i, d in enumerate(runs_d, 1):
-            epoch = "failed" if not d.ok else (f"{d.mean_epoch_s:.3f} s/epoch" if d.mean_epoch_s else "no epochs")
+            epoch = (
+                "not ranked (failed or diverged)"
+                if not d.ok
+                else (
+                    f"{d.steady_images_per_s:.1f} images/s, {d.steady_epoch_s:.3f} s/epoch, steady"
+                    if d.steady_images_per_s and d.steady_epoch_s
+                    else "no epochs"
+                )
+            )
             lines.append(f"{i}. {d.label}: {epoch}")
             for v in top(list(d.verdicts)):
                 lines.append(f"   - {v.headline()}")

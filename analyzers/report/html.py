@@ -39,6 +39,7 @@ def write_index(out: Path, runs: Sequence[LoadedRun], outputs: Sequence[Output],
         f"<style>{CSS}</style></head><body>",
         "<h1>dl-tracer report</h1>",
         f'<p class="muted">{len(runs)} runs; every number below is recomputed from the run folders.</p>',
+        *_gpu_lines(runs),
         _nav(outputs),
     ]
     figure_no = 0
@@ -107,7 +108,8 @@ def _table(output: Output) -> str:
                 tds.append(f'<td class="num">{_e(cell)}</td>' if spec else f"<td>{_e(cell)}</td>")
         cls = "" if row.status == "ok" else ' class="failed"'
         body.append(f"<tr{cls}>" + "".join(tds) + "</tr>")
-    caption = f'<p class="caption">{_e(tables.caption(output.rows[0].warmup_epochs))}</p>'
+    gpus = tables.table_gpus(output.rows) if output.device == "gpu" else []
+    caption = f'<p class="caption">{_e(tables.caption(output.rows[0].warmup_epochs, gpus))}</p>'
     return (
         caption
         + f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -135,6 +137,14 @@ def _figure(output: Output, out: Path) -> str:
     png = next((f for f in output.files if f.suffix == ".png"), None)
     img = f'<img src="{_e(png.relative_to(out).as_posix())}" alt="{_e(output.title)}">' if png else ""
     return f"<figure>{img}<figcaption>{_e(output.caption)}</figcaption>{_links(output.files, out)}</figure>"
+
+
+def _gpu_lines(runs: Sequence[LoadedRun]) -> list[str]:
+    """The GPUs the GPU runs used (name, driver, CUDA from run.json), one line, or nothing."""
+    gpus = dict.fromkeys(
+        r.record.environment.gpu_text for r in runs if r.record.spec.device == "gpu" and r.record.environment.gpu_text
+    )
+    return [f'<p class="muted">GPU: {_e(" and ".join(gpus))}</p>'] if gpus else []
 
 
 def _runs_table(runs: Sequence[LoadedRun]) -> str:

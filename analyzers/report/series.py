@@ -9,10 +9,22 @@ import numpy as np
 import pyarrow as pa
 
 from analyzers.shares import OTHER, group_shares
+from analyzers.steady import Throughput
 from tracer.core import schema
 from tracer.core.runfolder import RunFolder
 
 __all__ = ["OTHER", "group_shares"]  # the rule lives in analyzers.shares (the viewer's CUDA panel uses it too)
+
+
+@dataclass(frozen=True)
+class ThroughputBar:
+    """One pool of repeats in the throughput figure (the same pool as its Table 1-2 row)."""
+
+    framework: str
+    label: str
+    throughput: Throughput
+    epoch_s: tuple[float, ...]  # every epoch's time in the pool's newest counted run
+    note: str = ""  # why nothing is drawn (every run left out)
 
 
 @dataclass(frozen=True)

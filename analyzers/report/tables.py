@@ -1,9 +1,11 @@
 """Table 1 (CPU) and Table 2 (GPU) of the study: one row per case and framework, from run folders.
 
-A row pools the runs of one framework on one case (model, dataset, device, batch) through the one
-Table 1 function, `analyzers.steady.throughput`: each finished run's steady state (the epochs after its
-warm-up), then the median and range over the runs; the first epoch is a column of its own. A case whose
-runs all failed is kept, shown as failed with the newest run's cause.
+A row pools the repeats of one spec (`analyzers.repeats.pool`: the whole spec, trace backend and knobs
+included, alike) of one framework on one case (model, dataset, device, batch): each rankable run's
+steady state (the epochs after its warm-up, `analyzers.phases`), then the median and range over the
+runs; the first epoch is a column of its own. The report's throughput figure draws the same pools
+(`case_pools`), so figure and table agree. A case whose runs all failed or diverged is kept, shown with
+the newest run's cause.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from typing import Iterable, Sequence
 
 from analyzers import palette
 from analyzers.energy import NO_SOURCE
+from analyzers.phases import STEADY
+from analyzers.repeats import Pool, pool
 from analyzers.report.runs import LoadedRun, by_case
 from analyzers.run_summary import summarise
-from analyzers.steady import WARMUP_EPOCHS, definition, throughput
+from analyzers.steady import WARMUP_EPOCHS, definition
 from tracer.core.records import RunSpec
 
 
@@ -45,10 +49,12 @@ class TableRow:
     steady_images_per_s_max: float | None
     first_epoch_s: float | None  # median over the ok runs
     steady_includes_warmup: bool  # some run had no epoch after its warm-up: its steady numbers count it
-    data_wait_pct: float | None  # mean over the runs of the steps' share waiting for data (analyzers.steps)
+    data_wait_pct: float | None  # median over the runs of the steady steps' share waiting for data
     cpu_pct_mean: float | None  # 100 = all logical cores
     peak_rss_mib: float | None
     gpu_util_pct_mean: float | None
+    gpu_mem_nvml_mib: float | None  # NVML's memory of the process (what its allocator holds), max over the runs
+    gpu_mem_framework_mib: float | None  # the framework's own peak in use, max over the runs
     energy_j_per_epoch: float | None  # analyzers.energy.headline, mean over the finished runs
     energy_j_per_image: float | None
     energy_source: str  # what the energy figures add up, or "no energy source"
@@ -56,33 +62,83 @@ class TableRow:
     run_ids: str  # space-separated
     settings: str = ""  # what else defines the runs (images used, size, epochs...): rows never pool unlike runs
     imported: bool = False  # a `tracer import`ed GPU trace: CUDA API and kernels, no epochs or samples
+    left_out: str = ""  # runs kept out of the median and why (diverged, failed ...), '; '-separated
+    gpu: str = ""  # the GPU's name, driver and CUDA version from run.json
+
+
+@dataclass(frozen=True)
+class CasePool:
+    """One bar of the throughput figure and one row of Tables 1-2: the repeats of one spec."""
+
+    framework: str
+    label: str  # the framework, with its settings where the case has several specs of it
+    settings: str  # settings_label of the spec
+    pool: Pool
+    runs: tuple[LoadedRun, ...]
+
+
+def case_pools(group: Sequence[LoadedRun], warmup: int = WARMUP_EPOCHS) -> list[CasePool]:
+    """The runs of one case as pools of repeats (analyzers.repeats.pool), frameworks in the palette's
+    order: THE grouping the table rows and the throughput figure are drawn from."""
+    out = []
+    for fw in palette.order({r.framework for r in group}):
+        same_fw = [r for r in group if r.framework == fw]
+        by_id = {r.folder.run_id: r for r in same_fw}
+        pools = pool(((r.folder, r.record) for r in same_fw), warmup)
+        labels = _labels([settings_label(by_id[p.run_ids[0]]) for p in pools], pools)
+        for p, settings, distinct in zip(pools, labels, _distinct(labels)):
+            label = palette.label(fw) + (f" ({distinct})" if len(pools) > 1 else "")
+            out.append(CasePool(fw, label, settings, p, tuple(by_id[i] for i in p.run_ids)))
+    return out
+
+
+def _distinct(labels: list[str]) -> list[str]:
+    """Each settings label without the parts every label shares ('1500 images' for '1500 images, 224 px')."""
+    parts = [label.split(", ") for label in labels]
+    shared = set.intersection(*(set(p) for p in parts)) if parts else set()
+    return [", ".join(x for x in p if x not in shared) or ", ".join(p) for p in parts]
+
+
+def _labels(labels: list[str], pools: Sequence[Pool]) -> list[str]:
+    """Settings labels made unique: specs that differ only in a knob name it."""
+    out = []
+    for i, (text, p) in enumerate(zip(labels, pools)):
+        twins = [q for j, q in enumerate(pools) if labels[j] == text and j != i]
+        if twins:
+            knobs = p.records[0].knobs
+            differ = sorted(k for q in twins for k, v in q.records[0].knobs.items() if knobs.get(k) != v)
+            named = ", ".join(f"{k} {knobs.get(k)}" for k in dict.fromkeys(differ))
+            text += f", {named}" if differ else f", spec {i + 1}"
+        out.append(text)
+    return out
 
 
 def table_rows(runs: Iterable[LoadedRun], device: str, warmup: int = WARMUP_EPOCHS) -> list[TableRow]:
     """Rows for the runs on `device` ("cpu" gives Table 1, "gpu" Table 2), in the study's case order."""
-    rows = []
     chosen = [r for r in runs if r.case.device == device or (device == "gpu" and _imported_gpu(r))]
-    for case, group in by_case(chosen).items():
-        frameworks = palette.order({r.framework for r in group})
-        for fw in frameworks:
-            same_fw = [r for r in group if r.framework == fw]
-            by_settings: dict[str, list[LoadedRun]] = {}
-            for r in same_fw:
-                by_settings.setdefault(settings_label(r), []).append(r)
-            for label, alike in by_settings.items():
-                rows.append(dataclasses.replace(_row(case.name, alike, warmup), settings=label))
-    return rows
+    return [
+        dataclasses.replace(_row(case.name, cp, warmup), settings=cp.settings)
+        for case, group in by_case(chosen).items()
+        for cp in case_pools(group, warmup)
+    ]
 
 
 def settings_label(run: LoadedRun) -> str:
     """The settings besides the case that change what an epoch is: images used, input size, epochs,
-    and the optimiser and pipeline knobs where they are not the study's defaults."""
+    how it was measured (trace backend, py-spy), and the optimiser and pipeline knobs where they are not
+    the study's defaults."""
     spec = run.record.spec
     parts = [f"{spec.limit} images" if spec.limit else "all images", f"{spec.image_size} px", f"{spec.epochs} ep"]
     default = RunSpec(spec.framework, spec.model, spec.dataset)
     for name in ("lr", "momentum", "workers", "prefetch", "pipeline", "sync_every", "threads", "amp"):
         if getattr(spec, name) != getattr(default, name):
             parts.append(f"{name} {getattr(spec, name)}")
+    if spec.trace != default.trace:
+        parts.append(f"trace {spec.trace}")
+    if spec.pyspy:
+        parts.append("py-spy")
+    if spec.nsys_sampling:
+        parts.append("nsys sampling")
     return ", ".join(parts)
 
 
@@ -91,16 +147,18 @@ def _imported_gpu(run: LoadedRun) -> bool:
     return run.case.imported and run.record.spec.device == "gpu"
 
 
-def _row(case_name: str, runs: Sequence[LoadedRun], warmup: int) -> TableRow:
-    ok = [r for r in runs if r.ok]
+def _row(case_name: str, cp: CasePool, warmup: int) -> TableRow:
+    runs = cp.runs
+    ok = [r for r in runs if r.folder.run_id in cp.pool.counted]
     failed = [r for r in runs if not r.ok]
-    epochs = [r.folder.epochs() for r in ok]
-    cell = throughput(epochs, warmup)
+    cell = cp.pool.throughput
     summaries = [summarise(r.folder, warmup) for r in ok]
     cpu = [s.cpu_pct_mean for s in summaries if s.cpu_pct_mean is not None]
-    wait = [s.data_wait_pct for s in summaries if s.data_wait_pct is not None]
+    wait = [s.steady_data_wait_pct for s in summaries if s.steady_data_wait_pct is not None]
     rss = [s.peak_rss_mib for s in summaries if s.peak_rss_mib is not None]
     gpu = [s.gpu_util_pct_mean for s in summaries if s.gpu_util_pct_mean is not None]
+    nvml = [s.gpu_mem_peak_mib for s in summaries if s.gpu_mem_peak_mib is not None]
+    own = [s.device_peak_mib for s in summaries if s.device_peak_mib is not None]
     with_energy = [s for s in summaries if s.energy_source is not None]
     per_epoch = [s.energy_j_per_epoch for s in with_energy if s.energy_j_per_epoch is not None]
     per_image = [s.energy_j_per_image for s in with_energy if s.energy_j_per_image is not None]
@@ -113,11 +171,11 @@ def _row(case_name: str, runs: Sequence[LoadedRun], warmup: int) -> TableRow:
         device=spec.device,
         batch=spec.batch,
         case=case_name,
-        status="ok" if ok else newest.record.outcome.status.value,
+        status="ok" if ok else _status(newest),
         runs_ok=len(ok),
         runs_failed=len(failed),
         runs_contended=sum(s.contended for s in summaries),
-        epochs=sum(len(e) for e in epochs),
+        epochs=sum(len(r.folder.epochs()) for r in ok),
         warmup_epochs=warmup,
         steady_epoch_s=cell.epoch_s.median if cell.epoch_s else None,
         steady_epoch_s_min=cell.epoch_s.low if cell.epoch_s else None,
@@ -127,17 +185,34 @@ def _row(case_name: str, runs: Sequence[LoadedRun], warmup: int) -> TableRow:
         steady_images_per_s_max=cell.images_per_s.high if cell.images_per_s else None,
         first_epoch_s=cell.first_epoch_s.median if cell.first_epoch_s else None,
         steady_includes_warmup=cell.includes_warmup,
-        data_wait_pct=statistics.fmean(wait) if wait else None,
+        data_wait_pct=statistics.median(wait) if wait else None,
         cpu_pct_mean=statistics.fmean(cpu) if cpu else None,
         peak_rss_mib=max(rss) if rss else None,
         gpu_util_pct_mean=statistics.fmean(gpu) if gpu else None,
+        gpu_mem_nvml_mib=max(nvml) if nvml else None,
+        gpu_mem_framework_mib=max(own) if own else None,
         energy_j_per_epoch=statistics.fmean(per_epoch) if per_epoch else None,
         energy_j_per_image=statistics.fmean(per_image) if per_image else None,
         energy_source=" / ".join(sorted({str(s.energy_source) for s in with_energy})) or NO_SOURCE,
-        cause=failed[-1].record.outcome.cause if failed else "",
+        cause=_cause(failed[-1]) if failed else "",
         run_ids=" ".join(r.folder.run_id for r in runs),
         imported=runs[0].case.imported,
+        left_out="; ".join(cp.pool.left_out),
+        gpu=" / ".join(dict.fromkeys(r.record.environment.gpu_text for r in runs if r.record.environment.gpu_text)),
     )
+
+
+def _status(run: LoadedRun) -> str:
+    """The newest run's end state; a run read as diverged says so even where its run.json says ok."""
+    record = run.record
+    return "diverged" if record.outcome.divergence is not None else record.outcome.status.value
+
+
+def _cause(run: LoadedRun) -> str:
+    record = run.record
+    if record.outcome.divergence is not None:
+        return record.outcome.divergence.describe()
+    return record.outcome.cause
 
 
 CSV_COLUMNS = tuple(f.name for f in fields(TableRow))
@@ -169,10 +244,12 @@ DISPLAY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("Images/s, steady", "steady_images_per_s", ".2f"),
     ("Epoch time, steady (s)", "steady_epoch_s", ".3f"),
     ("First epoch (s)", "first_epoch_s", ".3f"),
-    ("Data wait % of step", "data_wait_pct", ".0f"),
+    ("Data wait % of step, steady", "data_wait_pct", ".0f"),
     ("CPU % mean (100 = all cores)", "cpu_pct_mean", ".1f"),
     ("Peak RSS (MiB)", "peak_rss_mib", ".0f"),
     ("GPU util % mean", "gpu_util_pct_mean", ".1f"),
+    ("GPU memory, NVML: the process holds (MiB)", "gpu_mem_nvml_mib", ".0f"),
+    ("GPU memory, framework: peak in use (MiB)", "gpu_mem_framework_mib", ".0f"),
     ("Energy/epoch (J)", "energy_j_per_epoch", ".1f"),
     ("Energy/image (J)", "energy_j_per_image", ".3f"),
     ("Energy source", "energy_source", ""),
@@ -185,13 +262,26 @@ HEADLINE_FIELDS = ("steady_images_per_s", "steady_epoch_s")
 SPREAD_FIELDS = ("steady_images_per_s", "steady_epoch_s")  # median (min-max) when a row pools repeats
 
 
-def caption(warmup: int = WARMUP_EPOCHS) -> str:
-    """The definition under Tables 1 and 2 (the Markdown and the HTML page print it)."""
-    return (
-        f"Images/s and epoch time are the steady state: {definition(warmup)}. "
-        "A row pooling several runs shows the median over the runs with their range (min-max). "
+GPU_ONLY = ("gpu_util_pct_mean", "gpu_mem_nvml_mib", "gpu_mem_framework_mib")
+
+
+def caption(warmup: int = WARMUP_EPOCHS, gpus: Sequence[str] = ()) -> str:
+    """The definition under Tables 1 and 2 (the Markdown and the HTML page print it); Table 2's names
+    the GPU its runs used (name, driver, CUDA from run.json)."""
+    on = f"Runs on {' and '.join(gpus)}. " if gpus else ""
+    return on + (
+        f"Images/s, epoch time and data wait cover the {STEADY} phase: {definition(warmup)}. "
+        "A row pools the repeats of one spec (trace backend and knobs alike): the median over its runs with "
+        "their range (min-max); diverged and failed runs stay out of it. "
+        "GPU memory: NVML's figure is what the process holds (XLA and TensorFlow reserve ahead, PyTorch's "
+        "caching allocator keeps what it used); the framework's is its own peak in use. "
         "CPU % has 100 = all logical cores; runs taken on a busy machine are marked contended in Status."
     )
+
+
+def table_gpus(rows: Sequence[TableRow]) -> list[str]:
+    """The GPUs the rows' runs used, each once."""
+    return list(dict.fromkeys(g for row in rows for g in row.gpu.split(" / ") if g))
 
 
 def display_cells(row: TableRow, device: str) -> list[str]:
@@ -220,14 +310,14 @@ def display_cells(row: TableRow, device: str) -> list[str]:
 def display_columns(device: str) -> tuple[tuple[str, str, str], ...]:
     if device == "gpu":
         return DISPLAY_COLUMNS
-    return tuple(c for c in DISPLAY_COLUMNS if c[1] != "gpu_util_pct_mean")
+    return tuple(c for c in DISPLAY_COLUMNS if c[1] not in GPU_ONLY)
 
 
 def status_text(row: TableRow) -> str:
     if row.imported:
         return "imported trace: CUDA API and kernels only (see the CUDA API figure)"
     if row.status == "ok":
-        text = "ok" if not row.runs_failed else f"ok; newest failure: {row.cause}"
+        text = "ok" if not row.runs_failed else f"ok; left out: {row.left_out or row.cause}"
         return text + (f"; {row.runs_contended} contended" if row.runs_contended else "")
     return f"{row.status}: {row.cause}" if row.cause else row.status
 
@@ -238,7 +328,7 @@ def to_markdown(rows: Sequence[TableRow], device: str, title: str) -> str:
     if not rows:
         return "\n".join(lines + [f"No {device.upper()} runs were given.", ""])
     warmup = rows[0].warmup_epochs
-    lines += [caption(warmup), ""]
+    lines += [caption(warmup, table_gpus(rows) if device == "gpu" else ()), ""]
     lines.append("| " + " | ".join(h for h, _, _ in columns) + " |")
     lines.append("| " + " | ".join("---:" if spec else "---" for _, _, spec in columns) + " |")
     for row in rows:

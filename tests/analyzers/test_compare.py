@@ -128,3 +128,21 @@ def test_three_runs_and_a_group_of_repeats(tiny_pytorch_run: RunFolder, second_r
 def test_one_run_is_not_a_comparison(tiny_pytorch_run: RunFolder) -> None:
     result = run_tracer("compare", str(tiny_pytorch_run.path))
     assert result.returncode == 2 and "two runs or groups at least" in result.stderr
+
+
+def test_a_diverged_run_stays_out_of_a_groups_speed_median(shared_fixtures: Path) -> None:
+    """H100 fixtures: 3950 diverged; pooled beside a032, the group's steady images/s is a032's alone and the
+    data-wait share beside it is the steady one."""
+    from analyzers.run_summary import summarise
+
+    runs = {p.name[-4:]: RunFolder(p) for p in (shared_fixtures / "gpu-h100").iterdir() if (p / "run.json").exists()}
+    result = compare([[runs["3950"], runs["a032"]], [runs["6573"]]])
+    a = result.columns[0]
+    assert [s.run_id[-4:] for s in a.left_out] == ["3950"]
+    rows = {d.metric: d for d in result.differences}
+    rate = rows["images/s (steady)"].values[0]
+    assert rate is not None and rate.n == 1
+    assert rate.median == summarise(runs["a032"]).steady_images_per_s
+    wait = rows["data-wait share of step time (steady)"].values[1]
+    assert wait is not None and wait.median == summarise(runs["6573"]).steady_data_wait_pct
+    assert rows["CPU % mean (100 = all cores)"].values[0].n == 2  # not a speed: every run counts

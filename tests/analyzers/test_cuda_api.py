@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analyzers import cuda_api
+from analyzers import phases as phases_module
 from analyzers.tables import CUDA_API
 from tests.analyzers.conftest import KINETO_FILES, NSYS_FILES
 from tracer.core.runfolder import RunFolder
@@ -153,26 +154,27 @@ def test_clock_is_unix_ns_where_the_source_says_so(ingested: dict[str, RunFolder
 def test_phases_partition_the_whole(ingested: dict[str, RunFolder], shared_fixtures: Path) -> None:
     folder = ingested[NSYS_FILES[0]]
     phases = cuda_api.phase_summaries(folder)
-    assert {"whole", "startup", "steady"} <= set(phases)
-    whole = {r.name: r for r in phases["whole"]}
-    startup = {r.name: r for r in phases["startup"]}
-    steady = {r.name: r for r in phases["steady"]}
-    teardown = {r.name: r for r in phases["teardown"]}
-    for name, r in whole.items():
-        parts = [p for p in (startup.get(name), steady.get(name), teardown.get(name)) if p]
+    assert {"whole", "startup", "warmup", "steady", "teardown"} <= set(phases)
+    parts_of = ("startup", "warmup", "steady", "teardown")
+    by_phase = {k: {r.name: r for r in phases[k]} for k in ("whole", *parts_of)}
+    for name, r in by_phase["whole"].items():
+        parts = [p for p in (by_phase[k].get(name) for k in parts_of) if p]
         assert sum(p.total_ns for p in parts) == r.total_ns
         assert sum(p.calls for p in parts) == r.calls
-    # the cut is the end of NVTX range step0: context creation and the first cudaMalloc fall before it
-    assert startup["cudaMalloc"].calls == 50 and "cudaMalloc" not in steady
+    # no epoch marks in this trace: the first NVTX step range (step0) is the warm-up; context creation
+    # and the caching allocator's first cudaMalloc calls fall before step1, none in the steady steps
+    startup, warmup, steady = by_phase["startup"], by_phase["warmup"], by_phase["steady"]
+    assert startup["cudaMalloc"].calls + warmup["cudaMalloc"].calls == 50 and "cudaMalloc" not in steady
     con = sqlite3.connect(f"file:{shared_fixtures / NSYS_FILES[0]}?mode=ro", uri=True)
     (n_after,) = con.execute(
         "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME "
-        "WHERE start >= (SELECT end FROM NVTX_EVENTS WHERE text='step0')"
+        "WHERE start >= (SELECT start FROM NVTX_EVENTS WHERE text='step1')"
     ).fetchone()
     con.close()
-    assert sum(r.calls for r in steady.values()) + sum(r.calls for r in teardown.values()) == n_after
+    assert sum(r.calls for r in steady.values()) + sum(r.calls for r in by_phase["teardown"].values()) == n_after
     # the process's teardown (after the last step range) is not steady state
     assert all(r.name != "cuLibraryUnload" for r in steady.values())
+    assert {p.name: p.note for p in cuda_api.phases(folder)}["steady"] == phases_module.STEPS_NOTE
 
 
 def test_epoch_phases_from_worker_events(tmp_path: Path, ingested: dict[str, RunFolder]) -> None:
@@ -192,17 +194,18 @@ def test_epoch_phases_from_worker_events(tmp_path: Path, ingested: dict[str, Run
     phases = cuda_api.phase_summaries(folder)
     calls = {k: sum(r.calls for r in v) for k, v in phases.items()}
     assert calls["epoch 1"] + calls["epoch 2"] == calls["whole"] == table.num_rows
-    assert calls["startup"] == 0 and calls["steady"] == calls["whole"]  # cut at epoch 1's start
+    # cut at the epochs: epoch 1 is the warm-up, epoch 2 the steady state
+    assert calls["startup"] == 0 and calls["warmup"] == calls["epoch 1"] and calls["steady"] == calls["epoch 2"]
 
 
 def test_a_trace_without_markers_gets_the_stated_fallback(ingested: dict[str, RunFolder]) -> None:
     """No step range, no epoch: steady state runs from the first to the last kernel launch, and says so."""
-    folder = next(f for f in ingested.values() if not cuda_api._nvtx(f) and not f.epochs())
+    folder = next(f for f in ingested.values() if not phases_module.nvtx_ranges(f) and not f.epochs())
     cuts = {p.name: p for p in cuda_api.phases(folder)}
     steady = cuts["steady"]
     assert steady.note == cuda_api.FALLBACK_NOTE
     table = pq.read_table(folder.table_path(CUDA_API)).to_pylist()
-    launches = [r for r in table if r["name"].startswith(cuda_api._LAUNCH_PREFIXES)]
+    launches = [r for r in table if r["name"].startswith(phases_module.LAUNCH_PREFIXES)]
     assert launches and steady.start_ns == min(r["start_ns"] for r in launches)
     assert steady.end_ns == max(r["end_ns"] for r in launches)
     summaries = cuda_api.phase_summaries(folder)

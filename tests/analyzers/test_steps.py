@@ -41,7 +41,8 @@ def test_run_without_a_steps_table_has_no_share(tiny_pytorch_run: RunFolder, tmp
     assert steps.epoch_splits(old) == [] and steps.run_data_wait_share(old) is None
     assert summarise(old).data_wait_pct is None
     diffs = {d.metric: d for d in compare([[old], [tiny_pytorch_run]]).differences}
-    assert diffs["data-wait share of step time"].a is None and diffs["data-wait share of step time"].ratio(1) is None
+    assert diffs["data-wait share of step time (all epochs)"].a is None
+    assert diffs["data-wait share of step time (steady)"].ratio(1) is None
     result = run_tracer("show", str(old.path))
     assert result.returncode == 0 and "data wait" in result.stdout
 
@@ -50,4 +51,6 @@ def test_show_prints_the_share_per_epoch(tiny_pytorch_run: RunFolder) -> None:
     result = run_tracer("show", str(tiny_pytorch_run.path))
     assert result.returncode == 0, result.stderr
     line = next(ln for ln in result.stdout.splitlines() if "data wait" in ln)
-    assert "per epoch" in line and line.count("%") == 1 + len(steps.data_wait_shares(tiny_pytorch_run)) + 1
+    # the header's %, the steady share, the all-epoch share, then one per epoch
+    assert "per epoch" in line and line.count("%") == 1 + 2 + len(steps.data_wait_shares(tiny_pytorch_run))
+    assert line.split("(% of step time)")[1].strip().startswith("steady ")

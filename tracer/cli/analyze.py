@@ -30,7 +30,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     add_runs_dir(p)
     p.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
-    p.add_argument("--phase", default="whole", help="whole (default), startup, steady, or 'epoch N'")
+    p.add_argument(
+        "--phase",
+        default="whole",
+        help="whole (default), startup, warmup, steady (the epochs after the warm-up), teardown, or 'epoch N'",
+    )
     p.add_argument("--top", type=int, default=20, help="rows per table in table format (default 20)")
     p.set_defaults(func=cmd_analyze)
     e = sub.add_parser("export-trace", help="write a run as Chrome-trace JSON (open it in Perfetto)")
@@ -76,7 +80,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     run = cached_import(Path(args.run)) if Path(args.run).is_file() else find_run(args.runs_dir, args.run)
     data = analysis(run, args.phase)
     if args.format == "json":
-        head = {"run": run.run_id, "phase": args.phase, "api": api_family(run)}
+        from analyzers.cuda_api import phases
+
+        cut = next(p for p in phases(run) if p.name == " ".join(args.phase.split()))
+        head = {"run": run.run_id, "phase": args.phase, "covers": cut.label(), "api": api_family(run)}
         json.dump(_finite(head | data), sys.stdout, indent=1, allow_nan=False)
         print()
     elif args.format == "csv":
@@ -92,8 +99,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         from analyzers.cuda_api import phases
 
         wanted = " ".join(args.phase.split())
-        note = next((p.note for p in phases(run) if p.name == wanted and p.note), "")
-        title = f"{run.run_id} ({args.phase}{'; ' + note if note else ''})"
+        cut = next(p for p in phases(run) if p.name == wanted)
+        title = f"{run.run_id}, {cut.label()}{'; ' + cut.note if cut.note else ''}"
         print_tables(data, args.top, title, api_family(run))
     return 0
 

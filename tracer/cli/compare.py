@@ -79,6 +79,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         out.print(
             f"{column.letter}: {runs}  [{s.framework} {s.model} {s.device} batch {s.batch}, {status}]", markup=False
         )
+        if not column.head.rankable and not any(x.rankable for x in column.summaries):
+            out.print(f"   {column.letter}: speed not ranked ({column.head.not_rankable_why})", markup=False)
+        for s_out in column.left_out:
+            out.print(
+                f"   {column.letter}: {s_out.run_id} left out of the speed medians ({s_out.not_rankable_why})",
+                markup=False,
+            )
         if column.contended:
             out.print(
                 f"   warning: {column.contended} of {len(column.summaries)} run(s) contended "
@@ -89,7 +96,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
             why = "; ".join(s.energy_unavailable)
             out.print(f"   energy of {column.letter}: {NO_SOURCE}" + (f" ({why})" if why else ""), markup=False)
     letters = [c.letter for c in result.columns]
-    table = Table("metric", *letters, *(f"{x} / A" for x in letters[1:]))
+    from analyzers.steady import definition
+
+    table = Table(
+        "metric",
+        *letters,
+        *(f"{x} / A" for x in letters[1:]),
+        caption=f"(steady): {definition(args.warmup)}; the other rows cover the whole run",
+    )
     for row in rows_for_print(result):
         table.add_row(*row)
     out.print(table)

@@ -134,11 +134,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _data_wait(run_pct: float | None, by_epoch: tuple[float | None, ...]) -> str:
-    """'run 12 %; per epoch 20 %, 8 %', or '-' for a run without a per-step table."""
+def _data_wait(steady_pct: float | None, run_pct: float | None, by_epoch: tuple[float | None, ...]) -> str:
+    """'steady 92 %; all epochs 47 %; per epoch 2 %, 92 %, 93 %', or '-' for a run without a per-step table.
+    The steady share leads: it is the one of the same epochs as the steady images/s."""
     if run_pct is None:
         return "-"
-    return f"run {run_pct:.0f} %; per epoch " + ", ".join("-" if v is None else f"{v:.0f} %" for v in by_epoch)
+    head = f"steady {steady_pct:.0f} %; " if steady_pct is not None else ""
+    per = ", ".join("-" if v is None else f"{v:.0f} %" for v in by_epoch)
+    return f"{head}all epochs {run_pct:.0f} %; per epoch {per}"
 
 
 def print_summary(s: object, console: Console) -> None:
@@ -161,7 +164,7 @@ def print_summary(s: object, console: Console) -> None:
         ("first epoch", f"{fmt(s.first_epoch_s, '.3f')} s (warm-up: first {s.warmup_epochs} left out)"),
         ("all epochs", f"mean {fmt(s.mean_epoch_s, '.3f')} s, {fmt(s.images_per_s, '.1f')} images/s"),
         *([("compile time, whole run", f"{s.compile_s:.3f} s")] if s.compile_s is not None else []),
-        ("data wait (% of step time)", _data_wait(s.data_wait_pct, s.data_wait_pct_by_epoch)),
+        ("data wait (% of step time)", _data_wait(s.steady_data_wait_pct, s.data_wait_pct, s.data_wait_pct_by_epoch)),
         ("CPU % (100 = all cores)", f"mean {fmt(s.cpu_pct_mean, '.1f')}, max {fmt(s.cpu_pct_max, '.1f')}"),
         ("peak RSS", f"{fmt(s.peak_rss_mib, '.0f')} MiB ({fmt(s.peak_rss_pct_ram, '.1f')} % of RAM)"),
         ("threads", f"min {fmt(s.threads_min)}, median {fmt(s.threads_median)}, max {fmt(s.threads_max)}"),
@@ -221,7 +224,8 @@ def steady_text(s: object) -> str:
         return "-"
     if s.steady_includes_warmup:
         return f"{s.steady_images_per_s:.1f} (all {s.steady_epochs} epochs: none after the warm-up)"
-    return f"{s.steady_images_per_s:.1f} ({s.steady_epochs} epochs after the first {s.warmup_epochs})"
+    epochs = f"{s.steady_epochs} epoch{'s' if s.steady_epochs != 1 else ''}"
+    return f"{s.steady_images_per_s:.1f} ({epochs} after the first {s.warmup_epochs})"
 
 
 def contention_line(s: object) -> str:

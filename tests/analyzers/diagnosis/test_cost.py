@@ -69,7 +69,7 @@ def test_trace_volume_of_an_imported_trace(imported_nsys: RunFolder) -> None:
 def test_traced_run_reports_volume_and_ratio_to_an_untraced_twin(tmp_path: Path) -> None:
     """Two real runs of one spec in one folder, one under the PyTorch profiler: the traced one says
     how many records and bytes its trace holds and how much slower its epochs were."""
-    from analyzers.run_summary import mean_epoch_s
+    from analyzers.steady import epoch_stats
     from tests.conftest import TINY, require_framework
     from tracer.core.runfolder import list_runs
 
@@ -82,9 +82,53 @@ def test_traced_run_reports_volume_and_ratio_to_an_untraced_twin(tmp_path: Path)
     untraced_run, traced_run = sorted(list_runs(tmp_path), key=lambda r: r.read_record().spec.trace != "none")
     cost = measurement_cost(traced_run)
     assert cost.untraced_run == untraced_run.run_id
-    ratio = (mean_epoch_s(traced_run.epochs()) or 0) / (mean_epoch_s(untraced_run.epochs()) or 1)
+    ratio = (epoch_stats(traced_run.epochs()).steady_epoch_s or 0) / (
+        epoch_stats(untraced_run.epochs()).steady_epoch_s or 1
+    )
     assert cost.traced_over_untraced_epoch == pytest.approx(ratio)
     assert cost.trace_records is not None and cost.trace_records > 0
     assert cost.trace_bytes is not None and cost.trace_bytes > 0
     assert measurement_cost(untraced_run).trace_records is None  # nothing traced, nothing to count
     assert "traced / untraced epoch time" in traced.stdout and "Diagnosis" in traced.stdout
+
+
+H100 = "gpu-h100"
+
+
+def _h100(shared_fixtures: Path, tail: str) -> RunFolder:
+    return RunFolder(next(p for p in (shared_fixtures / H100).iterdir() if p.name.endswith(tail)))
+
+
+def test_e36e_costs_its_steady_epochs_against_its_untraced_pair(shared_fixtures: Path) -> None:
+    """CUPTI + py-spy at batch 1: steady epoch 11.44 s against 6573's 1.28 s (8.9x), not the 1.47x of
+    all epochs (its first epoch was the faster one)."""
+    cost = measurement_cost(_h100(shared_fixtures, "e36e"))
+    assert cost.untraced_run is not None and cost.untraced_run.endswith("6573")
+    assert cost.traced_over_untraced_epoch == pytest.approx(11.44 / 1.28, rel=0.01)
+    assert any("steady: 8.9" in line for line in cost.lines())
+
+
+def test_cf98_training_cpu_is_the_workers_tree_under_nsys(shared_fixtures: Path) -> None:
+    """nsys launches the worker: the reaped-children CPU in run.json (0.48 s) is the launcher's; the
+    worker's sampled tree used about 78 CPU s, so the sampler's 2.2 s are under 3 % of it, not 464 %."""
+    from analyzers.diagnosis.cost import sampled_tree_cpu_s
+
+    folder = _h100(shared_fixtures, "cf98")
+    recorded = folder.read_record().measurement_cost
+    assert recorded is not None and recorded.sampler_pct_of_training_cpu > 400  # the defect, as recorded
+    cost = measurement_cost(folder)
+    assert cost.sampler_pct_of_training_cpu is not None and cost.sampler_pct_of_training_cpu < 100
+    assert cost.training_cpu_s == pytest.approx(sampled_tree_cpu_s(folder))
+    assert 60 < (cost.training_cpu_s or 0) < 100
+    assert "nsys launched the worker" in cost.lines()[0]
+
+
+def test_sampled_tree_agrees_with_the_kernels_account_where_the_worker_is_a_child(shared_fixtures: Path) -> None:
+    """The two figures measure one tree: on the untraced PyTorch runs within 2 %."""
+    from analyzers.diagnosis.cost import sampled_tree_cpu_s
+
+    for tail in ("85cf", "3950", "6573"):
+        folder = _h100(shared_fixtures, tail)
+        recorded = folder.read_record().measurement_cost
+        assert recorded is not None
+        assert sampled_tree_cpu_s(folder) == pytest.approx(recorded.training_cpu_s, rel=0.02)

@@ -161,7 +161,8 @@ def _everything_fires(t: RunTables) -> RunTables:
         ("ctx_switches_involuntary", [400 * t.cores * (x - times[0]) / 1e9 for x in times]),
     ):
         p = p.set_column(p.column_names.index(name), name, pa.array(values, p.schema.field(name).type))
-    s = t.steps.set_column(t.steps.column_names.index("data_wait_s"), "data_wait_s", pa.array([1.0] * m))
+    # waits far above any step's compute, however busy the machine (a loaded 2-core VM took 4.6 s a step)
+    s = t.steps.set_column(t.steps.column_names.index("data_wait_s"), "data_wait_s", pa.array([1000.0] * m))
     span = t.epochs[-1].end_ns - t.epochs[0].start_ns
     return dataclasses.replace(t, process=p, steps=s, worker_start_ns=t.epochs[0].start_ns - span)
 
@@ -200,3 +201,18 @@ def test_diagnose_prints_host_bound_for_the_batch_one_fixture(shared_fixtures: P
     out = run_tracer("diagnose", str(folder))
     assert out.returncode == 0, out.stderr
     assert "host-bound" in out.stdout and "the GPU waits for the host" in out.stdout
+
+
+def test_a266_allocator_churn_divides_calls_and_steps_of_one_phase(
+    h100: dict[str, RunTables], verdicts: dict[str, dict[str, Verdict]]
+) -> None:
+    """CUPTI run a266: its steady epoch (epoch 2) has 14 cudaMalloc and 0 cudaFree over 61 steps: the
+    caching allocator growing, not churning (the whole run's 90 + 58 calls over one epoch's steps fired)."""
+    v = verdicts["a266"]["allocator-churn"]
+    assert v.measured and not v.fired, v
+    assert evidence(v, "cudaMalloc/cudaFree calls in steady state") == 14
+    assert evidence(v, "steady steps") == 61
+    calls = {r.name: r.calls for r in h100["a266"].cuda_steady}
+    assert calls.get("cudaMalloc") == 14 and "cudaFree" not in calls
+    whole = {r.name: r.calls for r in h100["a266"].cuda_whole}
+    assert (whole["cudaMalloc"], whole["cudaFree"]) == (90, 58)
