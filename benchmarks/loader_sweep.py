@@ -1,110 +1,210 @@
-"""Loader-worker sweep: for each framework, the mean epoch time and data-wait share at each worker count,
-where its best lies, and how far the default budget (min(cores - 1, 8), the same for all) is from it.
+"""Loader-only throughput: each framework's input pipeline exactly as its worker builds it, read without
+training, at several worker counts; images/s and where the CPU goes (the training process's own CPU and
+the loader processes' CPU, in ms per image).
 
-    python benchmarks/loader_sweep.py --workers 0 1 2 --limit 32 --image-size 64 --batch 8
+    PYTHONPATH=. ~/.cache/dl-tracer/venv/bin/python benchmarks/loader_sweep.py --workers 1 2 4 8
 
-Each cell is one real `tracer profile` run; TensorFlow also gets `--workers autotune`. The first epoch
-(graph tracing, worker start) is left out of the mean.
+Each cell is a probe run in the framework's own environment: it builds the worker's `Trainer` (model and
+loader, as `tracer profile` does), swaps its training loop for one that only takes the batches, and
+reads the epochs after the first (loader processes start in the first). The training process's CPU per
+image bounds what any number of workers can give: a loop that spends c ms of its own CPU per image cannot
+take more than 1000 / c images/s however many cores decode. The throughput ratios between frameworks
+belong here, not in a timed test; on a machine with fewer cores than workers they show the mechanism
+(how the work is split), not the speed a larger machine would reach.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from analyzers import steps
-from tracer.core.runfolder import list_runs
+from tracer import dataset
+from tracer.core.frameworks import FRAMEWORKS
+from tracer.environments import env_python
+from tracer.runner import worker_pythonpath
 from tracer.sysinfo import cpu_model
-from tracer.worker.base import AUTOTUNE, default_loader_workers
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle")
+PROBE = r"""
+import json, os, sys, time
+from tracer.worker.base import EpochStats
+from tracer.worker.registry import load_trainer
+from tracer.worker.reporting import Reporter
+from tracer.worker.workload import WorkloadConfig, list_images
+
+spec = json.loads(sys.argv[1])
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / float(TICK)
+
+
+def descendants(pid):
+    found = []
+    for task in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+                found += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return found + [g for c in found for g in descendants(c)]
+
+
+def loader_cpu(me):
+    # live loader processes from /proc, plus those that ended and were reaped (os.times)
+    live = 0.0
+    for pid in descendants(me):
+        try:
+            live += cpu_s(pid)
+        except OSError:
+            pass
+    t = os.times()
+    return live + t.children_user + t.children_system, live
+
+
+cfg = WorkloadConfig(**spec)
+trainer = load_trainer(cfg)(cfg, list_images(cfg.dataset_dir, cfg.limit), Reporter(os.devnull))
+trainer.build()
+
+
+seen = {}  # pid: (CPU s when first seen in the epoch, CPU s when last seen)
+
+
+def only_load(epoch, batches, train_step, read):
+    n = 0
+    for batch in batches:
+        n += int(batch[1].shape[0])
+        for pid in descendants(me):  # while they run: some end with the epoch
+            try:
+                now = cpu_s(pid)
+            except OSError:
+                continue
+            seen[pid] = (seen.get(pid, (now, now))[0], now)
+    return EpochStats(n, 0.0)
+
+
+trainer.run_epoch = only_load
+me = os.getpid()
+epochs = []
+for epoch in range(1, cfg.epochs + 1):
+    seen.clear()
+    before, live_before = loader_cpu(me)
+    own, t0 = cpu_s(me), time.perf_counter()
+    images = trainer.train_epoch(epoch).images
+    wall, own = time.perf_counter() - t0, cpu_s(me) - own
+    after, _ = loader_cpu(me)
+    busy = sum(1 for first, last in seen.values() if last > first)
+    epochs.append({"images": images, "wall_s": wall, "own_cpu_s": own, "loader_cpu_s": after - before, "procs": busy})
+print(json.dumps(epochs))
+"""
 
 
 @dataclass(frozen=True)
 class Cell:
     framework: str
-    workers: str
+    workers: int
     status: str
-    mean_epoch_s: float | None
-    data_wait_pct: float | None
+    images_per_s: float | None = None
+    own_ms_per_image: float | None = None  # the training process's CPU (all its threads)
+    loader_ms_per_image: float | None = None  # the loader processes' CPU
+    loader_processes: int | None = None  # processes of the tree seen gaining CPU while batches came
 
 
-def run_cell(args: argparse.Namespace, out: Path, framework: str, workers: str) -> Cell:
-    folder_out = out / f"{framework}-w{workers}"
-    cmd = [sys.executable, "-m", "tracer", "profile", "--framework", framework, "--model", args.model]
-    cmd += ["--dataset", args.dataset, "--batch", str(args.batch), "--epochs", str(args.epochs)]
-    cmd += ["--limit", str(args.limit), "--image-size", str(args.image_size), "--workers", workers]
-    cmd += ["--out", str(folder_out)]
-    if args.threads:
-        cmd += ["--threads", str(args.threads)]
-    subprocess.run(cmd, capture_output=True, text=True)
-    runs = list_runs(folder_out) if folder_out.exists() else []
-    if not runs:
-        return Cell(framework, workers, "refused", None, None)
-    folder = runs[-1]
-    epochs = folder.epochs()[args.warmup :]
-    mean = sum(e.duration_s for e in epochs) / len(epochs) if epochs else None
-    shares = [v for k, v in steps.data_wait_shares(folder).items() if k > args.warmup and v is not None]
-    wait = 100 * sum(shares) / len(shares) if shares else None
-    return Cell(framework, workers, folder.read_record().outcome.status.value, mean, wait)
+def run_cell(args: argparse.Namespace, folder: str, framework: str, workers: int) -> Cell:
+    spec = {
+        "framework": framework,
+        "model": args.model,
+        "dataset_dir": folder,
+        "batch": args.batch,
+        "epochs": args.epochs,
+        "limit": args.limit,
+        "image_size": args.image_size,
+        "workers": workers,
+        "worker_module": FRAMEWORKS[framework].worker_module,
+    }
+    env = dict(os.environ, PYTHONPATH=str(worker_pythonpath()), TF_CPP_MIN_LOG_LEVEL="2")
+    python = str(env_python(framework))
+    result = subprocess.run(
+        [python, "-c", PROBE, json.dumps(spec)], capture_output=True, text=True, env=env, cwd="/", timeout=args.timeout
+    )
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        return Cell(framework, workers, f"failed: {last[:120]}")
+    epochs = json.loads(result.stdout.strip().splitlines()[-1])[args.warmup :]
+    images = sum(e["images"] for e in epochs)
+    if not images:
+        return Cell(framework, workers, "no epoch after the warm-up")
+    return Cell(
+        framework,
+        workers,
+        "ok",
+        images / sum(e["wall_s"] for e in epochs),
+        1000 * sum(e["own_cpu_s"] for e in epochs) / images,
+        1000 * sum(e["loader_cpu_s"] for e in epochs) / images,
+        max(e["procs"] for e in epochs),
+    )
 
 
-def markdown(cells: list[Cell], default: int) -> str:
+def markdown(cells: list[Cell]) -> str:
     lines = [
-        "| framework | workers | mean epoch (s) | data wait % | vs best |",
-        "| --- | --- | --- | --- | --- |",
+        "| framework | workers | images/s | training process CPU ms/image | loader processes | their CPU ms/image |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
-    for fw in dict.fromkeys(c.framework for c in cells):
-        mine = [c for c in cells if c.framework == fw]
-        timed = [c.mean_epoch_s for c in mine if c.mean_epoch_s is not None]
-        best = min(timed) if timed else None
-        for c in mine:
-            mark = " (default)" if c.workers == str(default) else ""
-            if c.mean_epoch_s is None or best is None:
-                lines.append(f"| {fw} | {c.workers}{mark} | {c.status} | - | - |")
-                continue
-            wait = "-" if c.data_wait_pct is None else f"{c.data_wait_pct:.0f}"
-            lines.append(f"| {fw} | {c.workers}{mark} | {c.mean_epoch_s:.2f} | {wait} | {c.mean_epoch_s / best:.2f} |")
+    for c in cells:
+        if c.status != "ok":
+            lines.append(f"| {c.framework} | {c.workers} | {c.status} | - | - | - |")
+            continue
+        lines.append(
+            f"| {c.framework} | {c.workers} | {c.images_per_s:.0f} | {c.own_ms_per_image:.2f} | "
+            f"{c.loader_processes} | {c.loader_ms_per_image:.2f} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--frameworks", nargs="+", default=list(FRAMEWORKS), choices=FRAMEWORKS)
-    p.add_argument("--workers", nargs="+", default=["0", "1", "2"], help="worker counts to try (default 0 1 2)")
-    p.add_argument("--model", default="mobilenet_v2")
-    p.add_argument("--dataset", default="small")
-    p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--limit", type=int, default=32)
-    p.add_argument("--image-size", type=int, default=64)
+    p.add_argument("--frameworks", nargs="+", default=list(FRAMEWORKS), choices=list(FRAMEWORKS))
+    p.add_argument("--workers", nargs="+", type=int, default=[1, 2, 4, 8], help="worker counts (default 1 2 4 8)")
+    p.add_argument("--model", default="alexnet", help="built as a run builds it, never trained (default alexnet)")
+    p.add_argument("--dataset", default="small", help="small, big or a folder (default small)")
+    p.add_argument("--limit", type=int, default=400)
+    p.add_argument("--image-size", type=int, default=224)
+    p.add_argument("--batch", type=int, default=100)
     p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--warmup", type=int, default=1, help="leading epochs left out of the mean (default 1)")
-    p.add_argument("--threads", type=int, help="intra-op threads for every framework")
-    p.add_argument("--out", type=Path, help="where run folders go (default: a temporary folder)")
+    p.add_argument("--warmup", type=int, default=1, help="leading epochs left out (default 1: loader start-up)")
+    p.add_argument("--timeout", type=float, default=900, help="seconds a cell may take")
+    p.add_argument("--json", type=Path, help="also write the cells here")
     args = p.parse_args(argv)
-    out = args.out or Path(tempfile.mkdtemp(prefix="loader-sweep-"))
-    started = time.monotonic()
+    known = {"small", "big"}
+    folder = str(dataset.ensure_generated(args.dataset) if args.dataset in known else Path(args.dataset))
+    started = time.time()
+    load_before = os.getloadavg()
     cells = []
     for fw in args.frameworks:
-        for workers in args.workers + ([AUTOTUNE] if fw == "tensorflow" else []):
-            cell = run_cell(args, out, fw, workers)
+        for workers in args.workers:
+            cell = run_cell(args, folder, fw, workers)
             cells.append(cell)
-            print(f"{fw:10} workers {workers:8} {cell.status} {cell.mean_epoch_s}", file=sys.stderr, flush=True)
-    default = default_loader_workers()
+            print(f"{fw:10} workers {workers}: {cell}", file=sys.stderr, flush=True)
+    load_after = os.getloadavg()
+    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(started))
     print(
-        f"{platform.system()} {platform.machine()}, {cpu_model()}, {os.cpu_count()} CPUs; {args.model} on "
-        f"{args.dataset}, --limit {args.limit}, {args.image_size} px, batch {args.batch}, {args.epochs} epochs "
-        f"(first {args.warmup} left out); default loader workers here: {default}; "
-        f"{time.monotonic() - started:.0f} s in all.\n"
+        f"{when} UTC, {(time.time() - started) / 60:.0f} min; {platform.system()} {platform.machine()}, {cpu_model()}, "
+        f"{os.cpu_count()} CPUs; load average {load_before[0]:.1f} before, {load_after[0]:.1f} after; "
+        f"{args.model} built, {args.dataset}, --limit {args.limit}, {args.image_size} px, batch {args.batch}, "
+        f"{args.epochs} passes (first {args.warmup} left out).\n"
     )
-    print(markdown(cells, default))
+    print(markdown(cells))
+    if args.json:
+        args.json.write_text(json.dumps([asdict(c) for c in cells], indent=1))
     return 0
 
 

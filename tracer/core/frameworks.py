@@ -175,8 +175,8 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
         ("singa==3.0.0.dev1", "numpy==1.19.5", "dataclasses==0.8", "pillow==8.4.0"),
         "tracer.worker.frameworks.singa",
         {
-            T.WORKERS: None,  # SINGA's Python API has no loader: the worker's own decode pool
-            T.PREFETCH: None,
+            T.WORKERS: Setting("multiprocessing.Pool(processes=...) decoding batches (SINGA has no loader of its own)"),
+            T.PREFETCH: Setting("batches in flight per decode process (multiprocessing.Pool.apply_async ahead)"),
             T.THREADS: Setting("OMP_NUM_THREADS (singa's CPU kernels)"),
             T.ALLOCATOR: gpu("singa's device memory pool (singa.device.create_cuda_gpu)"),
             T.LAUNCH: gpu("singa Model.compile(use_graph=True) (the step's operations buffered as a graph)"),
@@ -184,6 +184,7 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
             T.STARTUP: None,
         },
         ("singa",),
+        workers_knob="multiprocessing.Pool.processes",
         note="PyPI's SINGA wheel is CPU-only: for a GPU build, `tracer profile --python` an interpreter with one",
         python_version="3.6",
         # pip 18.1 (Python 3.6's own) rejects the manylinux2014 tag; 21.3.1 is the last pip for 3.6.
@@ -200,8 +201,8 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
         ("jax[cuda13]==0.10.2", "flax==0.12.8", "optax==0.2.8", "grain==0.2.18", "pillow"),
         "tracer.worker.frameworks.jax",
         {
-            T.WORKERS: Setting("grain.ReadOptions(num_threads=...)"),
-            T.PREFETCH: Setting("grain.ReadOptions(prefetch_buffer_size=...)"),
+            T.WORKERS: Setting("grain.MultiprocessingOptions(num_workers=...) in IterDataset.mp_prefetch"),
+            T.PREFETCH: Setting("grain.MultiprocessingOptions(per_worker_buffer_size=...)"),
             T.THREADS: Setting("XLA_FLAGS=intra_op_parallelism_threads=N (jax's CPU backend)"),
             T.ALLOCATOR: gpu("XLA_PYTHON_CLIENT_ALLOCATOR / XLA_PYTHON_CLIENT_PREALLOCATE (jax's GPU memory)"),
             T.LAUNCH: gpu("one jax.jit over the whole step with donated buffers (donate_argnums)"),
@@ -211,7 +212,7 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
             ),
         },
         ("jax", "grain", "xla_python"),
-        workers_knob="grain.ReadOptions.num_threads",
+        workers_knob="grain.MultiprocessingOptions.num_workers",
         note="the CUDA build is the jax[cuda13] extra: it needs an NVIDIA driver for CUDA 13",
     ),
 )

@@ -6,7 +6,7 @@ Python 3.6 syntax (`dataclasses` is the backport there); standard library, NumPy
 import json
 import os
 from dataclasses import dataclass, fields
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -121,8 +121,9 @@ def resize_and_crop(image: Any, size: int) -> Any:
     return image.crop((left, top, left + size, top + size))
 
 
-def load_normalised(path: str, size: int, flip: bool, channels_first: bool = True) -> Any:
-    """Decode, resize + crop, optional horizontal flip, scale to [0, 1], normalise: float32 array."""
+def load_pixels(path: str, size: int, flip: bool) -> Any:
+    """Decode, resize + crop, optional horizontal flip: uint8 HWC array (a quarter of the float32
+    bytes, for loaders that hand batches across processes and normalise where the batch arrives)."""
     import numpy as np
     from PIL import Image
 
@@ -130,9 +131,32 @@ def load_normalised(path: str, size: int, flip: bool, channels_first: bool = Tru
         im = resize_and_crop(im, size)
         if flip:
             im = im.transpose(getattr(Image, "Transpose", Image).FLIP_LEFT_RIGHT)  # Pillow < 9.1 has no enum
-        pixels = np.asarray(im, dtype=np.float32) / 255.0
-    arr = (pixels - np.asarray(MEAN, dtype=np.float32)) / np.asarray(STD, dtype=np.float32)
+        return np.asarray(im, dtype=np.uint8)
+
+
+def normalise(pixels: Any) -> Any:
+    """uint8 pixels (any leading shape, channels last) to [0, 1], then MEAN/STD: float32, channels last."""
+    import numpy as np
+
+    scaled = np.asarray(pixels, dtype=np.float32) / 255.0
+    return (scaled - np.asarray(MEAN, dtype=np.float32)) / np.asarray(STD, dtype=np.float32)
+
+
+def load_normalised(path: str, size: int, flip: bool, channels_first: bool = True) -> Any:
+    """Decode, resize + crop, optional horizontal flip, scale to [0, 1], normalise: float32 array."""
+    arr = normalise(load_pixels(path, size, flip))
     return arr.transpose(2, 0, 1).copy() if channels_first else arr
+
+
+def load_batch(files: Sequence[str], size: int, flips: Sequence[bool]) -> Any:
+    """A batch of `load_pixels`, stacked (N, H, W, 3) uint8: the unit of work of a process-pool loader
+    (a module-level function, so a spawned process imports only this module to run it)."""
+    import numpy as np
+
+    out = np.empty((len(files), size, size, 3), dtype=np.uint8)
+    for i, (path, flip) in enumerate(zip(files, flips)):
+        out[i] = load_pixels(path, size, flip)
+    return out
 
 
 def adaptive_pool_matrix(size_in: int, size_out: int) -> Any:

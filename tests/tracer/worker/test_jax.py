@@ -65,8 +65,9 @@ def test_knobs_map_to_grain_and_bfloat16(make_run: Callable[..., RunFolder]) -> 
     )
     record = folder.read_record()
     assert record.outcome.status.value == "ok", record.outcome
-    assert record.knobs["grain.ReadOptions.num_threads"] == 2
-    assert record.knobs["grain.ReadOptions.prefetch_buffer_size"] == 3
+    assert record.knobs["grain.MultiprocessingOptions.num_workers"] == 2  # processes, each its own decoder
+    assert record.knobs["grain.MultiprocessingOptions.per_worker_buffer_size"] == 3
+    assert record.knobs["grain.ReadOptions.num_threads"] == 0  # no reader threads inside a process
     assert record.knobs["compute_dtype"] == "bfloat16" and record.knobs["param_dtype"] == "float32"
     assert all(math.isfinite(e.loss) and e.images == 5 for e in folder.epochs())
     # 5 images in batches of 4: a last batch of 1 is a new shape, compiled (and reported) once.

@@ -14,28 +14,39 @@ import itertools
 import os
 import random
 import time
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+# GPU memory on demand, as PyTorch's caching allocator takes it, unless the user's environment says
+# otherwise: by default XLA reserves 75 % of the card when its GPU client starts, so NVML would see the
+# reservation, not what the model needs. Read by jaxlib when the GPU client starts; set before any import.
+PREALLOCATE_ENV = "XLA_PYTHON_CLIENT_PREALLOCATE"
+PREALLOCATE_FROM = "environment" if PREALLOCATE_ENV in os.environ else "tracer default"
+os.environ.setdefault(PREALLOCATE_ENV, "false")
 
 # Importing JAX does not start XLA: its CPU client (and XLA_FLAGS) starts with the first array, in build().
-import flax
-import flax.linen as nn
-import grain
-import jax
-import jax.numpy as jnp
-import numpy as np
-import optax
+import flax  # noqa: E402
+import flax.linen as nn  # noqa: E402
+import grain  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+from absl import flags  # noqa: E402 - grain's flags (absl ships with grain)
 
-from tracer.worker import base
-from tracer.worker.base import EpochStats, ParamCount
-from tracer.worker.schema import Event
-from tracer.worker.workload import MOBILENET_V2_SETTINGS, adaptive_pool_matrix, load_normalised
+from tracer.worker import base  # noqa: E402
+from tracer.worker.base import EpochStats, ParamCount  # noqa: E402
+from tracer.worker.schema import Event  # noqa: E402
+from tracer.worker.workload import MEAN, MOBILENET_V2_SETTINGS, STD, adaptive_pool_matrix, load_pixels  # noqa: E402
 
 # torchvision's initialisers, as variance-scaling initialisers.
 KAIMING_FAN_OUT = nn.initializers.variance_scaling(2.0, "fan_out", "normal")  # kaiming_normal_(mode="fan_out")
 TORCH_DEFAULT = nn.initializers.variance_scaling(1.0 / 3.0, "fan_in", "uniform")  # kaiming_uniform_(a=sqrt(5))
 LINEAR_SMALL = nn.initializers.normal(0.01)  # normal_(0, 0.01)
 
-DEFAULT_PREFETCH = 2  # batches; grain's own default (500 elements) would hold 500 batches
+# Each loader process decodes whole batches in its own main thread (grain.ReadOptions in the process):
+# no reader threads, so --workers N is N decoders, each free of the others' interpreter lock.
+THREADS_PER_LOADER_PROCESS = 0
+INPUT_DTYPE = "uint8 (decoded, resized, cropped, flipped in the loader; normalised on the device in the step)"
 
 
 def _pad(p: int) -> Tuple[Tuple[int, int], Tuple[int, int]]:
@@ -234,8 +245,9 @@ def model_params(name: str, num_classes: int = 3, image_size: int = 224) -> Para
 
 
 class _Load:
-    """grain map step: decode, resize + crop, normalise (workload.py), random flip from grain's
-    per-element generator (seeded from --seed and the epoch, so runs repeat)."""
+    """grain map step: decode, resize + crop (workload.py), random flip from grain's per-element
+    generator (seeded from --seed and reseeded each epoch, so runs repeat); uint8 pixels: a quarter of
+    float32's bytes through shared memory and to the device, where the step normalises them."""
 
     def __init__(self, files: Any, labels: Any, size: int) -> None:
         self.files = files
@@ -244,8 +256,13 @@ class _Load:
 
     def __call__(self, index: int, rng: Any) -> Tuple[Any, Any]:
         flip = bool(rng.random() < 0.5)
-        image = load_normalised(self.files[index], self.size, flip=flip, channels_first=False)
-        return image, np.int32(self.labels[index])
+        return load_pixels(self.files[index], self.size, flip), np.int32(self.labels[index])
+
+
+def _normalise(x: Any) -> Any:
+    """workload.normalise on the device, inside the compiled step: uint8 NHWC in, float32 out."""
+    scaled = x.astype(jnp.float32) / 255.0
+    return (scaled - jnp.asarray(MEAN, jnp.float32)) / jnp.asarray(STD, jnp.float32)
 
 
 class Trainer(base.Trainer):
@@ -269,18 +286,23 @@ class Trainer(base.Trainer):
             return ""
         return "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=%d" % self.cfg.threads
 
+    PEAK_MEMORY_SOURCE = "jax.Device.memory_stats()['peak_bytes_in_use']"
+
     def knobs(self) -> Dict[str, object]:
         cfg = self.cfg
+        workers = self._workers()
         return {
-            "grain.ReadOptions.num_threads": self._workers(),
-            "grain.ReadOptions.prefetch_buffer_size": self._prefetch(),
+            "grain.MultiprocessingOptions.num_workers": workers,
+            "grain.MultiprocessingOptions.per_worker_buffer_size": self._prefetch() if workers else None,
+            "grain.ReadOptions.num_threads": THREADS_PER_LOADER_PROCESS,
+            "grain.ReadOptions.prefetch_buffer_size": 0,
+            "input dtype": INPUT_DTYPE,
             "XLA_FLAGS": os.environ.get("XLA_FLAGS") or None,
+            PREALLOCATE_ENV: os.environ.get(PREALLOCATE_ENV),
+            PREALLOCATE_ENV + " from": PREALLOCATE_FROM,
             "compute_dtype": "bfloat16" if cfg.amp else "float32",
             "param_dtype": "float32",
         }
-
-    def _prefetch(self) -> int:
-        return self.cfg.prefetch if self.cfg.prefetch is not None else DEFAULT_PREFETCH
 
     def _check_knobs(self) -> None:
         cfg = self.cfg
@@ -326,9 +348,12 @@ class Trainer(base.Trainer):
         self.dropout_key = jax.random.PRNGKey(cfg.seed + 1)
         self._jitted = jax.jit(self._train_step, donate_argnums=(0, 1, 2))
         self._compiled = {}  # type: Dict[Tuple[int, ...], Any]
+        self._batches = None  # type: Optional[Any]
         return count_params(variables)
 
     def _train_step(self, params: Any, batch_stats: Any, opt_state: Any, x: Any, y: Any, key: Any) -> Any:
+        x = _normalise(x)
+
         def loss_fn(p: Any) -> Any:
             logits, updates = self.model.apply(
                 {"params": p, "batch_stats": batch_stats}, x, train=True, rngs={"dropout": key}, mutable=["batch_stats"]
@@ -363,17 +388,43 @@ class Trainer(base.Trainer):
         seconds = time.perf_counter() - start
         self.reporter.emit(Event.COMPILE, state="end", function=function, batch_shape=batch_shape, seconds=seconds)
 
-    def _pipeline(self, epoch: int) -> Any:
+    def _pipeline(self) -> Any:
+        """The whole run's batches, as JAX users feed grain: shuffle, map, batch, repeat for the epochs
+        (reshuffled and reseeded each epoch), read by --workers processes (`mp_prefetch`), each building
+        whole batches in its own interpreter and holding --prefetch of them ready; one iterator for the
+        run, so the processes start once (in the first step) as PyTorch's persistent workers do."""
         cfg = self.cfg
         load = _Load(list(self.images.files), list(self.images.labels), cfg.image_size)
         dataset = (
             grain.MapDataset.range(len(self.images))
-            .shuffle(seed=cfg.seed + epoch)
-            .random_map(load, seed=cfg.seed + epoch)
+            .shuffle(seed=cfg.seed)
+            .random_map(load, seed=cfg.seed)
             .batch(cfg.batch)
+            .repeat(cfg.epochs)
         )
-        options = grain.ReadOptions(num_threads=self._workers(), prefetch_buffer_size=self._prefetch())
-        return dataset.to_iter_dataset(options)
+        reader = grain.ReadOptions(num_threads=THREADS_PER_LOADER_PROCESS, prefetch_buffer_size=0)
+        batches = dataset.to_iter_dataset(reader)
+        workers = self._workers()
+        if workers:
+            if not flags.FLAGS.is_parsed():  # grain reads an absl flag when it starts a process
+                flags.FLAGS.mark_as_parsed()
+            processes = grain.MultiprocessingOptions(num_workers=workers, per_worker_buffer_size=self._prefetch())
+            batches = batches.mp_prefetch(processes)
+        return iter(batches)
+
+    def _epoch_batches(self, epoch: int) -> Iterator[Any]:
+        """This epoch's share of the run's one iterator; closed after the last epoch (stops its processes)."""
+        if self._batches is None:
+            self._batches = self._pipeline()
+        steps = -(-len(self.images) // self.cfg.batch)
+        yield from itertools.islice(self._batches, steps)
+        if epoch == self.cfg.epochs and hasattr(self._batches, "close"):
+            self._batches.close()
+
+    def _peak_memory_bytes(self) -> Optional[float]:
+        stats = self.device.memory_stats() or {}
+        peak = stats.get("peak_bytes_in_use")
+        return None if peak is None else float(peak)
 
     def train_epoch(self, epoch: int) -> EpochStats:
         steps = itertools.count()
@@ -391,7 +442,7 @@ class Trainer(base.Trainer):
             )
             return loss, int(y_host.shape[0])
 
-        return self.run_epoch(epoch, self._pipeline(epoch), dispatch, lambda out: (float(out[0]), float(out[1])))
+        return self.run_epoch(epoch, self._epoch_batches(epoch), dispatch, lambda out: (float(out[0]), float(out[1])))
 
 
 def _cuda_version() -> Any:

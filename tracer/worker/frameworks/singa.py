@@ -8,12 +8,15 @@ the run fails with SINGA's message, marked as a refusal (`REFUSED`).
 
 SINGA has no model zoo package, so the four models are defined with `singa.layer` to match torchvision
 (including its adaptive average pooling, done with two constant matrices through `singa.autograd`).
-It has no input-pipeline library either: its examples batch NumPy arrays in the training loop, and so
-does this worker, which is the native way for SINGA; `--workers` and `--prefetch` are rejected.
+It has no input-pipeline library either: its examples batch NumPy arrays in the training loop. So that
+`--workers N` means N parallel decoders here as in every other framework, the worker decodes in a pool of
+N processes (`tracer.worker.pool_loader`, Python's multiprocessing); `--workers 0` is the examples' way,
+decoding in the training loop.
 """
 
+import collections
 import random
-from typing import Any, Dict, List, Tuple
+from typing import Any, Deque, Dict, Iterator, List, Tuple
 
 import numpy as np
 from singa import autograd, device, layer, model, opt, tensor
@@ -21,7 +24,8 @@ from singa import autograd, device, layer, model, opt, tensor
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
 from tracer.worker.frameworks import singa_patches
-from tracer.worker.workload import MOBILENET_V2_SETTINGS, adaptive_pool_matrix, load_normalised
+from tracer.worker.pool_loader import START_METHOD, PoolLoader
+from tracer.worker.workload import MOBILENET_V2_SETTINGS, adaptive_pool_matrix, normalise
 
 WHEEL_MENDS = singa_patches.apply()  # before any tensor is made
 REFUSED = "refused by SINGA"  # the start of a refusal's message, the rest being SINGA's own words
@@ -274,8 +278,16 @@ class Trainer(base.Trainer):
         return {"singa": _singa_version(), "numpy": np.__version__}
 
     def knobs(self) -> Dict[str, object]:
+        workers = self._workers()
         return {
-            "input pipeline": "NumPy batches in the training loop (SINGA's examples/cnn)",
+            "input pipeline": (
+                "multiprocessing.Pool (%s) of decode processes building uint8 batches, normalised with NumPy in"
+                " the training loop" % START_METHOD
+                if workers
+                else "NumPy batches decoded in the training loop (SINGA's examples/cnn)"
+            ),
+            "multiprocessing.Pool.processes": workers,
+            "batches in flight": workers * self._prefetch(),
             "use_graph": False,
             "wheel defects mended (singa_patches)": ", ".join(WHEEL_MENDS) or "none",
         }
@@ -283,8 +295,6 @@ class Trainer(base.Trainer):
     def build(self) -> ParamCount:
         cfg = self.cfg
         rejected = (
-            ("--workers", cfg.workers, "SINGA has no input-pipeline workers; its examples batch with NumPy"),
-            ("--prefetch", cfg.prefetch, "SINGA has no prefetching input pipeline"),
             ("--threads", cfg.threads, "SINGA exposes no intra-op thread setting in its Python API"),
             ("--gpu-thread-mode", cfg.gpu_thread_mode, "it is a TensorFlow setting"),
         )
@@ -303,20 +313,31 @@ class Trainer(base.Trainer):
         self.rng = np.random.RandomState(cfg.seed)
         self.net = MODELS[cfg.model](cfg.num_classes)
         self.net.set_optimizer(opt.SGD(lr=cfg.lr, momentum=cfg.momentum))
+        self.loader = PoolLoader(self._workers(), self._prefetch())
         return compile_model(cfg.model, self.net, cfg.batch, cfg.image_size, self.dev)
 
-    def _batches(self) -> Any:
+    def _jobs(self) -> Iterator[Tuple[List[str], int, List[bool]]]:
+        """The epoch's batches as loader jobs: files in a fresh permutation, a flip drawn per image (the
+        main process draws every random number, so the order and flips do not depend on --workers)."""
         cfg = self.cfg
         order = self.rng.permutation(len(self.images))
         for start in range(0, len(order), cfg.batch):
             idx = order[start : start + cfg.batch]
-            x = np.stack([load_normalised(self.images.files[i], cfg.image_size, self.rng.rand() < 0.5) for i in idx])
-            y = np.asarray([self.images.labels[i] for i in idx], dtype=np.int32)
-            yield x, y
+            flips = [bool(self.rng.rand() < 0.5) for _ in idx]
+            self._labels.append(np.asarray([self.images.labels[i] for i in idx], dtype=np.int32))
+            yield [self.images.files[i] for i in idx], cfg.image_size, flips
+
+    def _batches(self, epoch: int) -> Any:
+        self._labels: Deque[Any] = collections.deque()  # of the jobs handed out, in order
+        for pixels in self.loader.batches(self._jobs()):
+            x = np.ascontiguousarray(normalise(pixels).transpose(0, 3, 1, 2))  # NHWC uint8 -> NCHW float32
+            yield x, self._labels.popleft()
+        if epoch == self.cfg.epochs:
+            self.loader.close()
 
     def train_epoch(self, epoch: int) -> EpochStats:
         self.net.train()
-        return self.run_epoch(epoch, self._batches(), self._train_step, _read)
+        return self.run_epoch(epoch, self._batches(epoch), self._train_step, _read)
 
     def _train_step(self, batch: Any) -> Tuple[Any, int]:
         x, y = batch

@@ -7,14 +7,22 @@ not depend on the image size.
 
 import os
 import random
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
-import numpy as np
-import tensorflow as tf
+# GPU memory on demand (TensorFlow's "memory growth"), as PyTorch's caching allocator takes it, unless the
+# user's environment says otherwise: by default TensorFlow reserves nearly the whole card when it creates
+# the GPU device, so NVML would see the reservation, not what the model needs. TensorFlow reads this
+# variable when it creates the device; set before the import, and applied with set_memory_growth in build().
+GROWTH_ENV = "TF_FORCE_GPU_ALLOW_GROWTH"
+GROWTH_FROM = "environment" if GROWTH_ENV in os.environ else "tracer default"
+os.environ.setdefault(GROWTH_ENV, "true")
 
-from tracer.worker import base
-from tracer.worker.base import EpochStats, ParamCount
-from tracer.worker.workload import MEAN, STD, adaptive_pool_matrix, load_normalised
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from tracer.worker import base  # noqa: E402
+from tracer.worker.base import EpochStats, ParamCount  # noqa: E402
+from tracer.worker.workload import MEAN, STD, adaptive_pool_matrix, load_normalised  # noqa: E402
 
 keras = tf.keras
 
@@ -124,9 +132,15 @@ def native_pixels(path: str, size: int) -> Any:
     return native_image(tf.constant(path), size).numpy().transpose(2, 0, 1)
 
 
+def memory_growth() -> bool:
+    """On-demand GPU memory, as TF_FORCE_GPU_ALLOW_GROWTH says (TensorFlow takes "true" and "false")."""
+    return os.environ.get(GROWTH_ENV, "").strip().lower() == "true"
+
+
 class Trainer(base.Trainer):
     NATIVE_DECODER = "tf.io.read_file + tf.io.decode_jpeg"
     NATIVE_RESIZE = "tf.image.resize bilinear antialias, shorter side, central crop"
+    PEAK_MEMORY_SOURCE = "tf.config.experimental.get_memory_info('GPU:0')['peak']"
 
     def versions(self) -> Dict[str, str]:
         build = tf.sysconfig.get_build_info()
@@ -145,6 +159,9 @@ class Trainer(base.Trainer):
             "tf.config.threading.intra_op_parallelism_threads": tf.config.threading.get_intra_op_parallelism_threads(),
             "keras.mixed_precision.global_policy": keras.mixed_precision.global_policy().name,
             "TF_GPU_THREAD_MODE": os.environ.get("TF_GPU_THREAD_MODE"),
+            GROWTH_ENV: os.environ.get(GROWTH_ENV),
+            GROWTH_ENV + " from": GROWTH_FROM,
+            "tf.config.experimental.set_memory_growth": memory_growth() if self.cfg.device == "gpu" else None,
         }
 
     def _check_knobs(self) -> None:
@@ -185,9 +202,12 @@ class Trainer(base.Trainer):
             os.environ["TF_GPU_THREAD_MODE"] = cfg.gpu_thread_mode  # read when the GPU device is created
         if cfg.threads:
             tf.config.threading.set_intra_op_parallelism_threads(cfg.threads)
+        gpus = tf.config.list_physical_devices("GPU")
+        if cfg.device == "gpu":
+            for gpu in gpus:  # before the devices are created, i.e. before any tensor
+                tf.config.experimental.set_memory_growth(gpu, memory_growth())
         keras.utils.set_random_seed(cfg.seed)
         random.seed(cfg.seed)
-        gpus = tf.config.list_physical_devices("GPU")
         if cfg.device == "gpu":
             if not gpus:
                 raise RuntimeError("--device gpu, but tf.config.list_physical_devices('GPU') is empty")
@@ -264,6 +284,9 @@ class Trainer(base.Trainer):
     def train_epoch(self, epoch: int) -> EpochStats:
         with tf.device(self.device):
             return self.run_epoch(epoch, self.dataset, self._dispatch, lambda out: (float(out[0]), float(out[1])))
+
+    def _peak_memory_bytes(self) -> Optional[float]:
+        return float(tf.config.experimental.get_memory_info("GPU:0")["peak"])
 
     def _dispatch(self, batch: Any) -> Tuple[Any, int]:
         x, y = batch
