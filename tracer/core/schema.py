@@ -16,6 +16,7 @@ import pyarrow as pa
 from tracer.worker.schema import (
     COMPUTE_S,
     CUPTI_COLUMNS,
+    DATA_MODES,
     DATA_WAIT_S,
     EVENTS_FILE,
     EXIT_DIVERGED,
@@ -41,6 +42,7 @@ __all__ = [
     "STEPS_TABLE",
     "SYNC_S",
     "CUPTI_COLUMNS",
+    "DATA_MODES",
     "EVENTS_FILE",
     "EXIT_DIVERGED",
     "SAMPLES_DIR",

@@ -28,7 +28,7 @@ import optax
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
 from tracer.worker.schema import Event
-from tracer.worker.workload import MOBILENET_V2_SETTINGS, adaptive_pool_matrix, load_normalised
+from tracer.worker.workload import MEAN, MOBILENET_V2_SETTINGS, STD, adaptive_pool_matrix, load_normalised
 
 # torchvision's initialisers, as variance-scaling initialisers.
 KAIMING_FAN_OUT = nn.initializers.variance_scaling(2.0, "fan_out", "normal")  # kaiming_normal_(mode="fan_out")
@@ -391,7 +391,82 @@ class Trainer(base.Trainer):
             )
             return loss, int(y_host.shape[0])
 
-        return self.run_epoch(epoch, self._pipeline(epoch), dispatch, lambda out: (float(out[0]), float(out[1])))
+        batches, step = self.epoch_input(epoch, lambda: self._pipeline(epoch), dispatch)
+        return self.run_epoch(epoch, batches, step, lambda out: (float(out[0]), float(out[1])))
+
+    # --- --data memory / synthetic (tracer.worker.memory_data)
+    MEMORY_LOADER = "grain.MapDataset over the in-memory array: shuffle (the files pipeline's seed) + batch"
+
+    def memory_batches(self, epoch: int) -> Any:
+        """grain over an in-memory source, shuffled as the files pipeline is, batched in the loop's thread."""
+        held = self.memory_set
+        assert held is not None
+        self._memory_steps = itertools.count()
+        dataset = (
+            grain.MapDataset.source(_ArraySource(held.images, held.labels))
+            .shuffle(seed=self.cfg.seed + epoch)
+            .batch(self.cfg.batch)
+        )
+        # grain's advice for data already in memory: no reader threads, no read-ahead buffer.
+        return dataset.to_iter_dataset(grain.ReadOptions(num_threads=0, prefetch_buffer_size=0))
+
+    def memory_to_device(self, batch: Any) -> Tuple[Any, Any]:
+        """uint8 NHWC to the device, then scaling, a random flip and normalisation in one compiled function
+        (compiled ahead per batch shape, reported as a `compile` event like the train step)."""
+        x_host, y_host = batch
+        x = jax.device_put(x_host, self.device)
+        key = jax.random.fold_in(self._flip_key(), next(self._memory_steps))
+        shape = tuple(x.shape)
+        compiled = self._prepare_compiled().get(shape)
+        if compiled is None:
+            with self._compiling("prepare", list(shape)):
+                compiled = jax.jit(_prepare, static_argnums=(2,)).lower(x, key, self.flip_memory).compile()
+            self._prepare_compiled()[shape] = compiled
+        return compiled(x, key), jax.device_put(y_host, self.device)
+
+    def _prepare_compiled(self) -> Dict[Tuple[int, ...], Any]:
+        if getattr(self, "_prepares", None) is None:
+            self._prepares = {}  # type: Dict[Tuple[int, ...], Any]
+        return self._prepares
+
+    def _flip_key(self) -> Any:
+        if getattr(self, "_flips", None) is None:
+            self._flips = jax.device_put(jax.random.PRNGKey(self.cfg.seed + 2), self.device)
+        return self._flips
+
+    def synthetic_batch(self, n: int) -> Tuple[Any, Any]:
+        size = self.cfg.image_size
+        kx, ky = jax.random.split(jax.random.PRNGKey(self.cfg.seed + 3))
+        x = jax.device_put(jax.random.normal(kx, (n, size, size, 3), jnp.float32), self.device)
+        y = jax.device_put(jax.random.randint(ky, (n,), 0, self.cfg.num_classes, jnp.int32), self.device)
+        return x, y
+
+
+class _ArraySource:
+    """The decoded set as a grain random-access source: (HWC uint8 image, int32 label) per index."""
+
+    def __init__(self, images: Any, labels: Any) -> None:
+        self.images = images
+        self.labels = labels
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int) -> Tuple[Any, Any]:
+        return self.images[index], np.int32(self.labels[index])
+
+
+_MEAN = np.asarray(MEAN, dtype=np.float32)
+_STD = np.asarray(STD, dtype=np.float32)
+
+
+def _prepare(x: Any, key: Any, flip: bool) -> Any:
+    """load_normalised's arithmetic on a uint8 NHWC batch, with a random horizontal flip per image."""
+    x = x.astype(jnp.float32) / 255.0
+    if flip:
+        mask = jax.random.uniform(key, (x.shape[0],)) < 0.5
+        x = jnp.where(mask[:, None, None, None], x[:, :, ::-1, :], x)
+    return (x - _MEAN) / _STD
 
 
 def _cuda_version() -> Any:
