@@ -140,8 +140,7 @@ class RunSpec:
         Literal["files", "memory", "synthetic"],
         Opt(
             "where batches come from: files (the framework's pipeline from the JPEGs), memory (decoded once"
-            " before the first epoch, then batched from RAM), synthetic (one random batch made on the device);"
-            " `tracer profile --data all` runs the three",
+            " before the first epoch, then batched from RAM), synthetic (one random batch made on the device)",
             noun="data mode",
         ),
     ] = "files"

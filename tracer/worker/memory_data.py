@@ -16,9 +16,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
-from tracer.worker.schema import DATA_MODES, Event
+from tracer.worker.schema import DATA_FILES, DATA_MEMORY, DATA_MODES, DATA_SYNTHETIC, Event
 
-DATA_FILES, DATA_MEMORY, DATA_SYNTHETIC = DATA_MODES
 CHANNELS = 3
 DECODE_PHASE = "decode"  # the phase name (Event.PHASE) of --data memory's decode, before the first epoch
 SYNTHETIC_INPUT = "random batch made once on the device"

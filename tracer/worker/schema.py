@@ -61,6 +61,7 @@ EXIT_DIVERGED = 5  # the worker's exit code when it stopped at a divergence (its
 #: Where the batches come from (--data): files (each framework's pipeline from the JPEGs), memory (decoded
 #: once before the first epoch, batched from RAM), synthetic (one random batch made once on the device).
 DATA_MODES = ("files", "memory", "synthetic")
+DATA_FILES, DATA_MEMORY, DATA_SYNTHETIC = DATA_MODES
 
 
 # --- JSON: every file the tool writes is strict JSON (no NaN, Infinity); a non-finite number is written
