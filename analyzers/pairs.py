@@ -9,14 +9,17 @@ median over the finished runs of one mode; a mode without a finished run has non
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from analyzers.repeats import repeat_key
 from analyzers.steady import WARMUP_EPOCHS, Spread, throughput
 from tracer.core.records import RunRecord
-from tracer.core.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder, list_runs
 from tracer.core.schema import DATA_FILES, DATA_MEMORY, DATA_MODES, DATA_SYNTHETIC
 
 
@@ -94,6 +97,35 @@ def pair_of(folder: RunFolder, candidates: Iterable[RunFolder], warmup: int = WA
     return found[0] if found else None
 
 
+def pair_beside(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> DataPair | None:
+    """The pair `folder` makes with the runs in the same folder of runs (where `tracer profile --data all`
+    and a campaign put them), or None."""
+    key = pair_key(folder.read_record())
+    paths = _keys_beside(folder.path.parent, _mtime_ns(folder.path.parent)).get(key, ())
+    mine = [RunFolder(p) for p in paths if p != folder.path]
+    found = data_pairs([folder, *mine], warmup) if mine else []
+    return found[0] if found else None
+
+
+def _mtime_ns(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+@functools.lru_cache(maxsize=8)
+def _keys_beside(parent: Path, mtime_ns: int) -> dict[str, tuple[Path, ...]]:
+    """pair_key -> the run folders in `parent` (cached until a run is added or removed: the mtime changes),
+    so diagnosing every run of a campaign reads each run.json once, not once per run."""
+    keys: dict[str, list[Path]] = {}
+    for f in list_runs(parent):
+        key = _key_or_none(f)
+        if key is not None:
+            keys.setdefault(key, []).append(f.path)
+    return {k: tuple(v) for k, v in keys.items()}
+
+
 def _key_or_none(folder: RunFolder) -> str | None:
     try:
         return pair_key(folder.read_record())
@@ -147,3 +179,42 @@ def input_share_table(pairs: Sequence[DataPair]) -> tuple[tuple[str, ...], list[
 
 def _rate(value: Spread) -> str:
     return f"{value.median:.1f}" if value.n < 2 else f"{value.median:.1f} ({value.low:.1f}-{value.high:.1f})"
+
+
+CAPTION = (
+    "Runs that differ only in --data: steady images/s fed from the JPEG files (each framework's own pipeline),"
+    " from memory (decoded once before the first epoch, batched from RAM) and from one synthetic batch on the"
+    " device (the compute ceiling); input share = 1 - files / synthetic images/s, the share of the epoch the"
+    " input pipeline costs. A cell pooling repeats shows the median (min-max)."
+)
+
+
+def markdown_lines(pairs: Sequence[DataPair]) -> list[str]:
+    """The pairs table as Markdown lines (the report's section and its .md file)."""
+    header, rows = input_share_table(pairs)
+    lines = [CAPTION, "", "| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return lines
+
+
+def write_csv(pairs: Sequence[DataPair], path: Path) -> None:
+    """One row per pair at full precision: each mode's median images/s, the input share and memory / files."""
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(
+            ["framework", "model", "dataset", "device", "batch"]
+            + [f"images_per_s_{m}" for m in DATA_MODES]
+            + ["input_share", "memory_over_files"]
+            + [f"run_ids_{m}" for m in DATA_MODES]
+        )
+        for p in pairs:
+            writer.writerow(
+                [p.framework, p.model, p.dataset, p.device, p.batch]
+                + [_cell(p.rate(m)) for m in DATA_MODES]
+                + [_cell(p.input_share), _cell(p.speedup(DATA_MEMORY))]
+                + [" ".join(ids) for ids in p.run_ids]
+            )
+
+
+def _cell(value: float | None) -> str:
+    return "" if value is None else f"{value:.15g}"

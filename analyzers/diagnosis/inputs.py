@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analyzers.cuda_api import ApiRow
+from analyzers.pairs import DataPair, pair_beside
 from tracer.core import schema
 from tracer.core.records import EpochRecord, RunRecord
 from tracer.core.runfolder import RunFolder
@@ -36,6 +37,7 @@ class RunTables:
     nvtx_steps: int  # NVTX `step…` ranges, the step count of traces without a steps table
     errors: tuple[str, ...]  # the worker's own error events
     worker_start_ns: int  # the worker's `start` event (else the run's wall start): start-up begins here
+    pair: DataPair | None = None  # the runs beside it differing only in --data (analyzers.pairs), if any
 
     @property
     def cores(self) -> int:
@@ -122,6 +124,7 @@ def load(folder: RunFolder) -> RunTables:
         nvtx_steps=nvtx_steps,
         errors=errors,
         worker_start_ns=starts[0] if starts else record.wall_start_ns,
+        pair=pair_beside(folder),
     )
 
 

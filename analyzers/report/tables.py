@@ -56,6 +56,7 @@ class TableRow:
     run_ids: str  # space-separated
     settings: str = ""  # what else defines the runs (images used, size, epochs...): rows never pool unlike runs
     imported: bool = False  # a `tracer import`ed GPU trace: CUDA API and kernels, no epochs or samples
+    data: str = "files"  # --data of the runs (files, memory, synthetic): one row per mode, paired in analyzers.pairs
 
 
 def table_rows(runs: Iterable[LoadedRun], device: str, warmup: int = WARMUP_EPOCHS) -> list[TableRow]:
@@ -80,7 +81,7 @@ def settings_label(run: LoadedRun) -> str:
     spec = run.record.spec
     parts = [f"{spec.limit} images" if spec.limit else "all images", f"{spec.image_size} px", f"{spec.epochs} ep"]
     default = RunSpec(spec.framework, spec.model, spec.dataset)
-    for name in ("lr", "momentum", "workers", "prefetch", "pipeline", "sync_every", "threads", "amp"):
+    for name in ("lr", "momentum", "workers", "prefetch", "pipeline", "data", "sync_every", "threads", "amp"):
         if getattr(spec, name) != getattr(default, name):
             parts.append(f"{name} {getattr(spec, name)}")
     return ", ".join(parts)
@@ -137,6 +138,7 @@ def _row(case_name: str, runs: Sequence[LoadedRun], warmup: int) -> TableRow:
         cause=failed[-1].record.outcome.cause if failed else "",
         run_ids=" ".join(r.folder.run_id for r in runs),
         imported=runs[0].case.imported,
+        data=spec.data,
     )
 
 
