@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Op
 from tracer.worker.schema import DATA_FILES, DATA_MEMORY, DATA_MODES, DATA_SYNTHETIC, Event
 
 CHANNELS = 3
+ALIGN_BYTES = 64  # Eigen's largest alignment (EIGEN_MAX_ALIGN_BYTES)
 DECODE_PHASE = "decode"  # the phase name (Event.PHASE) of --data memory's decode, before the first epoch
 SYNTHETIC_INPUT = "random batch made once on the device"
 
@@ -53,7 +54,7 @@ def decode_set(
     import numpy as np
 
     start = time.perf_counter()
-    out = np.empty((len(files), size, size, CHANNELS), dtype=np.uint8)
+    out = aligned_empty((len(files), size, size, CHANNELS))
 
     def one(index: int) -> None:
         image = np.asarray(decode(files[index]))
@@ -68,6 +69,19 @@ def decode_set(
         for index in range(len(files)):
             one(index)
     return MemorySet(out, np.asarray(labels, dtype=np.int64), time.perf_counter() - start)
+
+
+def aligned_empty(shape: Tuple[int, ...], align: int = ALIGN_BYTES) -> Any:
+    """An uninitialised uint8 array whose data starts on an `align`-byte boundary: TensorFlow takes such
+    an array over by DLPack without a copy (it refuses one that is not aligned for Eigen)."""
+    import numpy as np
+
+    n = 1
+    for side in shape:
+        n *= side
+    raw = np.empty(n + align, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % align
+    return raw[offset : offset + n].reshape(shape)
 
 
 def shared_decode_uint8(path: str, size: int) -> Any:

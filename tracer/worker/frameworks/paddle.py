@@ -191,13 +191,11 @@ class Trainer(base.Trainer):
         return np.asarray(native_resize(size)(_load(path)), dtype=np.uint8)
 
     def memory_batches(self, epoch: int) -> Any:
-        """The set as CPU tensors (paddle.to_tensor copies it; the NumPy array is let go at once)."""
+        """The set as CPU tensors sharing the decoded array's memory (DLPack; paddle.to_tensor would copy it)."""
         if getattr(self, "_memory_loader", None) is None:
             held = self.memory_set
             assert held is not None
-            cpu = paddle.CPUPlace()
-            tensors = [paddle.to_tensor(held.images, place=cpu), paddle.to_tensor(held.labels, place=cpu)]
-            self.memory_set = held = None
+            tensors = [paddle.utils.dlpack.from_dlpack(held.images), paddle.utils.dlpack.from_dlpack(held.labels)]
             self._memory_loader = paddle.io.DataLoader(
                 paddle.io.TensorDataset(tensors),
                 batch_size=self.cfg.batch,

@@ -271,7 +271,10 @@ class Trainer(base.Trainer):
             return self.run_epoch(epoch, batches, step, lambda out: (float(out[0]), float(out[1])))
 
     # --- --data memory / synthetic (tracer.worker.memory_data)
-    MEMORY_LOADER = "tf.data.Dataset.from_tensor_slices + shuffle (the files pipeline's seed) + batch"
+    MEMORY_LOADER = (
+        "tf.data.Dataset.from_tensor_slices over (index, label) + shuffle (the files pipeline's seed) + batch,"
+        " tf.gather from the set as one tensor"
+    )
 
     def decode_uint8(self, path: str, size: int) -> Any:
         """The files pipeline's decode and resize; its float result rounded to uint8 (within half a level)."""
@@ -281,13 +284,19 @@ class Trainer(base.Trainer):
         return tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8).numpy()
 
     def memory_batches(self, epoch: int) -> Any:
+        """Shuffled, batched indices from tf.data, gathered from the set held as one tensor. The set is
+        handed over by DLPack (no copy); tf.data would copy it twice (a graph constant, and a shuffle
+        buffer of every image), as would tf.convert_to_tensor."""
+        held = self.memory_set
+        assert held is not None
         if getattr(self, "_memory_dataset", None) is None:
-            held = self.memory_set
-            assert held is not None
-            dataset = tf.data.Dataset.from_tensor_slices((held.images, held.labels))
+            self._memory_images = tf.experimental.dlpack.from_dlpack(held.images.__dlpack__())
+            indices = np.arange(len(held.labels), dtype=np.int64)
+            dataset = tf.data.Dataset.from_tensor_slices((indices, held.labels))
             dataset = dataset.shuffle(len(held.labels), seed=self.cfg.seed, reshuffle_each_iteration=True)
             self._memory_dataset = dataset.batch(self.cfg.batch)
-        return self._memory_dataset
+        for index, label in self._memory_dataset:
+            yield tf.gather(self._memory_images, index), label
 
     def memory_to_device(self, batch: Any) -> Tuple[Any, Any]:
         """uint8 NHWC to the device, then the files pipeline's scaling, a random flip and normalisation."""
