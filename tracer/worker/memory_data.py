@@ -12,6 +12,7 @@ the step every time: no decode, no copy; the framework's compute ceiling.
 Same model, loss, optimiser, seed, step count and step timing in the three modes (`base.Trainer.run_epoch`).
 """
 
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
@@ -136,7 +137,7 @@ class DataModes(object):
             reporter = self.reporter  # type: ignore[attr-defined]
             reporter.emit(Event.PHASE, name=DECODE_PHASE)
             reporter.emit(Event.DECODE, state="start", images=len(images))
-            threads = self.DECODE_THREADS or max(1, _int_or(cfg.workers, self._default_workers()))
+            threads = self.DECODE_THREADS or max(1, _int_or(self._loader_workers(), os.cpu_count() or 1))  # type: ignore[attr-defined]
             size = cfg.image_size
             with self.nvtx.range(DECODE_PHASE):  # type: ignore[attr-defined]
                 self.memory_set = decode_set(
@@ -185,11 +186,6 @@ class DataModes(object):
         for name in ("loader", "dataset"):
             self.__dict__.pop(name, None)
 
-    def _default_workers(self) -> int:
-        from tracer.worker.base import default_loader_workers
-
-        return default_loader_workers()
-
     # --- per framework
     def decode_uint8(self, path: str, size: int) -> Any:
         """One image decoded and resized (no flip, no normalisation) as HWC uint8: the shared PIL loader
@@ -212,7 +208,7 @@ class DataModes(object):
 
 
 def _int_or(value: Any, default: int) -> int:
-    """--workers as a decode thread count (autotune or none: the loader budget)."""
+    """The loader budget as a decode thread count (tf.data's autotune: `default`)."""
     try:
         return int(value)
     except (TypeError, ValueError):
