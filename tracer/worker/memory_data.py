@@ -144,6 +144,7 @@ class DataModes(object):
                     list(images.files), list(images.labels), size, lambda p: self.decode_uint8(p, size), threads
                 )
             self._release_files_input()
+            self.memory_batches(0)  # builds the framework's dataset and loader here, not in the first epoch
             reporter.emit(
                 Event.DECODE,
                 state="end",

@@ -402,6 +402,7 @@ class Trainer(base.Trainer):
         held = self.memory_set
         assert held is not None
         self._memory_steps = itertools.count()
+        self._memory_epoch = epoch
         dataset = (
             grain.MapDataset.source(_ArraySource(held.images, held.labels))
             .shuffle(seed=self.cfg.seed + epoch)
@@ -415,7 +416,7 @@ class Trainer(base.Trainer):
         (compiled ahead per batch shape, reported as a `compile` event like the train step)."""
         x_host, y_host = batch
         x = jax.device_put(x_host, self.device)
-        key = jax.random.fold_in(self._flip_key(), next(self._memory_steps))
+        key = jax.random.fold_in(jax.random.fold_in(self._flip_key(), self._memory_epoch), next(self._memory_steps))
         shape = tuple(x.shape)
         compiled = self._prepare_compiled().get(shape)
         if compiled is None:
