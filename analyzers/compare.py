@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from analyzers.learning import CurveGap, curve_gaps, same_workload
+from analyzers.pairs import DataPair, data_pairs
 from analyzers.run_summary import RunSummary, summarise
 from analyzers.steady import WARMUP_EPOCHS, Spread, spread
 from tracer.core.errors import UserError
@@ -31,6 +32,7 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("mean epoch time (all epochs)", "mean_epoch_s", "s"),
     ("images/s (all epochs)", "images_per_s", "img/s"),
     ("data-wait share of step time (all epochs)", "data_wait_pct", "%"),
+    ("decode into memory, before the epochs (--data memory)", "decode_s", "s"),
     ("CPU % mean (100 = all cores)", "cpu_pct_mean", "%"),
     ("CPU % max", "cpu_pct_max", "%"),
     ("other processes' CPU % (median)", "other_cpu_pct", "%"),
@@ -108,6 +110,8 @@ class Comparison:
     differences: tuple[Difference, ...]
     # Columns that train the same workload as A but learn differently: (letter, where the curves part).
     learning_gaps: tuple[tuple[str, tuple[CurveGap, ...]], ...] = ()
+    # Runs among the columns that differ only in --data (analyzers.pairs): the input pipeline's share.
+    pairs: tuple[DataPair, ...] = ()
 
 
 def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, warmup: int = WARMUP_EPOCHS) -> Comparison:
@@ -133,7 +137,8 @@ def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, war
     learning = learning_differences(columns)
     diffs += [d for pair in learning for d in pair]
     diffs += cuda_differences([group[0] for group in groups], top_cuda)
-    return Comparison(columns, tuple(diffs), learning_gaps(columns, learning))
+    pairs = tuple(data_pairs([f for group in groups for f in group], warmup))
+    return Comparison(columns, tuple(diffs), learning_gaps(columns, learning), pairs)
 
 
 def learning_differences(columns: Sequence[Column]) -> list[tuple[Difference, Difference]]:

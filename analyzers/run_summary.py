@@ -81,6 +81,8 @@ class RunSummary:
     # The data-wait share over the steady epochs' steps: the figure that stands beside steady images/s.
     steady_data_wait_pct: float | None = None
     not_recorded: tuple[str, ...] = ()  # spec fields the run does not know (an import's epochs, maybe its batch)
+    data: str = "files"  # --data: files, memory or synthetic (analyzers.pairs pairs runs differing only here)
+    decode_s: float | None = None  # --data memory: seconds decoding the set into memory, before the first epoch
 
 
 def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
@@ -156,6 +158,8 @@ def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
         gpu=record.environment.gpu_text,
         workload=workload_key(spec),
         not_recorded=tuple(str(f) for f in record.knobs.get("not_recorded") or ()),
+        data=spec.data,
+        decode_s=decode_seconds(folder.events()),
     )
 
 
@@ -169,6 +173,12 @@ def last_learning(s: RunSummary) -> tuple[float | None, float | None]:
 def compile_seconds(events: list[dict[str, object]]) -> float | None:
     """The sum of the worker's `compile` spans; None when it reported none (it does not compile ahead)."""
     spans = [float(e["seconds"]) for e in events if e.get(KIND) == Event.COMPILE and e.get("state") == "end"]  # type: ignore[arg-type]
+    return sum(spans) if spans else None
+
+
+def decode_seconds(events: list[dict[str, object]]) -> float | None:
+    """--data memory's decode (its `decode` end event); None for a run that decoded nothing ahead."""
+    spans = [float(e["seconds"]) for e in events if e.get(KIND) == Event.DECODE and e.get("state") == "end"]  # type: ignore[arg-type]
     return sum(spans) if spans else None
 
 

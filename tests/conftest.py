@@ -80,3 +80,38 @@ def shared_fixtures() -> Path:
     if not path.exists():
         pytest.skip(f"{path} is missing: the real trace fixtures live beside the clone in ../shared")
     return path
+
+
+def photo_folder(root: Path, count: int, width: int, height: int) -> Path:
+    """`count` noisy photo-sized JPEGs in two classes: costly to decode and to shrink, as photos are."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 256, (height // 8, width // 8, 3), dtype=np.uint8)
+    big = np.asarray(Image.fromarray(base).resize((width, height), Image.Resampling.BICUBIC))
+    for i in range(count):
+        folder = root / ("fire" if i % 2 else "smoke")
+        folder.mkdir(parents=True, exist_ok=True)
+        noise = rng.integers(0, 24, big.shape, dtype=np.uint8)
+        Image.fromarray(big + noise).save(folder / f"{i:03d}.jpg", quality=90)
+    return root
+
+
+# A starved model: large photos, a tiny input, no loader workers, so --data files waits for its batches.
+DATA_ALL_ARGS = ("--model", "mobilenet_v2", "--image-size", "32", "--batch", "8", "--epochs", "2")
+DATA_ALL_ARGS += ("--threads", "1", "--workers", "0")
+
+
+@pytest.fixture(scope="session")
+def data_all_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[RunFolder], str]:
+    """`tracer profile --data all` of PyTorch on 16 photos: the three run folders (files, memory,
+    synthetic, in that order) and what the command printed."""
+    require_framework("pytorch")
+    root = tmp_path_factory.mktemp("data-all")
+    photos = photo_folder(root / "photos", 16, 2000, 1500)
+    out = root / "runs"
+    result = run_tracer("profile", "--framework", "pytorch", "--dataset", str(photos), *DATA_ALL_ARGS, "--data", "all",
+                        "--out", str(out))  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return list_runs(out), result.stdout

@@ -197,3 +197,40 @@ def validate_folder(path: Path) -> list[str]:
             file=sys.stderr,
         )
     return classes
+
+
+# --data memory holds the decoded set as uint8 (tracer/worker/memory_data.py): images x size x size x 3 bytes.
+DECODED_CHANNELS = 3
+
+
+def count_images(path: Path) -> int:
+    """Images in a dataset folder's class sub-folders (the files a run can train on)."""
+    suffixes = (".jpg", ".jpeg", ".png", ".bmp")
+    return sum(1 for c in path.iterdir() if c.is_dir() for f in c.iterdir() if f.suffix.lower() in suffixes)
+
+
+def decoded_bytes(path: Path, limit: int | None, image_size: int) -> tuple[int, int]:
+    """(images, bytes) that --data memory would hold for this folder, --limit and --image-size."""
+    images = count_images(path)
+    if limit is not None:
+        images = min(images, limit)
+    return images, images * image_size * image_size * DECODED_CHANNELS
+
+
+def check_memory_fits(path: Path, limit: int | None, image_size: int) -> int:
+    """Refuses --data memory in one line when the decoded set would not fit in the RAM free now;
+    returns the bytes it needs."""
+    import psutil
+
+    images, need = decoded_bytes(path, limit, image_size)
+    free = psutil.virtual_memory().available
+    if need > free:
+        raise UserError(
+            f"--data memory needs {_gib(need)} to hold {images:,} images of {image_size} px decoded (uint8),"
+            f" and {_gib(free)} of RAM is free: use --limit, a smaller --image-size or --data files"
+        )
+    return need
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"

@@ -39,7 +39,8 @@ from tracer.core.records import (
     RunStatus,
 )
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import EXIT_DIVERGED, KIND, Event
+from tracer.core.schema import DATA_MEMORY, EXIT_DIVERGED, KIND, Event
+from tracer.dataset import check_memory_fits
 from tracer.environments import EnvStatus
 from tracer.nvml import Nvml
 from tracer.paths import cache_root
@@ -124,6 +125,8 @@ class Runner:
     def run(self) -> tuple[RunFolder, RunRecord]:
         spec = self.launch.spec
         self.backend.check(spec, self.launch.python.python)
+        if spec.data == DATA_MEMORY:  # before any folder: a set that cannot fit is refused, not a failed run
+            check_memory_fits(self.launch.dataset_dir, spec.limit, spec.image_size)
         pyspy = find_pyspy() if spec.pyspy else None
         nvml, nvml_status = Nvml.open()
         self._rapl, rapl_status = RaplReader.open(Path(os.environ.get(POWERCAP_ROOT_ENV, POWERCAP_ROOT)))

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analyzers.cuda_api import ApiRow
+from analyzers.pairs import DataPair, pair_beside
 from analyzers.phases import RunPhases, split_epochs
 from tracer.core import schema
 from tracer.core.records import EpochRecord, RunRecord
@@ -40,6 +41,7 @@ class RunTables:
     phases: RunPhases  # the run's phases on the sampler's clock: which epochs are warm-up and steady
     nvtx_steady_steps: int = 0  # NVTX step ranges that start in the steady phase (trace clock)
     steady_cut_ns: int | None = None  # where the steady phase starts on the trace's clock
+    pair: DataPair | None = None  # the runs beside it differing only in --data (analyzers.pairs), if any
 
     @property
     def cores(self) -> int:
@@ -134,6 +136,7 @@ def load(folder: RunFolder) -> RunTables:
         phases=ph.run_phases(folder),
         nvtx_steady_steps=nvtx_steady,
         steady_cut_ns=steady_cut,
+        pair=pair_beside(folder),
     )
 
 

@@ -14,7 +14,7 @@ from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measure
 from tracer.core import schema
 from tracer.core.frameworks import FRAMEWORKS, FrameworkInfo, Tuning
 from tracer.core.records import RunStatus
-from tracer.core.schema import CTX_INVOLUNTARY
+from tracer.core.schema import CTX_INVOLUNTARY, DATA_FILES, DATA_MODES
 
 GENERIC_WORKERS_KNOB = "loader_workers"  # run.json: the loader budget every worker writes under one name
 
@@ -68,12 +68,24 @@ def input_bound(t: RunTables) -> Verdict:
                      th.INPUT_BOUND_PCT, evidence)  # fmt: skip
     severity = Severity.HIGH if share > th.INPUT_BOUND_HIGH_PCT else Severity.MEDIUM
     spec = t.record.spec
-    return Verdict(name, title, True, True, severity,
-                   f"steps wait for their batch {share:.0f} % of the time", share, "% of step time",
-                   th.INPUT_BOUND_PCT, evidence,
-                   join(knob(spec, Tuning.WORKERS, "more loader workers"),
-                        knob(spec, Tuning.PREFETCH, "deeper prefetch"),
-                        "or a smaller image pipeline (--image-size)"))  # fmt: skip
+    finding = f"steps wait for their batch {share:.0f} % of the time"
+    paired = t.pair.sentence() if t.pair is not None else ""
+    if paired:  # a run beside it differing only in --data measured what the pipeline costs
+        finding += f"; {paired}"
+        evidence += _pair_evidence(t)
+    advice = join(knob(spec, Tuning.WORKERS, "more loader workers"), knob(spec, Tuning.PREFETCH, "deeper prefetch"),
+                  "or a smaller image pipeline (--image-size)")  # fmt: skip
+    if spec.data != DATA_FILES:  # batches from memory: no loader workers or prefetch to give
+        advice = "a larger --batch (fewer, larger batches to index and copy from memory)"
+    return Verdict(name, title, True, True, severity, finding, share, "% of step time", th.INPUT_BOUND_PCT,
+                   evidence, advice)  # fmt: skip
+
+
+def _pair_evidence(t: RunTables) -> tuple[Evidence, ...]:
+    """The paired runs' steady throughput, one number per data mode that has one."""
+    assert t.pair is not None
+    rates = ((m, t.pair.rate(m)) for m in DATA_MODES)
+    return tuple(Evidence(f"images/s fed from {m} (paired run)", r, "img/s") for m, r in rates if r is not None)
 
 
 @rule("cpu-oversubscription")

@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from analyzers import cuda_api
+from analyzers import cuda_api, pairs
 from analyzers.report import charts, series, tables
 from analyzers.report.runs import CaseKey, LoadedRun, by_case, latest_per_framework
 from analyzers.steady import WARMUP_EPOCHS
+from tracer.core.schema import DATA_FILES, DATA_MODES
 
 TABLES = (("cpu", "table1-cpu", "Table 1: CPU training"), ("gpu", "table2-gpu", "Table 2: GPU training"))
+PAIRS_STEM, PAIRS_TITLE = "input-pipeline", "Input pipeline: files, memory and synthetic data side by side"
 
 
 @dataclass
@@ -46,8 +48,10 @@ def plan_report(
     steps = [
         Step(f"writing {title}", _table_step(runs, device, out / stem, title, warmup)) for device, stem, title in TABLES
     ]
+    if pairs.data_pairs(r.folder for r in runs):
+        steps.append(Step("comparing the data modes", _pairs_step(runs, out, warmup)))
     steps.append(Step("diagnosing the runs", _diagnosis_step(runs, out)))
-    cases = by_case(runs)
+    cases = {case: _one_data_mode(group) for case, group in by_case(runs).items()}  # figures: one mode per case
     for case, group in cases.items():
         if any(r.ok and r.folder.epochs() for r in group):
             steps.append(
@@ -70,6 +74,13 @@ def plan_report(
         if chosen:
             steps.append(Step(f"computing GPU energy of {case.name}", _energy_step(case, chosen, out, formats)))
     return steps
+
+
+def _one_data_mode(group: Sequence[LoadedRun]) -> list[LoadedRun]:
+    """The runs of a case fed one way: files where there are such runs (the other modes are in the
+    input-pipeline table), so a figure never pools a synthetic run with a files run."""
+    modes = [m for m in DATA_MODES if any(r.record.spec.data == m for r in group)]
+    return [r for r in group if r.record.spec.data == (modes[0] if modes else DATA_FILES)]
 
 
 def _has_process_samples(run: LoadedRun) -> bool:
@@ -95,6 +106,19 @@ def _table_step(runs: Sequence[LoadedRun], device: str, base: Path, title: str, 
         tables.write_csv(rows, csv_path)
         md_path.write_text(tables.to_markdown(rows, device, title))
         return Output("table", title, [csv_path, md_path], rows=rows, device=device)
+
+    return step
+
+
+def _pairs_step(runs: Sequence[LoadedRun], out: Path, warmup: int) -> Callable[[], Output]:
+    def step() -> Output:
+        found = pairs.data_pairs((r.folder for r in runs), warmup)
+        md_path, csv_path = out / f"{PAIRS_STEM}.md", out / f"{PAIRS_STEM}.csv"
+        lines = pairs.markdown_lines(found)
+        md_path.write_text(f"### {PAIRS_TITLE}\n\n" + "\n".join(lines) + "\n")
+        pairs.write_csv(found, csv_path)
+        sentences = [f"{p.framework} {p.model} ({p.device}): {p.sentence()}" for p in found if p.sentence()]
+        return Output("section", PAIRS_TITLE, [md_path, csv_path], text=[(PAIRS_TITLE, lines), ("In words", sentences)])
 
     return step
 
@@ -145,8 +169,11 @@ def _throughput_step(
         caption = (
             f"Left: images/s over the epochs after the first {warmup} (the steady state), median over the repeats "
             "of one spec (the rows of Tables 1-2: trace backend and knobs alike) with their range; diverged and "
-            "failed runs left out. Right: every epoch's time in the newest run of each, warm-up shaded. "
-            "Runs: " + ", ".join(counted) + "."
+            "failed runs left out. Right: every epoch's time in the newest run of each, warm-up shaded."
+            + "".join(f" Fed by --data {m}." for m in sorted({r.record.spec.data for r in group}) if m != DATA_FILES)
+            + " Runs: "
+            + ", ".join(counted)
+            + "."
         )
         return Output("figure", f"Training throughput: {case.title}", files, caption)
 

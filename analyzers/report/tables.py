@@ -64,6 +64,7 @@ class TableRow:
     imported: bool = False  # a `tracer import`ed GPU trace: CUDA API and kernels, no epochs or samples
     left_out: str = ""  # runs kept out of the median and why (diverged, failed ...), '; '-separated
     gpu: str = ""  # the GPU's name, driver and CUDA version from run.json
+    data: str = "files"  # --data of the runs (files, memory, synthetic): one row per mode, paired in analyzers.pairs
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def settings_label(run: LoadedRun) -> str:
     spec = run.record.spec
     parts = [f"{spec.limit} images" if spec.limit else "all images", f"{spec.image_size} px", f"{spec.epochs} ep"]
     default = RunSpec(spec.framework, spec.model, spec.dataset)
-    for name in ("lr", "momentum", "workers", "prefetch", "pipeline", "sync_every", "threads", "amp"):
+    for name in ("lr", "momentum", "workers", "prefetch", "pipeline", "data", "sync_every", "threads", "amp"):
         if getattr(spec, name) != getattr(default, name):
             parts.append(f"{name} {getattr(spec, name)}")
     if spec.trace != default.trace:
@@ -199,6 +200,7 @@ def _row(case_name: str, cp: CasePool, warmup: int) -> TableRow:
         imported=runs[0].case.imported,
         left_out="; ".join(cp.pool.left_out),
         gpu=" / ".join(dict.fromkeys(r.record.environment.gpu_text for r in runs if r.record.environment.gpu_text)),
+        data=spec.data,
     )
 
 

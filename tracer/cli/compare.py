@@ -77,7 +77,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         status = s.status + (f" ({s.cause})" if s.cause else "")
         runs = " ".join(column.run_ids) if len(column.summaries) < 4 else f"{len(column.summaries)} repeats"
         out.print(
-            f"{column.letter}: {runs}  [{s.framework} {s.model} {s.device} batch {s.batch}, {status}]", markup=False
+            f"{column.letter}: {runs}  [{s.framework} {s.model} {s.device} batch {s.batch}, data {s.data}, {status}]",
+            markup=False,
         )
         if not column.head.rankable and not any(x.rankable for x in column.summaries):
             out.print(f"   {column.letter}: speed not ranked ({column.head.not_rankable_why})", markup=False)
@@ -116,6 +117,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
         for gap in gaps:
             out.print(f"   {gap.text('A', letter)}", markup=False)
+    print_pairs(result.pairs, out)
     first = groups[0][0]
     for column, group in zip(result.columns[1:], groups[1:]):
         print_verdict_differences(first, group[0], f"A ({result.columns[0].head.framework})",
@@ -124,6 +126,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
         write_csv(result, args.csv)
         out.print(f"written to {args.csv}")
     return 0
+
+
+def print_pairs(pairs: Any, out: Console) -> None:
+    """Runs that differ only in --data, side by side: the three throughputs and the input pipeline's share."""
+    from analyzers.pairs import input_share_table
+
+    if not pairs:
+        return
+    header, rows = input_share_table(pairs)
+    table = Table(*header, title="data modes: runs that differ only in --data (steady images/s)")
+    for row in rows:
+        table.add_row(*row)
+    out.print(table)
+    for pair in pairs:
+        if pair.sentence():
+            out.print(f"  {pair.framework} {pair.model}: {pair.sentence()}", markup=False)
 
 
 def _readable(folders: list[Any]) -> list[Any]:

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from tracer import dataset, environments, tracing
 from tracer.cli.common import add_out_dir, console, err_console
+from tracer.cli.compare import print_pairs
 from tracer.cli.diagnose import print_block
 from tracer.cli.runs import print_repeats, print_summary
 from tracer.core import cases, options
@@ -17,9 +18,11 @@ from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS, framework_info
 from tracer.core.records import RunSpec, RunStatus
 from tracer.core.runfolder import RunFolder
+from tracer.core.schema import DATA_MEMORY, DATA_MODES
 from tracer.paths import writable_dir
 
 EXIT_RUN_FAILED = 1
+DATA_ALL = "all"  # `--data all`: one run per data mode (tracer.core.schema.DATA_MODES), in turn
 INGEST_LOG = "ingest.log"
 
 
@@ -35,6 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
             "framework": f"one of: {', '.join(FRAMEWORKS)}",
             "case": ", ".join(f"{c.name} ({c.model}, {c.dataset})" for c in cases.CASES.values()),
             "trace": "; ".join(f"{k}: {v}" for k, v in tracing.HELP.items()),
+            "data": f"or {DATA_ALL}: one run of each, in turn",
         },
     )
     add_out_dir(p)
@@ -93,30 +97,49 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     if args.repeat < 1:
         raise UserError(f"--repeat must be 1 or more (got {args.repeat})")
-    spec = spec_from_args(args)
+    specs = specs_from_args(args)
+    spec = specs[0]
     backend = tracing.backend(spec.trace)
     backend.check(spec)  # cheap checks before anything is generated; the runner checks inside the interpreter
     writable_dir(args.out)
     python = environments.resolve_python(spec.framework, args.python)
     err = err_console()
     data_dir = resolve_dataset(spec.dataset, err)
+    if any(s.data == DATA_MEMORY for s in specs):  # --data all: refused before its files run, not after
+        dataset.check_memory_fits(data_dir, spec.limit, spec.image_size)
     folders = []
     for repeat in range(1, args.repeat + 1):
         if args.repeat > 1:
             err.print(f"repeat {repeat}/{args.repeat}")
-        launch = Launch(spec, python, data_dir, args.out, backend)
-        folder, record = Runner(launch, err).run()
-        folders.append(folder)
-        if spec.trace != "none" or spec.pyspy:
-            ingest_traces(folder, err)
-        print_summary(summarise(folder), console())
-        print_block(folder, console())
-        if record.outcome.status is not RunStatus.OK:
-            err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
-            return EXIT_RUN_FAILED
-    if len(folders) > 1:
-        print_repeats([summarise(f) for f in folders], console())
+        for one in specs:  # --data all: files, memory, synthetic in turn, so the three see the same machine
+            if len(specs) > 1:
+                err.print(f"--data {one.data}")
+            launch = Launch(one, python, data_dir, args.out, backend)
+            folder, record = Runner(launch, err).run()
+            folders.append(folder)
+            if one.trace != "none" or one.pyspy:
+                ingest_traces(folder, err)
+            print_summary(summarise(folder), console())
+            print_block(folder, console())
+            if record.outcome.status is not RunStatus.OK:
+                err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
+                return EXIT_RUN_FAILED
+    for one in specs:
+        mine = [f for f in folders if f.read_record().spec == one]
+        if len(mine) > 1:
+            print_repeats([summarise(f) for f in mine], console())
+    if len(specs) > 1:
+        from analyzers.pairs import data_pairs
+
+        print_pairs(data_pairs(folders), console())
     return 0
+
+
+def specs_from_args(args: argparse.Namespace) -> list[RunSpec]:
+    """One spec, or with `--data all` one per data mode (files, memory, synthetic), equal otherwise."""
+    if args.data != DATA_ALL:
+        return [spec_from_args(args)]
+    return [spec_from_args(argparse.Namespace(**{**vars(args), "data": mode})) for mode in DATA_MODES]
 
 
 def ingest_traces(folder: RunFolder, err: Console) -> list[str]:

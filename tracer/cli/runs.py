@@ -14,6 +14,7 @@ from tracer.cli.common import add_runs_dir, add_warmup, console, err_console, fm
 from tracer.core import cases
 from tracer.core.errors import UserError
 from tracer.core.records import RunStatus
+from tracer.core.schema import DATA_FILES
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -164,6 +165,8 @@ def print_summary(s: object, console: Console) -> None:
         ("first epoch", f"{fmt(s.first_epoch_s, '.3f')} s (warm-up: first {s.warmup_epochs} left out)"),
         ("all epochs", f"mean {fmt(s.mean_epoch_s, '.3f')} s, {fmt(s.images_per_s, '.1f')} images/s"),
         *([("compile time, whole run", f"{s.compile_s:.3f} s")] if s.compile_s is not None else []),
+        *([("data", f"--data {s.data}")] if s.data != DATA_FILES else []),
+        *([("decode into memory", f"{s.decode_s:.3f} s, before the first epoch")] if s.decode_s is not None else []),
         ("data wait (% of step time)", _data_wait(s.steady_data_wait_pct, s.data_wait_pct, s.data_wait_pct_by_epoch)),
         ("CPU % (100 = all cores)", f"mean {fmt(s.cpu_pct_mean, '.1f')}, max {fmt(s.cpu_pct_max, '.1f')}"),
         ("peak RSS", f"{fmt(s.peak_rss_mib, '.0f')} MiB ({fmt(s.peak_rss_pct_ram, '.1f')} % of RAM)"),

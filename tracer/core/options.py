@@ -136,6 +136,14 @@ class RunSpec:
             "shared: every framework uses the same PIL loader (identical pixels)"
         ),
     ] = "native"
+    data: Annotated[
+        Literal["files", "memory", "synthetic"],
+        Opt(
+            "where batches come from: files (the framework's pipeline from the JPEGs), memory (decoded once"
+            " before the first epoch, then batched from RAM), synthetic (one random batch made on the device)",
+            noun="data mode",
+        ),
+    ] = "files"
     sync_every: Annotated[
         int | None,
         Field(ge=1, le=100_000),

@@ -1,7 +1,8 @@
 """The small interface every framework's worker module implements.
 
 A framework module defines `class Trainer(base.Trainer)`; `tracer.worker.main` drives it:
-`versions()`, then `build()` (model, optimiser, input pipeline), then `train_epoch()` per epoch.
+`versions()`, then `build()` (model, optimiser, input pipeline), `prepare_data()` (--data memory and
+synthetic, memory_data.DataModes), then `train_epoch()` per epoch.
 """
 
 import abc
@@ -11,6 +12,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
 
 from tracer.worker.clock import time_ns as wall_ns
+from tracer.worker.memory_data import DataModes
 from tracer.worker.nvtx import Nvtx
 from tracer.worker.reporting import Reporter, StepLog
 from tracer.worker.schema import ON_DIVERGENCE, Event, nonfinite_name
@@ -64,7 +66,7 @@ def default_loader_workers() -> int:
     return max(0, min(machine_cores() - 1, MAX_DEFAULT_WORKERS))
 
 
-class Trainer(abc.ABC):
+class Trainer(DataModes, abc.ABC):
     # What the framework's native pipeline decodes and resizes with, for run.json (pipeline native).
     NATIVE_DECODER = ""
     NATIVE_RESIZE = ""

@@ -116,6 +116,7 @@ def _train(cfg: WorkloadConfig, reporter: Reporter, steps_path: str) -> int:
         reporter.emit(Event.PHASE, name="build")
         params = trainer.build()
         reporter.emit(Event.MODEL, trainable_params=params.trainable, total_params=params.total, knobs=_knobs(trainer))
+        trainer.prepare_data()  # --data memory decodes the set here: its own phase, before the first epoch
         for epoch in range(1, cfg.epochs + 1):
             reporter.emit(Event.EPOCH_START, epoch=epoch, images_total=len(images), epochs=cfg.epochs)
             _inject_fault(cfg.inject_fault, epoch)
@@ -152,6 +153,7 @@ def _train(cfg: WorkloadConfig, reporter: Reporter, steps_path: str) -> int:
 def _knobs(trainer: Any) -> Dict[str, object]:
     """The loader budget and pipeline under their shared names, then the framework's own settings."""
     knobs = trainer.loader_knobs()
+    knobs.update(trainer.data_knobs())
     knobs.update(trainer.knobs())
     return knobs
 

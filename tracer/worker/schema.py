@@ -31,6 +31,7 @@ class Event(object):
     TRACE_OVERHEAD = "trace_overhead"  # what an in-worker tracer recorded and what it cost
     COMPILE = "compile"  # a JIT compilation (JAX): state start/end, function, batch_shape, seconds on end
     DIVERGED = "diverged"  # the first non-finite loss: epoch, step, images, loss, last_finite_loss, lr, continued
+    DECODE = "decode"  # --data memory: the set decoded into host memory, state start/end (end: images, bytes, seconds)
 
     ALL = (
         START,
@@ -47,6 +48,7 @@ class Event(object):
         TRACE_OVERHEAD,
         COMPILE,
         DIVERGED,
+        DECODE,
     )
 
 
@@ -54,6 +56,12 @@ class Event(object):
 #: or continue training, the run still marked `diverged`.
 ON_DIVERGENCE = ("stop", "continue")
 EXIT_DIVERGED = 5  # the worker's exit code when it stopped at a divergence (its `diverged` event says where)
+
+
+#: Where the batches come from (--data): files (each framework's pipeline from the JPEGs), memory (decoded
+#: once before the first epoch, batched from RAM), synthetic (one random batch made once on the device).
+DATA_MODES = ("files", "memory", "synthetic")
+DATA_FILES, DATA_MEMORY, DATA_SYNTHETIC = DATA_MODES
 
 
 # --- JSON: every file the tool writes is strict JSON (no NaN, Infinity); a non-finite number is written

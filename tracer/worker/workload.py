@@ -54,6 +54,7 @@ class WorkloadConfig:
     workers: Optional[Union[int, str]] = None  # a count, "autotune" (TensorFlow), or None: the machine's budget
     prefetch: Optional[int] = None
     pipeline: Optional[str] = None  # "native" (default) or "shared" (load_normalised)
+    data: str = "files"  # schema.DATA_MODES: files, memory (decoded once into RAM) or synthetic
     sync_every: Optional[int] = None
     threads: Optional[int] = None
     amp: bool = False

@@ -121,3 +121,18 @@ def test_dataset_folders_resolve_against_the_plan(tmp_path: Path) -> None:
 def test_parse_plan_without_a_file() -> None:
     p = parse_plan(BASE, Path("inline.toml"))
     assert p.name == "t" and len(p.cells) == 4
+
+
+def test_data_is_a_knob_and_the_study_has_a_variant_with_it(tmp_path: Path) -> None:
+    """`data` is a plan knob like any option; a list makes it an axis, and the study's commented variant
+    triples the matrix with the three data modes (issue 26)."""
+    p = plan(BASE + '[knobs]\ndata = "synthetic"\n', tmp_path)
+    assert {c.profile_args()[c.profile_args().index("--data") + 1] for c in p.cells} == {"synthetic"}
+    text = (ROOT / "plans" / "study.toml").read_text()
+    line = '# data = ["files", "memory", "synthetic"]'
+    assert line in text
+    variant = plan(text.replace(line, line[2:]), tmp_path)
+    assert len(variant.cells) == 3 * 160 and len({c.cell_id for c in variant.cells}) == 3 * 160
+    modes = [c.profile_args()[c.profile_args().index("--data") + 1] for c in variant.cells]
+    assert {m: modes.count(m) for m in set(modes)} == {"files": 160, "memory": 160, "synthetic": 160}
+    assert "knobs.data: unknown value 'all'" in error(BASE + '[knobs]\ndata = "all"\n', tmp_path)

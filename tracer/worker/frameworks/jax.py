@@ -442,7 +442,79 @@ class Trainer(base.Trainer):
             )
             return loss, int(y_host.shape[0])
 
-        return self.run_epoch(epoch, self._epoch_batches(epoch), dispatch, lambda out: (float(out[0]), float(out[1])))
+        batches, step = self.epoch_input(epoch, lambda: self._epoch_batches(epoch), dispatch)
+        return self.run_epoch(epoch, batches, step, lambda out: (float(out[0]), float(out[1])))
+
+    # --- --data memory / synthetic (tracer.worker.memory_data)
+    MEMORY_LOADER = "grain.MapDataset over the in-memory array: shuffle (the files pipeline's seed) + batch"
+
+    def memory_batches(self, epoch: int) -> Any:
+        """grain over an in-memory source, shuffled as the files pipeline is, batched in the loop's thread."""
+        held = self.memory_set
+        assert held is not None
+        self._memory_steps = itertools.count()
+        self._memory_epoch = epoch
+        dataset = (
+            grain.MapDataset.source(_ArraySource(held.images, held.labels))
+            .shuffle(seed=self.cfg.seed + epoch)
+            .batch(self.cfg.batch)
+        )
+        # grain's advice for data already in memory: no reader threads, no read-ahead buffer.
+        return dataset.to_iter_dataset(grain.ReadOptions(num_threads=0, prefetch_buffer_size=0))
+
+    def memory_to_device(self, batch: Any) -> Tuple[Any, Any]:
+        """uint8 NHWC to the device and a random flip there, in one compiled function (compiled ahead per
+        batch shape, reported as a `compile` event like the train step); the step normalises, as for files."""
+        x_host, y_host = batch
+        x = jax.device_put(x_host, self.device)
+        key = jax.random.fold_in(jax.random.fold_in(self._flip_key(), self._memory_epoch), next(self._memory_steps))
+        shape = tuple(x.shape)
+        compiled = self._prepare_compiled().get(shape)
+        if compiled is None:
+            with self._compiling("prepare", list(shape)):
+                compiled = jax.jit(_prepare, static_argnums=(2,)).lower(x, key, self.flip_memory).compile()
+            self._prepare_compiled()[shape] = compiled
+        return compiled(x, key), jax.device_put(y_host, self.device)
+
+    def _prepare_compiled(self) -> Dict[Tuple[int, ...], Any]:
+        if getattr(self, "_prepares", None) is None:
+            self._prepares = {}  # type: Dict[Tuple[int, ...], Any]
+        return self._prepares
+
+    def _flip_key(self) -> Any:
+        if getattr(self, "_flips", None) is None:
+            self._flips = jax.device_put(jax.random.PRNGKey(self.cfg.seed + 2), self.device)
+        return self._flips
+
+    def synthetic_batch(self, n: int) -> Tuple[Any, Any]:
+        size = self.cfg.image_size
+        kx, ky = jax.random.split(jax.random.PRNGKey(self.cfg.seed + 3))
+        pixels = jax.random.randint(kx, (n, size, size, 3), 0, 256, jnp.int32).astype(jnp.uint8)  # as files feed it
+        x = jax.device_put(pixels, self.device)
+        y = jax.device_put(jax.random.randint(ky, (n,), 0, self.cfg.num_classes, jnp.int32), self.device)
+        return x, y
+
+
+class _ArraySource:
+    """The decoded set as a grain random-access source: (HWC uint8 image, int32 label) per index."""
+
+    def __init__(self, images: Any, labels: Any) -> None:
+        self.images = images
+        self.labels = labels
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int) -> Tuple[Any, Any]:
+        return self.images[index], np.int32(self.labels[index])
+
+
+def _prepare(x: Any, key: Any, flip: bool) -> Any:
+    """A random horizontal flip per image of a uint8 NHWC batch (the step normalises it, see _normalise)."""
+    if flip:
+        mask = jax.random.uniform(key, (x.shape[0],)) < 0.5
+        x = jnp.where(mask[:, None, None, None], x[:, :, ::-1, :], x)
+    return x
 
 
 def _cuda_version() -> Any:

@@ -103,6 +103,11 @@ class NativeImageDataset(gluon.data.Dataset):
         return self.transform(mx.image.imread(self.files[index])), self.labels[index]
 
 
+def native_resize(size: int) -> Any:
+    """The native pipeline's decode-side steps (no flip, no tensor): what --data memory keeps as uint8."""
+    return transforms.Compose([transforms.Resize(size, keep_ratio=True), transforms.CenterCrop(size)])
+
+
 def native_pixels(path: str, size: int) -> Any:
     """One image through the native pipeline without flip, as a CHW float32 array (pixel-agreement test)."""
     return native_transform(size, flip=False)(mx.image.imread(path)).asnumpy()
@@ -190,7 +195,49 @@ class Trainer(base.Trainer):
         return params
 
     def train_epoch(self, epoch: int) -> EpochStats:
-        return self.run_epoch(epoch, self.loader, self._train_step, _read)
+        batches, step = self.epoch_input(epoch, lambda: self.loader, self._train_step)
+        return self.run_epoch(epoch, batches, step, _read)
+
+    # --- --data memory / synthetic (tracer.worker.memory_data)
+    MEMORY_LOADER = "gluon.data.ArrayDataset + DataLoader(num_workers=0, shuffle)"
+    DECODE_THREADS = 1  # MXNet's imperative NDArray calls are not safe from several Python threads
+
+    def decode_uint8(self, path: str, size: int) -> Any:
+        if self._pipeline_kind() != "native":
+            return base.Trainer.decode_uint8(self, path, size)
+        return native_resize(size)(mx.image.imread(path)).asnumpy().astype(np.uint8)
+
+    def memory_batches(self, epoch: int) -> Any:
+        if getattr(self, "_memory_loader", None) is None:
+            held = self.memory_set
+            assert held is not None
+            self._memory_loader = gluon.data.DataLoader(
+                gluon.data.ArrayDataset(held.images, held.labels),
+                batch_size=self.cfg.batch,
+                shuffle=True,
+                last_batch="keep",
+                num_workers=0,
+                pin_memory=self.cfg.device == "gpu",
+            )
+            self._mean = mx.nd.array(MEAN, ctx=self.ctx).reshape((1, 3, 1, 1))
+            self._std = mx.nd.array(STD, ctx=self.ctx).reshape((1, 3, 1, 1))
+        return self._memory_loader
+
+    def memory_to_device(self, batch: Any) -> Tuple[Any, Any]:
+        """uint8 NHWC to the device, then ToTensor's and Normalize's arithmetic and a random flip there."""
+        x, y = batch
+        x = x.as_in_context(self.ctx).transpose((0, 3, 1, 2)).astype("float32") / 255
+        if self.flip_memory:
+            flip = mx.nd.random.uniform(shape=(x.shape[0],), ctx=self.ctx) < 0.5
+            x = mx.nd.where(flip, mx.nd.flip(x, axis=3), x)
+        x = mx.nd.broadcast_div(mx.nd.broadcast_sub(x, self._mean), self._std)
+        return x, y.as_in_context(self.ctx).astype("float32")
+
+    def synthetic_batch(self, n: int) -> Tuple[Any, Any]:
+        size = self.cfg.image_size
+        x = mx.nd.random.normal(shape=(n, 3, size, size), ctx=self.ctx)
+        y = mx.nd.random.randint(0, self.cfg.num_classes, shape=(n,), ctx=self.ctx).astype("float32")
+        return x, y
 
     def _train_step(self, batch: Any) -> Tuple[Any, int]:
         x, y = batch

@@ -81,6 +81,11 @@ def native_transform(size: int, flip: bool = True) -> Any:
     return transforms.Compose(steps + [transforms.ToTensor(), transforms.Normalize(MEAN, STD, data_format="CHW")])
 
 
+def native_resize(size: int) -> Any:
+    """The native pipeline's decode-side steps (no flip, no tensor): what --data memory keeps as uint8."""
+    return transforms.Compose([transforms.Resize(size), transforms.CenterCrop(size)])
+
+
 def _load(path: str) -> Any:
     return paddle.vision.image_load(path).convert("RGB")
 
@@ -174,7 +179,49 @@ class Trainer(base.Trainer):
 
     def train_epoch(self, epoch: int) -> EpochStats:
         self.model.train()
-        return self.run_epoch(epoch, self.loader, self._train_step, _read)
+        batches, step = self.epoch_input(epoch, lambda: self.loader, self._train_step)
+        return self.run_epoch(epoch, batches, step, _read)
+
+    # --- --data memory / synthetic (tracer.worker.memory_data)
+    MEMORY_LOADER = "paddle.io.TensorDataset + DataLoader(num_workers=0, shuffle)"
+
+    def decode_uint8(self, path: str, size: int) -> Any:
+        if self._pipeline_kind() != "native":
+            return base.Trainer.decode_uint8(self, path, size)
+        return np.asarray(native_resize(size)(_load(path)), dtype=np.uint8)
+
+    def memory_batches(self, epoch: int) -> Any:
+        """The set as CPU tensors sharing the decoded array's memory (DLPack; paddle.to_tensor would copy it)."""
+        if getattr(self, "_memory_loader", None) is None:
+            held = self.memory_set
+            assert held is not None
+            tensors = [paddle.utils.dlpack.from_dlpack(held.images), paddle.utils.dlpack.from_dlpack(held.labels)]
+            self._memory_loader = paddle.io.DataLoader(
+                paddle.io.TensorDataset(tensors),
+                batch_size=self.cfg.batch,
+                shuffle=True,
+                drop_last=False,
+                num_workers=0,
+                use_shared_memory=False,
+            )
+            self._mean = paddle.to_tensor(MEAN, dtype="float32").reshape([1, 3, 1, 1])
+            self._std = paddle.to_tensor(STD, dtype="float32").reshape([1, 3, 1, 1])
+        return self._memory_loader
+
+    def memory_to_device(self, batch: Any) -> Tuple[Any, Any]:
+        """uint8 NHWC to the device, then ToTensor's and Normalize's arithmetic and a random flip there."""
+        x, y = batch
+        if self.cfg.device == "gpu":
+            x, y = x.cuda(), y.cuda()
+        x = x.transpose([0, 3, 1, 2]).astype("float32") / 255.0
+        if self.flip_memory:
+            flip = (paddle.rand([x.shape[0]]) < 0.5).astype("float32").reshape([-1, 1, 1, 1])
+            x = flip * paddle.flip(x, axis=[3]) + (1.0 - flip) * x
+        return (x - self._mean) / self._std, y
+
+    def synthetic_batch(self, n: int) -> Tuple[Any, Any]:
+        size = self.cfg.image_size
+        return paddle.randn([n, 3, size, size]), paddle.randint(0, self.cfg.num_classes, [n], dtype="int64")
 
     def _train_step(self, batch: Any) -> Tuple[Any, int]:
         x, y = batch

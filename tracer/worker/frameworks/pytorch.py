@@ -7,7 +7,7 @@ import numpy as np
 import torch
 import torchvision
 from PIL import Image
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, TensorDataset
 from torchvision import transforms
 
 from tracer.worker import base
@@ -57,6 +57,11 @@ def native_transform(size: int, flip: bool = True) -> Any:
     if flip:
         steps.append(transforms.RandomHorizontalFlip())
     return transforms.Compose(steps + [transforms.ToTensor(), transforms.Normalize(MEAN, STD)])
+
+
+def native_resize(size: int) -> Any:
+    """The native pipeline's decode-side steps (no flip, no tensor): what --data memory keeps as uint8."""
+    return transforms.Compose([transforms.Resize(size), transforms.CenterCrop(size)])
 
 
 def native_pixels(path: str, size: int) -> Any:
@@ -147,7 +152,51 @@ class Trainer(base.Trainer):
 
     def train_epoch(self, epoch: int) -> EpochStats:
         self.model.train()
-        return self.run_epoch(epoch, self.loader, self._train_step, _read)
+        batches, step = self.epoch_input(epoch, lambda: self.loader, self._train_step)
+        return self.run_epoch(epoch, batches, step, _read)
+
+    # --- --data memory / synthetic (tracer.worker.memory_data)
+    MEMORY_LOADER = "torch.utils.data.TensorDataset + DataLoader(num_workers=0, shuffle, seeded generator)"
+
+    def decode_uint8(self, path: str, size: int) -> Any:
+        if self._pipeline_kind() != "native":
+            return base.Trainer.decode_uint8(self, path, size)
+        with Image.open(path) as im:
+            return np.asarray(native_resize(size)(im.convert("RGB")), dtype=np.uint8)
+
+    def memory_batches(self, epoch: int) -> Any:
+        """The uint8 set as tensors (no copy), batched by a worker-less DataLoader that shuffles with the
+        files loader's seeded generator (so the order is the files pipeline's)."""
+        if getattr(self, "_memory_loader", None) is None:
+            held = self.memory_set
+            assert held is not None
+            generator = torch.Generator()
+            generator.manual_seed(self.cfg.seed)
+            self._memory_loader = DataLoader(
+                TensorDataset(torch.from_numpy(held.images), torch.from_numpy(held.labels)),
+                batch_size=self.cfg.batch,
+                shuffle=True,
+                num_workers=0,
+                pin_memory=self.device.type == "cuda",
+                generator=generator,
+            )
+            self._mean = torch.tensor(MEAN, device=self.device).view(1, 3, 1, 1)
+            self._std = torch.tensor(STD, device=self.device).view(1, 3, 1, 1)
+        return self._memory_loader
+
+    def memory_to_device(self, batch: Any) -> Tuple[Any, Any]:
+        """uint8 NHWC copied to the device, then ToTensor's and Normalize's arithmetic and a random flip there."""
+        x, y = batch
+        x = x.to(self.device, non_blocking=True).permute(0, 3, 1, 2).contiguous().float().div(255)
+        if self.flip_memory:
+            flip = torch.rand(x.shape[0], device=self.device) < 0.5
+            x = torch.where(flip.view(-1, 1, 1, 1), x.flip(3), x)
+        return x.sub(self._mean).div(self._std), y.to(self.device, non_blocking=True)
+
+    def synthetic_batch(self, n: int) -> Tuple[Any, Any]:
+        size = self.cfg.image_size
+        x = torch.randn(n, 3, size, size, device=self.device)
+        return x, torch.randint(0, self.cfg.num_classes, (n,), device=self.device)
 
     def _train_step(self, batch: Any) -> Tuple[Any, int]:
         x, y = batch

@@ -337,7 +337,46 @@ class Trainer(base.Trainer):
 
     def train_epoch(self, epoch: int) -> EpochStats:
         self.net.train()
-        return self.run_epoch(epoch, self._batches(epoch), self._train_step, _read)
+        batches, step = self.epoch_input(epoch, lambda: self._batches(epoch), self._train_step)
+        return self.run_epoch(epoch, batches, step, _read)
+
+    # --- --data memory / synthetic (tracer.worker.memory_data)
+    MEMORY_LOADER = "NumPy batches indexed from the in-memory array, copied into SINGA tensors (examples/cnn)"
+
+    def memory_batches(self, epoch: int) -> Any:
+        """The files pipeline's order (the same generator's permutation), indexed from RAM."""
+        held = self.memory_set
+        assert held is not None
+        order = self.rng.permutation(len(held.labels))
+        for start in range(0, len(order), self.cfg.batch):
+            idx = order[start : start + self.cfg.batch]
+            yield held.images[idx], held.labels[idx].astype(np.int32)
+
+    def memory_to_device(self, batch: Any) -> Tuple[Any, Any]:
+        """Flip and normalise with NumPy, as SINGA's examples do; the step copies the batch into tensors."""
+        x, y = batch
+        if self.flip_memory:
+            x = x.copy()  # the held set stays as decoded
+            flip = self.rng.rand(len(y)) < 0.5
+            x[flip] = x[flip, :, ::-1, :]
+        return np.ascontiguousarray(normalise(x).transpose(0, 3, 1, 2)), y
+
+    def synthetic_batch(self, n: int) -> Tuple[Any, Any, Any]:
+        size = self.cfg.image_size
+        tx = tensor.Tensor((n, 3, size, size), self.dev, tensor.float32)
+        tx.gaussian(0.0, 1.0)
+        y = self.rng.randint(0, self.cfg.num_classes, n).astype(np.int32)
+        ty = tensor.from_numpy(y)
+        ty.to_device(self.dev)
+        return tx, ty, y
+
+    def synthetic_step(self, files_step: Any) -> Any:
+        def step(batch: Tuple[Any, Any, Any]) -> Tuple[Any, int]:
+            tx, ty, y = batch
+            logits, loss = self.net(tx, ty)
+            return (loss, logits, y), len(y)
+
+        return step
 
     def _train_step(self, batch: Any) -> Tuple[Any, int]:
         x, y = batch

@@ -114,6 +114,11 @@ def native_image(path: Any, size: int) -> Any:
     """The native pipeline's graph ops for one file, as TensorFlow users write them: read, decode_jpeg,
     resize the shorter side to `size` (bilinear, antialiased; the longer side truncated as torchvision
     does), central crop, scale to [0, 1], normalise. HWC float32."""
+    return (native_resized(path, size) / 255.0 - tf.constant(MEAN, tf.float32)) / tf.constant(STD, tf.float32)
+
+
+def native_resized(path: Any, size: int) -> Any:
+    """`native_image` before its scaling: decoded, resized and cropped, HWC float32 in 0..255."""
     image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
     shape = tf.shape(image)
     h, w = shape[0], shape[1]
@@ -123,8 +128,7 @@ def native_image(path: Any, size: int) -> Any:
     image = tf.image.resize(image, tf.stack([nh, nw]), method="bilinear", antialias=True)
     top = tf.cast(tf.round(tf.cast(nh - size, tf.float32) / 2.0), tf.int32)
     left = tf.cast(tf.round(tf.cast(nw - size, tf.float32) / 2.0), tf.int32)
-    image = tf.image.crop_to_bounding_box(image, top, left, size, size)
-    return (image / 255.0 - tf.constant(MEAN, tf.float32)) / tf.constant(STD, tf.float32)
+    return tf.image.crop_to_bounding_box(image, top, left, size, size)
 
 
 def native_pixels(path: str, size: int) -> Any:
@@ -283,7 +287,53 @@ class Trainer(base.Trainer):
 
     def train_epoch(self, epoch: int) -> EpochStats:
         with tf.device(self.device):
-            return self.run_epoch(epoch, self.dataset, self._dispatch, lambda out: (float(out[0]), float(out[1])))
+            batches, step = self.epoch_input(epoch, lambda: self.dataset, self._dispatch)
+            return self.run_epoch(epoch, batches, step, lambda out: (float(out[0]), float(out[1])))
+
+    # --- --data memory / synthetic (tracer.worker.memory_data)
+    MEMORY_LOADER = (
+        "tf.data.Dataset.from_tensor_slices over (index, label) + shuffle (the files pipeline's seed) + batch,"
+        " tf.gather from the set as one tensor"
+    )
+
+    def decode_uint8(self, path: str, size: int) -> Any:
+        """The files pipeline's decode and resize; its float result rounded to uint8 (within half a level)."""
+        if self._pipeline_kind() != "native":
+            return base.Trainer.decode_uint8(self, path, size)
+        resized = native_resized(tf.constant(path), size)
+        return tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8).numpy()
+
+    def memory_batches(self, epoch: int) -> Any:
+        """Shuffled, batched indices from tf.data, gathered from the set held as one tensor. The set is
+        handed over by DLPack (no copy); tf.data would copy it twice (a graph constant, and a shuffle
+        buffer of every image), as would tf.convert_to_tensor."""
+        held = self.memory_set
+        assert held is not None
+        if getattr(self, "_memory_dataset", None) is None:
+            self._memory_images = tf.experimental.dlpack.from_dlpack(held.images.__dlpack__())
+            indices = np.arange(len(held.labels), dtype=np.int64)
+            dataset = tf.data.Dataset.from_tensor_slices((indices, held.labels))
+            dataset = dataset.shuffle(len(held.labels), seed=self.cfg.seed, reshuffle_each_iteration=True)
+            self._memory_dataset = dataset.batch(self.cfg.batch)
+        for index, label in self._memory_dataset:
+            yield tf.gather(self._memory_images, index), label
+
+    def memory_to_device(self, batch: Any) -> Tuple[Any, Any]:
+        """uint8 NHWC to the device, then the files pipeline's scaling, a random flip and normalisation."""
+        x, y = batch
+        with tf.device(self.device):
+            x = tf.cast(tf.identity(x), tf.float32) / 255.0
+            if self.flip_memory:
+                flip = tf.random.uniform([tf.shape(x)[0]]) < 0.5
+                x = tf.where(flip[:, None, None, None], tf.reverse(x, axis=[2]), x)
+            x = (x - tf.constant(MEAN, tf.float32)) / tf.constant(STD, tf.float32)
+            return x, tf.identity(y)
+
+    def synthetic_batch(self, n: int) -> Tuple[Any, Any]:
+        size = self.cfg.image_size
+        with tf.device(self.device):
+            x = tf.random.normal([n, size, size, 3])
+            return x, tf.random.uniform([n], 0, self.cfg.num_classes, dtype=tf.int64)
 
     def _peak_memory_bytes(self) -> Optional[float]:
         return float(tf.config.experimental.get_memory_info("GPU:0")["peak"])

@@ -1,0 +1,220 @@
+"""Runs that differ only in `--data` are a pair: the same framework, model, case and settings fed from
+the JPEG files, from memory and from a synthetic batch on the device. From a pair comes what the input
+pipeline costs: its share of the epoch, 1 - files / synthetic throughput (the MLPerf convention: the
+synthetic run is the framework's compute ceiling), and how much faster the framework trains fed from memory.
+
+Throughput is each run's steady images/s (`analyzers.steady.throughput`, the Table 1 figure), the
+median over the finished runs of one mode; a mode without a finished run has none.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import functools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from analyzers.repeats import repeat_key
+from analyzers.steady import WARMUP_EPOCHS, Spread, throughput
+from tracer.core.records import RunRecord
+from tracer.core.runfolder import RunFolder, list_runs
+from tracer.core.schema import DATA_FILES, DATA_MEMORY, DATA_MODES, DATA_SYNTHETIC
+
+
+def pair_key(record: RunRecord) -> str:
+    """The repeat key (analyzers.repeats) of the run as if it had read files: equal for the runs of a pair."""
+    as_files = dataclasses.replace(record, spec=dataclasses.replace(record.spec, data=DATA_FILES))  # type: ignore[arg-type]
+    return repeat_key(as_files)
+
+
+@dataclass(frozen=True)
+class DataPair:
+    """The runs of one spec in two or three data modes, with each mode's steady throughput."""
+
+    framework: str
+    model: str
+    dataset: str
+    device: str
+    batch: int
+    images_per_s: tuple[Spread | None, ...]  # one per DATA_MODES entry (files, memory, synthetic)
+    run_ids: tuple[tuple[str, ...], ...]  # one per DATA_MODES entry, oldest first
+
+    def rate(self, mode: str) -> float | None:
+        value = self.images_per_s[DATA_MODES.index(mode)]
+        return value.median if value is not None else None
+
+    @property
+    def input_share(self) -> float | None:
+        """The input pipeline's share of the epoch: 1 - files / synthetic throughput (None without both)."""
+        files, synthetic = self.rate(DATA_FILES), self.rate(DATA_SYNTHETIC)
+        if files is None or not synthetic:
+            return None
+        return 1.0 - files / synthetic
+
+    def speedup(self, mode: str) -> float | None:
+        """How many times faster than from files this framework trains in `mode`."""
+        files, other = self.rate(DATA_FILES), self.rate(mode)
+        if not files or other is None:
+            return None
+        return other / files
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        return tuple(m for m, ids in zip(DATA_MODES, self.run_ids) if ids)
+
+    def sentence(self) -> str:
+        """E.g. 'the input pipeline costs 88 % of the epoch; fed from memory this framework runs 6.1x faster'."""
+        parts = []
+        share = self.input_share
+        if share is not None:
+            parts.append(f"the input pipeline costs {100 * share:.0f} % of the epoch (1 - files/synthetic images/s)")
+        memory = self.speedup(DATA_MEMORY)
+        if memory is not None:
+            parts.append(f"fed from memory this framework runs {memory:.1f}x {'faster' if memory >= 1 else 'slower'}")
+        return "; ".join(parts)
+
+
+def data_pairs(folders: Iterable[RunFolder], warmup: int = WARMUP_EPOCHS) -> list[DataPair]:
+    """Every pair among `folders` (runs of one spec in two data modes or more), in the order of their first run."""
+    groups: dict[str, list[tuple[RunFolder, RunRecord]]] = {}
+    for folder in folders:
+        record = folder.read_record()
+        groups.setdefault(pair_key(record), []).append((folder, record))
+    pairs = []
+    for runs in groups.values():
+        if len({r.spec.data for _, r in runs}) > 1:
+            pairs.append(_pair(runs, warmup))
+    return pairs
+
+
+def pair_of(folder: RunFolder, candidates: Iterable[RunFolder], warmup: int = WARMUP_EPOCHS) -> DataPair | None:
+    """The pair `folder` belongs to among `candidates` (e.g. the runs beside it), or None."""
+    key = pair_key(folder.read_record())
+    mine = [f for f in candidates if f.path != folder.path and _key_or_none(f) == key]
+    found = data_pairs([folder, *mine], warmup)
+    return found[0] if found else None
+
+
+def pair_beside(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> DataPair | None:
+    """The pair `folder` makes with the runs in the same folder of runs (where `tracer profile --data all`
+    and a campaign put them), or None."""
+    key = pair_key(folder.read_record())
+    paths = _keys_beside(folder.path.parent, _mtime_ns(folder.path.parent)).get(key, ())
+    mine = [RunFolder(p) for p in paths if p != folder.path]
+    found = data_pairs([folder, *mine], warmup) if mine else []
+    return found[0] if found else None
+
+
+def _mtime_ns(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+@functools.lru_cache(maxsize=8)
+def _keys_beside(parent: Path, mtime_ns: int) -> dict[str, tuple[Path, ...]]:
+    """pair_key -> the run folders in `parent` (cached until a run is added or removed: the mtime changes),
+    so diagnosing every run of a campaign reads each run.json once, not once per run."""
+    keys: dict[str, list[Path]] = {}
+    for f in list_runs(parent):
+        key = _key_or_none(f)
+        if key is not None:
+            keys.setdefault(key, []).append(f.path)
+    return {k: tuple(v) for k, v in keys.items()}
+
+
+def _key_or_none(folder: RunFolder) -> str | None:
+    try:
+        return pair_key(folder.read_record())
+    except Exception:  # noqa: BLE001 - a damaged neighbour is not part of any pair
+        return None
+
+
+def _pair(runs: Sequence[tuple[RunFolder, RunRecord]], warmup: int) -> DataPair:
+    spec = runs[0][1].spec
+    rates: list[Spread | None] = []
+    ids: list[tuple[str, ...]] = []
+    for mode in DATA_MODES:
+        mine = sorted((f for f, r in runs if r.spec.data == mode), key=lambda f: f.run_id)
+        ok = [f for f in mine if f.read_record().rankable]
+        rates.append(throughput([f.epochs() for f in ok], warmup).images_per_s if ok else None)
+        ids.append(tuple(f.run_id for f in mine))
+    return DataPair(spec.framework, spec.model, spec.dataset, spec.device, spec.batch, tuple(rates), tuple(ids))
+
+
+def input_share_table(pairs: Sequence[DataPair]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """(header, rows) of the pairs table that compare, the report and the docs print."""
+    header = (
+        "framework",
+        "model",
+        "dataset",
+        "device",
+        "batch",
+        *(f"images/s, {m}" for m in DATA_MODES),
+        "input share of the epoch",
+        "memory / files",
+    )
+    rows = []
+    for p in pairs:
+        rates = tuple("-" if v is None else _rate(v) for v in p.images_per_s)
+        share = "-" if p.input_share is None else f"{100 * p.input_share:.0f} %"
+        memory = p.speedup(DATA_MEMORY)
+        rows.append(
+            (
+                p.framework,
+                p.model,
+                p.dataset,
+                p.device,
+                str(p.batch),
+                *rates,
+                share,
+                "-" if memory is None else f"{memory:.2f}x",
+            )  # fmt: skip
+        )
+    return header, rows
+
+
+def _rate(value: Spread) -> str:
+    return f"{value.median:.1f}" if value.n < 2 else f"{value.median:.1f} ({value.low:.1f}-{value.high:.1f})"
+
+
+CAPTION = (
+    "Runs that differ only in --data: steady images/s fed from the JPEG files (each framework's own pipeline),"
+    " from memory (decoded once before the first epoch, batched from RAM) and from one synthetic batch on the"
+    " device (the compute ceiling); input share = 1 - files / synthetic images/s, the share of the epoch the"
+    " input pipeline costs. A cell pooling repeats shows the median (min-max)."
+)
+
+
+def markdown_lines(pairs: Sequence[DataPair]) -> list[str]:
+    """The pairs table as Markdown lines (the report's section and its .md file)."""
+    header, rows = input_share_table(pairs)
+    lines = [CAPTION, "", "| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return lines
+
+
+def write_csv(pairs: Sequence[DataPair], path: Path) -> None:
+    """One row per pair at full precision: each mode's median images/s, the input share and memory / files."""
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(
+            ["framework", "model", "dataset", "device", "batch"]
+            + [f"images_per_s_{m}" for m in DATA_MODES]
+            + ["input_share", "memory_over_files"]
+            + [f"run_ids_{m}" for m in DATA_MODES]
+        )
+        for p in pairs:
+            writer.writerow(
+                [p.framework, p.model, p.dataset, p.device, p.batch]
+                + [_cell(p.rate(m)) for m in DATA_MODES]
+                + [_cell(p.input_share), _cell(p.speedup(DATA_MEMORY))]
+                + [" ".join(ids) for ids in p.run_ids]
+            )
+
+
+def _cell(value: float | None) -> str:
+    return "" if value is None else f"{value:.15g}"
