@@ -11,13 +11,15 @@ from rich.console import Console
 from tracer import dataset, environments, tracing
 from tracer.cli.common import add_out_dir, console, err_console
 from tracer.cli.diagnose import print_block
+from tracer.cli.outputs import output_dir
 from tracer.cli.runs import print_repeats, print_summary
 from tracer.core import cases, options
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS, framework_info
 from tracer.core.records import RunSpec, RunStatus
 from tracer.core.runfolder import RunFolder
-from tracer.paths import writable_dir
+from tracer.nvml import Nvml
+from tracer.tegrastats import find_tegrastats
 
 EXIT_RUN_FAILED = 1
 INGEST_LOG = "ingest.log"
@@ -77,14 +79,32 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     return spec
 
 
-def resolve_dataset(name: str, console: Console) -> Path:
+def dataset_location(name: str) -> Path:
+    """Where the dataset is (or will be generated), before anything is generated or read."""
+    return dataset.cached_path(name) if name in dataset.SIZES else Path(name).expanduser().resolve()
+
+
+def resolve_dataset(name: str, console: Console, num_classes: int) -> Path:
     if name in dataset.SIZES:
         if not (dataset.cached_path(name) / dataset.DONE_MARKER).exists():
             console.print(f"generating the {name} dataset ({dataset.SIZES[name].images} images, once) ...")
         return dataset.ensure_generated(name)
-    path = Path(name).expanduser().resolve()
-    dataset.validate_folder(path)
+    path = dataset_location(name)
+    dataset.validate_folder(path, num_classes)
     return path
+
+
+def check_device(spec: RunSpec) -> None:
+    """`--device gpu` where no GPU can be found fails here, not after the framework has loaded."""
+    if spec.device != "gpu" or Path("/dev/nvidia0").exists() or find_tegrastats(False):
+        return
+    nvml, why = Nvml.open()
+    if nvml is not None:
+        nvml.close()
+        return
+    raise UserError(
+        f"--device gpu, but this machine has no GPU that NVML or tegrastats can see ({why}): use --device cpu"
+    )
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -96,10 +116,11 @@ def cmd_profile(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     backend = tracing.backend(spec.trace)
     backend.check(spec)  # cheap checks before anything is generated; the runner checks inside the interpreter
-    writable_dir(args.out)
+    check_device(spec)
+    output_dir(args.out, datasets=[dataset_location(spec.dataset)])
     python = environments.resolve_python(spec.framework, args.python)
     err = err_console()
-    data_dir = resolve_dataset(spec.dataset, err)
+    data_dir = resolve_dataset(spec.dataset, err, spec.num_classes)
     folders = []
     for repeat in range(1, args.repeat + 1):
         if args.repeat > 1:

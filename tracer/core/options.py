@@ -23,7 +23,7 @@ import pydantic
 from pydantic import Field
 
 from tracer.core.errors import UserError
-from tracer.core.frameworks import framework_info
+from tracer.core.frameworks import FRAMEWORKS, framework_info
 
 DEFAULT_IMAGE_SIZE = 224
 CORES = os.cpu_count() or 1
@@ -73,6 +73,7 @@ class RunSpec:
     ]
     dataset: Annotated[
         str,
+        Field(min_length=1),
         Opt(
             "small (791 images), big (6003) or a folder with one sub-folder per class (overrides the case's)",
             worker=False,  # the worker gets the resolved folder, dataset_dir
@@ -142,7 +143,9 @@ class RunSpec:
         Opt("read the loss (a host-device sync) every N steps (default: 1 on CPU, 20 on GPU)"),
     ] = None
     threads: Annotated[int | None, Field(ge=1, le=MAX_THREADS), Opt("intra-op threads of the framework")] = None
-    amp: Annotated[bool, Opt("mixed precision")] = False
+    amp: Annotated[bool, Opt("mixed precision", frameworks=tuple(name for name, f in FRAMEWORKS.items() if f.amp))] = (
+        False
+    )
     gpu_thread_mode: Annotated[
         Literal["global", "gpu_private", "gpu_shared"] | None,
         Opt("TensorFlow's GPU thread mode, e.g. gpu_private", frameworks=("tensorflow",)),
@@ -258,6 +261,8 @@ def describe_error(error: Mapping[str, Any], spec_type: type = RunSpec) -> str:
         choices = _choices(fields[name][0]) if name in fields else ()
         return f"unknown {noun} '{value}': choose one of {', '.join(map(str, choices or ()))}"
     bounds = {"greater_than_equal": "at least", "greater_than": "more than", "less_than_equal": "at most"}
+    if kind == "string_too_short":
+        return f"{label} is empty: give a value"
     if kind in bounds:
         limit = ctx.get("ge", ctx.get("gt", ctx.get("le")))
         return f"{label} must be {bounds[kind]} {limit} (got {value})"
