@@ -22,6 +22,7 @@ from tracer.nvml import Nvml
 from tracer.tegrastats import find_tegrastats
 
 EXIT_RUN_FAILED = 1
+EXIT_INTERRUPTED = 130
 INGEST_LOG = "ingest.log"
 
 
@@ -126,7 +127,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
         if args.repeat > 1:
             err.print(f"repeat {repeat}/{args.repeat}")
         launch = Launch(spec, python, data_dir, args.out, backend)
-        folder, record = Runner(launch, err).run()
+        runner = Runner(launch, err)
+        folder, record = runner.run()
         folders.append(folder)
         if spec.trace != "none" or spec.pyspy:
             ingest_traces(folder, err)
@@ -135,6 +137,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
         if record.outcome.status is not RunStatus.OK:
             err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
             return EXIT_RUN_FAILED
+        if runner.signalled:  # it came after the training ended: this run is whole, no more repeats
+            err.print("tracer: interrupted after the run ended; its folder is complete")
+            return EXIT_INTERRUPTED
     if len(folders) > 1:
         print_repeats([summarise(f) for f in folders], console())
     return 0

@@ -120,6 +120,16 @@ class RunSpec:
         Field(ge=0.001, le=30 * DAY_S, allow_inf_nan=False),
         Opt("stop the training after this many seconds (the run ends as timeout)", flag="--timeout", worker=False),
     ] = None
+    stall_s: Annotated[
+        float,
+        Field(ge=0, le=30 * DAY_S, allow_inf_nan=False),
+        Opt(
+            "end the run as stalled, with its processes' stacks in raw/, after this many seconds without"
+            " progress (no event, no step, no CPU in its process tree); 0 never",
+            flag="--stall-after",
+            worker=False,
+        ),
+    ] = 180.0
     workers: Annotated[
         Annotated[int, Field(ge=0, le=MAX_PARALLEL)] | Literal["autotune"] | None,
         Opt(
