@@ -48,7 +48,7 @@ def test_disk_filling_during_the_run_is_the_recorded_cause(tiny_disk: Path) -> N
     require_framework("pytorch")
     _fill(tiny_disk, 400 * 1024)
     out = tiny_disk / "runs"
-    result = run_tracer("profile", "--framework", "pytorch", "--model", "alexnet", *TINY, "--sample-hz", "200",
+    result = run_tracer("profile", "--framework", "pytorch", "--model", "alexnet", *TINY, "--sample-hz", "100",
                         "--out", str(out))  # fmt: skip
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     assert "disk full" in result.stderr, result.stderr[-3000:]

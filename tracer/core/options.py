@@ -32,6 +32,9 @@ MAX_PARALLEL = CORE_MULTIPLE * CORES
 # Threads are cheap, and oversubscribing the cores on purpose is an experiment the diagnosis reads.
 MAX_THREADS = 16 * CORES
 DAY_S = 86400
+# Linux counts CPU time in clock ticks of 10 ms (SC_CLK_TCK 100): above 100 Hz every sample sees 0 or 1
+# tick per process, and the sampler's psutil reads took 24 % of the training's CPU at 1000 Hz.
+MAX_SAMPLE_HZ = 100
 MODELS = ("alexnet", "mobilenet_v2", "resnet50", "vgg16")
 DEVICES = ("cpu", "gpu")
 TRACE_BACKENDS = ("none", "nsys", "cupti", "torch")
@@ -112,8 +115,12 @@ class RunSpec:
     ] = "none"
     sample_hz: Annotated[
         float,
-        Field(ge=0, le=1000, allow_inf_nan=False),
-        Opt("sampling rate of CPU/RAM/threads/GPU in Hz, 0 switches sampling off", worker=False),
+        Field(ge=0, le=MAX_SAMPLE_HZ, allow_inf_nan=False),
+        Opt(
+            f"sampling rate of CPU/RAM/threads/GPU in Hz, 0 switches sampling off, at most {MAX_SAMPLE_HZ}"
+            " (CPU times move in 10 ms clock ticks)",
+            worker=False,
+        ),
     ] = 10.0
     timeout_s: Annotated[
         float | None,
