@@ -142,3 +142,13 @@ def test_protected_owner_follows_links_and_knows_generated_datasets(run: Path, t
     owner = protected_owner(dataset.cached_path("big") / "fire")
     assert owner is not None and owner[0] == "dataset"
     assert protected_owner(tmp_path / "elsewhere.csv") is None
+
+
+def test_data_make_never_replaces_a_folder_of_someone_elses_files(run: Path, tmp_path: Path) -> None:
+    """Generating replaces its target folder (rmtree, then rename): a user's folder must not be that target."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    assert_one_line(run_tracer("data", "make", "small", "--out", str(mine)), "holds files of its own")
+    assert (mine / "thesis.tex").read_text() == "years of work"
+    assert_one_line(run_tracer("data", "make", "small", "--out", str(run / "data")), "run folder")
