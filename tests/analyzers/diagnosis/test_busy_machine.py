@@ -42,7 +42,8 @@ def _oversubscription(folder: RunFolder):  # type: ignore[no-untyped-def]
 def test_the_runs_own_threads_are_told_from_other_processes(beside_a_hog: tuple[RunFolder, RunFolder]) -> None:
     plain, oversubscribed = beside_a_hog
     over = _oversubscription(oversubscribed)
-    assert over.fired and "16" in over.finding, over
+    loaders = int(oversubscribed.read_record().knobs.get("loader_workers", 0))
+    assert over.fired and f"{16 + loaders} threads on" in over.finding, over
     assert "--threads" in over.knob and "torch.set_num_threads" in over.knob
     others = next(e.value for e in over.evidence if e.name == "other processes' CPU")
     assert others is not None and others > 0
