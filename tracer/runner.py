@@ -261,10 +261,10 @@ class Runner:
                     ended_by = "timeout"
                     _terminate(proc, hurry)
                     break
-                if stall.check(target_pid()):
+                if stall.check(proc.pid):  # the whole launched tree: under nsys, nsys writing its report is progress
                     ended_by = "stalled"
                     self.console.print(f"[red]no progress for {spec.stall_s:g} s:[/red] ending the run as stalled")
-                    dump_stacks(folder, target_pid() or proc.pid)
+                    dump_stacks(folder, proc.pid)
                     _terminate(proc, hurry)
                     break
                 time.sleep(POLL_S)

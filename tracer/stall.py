@@ -4,7 +4,8 @@ process tree for `--stall-after` seconds.
 A hung input pipeline (Paddle's loader waiting for a batch that was lost) sits idle: every process
 blocks on a queue. Such a run is ended as `stalled` with the stacks of its processes, rather than
 left to `--timeout` or for ever. A slow step is not a stall: it burns CPU (or, on a GPU, the host
-spins in the synchronisation), and any event or step row resets the clock.
+spins in the synchronisation), and any event or step row resets the clock. The tree is the one the
+runner launched: under `--trace nsys`, nsys writing its report after the worker has gone is progress.
 """
 
 from __future__ import annotations
