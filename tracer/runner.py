@@ -118,6 +118,8 @@ class _Signals:
         # (samples left CSV, "ArrowCancelled: received signal 15"): ours count, Arrow's stand aside.
         pa.enable_signal_handlers(False)
         for sig in self.HANDLED:
+            if signal.getsignal(sig) == signal.SIG_IGN:  # ignored at start (a background job): stays so
+                continue
             try:
                 self._previous[sig] = signal.signal(sig, self._handler)
             except ValueError:  # not the main thread: whoever runs us there handles signals

@@ -94,6 +94,9 @@ def oversubscription(t: RunTables) -> Verdict:
     per_core = threads / t.cores
     busy = statistics.fmean(column(table, schema.CPU_CORES)) if column(table, schema.CPU_CORES) else None
     others = _others_pct(table)
+    # per second of a core the run actually held: on a machine others keep busy the run's threads run
+    # little, and so are preempted little per wall second however many of them compete
+    running = switches / seconds / busy if busy else None
     per_image = None
     images = sum(e.images for e in t.epochs)
     if busy and images:
@@ -106,12 +109,15 @@ def oversubscription(t: RunTables) -> Verdict:
         Evidence("busy cores", busy, "cores"),
         Evidence("CPU time per image", per_image, "s"),
         Evidence("other processes' CPU", others, "% of all cores"),
+        Evidence("involuntary context switches per busy core", running, "/s"),
     )
     over_threads = per_core > th.OVERSUB_THREADS_PER_CORE
-    over_switches = rate > th.OVERSUB_INVOLUNTARY_PER_CORE_S
     # Preemption does not say by whom: where other processes took a share of the cores (the sampler
     # measures the whole machine), only a thread count well above the cores is the run's own doing.
     loaded = others is not None and others > th.OVERSUB_OTHERS_PCT
+    over_switches = rate > th.OVERSUB_INVOLUNTARY_PER_CORE_S or (
+        loaded and running is not None and running > th.OVERSUB_INVOLUNTARY_PER_CORE_S
+    )
     own = per_core > th.OVERSUB_OWN_THREADS_PER_CORE or (over_threads and not loaded)
     fired = (own and over_switches) or (not loaded and rate > 3 * th.OVERSUB_INVOLUNTARY_PER_CORE_S)
     if not fired:
