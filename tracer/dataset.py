@@ -8,10 +8,13 @@ to decode and resize. Generated once per machine and cached.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import io
+import json
 import os
 import shutil
 import sys
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +28,11 @@ from tracer.core.errors import UserError
 from tracer.paths import cache_root
 
 CLASSES = ("fire", "no_fire", "smoke")
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp")  # the files the workers train on (tracer.worker.workload)
+# Above this an image is refused, not trained on: a 20000 x 20000 JPEG took 3.8 GB in an MXNet run. 50 MP
+# is a large camera's photo; the study's images are about 0.2 MP.
+MAX_IMAGE_PIXELS = 50_000_000
+CHECKED_FILE = "checked-images.json"  # per dataset folder, in the cache: images already read, by size and mtime
 GENERATOR_VERSION = 1
 DONE_MARKER = ".complete"
 
@@ -149,8 +157,13 @@ def _write_chunk(args: tuple[Path, str, int, int, int]) -> int:
     return count
 
 
+def datasets_root() -> Path:
+    """Where the generated datasets are cached."""
+    return cache_root() / "datasets"
+
+
 def cached_path(name: str) -> Path:
-    return cache_root() / "datasets" / f"{name}-v{GENERATOR_VERSION}"
+    return datasets_root() / f"{name}-v{GENERATOR_VERSION}"
 
 
 def ensure_generated(name: str, progress: Callable[[int], None] | None = None) -> Path:
@@ -168,8 +181,9 @@ def ensure_generated(name: str, progress: Callable[[int], None] | None = None) -
         return generate(path, SIZES[name].images, progress=progress)
 
 
-def validate_folder(path: Path) -> list[str]:
-    """A user's dataset: one sub-folder per class, each with at least one image."""
+def validate_folder(path: Path, num_classes: int = len(CLASSES)) -> list[str]:
+    """A user's dataset: one sub-folder per class (at most `num_classes`, the model's outputs), each with
+    at least one image, and every image readable (`check_images`)."""
     if path.exists() and not path.is_dir():
         raise UserError(f"dataset {path} is a file: give small, big or a folder with one sub-folder per class")
     if not path.is_dir():
@@ -178,8 +192,7 @@ def validate_folder(path: Path) -> list[str]:
         )
     try:
         classes = sorted(p.name for p in path.iterdir() if p.is_dir())
-        suffixes = (".jpg", ".jpeg", ".png", ".bmp")
-        empty = [c for c in classes if not any(f.suffix.lower() in suffixes for f in (path / c).iterdir())]
+        images = {c: sorted(f for f in (path / c).iterdir() if f.suffix.lower() in IMAGE_SUFFIXES) for c in classes}
     except PermissionError as e:
         raise UserError(
             f"dataset folder {e.filename or path} is not readable by this user: fix its permissions"
@@ -188,8 +201,15 @@ def validate_folder(path: Path) -> list[str]:
         raise UserError(
             f"dataset folder {path} has no class sub-folders: put each class's images in its own sub-folder"
         )
+    empty = [c for c in classes if not images[c]]
     if empty:
         raise UserError(f"dataset folder {path}: class folder(s) {', '.join(empty)} hold no images (.jpg/.png/.bmp)")
+    if len(classes) > num_classes:
+        raise UserError(
+            f"dataset folder {path} has {len(classes)} class folders ({', '.join(classes)}): the model has"
+            f" {num_classes} outputs, so give it at most {num_classes} class sub-folders"
+        )
+    check_images(path, [f for c in classes for f in images[c]])
     if len(classes) == 1:
         print(
             f"tracer: warning: dataset folder {path} has one class ({classes[0]}): the model still has its 3 outputs,"
@@ -234,3 +254,72 @@ def check_memory_fits(path: Path, limit: int | None, image_size: int) -> int:
 
 def _gib(n: int) -> str:
     return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def check_images(folder: Path, files: list[Path]) -> None:
+    """Reads every image once (header, then a reduced decode of the whole stream, which finds a JPEG cut
+    short) and names the first bad one in one line: empty, truncated, not an image, a link that loops,
+    or above MAX_IMAGE_PIXELS. Images seen good before, with the same size and mtime, are not read again."""
+    record = _check_record(folder)
+    cache = record.parent
+    try:
+        seen: dict[str, list[int]] = json.loads(record.read_text())
+    except (OSError, ValueError):
+        seen = {}
+    good: dict[str, list[int]] = {}
+    for path in files:
+        name = str(path.relative_to(folder))
+        try:
+            st = path.stat()
+        except OSError as e:
+            raise UserError(f"dataset image {path}: {e.strerror or e} (a broken or looping link?); remove it") from None
+        key = [st.st_size, st.st_mtime_ns]
+        if seen.get(name) != key:
+            _check_image(path, st.st_size)
+        good[name] = key
+    if good != seen:
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            tmp = record.with_name(f"{record.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(good))
+            os.replace(tmp, record)
+        except OSError:
+            pass  # only a cache: the next run reads the images again
+
+
+def _check_record(folder: Path) -> Path:
+    return (
+        cache_root() / "dataset-checks" / hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16] / CHECKED_FILE
+    )
+
+
+def is_dataset(folder: Path) -> bool:
+    """A folder the tool trains from: a generated set, or a user's folder once checked for a run here."""
+    return (folder / DONE_MARKER).exists() or _check_record(folder).exists()
+
+
+def _check_image(path: Path, size: int) -> None:
+    what = "remove or replace it"
+    if size == 0:
+        raise UserError(f"dataset image {path} is empty (0 bytes): {what}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path) as im:
+                pixels = im.width * im.height
+                if pixels > MAX_IMAGE_PIXELS:
+                    raise UserError(
+                        f"dataset image {path} is {im.width} x {im.height} pixels, above the limit of"
+                        f" {MAX_IMAGE_PIXELS / 1e6:g} million: shrink it or leave it out"
+                    )
+                im.draft("RGB", (max(1, im.width // 8), max(1, im.height // 8)))  # JPEG: 1/8 scale, whole stream
+                im.load()
+    except UserError:
+        raise
+    except Image.DecompressionBombError:
+        raise UserError(
+            f"dataset image {path} is above the limit of {MAX_IMAGE_PIXELS / 1e6:g} million pixels: shrink it"
+            " or leave it out"
+        ) from None
+    except (OSError, SyntaxError, ValueError) as e:
+        raise UserError(f"dataset image {path} cannot be read ({e}): {what}") from None

@@ -11,14 +11,15 @@ import resource
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from rich.console import Console
 from rich.markup import escape
 
@@ -39,7 +40,7 @@ from tracer.core.records import (
     RunStatus,
 )
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import DATA_MEMORY, EXIT_DIVERGED, KIND, Event
+from tracer.core.schema import DATA_MEMORY, EXIT_DIVERGED, KIND, STEPS_TABLE, Event
 from tracer.dataset import check_memory_fits
 from tracer.environments import EnvStatus
 from tracer.nvml import Nvml
@@ -47,6 +48,7 @@ from tracer.paths import cache_root
 from tracer.progress import ProgressView
 from tracer.rapl import POWERCAP_ROOT, RaplReader
 from tracer.sampler import Sampler
+from tracer.stall import StallWatch, tree_pids
 from tracer.tegrastats import TegrastatsSampler, find_tegrastats
 from tracer.tracing.base import TraceBackend
 from tracer.tracing.pyspy import PySpyRecorder, find_pyspy
@@ -59,6 +61,8 @@ WORKER_TMP_PREFIX = "dl-tracer-worker-"
 TMPDIR_MAX_CHARS = 40
 RESERVE_FILE = ".reserve"  # in raw/, removed before the final run.json is written
 RESERVE_BYTES = 256 * 1024
+STALL_STACKS = "raw/stalled-stacks.txt"
+STACKS_TIMEOUT_S = 30.0
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
 
 
@@ -90,22 +94,43 @@ def worker_pythonpath() -> Path:
     return stage
 
 
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """`kill <tracer>` ends the run like Ctrl-C does: recorded, not lost."""
+class _Signals:
+    """Ctrl-C (SIGINT) and `kill <tracer>` (SIGTERM), from before the run folder exists until it is
+    final: the first asks the training to end (the run is `interrupted`, recorded like any other end),
+    a second hurries the ending (the worker gets no grace), and none abandons it: no handler raises,
+    so no signal can cut the finalising (run.json, samples to Parquet, the worker's temp folder) short.
+    Twice 50 ms apart used to leave the run `running`, its samples CSV and its temp folder behind."""
 
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+    HANDLED = (signal.SIGINT, signal.SIGTERM)
 
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    def __init__(self) -> None:
+        self.count = 0
+        self._previous: dict[int, Any] = {}
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.count += 1
+
+    @property
+    def hurry(self) -> bool:
+        return self.count > 1
+
+    def __enter__(self) -> _Signals:
+        # Arrow's own handlers would cancel a CSV read on SIGTERM and then let the signal kill us
+        # (samples left CSV, "ArrowCancelled: received signal 15"): ours count, Arrow's stand aside.
+        pa.enable_signal_handlers(False)
+        for sig in self.HANDLED:
+            if signal.getsignal(sig) == signal.SIG_IGN:  # ignored at start (a background job): stays so
+                continue
+            try:
+                self._previous[sig] = signal.signal(sig, self._handler)
+            except ValueError:  # not the main thread: whoever runs us there handles signals
+                break
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        pa.enable_signal_handlers(True)
 
 
 # A powercap tree other than the kernel's (tests, containers with it mounted elsewhere).
@@ -121,8 +146,18 @@ class Runner:
         self.cost: MeasurementCost | None = None
         self._rapl: RaplReader | None = None
         self._tegrastats: str | None = None
+        self.signals = _Signals()
+
+    @property
+    def signalled(self) -> bool:
+        """Whether SIGINT or SIGTERM came during the run (its folder is final all the same)."""
+        return self.signals.count > 0
 
     def run(self) -> tuple[RunFolder, RunRecord]:
+        with self.signals:
+            return self._run()
+
+    def _run(self) -> tuple[RunFolder, RunRecord]:
         spec = self.launch.spec
         self.backend.check(spec, self.launch.python.python)
         if spec.data == DATA_MEMORY:  # before any folder: a set that cannot fit is refused, not a failed run
@@ -137,6 +172,8 @@ class Runner:
             worker_python_version=self.launch.python.python_version,
         )
         env = with_energy_sources(env, self._rapl, rapl_status, self._tegrastats)
+        if self.signals.count:  # before any folder: nothing to record
+            raise KeyboardInterrupt
         folder = RunFolder.create(self.launch.out_dir, make_run_id(spec))
         record = RunRecord(
             run_id=folder.run_id,
@@ -197,6 +234,7 @@ class Runner:
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         with folder.worker_log.open("wb") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        guard = _start_lifeguard(proc.pid)
 
         def target_pid() -> int | None:
             pid = _read_pid(folder)
@@ -209,24 +247,39 @@ class Runner:
             tegra.start()
         spy = PySpyRecorder(folder, pyspy) if pyspy is not None else None
         view = ProgressView(self.console, folder.events_path, spec.epochs)
+        stall = StallWatch([folder.events_path, folder.sample_stream_path(STEPS_TABLE)], spec.stall_s)
         ended_by: str | None = None
+
+        def hurry() -> bool:
+            return self.signals.hurry
+
         try:
-            with _sigterm_as_interrupt():
-                while proc.poll() is None:
-                    view.poll()
-                    if spy is not None:
-                        spy.poll(_read_pid(folder))
-                    if spec.timeout_s is not None and time.monotonic() - started > spec.timeout_s:
-                        ended_by = "timeout"
-                        _terminate(proc)
-                        break
-                    time.sleep(POLL_S)
-        except KeyboardInterrupt:
+            while proc.poll() is None:
+                view.poll()
+                if spy is not None:
+                    spy.poll(_read_pid(folder))
+                if self.signals.count:
+                    ended_by = "interrupted"
+                    _terminate(proc, hurry)
+                    break
+                if spec.timeout_s is not None and time.monotonic() - started > spec.timeout_s:
+                    ended_by = "timeout"
+                    _terminate(proc, hurry)
+                    break
+                if stall.check(proc.pid):  # the whole launched tree: under nsys, nsys writing its report is progress
+                    ended_by = "stalled"
+                    self.console.print(f"[red]no progress for {spec.stall_s:g} s:[/red] ending the run as stalled")
+                    dump_stacks(folder, proc.pid)
+                    _terminate(proc, hurry)
+                    break
+                time.sleep(POLL_S)
+        except KeyboardInterrupt:  # raised by code of ours, not by a signal (the handlers only count)
             ended_by = "interrupted"
-            _terminate(proc)
+            _terminate(proc, hurry)
         finally:
             proc.wait()
             _end_group(proc.pid)  # loader processes outlive a worker that died by itself
+            _stop_lifeguard(guard)
             shutil.rmtree(worker_tmp, ignore_errors=True)
             if spy is not None:
                 self._pyspy_files = spy.stop()
@@ -292,18 +345,70 @@ def _read_pid(folder: RunFolder) -> int | None:
         return None
 
 
-def _terminate(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the worker's whole process group (DataLoader workers too), SIGKILL if it lingers."""
-    for sig, wait in ((signal.SIGTERM, TERMINATE_GRACE_S), (signal.SIGKILL, TERMINATE_GRACE_S)):
+def _terminate(proc: subprocess.Popen[bytes], hurry: Callable[[], bool] = lambda: False) -> None:
+    """SIGTERM to the worker's whole process group (DataLoader workers too), SIGKILL if it lingers
+    past the grace, or at once when `hurry()` turns true (a second Ctrl-C)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
             return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+        deadline = time.monotonic() + TERMINATE_GRACE_S
+        while time.monotonic() < deadline and not (sig == signal.SIGTERM and hurry()):
+            try:
+                proc.wait(timeout=POLL_S / 2)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+def _start_lifeguard(pgid: int) -> subprocess.Popen[bytes] | None:
+    """tracer/lifeguard.py beside the worker: it SIGKILLs the worker's group if this process dies,
+    even while the worker is stopped."""
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tracer.lifeguard", str(os.getpid()), str(pgid)],
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, "PYTHONPATH": str(Path(tracer.__file__).resolve().parents[1])},
+        )
+    except OSError:
+        return None  # the worker's own lifeline still ends it unless it is stopped
+
+
+def _stop_lifeguard(guard: subprocess.Popen[bytes] | None) -> None:
+    """It ends by itself once the worker's group is empty; reaped here, killed if it lingers."""
+    if guard is None:
+        return
+    try:
+        guard.wait(timeout=2 * POLL_S + 1)
+    except subprocess.TimeoutExpired:
+        guard.kill()
+        guard.wait()
+
+
+def dump_stacks(folder: RunFolder, pid: int) -> None:
+    """py-spy dumps of the worker and every process under it into raw/ (STALL_STACKS), before they
+    are ended: where each one waits is the finding of a stalled run."""
+    out = folder.path / STALL_STACKS
+    try:
+        pyspy: Path | None = find_pyspy()
+    except UserError:
+        pyspy = None
+    with out.open("w") as f:
+        for p in tree_pids(pid):
+            f.write(f"=== pid {p}\n")
+            f.flush()
+            if pyspy is None:
+                f.write("py-spy is not installed: `pip install py-spy` into the tracer's environment\n")
+                continue
+            try:
+                done = subprocess.run(
+                    [str(pyspy), "dump", "--pid", str(p)], capture_output=True, text=True, timeout=STACKS_TIMEOUT_S
+                )
+                f.write(done.stdout + done.stderr + "\n")
+            except (OSError, subprocess.TimeoutExpired) as e:
+                f.write(f"py-spy dump failed: {e}\n")
 
 
 def _reserve(folder: RunFolder) -> None:
@@ -369,12 +474,18 @@ def _ended(
     finished = any(e.get(KIND) == Event.END for e in events)
     errors = [e for e in events if e.get(KIND) == Event.ERROR]
     tail = stderr_tail(folder)
+    if returncode == 0 and finished:  # every epoch trained, whatever came after (a signal as it exited)
+        return Outcome(RunStatus.OK, "", 0)
     if ended_by == "timeout":
         return Outcome(RunStatus.TIMEOUT, f"ran past --timeout {spec.timeout_s:g} s", returncode, None, tail)
     if ended_by == "interrupted":
         return Outcome(RunStatus.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM to the tracer)", returncode, None, tail)
-    if returncode == 0 and finished:
-        return Outcome(RunStatus.OK, "", 0)
+    if ended_by == "stalled":
+        cause = (
+            f"no progress for {spec.stall_s:g} s (no event, no step, no CPU): ended; where each process waited"
+            f" is in {STALL_STACKS}"
+        )
+        return Outcome(RunStatus.STALLED, cause, returncode, None, tail)
     if returncode == EXIT_DIVERGED and any(e.get(KIND) == Event.DIVERGED for e in events):
         return Outcome(RunStatus.DIVERGED, "", returncode, None, tail)
     if returncode < 0:

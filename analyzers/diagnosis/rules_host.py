@@ -6,6 +6,7 @@ import math
 import statistics
 
 import numpy as np
+import pyarrow as pa
 
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables, column, steady_data_wait
@@ -104,6 +105,10 @@ def oversubscription(t: RunTables) -> Verdict:
     threads = intra_op_threads(t) + loader_workers(t)
     per_core = threads / t.cores
     busy = statistics.fmean(column(table, schema.CPU_CORES)) if column(table, schema.CPU_CORES) else None
+    others = _others_pct(table)
+    # per second of a core the run actually held: on a machine others keep busy the run's threads run
+    # little, and so are preempted little per wall second however many of them compete
+    running = switches / seconds / busy if busy else None
     per_image = None
     images = sum(e.images for e in t.epochs)
     if busy and images:
@@ -115,18 +120,40 @@ def oversubscription(t: RunTables) -> Verdict:
         Evidence("logical cores", float(t.cores), ""),
         Evidence("busy cores", busy, "cores"),
         Evidence("CPU time per image", per_image, "s"),
+        Evidence("other processes' CPU", others, "% of all cores"),
+        Evidence("involuntary context switches per busy core", running, "/s"),
     )
     over_threads = per_core > th.OVERSUB_THREADS_PER_CORE
-    over_switches = rate > th.OVERSUB_INVOLUNTARY_PER_CORE_S
-    fired = (over_threads and over_switches) or rate > 3 * th.OVERSUB_INVOLUNTARY_PER_CORE_S
+    # Preemption does not say by whom: where other processes took a share of the cores (the sampler
+    # measures the whole machine), only a thread count well above the cores is the run's own doing.
+    loaded = others is not None and others > th.OVERSUB_OTHERS_PCT
+    over_switches = rate > th.OVERSUB_INVOLUNTARY_PER_CORE_S or (
+        loaded and running is not None and running > th.OVERSUB_INVOLUNTARY_PER_CORE_S
+    )
+    own = per_core > th.OVERSUB_OWN_THREADS_PER_CORE or (over_threads and not loaded)
+    fired = (own and over_switches) or (not loaded and rate > 3 * th.OVERSUB_INVOLUNTARY_PER_CORE_S)
     if not fired:
-        return quiet(name, title, f"{threads} threads on {t.cores} cores, few forced switches", rate,
-                     "switches/s per core", th.OVERSUB_INVOLUNTARY_PER_CORE_S, evidence)  # fmt: skip
-    why = f"{threads} threads on {t.cores} cores" if over_threads else "the machine's other load"
-    return Verdict(name, title, True, True, Severity.HIGH if over_threads else Severity.MEDIUM,
+        said = f"{threads} threads on {t.cores} cores, few forced switches"
+        if loaded and over_switches:
+            said = (
+                f"{threads} threads on {t.cores} cores, preempted {rate:.0f} times a second per core while other"
+                f" processes took {others:.0f} % of the cores: the machine's load, not the run's threads"
+            )
+        return quiet(name, title, said, rate, "switches/s per core", th.OVERSUB_INVOLUNTARY_PER_CORE_S,
+                     evidence)  # fmt: skip
+    why = f"{threads} threads on {t.cores} cores" if own else "threads beyond its intra-op and loader ones"
+    return Verdict(name, title, True, True, Severity.HIGH if own else Severity.MEDIUM,
                    f"threads are preempted {rate:.0f} times a second per core ({why})", rate,
                    "switches/s per core", th.OVERSUB_INVOLUNTARY_PER_CORE_S, evidence,
                    knob(t.record.spec, Tuning.THREADS, f"at most {t.cores} intra-op threads"))  # fmt: skip
+
+
+def _others_pct(table: pa.Table | None) -> float | None:
+    """Mean CPU of every other process on the machine in `table`'s samples, in % of all cores."""
+    machine, run = column(table, schema.SYS_CPU_PCT), column(table, schema.CPU_PCT)
+    if not machine or len(machine) != len(run):
+        return None
+    return statistics.fmean(max(0.0, m - r) for m, r in zip(machine, run))
 
 
 @rule("cpu-under-used")

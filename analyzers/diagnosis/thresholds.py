@@ -37,6 +37,18 @@ OVERSUB_INVOLUNTARY_PER_CORE_S = _t(
 OVERSUB_THREADS_PER_CORE = _t(
     "OVERSUB_THREADS_PER_CORE", 1.0, "threads/core", "intra-op threads (x loader workers) per logical core above this"
 )
+OVERSUB_OWN_THREADS_PER_CORE = _t(
+    "OVERSUB_OWN_THREADS_PER_CORE",
+    2.0,
+    "threads/core",
+    "intra-op + loader threads per logical core above this oversubscribe the cores whatever else runs",
+)
+OVERSUB_OTHERS_PCT = _t(
+    "OVERSUB_OTHERS_PCT",
+    25.0,
+    "% of all cores",
+    "CPU of other processes in the epochs above this: preemption is the machine's load, not the run's threads",
+)
 # under-used CPU
 UNDERUSED_CPU_PCT = _t(
     "UNDERUSED_CPU_PCT", 40.0, "% of allowed cores", "busy cores below this share of min(intra-op threads, cores)"

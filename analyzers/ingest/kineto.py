@@ -73,6 +73,15 @@ def _pid_tid(ev: Event) -> tuple[int, int]:
     return _int(pid), _int(tid)
 
 
+def _dims(value: Any) -> list[Any]:
+    """A kernel's `grid` or `block`: three numbers, or none at all."""
+    if not value:
+        return [None] * 3
+    if not isinstance(value, list) or len(value) != 3:
+        raise ValueError(f"a kernel's grid or block {value!r} is not 3 numbers")
+    return value
+
+
 def _int(value: Any, default: int = -1) -> int:
     try:
         return int(value)
@@ -133,11 +142,12 @@ class _Columns:
         }
         n = raw.num_rows
         offset = build.int_scalar(offset_ns)
-        start = cols["start_ns"] = pc.add(raw["start_ns"], offset)
+        # checked: a time past int64 is refused (ArrowInvalid), never wrapped to a negative one
+        start = cols["start_ns"] = pc.add_checked(raw["start_ns"], offset)
         if "dur_ns" in schema.names:
-            cols["end_ns"] = pc.add(start, raw["dur_ns"])
+            cols["end_ns"] = pc.add_checked(start, raw["dur_ns"])
         else:
-            cols["end_ns"] = pc.add(raw["end_ns"], offset)
+            cols["end_ns"] = pc.add_checked(raw["end_ns"], offset)
         cols["source"] = build.repeated(t.SOURCE_KINETO, n)
         for alias, column in self.aliases.items():
             cols[alias] = cols[column]  # the same buffers, not a copy
@@ -214,8 +224,8 @@ def parse(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None]:
                             _int(args.correlation),
                         )
                     elif cat in KERNEL_CATS:
-                        grid = list(args.grid or [None] * 3)
-                        block = list(args.block or [None] * 3)
+                        grid = _dims(args.grid)
+                        block = _dims(args.block)
                         name = str(ev.name)
                         kern.add(
                             _ns(ev.ts),
@@ -249,19 +259,28 @@ def parse(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None]:
         raise UserError(f"{path}: not a Chrome/Kineto trace ({_first_line(e)})") from None
     except (OSError, EOFError, zlib.error) as e:
         raise UserError(f"{path}: cannot read ({_first_line(e)}); truncated or corrupt gzip?") from None
+    except OverflowError as e:
+        raise UserError(f"{path}: a number in a trace event does not fit 64 bits ({_first_line(e)})") from None
     except (TypeError, ArithmeticError, ValueError) as e:
         raise UserError(f"{path}: a trace event lacks a usable field ({_first_line(e)})") from None
     if seen == 0:
         raise UserError(f"{path}: not a Chrome/Kineto trace (no traceEvents)")
     base = events.header.get("baseTimeNanoseconds")
-    clock = kineto_clock(base if type(base) is int else None)
-    out = {
-        t.CUDA_API: api.table(clock.offset_ns),
-        t.KERNELS: kern.table(clock.offset_ns),
-        t.MEMCPY: mem.table(clock.offset_ns),
-        t.NVTX: ranges.table(clock.offset_ns),
-        t.OPERATORS: ops.table(clock.offset_ns),
-    }
+    if base is not None and (type(base) is not int or not 0 <= base <= MAX_NS):
+        raise UserError(f"{path}: baseTimeNanoseconds {base!r} is not a time from 0 to 2^63-1 ns")
+    clock = kineto_clock(base)
+    try:
+        out = {
+            t.CUDA_API: api.table(clock.offset_ns),
+            t.KERNELS: kern.table(clock.offset_ns),
+            t.MEMCPY: mem.table(clock.offset_ns),
+            t.NVTX: ranges.table(clock.offset_ns),
+            t.OPERATORS: ops.table(clock.offset_ns),
+        }
+    except (OverflowError, pa.ArrowInvalid) as e:
+        raise UserError(
+            f"{path}: times or numbers beyond 64 bits (baseTimeNanoseconds {base}; {_first_line(e)})"
+        ) from None
     return {k: v for k, v in out.items() if v.num_rows}, clock, batch
 
 

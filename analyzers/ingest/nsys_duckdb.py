@@ -315,6 +315,8 @@ def copied_by_duckdb(
             rows[t.OSRT] = copier.copy_osrt(out_dir / f"{t.OSRT}.parquet")
     except duckdb.Error as e:
         raise UserError(f"{db.path}: damaged or truncated export ({_first_line(e)})") from None
+    except UnicodeDecodeError as e:  # a StringIds value that is not UTF-8 (a BLOB): DuckDB's text of it
+        raise UserError(f"{db.path}: damaged export: a string is not UTF-8 ({_first_line(e)})") from None
     finally:
         copier.close()
     return [name for name in (t.CUDA_API, t.KERNELS, t.MEMCPY, t.NVTX, t.OSRT) if rows.get(name)]

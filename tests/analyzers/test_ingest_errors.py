@@ -97,3 +97,53 @@ def test_nsys_export_types_read_from_its_help() -> None:
     types = nsys_export_types(nsys)
     assert "sqlite" in types, types
     assert nsys_export_types("/bin/false") == set()
+
+
+def _kineto(kernel_args: dict | None = None, base: object = 1_700_000_000_000_000_000, **fields: object) -> dict:
+    """A two-event Kineto trace (a launch and its kernel) with some fields replaced."""
+    args = {"correlation": 5, "device": 0, "stream": 7, "grid": [4, 1, 1], "block": [128, 1, 1], **(kernel_args or {})}
+    launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 5.0, "dur": 3.0, "pid": 1, "tid": 2}
+    launch = {**launch, "args": {"correlation": 5}, **{k: v for k, v in fields.items() if k == "pid"}}
+    kernel = {"ph": "X", "cat": "kernel", "name": "k", "ts": 10.0, "dur": 2.0, "pid": 0, "tid": 7, "args": args}
+    kernel.update({k: v for k, v in fields.items() if k in ("ts", "dur")})
+    return {"traceEvents": [launch, kernel], "baseTimeNanoseconds": base}
+
+
+@pytest.mark.parametrize(
+    "trace,words",
+    [
+        (_kineto({"grid": [4, 1]}), "not 3 numbers"),
+        (_kineto({"correlation": 2**64}), "64 bits"),
+        (_kineto(pid=2**63), "64 bits"),
+        (_kineto(ts=9.2e15, dur=9.2e15), "64 bits"),  # each fits int64 ns, their sum does not
+        (_kineto(base=10**30), "baseTimeNanoseconds"),
+        (_kineto(base=2**63 - 10), "64 bits"),  # wrapped to -9.2e18 before
+        (_kineto(base=-5), "baseTimeNanoseconds"),
+    ],
+    ids=["grid-2", "correlation-2^64", "pid-2^63", "ts+dur", "base-1e30", "base-2^63-10", "base-negative"],
+)
+def test_kineto_numbers_out_of_range_are_one_line(trace: dict, words: str, tmp_path: Path) -> None:
+    """Issue 27, item 7."""
+    import json
+
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(trace))
+    with pytest.raises(UserError, match=words):
+        ingest_file(path, tmp_path / "tables")
+    result = run_tracer("import", str(path), "--out", str(tmp_path / "runs"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert len(result.stderr.strip().splitlines()) == 1 and words in result.stderr, result.stderr
+
+
+def test_nsys_string_that_is_not_utf8_is_one_line(shared_fixtures: Path, tmp_path: Path) -> None:
+    """Issue 27, item 7: a StringIds value stored as bytes that are not UTF-8."""
+    path = tmp_path / "bad.sqlite"
+    path.write_bytes((shared_fixtures / "nsys-h100/resnet18_train_nsys2025.3.1.sqlite").read_bytes())
+    con = sqlite3.connect(path)
+    con.execute("UPDATE StringIds SET value = x'6b65726e656cff80'")
+    con.commit()
+    con.close()
+    for args in (("import", str(path), "--out", str(tmp_path / "runs")), ("analyze", str(path))):
+        result = run_tracer(*args)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+        assert len(result.stderr.strip().splitlines()) == 1 and "UTF-8" in result.stderr, result.stderr

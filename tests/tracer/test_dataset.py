@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from tests.conftest import run_tracer
 from tracer import dataset
 from tracer.core.errors import UserError
 
@@ -95,3 +97,59 @@ def test_processes_asking_at_once_generate_once(tmp_path: Path) -> None:
     path = Path(outs[0][-1])
     assert {Path(out[-1]) for out in outs} == {path} and (path / dataset.DONE_MARKER).exists()
     assert sum(1 for _ in path.rglob("*.jpg")) == 90
+
+
+def _huge_jpeg(path: Path, side: int = 20000) -> None:
+    """A small JPEG whose frame header (SOF0) says side x side pixels, as a 20000 x 20000 photo's does."""
+    data = bytearray(dataset.image_bytes("fire", 0))
+    sof = data.index(b"\xff\xc0")
+    data[sof + 5 : sof + 9] = side.to_bytes(2, "big") * 2
+    path.write_bytes(bytes(data))
+
+
+@pytest.fixture
+def good_folder(tmp_path: Path) -> Path:
+    root = tmp_path / "photos"
+    for cls in dataset.CLASSES:
+        (root / cls).mkdir(parents=True)
+        for i in range(3):
+            (root / cls / f"{i}.jpg").write_bytes(dataset.image_bytes(cls, i))
+    return root
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "self-link", "not-an-image", "20000x20000"])
+def test_a_bad_image_is_named_before_any_training(damage: str, good_folder: Path, tmp_path: Path) -> None:
+    """Issue 27, item 8: these passed the check and failed after the framework import (three tracebacks)."""
+    bad = good_folder / "smoke" / "bad.jpg"
+    good = dataset.image_bytes("smoke", 9)
+    if damage == "empty":
+        bad.write_bytes(b"")
+    elif damage == "truncated":
+        bad.write_bytes(good[: len(good) // 2])
+    elif damage == "self-link":
+        bad.symlink_to(bad)
+    elif damage == "not-an-image":
+        bad.write_text("hello")
+    else:
+        _huge_jpeg(bad)
+    with pytest.raises(UserError, match="bad.jpg") as e:
+        dataset.validate_folder(good_folder)
+    if damage == "20000x20000":
+        assert "limit" in str(e.value) and f"{dataset.MAX_IMAGE_PIXELS / 1e6:g} million" in str(e.value)
+    result = run_tracer("profile", "--framework", "pytorch", "--model", "alexnet", "--dataset", str(good_folder),
+                        "--out", str(tmp_path / "runs"))  # fmt: skip
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert len(result.stderr.strip().splitlines()) == 1 and "bad.jpg" in result.stderr, result.stderr
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
+
+
+def test_each_image_is_read_once_until_it_changes(good_folder: Path) -> None:
+    assert dataset.validate_folder(good_folder) == sorted(dataset.CLASSES)
+    image = good_folder / "fire" / "0.jpg"
+    st = image.stat()
+    image.write_bytes(b"\0" * st.st_size)  # damaged behind the check's back, same size and mtime
+    os.utime(image, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert dataset.validate_folder(good_folder) == sorted(dataset.CLASSES)  # not read again
+    os.utime(image, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    with pytest.raises(UserError, match="0.jpg"):
+        dataset.validate_folder(good_folder)

@@ -85,7 +85,9 @@ def _assert_tree_ends(seen: dict[int, float], within: float) -> None:
     assert not _alive(seen), f"still alive {within:.0f} s after the end: {_alive(seen)}"
 
 
-@pytest.mark.parametrize("fault", ["worker-sigkill", "worker-crash", "tracer-sigkill", "timeout", "ctrl-c"])
+@pytest.mark.parametrize(
+    "fault", ["worker-sigkill", "worker-crash", "tracer-sigkill", "timeout", "ctrl-c", "worker-stopped-tracer-sigkill"]
+)
 def test_no_process_of_the_run_outlives_it(fault: str, tmp_path: Path) -> None:
     require_framework("pytorch")
     out = tmp_path / "runs"
@@ -100,10 +102,15 @@ def test_no_process_of_the_run_outlives_it(fault: str, tmp_path: Path) -> None:
             os.kill(wpid, signal.SIGKILL)
         elif fault == "tracer-sigkill":
             tracer.kill()
+        elif fault == "worker-stopped-tracer-sigkill":  # issue 27, item 10: the worker's own lifeline cannot run
+            for pid in [wpid, *(c.pid for c in psutil.Process(wpid).children(recursive=True))]:
+                os.kill(pid, signal.SIGSTOP)
+            time.sleep(0.5)
+            tracer.kill()
         elif fault == "ctrl-c":
             tracer.send_signal(signal.SIGINT)
         code = tracer.wait(timeout=300)
-        if fault != "tracer-sigkill":
+        if "tracer-sigkill" not in fault:
             assert code == 1, (tmp_path / "tracer.log").read_text()[-2000:]
         _assert_tree_ends(seen, within=5.0)
     finally:
@@ -111,5 +118,5 @@ def test_no_process_of_the_run_outlives_it(fault: str, tmp_path: Path) -> None:
             tracer.kill()
             tracer.wait()
     assert tmpdirs and all("dl-tracer-worker-" in t for t in tmpdirs), tmpdirs
-    if fault != "tracer-sigkill":  # a SIGKILLed tracer cannot clean up after itself
+    if "tracer-sigkill" not in fault:  # a SIGKILLed tracer cannot clean up after itself
         assert not [t for t in tmpdirs if Path(t).exists()], "the worker's temp folder (pymp-*) is left"

@@ -127,3 +127,31 @@ def test_a_late_child_is_found_within_a_sample_not_a_rescan(tmp_path: Path) -> N
     assert process is not None and max(process.column("processes").to_pylist()) == 2
     pct = process.column("cpu_pct").to_pylist()
     assert max(pct) <= 125, pct  # a 100 ms window can read a tick or two high per process, not more
+
+
+def test_cpu_readings_never_exceed_what_the_tree_can_burn(tmp_path: Path) -> None:
+    """Issue 27, item 11: over one 1 ms period a 10 ms clock tick read as 1000 % of a core. Even sampled
+    at 1000 Hz (beyond --sample-hz's bound, which options.MAX_SAMPLE_HZ keeps at 100), one busy thread
+    reads at most a core and a tick's worth over the CPU window."""
+    from tracer.sampler import CPU_WINDOW_S
+
+    folder = RunFolder.create(tmp_path, "burn")
+    child = subprocess.Popen([sys.executable, "-c", BURNER, "1", "2"])
+    sampler = Sampler(folder, lambda: child.pid, hz=1000, nvml=None)
+    sampler.start()
+    child.wait()
+    sampler.stop()
+    process = folder.samples("process")
+    assert process is not None and process.num_rows >= 100
+    cores = process.column("cpu_cores").to_pylist()
+    tick_s = 1 / os.sysconf("SC_CLK_TCK")
+    assert max(cores) <= 1 + 2 * tick_s / CPU_WINDOW_S + 0.05, max(cores)
+
+
+def test_sample_rate_is_bounded_by_the_clock_tick() -> None:
+    from tracer.core.errors import UserError
+    from tracer.core.options import MAX_SAMPLE_HZ, validate_spec
+
+    assert MAX_SAMPLE_HZ <= os.sysconf("SC_CLK_TCK")
+    with pytest.raises(UserError, match=f"--sample-hz must be at most {MAX_SAMPLE_HZ}"):
+        validate_spec({"framework": "pytorch", "model": "alexnet", "dataset": "small", "sample_hz": 1000})

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -58,6 +59,9 @@ AXIS_FIELD = {
 }
 AXES = tuple(AXIS_FIELD)
 DEFAULTS: dict[str, list[Any]] = {"devices": ["cpu"], "batches": [1], "epochs": [1], "trace": ["none"]}
+# A plan of 1.92 million cells took minutes and ~13 GB to expand for a dry run; at a minute a run,
+# 10,000 runs are a week of one machine.
+MAX_PLAN_RUNS = 10_000
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]*"
 # Plan-only knobs: they steer a campaign, not `tracer profile`.
 PLAN_ONLY_KNOBS: dict[str, Any] = {
@@ -389,6 +393,14 @@ def _expand(
     python: Mapping[str, str],
 ) -> list[Cell]:
     knob_names = sorted(knobs)
+    sizes = [len(axes[a]) for a in AXES] + [len(knobs[k]) for k in knob_names] + [repetitions]
+    if math.prod(sizes) > MAX_PLAN_RUNS:
+        said = " x ".join(str(n) for n in sizes)
+        raise c.fail(
+            None,
+            f"the plan expands to {math.prod(sizes):,} runs ({said}, before exclusions); at most"
+            f" {MAX_PLAN_RUNS:,}: split it into smaller plans",
+        )
     cells: list[Cell] = []
     seen: dict[str, Cell] = {}
     for values in product(*(axes[a] for a in AXES), *(knobs[k] for k in knob_names), range(1, repetitions + 1)):

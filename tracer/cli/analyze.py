@@ -15,6 +15,7 @@ from typing import Any
 from rich.table import Table
 
 from tracer.cli.common import TOP_BOUND, add_runs_dir, check_bound, console
+from tracer.cli.outputs import output_file, path_arg
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 
@@ -39,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.set_defaults(func=cmd_analyze)
     e = sub.add_parser("export-trace", help="write a run as Chrome-trace JSON (open it in Perfetto)")
     e.add_argument("run", help="run id (or a unique part of it) or a run folder path")
-    e.add_argument("output", type=Path, help="the .json file to write")
+    e.add_argument("output", type=path_arg, help="the .json file to write (never inside a run folder or a dataset)")
     add_runs_dir(e)
     e.set_defaults(func=cmd_export)
 
@@ -145,16 +146,6 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def check_output_file(output: Path, run_dir: Path | None = None) -> None:
-    """One line before any work for an output that is a folder or lies inside a run folder."""
-    if output.is_dir():
-        raise UserError(f"{output} is a folder: name the file to write, e.g. {output / 'trace.json'}")
-    if run_dir is not None and output.resolve().is_relative_to(run_dir.resolve()):
-        raise UserError(f"{output} is inside the run folder {run_dir}: a run's own files are never written over")
-    if not output.parent.is_dir():
-        raise UserError(f"{output.parent} does not exist: create it first, or name a file in an existing folder")
-
-
 def cmd_export(args: argparse.Namespace) -> int:
     from analyzers import chrome_trace
     from analyzers.ingest import ingest_run
@@ -162,7 +153,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from tracer.core.runfolder import find_run
 
     run = find_run(args.runs_dir, args.run)
-    check_output_file(args.output, run.path)
+    output_file(args.output, "export-trace")
     if not run.table_path(CUDA_API).exists():
         ingest_run(run)
     n = chrome_trace.export(run, args.output)

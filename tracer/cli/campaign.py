@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracer.cli.common import add_out_dir, console, err_console, fmt
+from tracer.cli.outputs import output_dir
 from tracer.core.cases import dataset_label
 from tracer.core.errors import UserError
-from tracer.paths import writable_dir
 
 if TYPE_CHECKING:  # the campaign package (pydantic plans, Ray) loads when a campaign runs, not at every start-up
     from rich.console import Console
@@ -77,7 +77,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         return dry_run(plan, args.out, args.nodes, console(), slurm_opts)
     if args.resume and not Campaign(plan, args.out.resolve()).path.exists():
         raise UserError(f"--resume: campaign '{plan.name}' has no record in {args.out} yet: nothing to resume")
-    out_dir = writable_dir(args.out).resolve()
+    out_dir = output_dir(args.out).resolve()
     err = err_console()
     with Campaign(plan, out_dir) as campaign:
         jobs = sorted(str(e.job_id) for e in campaign.cells.values() if e.state == RUNNING and e.job_id)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from tracer.cli.outputs import path_arg
 from tracer.core.errors import UserError
 
 DEFAULT_RUNS_DIR = Path("runs")
@@ -55,7 +56,7 @@ def add_out_dir(parser: argparse.ArgumentParser, what: str = "run folders", requ
     default = None if required else DEFAULT_RUNS_DIR
     where = "" if required else f" (default {DEFAULT_RUNS_DIR}/)"
     parser.add_argument(
-        "--out", type=Path, default=default, required=required, metavar="DIR", help=f"where {what} go{where}"
+        "--out", type=path_arg, default=default, required=required, metavar="DIR", help=f"where {what} go{where}"
     )
 
 

@@ -10,8 +10,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from tracer.cli.analyze import check_output_file
 from tracer.cli.common import TOP_BOUND, add_runs_dir, add_warmup, check_bound, console
+from tracer.cli.outputs import output_file, path_arg
 from tracer.core.errors import UserError
 
 
@@ -31,7 +31,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="run folder, run id (or a unique part) in --runs, or a folder of runs; two columns at least",
     )
     add_runs_dir(p)
-    p.add_argument("--csv", type=Path, metavar="FILE", help="also write the comparison as CSV")
+    p.add_argument(
+        "--csv", type=path_arg, metavar="FILE", help="also write the comparison as CSV (never inside a run or dataset)"
+    )
     p.add_argument("--top", type=int, default=5, help="CUDA API functions to list (default 5)")
     p.add_argument("--no-group", action="store_true", help="one column per run even where runs are repeats")
     add_warmup(p)
@@ -52,7 +54,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     check_bound(TOP_BOUND, args.top)
     if args.csv is not None:
-        check_output_file(args.csv)
+        output_file(args.csv, "--csv")
     folders = []
     for ref in args.runs:
         path = Path(ref)

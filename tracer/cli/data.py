@@ -7,6 +7,8 @@ from pathlib import Path
 
 from tracer import dataset
 from tracer.cli.common import console, err_console
+from tracer.cli.outputs import output_dir, path_arg
+from tracer.core.errors import UserError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -14,7 +16,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     dsub = p.add_subparsers(dest="data_cmd", required=True)
     m = dsub.add_parser("make", help="generate the small (791) or big (6003) image set")
     m.add_argument("name", choices=sorted(dataset.SIZES))
-    m.add_argument("--out", type=Path, help="write here instead of the cache folder")
+    m.add_argument(
+        "--out", type=path_arg, help="write here instead of the cache folder (a new, empty or generated one)"
+    )
     m.set_defaults(func=cmd_data_make)
 
 
@@ -22,6 +26,8 @@ def cmd_data_make(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
     size = dataset.SIZES[args.name]
+    if args.out:
+        _check_target(args.out)
     with Progress(console=err_console(), transient=True) as progress:
         task = progress.add_task(f"generating {size.name}", total=size.images)
 
@@ -34,3 +40,11 @@ def cmd_data_make(args: argparse.Namespace) -> int:
             path = dataset.ensure_generated(size.name, progress=advance)
     console().print(f"{size.name}: {size.images} images in {path}")
     return 0
+
+
+def _check_target(out: Path) -> None:
+    """Generating replaces the folder: only a new, empty or earlier generated one may be named."""
+    if out.is_dir() and any(out.iterdir()) and not (out / dataset.DONE_MARKER).exists():
+        raise UserError(f"--out {out} holds files of its own: generate into a new or empty folder (it is replaced)")
+    if not (out / dataset.DONE_MARKER).exists():
+        output_dir(out)  # never inside a run folder or another dataset

@@ -4,6 +4,7 @@ Kineto JSON: `tracer.core.trace_formats`), so it can be analysed, viewed and com
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import re
 import shutil
@@ -12,11 +13,11 @@ import time
 from pathlib import Path
 
 from tracer.cli.common import add_out_dir, console
+from tracer.cli.outputs import output_dir
 from tracer.core import trace_formats as tf
 from tracer.core.cases import UNKNOWN_MODEL
 from tracer.core.errors import UserError
 from tracer.core.frameworks import framework_info
-from tracer.paths import writable_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -61,19 +62,26 @@ def cmd_import(args: argparse.Namespace) -> int:
     out_existed = args.out.exists()
     run_id = _run_id(path)
     n = 1
-    writable_dir(args.out)
+    output_dir(args.out)
     while (args.out / run_id).exists():
         n += 1
         run_id = f"{_run_id(path)}-{n}"
     folder = RunFolder.create(args.out, run_id)
     try:  # streamed straight into the folder (memory flat in the rows); a bad file leaves nothing behind
         written = ingest_file(path, folder)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(folder.path, ignore_errors=True)
         if not out_existed and not any(args.out.iterdir()):
             args.out.rmdir()
+        full = disk_full(args.out, e)
+        if full:
+            raise UserError(f"{full}: free some space and import {path} again") from None
         raise
-    shutil.copyfile(path, folder.raw_dir / path.name)
+    try:
+        shutil.copyfile(path, folder.raw_dir / path.name)
+    except OSError as e:
+        shutil.rmtree(folder.path, ignore_errors=True)
+        raise UserError(f"{disk_full(args.out, e) or e}: {path} was not imported") from None
     source = _source_of(path)
     clock = json.loads((folder.path / TRACE_META).read_text())[source]
     clock.pop("tables", None)
@@ -109,3 +117,20 @@ def cmd_import(args: argparse.Namespace) -> int:
     folder.write_record(record)
     console().print(f"imported {path} -> {folder.path} ({', '.join(written) or 'no CUDA tables'})")
     return 0
+
+
+LOW_SPACE_BYTES = 1 << 20
+
+
+def disk_full(out: Path, error: BaseException) -> str:
+    """'disk full ...' when the import failed for want of space under `out` (its file system is nearly
+    full, or the error says so): a full disk is not a damaged input file."""
+    said = f"{error} {getattr(error, 'strerror', '') or ''}"
+    where = next((p for p in (out, *out.parents) if p.exists()), out)  # `out` may have been removed again
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return ""
+    if free >= LOW_SPACE_BYTES and "No space left" not in said and getattr(error, "errno", None) != errno.ENOSPC:
+        return ""
+    return f"disk full: {free // 1024} KiB free under {out}"

@@ -12,6 +12,7 @@ from tracer import dataset, environments, tracing
 from tracer.cli.common import add_out_dir, console, err_console
 from tracer.cli.compare import print_pairs
 from tracer.cli.diagnose import print_block
+from tracer.cli.outputs import output_dir
 from tracer.cli.runs import print_repeats, print_summary
 from tracer.core import cases, options
 from tracer.core.errors import UserError
@@ -19,9 +20,11 @@ from tracer.core.frameworks import FRAMEWORKS, framework_info
 from tracer.core.records import RunSpec, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import DATA_MEMORY, DATA_MODES
-from tracer.paths import writable_dir
+from tracer.nvml import Nvml
+from tracer.tegrastats import find_tegrastats
 
 EXIT_RUN_FAILED = 1
+EXIT_INTERRUPTED = 130
 DATA_ALL = "all"  # `--data all`: one run per data mode (tracer.core.schema.DATA_MODES), in turn
 INGEST_LOG = "ingest.log"
 
@@ -81,14 +84,32 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     return spec
 
 
-def resolve_dataset(name: str, console: Console) -> Path:
+def dataset_location(name: str) -> Path:
+    """Where the dataset is (or will be generated), before anything is generated or read."""
+    return dataset.cached_path(name) if name in dataset.SIZES else Path(name).expanduser().resolve()
+
+
+def resolve_dataset(name: str, console: Console, num_classes: int) -> Path:
     if name in dataset.SIZES:
         if not (dataset.cached_path(name) / dataset.DONE_MARKER).exists():
             console.print(f"generating the {name} dataset ({dataset.SIZES[name].images} images, once) ...")
         return dataset.ensure_generated(name)
-    path = Path(name).expanduser().resolve()
-    dataset.validate_folder(path)
+    path = dataset_location(name)
+    dataset.validate_folder(path, num_classes)
     return path
+
+
+def check_device(spec: RunSpec) -> None:
+    """`--device gpu` where no GPU can be found fails here, not after the framework has loaded."""
+    if spec.device != "gpu" or Path("/dev/nvidia0").exists() or find_tegrastats(False):
+        return
+    nvml, why = Nvml.open()
+    if nvml is not None:
+        nvml.close()
+        return
+    raise UserError(
+        f"--device gpu, but this machine has no GPU that NVML or tegrastats can see ({why}): use --device cpu"
+    )
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -101,10 +122,11 @@ def cmd_profile(args: argparse.Namespace) -> int:
     spec = specs[0]
     backend = tracing.backend(spec.trace)
     backend.check(spec)  # cheap checks before anything is generated; the runner checks inside the interpreter
-    writable_dir(args.out)
+    check_device(spec)
+    output_dir(args.out, datasets=[dataset_location(spec.dataset)])
     python = environments.resolve_python(spec.framework, args.python)
     err = err_console()
-    data_dir = resolve_dataset(spec.dataset, err)
+    data_dir = resolve_dataset(spec.dataset, err, spec.num_classes)
     if any(s.data == DATA_MEMORY for s in specs):  # --data all: refused before its files run, not after
         dataset.check_memory_fits(data_dir, spec.limit, spec.image_size)
     folders = []
@@ -115,7 +137,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
             if len(specs) > 1:
                 err.print(f"--data {one.data}")
             launch = Launch(one, python, data_dir, args.out, backend)
-            folder, record = Runner(launch, err).run()
+            runner = Runner(launch, err)
+            folder, record = runner.run()
             folders.append(folder)
             if one.trace != "none" or one.pyspy:
                 ingest_traces(folder, err)
@@ -124,6 +147,9 @@ def cmd_profile(args: argparse.Namespace) -> int:
             if record.outcome.status is not RunStatus.OK:
                 err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
                 return EXIT_RUN_FAILED
+            if runner.signalled:  # it came after the training ended: this run is whole, no more runs
+                err.print("tracer: interrupted after the run ended; its folder is complete")
+                return EXIT_INTERRUPTED
     for one in specs:
         mine = [f for f in folders if f.read_record().spec == one]
         if len(mine) > 1:

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from tracer.cli.common import add_out_dir, add_warmup, console, err_console
-from tracer.paths import writable_dir
+from tracer.cli.outputs import output_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -31,7 +31,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     err = err_console()
     runs, warnings = collect_runs(args.runs)
-    writable_dir(args.out)
+    output_dir(args.out)
     for warning in [*warnings, *contention_warnings(runs)]:  # the page lists the contended runs itself
         err.print(f"[yellow]warning:[/yellow] {warning}", markup=True, highlight=False)
     formats = (*charts.FORMATS, "pdf") if args.pdf else charts.FORMATS

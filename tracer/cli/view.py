@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from tracer.cli.common import VIEW_SIZE_BOUND, add_runs_dir, check_bound
+from tracer.cli.outputs import output_file, path_arg
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder, find_run
 
@@ -15,7 +16,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p = sub.add_parser("view", help="open runs side by side in the desktop viewer")
     p.add_argument("runs", nargs="*", help="run ids (or unique parts) or run folder paths; none opens the browser")
     add_runs_dir(p)
-    p.add_argument("--screenshot", type=Path, metavar="FILE.png", help="render offscreen, save the window, exit")
+    p.add_argument("--screenshot", type=path_arg, metavar="FILE.png", help="render offscreen, save the window, exit")
     p.add_argument("--columns", action="store_true", help="one column per run instead of one colour per run")
     p.add_argument(
         "--align",
@@ -56,6 +57,8 @@ def cmd_view(args: argparse.Namespace) -> int:
     screenshot = args.screenshot
     if screenshot is not None and screenshot.suffix.lower() not in (".png", ".svg"):
         raise UserError(f"--screenshot {screenshot}: the file must end in .png or .svg")
+    if screenshot is not None:
+        output_file(screenshot, "--screenshot")
     if screenshot is None and not has_display():
         raise UserError("no display here: use --screenshot FILE.png to render the window offscreen")
     problem = x11_problem() if screenshot is None else None

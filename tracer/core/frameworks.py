@@ -63,6 +63,8 @@ class FrameworkInfo:
     python_version: str = ""
     # Installed (upgraded) first, alone: the venv's own pip may be too old for the wheels' tags.
     pip_bootstrap: tuple[str, ...] = ()
+    # Whether its worker trains with `--amp` (SINGA's float16 mode converts the whole model: refused).
+    amp: bool = True
 
     def setting(self, tuning: Tuning, device: str) -> str | None:
         """The framework's own setting for `tuning` on `device`, or None where it has none there."""
@@ -189,6 +191,7 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
         python_version="3.6",
         # pip 18.1 (Python 3.6's own) rejects the manylinux2014 tag; 21.3.1 is the last pip for 3.6.
         pip_bootstrap=("pip<22",),
+        amp=False,
     ),
     FrameworkInfo(
         "jax",

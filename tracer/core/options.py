@@ -23,7 +23,7 @@ import pydantic
 from pydantic import Field
 
 from tracer.core.errors import UserError
-from tracer.core.frameworks import framework_info
+from tracer.core.frameworks import FRAMEWORKS, framework_info
 
 DEFAULT_IMAGE_SIZE = 224
 CORES = os.cpu_count() or 1
@@ -32,6 +32,9 @@ MAX_PARALLEL = CORE_MULTIPLE * CORES
 # Threads are cheap, and oversubscribing the cores on purpose is an experiment the diagnosis reads.
 MAX_THREADS = 16 * CORES
 DAY_S = 86400
+# Linux counts CPU time in clock ticks of 10 ms (SC_CLK_TCK 100): above 100 Hz every sample sees 0 or 1
+# tick per process, and the sampler's psutil reads took 24 % of the training's CPU at 1000 Hz.
+MAX_SAMPLE_HZ = 100
 MODELS = ("alexnet", "mobilenet_v2", "resnet50", "vgg16")
 DEVICES = ("cpu", "gpu")
 TRACE_BACKENDS = ("none", "nsys", "cupti", "torch")
@@ -73,6 +76,7 @@ class RunSpec:
     ]
     dataset: Annotated[
         str,
+        Field(min_length=1),
         Opt(
             "small (791 images), big (6003) or a folder with one sub-folder per class (overrides the case's)",
             worker=False,  # the worker gets the resolved folder, dataset_dir
@@ -111,14 +115,28 @@ class RunSpec:
     ] = "none"
     sample_hz: Annotated[
         float,
-        Field(ge=0, le=1000, allow_inf_nan=False),
-        Opt("sampling rate of CPU/RAM/threads/GPU in Hz, 0 switches sampling off", worker=False),
+        Field(ge=0, le=MAX_SAMPLE_HZ, allow_inf_nan=False),
+        Opt(
+            f"sampling rate of CPU/RAM/threads/GPU in Hz, 0 switches sampling off, at most {MAX_SAMPLE_HZ}"
+            " (CPU times move in 10 ms clock ticks)",
+            worker=False,
+        ),
     ] = 10.0
     timeout_s: Annotated[
         float | None,
         Field(ge=0.001, le=30 * DAY_S, allow_inf_nan=False),
         Opt("stop the training after this many seconds (the run ends as timeout)", flag="--timeout", worker=False),
     ] = None
+    stall_s: Annotated[
+        float,
+        Field(ge=0, le=30 * DAY_S, allow_inf_nan=False),
+        Opt(
+            "end the run as stalled, with its processes' stacks in raw/, after this many seconds without"
+            " progress (no event, no step, no CPU in its process tree); 0 never",
+            flag="--stall-after",
+            worker=False,
+        ),
+    ] = 180.0
     workers: Annotated[
         Annotated[int, Field(ge=0, le=MAX_PARALLEL)] | Literal["autotune"] | None,
         Opt(
@@ -150,7 +168,9 @@ class RunSpec:
         Opt("read the loss (a host-device sync) every N steps (default: 1 on CPU, 20 on GPU)"),
     ] = None
     threads: Annotated[int | None, Field(ge=1, le=MAX_THREADS), Opt("intra-op threads of the framework")] = None
-    amp: Annotated[bool, Opt("mixed precision")] = False
+    amp: Annotated[bool, Opt("mixed precision", frameworks=tuple(name for name, f in FRAMEWORKS.items() if f.amp))] = (
+        False
+    )
     gpu_thread_mode: Annotated[
         Literal["global", "gpu_private", "gpu_shared"] | None,
         Opt("TensorFlow's GPU thread mode, e.g. gpu_private", frameworks=("tensorflow",)),
@@ -266,6 +286,8 @@ def describe_error(error: Mapping[str, Any], spec_type: type = RunSpec) -> str:
         choices = _choices(fields[name][0]) if name in fields else ()
         return f"unknown {noun} '{value}': choose one of {', '.join(map(str, choices or ()))}"
     bounds = {"greater_than_equal": "at least", "greater_than": "more than", "less_than_equal": "at most"}
+    if kind == "string_too_short":
+        return f"{label} is empty: give a value"
     if kind in bounds:
         limit = ctx.get("ge", ctx.get("gt", ctx.get("le")))
         return f"{label} must be {bounds[kind]} {limit} (got {value})"

@@ -31,6 +31,7 @@ class RunStatus(str, enum.Enum):
     TIMEOUT = "timeout"
     INTERRUPTED = "interrupted"
     DIVERGED = "diverged"  # the loss became NaN or infinite (tracer.core.divergence)
+    STALLED = "stalled"  # no progress (no event, step or CPU) for --stall-after seconds (tracer.stall)
 
 
 #: The end states whose speed may be ranked, pooled into medians and compared: the run trained every

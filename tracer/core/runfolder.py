@@ -363,5 +363,5 @@ def find_run(out_dir: Path, ref: str) -> RunFolder:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise UserError(f"no run '{ref}' in {out_dir}: `tracer runs --out {out_dir}` lists the runs there")
+        raise UserError(f"no run '{ref}' in {out_dir}: `tracer runs --runs {out_dir}` lists the runs there")
     raise UserError(f"'{ref}' matches {len(matches)} runs in {out_dir}; give more of the run id")

@@ -160,8 +160,9 @@ def _knobs(trainer: Any) -> Dict[str, object]:
 
 def _inject_fault(fault: Optional[str], epoch: int) -> None:
     """Deliberate failures for tests of failure handling and diagnosis: `KIND@EPOCH`, KIND in
-    raise|abort|segv|hang|leak (leak: at that epoch and every later one, LEAK_MIB_PER_EPOCH of written
-    bytes are appended to a list that is never emptied, as a cache that never evicts does)."""
+    raise|abort|segv|hang|stall|leak (leak: at that epoch and every later one, LEAK_MIB_PER_EPOCH of written
+    bytes are appended to a list that is never emptied, as a cache that never evicts does; stall: the
+    worker forks a child and both wait for ever, idle, as a hung data loader does)."""
     if not fault:
         return
     kind, _, at = fault.partition("@")
@@ -181,5 +182,11 @@ def _inject_fault(fault: Optional[str], epoch: int) -> None:
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGSEGV)
     if kind == "hang":
+        while True:
+            time.sleep(1)
+    if kind == "stall":  # as a hung input pipeline: the worker and a loader-like child both wait, idle
+        if os.fork() == 0:
+            while True:
+                time.sleep(1)
         while True:
             time.sleep(1)

@@ -18,6 +18,7 @@ from analyzers.diagnosis import RULES, diagnose, diagnose_tables, load, top
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables
 from analyzers.diagnosis.verdict import Verdict
+from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.records import RunSpec
 from tracer.core.runfolder import RunFolder
 
@@ -108,14 +109,34 @@ def test_cpu_under_used(base: RunTables) -> None:
 
 
 def test_oversubscription_from_switches_alone(base: RunTables) -> None:
-    """Many involuntary switches with threads = cores: fired (the machine's other load) at 3x the threshold."""
+    """Many involuntary switches on an otherwise quiet machine: fired at 3x the threshold."""
     assert base.process is not None
     t = base.process.column("t_ns").to_pylist()
     rate = 4 * th.OVERSUB_INVOLUNTARY_PER_CORE_S * base.cores
     switches = [rate * (x - t[0]) / 1e9 for x in t]
-    v = run_rule(dataclasses.replace(base, process=with_column(base.process, "ctx_switches_involuntary", switches)),
-                 "cpu-oversubscription")  # fmt: skip
+    run_pct = base.process.column("cpu_pct").to_pylist()
+    quiet_machine = with_column(with_column(base.process, "ctx_switches_involuntary", switches), "sys_cpu_pct", run_pct)
+    v = run_rule(dataclasses.replace(base, process=quiet_machine), "cpu-oversubscription")
     assert v.fired and v.value == pytest.approx(4 * th.OVERSUB_INVOLUNTARY_PER_CORE_S, rel=0.01)
+
+
+def test_preemption_by_other_processes_is_not_the_runs_oversubscription(base: RunTables) -> None:
+    """Issue 27, item 12: the same switches while other processes took 60 % of the cores (the sampler's
+    sys_cpu_pct beside the run's cpu_pct): quiet, and the finding blames the machine's load."""
+    assert base.process is not None
+    t = base.process.column("t_ns").to_pylist()
+    rate = 4 * th.OVERSUB_INVOLUNTARY_PER_CORE_S * base.cores
+    switches = [rate * (x - t[0]) / 1e9 for x in t]
+    busy_machine = [min(100.0, p + 60.0) for p in base.process.column("cpu_pct").to_pylist()]
+    table = with_column(with_column(base.process, "ctx_switches_involuntary", switches), "sys_cpu_pct", busy_machine)
+    v = run_rule(dataclasses.replace(base, process=table), "cpu-oversubscription")
+    assert v.measured and not v.fired, v
+    assert "the machine's load" in v.finding
+    knob = FRAMEWORKS[base.record.spec.framework].intra_op_knob
+    assert knob is not None
+    many = dataclasses.replace(base.record, knobs={**base.record.knobs, knob: 16 * base.cores})
+    own = dataclasses.replace(base, process=table, record=many)
+    assert run_rule(own, "cpu-oversubscription").fired  # far more threads than cores: the run's own, load or not
 
 
 def test_startup_heavy_fires_and_keeps_quiet(base: RunTables) -> None:

@@ -136,3 +136,17 @@ def test_data_is_a_knob_and_the_study_has_a_variant_with_it(tmp_path: Path) -> N
     modes = [c.profile_args()[c.profile_args().index("--data") + 1] for c in variant.cells]
     assert {m: modes.count(m) for m in set(modes)} == {"files": 160, "memory": 160, "synthetic": 160}
     assert "knobs.data: unknown value 'all'" in error(BASE + '[knobs]\ndata = "all"\n', tmp_path)
+
+
+def test_a_plan_of_millions_of_runs_is_refused_before_it_is_expanded(tmp_path: Path) -> None:
+    """Issue 27, item 13: a 1.92-million-cell plan ran `campaign --dry-run` for minutes toward ~13 GB."""
+    from tests.conftest import run_tracer
+    from tracer.campaign.plan import MAX_PLAN_RUNS
+
+    sizes = ", ".join(str(n) for n in range(32, 1032))
+    batches = ", ".join(str(n) for n in range(1, 481))
+    text = BASE + f"batches = [{batches}]\n[knobs]\nimage_size = [{sizes}]\n"  # 2 x 2 x 480 x 1000
+    words = error(text, tmp_path)
+    assert "1,920,000 runs" in words and f"at most {MAX_PLAN_RUNS:,}" in words
+    result = run_tracer("campaign", str(tmp_path / "plan.toml"), "--dry-run", "--out", str(tmp_path / "runs"))
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr[-2000:]

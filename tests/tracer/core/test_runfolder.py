@@ -98,3 +98,20 @@ def test_a_run_ended_before_its_first_sample_keeps_the_declared_schema(shared_fi
     for args in (("runs",), ("show", source.name), ("report", str(tmp_path / "runs"), "--out", str(tmp_path / "r"))):
         result = run_tracer(*args, "--runs", str(tmp_path / "runs")) if args[0] != "report" else run_tracer(*args)
         assert result.returncode == 0 and "Traceback" not in result.stderr, (args, result.stderr[-2000:])
+
+
+def test_a_profile_cut_before_its_first_sample_is_read_by_every_reader(tmp_path: Path) -> None:
+    """Issue 27, item 2 end to end: `--timeout 0.001` crashed profile (ArrowInvalid) and then every reader."""
+    from tests.conftest import TINY, require_framework, run_tracer
+
+    require_framework("pytorch")
+    runs = tmp_path / "runs"
+    result = run_tracer("profile", "--framework", "pytorch", "--model", "alexnet", *TINY, "--timeout", "0.001",
+                        "--out", str(runs))  # fmt: skip
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    (run,) = [p for p in runs.iterdir() if p.is_dir()]
+    assert json.loads((run / "run.json").read_text())["outcome"]["status"] == "timeout"
+    for args in (("runs", "--runs", str(runs)), ("show", run.name, "--runs", str(runs)),
+                 ("report", str(runs), "--out", str(tmp_path / "report"))):  # fmt: skip
+        shown = run_tracer(*args)
+        assert shown.returncode == 0 and "Traceback" not in shown.stderr, (args, shown.stderr[-2000:])

@@ -91,7 +91,13 @@ def _load(path: str) -> Any:
 
 
 class NativeImageDataset(paddle.io.Dataset):  # type: ignore[misc]
-    """paddle.vision.image_load (its image backend: PIL by default) then paddle.vision.transforms."""
+    """paddle.vision.image_load (its image backend: PIL by default) then paddle.vision.transforms.
+
+    Items leave as NumPy arrays, not paddle Tensors: with shared memory, paddle.io's loader process
+    hands a batch of Tensors to the queue's feeder thread as views (`Tensor.get_tensor()`) and lets the
+    Tensors go at its next batch, so the feeder may pickle freed memory ("Tensor's dimension is 49152,
+    memory's size is 8", then the batch is lost and training waits for ever, or a segfault: one run in
+    nine hung here with Paddle 3.3.1). NumPy batches are copied into tensors the queue owns."""
 
     def __init__(self, images: ImageList, size: int) -> None:
         super().__init__()
@@ -103,7 +109,7 @@ class NativeImageDataset(paddle.io.Dataset):  # type: ignore[misc]
         return len(self.files)
 
     def __getitem__(self, index: int) -> Tuple[Any, Any]:
-        return self.transform(_load(self.files[index])), np.int64(self.labels[index])
+        return self.transform(_load(self.files[index])).numpy(), np.int64(self.labels[index])
 
 
 def native_pixels(path: str, size: int) -> Any:
