@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def cmd_env_create(args: argparse.Namespace) -> int:
-    status = environments.create(args.framework, args.gpu, args.python)
+    status = environments.create(args.framework, args.gpu, args.python, console())
     if not status.installed:
         raise UserError(f"{args.framework}: the environment was made but the framework does not import")
     console().print(f"{args.framework} {status.version}: {status.python}")
