@@ -13,7 +13,16 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from tracer.cli.common import add_runs_dir, add_warmup, console, err_console, fmt, print_pairs, print_wrapped, table_lines
+from tracer.cli.common import (
+    add_runs_dir,
+    add_warmup,
+    console,
+    err_console,
+    fmt,
+    print_pairs,
+    print_wrapped,
+    table_lines,
+)
 from tracer.core import cases
 from tracer.core.errors import UserError
 from tracer.core.records import RunSpec, RunStatus
@@ -128,11 +137,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if max(line.cell_len for line in lines) > out.width:
         _print_narrow([RUNS_HEADERS[i] for i in shown], [[row[i] for i in shown] for row in rows], out)
     else:
-        for line in lines:
-            out.print(line, highlight=False, soft_wrap=True)
-    marks = [text for mark, text in LEGEND.items() if any(mark in row[-3] for row in rows) or mark == "load"]
-    for line in marks:
-        print_wrapped(out, line)
+        for table_line in lines:
+            out.print(table_line, highlight=False, soft_wrap=True)
+    for mark, legend in LEGEND.items():
+        if mark == "load" or any(mark in row[-3] for row in rows):
+            print_wrapped(out, legend)
     print_wrapped(out, f"in {args.runs_dir.resolve()}; any command takes the id shown, or more of the run id")
     return 0
 
