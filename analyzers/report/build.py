@@ -84,8 +84,26 @@ def _has_cuda(run: LoadedRun) -> bool:
 
 
 def _note(run: LoadedRun) -> str:
-    outcome = run.record.outcome
-    return "" if run.ok else f"({outcome.status.value})"
+    """What a figure says under a run's framework: how it ended when not ok, and whether it was contended."""
+    parts = ([] if run.ok else [run.record.outcome.status.value]) + (["contended"] if _contended(run) else [])
+    return f"({'; '.join(parts)})" if parts else ""
+
+
+def _contended(run: LoadedRun) -> bool:
+    """Taken while other processes held a share of the CPU (analyzers.contention), as the page's warnings say."""
+    from analyzers.contention import contention
+
+    return contention(run.folder.samples("process")).contended
+
+
+def _marks(chosen: dict[str, LoadedRun]) -> dict[str, str]:
+    return {fw: "contended" for fw, r in chosen.items() if _contended(r)}
+
+
+CONTENDED_NOTE = (
+    " A framework marked 'contended' (bars hatched) ran while other processes held a share of the CPU: "
+    "its times do not compare with a quiet machine's."
+)
 
 
 def _table_step(runs: Sequence[LoadedRun], device: str, base: Path, title: str, warmup: int) -> Callable[[], Output]:
@@ -127,6 +145,8 @@ def _resource_step(
         hz = sorted({f"{r.record.spec.sample_hz:g}" for r in chosen.values()})
         caption = (
             f"The training process and its children, sampled at {' / '.join(hz)} Hz; shaded bands are epochs. "
+            "All columns share one time axis (seconds since each run's start), so run lengths compare; "
+            "'contended' under a name: other processes held a share of the CPU during that run. "
             "Runs: " + ", ".join(r.folder.run_id for r in chosen.values()) + "."
         )
         return Output("figure", f"CPU %, RAM % and threads over time: {case.title}", files, caption)
@@ -143,12 +163,22 @@ def _throughput_step(
         cells = {fw: throughput([r.folder.epochs() for r in ok if r.framework == fw], warmup) for fw in frameworks}
         newest = latest_per_framework(ok)
         epoch_s = {fw: [e.duration_s for e in r.folder.epochs()] for fw, r in newest.items()}
-        fig = charts.throughput_figure(f"Training throughput\n{case.title}", cells, epoch_s, warmup)
+        marks = {}
+        for fw in frameworks:
+            pooled = [r for r in ok if r.framework == fw]
+            contended = sum(_contended(r) for r in pooled)
+            if contended:
+                marks[fw] = "contended" if len(pooled) == 1 else f"{contended} of {len(pooled)} contended"
+        fig = charts.throughput_figure(f"Training throughput\n{case.title}", cells, epoch_s, warmup, marks)
         files = charts.save(fig, out / f"fig-throughput-{case.slug}", formats)
         caption = (
             f"Left: images/s over the epochs after the first {warmup} (the steady state), median over the finished "
             "runs of each framework with their range. Right: every epoch's time in the newest run of each framework, "
-            "warm-up shaded. Runs: " + ", ".join(r.folder.run_id for r in ok) + "."
+            "warm-up shaded; the legend is below the panels."
+            + (CONTENDED_NOTE if marks else "")
+            + " Runs: "
+            + ", ".join(r.folder.run_id for r in ok)
+            + "."
         )
         return Output("figure", f"Training throughput: {case.title}", files, caption)
 
@@ -164,11 +194,14 @@ def _cuda_step(case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: 
             names, grouped = series.group_shares(shares)
             panels.append((label, names, grouped))
         api = "/".join(dict.fromkeys(cuda_api.api_family(r.folder) for r in chosen.values())) + " API"
-        fig = charts.cuda_api_figure(f"Share of {api} time per function\n{case.title}", panels, api)
+        marks = _marks(chosen)
+        fig = charts.cuda_api_figure(f"Share of {api} time per function\n{case.title}", panels, api, marks)
         files = charts.save(fig, out / f"fig-cuda-api-{case.slug}", formats)
         caption = (
             f"Functions with at least 1 % of the {api} time in some framework; the rest is grouped as 'other'. "
-            "Steady state: everything after the first training step. Runs: "
+            "Steady state: everything after the first training step."
+            + (CONTENDED_NOTE.replace(" (bars hatched)", "") if marks else "")
+            + " Runs: "
             + ", ".join(r.folder.run_id for r in chosen.values())
             + "."
         )
@@ -184,9 +217,16 @@ def _energy_step(
         energy = {fw: rows for fw, r in chosen.items() if (rows := series.epoch_energy(r.folder))}
         if not energy:
             return None
-        fig = charts.energy_figure(f"GPU energy and power per epoch\n{case.title}", energy)
+        marks = _marks({fw: chosen[fw] for fw in energy})
+        fig = charts.energy_figure(f"GPU energy and power per epoch\n{case.title}", energy, marks)
         files = charts.save(fig, out / f"fig-energy-{case.slug}", formats)
-        caption = "Sum over the GPUs the run used. Runs: " + ", ".join(chosen[fw].folder.run_id for fw in energy) + "."
-        return Output("figure", f"GPU energy and power per epoch\n{case.title}", files, caption)
+        caption = (
+            "Sum over the GPUs the run used."
+            + (CONTENDED_NOTE.replace(" (bars hatched)", "") if marks else "")
+            + " Runs: "
+            + ", ".join(chosen[fw].folder.run_id for fw in energy)
+            + "."
+        )
+        return Output("figure", f"GPU energy and power per epoch: {case.title}", files, caption)
 
     return step
