@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import sys
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.text import Text
 
 from tracer.core.errors import UserError
@@ -121,9 +123,12 @@ def print_wrapped(out: Console, text: str, indent: str = "", hanging: str = "   
 def table_lines(out: Console, table: Any) -> list[Text]:
     """A rich table as the lines it prints at its natural width, trailing blanks removed (rich pads
     every cell to its column, so a piped table would end each line in spaces); `cell_len` is a line's width."""
-    with out.capture() as captured:
-        out.print(table, width=max(out.width, out.measure(table).maximum))
-    lines = [Text.from_ansi(line) for line in captured.get().splitlines()]
+    natural = Measurement.get(out, out.options.update_width(100_000), table).maximum
+    wide = Console(  # `out` will not print wider than itself; this one is as wide as the table
+        file=io.StringIO(), width=natural, force_terminal=out.is_terminal, no_color=not out.is_terminal
+    )
+    wide.print(table)
+    lines = [Text.from_ansi(line) for line in wide.file.getvalue().splitlines()]  # type: ignore[attr-defined]
     for line in lines:
         line.rstrip()
     while lines and not lines[0].plain:

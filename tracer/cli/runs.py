@@ -63,7 +63,7 @@ RUN_COLUMNS = (
     Column("status"),
     Column("diverged", "no"),
     Column("epochs"),
-    Column("img/s steady"),
+    Column("img/s"),
     Column("load"),
     Column("GPU", "none"),
 )
@@ -71,6 +71,7 @@ RUNS_HEADERS = tuple(c.header for c in RUN_COLUMNS)
 NOT_RANKED = "†"  # after a speed the run's end makes unrankable (diverged, failed, cut short)
 WARMUP_COUNTED = "*"  # after a steady speed that had to count the warm-up epochs
 LEGEND = {
+    "img/s": "img/s: the steady state, the epochs after the warm-up (`tracer show ID` says which)",
     WARMUP_COUNTED: f"{WARMUP_COUNTED} counts every epoch: the run has none after the warm-up (`--warmup`)",
     NOT_RANKED: f"{NOT_RANKED} not ranked beside other runs: the run did not end ok (`tracer show ID` says why)",
     "load": "load: CPU % other processes held during the run (100 = all cores); contended times do not compare",
@@ -101,12 +102,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
             record = folder.read_record()
         except UserError as e:
             print(f"tracer: warning: {e}", file=sys.stderr)
-            rows.append((ids[folder.run_id], *[""] * 10, "damaged: run.json", *[""] * 5))
+            rows.append((folder.run_id, *[""] * 10, "damaged: run.json", *[""] * 5))
             continue
         spec, divergence = record.spec, record.outcome.divergence
         rows.append(
             (
-                ids[folder.run_id],
+                folder.run_id,
                 time.strftime("%m-%d %H:%M", time.localtime(record.wall_start_ns / 1e9))
                 if record.wall_start_ns
                 else "-",
@@ -129,20 +130,26 @@ def cmd_runs(args: argparse.Namespace) -> int:
         )
     shown, shared = _split_shared(rows)
     if shared:
-        out.print("every run: " + "; ".join(f"{h} {v}" for h, v in shared), soft_wrap=not out.is_terminal, markup=False)
-    table = Table(*(RUNS_HEADERS[i] for i in shown), box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))
-    for row in rows:
-        table.add_row(*(row[i] for i in shown))
-    lines = table_lines(out, table)
-    if max(line.cell_len for line in lines) > out.width:
-        _print_narrow([RUNS_HEADERS[i] for i in shown], [[row[i] for i in shown] for row in rows], out)
+        print_wrapped(out, "every run: " + "; ".join(f"{h} {v}" for h, v in shared))
+    # The whole ids where the table then fits, else the short ones, else one block per run (whole ids).
+    tail_ids = False
+    for short in (False, True):
+        table = Table(*(RUNS_HEADERS[i] for i in shown), box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))
+        for row in rows:
+            table.add_row(ids[row[0]] if short else row[0], *(row[i] for i in shown[1:]))
+        lines = table_lines(out, table)
+        if max(line.cell_len for line in lines) <= out.width:
+            for table_line in lines:
+                out.print(table_line, highlight=False, soft_wrap=True)
+            tail_ids = short
+            break
     else:
-        for table_line in lines:
-            out.print(table_line, highlight=False, soft_wrap=True)
+        _print_narrow([RUNS_HEADERS[i] for i in shown], [[row[i] for i in shown] for row in rows], out)
     for mark, legend in LEGEND.items():
-        if mark == "load" or any(mark in row[-3] for row in rows):
+        if mark in ("img/s", "load") or any(mark in row[-3] for row in rows):
             print_wrapped(out, legend)
-    print_wrapped(out, f"in {args.runs_dir.resolve()}; any command takes the id shown, or more of the run id")
+    where = f"in {args.runs_dir.resolve()}"
+    print_wrapped(out, where + ("; id: the run id's tail, which every command takes" if tail_ids else ""))
     return 0
 
 

@@ -102,10 +102,11 @@ def _in_terminal(args: list[str], columns: int) -> str:
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text).replace("\r", "")
 
 
-def test_runs_on_a_60_column_terminal_keeps_the_id_whole(tiny_pytorch_run: RunFolder) -> None:
+def test_runs_on_a_60_column_terminal_names_the_run_without_cutting(tiny_pytorch_run: RunFolder) -> None:
+    """The whole id, or its tail that every command takes (said under the table); never an id cut short."""
     shown = _in_terminal(["runs", "--runs", str(tiny_pytorch_run.path.parent)], 60)
-    short = short_ids([r.run_id for r in list_runs(tiny_pytorch_run.path.parent)])[tiny_pytorch_run.run_id]
-    assert short in shown.split(), shown
+    tail = short_ids([r.run_id for r in list_runs(tiny_pytorch_run.path.parent)])[tiny_pytorch_run.run_id]
+    assert tiny_pytorch_run.run_id in shown or (tail in shown.split() and "id: the run id's" in shown), shown
     assert all(len(line) <= 60 for line in shown.splitlines()), shown
     assert "…" not in shown
     show = _in_terminal(["show", str(tiny_pytorch_run.path)], 60)
@@ -120,6 +121,9 @@ def test_runs_show_and_diagnose_fit_a_120_column_terminal(shared_fixtures: Path)
     assert all(len(line) <= 120 for line in runs.splitlines()), runs
     header = next(line for line in runs.splitlines() if line.startswith("id "))
     assert all(word in header for word in ("trace", "limit", "status", "diverged")), header
+    ids = short_ids([r.run_id for r in list_runs(shared_fixtures / "gpu-h100")])
+    assert all(f"\n{tail} " in runs for tail in ids.values()), runs  # 120 columns: the ids' tails
+    assert "id: the run id's tail, which every command takes" in runs
     for command in ("show", "diagnose"):
         shown = _in_terminal([command, "--runs", fixtures, "85cf"], 80)
         # the folder's path alone stays one line (the terminal wraps it softly, so a copy takes it whole)

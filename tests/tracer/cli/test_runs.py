@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from tests.conftest import run_tracer
+from tests.tracer.cli.test_output import _in_terminal
 from tracer.cli.runs import NOT_RANKED
 from tracer.core.runfolder import short_ids
 
@@ -22,7 +23,7 @@ def _runs_table(stdout: str) -> tuple[list[str], list[dict[str, str]]]:
     names = [header[a:b].strip() for a, b in zip(starts, [*starts[1:], None])]
     rows = []
     for line in lines[rule + 1 :]:
-        if not re.match(r"[0-9a-f]{4} ", line):
+        if not re.match(r"(\d{8}-\d{6}-\S+|[0-9a-f]{4}) ", line):
             break
         rows.append({n: line[a:b].strip() for n, a, b in zip(names, starts, [*starts[1:], None])})
     shared = next(ln for ln in lines if ln.startswith("every run: ")).removeprefix("every run: ").split("; ")
@@ -38,10 +39,12 @@ def test_runs_fills_load_and_gpu_and_marks_the_diverged_run(shared_fixtures: Pat
     assert "data files" in shared and "image px 224" in shared  # what no run differs in: said once
     for cells in rows:
         assert cells["load"].endswith("% other"), cells  # quiet machine: the load is a number, not blank
-        assert cells["img/s steady"].endswith(NOT_RANKED) == (cells["id"] == "3950"), cells
-        assert (cells["status"] == "diverged") == (cells["id"] == "3950"), cells
-        assert (cells["diverged"] == "epoch 2") == (cells["id"] == "3950"), cells
-    by_id = {cells["id"]: cells for cells in rows}
+        nan_run = cells["id"].endswith("3950")
+        assert cells["img/s"].endswith(NOT_RANKED) == nan_run, cells
+        assert (cells["status"] == "diverged") == nan_run, cells
+        assert (cells["diverged"] == "epoch 2") == nan_run, cells
+    by_id = {cells["id"][-4:]: cells for cells in rows}
+    assert all(len(cells["id"]) > 40 for cells in rows)  # piped, the table is as wide as it needs: whole ids
     assert by_id["cf98"]["trace"] == "nsys" and by_id["a266"]["trace"] == "cupti" and by_id["85cf"]["trace"] == "none"
     assert by_id["a032"]["limit"] == "1500" and by_id["85cf"]["limit"] == "all"
     assert f"{NOT_RANKED} not ranked beside other runs" in result.stdout  # the mark is explained
@@ -52,7 +55,7 @@ def test_every_command_takes_the_short_id_runs_shows(shared_fixtures: Path, tmp_
     runs = tmp_path / "runs"
     for name in ("20261125-000310-pytorch-alexnet-big-gpu-b1-3950", "20261125-001153-pytorch-alexnet-big-gpu-b1-a032"):
         shutil.copytree(shared_fixtures / "gpu-h100" / name, runs / name)
-    _, rows = _runs_table(run_tracer("runs", "--runs", str(runs)).stdout)
+    _, rows = _runs_table(_in_terminal(["runs", "--runs", str(runs)], 80))  # too narrow for whole ids
     assert [r["id"] for r in rows] == ["3950", "a032"]
     for command in ("show", "diagnose", "analyze"):
         result = run_tracer(command, "3950", "--runs", str(runs))
