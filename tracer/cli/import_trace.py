@@ -46,7 +46,7 @@ def _run_id(path: Path) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from analyzers.ingest import _source_of, ingest_file, not_readable, span_ns, trace_kind
+    from analyzers.ingest import _source_of, ingest_file, not_readable, sibling_export, span_ns, trace_kind
     from analyzers.tables import BATCH_FACT, TRACE_META, TRACE_OF_SOURCE
     from tracer.core.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
     from tracer.core.runfolder import RunFolder
@@ -74,6 +74,9 @@ def cmd_import(args: argparse.Namespace) -> int:
             args.out.rmdir()
         raise
     shutil.copyfile(path, folder.raw_dir / path.name)
+    beside = sibling_export(path) if trace_kind(path) == tf.NSYS_REP else None
+    if beside is not None:  # what was read: the folder is re-ingested from it, with no nsys needed
+        shutil.copyfile(beside, folder.raw_dir / beside.name)
     source = _source_of(path)
     clock = json.loads((folder.path / TRACE_META).read_text())[source]
     clock.pop("tables", None)

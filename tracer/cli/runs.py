@@ -131,14 +131,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
     shown, shared = _split_shared(rows)
     if shared:
         print_wrapped(out, "every run: " + "; ".join(f"{h} {v}" for h, v in shared))
-    # The whole ids where the table then fits, else the short ones, else one block per run (whole ids).
+    # The whole ids where the table then fits the terminal (piped: always), else the ids' tails, else one
+    # block per run (whole ids).
     tail_ids = False
     for short in (False, True):
         table = Table(*(RUNS_HEADERS[i] for i in shown), box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))
         for row in rows:
             table.add_row(ids[row[0]] if short else row[0], *(row[i] for i in shown[1:]))
         lines = table_lines(out, table)
-        if max(line.cell_len for line in lines) <= out.width:
+        if not out.is_terminal or max(line.cell_len for line in lines) <= out.width:  # piped: no width to fit
             for table_line in lines:
                 out.print(table_line, highlight=False, soft_wrap=True)
             tail_ids = short

@@ -102,3 +102,5 @@ def test_no_table_or_text_is_wider_than_the_page_at_1280_px(gpu_report: Path, tm
 def test_one_heading_per_figure(gpu_report: Path) -> None:
     headings = re.findall(r"<h2 id=\"fig-[^\"]+\">Figure \d+: ([^<]*)</h2>", gpu_report.read_text())
     assert len(headings) >= 13 and len(set(headings)) == len(headings), headings
+    assert not [h for h in headings if "\n" in h], headings  # one line each (the energy ones had two)
+    assert sum(h.startswith("GPU energy and power per epoch: ") for h in headings) == 4, headings

@@ -85,6 +85,7 @@ def test_an_export_beside_the_report_is_read_without_nsys(report: Path, tmp_path
     assert result.returncode == 0, result.stderr
     (run,) = list_runs(tmp_path / "runs")
     assert "kernels" in result.stdout and run.table_path("kernels").exists()
+    assert (run.raw_dir / "train.sqlite").exists()  # kept beside the report: `analyze` re-reads it without nsys
 
 
 def test_env_nsys_names_the_nsys_its_version_and_how_to_choose_another() -> None:
