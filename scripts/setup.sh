@@ -4,7 +4,8 @@
 # later clones reuse them).
 #   bash scripts/setup.sh                 # the tool + PyTorch
 #   bash scripts/setup.sh all            # the tool + every framework that installs here (+ Nsight Systems,
-#                                        # + Slurm and munge from apt when root, for the Slurm tests);
+#                                        # + Slurm, munge and Chromium from apt when root, for the Slurm
+#                                        #   tests and the report-page test);
 #                                        # SINGA needs a CPython 3.6 (on PATH or in pyenv's versions folder)
 #   bash scripts/setup.sh pytorch mxnet  # the tool + the named frameworks
 set -euo pipefail
@@ -44,5 +45,6 @@ done
 if [ "$with_nsys" = 1 ]; then
   bash "$root/scripts/install_nsys.sh"
   bash "$root/scripts/install_slurm.sh"
+  bash "$root/scripts/install_chromium.sh"
 fi
 echo "setup: done. The tool is $venv/bin/tracer"

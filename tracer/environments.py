@@ -5,14 +5,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from rich.console import Console
 
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS, FrameworkInfo, framework_info
@@ -126,8 +130,17 @@ def has_nvidia_gpu() -> bool:
     return shutil.which("nvidia-smi") is not None or Path("/proc/driver/nvidia").exists()
 
 
-def create(framework: str, gpu: bool | None = None, python: str | None = None) -> EnvStatus:
-    """Makes (or completes) the framework's virtual environment; pip's output goes to the terminal.
+def install_log(framework: str) -> Path:
+    """Where `create` writes pip's whole output (beside the environment, so a failed one keeps it)."""
+    return cache_root() / "envs" / f"{framework}-install.log"
+
+
+def create(
+    framework: str, gpu: bool | None = None, python: str | None = None, console: Console | None = None
+) -> EnvStatus:
+    """Makes (or completes) the framework's virtual environment. pip's output (thirty packages of
+    progress bars) goes to `install_log`; `console` gets a spinner on a terminal and one line per
+    package set, and a failure names the log.
 
     `python` is the interpreter to make it from; by default the tool's own, or for a framework that
     needs another version (SINGA: 3.6) the first such interpreter found (see `find_python`)."""
@@ -135,23 +148,43 @@ def create(framework: str, gpu: bool | None = None, python: str | None = None) -
     use_gpu = has_nvidia_gpu() if gpu is None else gpu
     requirements = fw.gpu_requirements if use_gpu else fw.cpu_requirements
     target = env_dir(framework)
+    log = install_log(framework)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
     if not env_python(framework).exists():
         base = _base_python(fw, python)
         subprocess.run([base, "-m", "venv", str(target)], check=True)
-    pip = [str(env_python(framework)), "-m", "pip", "install", "--disable-pip-version-check"]
+    pip = [str(env_python(framework)), "-m", "pip", "install", "--disable-pip-version-check", "--progress-bar=off"]
     if fw.pip_bootstrap:
-        _pip(pip + ["--upgrade"], fw.pip_bootstrap, fw, target)
-    _pip(pip, requirements, fw, target)
+        _pip(pip + ["--upgrade"], fw.pip_bootstrap, fw, log, console)
+    _pip(pip, requirements, fw, log, console)
     return status(framework)
 
 
-def _pip(pip: list[str], packages: tuple[str, ...], fw: FrameworkInfo, target: Path) -> None:
-    result = subprocess.run([*pip, *packages])
-    if result.returncode != 0:
-        raise UserError(
-            f"pip could not install {' '.join(packages)} into {target} (exit {result.returncode}); "
-            f"see pip's output above{'; ' + fw.note if fw.note else ''}"
+def _pip(pip: list[str], packages: tuple[str, ...], fw: FrameworkInfo, log: Path, console: Console | None) -> None:
+    """One `pip install` into the log; one line when it is done, the log's path when it failed."""
+    what = " ".join(packages)
+    start = time.monotonic()
+    with log.open("a", encoding="utf-8") as out:
+        out.write(f"$ {' '.join([*pip, *packages])}\n")
+        out.flush()
+        spinner = (
+            console.status(f"{fw.name}: pip is installing {what} (output in {log})")
+            if console is not None and console.is_terminal
+            else contextlib.nullcontext()
         )
+        with spinner:
+            returncode = subprocess.run([*pip, *packages], stdout=out, stderr=subprocess.STDOUT).returncode
+    if returncode != 0:
+        said = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith("ERROR:")]
+        raise UserError(
+            f"pip could not install {what} (exit {returncode}"
+            + (f": {said[-1].removeprefix('ERROR: ')}" if said else "")
+            + f"); pip's whole output is in {log}"
+            + (f"; {fw.note}" if fw.note else "")
+        )
+    if console is not None:
+        console.print(f"{fw.name}: installed {what} ({time.monotonic() - start:.0f} s)", markup=False, soft_wrap=True)
 
 
 def _base_python(fw: FrameworkInfo, explicit: str | None) -> str:

@@ -64,9 +64,26 @@ def export_nsys_rep(path: Path, out: Path, kind: str = "sqlite") -> None:
         nsys = tracing_nsys.find_nsys()
     except UserError as e:
         raise UserError(f"{path}: reading a .nsys-rep needs Nsight Systems: {e}") from None
+    tracing_nsys.check_can_read(nsys, path)
     failed = tracing_nsys.export(nsys, path, out, kind)
     if failed:
-        raise UserError(f"{path}: `nsys export` failed ({failed})")
+        made = tracing_nsys.report_version(path)
+        have = tracing_nsys.version_text(tracing_nsys.nsys_version(str(nsys)))
+        origin = "" if made is None else f"; the report is from nsys {tracing_nsys.version_text(made)}"
+        raise UserError(
+            f"{path}: `nsys export` by nsys {have} ({nsys}) failed ({failed}){origin}: for a report from a "
+            "newer nsys, set NSYS to one at least as new, or export .sqlite where the report was made"
+        )
+
+
+def sibling_export(report: Path) -> Path | None:
+    """An export of the report beside it (`x.nsys-rep` -> `x.arrow`, else `x.sqlite`, as `nsys export`
+    names them): read instead of exporting again, which needs an nsys at least as new as the report's."""
+    for suffix in (".arrow", ".sqlite"):
+        candidate = report.with_name(report.name.split(".")[0] + suffix)
+        if candidate.is_file() and trace_kind(candidate) in (tf.NSYS_ARROW, tf.NSYS_SQLITE):
+            return candidate
+    return None
 
 
 def read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
@@ -181,15 +198,19 @@ def ingest_nsys(path: Path, folder: RunFolder) -> list[str]:
 
 
 def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
-    """The tables of an nsys export written under `staged`. A .nsys-rep is exported there first, to
-    Arrow where this nsys offers it, else to SQLite. An Arrow export this reader cannot take (another
+    """The tables of an nsys export written under `staged`. A .nsys-rep with an export beside it
+    (`sibling_export`) is read from that; else it is exported there first, to Arrow where this nsys
+    offers it, else to SQLite. An Arrow export this reader cannot take (another
     nsys release may lay it out otherwise) is replaced by a SQLite export of its report, when the
     report is there: `--trace nsys` leaves `raw/trace.nsys-rep` beside `raw/trace.arrow`."""
     from analyzers.ingest import nsys_arrow, nsys_duckdb
 
     kind = trace_kind(path)
     report = path if kind == tf.NSYS_REP else path.with_name(path.name.split(".")[0] + ".nsys-rep")
-    if kind == tf.NSYS_REP:
+    sibling = sibling_export(path) if kind == tf.NSYS_REP else None
+    if sibling is not None:
+        path = sibling
+    elif kind == tf.NSYS_REP:
         nsys_bin = tracing_nsys.nsys_if_any()
         # with no nsys, export_nsys_rep says so in one line
         export = tracing_nsys.best_export(str(nsys_bin)) if nsys_bin is not None else "sqlite"
@@ -199,10 +220,14 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
         try:
             return nsys_arrow.write_arrow(path, staged)
         except UserError:
-            if not report.is_file() or tracing_nsys.nsys_if_any() is None:
+            beside = report.with_name(report.name.split(".")[0] + ".sqlite")
+            if beside.is_file() and trace_kind(beside) == tf.NSYS_SQLITE:
+                path = beside
+            elif not report.is_file() or tracing_nsys.nsys_if_any() is None:
                 raise
-            path = staged / (report.stem + ".sqlite")
-            export_nsys_rep(report, path, "sqlite")
+            else:
+                path = staged / (report.stem + ".sqlite")
+                export_nsys_rep(report, path, "sqlite")
     return nsys_duckdb.write_sqlite(path, staged)
 
 

@@ -95,8 +95,26 @@ def _has_cuda(run: LoadedRun) -> bool:
 
 
 def _note(run: LoadedRun) -> str:
-    outcome = run.record.outcome
-    return "" if run.ok else f"({outcome.status.value})"
+    """What a figure says under a run's framework: how it ended when not ok, and whether it was contended."""
+    parts = ([] if run.ok else [run.record.outcome.status.value]) + (["contended"] if _contended(run) else [])
+    return f"({'; '.join(parts)})" if parts else ""
+
+
+def _contended(run: LoadedRun) -> bool:
+    """Taken while other processes held a share of the CPU (analyzers.contention), as the page's warnings say."""
+    from analyzers.contention import contention
+
+    return contention(run.folder.samples("process")).contended
+
+
+def _marks(chosen: dict[str, LoadedRun]) -> dict[str, str]:
+    return {fw: "contended" for fw, r in chosen.items() if _contended(r)}
+
+
+CONTENDED_NOTE = (
+    " A framework marked 'contended' (bars hatched) ran while other processes held a share of the CPU: "
+    "its times do not compare with a quiet machine's."
+)
 
 
 def _table_step(runs: Sequence[LoadedRun], device: str, base: Path, title: str, warmup: int) -> Callable[[], Output]:
@@ -151,6 +169,8 @@ def _resource_step(
         hz = sorted({f"{r.record.spec.sample_hz:g}" for r in chosen.values()})
         caption = (
             f"The training process and its children, sampled at {' / '.join(hz)} Hz; shaded bands are epochs. "
+            "All columns share one time axis (seconds since each run's start), so run lengths compare; "
+            "'contended' under a name: other processes held a share of the CPU during that run. "
             "Runs: " + ", ".join(r.folder.run_id for r in chosen.values()) + "."
         )
         return Output("figure", f"CPU %, RAM % and threads over time: {case.title}", files, caption)
@@ -169,8 +189,10 @@ def _throughput_step(
         caption = (
             f"Left: images/s over the epochs after the first {warmup} (the steady state), median over the repeats "
             "of one spec (the rows of Tables 1-2: trace backend and knobs alike) with their range; diverged and "
-            "failed runs left out. Right: every epoch's time in the newest run of each, warm-up shaded."
+            "failed runs left out. Right: every epoch's time in the newest run of each, warm-up shaded; the legend "
+            "is below the panels."
             + "".join(f" Fed by --data {m}." for m in sorted({r.record.spec.data for r in group}) if m != DATA_FILES)
+            + (CONTENDED_NOTE if any(b.mark for b in bars) else "")
             + " Runs: "
             + ", ".join(counted)
             + "."
@@ -187,7 +209,10 @@ def throughput_bars(group: Sequence[LoadedRun], warmup: int = WARMUP_EPOCHS) -> 
         newest = next((r for r in reversed(cp.runs) if r.folder.run_id in cp.pool.counted), None)
         epoch_s = tuple(e.duration_s for e in newest.folder.epochs()) if newest else ()
         note = ", ".join(sorted({r.record.outcome.status.value for r in cp.runs if not r.record.rankable}))
-        bars.append(series.ThroughputBar(cp.framework, cp.label, cp.pool.throughput, epoch_s, note))
+        counted = [r for r in cp.runs if r.folder.run_id in cp.pool.counted]
+        contended = sum(_contended(r) for r in counted)
+        mark = "" if not contended else "contended" if len(counted) == 1 else f"{contended} of {len(counted)} contended"
+        bars.append(series.ThroughputBar(cp.framework, cp.label, cp.pool.throughput, epoch_s, note, mark))
     return bars
 
 
@@ -200,12 +225,15 @@ def _cuda_step(case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: 
             names, grouped = series.group_shares(shares)
             panels.append((label, names, grouped))
         api = "/".join(dict.fromkeys(cuda_api.api_family(r.folder) for r in chosen.values())) + " API"
-        fig = charts.cuda_api_figure(f"Share of {api} time per function\n{case.title}", panels, api)
+        marks = _marks(chosen)
+        fig = charts.cuda_api_figure(f"Share of {api} time per function\n{case.title}", panels, api, marks)
         files = charts.save(fig, out / f"fig-cuda-api-{case.slug}", formats)
         caption = (
             f"Functions with at least 1 % of the {api} time in some framework; the rest is grouped as 'other'. "
             "Steady state: the calls that start in the epochs after the warm-up (the NVTX epoch ranges; start-up "
-            "and the warm-up epoch's module loading and pinned-memory allocation are left out). Runs: "
+            "and the warm-up epoch's module loading and pinned-memory allocation are left out)."
+            + (CONTENDED_NOTE.replace(" (bars hatched)", "") if marks else "")
+            + " Runs: "
             + ", ".join(r.folder.run_id for r in chosen.values())
             + "."
         )
@@ -221,9 +249,16 @@ def _energy_step(
         energy = {fw: rows for fw, r in chosen.items() if (rows := series.epoch_energy(r.folder))}
         if not energy:
             return None
-        fig = charts.energy_figure(f"GPU energy and power per epoch\n{case.title}", energy)
+        marks = _marks({fw: chosen[fw] for fw in energy})
+        fig = charts.energy_figure(f"GPU energy and power per epoch\n{case.title}", energy, marks)
         files = charts.save(fig, out / f"fig-energy-{case.slug}", formats)
-        caption = "Sum over the GPUs the run used. Runs: " + ", ".join(chosen[fw].folder.run_id for fw in energy) + "."
-        return Output("figure", f"GPU energy and power per epoch\n{case.title}", files, caption)
+        caption = (
+            "Sum over the GPUs the run used."
+            + (CONTENDED_NOTE.replace(" (bars hatched)", "") if marks else "")
+            + " Runs: "
+            + ", ".join(chosen[fw].folder.run_id for fw in energy)
+            + "."
+        )
+        return Output("figure", f"GPU energy and power per epoch: {case.title}", files, caption)
 
     return step

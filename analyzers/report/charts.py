@@ -26,6 +26,12 @@ _RC: dict[str, Any] = {
 }
 
 
+def _label(fw: str, marks: Mapping[str, str] | None, sep: str = " ") -> str:
+    """The framework's name, with its mark ("contended", "2 of 3 contended") where it has one."""
+    mark = (marks or {}).get(fw, "")
+    return palette.label(fw) + (f"{sep}({mark})" if mark else "")
+
+
 def _style() -> Any:
     """Our fonts and a fixed SVG id salt (byte-identical SVGs), for drawing and for saving."""
     import matplotlib
@@ -59,14 +65,15 @@ def resource_figure(
     ram_gib: Mapping[str, float],
 ) -> Figure:
     """Figures 1-2: CPU %, RSS (MiB, with % of RAM on the right) and threads over time, one column per
-    framework, rows sharing their y axis (so columns compare at a glance); each column has its own time
-    axis, so a short run is not squeezed into a sliver beside a long one. Every epoch band is labelled."""
+    framework, rows sharing their y axis and all columns one time axis (seconds since each run's start),
+    so both the levels and the lengths compare at a glance: a run ten times shorter is a tenth as wide.
+    Every epoch band is labelled; `notes` (failed, contended) go under the framework's name."""
 
     frameworks = palette.order(list(series))
     ncols = max(1, len(frameworks))
     with _style():
         fig = _figure(max(6.0, 3.3 * ncols + 1.2), 7.2)
-        axes = fig.subplots(3, ncols, sharex="col", sharey="row", squeeze=False)
+        axes = fig.subplots(3, ncols, sharex=True, sharey="row", squeeze=False)
         for col, fw in enumerate(frameworks):
             s = series[fw]
             c = palette.colour(fw)
@@ -149,7 +156,8 @@ def _epoch_labels(ax: Axes, s: ResourceSeries, span: float) -> None:
 def throughput_figure(title: str, bars: Sequence[ThroughputBar], warmup: int) -> Figure:
     """The figure users look for first: steady-state images/s per pool of repeats (median bar, the range
     of the repeats as a whisker, n beside it; the same pools as Tables 1-2), and each epoch's time in the
-    newest run of each pool (warm-up epochs visible on the left)."""
+    newest run of each pool (warm-up epochs visible on the left). A pool with contended runs has its bar
+    hatched and its mark under its name; the legend sits below the panels, where it hides no point."""
     styles = ("-", "--", ":", "-.")
     with _style():
         fig = _figure(11.0, max(3.2, 0.55 * len(bars) + 1.8))
@@ -161,13 +169,14 @@ def throughput_figure(title: str, bars: Sequence[ThroughputBar], warmup: int) ->
                 left.text(0, y, f"  not ranked{': ' + bar.note if bar.note else ''}", va="center", fontsize=8,
                           color="0.4", clip_on=True)  # fmt: skip
                 continue
-            left.barh(y, rate.median, color=palette.colour(bar.framework), height=0.6)
+            hatch = "///" if bar.mark else None
+            left.barh(y, rate.median, color=palette.colour(bar.framework), height=0.6, hatch=hatch)
             if rate.n > 1:
                 err = [[rate.median - rate.low], [rate.high - rate.median]]
                 left.errorbar(rate.median, y, xerr=err, color="0.15", capsize=4, lw=1)
             note = f"{rate.median:.1f}" + (f"  (n={rate.n}, {rate.low:.1f}-{rate.high:.1f})" if rate.n > 1 else "")
             left.text(rate.high * 1.02, y, note, va="center", fontsize=8)
-        left.set_yticks(ys, [_wrap(bar.label) for bar in bars], fontsize=8)
+        left.set_yticks(ys, [_wrap(bar.label) + (f"\n({bar.mark})" if bar.mark else "") for bar in bars], fontsize=8)
         left.set_ylim(-0.6, len(bars) - 0.4)  # a row without a bar keeps its room
         left.set_xlabel(f"images/s, steady state (epochs after the first {warmup})")
         highs = [b.throughput.images_per_s.high for b in bars if b.throughput.images_per_s]
@@ -177,8 +186,9 @@ def throughput_figure(title: str, bars: Sequence[ThroughputBar], warmup: int) ->
         for bar in bars:
             if bar.epoch_s:
                 k = seen[bar.framework] = seen.get(bar.framework, -1) + 1
+                label = bar.label + (f" ({bar.mark})" if bar.mark else "")
                 right.plot(range(1, len(bar.epoch_s) + 1), list(bar.epoch_s), marker="o", ls=styles[k % len(styles)],
-                           color=palette.colour(bar.framework), label=bar.label)  # fmt: skip
+                           color=palette.colour(bar.framework), label=label)  # fmt: skip
         if warmup > 0:
             right.axvspan(0.5, warmup + 0.5, color="0.92", lw=0, zorder=0, label="warm-up")
         right.set_xlabel("epoch")
@@ -186,8 +196,10 @@ def throughput_figure(title: str, bars: Sequence[ThroughputBar], warmup: int) ->
         right.set_ylim(bottom=0)
         right.xaxis.get_major_locator().set_params(integer=True)
         right.grid(True, alpha=0.3, lw=0.5)
-        right.legend(fontsize=7, loc="best")
+        right.set_xlim(0.5, max((len(b.epoch_s) for b in bars), default=1) + 0.5)
         fig.suptitle(title, fontweight="bold")
+        handles, labels = right.get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=min(6, max(1, len(labels))), frameon=False)
     return fig
 
 
@@ -198,7 +210,10 @@ def _wrap(text: str, width: int = 28) -> str:
 
 
 def cuda_api_figure(
-    title: str, panels: Sequence[tuple[str, list[str], Mapping[str, list[float]]]], api: str = "CUDA API"
+    title: str,
+    panels: Sequence[tuple[str, list[str], Mapping[str, list[float]]]],
+    api: str = "CUDA API",
+    marks: Mapping[str, str] | None = None,
 ) -> Figure:
     """Figure 3: per panel (e.g. whole run, steady state), the share of CUDA API time of each
     function as horizontal bars, one bar per framework in its colour, functions largest first;
@@ -217,7 +232,7 @@ def cuda_api_figure(
             ax.set_xlabel(f"share of {api} time (%)")
         fig.suptitle(title, fontweight="bold")
         fig.legend(
-            handles=[Patch(facecolor=palette.colour(fw), label=palette.label(fw)) for fw in frameworks],
+            handles=[Patch(facecolor=palette.colour(fw), label=_label(fw, marks)) for fw in frameworks],
             loc="outside lower center",
             ncols=min(5, max(1, len(frameworks))),
             frameon=False,
@@ -249,7 +264,9 @@ def _hbars(ax: Axes, names: list[str], shares: Mapping[str, list[float]], api: s
     ax.grid(True, axis="x", alpha=0.3, lw=0.5)
 
 
-def energy_figure(title: str, energy: Mapping[str, list[EpochEnergy]]) -> Figure:
+def energy_figure(
+    title: str, energy: Mapping[str, list[EpochEnergy]], marks: Mapping[str, str] | None = None
+) -> Figure:
     """Per-epoch GPU energy (J) and mean power (W), one bar per framework in each epoch."""
 
     frameworks = palette.order(list(energy))
@@ -262,7 +279,7 @@ def energy_figure(title: str, energy: Mapping[str, list[EpochEnergy]]) -> Figure
             by_epoch = {e.epoch: e for e in energy[fw]}
             xs = [epochs.index(k) - 0.4 + width * (i + 0.5) for k in by_epoch]
             c = palette.colour(fw)
-            left.bar(xs, [e.energy_j for e in by_epoch.values()], width=width * 0.92, color=c, label=palette.label(fw))
+            left.bar(xs, [e.energy_j for e in by_epoch.values()], width=width * 0.92, color=c, label=_label(fw, marks))
             right.bar(xs, [e.mean_power_w for e in by_epoch.values()], width=width * 0.92, color=c)
         for ax, ylabel, head in (
             (left, "energy per epoch (J)", "GPU energy per epoch"),

@@ -19,16 +19,23 @@ CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
        padding: 0 1em; color: #222; }
 h1 { margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; }
+.table-scroll { max-width: 100%; overflow-x: auto; margin: 0.5em 0; }
+table { border-collapse: collapse; font-size: 0.85em; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.4em; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-th { background: #f4f4f4; }
 tr.failed td { background: #fdecea; }
+tbody tr > :first-child { position: sticky; left: 0; background: #fff; }
+tbody tr.failed > :first-child { background: #fdecea; }
 .swatch { display: inline-block; width: 0.8em; height: 0.8em; border-radius: 2px; margin-right: 0.3em; }
-figure { margin: 1em 0 2em; } figure img { max-width: 100%; border: 1px solid #eee; }
-figcaption, .files, .muted { color: #555; font-size: 0.9em; }
+figure { margin: 1em 0 2em; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption, .files, .muted, .caption { color: #555; font-size: 0.9em; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #fafafa; padding: 0.5em; font-size: 0.85em; }
 nav a { margin-right: 1em; }
 """
+"""Every table sits in a `.table-scroll` box as wide as the page: a table that cannot fit scrolls inside it
+(its first column stays in view) instead of widening the page; `pre` text wraps. `tests/analyzers/report/
+test_page.py` renders the page in headless Chromium at 1,280 px and checks that nothing is wider."""
 
 
 def write_index(out: Path, runs: Sequence[LoadedRun], outputs: Sequence[Output], warnings: Sequence[str]) -> Path:
@@ -95,7 +102,7 @@ def _table(output: Output) -> str:
             output.files, output.files[0].parent
         )
     columns = tables.display_columns(output.device)
-    head = "".join(f"<th>{_e(h)}</th>" for h, _, _ in columns)
+    head = "".join(f"<th>{_e(h).replace('/', '/<wbr>')}</th>" for h, _, _ in columns)
     body = []
     for row in output.rows:
         cells = tables.display_cells(row, output.device)
@@ -112,7 +119,7 @@ def _table(output: Output) -> str:
     caption = f'<p class="caption">{_e(tables.caption(output.rows[0].warmup_epochs, gpus))}</p>'
     return (
         caption
-        + f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        + _scroll(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
         + _links(output.files, output.files[0].parent)
     )
 
@@ -127,7 +134,7 @@ def _section(output: Output, out: Path) -> str:
             cells = [[c.strip() for c in ln.strip("|").split("|")] for ln in rows]
             head = "".join(f"<th>{_e(c)}</th>" for c in cells[0])
             body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in cells[1:])
-            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            parts.append(_scroll(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"))
         else:
             parts.append("<pre>" + _e("\n".join(lines)) + "</pre>")
     return "".join(parts) + _links(output.files, out)
@@ -160,4 +167,8 @@ def _runs_table(runs: Sequence[LoadedRun]) -> str:
         )
     names = ("run", "framework", "case", "device", "batch", "epochs", "status")
     head = "<tr>" + "".join(f"<th>{h}</th>" for h in names)
-    return f"<table><thead>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    return _scroll(f"<table><thead>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _scroll(table: str) -> str:
+    return f'<div class="table-scroll">{table}</div>'

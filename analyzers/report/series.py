@@ -25,6 +25,7 @@ class ThroughputBar:
     throughput: Throughput
     epoch_s: tuple[float, ...]  # every epoch's time in the pool's newest counted run
     note: str = ""  # why nothing is drawn (every run left out)
+    mark: str = ""  # "contended", "2 of 3 contended": runs taken while other processes held the CPU
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Sequence
 
 from rich.console import Console
+from rich.measure import Measurement
+from rich.text import Text
 
 from tracer.cli.outputs import path_arg
 from tracer.core.errors import UserError
@@ -99,6 +103,62 @@ def console() -> Console:
 
 def err_console() -> Console:
     return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+
+
+def print_wrapped(out: Console, text: str, indent: str = "", hanging: str = "    ") -> None:
+    """One line of prose: on a terminal wrapped at its width at spaces (a long word folded, never cut),
+    later lines indented by `hanging`; piped, one line as it is (grep finds it whole, nothing pads it)."""
+    if not out.is_terminal:
+        out.print(indent + text, soft_wrap=True, markup=False, highlight=False)
+        return
+    import textwrap
+
+    width = max(20, out.width)
+    lines = textwrap.wrap(
+        text, width, initial_indent=indent, subsequent_indent=indent + hanging, break_on_hyphens=False
+    )
+    for line in lines or [indent]:
+        out.print(line, soft_wrap=True, markup=False, highlight=False)
+
+
+def table_lines(out: Console, table: Any) -> list[Text]:
+    """A rich table as the lines it prints at its natural width, trailing blanks removed (rich pads
+    every cell to its column, so a piped table would end each line in spaces); `cell_len` is a line's width."""
+    natural = Measurement.get(out, out.options.update_width(100_000), table).maximum
+    wide = Console(  # `out` will not print wider than itself; this one is as wide as the table
+        file=io.StringIO(), width=natural, force_terminal=out.is_terminal, no_color=not out.is_terminal
+    )
+    wide.print(table)
+    lines = [Text.from_ansi(line) for line in wide.file.getvalue().splitlines()]  # type: ignore[attr-defined]
+    for line in lines:
+        line.rstrip()
+    while lines and not lines[0].plain:
+        lines.pop(0)
+    while lines and not lines[-1].plain:
+        lines.pop()
+    return lines
+
+
+def print_pairs(out: Console, rows: Sequence[tuple[str, str]], indent: str = "") -> None:
+    """`key  value` rows with the values lined up; a value wraps under itself on a terminal. No table, so
+    no line is padded to the terminal's width (a piped `show` stays as wide as its text)."""
+    key_width = max((len(k) for k, _ in rows), default=0) + 2
+    for key, value in rows:
+        head = f"{indent}{key:<{key_width}}"
+        if not out.is_terminal or len(head) + len(value) <= out.width:
+            out.print(head + value, soft_wrap=True, markup=False, highlight=False)
+            continue
+        import textwrap
+
+        room = out.width - len(head)
+        if room < 20 or max(len(word) for word in value.split()) > room:  # a long id stays whole below its key
+            out.print(f"{indent}{key}", soft_wrap=True, markup=False, highlight=False)
+            print_wrapped(out, value, indent + "  ", "")
+            continue
+        lines = textwrap.wrap(value, room, break_on_hyphens=False) or [""]
+        out.print(head + lines[0], soft_wrap=True, markup=False, highlight=False)
+        for line in lines[1:]:
+            out.print(" " * len(head) + line, soft_wrap=True, markup=False, highlight=False)
 
 
 def fmt(value: float | int | None, spec: str = "") -> str:

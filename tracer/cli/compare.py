@@ -119,7 +119,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
         for gap in gaps:
             out.print(f"   {gap.text('A', letter)}", markup=False)
-    print_pairs(result.pairs, out)
+    print_data_pairs(result.pairs, out)
     first = groups[0][0]
     for column, group in zip(result.columns[1:], groups[1:]):
         print_verdict_differences(first, group[0], f"A ({result.columns[0].head.framework})",
@@ -130,7 +130,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_pairs(pairs: Any, out: Console) -> None:
+def print_data_pairs(pairs: Any, out: Console) -> None:
     """Runs that differ only in --data, side by side: the three throughputs and the input pipeline's share."""
     from analyzers.pairs import input_share_table
 

@@ -7,9 +7,8 @@ import argparse
 import json
 
 from rich.console import Console
-from rich.table import Table
 
-from tracer.cli.common import add_runs_dir, console
+from tracer.cli.common import add_runs_dir, console, print_wrapped
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -42,17 +41,14 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
         return 0
     out = console()
-    table = Table("rule", "state", "severity", "finding", "evidence", "knob to try")
-    for v in verdicts:
-        table.add_row(
-            v.rule,
-            v.state,
-            v.severity.name.lower() if v.fired else "",
-            v.finding,
-            "; ".join(e.text() for e in v.evidence),
-            v.knob if v.fired else "",
-        )
-    out.print(table)
+    for v in verdicts:  # one block per rule: a table of six columns cut its knobs at 120 columns
+        severity = f", {v.severity.name.lower()}" if v.fired else ""
+        out.print(f"{v.rule}: {v.state}{severity}", markup=False, highlight=False, soft_wrap=True)
+        print_wrapped(out, v.finding, "  ", "  ")
+        if v.evidence:
+            print_wrapped(out, "evidence: " + "; ".join(e.text() for e in v.evidence), "  ", "  ")
+        if v.fired and v.knob:
+            print_wrapped(out, f"try: {v.knob}", "  ", "  ")
     print_cost(cost.lines(), out)
     return 0
 
@@ -75,11 +71,11 @@ def print_block(folder: object, out: Console) -> None:
     if not verdicts:
         out.print("  no rule fired (`tracer diagnose` lists every rule)")
     for v in verdicts:
-        out.print(f"  - {v.headline()}", markup=False)
+        print_wrapped(out, f"- {v.headline()}", "  ", "  ")
     print_cost(cost.lines(), out)
 
 
 def print_cost(lines: list[str], out: Console) -> None:
     out.print("[bold]Measurement cost[/bold]")
     for line in lines:
-        out.print(f"  {line}", markup=False)
+        print_wrapped(out, line, "  ", "  ")

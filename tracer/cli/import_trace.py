@@ -47,7 +47,7 @@ def _run_id(path: Path) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from analyzers.ingest import _source_of, ingest_file, not_readable, span_ns, trace_kind
+    from analyzers.ingest import _source_of, ingest_file, not_readable, sibling_export, span_ns, trace_kind
     from analyzers.tables import BATCH_FACT, TRACE_META, TRACE_OF_SOURCE
     from tracer.core.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
     from tracer.core.runfolder import RunFolder
@@ -79,6 +79,9 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise
     try:
         shutil.copyfile(path, folder.raw_dir / path.name)
+        beside = sibling_export(path) if trace_kind(path) == tf.NSYS_REP else None
+        if beside is not None:  # what was read: the folder is re-ingested from it, with no nsys needed
+            shutil.copyfile(beside, folder.raw_dir / beside.name)
     except OSError as e:
         shutil.rmtree(folder.path, ignore_errors=True)
         raise UserError(f"{disk_full(args.out, e) or e}: {path} was not imported") from None

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from tracer import dataset, environments, tracing
 from tracer.cli.common import add_out_dir, console, err_console
-from tracer.cli.compare import print_pairs
+from tracer.cli.compare import print_data_pairs
 from tracer.cli.diagnose import print_block
 from tracer.cli.outputs import output_dir
 from tracer.cli.runs import print_repeats, print_summary
@@ -157,7 +157,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if len(specs) > 1:
         from analyzers.pairs import data_pairs
 
-        print_pairs(data_pairs(folders), console())
+        print_data_pairs(data_pairs(folders), console())
     return 0
 
 

@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from tracer.cli.common import add_runs_dir, add_warmup, console, err_console, fmt
+from tracer.cli.common import (
+    add_runs_dir,
+    add_warmup,
+    console,
+    err_console,
+    fmt,
+    print_pairs,
+    print_wrapped,
+    table_lines,
+)
 from tracer.core import cases
 from tracer.core.errors import UserError
-from tracer.core.records import RunStatus
+from tracer.core.records import RunSpec, RunStatus
 from tracer.core.schema import DATA_FILES
 
 
@@ -28,84 +40,149 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     s.set_defaults(func=cmd_show)
 
 
+@dataclass(frozen=True)
+class Column:
+    """One column of `tracer runs`: its header, and the word for a value the run does not have."""
+
+    header: str
+    none: str = "-"
+
+
+# The columns users filter by, in order; a column every listed run shares goes to one line above the table.
+RUN_COLUMNS = (
+    Column("id"),
+    Column("started"),
+    Column("framework"),
+    Column("model"),
+    Column("dataset"),
+    Column("device"),
+    Column("batch"),
+    Column("trace", "none"),
+    Column("data"),
+    Column("limit", "all"),
+    Column("image px"),
+    Column("status"),
+    Column("diverged", "no"),
+    Column("epochs"),
+    Column("img/s"),
+    Column("load"),
+    Column("GPU", "none"),
+)
+RUNS_HEADERS = tuple(c.header for c in RUN_COLUMNS)
+NOT_RANKED = "†"  # after a speed the run's end makes unrankable (diverged, failed, cut short)
+WARMUP_COUNTED = "*"  # after a steady speed that had to count the warm-up epochs
+LEGEND = {
+    "img/s": "img/s: the steady state, the epochs after the warm-up (`tracer show ID` says which)",
+    WARMUP_COUNTED: f"{WARMUP_COUNTED} counts every epoch: the run has none after the warm-up (`--warmup`)",
+    NOT_RANKED: f"{NOT_RANKED} not ranked beside other runs: the run did not end ok (`tracer show ID` says why)",
+    "load": "load: CPU % other processes held during the run (100 = all cores); contended times do not compare",
+}
+
+
+def data_mode(spec: RunSpec) -> str:
+    """How the run fed its images: the one place `runs` reads it. Every run before `--data` read image
+    files; when RunSpec gains `data` (files|memory|synthetic), this returns `spec.data`."""
+    del spec
+    return "files"
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     from analyzers.run_summary import summarise
-    from tracer.core.runfolder import list_runs
+    from tracer.core.runfolder import list_runs, short_ids
 
     runs = list_runs(args.runs_dir)
     if not runs:
         err_console().print(f"no runs in {args.runs_dir}: make one with `tracer profile ...`")
         return 0
     out = console()
+    ids = short_ids([f.run_id for f in runs])
     rows: list[tuple[str, ...]] = []
     for folder in runs:
         try:
             s = summarise(folder)
+            record = folder.read_record()
         except UserError as e:
             print(f"tracer: warning: {e}", file=sys.stderr)
-            rows.append((folder.run_id, "", "", "", "", "", "damaged: run.json", "", "", "", ""))
+            rows.append((folder.run_id, *[""] * 10, "damaged: run.json", *[""] * 5))
             continue
+        spec, divergence = record.spec, record.outcome.divergence
         rows.append(
             (
-                s.run_id,
+                folder.run_id,
+                time.strftime("%m-%d %H:%M", time.localtime(record.wall_start_ns / 1e9))
+                if record.wall_start_ns
+                else "-",
                 s.framework,
                 s.model,
                 cases.dataset_label(s.dataset),
                 s.device,
                 "-" if "batch" in s.not_recorded else str(s.batch),
+                spec.trace,
+                data_mode(spec),
+                "all" if spec.limit is None else str(spec.limit),
+                str(spec.image_size),
                 s.status,
+                "no" if divergence is None else f"epoch {divergence.epoch}",
                 "-" if "epochs" in s.not_recorded else f"{s.epochs_done}/{s.epochs_planned}",
                 rate_text(s),
                 load_text(s),
-                s.gpu.removeprefix("NVIDIA ").replace("driver ", "") or "-",
+                s.gpu.removeprefix("NVIDIA ").replace("driver ", "") or "none",
             )
         )
-    if out.width < NARROW_COLUMNS:
-        _print_narrow(rows, out)
-    else:
-        table = Table(*RUNS_HEADERS)
-        table.columns[0].min_width = max(len(row[0]) for row in rows)  # the id whole: it is what users copy
-        table.columns[-1].overflow = "fold"
+    shown, shared = _split_shared(rows)
+    if shared:
+        print_wrapped(out, "every run: " + "; ".join(f"{h} {v}" for h, v in shared))
+    # The whole ids where the table then fits the terminal (piped: always), else the ids' tails, else one
+    # block per run (whole ids).
+    tail_ids = False
+    for short in (False, True):
+        table = Table(*(RUNS_HEADERS[i] for i in shown), box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))
         for row in rows:
-            table.add_row(*row)
-        out.print(table)
-    out.print(f"in {args.runs_dir.resolve()}", soft_wrap=True, markup=False)
+            table.add_row(ids[row[0]] if short else row[0], *(row[i] for i in shown[1:]))
+        lines = table_lines(out, table)
+        if not out.is_terminal or max(line.cell_len for line in lines) <= out.width:  # piped: no width to fit
+            for table_line in lines:
+                out.print(table_line, highlight=False, soft_wrap=True)
+            tail_ids = short
+            break
+    else:
+        _print_narrow([RUNS_HEADERS[i] for i in shown], [[row[i] for i in shown] for row in rows], out)
+    for mark, legend in LEGEND.items():
+        if mark in ("img/s", "load") or any(mark in row[-3] for row in rows):
+            print_wrapped(out, legend)
+    where = f"in {args.runs_dir.resolve()}"
+    print_wrapped(out, where + ("; id: the run id's tail, which every command takes" if tail_ids else ""))
     return 0
 
 
-RUNS_HEADERS = (
-    "run id",
-    "framework",
-    "model",
-    "dataset",
-    "device",
-    "batch",
-    "status",
-    "epochs",
-    "img/s steady",
-    "load",
-    "GPU",
-)
-NARROW_COLUMNS = 100  # below this, `runs` prints one block per run: the id whole on its own line
+def _split_shared(rows: list[tuple[str, ...]]) -> tuple[list[int], list[tuple[str, str]]]:
+    """The columns that differ between rows (the id always), and (header, value) of those all rows share."""
+    shown, shared = [], []
+    for i, column in enumerate(RUN_COLUMNS):
+        values = {row[i] for row in rows}
+        if i == 0 or len(rows) == 1 and i < 2 or len(values) > 1:
+            shown.append(i)
+        else:
+            shared.append((column.header, values.pop() or column.none))
+    return shown, shared
 
 
-def _print_narrow(rows: list[tuple[str, ...]], out: Console) -> None:
-    """One run per block: the id (what users copy) whole, then the rest wrapped at spaces, never cut."""
-    for run_id, fw, model, data, device, batch, status, epochs, rate, load, gpu in rows:
-        out.print(run_id, soft_wrap=True, markup=False)
-        out.print(
-            f"  {fw} {model} {data} {device} b{batch}" + (f" ({gpu})" if gpu not in ("", "-") else ""), markup=False
-        )
-        out.print(f"  {status}, epochs {epochs}, {rate} img/s steady, load {load}".rstrip(), markup=False)
+def _print_narrow(headers: list[str], rows: list[list[str]], out: Console) -> None:
+    """One run per block when the table is wider than the terminal: the id on its own line, then
+    `header value` pairs wrapped at spaces, never cut."""
+    for row in rows:
+        out.print(row[0], soft_wrap=True, markup=False)
+        print_wrapped(out, ", ".join(f"{h} {v}" for h, v in zip(headers[1:], row[1:]) if v), "  ", "  ")
 
 
 def rate_text(s: object) -> str:
-    """Steady images/s, '*' where it counts the warm-up, 'not ranked' where the run's speed is not rankable."""
+    """Steady images/s, WARMUP_COUNTED where it counts the warm-up, NOT_RANKED where the run's speed is not
+    rankable (LEGEND explains both under the table)."""
     from analyzers.run_summary import RunSummary
 
     assert isinstance(s, RunSummary)
-    text = fmt(s.steady_images_per_s, ".1f") + ("*" if s.steady_includes_warmup else "")
-    return text if s.rankable or s.steady_images_per_s is None else f"{text} (not ranked)"
+    text = fmt(s.steady_images_per_s, ".1f") + (WARMUP_COUNTED if s.steady_includes_warmup else "")
+    return text if s.rankable or s.steady_images_per_s is None else f"{text}{NOT_RANKED}"
 
 
 def load_text(s: object) -> str:
@@ -182,15 +259,10 @@ def print_summary(s: object, console: Console) -> None:
     if imported and not s.samples and not s.epochs_done:  # a trace alone: no sampler, no epoch events
         kept = ("run", "what", "status", "batch", "GPU utilisation", "trainable parameters")
         rows = [r for r in rows if r[0] in kept] + [("samples", "none: an imported trace has its trace tables only")]
-    table = Table(show_header=False, box=None)
-    table.add_column(no_wrap=True)
-    table.add_column(overflow="fold")  # a long id folds onto the next line instead of losing its end
-    for key, value in rows:
-        table.add_row(key, value)
-    console.print(table)
+    print_pairs(console, rows)
     console.print(f"folder {s.folder}", soft_wrap=True, markup=False)  # whole, to copy, however narrow
     if s.contended:
-        console.print(f"[yellow]warning:[/yellow] {contention_line(s)}", soft_wrap=True)
+        print_wrapped(console, f"warning: {contention_line(s)}")
 
 
 def learning_text(s: object) -> str:
@@ -264,14 +336,9 @@ def print_repeats(summaries: list[Any], console: Console) -> None:
         ("first epoch, s", _spread([s.first_epoch_s for s in summaries], ".3f")),
     ]
     contended = sum(s.contended for s in summaries)
-    table = Table("over the repeats", "median (min-max)", box=None)
-    for key, value in rows:
-        table.add_row(key, value)
-    console.print(table)
+    print_pairs(console, [("over the repeats", "median (min-max)"), *rows])
     if contended:
-        console.print(
-            f"[yellow]warning:[/yellow] {contended} of {len(summaries)} repeats contended (see `tracer show`)"
-        )
+        print_wrapped(console, f"warning: {contended} of {len(summaries)} repeats contended (see `tracer show`)")
 
 
 def _spread(values: list[float | None], spec: str) -> str:

@@ -348,6 +348,26 @@ def list_runs(out_dir: Path) -> list[RunFolder]:
     return sorted((RunFolder(p) for p in out_dir.iterdir() if (p / RUN_JSON).exists()), key=lambda r: r.run_id)
 
 
+SHORT_ID_MIN = 4
+
+
+def short_ids(run_ids: Sequence[str]) -> dict[str, str]:
+    """Per id, its shortest tail of whole `-`-separated words (at least SHORT_ID_MIN characters) that no
+    other id contains: `85cf` for `20261125-000159-pytorch-alexnet-big-gpu-b100-85cf`. `find_run` takes
+    any unique part of an id, so every command that names a run accepts these."""
+    out = {}
+    for run_id in run_ids:
+        words = run_id.split("-")
+        for k in range(1, len(words) + 1):
+            tail = "-".join(words[-k:])
+            if len(tail) >= SHORT_ID_MIN and not any(tail in other for other in run_ids if other != run_id):
+                out[run_id] = tail
+                break
+        else:
+            out[run_id] = run_id
+    return out
+
+
 def find_run(out_dir: Path, ref: str) -> RunFolder:
     """A run by path, exact id, or unique id prefix/substring."""
     if not ref.strip() or ref.strip() == "-":

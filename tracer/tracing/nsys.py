@@ -93,6 +93,76 @@ def nsys_if_any() -> Path | None:
     return next((path for path in candidates() if _executable(path)), None)
 
 
+# A version as nsys writes it into a report ("2022.4.2.1-df9881f") and prints it (`nsys --version`).
+_VERSION = re.compile(rb"(20\d\d)\.(\d{1,2})\.(\d{1,3})(?:\.\d+)?(?:-[0-9a-f]+)?")
+_REPORT_SCAN_BYTES = 1 << 20
+
+
+def report_version(report: Path) -> tuple[int, int, int] | None:
+    """The version of the nsys that wrote a .nsys-rep, read from the file (no nsys needed): the report is
+    a header line and protobuf messages, and the writer's version is a string field of its own (a
+    length byte, then e.g. `2022.4.2.1-df9881f`) in the last messages (checked against nsys 2022.4).
+    A version inside a longer string (a PATH naming nsight-systems-2025.3.1) is not taken. None when
+    the file holds none."""
+    try:
+        with report.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - _REPORT_SCAN_BYTES))
+            tail = f.read()
+            f.seek(0)
+            head = f.read(min(size, _REPORT_SCAN_BYTES))
+    except OSError:
+        return None
+    for chunk in (tail, head):
+        found = [
+            (int(m[1]), int(m[2]), int(m[3]))
+            for m in _VERSION.finditer(chunk)
+            if m.start() > 0 and chunk[m.start() - 1] == m.end() - m.start()
+        ]
+        if found:
+            return max(found, key=found.count)
+    return None
+
+
+@functools.cache
+def nsys_version(nsys: str) -> tuple[int, int, int] | None:
+    """`nsys --version` ("NVIDIA Nsight Systems version 2022.4.2.1-df9881f") as (2022, 4, 2); None unread."""
+    try:
+        said = subprocess.run([nsys, "--version"], capture_output=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = _VERSION.search(said)
+    return (int(m[1]), int(m[2]), int(m[3])) if m else None
+
+
+def version_text(version: tuple[int, int, int] | None) -> str:
+    return "unknown" if version is None else ".".join(map(str, version))
+
+
+def check_can_read(nsys: Path, report: Path) -> None:
+    """One line before an export that cannot work: the report was written by a newer nsys than this one
+    (nsys 2022.4 answers a 2026.1 report with "Version number is invalid: 2026@1@2"), with both ways out."""
+    made, have = report_version(report), nsys_version(str(nsys))
+    if made is None or have is None or made[:2] <= have[:2]:
+        return
+    raise UserError(
+        f"{report.name} was written by nsys {version_text(made)}, newer than the nsys found ({version_text(have)}, "
+        f"{nsys}), which cannot read it: set NSYS to an nsys {made[0]}.{made[1]} or newer, or export it where it "
+        f"was made (`nsys export --type=sqlite {report.name}`) and give the .sqlite"
+    )
+
+
+def found_where(nsys: Path) -> str:
+    """How `nsys_if_any` came to this nsys, in words (for `tracer env nsys`)."""
+    if os.environ.get("NSYS"):
+        return "$NSYS"
+    if shutil.which("nsys") == str(nsys):
+        return "PATH"
+    if cache_root() in nsys.parents:
+        return "the tool's cache (scripts/install_nsys.sh)"
+    return "an NVIDIA install folder"
+
+
 def export(nsys: Path, report: Path, out: Path, kind: str, log: Path | None = None) -> str:
     """`nsys export --type kind` of `report` into `out`: "" when it worked, else the last line nsys
     said (its whole output goes to `log` when given). The one place the export command is written."""

@@ -21,7 +21,7 @@ import pytest
 from analyzers.display import short_name
 from analyzers.kernel_names import WORDS_WIDTH
 from tests.conftest import run_tracer
-from tracer.core.runfolder import RunFolder, list_runs
+from tracer.core.runfolder import RunFolder, list_runs, short_ids
 
 KERNEL = (
     "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
@@ -102,10 +102,39 @@ def _in_terminal(args: list[str], columns: int) -> str:
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text).replace("\r", "")
 
 
-def test_runs_on_a_60_column_terminal_keeps_the_id_whole(tiny_pytorch_run: RunFolder) -> None:
+def test_runs_on_a_60_column_terminal_names_the_run_without_cutting(tiny_pytorch_run: RunFolder) -> None:
+    """The whole id, or its tail that every command takes (said under the table); never an id cut short."""
     shown = _in_terminal(["runs", "--runs", str(tiny_pytorch_run.path.parent)], 60)
-    assert tiny_pytorch_run.run_id in shown, shown
+    tail = short_ids([r.run_id for r in list_runs(tiny_pytorch_run.path.parent)])[tiny_pytorch_run.run_id]
+    assert tiny_pytorch_run.run_id in shown or (tail in shown.split() and "id: the run id's" in shown), shown
     assert all(len(line) <= 60 for line in shown.splitlines()), shown
     assert "…" not in shown
     show = _in_terminal(["show", str(tiny_pytorch_run.path)], 60)
     assert f"folder {tiny_pytorch_run.path}" in show.replace("\n", "")  # the line users copy, whole
+
+
+def test_runs_show_and_diagnose_fit_a_120_column_terminal(shared_fixtures: Path) -> None:
+    """Issue 28 item 3: at 120 columns `runs` is one table with the filter columns, `show` and `diagnose`
+    wrap their advice instead of cutting it."""
+    fixtures = str(shared_fixtures / "gpu-h100")
+    runs = _in_terminal(["runs", "--runs", fixtures], 120)
+    assert all(len(line) <= 120 for line in runs.splitlines()), runs
+    header = next(line for line in runs.splitlines() if line.startswith("id "))
+    assert all(word in header for word in ("trace", "limit", "status", "diverged")), header
+    ids = short_ids([r.run_id for r in list_runs(shared_fixtures / "gpu-h100")])
+    assert all(f"\n{tail} " in runs for tail in ids.values()), runs  # 120 columns: the ids' tails
+    assert "id: the run id's tail, which every command takes" in runs
+    for command in ("show", "diagnose"):
+        shown = _in_terminal([command, "--runs", fixtures, "85cf"], 80)
+        # the folder's path alone stays one line (the terminal wraps it softly, so a copy takes it whole)
+        assert all(len(line) <= 80 for line in shown.splitlines() if not line.startswith("folder /")), shown
+        assert "…" not in shown and "..." in shown
+        assert "torch.utils.data.DataLoader(prefetch_factor=...) (tracer --prefetch)" in " ".join(shown.split())
+
+
+def test_show_piped_is_as_wide_as_its_text(shared_fixtures: Path) -> None:
+    result = run_tracer("show", str(shared_fixtures / "gpu-h100/20261125-000159-pytorch-alexnet-big-gpu-b100-85cf"))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert not [ln for ln in lines if ln != ln.rstrip()], "a piped line ends in padding"
+    assert any(ln.startswith("  - input-bound: ") and "(tracer --prefetch)" in ln for ln in lines)  # one line, whole

@@ -1,0 +1,133 @@
+"""Runs as pandas DataFrames for a notebook, in one call: `load_runs("runs/")`.
+
+Holistic Trace Analysis' users work in Jupyter; this is the same entry for our run folders. Nothing is
+computed here that the analyzers do not already compute: `runs` holds `analyzers.run_summary.summarise`
+per run beside the options it was run with, the other frames are the run folder's own tables with a
+`run_id` column, so they concatenate across runs and `groupby` as they are. Every frame is read when
+`load_runs` is called (a dozen GPU runs: about 100 MB of DataFrames, most of it the trace tables).
+Documented with a worked example in docs/guide/notebooks.md, which a test runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analyzers import tables as trace_tables
+from analyzers.kernel_names import short_names
+from analyzers.report.runs import LoadedRun, collect_runs
+from analyzers.run_summary import summarise
+from analyzers.steady import WARMUP_EPOCHS
+from tracer.core.schema import SAMPLE_TABLES, STEPS_TABLE
+
+RUN_ID = "run_id"
+TRACE_TABLES = (
+    trace_tables.CUDA_API,
+    trace_tables.KERNELS,
+    trace_tables.MEMCPY,
+    trace_tables.NVTX,
+    trace_tables.OSRT,
+    trace_tables.OPERATORS,
+)
+"""The trace tables `cuda` may hold, each present where some run has it (`tracer profile --trace`, `import`)."""
+
+
+@dataclass(frozen=True)
+class RunTables:
+    """A folder of runs as DataFrames; every frame but `runs` has one row per event, sample or epoch and
+    a `run_id` column naming its run (the key of `runs`)."""
+
+    runs: pd.DataFrame  # one row per run: its summary (steady images/s, data wait, peak RSS...) and options
+    epochs: pd.DataFrame  # one row per epoch: duration_s, images, images_per_s, loss, accuracy
+    steps: pd.DataFrame  # one row per training step: data wait, compute and sync seconds (runs that have them)
+    samples: dict[str, pd.DataFrame] = field(default_factory=dict)  # "process", "gpu", "threads", ...; t_s added
+    cuda: dict[str, pd.DataFrame] = field(default_factory=dict)  # TRACE_TABLES present; kernels get `label`
+    skipped: tuple[str, ...] = ()  # damaged run folders that were left out, and why
+
+
+def load_runs(*paths: str | Path, warmup: int = WARMUP_EPOCHS) -> RunTables:
+    """Every run under `paths` (run folders, or folders of runs) as DataFrames. `warmup` is the number of
+    leading epochs left out of the steady-state numbers in `runs` (as `--warmup` everywhere). A damaged
+    run inside a folder of runs is skipped with a warning (listed in `skipped`); no runs at all raises."""
+    loaded, skipped = collect_runs([Path(p) for p in paths])
+    for why in skipped:
+        warnings.warn(why, stacklevel=2)
+    samples: dict[str, list[pd.DataFrame]] = {}
+    cuda: dict[str, list[pd.DataFrame]] = {}
+    runs: list[dict[str, Any]] = []
+    epochs: list[pd.DataFrame] = []
+    steps: list[pd.DataFrame] = []
+    for run in loaded:
+        runs.append(_run_row(run, warmup))
+        epochs.append(_epochs(run))
+        for name in SAMPLE_TABLES:
+            table = run.folder.samples(name)
+            if table is not None and table.num_rows:
+                frame = _with_run_id(table, run.folder.run_id)
+                if "t_ns" in frame:
+                    frame["t_s"] = (frame["t_ns"] - run.record.wall_start_ns) / 1e9  # since the run's start
+                (steps if name == STEPS_TABLE else samples.setdefault(name, [])).append(frame)
+        for name in TRACE_TABLES:
+            path = run.folder.table_path(name)
+            if path.exists():
+                frame = _with_run_id(pq.read_table(path), run.folder.run_id)
+                if name == trace_tables.KERNELS:  # the label `analyze` and the viewer show, unique in the run
+                    frame["label"] = frame["name"].map(short_names(frame["name"].unique()))
+                cuda.setdefault(name, []).append(frame)
+    return RunTables(
+        runs=pd.DataFrame(runs),
+        epochs=_concat(epochs),
+        steps=_concat(steps),
+        samples={name: _concat(frames) for name, frames in samples.items()},
+        cuda={name: _concat(frames) for name, frames in cuda.items()},
+        skipped=tuple(skipped),
+    )
+
+
+def _run_row(run: LoadedRun, warmup: int) -> dict[str, Any]:
+    """The run's summary fields, then the options it was run with that the summary does not name."""
+    summary = dataclasses.asdict(summarise(run.folder, warmup))
+    row = {key: value for key, value in summary.items() if _scalar(value)}
+    for key, value in dataclasses.asdict(run.record.spec).items():
+        if key not in row and _scalar(value):
+            row[key] = value
+    return row
+
+
+def _scalar(value: object) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _epochs(run: LoadedRun) -> pd.DataFrame:
+    rows = [
+        {
+            RUN_ID: run.folder.run_id,
+            "framework": run.framework,
+            "epoch": e.epoch,
+            "duration_s": e.duration_s,
+            "images": e.images,
+            "images_per_s": e.images / e.duration_s if e.duration_s > 0 else None,
+            "loss": e.loss,
+            "accuracy": e.accuracy,
+        }
+        for e in run.folder.epochs()
+    ]
+    return pd.DataFrame(rows)
+
+
+def _with_run_id(table: pa.Table, run_id: str) -> pd.DataFrame:
+    frame = table.to_pandas()
+    frame.insert(0, RUN_ID, run_id)
+    return frame
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
