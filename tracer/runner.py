@@ -24,6 +24,7 @@ from rich.markup import escape
 
 import tracer
 from tracer import sysinfo
+from tracer.core import window
 from tracer.core.cases import make_run_id
 from tracer.core.divergence import diverged_outcome, divergence
 from tracer.core.errors import UserError
@@ -122,7 +123,7 @@ class Runner:
         self._tegrastats: str | None = None
 
     def run(self) -> tuple[RunFolder, RunRecord]:
-        spec = self.launch.spec
+        spec = self._with_window(self.launch.spec)
         self.backend.check(spec, self.launch.python.python)
         pyspy = find_pyspy() if spec.pyspy else None
         nvml, nvml_status = Nvml.open()
@@ -177,6 +178,16 @@ class Runner:
             self.console.print(f"[yellow]samples:[/yellow] {'; '.join(problems)}")
         return folder, record
 
+    def _with_window(self, spec: RunSpec) -> RunSpec:
+        """The spec with its trace window resolved (what run.json records); the default is said once."""
+        text, by_default = window.resolve(spec)
+        if text != spec.trace_window:
+            spec = dataclasses.replace(spec, trace_window=text)
+            self.launch = dataclasses.replace(self.launch, spec=spec)
+        if by_default and text is not None:
+            self.console.print(window.default_note(text, spec.epochs))
+        return spec
+
     def _train(
         self, folder: RunFolder, nvml: Nvml | None, pyspy: Path | None = None
     ) -> tuple[Outcome, Any, list[dict[str, Any]]]:
@@ -186,7 +197,7 @@ class Runner:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(worker_pythonpath())
         env["PYTHONUNBUFFERED"] = "1"
-        env.update(self.backend.environment(folder))
+        env.update(self.backend.environment(folder, spec))
         env[TRACER_PID_ENV] = str(os.getpid())  # the worker dies with this process (tracer/worker/lifeline.py)
         worker_tmp = _worker_tmp()
         env["TMPDIR"] = str(worker_tmp)  # PyTorch's /tmp/pymp-* land here and go with it
@@ -204,7 +215,8 @@ class Runner:
         tegra = TegrastatsSampler(folder, self._tegrastats, spec.sample_hz) if self._tegrastats else None
         if tegra is not None:
             tegra.start()
-        spy = PySpyRecorder(folder, pyspy) if pyspy is not None else None
+        windowed = window.of_record(spec) is not None
+        spy = PySpyRecorder(folder, pyspy, windowed) if pyspy is not None else None
         view = ProgressView(self.console, folder.events_path, spec.epochs)
         ended_by: str | None = None
         try:
