@@ -80,7 +80,9 @@ def measurement_cost(folder: RunFolder) -> Cost:
 
 def untraced_peer(folder: RunFolder, record: RunRecord) -> RunFolder | None:
     """The newest finished run beside this one whose spec is the same but for tracing."""
-    want = dataclasses.replace(record.spec, trace="none", pyspy=False, nsys_sampling=False, case=None)
+    want = dataclasses.replace(
+        record.spec, trace="none", trace_window=None, pyspy=False, nsys_sampling=False, case=None
+    )
     for other in reversed(list_runs(folder.path.parent)):
         if other.path == folder.path:
             continue

@@ -216,10 +216,13 @@ class NsysBackend(TraceBackend):
         report = folder.path / REPORT
         if not report.exists():
             leftovers = sorted(p.name for p in folder.raw_dir.glob("*.qdstrm"))
+            said = [str(e.get("error")) for e in folder.events() if e.get(KIND) == Event.TRACE_ERROR]
             hint = (
                 f" (only {', '.join(leftovers)}: nsys's QdstrmImporter failed; nsys 2025 needs libdw.so.1, "
                 "see the README, Tracing a run)"
                 if leftovers
+                else f": its capture range never started ({said[0]})"
+                if said
                 else " (see raw/worker.log)"
             )
             raise RuntimeError(f"nsys wrote no report {REPORT}{hint}")
