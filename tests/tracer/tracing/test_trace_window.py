@@ -155,3 +155,16 @@ def test_torch_window_split_equals_the_same_window_of_a_full_trace(torch_runs: t
     assert _distance(shares_a, shares_b) <= SHARE_TOLERANCE, (shares_a, shares_b)
     whole = operators.operator_summary(full)
     assert sum(r.calls for r in whole) > 2.5 * sum(r.calls for r in a), "the full run traced all three epochs"
+
+
+@pytest.mark.nsys
+def test_nsys_window_without_nvtx_keeps_the_run_and_says_why(make_run: Callable[..., RunFolder]) -> None:
+    """TensorFlow's CPU environment has no NVTX library: nsys's capture range cannot start. The training is
+    not touched (ok), and the run says why it has no trace."""
+    require_nsys()
+    folder = make_run("tensorflow", *THREE_EPOCHS, "--trace", "nsys", "--trace-window", "2")
+    record = folder.read_record()
+    assert record.outcome.status is RunStatus.OK, record.outcome
+    assert record.trace_files == ()
+    errors = [e["error"] for e in folder.events() if e["kind"] == Event.TRACE_ERROR]
+    assert errors and "no NVTX library" in errors[0]
