@@ -66,7 +66,7 @@ def window_span(folder: RunFolder, window: trace_window.TraceWindow | None = Non
     rows = steps.filter(keep)
     if rows.num_rows == 0:
         return None
-    starts = rows[_START_NS]
-    took_s = pc.add(pc.add(rows[DATA_WAIT_S], rows[COMPUTE_S]), rows[SYNC_S])
-    ends = pc.add(pc.cast(starts, "float64"), pc.multiply(took_s, 1e9))
-    return WindowSpan(window, int(pc.min(starts).as_py()), int(pc.max(ends).as_py()))
+    starts = rows[_START_NS].to_pylist()
+    took_s = pc.add(pc.add(rows[DATA_WAIT_S], rows[COMPUTE_S]), rows[SYNC_S]).to_pylist()
+    ends = [start + round(s * 1e9) for start, s in zip(starts, took_s)]  # ns stay integers: a float has 53 bits
+    return WindowSpan(window, min(starts), max(ends))

@@ -168,3 +168,17 @@ def test_nsys_window_without_nvtx_keeps_the_run_and_says_why(make_run: Callable[
     assert record.trace_files == ()
     errors = [e["error"] for e in folder.events() if e["kind"] == Event.TRACE_ERROR]
     assert errors and "no NVTX library" in errors[0]
+
+
+def test_torch_steps_window_traces_those_steps_only(make_run: Callable[..., RunFolder]) -> None:
+    """`2:1-2`: the profiler runs from step 1's start to step 2's end of epoch 2 (steps numbered from 0)."""
+    folder = _window_run(make_run, "--trace", "torch", "--trace-window", "2:1-2")
+    span = window_span(folder)
+    assert span is not None and span.label == "window: epoch 2 steps 1-2"
+    steps = {(r["epoch"], r["step"]): r["start_ns"] for r in folder.samples("steps").to_pylist()}  # type: ignore[union-attr]
+    assert span.start_ns == steps[(2, 1)] and steps[(2, 2)] < span.end_ns <= steps[(2, 3)]
+    ops = pq.read_table(folder.table_path(t.OPERATORS), columns=["start_ns", "end_ns"])
+    assert (
+        ops.num_rows and min(ops["start_ns"].to_pylist()) >= steps[(2, 1)] - 50_000_000
+    )  # the step's timer restarts after the profiler starts
+    assert max(ops["end_ns"].to_pylist()) <= steps[(2, 3)]
