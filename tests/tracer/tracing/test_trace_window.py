@@ -178,7 +178,6 @@ def test_torch_steps_window_traces_those_steps_only(make_run: Callable[..., RunF
     steps = {(r["epoch"], r["step"]): r["start_ns"] for r in folder.samples("steps").to_pylist()}  # type: ignore[union-attr]
     assert span.start_ns == steps[(2, 1)] and steps[(2, 2)] < span.end_ns <= steps[(2, 3)]
     ops = pq.read_table(folder.table_path(t.OPERATORS), columns=["start_ns", "end_ns"])
-    assert (
-        ops.num_rows and min(ops["start_ns"].to_pylist()) >= steps[(2, 1)] - 50_000_000
-    )  # the step's timer restarts after the profiler starts
+    # the step's timer restarts just after the profiler started: nothing of step 0 gets in
+    assert ops.num_rows and min(ops["start_ns"].to_pylist()) >= steps[(2, 1)] - 50_000_000
     assert max(ops["end_ns"].to_pylist()) <= steps[(2, 3)]
