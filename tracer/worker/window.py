@@ -1,5 +1,6 @@
 """The trace window inside the worker (`--trace-window`): tracers start at its first epoch or step and
 stop after its last, so a long run is traced only where asked; the sampler outside sees all of it.
+Without a window (None) the tracers run from the start to the end of the worker, as before windows.
 
 The gate is told where the training is (`run_start`, `epoch_start`/`epoch_end`, `step_start`/`step_end`,
 `run_end`) and starts and stops the tracers it holds at the window's edges: the PyTorch profiler and
@@ -82,7 +83,8 @@ class Gate(object):
         if self.state != OPEN:
             return
         self.state = DONE
-        self.reporter.emit(Event.TRACE_WINDOW, **{WINDOW_EDGE: WINDOW_CLOSE})
+        if self.bounds is not None:  # a whole-run "window" has no edges to tell
+            self.reporter.emit(Event.TRACE_WINDOW, **{WINDOW_EDGE: WINDOW_CLOSE})
         for tracer in self.tracers:
             try:
                 tracer.stop()
@@ -96,7 +98,8 @@ class Gate(object):
         self.state = OPEN
         for tracer in list(self.tracers):
             self._start(tracer, raise_errors)
-        self.reporter.emit(Event.TRACE_WINDOW, **{WINDOW_EDGE: WINDOW_OPEN})
+        if self.bounds is not None:
+            self.reporter.emit(Event.TRACE_WINDOW, **{WINDOW_EDGE: WINDOW_OPEN})
 
     def _start(self, tracer: Any, raise_errors: bool) -> None:
         try:

@@ -86,7 +86,9 @@ def test_whole_run_window_opens_before_the_first_epoch_and_a_failure_there_fails
     log: list[str] = []
     gate.add(Recorder(log))
     _drive(gate, log, epochs=1, steps=1)
+    reporter.close()
     assert log == ["start", "epoch 1", "1:0", "stop"]
+    assert _edges(tmp_path) == [], "a whole run has no window edges to tell"
     failing, _ = _gate(tmp_path, None)
     failing.add(Recorder([], fail_start=True))
     with pytest.raises(RuntimeError, match="cannot start"):
