@@ -1,7 +1,9 @@
 """One run folder on disk: where each file lives, and how it is written so that a crash leaves it readable.
 
 `run.json` is replaced atomically (write, fsync, rename); events and samples are append-only text streams
-flushed as they come, and turned into Parquet when the run ends. Readers prefer Parquet and fall back to
+flushed as they come; the sampler's tables also go out as Parquet row groups as they come
+(`SampleStream`: `<table>.parquet.partial`, renamed when the run ends), the other streams are turned
+into Parquet when the run ends. Readers prefer Parquet and fall back to
 the streams, so a folder whose tracer died mid-run still loads.
 """
 
