@@ -20,6 +20,7 @@ the calls and their totals add up to the whole.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -28,6 +29,8 @@ from pathlib import Path
 import duckdb
 
 from analyzers import tables as t
+from analyzers.steady import WARMUP_EPOCHS
+from analyzers.trace_window import window_span
 from tracer.core.runfolder import RunFolder
 
 SOURCE_PREFERENCE = (t.SOURCE_NSYS, t.SOURCE_CUPTI, t.SOURCE_KINETO)
@@ -233,7 +236,10 @@ def _nvtx(folder: RunFolder) -> list[tuple[str, int, int]]:
 
 
 def phases(folder: RunFolder) -> list[Phase]:
-    """whole, startup, steady and one phase per epoch (see the module docstring for the cuts)."""
+    """whole, startup, steady and one phase per epoch (see the module docstring for the cuts). A run
+    traced in a window (`--trace-window`) has no start-up or teardown in its trace: its phases are the
+    window ("whole"), the window again as "steady" when it lies after the warm-up epochs, and its
+    epochs, each noting the window."""
     nvtx = _nvtx(folder)
     epochs: list[Phase] = []
     for name, s, e in nvtx:
@@ -242,6 +248,13 @@ def phases(folder: RunFolder) -> list[Phase]:
             epochs.append(Phase(f"epoch {int(m.group(1))}", s, e))
     if not epochs:
         epochs = [Phase(f"epoch {ep.epoch}", ep.start_ns, ep.end_ns) for ep in folder.epochs()]
+    window = window_span(folder)
+    if window is not None:
+        label = window.label
+        inside = [dataclasses.replace(p, note=label) for p in epochs if _within(p, window.start_ns, window.end_ns)]
+        steady = [Phase("steady", window.start_ns, window.end_ns, label)]
+        after_warmup = window.window.first_epoch > WARMUP_EPOCHS
+        return [Phase("whole", None, None, label), *(steady if after_warmup else []), *inside]
     steps = [(s, e) for name, s, e in nvtx if _STEP.match(name)]
     cut: int | None = None
     last: int | None = None
@@ -260,6 +273,13 @@ def phases(folder: RunFolder) -> list[Phase]:
         if last is not None:
             out.append(Phase("teardown", last, None, note))
     return out + epochs
+
+
+def _within(phase: Phase, start_ns: int, end_ns: int) -> bool:
+    """Whether an epoch phase overlaps the window (its NVTX range may start a little before the worker's event)."""
+    return (
+        phase.start_ns is not None and phase.end_ns is not None and phase.start_ns < end_ns and phase.end_ns > start_ns
+    )
 
 
 def phase_summaries(folder: RunFolder) -> dict[str, list[ApiRow]]:

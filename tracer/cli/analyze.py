@@ -135,7 +135,7 @@ def print_tables(
 
 
 def _windowed(title: str, window: str, section: str) -> str:
-    if not window or section == "threads":
+    if not window or section == "threads" or window in title:
         return title
     return f"{title[:-1]}; {window})" if title.endswith(")") else f"{title} ({window})"
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import pyarrow.parquet as pq
 import pytest
 
-from analyzers import operators
+from analyzers import cuda_api, operators
 from analyzers import tables as t
 from analyzers.trace_window import WindowSpan, window_span
 from tests.tracer.tracing.helpers import require_nsys
@@ -99,6 +99,9 @@ def test_nsys_window_has_rows_only_inside_epoch_2(nsys_runs: tuple[RunFolder, Ru
     nvtx = pq.read_table(folder.table_path(t.NVTX)).column("name").to_pylist()
     assert "epoch 2" in nvtx and "epoch 1" not in nvtx and "epoch 3" not in nvtx
     assert sorted(n for n in nvtx if n.startswith("step")) == [f"step {i}" for i in range(4)]
+    # the phase model: no start-up or teardown in a window's trace; epoch 2 lies after the warm-up: steady
+    cut = [(p.name, p.note) for p in cuda_api.phases(folder)]
+    assert cut == [("whole", "window: epoch 2"), ("steady", "window: epoch 2"), ("epoch 2", "window: epoch 2")]
 
 
 @pytest.mark.nsys
