@@ -14,6 +14,10 @@ start-up [.., first epoch start), warm-up [first epoch start, first steady epoch
 steady [first steady epoch start, last epoch end), teardown [last epoch end, ..).
 A trace without epoch marks is cut at its NVTX step ranges (the first step is the warm-up), else at its
 first and last kernel launch; the phase's `note` says which.
+
+A run traced in a window (`--trace-window`, analyzers.trace_window) has trace rows only there: on the
+trace's clock its phases are the window ("whole"), the window again as "steady" when it lies after the
+warm-up epochs, and its epochs; each carries the window, and its label says so.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from analyzers import tables as t
+from analyzers.trace_window import window_span
 from tracer.core.runfolder import RunFolder
 
 WARMUP_EPOCHS = 1  # leading epochs left out of the steady state unless a caller declares another number
@@ -67,12 +72,18 @@ class Phase:
     end_ns: int | None  # None: to its end
     epochs: tuple[int, ...] = ()  # the epochs it covers
     note: str = ""  # how the cut was made where no epoch mark said it
+    window: str = ""  # "window: epoch 2" when the trace recorded only a window of the run
 
     def holds(self, t_ns: int) -> bool:
         return (self.start_ns is None or t_ns >= self.start_ns) and (self.end_ns is None or t_ns < self.end_ns)
 
     def label(self) -> str:
-        """What a table's title says it covers: 'steady state (epochs 2-3)', 'start-up (before epoch 1)'."""
+        """What a table's title says it covers: 'steady state (epochs 2-3)', 'start-up (before epoch 1)',
+        'whole run (window: epoch 2)'."""
+        base = self._base_label()
+        return f"{base} ({self.window})" if self.window else base
+
+    def _base_label(self) -> str:
         span = _epochs_text(self.epochs)
         if self.name == WHOLE:
             return "whole run"
@@ -149,7 +160,11 @@ def run_phases(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunPhases:
 
 def trace_phases(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunPhases:
     """The phases on the trace's clock: the NVTX `epoch N` ranges, else the worker's epoch events, else
-    the NVTX step ranges (first step = warm-up), else the first to the last kernel launch."""
+    the NVTX step ranges (first step = warm-up), else the first to the last kernel launch. A run traced
+    in a window is cut by `windowed_phases`."""
+    windowed = windowed_phases(folder, warmup)
+    if windowed is not None:
+        return windowed
     nvtx = nvtx_ranges(folder)
     marks = [EpochMark(int(m.group(1)), s, e) for name, s, e in nvtx if (m := EPOCH_NAME.match(name))]
     if marks:
@@ -179,6 +194,27 @@ def trace_phases(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunPhases:
         Phase(TEARDOWN, hi, None, note=FALLBACK_NOTE),
     ]
     return RunPhases(tuple(named), split_epochs([]), FALLBACK_NOTE)
+
+
+def windowed_phases(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunPhases | None:
+    """A window-traced run's phases on the trace's clock (None for a run traced whole): the window, the
+    window as the steady state when it starts after the warm-up epochs, and the epochs it overlaps."""
+    span = window_span(folder)
+    if span is None:
+        return None
+    label = span.label
+    events = run_phases(folder, warmup)
+    inside = [
+        Phase(p.name, p.start_ns, p.end_ns, p.epochs, p.note, label)
+        for p in events.phases
+        if p.name.startswith("epoch ") and p.start_ns is not None and p.end_ns is not None
+        and p.start_ns < span.end_ns and p.end_ns > span.start_ns
+    ]  # fmt: skip
+    epochs = tuple(n for p in inside for n in p.epochs)
+    named = [Phase(WHOLE, None, None, epochs, window=label)]
+    if span.window.first_epoch > warmup:
+        named.append(Phase(STEADY, span.start_ns, span.end_ns, epochs, window=label))
+    return RunPhases(tuple(named + inside), events.split, label)
 
 
 def _sql_path(path: object) -> str:

@@ -27,7 +27,7 @@ NOT_PART_OF_THE_EXPERIMENT = ("timeout_s", "case")
 NOT_A_SETTING = ("imported_from", "not_recorded")
 # Spec fields that say how a run was measured, not what it trained, with their unmeasured values
 # (analyzers.diagnosis.cost pairs a traced run with the run that differs only there).
-UNMEASURED: dict[str, Any] = {"trace": "none", "pyspy": False, "nsys_sampling": False}
+UNMEASURED: dict[str, Any] = {"trace": "none", "trace_window": None, "pyspy": False, "nsys_sampling": False}
 
 
 def repeat_key(record: RunRecord) -> str:

@@ -48,6 +48,9 @@ OPERATORS = "operators"  # framework operators (PyTorch profiler `cpu_op` events
 TRACE_META = "trace_meta.json"
 BATCH_FACT = "batch"
 """Key, under a source in TRACE_META, of the batch size the trace itself recorded (Kineto's shapes)."""
+WINDOW_FACT, WINDOW_NS_FACT = "window", "window_ns"
+"""Keys, under a source in TRACE_META, of the trace window the run was traced in (`--trace-window`) and
+its [start, end) in Unix ns (`analyzers.trace_window`): the source's tables cover that window only."""
 
 CUDA_API_SCHEMA = pa.schema(
     [

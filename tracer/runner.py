@@ -25,6 +25,7 @@ from rich.markup import escape
 
 import tracer
 from tracer import sysinfo
+from tracer.core import window
 from tracer.core.cases import make_run_id
 from tracer.core.divergence import diverged_outcome, divergence
 from tracer.core.errors import UserError
@@ -158,7 +159,7 @@ class Runner:
             return self._run()
 
     def _run(self) -> tuple[RunFolder, RunRecord]:
-        spec = self.launch.spec
+        spec = self._with_window(self.launch.spec)
         self.backend.check(spec, self.launch.python.python)
         if spec.data == DATA_MEMORY:  # before any folder: a set that cannot fit is refused, not a failed run
             check_memory_fits(self.launch.dataset_dir, spec.limit, spec.image_size)
@@ -217,6 +218,16 @@ class Runner:
             self.console.print(f"[yellow]samples:[/yellow] {'; '.join(problems)}")
         return folder, record
 
+    def _with_window(self, spec: RunSpec) -> RunSpec:
+        """The spec with its trace window resolved (what run.json records); the default is said once."""
+        text, by_default = window.resolve(spec)
+        if text != spec.trace_window:
+            spec = dataclasses.replace(spec, trace_window=text)
+            self.launch = dataclasses.replace(self.launch, spec=spec)
+        if by_default and text is not None:
+            self.console.print(window.default_note(text, spec.epochs))
+        return spec
+
     def _train(
         self, folder: RunFolder, nvml: Nvml | None, pyspy: Path | None = None
     ) -> tuple[Outcome, Any, list[dict[str, Any]]]:
@@ -226,7 +237,7 @@ class Runner:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(worker_pythonpath())
         env["PYTHONUNBUFFERED"] = "1"
-        env.update(self.backend.environment(folder))
+        env.update(self.backend.environment(folder, spec))
         env[TRACER_PID_ENV] = str(os.getpid())  # the worker dies with this process (tracer/worker/lifeline.py)
         worker_tmp = _worker_tmp()
         env["TMPDIR"] = str(worker_tmp)  # PyTorch's /tmp/pymp-* land here and go with it
@@ -245,7 +256,8 @@ class Runner:
         tegra = TegrastatsSampler(folder, self._tegrastats, spec.sample_hz) if self._tegrastats else None
         if tegra is not None:
             tegra.start()
-        spy = PySpyRecorder(folder, pyspy) if pyspy is not None else None
+        windowed = window.of_record(spec) is not None
+        spy = PySpyRecorder(folder, pyspy, windowed) if pyspy is not None else None
         view = ProgressView(self.console, folder.events_path, spec.epochs)
         stall = StallWatch([folder.events_path, folder.sample_stream_path(STEPS_TABLE)], spec.stall_s)
         ended_by: str | None = None

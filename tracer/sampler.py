@@ -57,6 +57,26 @@ def _unknown_children(procs: dict[int, psutil.Process]) -> bool:
     return False
 
 
+@dataclass
+class _Gaps:
+    """The gaps between samples as running figures (count, sum, largest), however long the run."""
+
+    samples: int = 0
+    count: int = 0
+    total_ns: int = 0
+    max_ns: int = 0
+    last_ns: int | None = None
+
+    def add(self, t_ns: int) -> None:
+        if self.last_ns is not None:
+            gap = t_ns - self.last_ns
+            self.count += 1
+            self.total_ns += gap
+            self.max_ns = max(self.max_ns, gap)
+        self.samples += 1
+        self.last_ns = t_ns
+
+
 class Sampler:
     """Runs in its own thread in the tracer process; `target_pid()` says which process to watch
     (it may change: under nsys the training process is a grandchild whose pid appears later)."""
@@ -78,7 +98,7 @@ class Sampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tracer-sampler", daemon=True)
         self._state = _TreeState()
-        self._times: list[int] = []
+        self._gaps = _Gaps()  # running figures of the sampling period: nothing kept per sample
         self._ncpu = psutil.cpu_count() or 1
         self._ram_total = psutil.virtual_memory().total
         self._cpu_total_s = 0.0  # the tree's CPU seconds summed over every sample's deltas
@@ -103,13 +123,13 @@ class Sampler:
         return self.sampling_info()
 
     def sampling_info(self) -> SamplingInfo:
-        gaps = [b - a for a, b in zip(self._times, self._times[1:])]
-        mean_ms = sum(gaps) / len(gaps) / 1e6 if gaps else 0.0
+        gaps = self._gaps
+        mean_ms = gaps.total_ns / gaps.count / 1e6 if gaps.count else 0.0
         return SamplingInfo(
             requested_hz=self.hz,
             achieved_period_ms=round(mean_ms, 3),
-            samples=len(self._times),
-            max_gap_ms=round(max(gaps) / 1e6, 3) if gaps else 0.0,
+            samples=gaps.samples,
+            max_gap_ms=round(gaps.max_ns / 1e6, 3) if gaps.count else 0.0,
             sampler_cpu_s=round(self.cpu_s, 6),
             sampler_wall_s=round(self.wall_s, 6),
         )
@@ -119,15 +139,11 @@ class Sampler:
         cpu_start, wall_start = time.thread_time(), time.monotonic()
         try:  # a full disk (ENOSPC) at any point stops sampling with a recorded cause, never a traceback
             for t in (schema.PROCESS, schema.THREADS_TABLE, schema.CORES):
-                streams[t.name] = CsvStream(self.folder.sample_stream_path(t.name), t.columns)
+                streams[t.name] = self.folder.sample_stream(t.name)
             if self.nvml is not None:
-                streams[schema.GPUS.name] = CsvStream(
-                    self.folder.sample_stream_path(schema.GPUS.name), schema.GPUS.columns
-                )
+                streams[schema.GPUS.name] = self.folder.sample_stream(schema.GPUS.name)
             if self.rapl is not None:
-                streams[schema.RAPL.name] = CsvStream(
-                    self.folder.sample_stream_path(schema.RAPL.name), schema.RAPL.columns
-                )
+                streams[schema.RAPL.name] = self.folder.sample_stream(schema.RAPL.name)
             next_tick = time.monotonic()
             last_flush = next_tick
             while not self._stop.is_set():
@@ -189,6 +205,7 @@ class Sampler:
         ctx_vol, ctx_invol = 0, 0
         refresh_names = mono - self._state.names_read_at >= THREAD_NAME_REFRESH_S
         new_cpu: dict[int, float] = {}
+        new_threads: list[int] = []  # names of threads no longer there are forgotten at each name refresh
         for p in procs:
             try:
                 with p.oneshot():
@@ -215,12 +232,15 @@ class Sampler:
             threads += nthreads
             ctx_vol += ctx.voluntary
             ctx_invol += ctx.involuntary
+            new_threads.extend(th.id for th in thread_times)
             for th in thread_times:
                 streams[schema.THREADS_TABLE.name].append(
                     (t_ns, p.pid, th.id, self._thread_name(p.pid, th.id, refresh_names), th.user_time, th.system_time)
                 )
         if refresh_names:
             self._state.names_read_at = mono
+            seen = set(self._state.thread_names) & set(new_threads)
+            self._state.thread_names = {tid: self._state.thread_names[tid] for tid in seen}
         self._state.cpu_s = new_cpu
         cores = self._cores_over_window(mono, cpu_delta_s)
         vm = psutil.virtual_memory()
@@ -253,7 +273,7 @@ class Sampler:
                 )
         if self.rapl is not None:
             self.rapl.append(streams[schema.RAPL.name], t_ns)
-        self._times.append(t_ns)
+        self._gaps.add(t_ns)
 
     def _cores_over_window(self, mono: float, cpu_delta_s: float) -> float:
         """Cores busy over the last CPU_WINDOW_S at least (from the newest sample that old), not over

@@ -272,13 +272,28 @@ def run_traces(folder: RunFolder) -> list[Path]:
 
 
 def ingest_run(folder: RunFolder) -> list[str]:
-    """Ingests every known trace under raw/; returns the distinct table names written."""
+    """Ingests every known trace under raw/; returns the distinct table names written. A run traced in
+    a window says so in TRACE_META, under each source: `window` (its --trace-window) and `window_ns`."""
     written: list[str] = []
     for path in run_traces(folder):
         for name in ingest_file(path, folder):
             if name not in written:
                 written.append(name)
+    _record_window(folder)
     return written
+
+
+def _record_window(folder: RunFolder) -> None:
+    from analyzers.trace_window import window_span
+
+    meta_path = folder.path / t.TRACE_META
+    span = window_span(folder)
+    if span is None or not meta_path.exists():
+        return
+    meta = json.loads(meta_path.read_text())
+    for entry in meta.values():
+        entry |= {t.WINDOW_FACT: span.window.text, t.WINDOW_NS_FACT: [span.start_ns, span.end_ns]}
+    write_json_atomic(meta_path, meta)
 
 
 IMPORTS_DIR = "imports"

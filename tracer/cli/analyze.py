@@ -75,16 +75,19 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from analyzers import display
     from analyzers.cuda_api import api_family
     from analyzers.ingest import cached_import
+    from analyzers.trace_window import window_span
     from tracer.core.runfolder import find_run
 
     check_bound(TOP_BOUND, args.top)
     run = cached_import(Path(args.run)) if Path(args.run).is_file() else find_run(args.runs_dir, args.run)
     data = analysis(run, args.phase)
+    span = window_span(run)
     if args.format == "json":
         from analyzers.cuda_api import phases
 
         cut = next(p for p in phases(run) if p.name == " ".join(args.phase.split()))
         head = {"run": run.run_id, "phase": args.phase, "covers": cut.label(), "api": api_family(run)}
+        head |= {"window": span.window.text, "window_ns": [span.start_ns, span.end_ns]} if span else {}
         json.dump(_finite(head | data), sys.stdout, indent=1, allow_nan=False)
         print()
     elif args.format == "csv":
@@ -102,13 +105,17 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         wanted = " ".join(args.phase.split())
         cut = next(p for p in phases(run) if p.name == wanted)
         title = f"{run.run_id}, {cut.label()}{'; ' + cut.note if cut.note else ''}"
-        print_tables(data, args.top, title, api_family(run))
+        print_tables(data, args.top, title, api_family(run), span.label if span and not cut.window else "")
     return 0
 
 
-def print_tables(data: dict[str, list[dict[str, Any]]], top: int, title: str, family: str = "CUDA") -> None:
+def print_tables(
+    data: dict[str, list[dict[str, Any]]], top: int, title: str, family: str = "CUDA", window: str = ""
+) -> None:
     """Durations in one adaptive unit per column (the unit in the header), names shortened (analyzers.display);
-    a ROCm trace's tables say HIP (`family`, from analyzers.cuda_api.api_family)."""
+    a ROCm trace's tables say HIP (`family`, from analyzers.cuda_api.api_family). `window` ("window: epoch 2")
+    is added to the title of every trace table: a run traced in a window has trace rows only there (the
+    threads table's CPU times come from the sampler, which saw the whole run)."""
     from analyzers import display
     from analyzers.tables import family_label
 
@@ -124,15 +131,21 @@ def print_tables(data: dict[str, list[dict[str, Any]]], top: int, title: str, fa
         rows = data[section]
         if not rows:
             if section != "operators":  # only PyTorch profiler traces have operators: no line for the others
-                out.print(f"{titles[section]}: none in {title}")
+                out.print(f"{titles[section]}: none in {_windowed(title, window, section)}")
             continue
         headers, cells = display.table(rows[:top])
-        table = Table(*headers, title=f"{titles[section]} — {title}")
+        table = Table(*headers, title=f"{titles[section]} — {_windowed(title, window, section)}")
         for row in cells:
             table.add_row(*row)
         out.print(table)
         if len(rows) > top:
             out.print(f"... {len(rows) - top} more rows (--top N, or --format csv for all)")
+
+
+def _windowed(title: str, window: str, section: str) -> str:
+    if not window or section == "threads" or window in title:
+        return title
+    return f"{title[:-1]}; {window})" if title.endswith(")") else f"{title} ({window})"
 
 
 def _finite(value: Any) -> Any:

@@ -17,6 +17,7 @@ from tracer.core.errors import UserError
 if TYPE_CHECKING:  # the campaign package (pydantic plans, Ray) loads when a campaign runs, not at every start-up
     from rich.console import Console
 
+    from tracer.campaign.estimate import Disk
     from tracer.campaign.plan import Cell, Plan
     from tracer.campaign.record import Campaign
     from tracer.campaign.slurm import SlurmOptions
@@ -181,26 +182,30 @@ def longest_first(cells: list[Cell], out_dir: Path) -> list[Cell]:
 def dry_run(plan: Plan, out_dir: Path, nodes: int | None, out: Console, slurm: SlurmOptions | None = None) -> int:
     from rich.table import Table
 
-    from tracer.campaign.estimate import clock, estimate
+    from tracer.campaign.estimate import clock, disk, estimate, size
     from tracer.campaign.record import FAILED, OK, Campaign
 
     campaign = Campaign(plan, out_dir.resolve()).peek()
     seconds = estimate(list(plan.cells), out_dir)
-    table = Table("cell", "framework", "model", "dataset", "device", "batch", "epochs", "state", "estimate")
+    disks = disk(list(plan.cells), out_dir, seconds)
+    table = Table("cell", "framework", "model", "dataset", "device", "batch", "epochs", "state", "estimate", "disk")
     todo_s, unknown, todo = 0.0, 0, 0
+    todo_disks = []
     for cell in plan.cells:
         entry = campaign.cells.get(cell.cell_id)
         state = entry.state if entry and entry.state in (OK, FAILED) else "to run"
-        est = seconds[cell.cell_id]
+        est, space = seconds[cell.cell_id], disks[cell.cell_id]
         if state == "to run":
             todo += 1
+            todo_disks.append(space)
             if est is None:
                 unknown += 1
             else:
                 todo_s += est
+        shown = "?" if space is None or space.total_mib is None else size(space.total_mib)
         table.add_row(
             cell.cell_id, cell.framework, cell.model, dataset_label(cell.dataset), cell.device, str(cell.batch),
-            str(cell.epochs), state, "?" if est is None else clock(est),
+            str(cell.epochs), state, "?" if est is None else clock(est), shown,
         )  # fmt: skip
     out.print(table)
     known = todo - unknown
@@ -208,11 +213,32 @@ def dry_run(plan: Plan, out_dir: Path, nodes: int | None, out: Console, slurm: S
     if unknown:
         line += f"; {unknown} have no earlier run of the same setting in {out_dir} to estimate from"
     out.print(line)
+    out.print(disk_line(todo_disks))
     if nodes and nodes > 1 and known:
         out.print(f"over {nodes} nodes (one run per node at a time): about {clock(todo_s / nodes)} at best")
     if slurm is not None:
         print_sbatch_settings(campaign, seconds, slurm, out)
     return 0
+
+
+def disk_line(disks: list[Disk | None]) -> str:
+    """The disk the cells still to run need, and for traced cells with and without their trace windows."""
+    from tracer.campaign.estimate import size
+
+    known = [(d, d.total_mib, d.total_whole_mib or 0.0) for d in disks if d is not None and d.total_mib is not None]
+    if not known:
+        return "disk: no estimate (no earlier run of these settings, or of their trace backend)"
+    line = f"disk: {size(sum(mib for _, mib, _ in known))} for {len(known)} of {len(disks)} runs"
+    traced = [(d, mib, whole) for d, mib, whole in known if d.traced_epochs]
+    if traced:
+        windowed = sum(mib for _, mib, _ in traced)
+        whole = sum(w for _, _, w in traced)
+        epochs = sorted({d.traced_epochs for d, _, _ in traced})
+        line += (
+            f"; their {len(traced)} traced runs {size(windowed)} as planned (traced in a window of "
+            f"{'/'.join(map(str, epochs))} epoch(s), --trace-window), {size(whole)} if traced whole"
+        )
+    return line
 
 
 def print_sbatch_settings(

@@ -181,5 +181,8 @@ def ingest_traces(folder: RunFolder, err: Console) -> list[str]:
         return []
     log.write_text(f"ingested: {', '.join(tables) or 'no tables'}\n")
     if tables:
-        err.print(f"trace tables: {', '.join(tables)}")
+        from analyzers.trace_window import window_span
+
+        span = window_span(folder)
+        err.print(f"trace tables: {', '.join(tables)}{f' ({span.label})' if span else ''}")
     return tables

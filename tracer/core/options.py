@@ -17,13 +17,15 @@ import functools
 import math
 import os
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Mapping, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Callable, Literal, Mapping, get_args, get_origin, get_type_hints
 
 import pydantic
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS, framework_info
+from tracer.core.window import check_text as check_window
+from tracer.core.window import worker_window
 
 DEFAULT_IMAGE_SIZE = 224
 CORES = os.cpu_count() or 1
@@ -54,6 +56,7 @@ class Opt:
     hidden: bool = False  # left out of --help (test hooks)
     required: bool = False  # a required flag (fields without a default may still come from --case)
     noun: str = ""  # what a value is called in messages ("unknown trace backend 'x'"); default: the name
+    to_worker: Callable[[Any], Any] | None = None  # the form the worker gets the value in (default: as it is)
 
 
 def _opt(hint: Any) -> Opt:
@@ -113,6 +116,15 @@ class RunSpec:
     trace: Annotated[
         Literal["none", "nsys", "cupti", "torch"], Opt("trace backend", worker=False, noun="trace backend")
     ] = "none"
+    trace_window: Annotated[
+        str | None,
+        AfterValidator(check_window),
+        Opt(
+            "what the trace records: epochs (2, 2-3), steps of one epoch (2:100-200) or all; the rest of the run"
+            " is sampled, not traced (default: epoch 2 for traced runs of more than 3 epochs, else all)",
+            to_worker=worker_window,  # the parsed bounds, None for the whole run
+        ),
+    ] = None
     sample_hz: Annotated[
         float,
         Field(ge=0, le=MAX_SAMPLE_HZ, allow_inf_nan=False),
@@ -282,6 +294,8 @@ def describe_error(error: Mapping[str, Any], spec_type: type = RunSpec) -> str:
     value, ctx, kind = error.get("input"), error.get("ctx") or {}, str(error.get("type", ""))
     if isinstance(value, float) and not math.isfinite(value):
         return f"{label} must be a finite number, not {value}"
+    if kind == "value_error":  # a field's own check (AfterValidator) says what is wrong
+        return f"{label}: {ctx.get('error', error.get('msg'))}"
     if kind == "literal_error":
         choices = _choices(fields[name][0]) if name in fields else ()
         return f"unknown {noun} '{value}': choose one of {', '.join(map(str, choices or ()))}"
@@ -305,7 +319,11 @@ def check_frameworks(spec: RunSpec, spec_type: type = RunSpec) -> None:
 def worker_config(spec: Any, **extra: Any) -> dict[str, Any]:
     """The configuration the worker trains from: every option marked for it, plus what the runner adds."""
     spec_type: type = type(spec)
-    config = {name: getattr(spec, name) for name, (_, opt, _) in spec_fields(spec_type).items() if opt.worker}
+    config = {
+        name: opt.to_worker(getattr(spec, name)) if opt.to_worker else getattr(spec, name)
+        for name, (_, opt, _) in spec_fields(spec_type).items()
+        if opt.worker
+    }
     config["worker_module"] = framework_info(spec.framework).worker_module
     config.update(extra)
     return config

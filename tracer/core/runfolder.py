@@ -1,7 +1,9 @@
 """One run folder on disk: where each file lives, and how it is written so that a crash leaves it readable.
 
 `run.json` is replaced atomically (write, fsync, rename); events and samples are append-only text streams
-flushed as they come, and turned into Parquet when the run ends. Readers prefer Parquet and fall back to
+flushed as they come; the sampler's tables also go out as Parquet row groups as they come
+(`SampleStream`: `<table>.parquet.partial`, renamed when the run ends), the other streams are turned
+into Parquet when the run ends. Readers prefer Parquet and fall back to
 the streams, so a folder whose tracer died mid-run still loads.
 """
 
@@ -14,6 +16,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -41,6 +44,7 @@ from tracer.core.schema import (
 )
 
 INT64_MAX = 2**63 - 1
+PARTIAL_SUFFIX = ".partial"  # a sample table's Parquet while its stream is still writing row groups
 # Text that only an events file with a non-finite loss (or a `diverged` event) holds.
 NONFINITE_MARKS = (b"NaN", b"Infinity", b'"' + NONFINITE.encode() + b'"', b'"' + Event.DIVERGED.encode() + b'"')
 
@@ -123,8 +127,13 @@ class CsvStream:
         buf = io.StringIO()
         csv.writer(buf, lineterminator="\n").writerows(self._pending)
         self._pending.clear()
-        self._file.write(buf.getvalue())
+        text = buf.getvalue()
+        self._file.write(text)
         self._file.flush()
+        self._wrote(text)
+
+    def _wrote(self, text: str) -> None:
+        """The lines that just reached the file (a SampleStream parses them into its next row group)."""
 
     def close(self) -> None:
         try:
@@ -134,6 +143,99 @@ class CsvStream:
                 self._file.close()
             except OSError:  # the flush above already failed for the same reason (a full disk)
                 pass
+
+
+ROW_GROUP_S = 60.0
+"""A sample stream's rows go to its Parquet file as one row group at least this often..."""
+ROW_GROUP_MAX_ROWS = 131_072
+"""... or once this many rows are waiting (a fast rate on a many-threaded worker), whichever comes first."""
+
+
+class SampleStream(CsvStream):
+    """A sample table written as it comes, twice: the CSV journal (whole lines every flush, what a
+    crash leaves readable and what live readers tail) and Parquet row groups appended to
+    `<table>.parquet.partial`, renamed to `<table>.parquet` when the stream closes. So the tracer
+    holds at most one row group of rows (ROW_GROUP_S or ROW_GROUP_MAX_ROWS) however long the run,
+    and the run's end needs no CSV conversion (`RunFolder.finalise_samples` then only drops the journal).
+    Rows that Arrow cannot take in the declared types stop the Parquet side only; the journal is then
+    converted at the end, as before."""
+
+    def __init__(self, path: Path, schema: pa.Schema, parquet: Path) -> None:
+        super().__init__(path, schema.names)
+        self.schema = schema
+        self.parquet = parquet
+        self.partial = parquet.with_name(parquet.name + PARTIAL_SUFFIX)
+        self.partial.unlink(missing_ok=True)
+        self.parquet_error: str | None = None
+        self._writer: pq.ParquetWriter | None = None
+        self._batches: list[pa.RecordBatch] = []
+        self._rows = 0
+        self._group_started = time.monotonic()
+
+    def flush(self) -> None:
+        super().flush()
+        full = self._rows >= ROW_GROUP_MAX_ROWS
+        if self._rows and (full or time.monotonic() - self._group_started >= ROW_GROUP_S):
+            self._write_group()
+
+    def _wrote(self, text: str) -> None:
+        """The journal's new lines, parsed as `read_csv_stream` parses the journal (Arrow's CSV reader:
+        no Python object per value, and the Parquet holds exactly what the CSV holds)."""
+        if self.parquet_error is not None:
+            return
+        try:
+            table = pacsv.read_csv(
+                pa.BufferReader(text.encode()),
+                read_options=pacsv.ReadOptions(column_names=self.schema.names),
+                convert_options=_convert_options(self.schema),
+            )
+            self._batches += table.to_batches()
+            self._rows += table.num_rows
+        except (pa.ArrowException, ValueError) as e:
+            self._give_up_parquet(e)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if self.parquet_error is None:
+                try:
+                    self._write_group()
+                    if self._writer is not None:
+                        self._writer.close()
+                        self._writer = None
+                        os.replace(self.partial, self.parquet)
+                except (pa.ArrowException, OSError) as e:
+                    self._give_up_parquet(e)
+
+    def _write_group(self) -> None:
+        """The waiting rows as one row group (the file is opened on the first, so a stream that never
+        had a row still closes into a typed, empty table)."""
+        if self.parquet_error is not None:
+            return
+        try:
+            if self._writer is None:
+                self._writer = pq.ParquetWriter(self.partial, self.schema)
+            if self._batches:
+                table = pa.Table.from_batches(self._batches, schema=self.schema)
+                self._writer.write_table(table, row_group_size=table.num_rows)
+        except (pa.ArrowException, OSError) as e:
+            self._give_up_parquet(e)
+        self._batches.clear()
+        self._rows = 0
+        self._group_started = time.monotonic()
+
+    def _give_up_parquet(self, e: BaseException) -> None:
+        self.parquet_error = f"{type(e).__name__}: {e}"
+        self._batches.clear()
+        self._rows = 0
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except (pa.ArrowException, OSError):
+                pass
+            self._writer = None
+        self.partial.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -247,13 +349,29 @@ class RunFolder:
             warn_damaged(path, str(e).splitlines()[0] if str(e) else type(e).__name__)
             return None
 
+    def _written_by_stream(self, name: str) -> bool:
+        """Whether a SampleStream closed cleanly into `<name>.parquet` (it is renamed into place only then)."""
+        parquet = self.sample_parquet_path(name)
+        try:
+            return parquet.exists() and pq.ParquetFile(parquet).metadata is not None
+        except (pa.ArrowException, OSError):
+            return False
+
+    def sample_stream(self, name: str) -> SampleStream:
+        """The writer of one sample table (CSV journal and Parquet row groups, see SampleStream)."""
+        return SampleStream(self.sample_stream_path(name), SAMPLE_TABLES[name].schema, self.sample_parquet_path(name))
+
     def finalise_samples(self) -> list[str]:
         """Turn each CSV stream into Parquet; the CSV is removed only once the Parquet is in place.
-        Returns what could not be converted (a full disk): those streams stay as CSV, still readable."""
+        A table its SampleStream already wrote as Parquet only loses its journal. Returns what could
+        not be converted (a full disk): those streams stay as CSV, still readable."""
         problems: list[str] = []
         for name in SAMPLE_TABLES:
             stream = self.sample_stream_path(name)
             if not stream.exists():
+                continue
+            if self._written_by_stream(name):
+                stream.unlink()
                 continue
             tmp = self.sample_parquet_path(name).with_suffix(".parquet.tmp")
             try:
@@ -276,9 +394,12 @@ def read_csv_stream(path: Path, declared: pa.Schema | None = None) -> pa.Table:
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
         data = data[: data.rfind(b"\n") + 1]
+    return pacsv.read_csv(pa.BufferReader(data), convert_options=_convert_options(declared))
+
+
+def _convert_options(declared: pa.Schema | None) -> pacsv.ConvertOptions:
     types = {f.name: f.type for f in declared} if declared is not None else None
-    opts = pacsv.ConvertOptions(strings_can_be_null=False, column_types=types)
-    return pacsv.read_csv(pa.BufferReader(data), convert_options=opts)
+    return pacsv.ConvertOptions(strings_can_be_null=False, column_types=types)
 
 
 def conform(table: pa.Table, declared: pa.Schema) -> pa.Table:

@@ -24,7 +24,7 @@ class TraceBackend:
     def command(self, worker_cmd: list[str], folder: RunFolder, spec: RunSpec) -> list[str]:
         return worker_cmd
 
-    def environment(self, folder: RunFolder) -> dict[str, str]:
+    def environment(self, folder: RunFolder, spec: RunSpec) -> dict[str, str]:
         """Extra environment variables for the worker (e.g. switching in-process tracing on)."""
         return {}
 

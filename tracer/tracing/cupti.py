@@ -88,7 +88,7 @@ class CuptiBackend(TraceBackend):
                 + install_hint(python, found.get("cuda"))
             )
 
-    def environment(self, folder: RunFolder) -> dict[str, str]:
+    def environment(self, folder: RunFolder, spec: RunSpec) -> dict[str, str]:
         return {"TRACER_TRACE": "cupti"}
 
     def finish(self, folder: RunFolder) -> list[str]:

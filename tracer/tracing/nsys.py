@@ -21,10 +21,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tracer.core import window
 from tracer.core.errors import UserError
 from tracer.core.records import RunSpec
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import KIND, Event
+from tracer.core.schema import KIND, NSYS_WINDOW_TRACE, NVTX_WINDOW_RANGE, Event
 from tracer.paths import cache_root
 from tracer.tracing.base import TraceBackend
 
@@ -181,10 +182,27 @@ def export(nsys: Path, report: Path, out: Path, kind: str, log: Path | None = No
 
 def profile_args(spec: RunSpec) -> list[str]:
     """CUDA + NVTX + OS-runtime tracing on GPU runs, NVTX + OS runtime on CPU runs; CPU sampling
-    and context switches only with --nsys-sampling (they cost more and need perf_event access)."""
+    and context switches only with --nsys-sampling (they cost more and need perf_event access).
+    A trace window is an NVTX capture range (`capture_args`)."""
     trace = "cuda,nvtx,osrt" if spec.device == "gpu" else "osrt,nvtx"
     sampling = "process-tree" if spec.nsys_sampling else "none"
-    return [f"--trace={trace}", f"--sample={sampling}", f"--cpuctxsw={sampling}"]
+    return [f"--trace={trace}", f"--sample={sampling}", f"--cpuctxsw={sampling}", *capture_args(spec)]
+
+
+def capture_args(spec: RunSpec) -> list[str]:
+    """`--trace-window`: collection starts when the worker opens its NVTX range NVTX_WINDOW_RANGE and
+    stops when it closes it (`--capture-range=nvtx`, which Debian's nsys 2022.4 has and which works on
+    a CPU-only run; `cudaProfilerApi` needs CUDA). The app goes on after the range (`stop`, not nsys's
+    `stop-shutdown`), and the range's text is not a registered NVTX string, which nsys then has to be
+    told to look at (NSYS_NVTX_PROFILER_REGISTER_ONLY=0)."""
+    if window.of_record(spec) is None:
+        return []
+    return [
+        "--capture-range=nvtx",
+        f"--nvtx-capture={NVTX_WINDOW_RANGE}",
+        "--capture-range-end=stop",
+        "--env-var=NSYS_NVTX_PROFILER_REGISTER_ONLY=0",
+    ]
 
 
 def stop_agents(folder: RunFolder) -> list[int]:
@@ -245,6 +263,10 @@ class NsysBackend(TraceBackend):
             *worker_cmd,
         ]
 
+    def environment(self, folder: RunFolder, spec: RunSpec) -> dict[str, str]:
+        """With a trace window the worker opens the NVTX range nsys's capture range starts on."""
+        return {"TRACER_TRACE": NSYS_WINDOW_TRACE} if window.of_record(spec) is not None else {}
+
     def worker_returncode(self, returncode: int, events: Sequence[Mapping[str, Any]]) -> int:
         """nsys exits with the app's code, or 128+N when the app died of signal N. A worker that
         wrote its `end` event and was not killed by a signal finished, whatever nsys says of itself."""
@@ -264,10 +286,13 @@ class NsysBackend(TraceBackend):
         report = folder.path / REPORT
         if not report.exists():
             leftovers = sorted(p.name for p in folder.raw_dir.glob("*.qdstrm"))
+            said = [str(e.get("error")) for e in folder.events() if e.get(KIND) == Event.TRACE_ERROR]
             hint = (
                 f" (only {', '.join(leftovers)}: nsys's QdstrmImporter failed; nsys 2025 needs libdw.so.1, "
                 "see the README, Tracing a run)"
                 if leftovers
+                else f": its capture range never started ({said[0]})"
+                if said
                 else " (see raw/worker.log)"
             )
             raise RuntimeError(f"nsys wrote no report {REPORT}{hint}")

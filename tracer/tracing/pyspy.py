@@ -10,6 +10,7 @@ the samples, whose times in the file are relative). It needs ptrace rights over 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -21,6 +22,7 @@ from typing import IO
 
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
+from tracer.core.schema import KIND, WINDOW_CLOSE, WINDOW_EDGE, WINDOW_OPEN, Event
 from tracer.paths import cache_root
 
 OUTPUT = "raw/pyspy.speedscope.json"
@@ -45,12 +47,15 @@ def find_pyspy() -> Path:
 
 
 class PySpyRecorder:
-    def __init__(self, folder: RunFolder, pyspy: Path | None = None) -> None:
+    def __init__(self, folder: RunFolder, pyspy: Path | None = None, windowed: bool = False) -> None:
+        """`windowed`: the run has a trace window; py-spy attaches when the worker's `trace_window`
+        event says it opened and is stopped (SIGINT: it writes its file) when it closes."""
         self.folder = folder
         self.pyspy = pyspy or find_pyspy()
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self.error: str | None = None
+        self._window = WindowEdges(folder.events_path) if windowed else None
 
     def command(self, pid: int) -> list[str]:
         return [
@@ -69,7 +74,13 @@ class PySpyRecorder:
         ]
 
     def poll(self, worker_pid: int | None) -> None:
-        """Called from the runner's loop: attaches once the worker's pid is known."""
+        """Called from the runner's loop: attaches once the worker's pid is known (and its window opened)."""
+        if self._window is not None:
+            edges = self._window.poll()
+            if self.proc is not None and WINDOW_CLOSE in edges and self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGINT)
+            if WINDOW_OPEN not in edges or self.proc is not None:
+                return
         if self.proc is not None or worker_pid is None:
             return
         self._log = (self.folder.path / LOG).open("wb")
@@ -81,7 +92,8 @@ class PySpyRecorder:
     def stop(self) -> list[str]:
         """Waits for py-spy to write its output; returns the files kept (relative to the run folder)."""
         if self.proc is None:
-            self.error = "py-spy never started: the worker wrote no pid file"
+            never = "the trace window never opened" if self._window is not None else "the worker wrote no pid file"
+            self.error = f"py-spy never started: {never}"
             return []
         try:
             self.proc.wait(timeout=STOP_WAIT_S / 3)
@@ -98,3 +110,35 @@ class PySpyRecorder:
         if OUTPUT not in kept:
             self.error = f"py-spy wrote no {OUTPUT} (exit code {self.proc.returncode}; see {LOG})"
         return kept
+
+
+class WindowEdges:
+    """The `trace_window` edges the worker has written since the last poll, read incrementally (the
+    events file grows all run long; it is never read again from the start)."""
+
+    def __init__(self, events_path: Path) -> None:
+        self.path = events_path
+        self._offset = 0
+        self._partial = b""
+
+    def poll(self) -> set[str]:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self._offset)
+                chunk = f.read()
+                self._offset = f.tell()
+        except OSError:
+            return set()
+        lines = (self._partial + chunk).split(b"\n")
+        self._partial = lines.pop()
+        edges = set()
+        for line in lines:
+            if Event.TRACE_WINDOW.encode() not in line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and event.get(KIND) == Event.TRACE_WINDOW:
+                edges.add(str(event.get(WINDOW_EDGE)))
+        return edges

@@ -24,7 +24,7 @@ class TorchProfilerBackend(TraceBackend):
                 f"not {spec.framework}; use --trace nsys or --trace cupti"
             )
 
-    def environment(self, folder: RunFolder) -> dict[str, str]:
+    def environment(self, folder: RunFolder, spec: RunSpec) -> dict[str, str]:
         return {"TRACER_TRACE": "torch"}
 
     def finish(self, folder: RunFolder) -> list[str]:

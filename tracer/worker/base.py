@@ -16,6 +16,7 @@ from tracer.worker.memory_data import DataModes
 from tracer.worker.nvtx import Nvtx
 from tracer.worker.reporting import Reporter, StepLog
 from tracer.worker.schema import ON_DIVERGENCE, Event, nonfinite_name
+from tracer.worker.window import Gate
 from tracer.worker.workload import ImageList, WorkloadConfig
 
 
@@ -79,6 +80,7 @@ class Trainer(DataModes, abc.ABC):
         self.reporter = reporter
         self.nvtx = Nvtx()
         self.step_log: Optional[StepLog] = None
+        self.window = Gate(None, reporter)  # the run's trace window (tracer/worker/window.py); main sets it
         self.last_finite_loss: Optional[float] = None
         self.diverged = False
 
@@ -187,6 +189,9 @@ class Trainer(DataModes, abc.ABC):
         unread: Optional[Tuple[Any, int, int]] = None
         try:
             while True:
+                if self.window.step_start(epoch, step):  # the tracers started: the step is timed from here
+                    start_ns = wall_ns()
+                    t0 = time.perf_counter()
                 try:
                     batch = next(iterator)
                 except StopIteration:
@@ -215,6 +220,7 @@ class Trainer(DataModes, abc.ABC):
                 self.reporter.step(epoch, images, value)
                 if value is not None:
                     self.check_loss(value, epoch, step, images)
+                self.window.step_end(epoch, step)
                 step += 1
                 start_ns = wall_ns()
                 t0 = time.perf_counter()

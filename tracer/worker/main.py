@@ -20,12 +20,14 @@ from tracer.worker.reporting import Reporter, StepLog
 from tracer.worker.schema import (
     EVENTS_FILE,
     EXIT_DIVERGED,
+    NSYS_WINDOW_TRACE,
     SAMPLES_DIR,
     STEPS_TABLE,
     WORKER_CONFIG_FILE,
     WORKER_PID_FILE,
     Event,
 )
+from tracer.worker.window import Gate, NvtxCapture
 from tracer.worker.workload import WorkloadConfig, list_images
 
 EXIT_FRAMEWORK_ERROR = 1
@@ -55,8 +57,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         python_version=platform.python_version(),
         framework=cfg.framework,
     )
+    gate = Gate(cfg.trace_window, reporter)
+    trace = None
     try:
-        trace = _start_trace(run_dir, cfg, reporter)
+        trace = _make_trace(run_dir, cfg, reporter)
+        if trace is not None:
+            gate.add(trace)
+        gate.run_start()  # a whole-run window starts its tracer now
     except BaseException as e:  # noqa: BLE001 - a tracer that cannot start is a result to record
         message = "cannot start --trace %s: %s: %s" % (os.environ.get(TRACE_ENV), type(e).__name__, e)
         print(message, file=sys.stderr)
@@ -64,24 +71,26 @@ def main(argv: Optional[List[str]] = None) -> int:
         reporter.close()
         return EXIT_TRACE_ERROR
     try:
-        return _train(cfg, reporter, os.path.join(run_dir, SAMPLES_DIR, STEPS_TABLE + ".csv"))
+        return _train(cfg, reporter, os.path.join(run_dir, SAMPLES_DIR, STEPS_TABLE + ".csv"), gate)
     finally:
+        gate.run_end()
         _stop_trace(trace, reporter)
         reporter.close()
 
 
-def _start_trace(run_dir: str, cfg: WorkloadConfig, reporter: Reporter) -> Optional[object]:
-    """In-process tracing switched on by the tracer's backend through TRACER_TRACE."""
+def _make_trace(run_dir: str, cfg: WorkloadConfig, reporter: Reporter) -> Optional[object]:
+    """The in-process tracer asked for by the tracer's backend through TRACER_TRACE, not yet started:
+    the trace window's gate starts it (at once for a whole-run window)."""
     kind = os.environ.get(TRACE_ENV, "")
     raw_dir = os.path.join(run_dir, "raw")
     if kind == "cupti":
         from tracer.worker import cupti_trace
 
-        return cupti_trace.start(raw_dir, reporter)
+        return cupti_trace.CuptiCollector(os.path.join(raw_dir, "cupti"), reporter)
     if kind == "torch":
         from tracer.worker import torch_trace
 
-        return torch_trace.start(raw_dir, reporter, cfg.device)
+        return torch_trace.TorchTrace(raw_dir, reporter, cfg.device)
     return None
 
 
@@ -96,7 +105,7 @@ def _stop_trace(trace: Optional[object], reporter: Reporter) -> None:
         reporter.emit(Event.TRACE_ERROR, error="%s: %s" % (type(e).__name__, e))
 
 
-def _train(cfg: WorkloadConfig, reporter: Reporter, steps_path: str) -> int:
+def _train(cfg: WorkloadConfig, reporter: Reporter, steps_path: str, gate: Gate) -> int:
     try:
         from tracer.worker.registry import load_trainer
 
@@ -112,12 +121,16 @@ def _train(cfg: WorkloadConfig, reporter: Reporter, steps_path: str) -> int:
         reporter.emit(Event.DATASET, images=images.total_in_folder, images_used=len(images), classes=images.classes)
         trainer = trainer_cls(cfg, images, reporter)
         trainer.step_log = StepLog(steps_path)
+        trainer.window = gate
+        if os.environ.get(TRACE_ENV) == NSYS_WINDOW_TRACE:
+            gate.add(NvtxCapture(lambda: trainer.nvtx))
         reporter.emit(Event.VERSIONS, versions=trainer.versions())
         reporter.emit(Event.PHASE, name="build")
         params = trainer.build()
         reporter.emit(Event.MODEL, trainable_params=params.trainable, total_params=params.total, knobs=_knobs(trainer))
         trainer.prepare_data()  # --data memory decodes the set here: its own phase, before the first epoch
         for epoch in range(1, cfg.epochs + 1):
+            gate.epoch_start(epoch)  # before the epoch's own event: starting a tracer is not the epoch's time
             reporter.emit(Event.EPOCH_START, epoch=epoch, images_total=len(images), epochs=cfg.epochs)
             _inject_fault(cfg.inject_fault, epoch)
             with trainer.nvtx.range("epoch %d" % epoch):
@@ -132,6 +145,7 @@ def _train(cfg: WorkloadConfig, reporter: Reporter, steps_path: str) -> int:
                 device_peak_mib=peak.mib,
                 device_peak_source=peak.source,
             )
+            gate.epoch_end(epoch)
             trainer.check_loss(stats.loss, epoch, None, stats.images)  # a sum that overflowed
         reporter.emit(Event.END)
         return 0

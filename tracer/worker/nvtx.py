@@ -1,12 +1,18 @@
 """NVTX ranges around epochs and steps, so that nsys traces can be cut per epoch.
 
 A framework that has its own NVTX binding (torch.cuda.nvtx) passes it in; others fall back to
-libnvToolsExt through ctypes; without either, ranges are no-ops (CPU runs, no CUDA toolkit).
+libnvToolsExt, or to the `libnvtx3interop` of NVIDIA's nvidia-nvtx wheel in the interpreter's
+site-packages (PyTorch's CUDA wheels bring it, CPU runs too), through ctypes; without any, ranges are
+no-ops. Without nsys attached an NVTX call does nothing; under nsys it is what `--trace-window`'s
+capture range starts on (tracer/worker/window.py).
 """
 
 import contextlib
 import ctypes
 import ctypes.util
+import glob
+import os
+import sys
 from typing import Callable, Iterator, Optional
 
 
@@ -21,6 +27,14 @@ class Nvtx:
     def enabled(self) -> bool:
         return self._push is not None
 
+    def push(self, name: str) -> None:
+        if self._push is not None:
+            self._push(name)
+
+    def pop(self) -> None:
+        if self._pop is not None:
+            self._pop()
+
     @contextlib.contextmanager
     def range(self, name: str) -> Iterator[None]:
         if self._push is None:
@@ -34,7 +48,7 @@ class Nvtx:
 
 
 def _ctypes_nvtx():  # type: ignore[no-untyped-def]
-    for name in ("libnvToolsExt.so.1", ctypes.util.find_library("nvToolsExt") or ""):
+    for name in ("libnvToolsExt.so.1", ctypes.util.find_library("nvToolsExt") or "") + _wheel_libraries():
         if not name:
             continue
         try:
@@ -48,3 +62,16 @@ def _ctypes_nvtx():  # type: ignore[no-untyped-def]
 
 def _encoding(push):  # type: ignore[no-untyped-def]
     return lambda name: push(name.encode())
+
+
+WHEEL_LIBRARIES = ("nvidia/*/lib/libnvtx3interop.so.1", "nvidia/nvtx/lib/libnvToolsExt.so.1")
+
+
+def _wheel_libraries():  # type: ignore[no-untyped-def]
+    """NVTX libraries of NVIDIA's wheels on this interpreter's path (nvidia-nvtx and its CUDA 13 layout)."""
+    found = []
+    for entry in sys.path:
+        if os.path.isdir(os.path.join(entry, "nvidia")):
+            for pattern in WHEEL_LIBRARIES:
+                found += sorted(glob.glob(os.path.join(entry, pattern)))
+    return tuple(found)

@@ -32,6 +32,7 @@ class Event(object):
     COMPILE = "compile"  # a JIT compilation (JAX): state start/end, function, batch_shape, seconds on end
     DIVERGED = "diverged"  # the first non-finite loss: epoch, step, images, loss, last_finite_loss, lr, continued
     DECODE = "decode"  # --data memory: the set decoded into host memory, state start/end (end: images, bytes, seconds)
+    TRACE_WINDOW = "trace_window"  # the trace window's edge: edge "open" (tracing began) or "close" (about to stop)
 
     ALL = (
         START,
@@ -49,8 +50,18 @@ class Event(object):
         COMPILE,
         DIVERGED,
         DECODE,
+        TRACE_WINDOW,
     )
 
+
+#: A `trace_window` event's field WINDOW_EDGE: WINDOW_OPEN once tracing runs, WINDOW_CLOSE just before it stops.
+WINDOW_EDGE = "edge"
+WINDOW_OPEN = "open"
+WINDOW_CLOSE = "close"
+#: TRACER_TRACE's value when nsys traces a window: the worker then opens the NVTX range below around it.
+NSYS_WINDOW_TRACE = "nsys-window"
+#: The NVTX range the worker opens around its trace window; nsys's capture range (`--nvtx-capture`) starts on it.
+NVTX_WINDOW_RANGE = "dl-tracer trace window"
 
 #: What the worker does at the first non-finite loss (--on-divergence): stop (the run ends `diverged`),
 #: or continue training, the run still marked `diverged`.

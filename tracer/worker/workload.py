@@ -6,7 +6,7 @@ Python 3.6 syntax (`dataclasses` is the backport there); standard library, NumPy
 import json
 import os
 from dataclasses import dataclass, fields
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
@@ -60,6 +60,7 @@ class WorkloadConfig:
     amp: bool = False
     gpu_thread_mode: Optional[str] = None
     inject_fault: Optional[str] = None
+    trace_window: Optional[Dict[str, Optional[int]]] = None  # epochs/steps to trace (tracer/worker/window.py)
     worker_module: Optional[str] = None  # the framework's worker module (tracer.core.frameworks declares it)
 
     @classmethod
