@@ -20,9 +20,10 @@ from analyzers.steady import WARMUP_EPOCHS, Throughput, throughput
 from tracer.core.records import RunRecord, RunSpec
 from tracer.core.runfolder import RunFolder
 
-# Spec fields that do not change what is measured: runs differing only there are repeats
+# Spec fields that do not change what is measured (limits on how long a run may take, a label):
+# runs differing only there are repeats
 # (`case` is the study's name of model + dataset, a label: older runs lack it).
-NOT_PART_OF_THE_EXPERIMENT = ("timeout_s", "case")
+NOT_PART_OF_THE_EXPERIMENT = ("timeout_s", "stall_s", "case")
 # Knobs that are bookkeeping, not settings.
 NOT_A_SETTING = ("imported_from", "not_recorded")
 # Spec fields that say how a run was measured, not what it trained, with their unmeasured values
