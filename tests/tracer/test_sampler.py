@@ -89,27 +89,31 @@ def test_bad_rates_are_rejected(hz: float) -> None:
 
 
 SPAWNER = """
-import subprocess, sys, time
+import resource, subprocess, sys, time
 time.sleep(1.0)
 child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2], "2.5"])   # a late DataLoader-like worker
 child.wait()
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(used.ru_utime + used.ru_stime)   # the CPU the kernel charged the late child
 """
 
 
 def test_late_children_are_found_and_their_cpu_counted(tmp_path: Path) -> None:
     folder = RunFolder.create(tmp_path, "tree")
-    parent = subprocess.Popen([sys.executable, "-c", SPAWNER, BURNER, "1"])
+    parent = subprocess.Popen([sys.executable, "-c", SPAWNER, BURNER, "1"], stdout=subprocess.PIPE, text=True)
     sampler = Sampler(folder, lambda: parent.pid, hz=10, nvml=None)
     sampler.start()
-    parent.wait()
+    out, _ = parent.communicate()
     sampler.stop()
+    charged_s = float(out.strip())  # 2.5 s on an idle core; less when other processes take the cores
     process = folder.samples("process")
     assert process is not None
     assert max(process.column("processes").to_pylist()) == 2
     t = process.column("t_ns").to_pylist()
     cores = process.column("cpu_cores").to_pylist()
     sampled_cpu_s = sum(c * (b - a) / 1e9 for c, a, b in zip(cores[1:], t, t[1:]))
-    assert sampled_cpu_s > 1.5, "the grandchild burned about 2.5 s of CPU; it must be counted"
+    # found within a sample of its start: at most its first 100 ms window and the last one are missed
+    assert charged_s > 0.3 and sampled_cpu_s > 0.6 * charged_s, (sampled_cpu_s, charged_s)
 
 
 def test_a_late_child_is_found_within_a_sample_not_a_rescan(tmp_path: Path) -> None:
