@@ -80,10 +80,9 @@ LEGEND = {
 
 
 def data_mode(spec: RunSpec) -> str:
-    """How the run fed its images: the one place `runs` reads it. Every run before `--data` read image
-    files; when RunSpec gains `data` (files|memory|synthetic), this returns `spec.data`."""
-    del spec
-    return "files"
+    """How the run fed its images (files, memory, synthetic): the one place `runs` reads it (runs made
+    before `--data` read as files, the field's default)."""
+    return spec.data
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
