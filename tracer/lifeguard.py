@@ -7,6 +7,11 @@ This guard is a separate small process, started by the runner beside the worker 
 SIGKILL to the worker's whole group, which the kernel delivers to stopped processes too, no SIGCONT
 needed. It ends by itself once the group is empty. Standard library only: it starts in a few ms.
 
+Under `--trace nsys`, nsys starts a helper agent (`nsys --start-agent --session-name=profile-APP-NSYSPID`)
+that leaves the group: a group kill misses it, and a left-over agent spins a core and makes every later
+nsys session on the machine hang. The guard ends the agents of the group's processes with it
+(`end_nsys_agents`, which the nsys backend also uses after a run that ended by itself).
+
     python -m tracer.lifeguard TRACER_PID WORKER_PGID
 """
 
@@ -16,6 +21,7 @@ import os
 import signal
 import sys
 import time
+from typing import Iterable
 
 CHECK_EVERY_S = 0.2
 
@@ -30,14 +36,52 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+def _processes() -> Iterable[tuple[int, list[bytes], int]]:
+    """(pid, argv, pgid) of every process we can read."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(f"/proc/{name}/stat", "rb") as f:
+                pgid = int(f.read().rsplit(b")", 1)[1].split()[2])
+        except (OSError, IndexError, ValueError):
+            continue
+        yield int(name), argv, pgid
+
+
+def group_members(pgid: int) -> list[int]:
+    return [pid for pid, _argv, group in _processes() if group == pgid]
+
+
+def end_nsys_agents(owners: Iterable[int]) -> list[int]:
+    """SIGTERMs the nsys helper agents whose session is named after one of `owners` (nsys pids); their pids."""
+    suffixes = tuple(f"-{pid}".encode() for pid in owners)
+    ended = []
+    for pid, argv, _pgid in _processes():
+        if b"--start-agent" not in argv or not suffixes:
+            continue
+        if any(a.startswith(b"--session-name=") and a.endswith(suffixes) for a in argv):
+            try:
+                os.kill(pid, signal.SIGTERM)
+                ended.append(pid)
+            except (ProcessLookupError, PermissionError):
+                pass
+    return ended
+
+
 def guard(tracer: int, pgid: int) -> int:
-    """Returns when the group is empty; SIGKILLs the group first if the tracer went before it."""
+    """Returns when the group is empty; SIGKILLs the group (and its nsys agents) first if the tracer
+    went before it."""
     while _group_alive(pgid):
         if os.getppid() != tracer:  # reparented: the tracer is gone
+            members = group_members(pgid)
             try:
                 os.killpg(pgid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+            end_nsys_agents(members)
             return 0
         time.sleep(CHECK_EVERY_S)
     return 0

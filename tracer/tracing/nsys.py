@@ -26,6 +26,7 @@ from tracer.core.errors import UserError
 from tracer.core.records import RunSpec
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import KIND, NSYS_WINDOW_TRACE, NVTX_WINDOW_RANGE, Event
+from tracer.lifeguard import end_nsys_agents
 from tracer.paths import cache_root
 from tracer.tracing.base import TraceBackend
 
@@ -206,28 +207,13 @@ def capture_args(spec: RunSpec) -> list[str]:
 
 
 def stop_agents(folder: RunFolder) -> list[int]:
-    """Ends the helper agent of this run's nsys (`nsys --start-agent --session-name=profile-APP-NSYSPID`),
-    which leaves the process group and so outlives a run whose nsys was stopped or killed."""
+    """Ends the helper agent of this run's nsys, which leaves the process group and so outlives a run
+    whose nsys was stopped or killed (the one matching rule: tracer.lifeguard.end_nsys_agents)."""
     try:
         nsys_pid = int((folder.raw_dir / "nsys.pid").read_text().strip())
     except (OSError, ValueError):
         return []
-    suffix = f"-{nsys_pid}".encode()
-    stopped = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"--start-agent" in args and any(a.startswith(b"--session-name=") and a.endswith(suffix) for a in args):
-            try:
-                os.kill(int(entry.name), signal.SIGTERM)
-                stopped.append(int(entry.name))
-            except ProcessLookupError:
-                pass
-    return stopped
+    return end_nsys_agents([nsys_pid])
 
 
 class NsysBackend(TraceBackend):
