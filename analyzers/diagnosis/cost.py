@@ -6,11 +6,14 @@ kernel charged its reaped children; where a backend launches the worker itself (
 `TraceBackend.wraps_process`), that is the launcher's CPU, not the training's, so the tree's CPU is
 read from the sampler's own samples of the worker's tree instead. The traced/untraced ratio compares
 steady epochs (analyzers.phases) of runs whose spec differs only in what measures them
-(analyzers.repeats.UNMEASURED): warm-up epochs hold tracing start-up, not its running cost."""
+(analyzers.repeats.UNMEASURED): warm-up epochs hold tracing start-up, not its running cost. A run traced
+in a window of epochs (`--trace-window`) compares those epochs with the same epochs of its peer (its
+other epochs ran untraced); a window of steps inside one epoch gives no epoch ratio."""
 
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from dataclasses import dataclass
 
 import pyarrow.parquet as pq
@@ -18,6 +21,7 @@ import pyarrow.parquet as pq
 from analyzers.repeats import UNMEASURED
 from analyzers.steady import epoch_stats
 from tracer.core import schema
+from tracer.core import window as trace_window
 from tracer.core.records import RunRecord
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.tracing import BACKENDS
@@ -34,8 +38,9 @@ class Cost:
     trace_records: int | None  # rows of the normalised trace tables
     trace_bytes: int | None  # bytes of the raw trace files
     untraced_run: str | None
-    traced_over_untraced_epoch: float | None  # steady epoch time, traced over untraced
+    traced_over_untraced_epoch: float | None  # steady (or window) epoch time, traced over untraced
     training_cpu_basis: str = "the worker's process tree, as the kernel charged it"
+    ratio_basis: str = "steady"  # which epochs the ratio compares: "steady", or the trace window's label
 
     def lines(self) -> list[str]:
         out = []
@@ -52,7 +57,8 @@ class Cost:
             out.append(f"trace: {self.trace_records:,} records, {(self.trace_bytes or 0) / 2**20:.1f} MiB raw")
         if self.traced_over_untraced_epoch is not None:
             out.append(
-                f"traced / untraced epoch time, steady: {self.traced_over_untraced_epoch:.2f}x ({self.untraced_run})"
+                f"traced / untraced epoch time, {self.ratio_basis}: {self.traced_over_untraced_epoch:.2f}x"
+                f" ({self.untraced_run})"
             )
         return out
 
@@ -66,6 +72,7 @@ def measurement_cost(folder: RunFolder) -> Cost:
     m = record.measurement_cost
     records = bytes_ = None
     peer = ratio = None
+    ratio_basis = Cost.ratio_basis
     if record.spec.trace != "none":
         records = sum(
             pq.ParquetFile(folder.table_path(n)).metadata.num_rows
@@ -76,8 +83,15 @@ def measurement_cost(folder: RunFolder) -> Cost:
         if not bytes_ and folder.raw_dir.is_dir():
             bytes_ = sum(p.stat().st_size for p in folder.raw_dir.rglob("*") if p.is_file() and p.name != "worker.log")
         found = untraced_peer(folder, record)
+        window = trace_window.of_record(record.spec)
         if found is not None:
-            mine, theirs = epoch_stats(folder.epochs()).steady_epoch_s, epoch_stats(found.epochs()).steady_epoch_s
+            if window is None:
+                mine, theirs = epoch_stats(folder.epochs()).steady_epoch_s, epoch_stats(found.epochs()).steady_epoch_s
+            elif window.first_step is None:
+                ratio_basis = window.label
+                mine, theirs = _window_epoch_s(folder, window), _window_epoch_s(found, window)
+            else:
+                mine = theirs = None  # a few traced steps inside an untraced epoch: no epoch ratio
             if mine and theirs:
                 peer, ratio = found.run_id, mine / theirs
     training = m.training_cpu_s if m else None
@@ -98,7 +112,15 @@ def measurement_cost(folder: RunFolder) -> Cost:
         untraced_run=peer,
         traced_over_untraced_epoch=ratio,
         training_cpu_basis=basis,
+        ratio_basis=ratio_basis,
     )
+
+
+def _window_epoch_s(folder: RunFolder, window: trace_window.TraceWindow) -> float | None:
+    """Mean time of the window's epochs in this run (None when it did not reach them all)."""
+    wanted = range(window.first_epoch, window.last_epoch + 1)
+    times = {e.epoch: e.duration_s for e in folder.epochs()}
+    return statistics.fmean(times[n] for n in wanted) if all(n in times for n in wanted) else None
 
 
 def sampled_tree_cpu_s(folder: RunFolder) -> float | None:

@@ -184,3 +184,24 @@ def test_torch_steps_window_traces_those_steps_only(make_run: Callable[..., RunF
     # the step's timer restarts just after the profiler started: nothing of step 0 gets in
     assert ops.num_rows and min(ops["start_ns"].to_pylist()) >= steps[(2, 1)] - 50_000_000
     assert max(ops["end_ns"].to_pylist()) <= steps[(2, 3)]
+
+
+def test_a_window_traced_runs_cost_compares_its_window_epochs(torch_runs: tuple[RunFolder, RunFolder]) -> None:
+    """Its other epochs ran untraced: the traced/untraced ratio compares epoch 2 with the untraced peer's
+    epoch 2, and says so (the steady mean would mix traced and untraced epochs)."""
+    from analyzers.diagnosis.cost import measurement_cost
+    from tests.conftest import TINY, run_tracer
+    from tracer.core.runfolder import list_runs
+
+    _, windowed = torch_runs
+    out = windowed.path.parent
+    done = run_tracer(
+        "profile", "--framework", "pytorch", "--model", "alexnet", *TINY, *THREE_EPOCHS, "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    (peer,) = [f for f in list_runs(out) if f.path != windowed.path]
+    cost = measurement_cost(windowed)
+    assert cost.untraced_run == peer.run_id and cost.ratio_basis == "epoch 2"
+    mine, theirs = ({e.epoch: e.duration_s for e in f.epochs()}[2] for f in (windowed, peer))
+    assert cost.traced_over_untraced_epoch == pytest.approx(mine / theirs)
+    assert any(line.startswith("traced / untraced epoch time, epoch 2:") for line in cost.lines())
