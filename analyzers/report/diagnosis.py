@@ -11,6 +11,7 @@ from analyzers.diagnosis.across import Diagnosed, pair_lines, ranked_runs
 from analyzers.diagnosis.findings import findings, load_runs, to_markdown
 from analyzers.report.runs import LoadedRun, by_case
 from analyzers.run_summary import mean_epoch_s
+from tracer.core.schema import DATA_FILES
 
 
 def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
@@ -20,7 +21,7 @@ def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
         seen[r.framework] = seen.get(r.framework, 0) + 1
     return [
         Diagnosed(
-            r.framework if seen[r.framework] == 1 else f"{r.framework} ({r.folder.run_id})",
+            (r.framework if seen[r.framework] == 1 else f"{r.framework} ({r.folder.run_id})") + _fed(r),
             r.folder.run_id,
             mean_epoch_s(r.folder.epochs()),
             r.ok,
@@ -28,6 +29,12 @@ def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
         )
         for r in runs
     ]
+
+
+def _fed(run: LoadedRun) -> str:
+    """' [--data memory]' for a run not fed from files: its epoch time measures another input."""
+    data = run.record.spec.data
+    return "" if data == DATA_FILES else f" [--data {data}]"
 
 
 def case_sections(runs: Sequence[LoadedRun]) -> list[tuple[str, list[str]]]:
