@@ -68,8 +68,10 @@ class DataPair:
         """E.g. 'the input pipeline costs 88 % of the epoch; fed from memory this framework runs 6.1x faster'."""
         parts = []
         share = self.input_share
-        if share is not None:
+        if share is not None and share > 0:
             parts.append(f"the input pipeline costs {100 * share:.0f} % of the epoch (1 - files/synthetic images/s)")
+        elif share is not None:  # synthetic no faster than files: the runs' noise is larger than any input cost
+            parts.append("fed from files it ran as fast as from a synthetic batch (no input cost measurable)")
         memory = self.speedup(DATA_MEMORY)
         if memory is not None:
             parts.append(f"fed from memory this framework runs {memory:.1f}x {'faster' if memory >= 1 else 'slower'}")

@@ -11,6 +11,7 @@ from analyzers.diagnosis.across import Diagnosed, pair_lines, ranked_runs
 from analyzers.diagnosis.findings import findings, load_runs, to_markdown
 from analyzers.report.runs import LoadedRun, by_case
 from analyzers.steady import epoch_stats
+from tracer.core.schema import DATA_FILES
 
 
 def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
@@ -28,7 +29,7 @@ def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
         label = labels.get(r.folder.run_id, r.framework)
         out.append(
             Diagnosed(
-                label if seen[r.framework] == 1 else f"{label} ({r.folder.run_id})",
+                (label if seen[r.framework] == 1 else f"{label} ({r.folder.run_id})") + _fed(r),
                 r.folder.run_id,
                 stats.steady_epoch_s,
                 r.record.rankable,
@@ -37,6 +38,12 @@ def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
             )
         )
     return out
+
+
+def _fed(run: LoadedRun) -> str:
+    """' [--data memory]' for a run not fed from files: its epoch time measures another input."""
+    data = run.record.spec.data
+    return "" if data == DATA_FILES else f" [--data {data}]"
 
 
 def case_sections(runs: Sequence[LoadedRun]) -> list[tuple[str, list[str]]]:
