@@ -8,11 +8,12 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
+from analyzers import tables as t
 from analyzers.run_summary import mean_epoch_s
 from tracer.core.records import RunRecord
 from tracer.core.runfolder import RunFolder, list_runs
 
-TRACE_TABLES = ("cuda_api", "kernels", "memcpy", "nvtx", "osrt")
+TRACE_TABLES = (t.CUDA_API, t.KERNELS, t.MEMCPY, t.NVTX, t.OSRT)
 
 
 @dataclass(frozen=True)

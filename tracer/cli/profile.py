@@ -107,8 +107,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         launch = Launch(spec, python, data_dir, args.out, backend)
         folder, record = Runner(launch, err).run()
         folders.append(folder)
-        if spec.trace != "none" or spec.pyspy:
-            ingest_traces(folder, err)
+        ingest_traces(folder, err)  # a run without a trace still gets its thread timeline
         print_summary(summarise(folder), console())
         print_block(folder, console())
         if record.outcome.status is not RunStatus.OK:
@@ -124,6 +123,7 @@ def ingest_traces(folder: RunFolder, err: Console) -> list[str]:
     log = folder.raw_dir / INGEST_LOG
     try:
         from analyzers.ingest import ingest_run
+        from analyzers.tables import THREAD_TIMELINE
 
         tables = ingest_run(folder)
     except Exception as e:  # noqa: BLE001 - the run folder is complete without its tables
@@ -131,6 +131,7 @@ def ingest_traces(folder: RunFolder, err: Console) -> list[str]:
         err.print(f"[yellow]traces not ingested[/yellow] ({type(e).__name__}: {e}); details in {log}")
         return []
     log.write_text(f"ingested: {', '.join(tables) or 'no tables'}\n")
-    if tables:
-        err.print(f"trace tables: {', '.join(tables)}")
+    traced = [name for name in tables if name != THREAD_TIMELINE]
+    if traced:
+        err.print(f"trace tables: {', '.join(traced)}")
     return tables

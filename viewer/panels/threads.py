@@ -23,9 +23,11 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from analyzers.gpu_timeline import NVTX_ACTIVITIES
+from analyzers.lanes import GpuLanes, activity_priority
 from viewer.cursor import TimeCursor
-from viewer.data import GpuLanes, RunData, activity_priority
-from viewer.pyramid import LaneIndex
+from viewer.data import RunData
+from viewer.pyramid import CALLS as CALL_INDEX
+from viewer.pyramid import GPU, THREADS, LaneIndex
 from viewer.style import LEFT_AXIS_WIDTH, LINK_COLOUR, RIGHT_AXIS_WIDTH, activity_colour, label_font, run_colour
 
 CALLS_BELOW_S = 2.0
@@ -134,7 +136,7 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         shown: set[str] = set()
         missing = []
         for index, run in enumerate(self.runs):
-            lanes, gpu = run.threads, run.gpu
+            lanes, gpu = run.lanes.threads, run.lanes.gpu
             if lanes is None and gpu is None:
                 missing.append(run.label)
                 continue
@@ -166,14 +168,14 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
                         width=[(last - first) / 1e9],
                         y0=[-y + 0.25],
                         height=[0.3],
-                        brush=run_colour(index),
+                        brush=run_colour(self.runs, index),
                         pen=pg.mkPen(None),
                     )
                 )
             y += thread_lanes + 1 + RUN_GAP_ROWS
         for activity in sorted(shown, key=activity_priority):
             self.legend.addItem(_swatch(activity_colour(activity)), activity)
-        if any(r.api_calls is not None for r in self.runs):
+        if any(r.lanes.api_calls is not None for r in self.runs):
             self.legend.addItem(_swatch("#000000"), f"{CALLS} (zoom < {CALLS_BELOW_S:g} s)")
         self.all_ticks = ticks
         headers = [t[0] for t in ticks if t[2]]
@@ -185,7 +187,7 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         if not self.lanes and not self.gpu_rows:
             plot.setTitle("no thread data in the loaded runs", size="9pt")
         else:
-            sources = "; ".join(sorted({r.threads.source for r in self.runs if r.threads}))
+            sources = "; ".join(sorted({r.lanes.threads.source for r in self.runs if r.lanes.threads}))
             title = f"<b>Thread lanes</b>: one per thread (name and tid), coloured by activity; source: {sources}"
             if self.gpu_rows:
                 title += "; GPU streams and NVTX ranges below a traced run's threads (hover: launch and kernel)"
@@ -200,19 +202,19 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         self._redraw()
 
     def _prepare(self, run: RunData, top: int) -> _RunLanes:
-        lanes = run.threads
+        lanes = run.lanes.threads
         assert lanes is not None
         anchor = run.anchor_ns(self.align)
-        calls = run.api_calls
+        calls = run.lanes.api_calls
         image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(image)
         return _RunLanes(
-            index=lanes.index,
+            index=run.indexes[THREADS],
             offset=(lanes.origin_ns - anchor) / 1e9,
             activities=lanes.activities,
             lanes=len(lanes.lane_names),
             top=top,
-            calls=None if calls is None else calls.index,
+            calls=run.indexes.get(CALL_INDEX),
             calls_offset=0.0 if calls is None else (calls.origin_ns - anchor) / 1e9,
             image=image,
         )
@@ -222,7 +224,7 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         self.plot.addItem(image)
         colours = np.array([_rgba(activity_colour(a)) for a in gpu.names] + [(0, 0, 0, 0)], dtype=np.uint8)
         offset = (gpu.origin_ns - run.anchor_ns(self.align)) / 1e9
-        return _GpuRows(run, gpu, gpu.index, offset, top, image, colours)
+        return _GpuRows(run, gpu, run.indexes[GPU], offset, top, image, colours)
 
     def _thin_ticks(self) -> None:
         """Lane labels that fit the panel's height: every run header, then as many thread labels as leave
@@ -360,7 +362,7 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
             if 0 <= lane < len(rows.gpu.lane_names):
                 item = rows.index.at(lane, x - rows.offset, tolerance)
                 if item is not None:
-                    links = rows.run.links
+                    links = rows.run.lanes.links
                     call = None if links is None else int(links.call_of_item[item])
                     hover = self._describe(rows.run, item, None if call is None or call < 0 else call)
         for run_id, lanes in self.lanes.items():
@@ -369,7 +371,7 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
                 call = lanes.calls.at(lane, x - lanes.calls_offset, tolerance)
                 if call is not None:
                     run = self._run(run_id)
-                    links = run.links
+                    links = run.lanes.links
                     item = None if links is None else int(links.item_of_call[call])
                     hover = self._describe(run, None if item is None or item < 0 else item, call)
         self.hover = hover
@@ -381,20 +383,19 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
 
     def _describe(self, run: RunData, item: int | None, call: int | None) -> Hover:
         lines = []
-        if call is not None and run.api_calls is not None and run.threads is not None:
-            calls = run.api_calls
-            thread = run.threads.lane_names[int(calls.lane[call])]
+        calls, threads, gpu = run.lanes.api_calls, run.lanes.threads, run.lanes.gpu
+        if call is not None and calls is not None and threads is not None:
+            thread = threads.lane_names[int(calls.lane[call])]
             dur = int(calls.end_ns[call] - calls.start_ns[call])
-            lines.append(f"launch: {calls.name[call]} on {thread}, {_duration(dur)}")
-        if item is not None and run.gpu is not None:
-            gpu = run.gpu
+            lines.append(f"launch: {calls.name(call)} on {thread}, {_duration(dur)}")
+        if item is not None and gpu is not None:
             kind = gpu.names[int(gpu.code[item])]
             kind = NVTX_ACTIVITIES[0] if kind in NVTX_ACTIVITIES else kind
             dur = int(gpu.end_ns[item] - gpu.start_ns[item])
             lane = gpu.lane_names[int(gpu.lane[item])]
             lines.append(f"{kind}: {_elide(gpu.label(item))} on {lane}, {_duration(dur)}")
-            if call is not None and run.api_calls is not None:
-                wait = int(gpu.start_ns[item] - run.api_calls.start_ns[call])
+            if call is not None and calls is not None:
+                wait = int(gpu.start_ns[item] - calls.start_ns[call])
                 lines.append(f"starts {_duration(wait)} after its launch")
         return Hover(run.run_id, "\n".join(lines), item, call)
 
@@ -409,11 +410,12 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         lanes = self.lanes.get(hover.run_id)
         rows = self.gpu_rows.get(hover.run_id)
         run = self._run(hover.run_id)
-        if hover.call is not None and lanes is not None and run.api_calls is not None:
+        calls = run.lanes.api_calls
+        if hover.call is not None and lanes is not None and calls is not None:
             anchor = run.anchor_ns(self.align)
-            a = (int(run.api_calls.start_ns[hover.call]) - anchor) / 1e9
-            b = (int(run.api_calls.end_ns[hover.call]) - anchor) / 1e9
-            boxes.append((a, max(b, a + least), lanes.top + int(run.api_calls.lane[hover.call])))
+            a = (int(calls.start_ns[hover.call]) - anchor) / 1e9
+            b = (int(calls.end_ns[hover.call]) - anchor) / 1e9
+            boxes.append((a, max(b, a + least), lanes.top + int(calls.lane[hover.call])))
         if hover.item is not None and rows is not None:
             a = float(rows.index.x0[hover.item]) + rows.offset
             b = float(rows.index.x1[hover.item]) + rows.offset

@@ -229,7 +229,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         axis.setLabel("% of RAM")
 
     def _add_run(self, run: RunData, index: int, col: int) -> None:
-        colour = run_colour(index)
+        colour = run_colour(self.runs, index)
         anchor = run.anchor_ns(self.align)
         self.curves[run.run_id] = {}
         self.epoch_markers[run.run_id] = {}
@@ -299,7 +299,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
                     self._readout(run, index, metric, s, x, with_run=False) for s in run.series.get(metric.key, [])
                 ]
                 head = (
-                    f"<span style='color:{run_colour(index)}'><b>{run.label}</b></span> &nbsp; "
+                    f"<span style='color:{run_colour(self.runs, index)}'><b>{run.label}</b></span> &nbsp; "
                     if metric is self.metrics[0]
                     else ""
                 )
@@ -334,7 +334,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         if metric.key == schema.RSS_MIB and value is not None and run.ram_total_mib:
             text += f" ({100 * value / run.ram_total_mib:.1f} % RAM)"
         who = " ".join(w for w in (run.label if with_run else "", s.label) if w)
-        return f"<span style='color:{run_colour(index)}'>{who + ': ' if who else ''}<b>{text}</b></span>"
+        return f"<span style='color:{run_colour(self.runs, index)}'>{who + ': ' if who else ''}<b>{text}</b></span>"
 
     def title_text(self, metric: str, col: int = 0) -> str:
         plot = self.plots.get((metric, col))
