@@ -5,8 +5,6 @@ pandas (0.4 s of CPU), and the lanes and the viewer read millions of rows. Numbe
 from __future__ import annotations
 
 import math
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -41,11 +39,6 @@ def as_array(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
         return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=dtype)
     view = np.frombuffer(arr.buffers()[1], dtype=kind, count=len(arr), offset=arr.offset * np.dtype(kind).itemsize)
     return view if view.dtype == dtype else view.astype(dtype)
-
-
-def values_at(column: pa.ChunkedArray, rows: np.ndarray) -> list[Any]:
-    """A few values by row number (pa.array of a numpy index would import pandas)."""
-    return [column[int(i)].as_py() for i in rows]
 
 
 def dictionary(column: pa.ChunkedArray) -> pa.DictionaryArray:

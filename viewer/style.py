@@ -17,7 +17,8 @@ from analyzers.threads import OSRT_KINDS, OTHER_OSRT, PYTHON
 if TYPE_CHECKING:
     from viewer.data import RunData
 
-SHADES = (100, 150, 70, 200, 50)  # QColor.darker factors: a framework's 2nd, 3rd ... run in the viewer
+SHADES = ((0, 100), (0, 175), (-35, 120), (30, 150), (-20, 230))  # (hue shift in degrees, QColor.darker factor)
+"""How a framework's 2nd, 3rd ... run in the viewer differs from its first, still of its colour's family."""
 
 # What analyzers.lanes draws: the sampler's levels, the OS-runtime call kinds, py-spy, GPU items, NVTX rows
 ACTIVITY_COLOURS = {
@@ -34,17 +35,19 @@ LINK_COLOUR = "#e7298a"  # the hovered launch, its GPU operation and the line be
 _EXTRA = ("#17becf", "#e377c2", "#7f7f7f", "#bcbd22", "#ff7f0e", "#393b79")
 
 
-LEFT_AXIS_WIDTH = 150  # the same in every time panel and the thread lanes, so their x pixels line up
+LEFT_AXIS_WIDTH = 200  # the same in every time panel and the thread lanes, so their x pixels line up
 RIGHT_AXIS_WIDTH = 55
 
 
 def run_colour(runs: Sequence[RunData], index: int) -> str:
     """A run's colour: its framework's, as in the report (`analyzers.palette`); a second run of the same
-    framework among `runs` a darker shade, a third a lighter one, and so on."""
+    framework among `runs` a darker shade, a third a neighbouring hue, and so on (`SHADES`)."""
     framework = _framework(runs[index])
     repeat = sum(_framework(r) == framework for r in runs[:index])
-    shade = SHADES[repeat % len(SHADES)]
-    return QtGui.QColor(palette.colour(framework)).darker(shade).name()
+    shift, darker = SHADES[repeat % len(SHADES)]
+    colour = QtGui.QColor(palette.colour(framework))
+    hue, saturation, value, _ = colour.getHsv()
+    return QtGui.QColor.fromHsv((hue + shift) % 360, saturation, value).darker(darker).name()
 
 
 def _framework(run: RunData) -> str:
