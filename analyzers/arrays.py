@@ -5,6 +5,7 @@ pandas (0.4 s of CPU), and the lanes and the viewer read millions of rows. Numbe
 from __future__ import annotations
 
 import math
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc

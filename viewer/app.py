@@ -86,7 +86,7 @@ def run_viewer(
     for _ in range(3):
         app.processEvents()
     for _ in range(4):  # a picture of the whole window: taller, where the panels would scroll
-        hidden = window.panels.minimumSizeHint().height() - window.scroll.viewport().height()
+        hidden = window.panels.minimumSizeHint().height() - window.panel_scroll.viewport().height()
         if hidden <= 0:
             break
         window.resize(size[0], window.height() + hidden)

@@ -46,8 +46,8 @@ def run_colour(runs: Sequence[RunData], index: int) -> str:
     repeat = sum(_framework(r) == framework for r in runs[:index])
     shift, darker = SHADES[repeat % len(SHADES)]
     colour = QtGui.QColor(palette.colour(framework))
-    hue, saturation, value, _ = colour.getHsv()
-    return QtGui.QColor.fromHsv((hue + shift) % 360, saturation, value).darker(darker).name()
+    hue = (colour.hue() + shift) % 360
+    return QtGui.QColor.fromHsv(hue, colour.saturation(), colour.value()).darker(darker).name()
 
 
 def _framework(run: RunData) -> str:

@@ -63,7 +63,7 @@ def test_panels_keep_their_height_and_ticks_never_overprint(
     assert len(lanes) == len(window.threads.all_ticks)  # every lane keeps its label
     assert not any(a.intersects(b) for i, a in enumerate(lanes) for b in lanes[i + 1 :])
     if height == 600:
-        assert window.scroll.verticalScrollBar().maximum() > 0
+        assert window.panel_scroll.verticalScrollBar().maximum() > 0
 
 
 def test_lane_groups_are_named_by_framework_model_batch_and_trace(open_window: Opener, gpu_runs: list[Path]) -> None:
