@@ -24,7 +24,7 @@ from analyzers import tables as t
 from analyzers.arrays import as_array, codes
 from analyzers.correlation import GPU_TABLES, launch_links
 from analyzers.gpu_timeline import GPU_ACTIVITIES, NVTX_ACTIVITIES, gpu_activity, nvtx_depth, stream_label
-from analyzers.threads import activity_kind, thread_timeline
+from analyzers.threads import NO_THREAD, activity_kind, thread_timeline
 from tracer.core.runfolder import RunFolder
 
 LOW_PRIORITY = (t.ACTIVITY_IDLE, "waiting")
@@ -37,8 +37,9 @@ def activity_priority(activity: str) -> tuple[int, str]:
     return (0 if activity in LOW_PRIORITY else 2 if activity == t.ACTIVITY_BUSY else 1, activity)
 
 
-def thread_label(name: str, tid: int) -> str:
-    return f"{name or 'thread'} ({tid})"
+def thread_label(name: str, tid: int, pid: int) -> str:
+    """`name (tid)`; nsys's process-wide events (tid 0, its "[Unknown]") as the process they belong to."""
+    return f"[process {pid}]" if tid == NO_THREAD else f"{name or 'thread'} ({tid})"
 
 
 def nvtx_label(depth: int) -> str:
@@ -178,7 +179,7 @@ def thread_lanes(timeline: pa.Table, api: pa.Table | None = None) -> ThreadLanes
     keys = pid * THREAD_KEY + tid
     uniq, first, lane = np.unique(keys, return_index=True, return_inverse=True)
     name_code, words = codes(timeline.column("thread_name"))
-    lane_names = [thread_label(words[int(name_code[i])], int(tid[i])) for i in first]
+    lane_names = [thread_label(words[int(name_code[i])], int(tid[i]), int(pid[i])) for i in first]
     lane_pids, lane_tids = pid[first], tid[first]
     if api is not None:
         api_pid, api_tid = as_array(api.column("pid"), np.int64), as_array(api.column("tid"), np.int64)
@@ -186,7 +187,7 @@ def thread_lanes(timeline: pa.Table, api: pa.Table | None = None) -> ThreadLanes
         _, at = np.unique(api_pid[alone] * THREAD_KEY + api_tid[alone], return_index=True)
         rows = alone[at]
         api_names, api_words = codes(api.column("thread_name"))
-        lane_names += [thread_label(api_words[int(api_names[r])], int(api_tid[r])) for r in rows]
+        lane_names += [thread_label(api_words[int(api_names[r])], int(api_tid[r]), int(api_pid[r])) for r in rows]
         lane_pids, lane_tids = np.concatenate([lane_pids, api_pid[rows]]), np.concatenate([lane_tids, api_tid[rows]])
     if not len(lane_names):
         return None

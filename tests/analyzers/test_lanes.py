@@ -179,5 +179,5 @@ def test_analyze_perfetto_and_viewer_read_the_same_timeline_rows(three_sources: 
     )
     assert drawn == as_rows
     labels = dict(zip(threads.lane_tids.tolist(), threads.lane_names))
-    assert all(tracks[tid] == label == lanes.thread_label(names[(pid, tid)], tid) for (pid, tid) in names
+    assert all(tracks[tid] == label == lanes.thread_label(names[(pid, tid)], tid, pid) for (pid, tid) in names
                for label in [labels[tid]])  # fmt: skip

@@ -161,7 +161,7 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
         if link is not None:
             link(plot)
         self._thin_ticks()  # after the y range is set: thinning is in pixels of the final view
-        QtCore.QTimer.singleShot(0, self._thin_ticks)  # and again once the layout (legend, min height) settled
+        QtCore.QTimer.singleShot(0, self, self._thin_ticks)  # again once the layout settled (dropped if closed)
         self._redraw()
 
     def _prepare(self, run: RunData, top: int) -> _RunLanes:
