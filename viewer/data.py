@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -25,9 +25,7 @@ import pyarrow.parquet as pq
 
 from analyzers import lanes as ln
 from analyzers.arrays import as_array
-from analyzers.cuda_api import ApiRow
 from analyzers.facts import run_facts, run_label, unique_labels
-from analyzers.kernels import KernelRow
 from analyzers.run_summary import displayed_status
 from analyzers.steps import data_wait_shares
 from analyzers.tables import CUDA_API, KERNELS
@@ -37,6 +35,10 @@ from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import STEPS_TABLE
 from viewer.pyramid import Envelope, LaneIndex, lane_indexes
+
+if TYPE_CHECKING:  # the trace analyzers (and DuckDB with them) are imported only for a run with a trace
+    from analyzers.cuda_api import ApiRow
+    from analyzers.kernels import KernelRow
 
 Progress = Callable[[float, str], None]
 
