@@ -1,12 +1,13 @@
 """Export a run folder as Chrome-trace JSON, which Perfetto and chrome://tracing open.
 
-One process track per traced process (CUDA API calls, NVTX ranges and the framework's operators on
-their threads), one per GPU device (kernels and memory operations on one track per stream), one
-"threads" process for the thread timeline, and counter tracks for the sampler's CPU %, RSS and GPU
+The tracks are the lanes the viewer draws (`analyzers.lanes`), with the same labels: CUDA API calls on
+their threads (one process track per traced process, with the framework's operators), one process per
+GPU device with one track per stream (kernels and memory operations), one "NVTX" process with one track
+per nesting depth, one "threads" process for the thread timeline (each row's own activity: the OS call,
+the Python function, the sampler's level), and counter tracks for the sampler's CPU %, RSS and GPU
 utilisation. Each launch is tied to what it launched by a flow event pair ("s" on the API call, "f"
 bound to the GPU operation), as Kineto writes them, so Perfetto draws the arrow. Events are written as
-they are produced, so memory stays flat however long the run (the flows hold a few integer arrays).
-`ts`/`dur` are µs (the format's unit) with ns kept as 3 decimals.
+they are produced; `ts`/`dur` are µs (the format's unit) with ns kept as 3 decimals.
 """
 
 from __future__ import annotations
@@ -19,31 +20,26 @@ from typing import IO, Any
 
 import pyarrow.parquet as pq
 
+from analyzers import lanes as ln
 from analyzers import tables as t
-from analyzers.correlation import GPU_TABLES, int_column, launch_links
-from analyzers.threads import thread_timeline
+from analyzers.gpu_timeline import KERNEL, NVTX_ACTIVITIES
 from tracer.core import schema
 from tracer.core.runfolder import RunFolder
 
 GPU_PID_BASE = 1_000_000_000
 THREADS_PID = 999_999_999
 COUNTERS_PID = 999_999_998
+NVTX_PID = 999_999_997
 BATCH = 65_536
 FLOW_CATEGORY = "ac2g"  # Kineto's name for launch-to-GPU flows, which Perfetto and HTA look for
 OPERATOR_CATEGORY = "cpu_op"  # Kineto's category of framework operators (aten::conv2d, ...)
-GPU_LABEL = {t.KERNELS: "name", t.MEMCPY: "kind"}
+NVTX_CATEGORY = "nvtx"
 GPU_CATEGORY = {t.KERNELS: "kernel", t.MEMCPY: "gpu_memcpy"}
 
 
 def _us(ns: int) -> float:
-    return ns / 1000.0
-
-
-def _rows(path: Path, columns: list[str]) -> Iterator[dict[str, Any]]:
-    if not path.exists():
-        return
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH, columns=columns):
-        yield from batch.to_pylist()
+    """µs, rounded once (an int's true division; `ns / 1000.0` would round the ns to a double first)."""
+    return int(ns) / 1000
 
 
 def _meta(pid: int, name: str, tid: int | None = None) -> dict[str, Any]:
@@ -52,115 +48,127 @@ def _meta(pid: int, name: str, tid: int | None = None) -> dict[str, Any]:
     return {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}
 
 
+def _slice(cat: str, name: str, pid: int, tid: int, start_ns: int, end_ns: int, **args: Any) -> dict[str, Any]:
+    event = {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": pid,
+        "tid": tid,
+        "ts": _us(start_ns),
+        "dur": _us(end_ns - start_ns),
+    }
+    return event | ({"args": args} if args else {})
+
+
 def events(folder: RunFolder) -> Iterator[dict[str, Any]]:
-    named_threads: set[tuple[int, int]] = set()
-    for r in _rows(
-        folder.table_path(t.CUDA_API),
-        ["start_ns", "dur_ns", "api", "kind", "pid", "tid", "thread_name", "correlation_id"],
-    ):
-        key = (r["pid"], r["tid"])
-        if r["thread_name"] and key not in named_threads:
-            named_threads.add(key)
-            yield _meta(r["pid"], r["thread_name"], r["tid"])
-        yield {
-            "ph": "X",
-            "cat": f"cuda_{r['kind']}",
-            "name": r["api"],
-            "pid": r["pid"],
-            "tid": r["tid"],
-            "ts": _us(r["start_ns"]),
-            "dur": _us(r["dur_ns"]),
-            "args": {"correlation": r["correlation_id"]},
-        }
-    for r in _rows(folder.table_path(t.NVTX), ["start_ns", "end_ns", "name", "pid", "tid"]):
-        yield {
-            "ph": "X",
-            "cat": "nvtx",
-            "name": r["name"],
-            "pid": r["pid"],
-            "tid": r["tid"],
-            "ts": _us(r["start_ns"]),
-            "dur": _us(r["end_ns"] - r["start_ns"]),
-        }
-    for r in _rows(folder.table_path(t.OPERATORS), ["start_ns", "end_ns", "name", "pid", "tid"]):
-        yield {
-            "ph": "X",
-            "cat": OPERATOR_CATEGORY,
-            "name": r["name"],
-            "pid": r["pid"],
-            "tid": r["tid"],
-            "ts": _us(r["start_ns"]),
-            "dur": _us(r["end_ns"] - r["start_ns"]),
-        }
-    devices: set[int] = set()
-    streams: set[tuple[int, int]] = set()
-    for table in GPU_TABLES:
-        label = GPU_LABEL[table]
-        for r in _rows(folder.table_path(table), ["start_ns", "dur_ns", label, "device", "stream", "correlation_id"]):
-            dev = int(r["device"] or 0)
-            if dev not in devices:
-                devices.add(dev)
-                yield _meta(GPU_PID_BASE + dev, f"GPU {dev}")
-            if (dev, r["stream"]) not in streams:
-                streams.add((dev, r["stream"]))
-                yield _meta(GPU_PID_BASE + dev, f"stream {r['stream']}", r["stream"])
-            yield {
-                "ph": "X",
-                "cat": GPU_CATEGORY[table],
-                "name": r[label],
-                "pid": GPU_PID_BASE + dev,
-                "tid": r["stream"],
-                "ts": _us(r["start_ns"]),
-                "dur": _us(r["dur_ns"]),
-                "args": {"correlation": r["correlation_id"]},
-            }
-    yield from flows(folder)
-    timeline = thread_timeline(folder)
-    if timeline.num_rows:
-        yield _meta(THREADS_PID, "threads (sampler, OS runtime, py-spy)")
-        seen: set[int] = set()
-        for r in timeline.to_pylist():
-            if r["tid"] not in seen:
-                seen.add(r["tid"])
-                yield _meta(THREADS_PID, f"{r['thread_name'] or 'thread'} {r['tid']}", r["tid"])
-            yield {
-                "ph": "X",
-                "cat": r["source"],
-                "name": r["activity"],
-                "pid": THREADS_PID,
-                "tid": r["tid"],
-                "ts": _us(r["start_ns"]),
-                "dur": _us(r["end_ns"] - r["start_ns"]),
-            }
+    lanes = ln.load(folder)
+    if lanes.threads is not None and lanes.api_calls is not None:
+        yield from _api_events(lanes.threads, lanes.api_calls)
+    yield from _operators(folder)
+    if lanes.gpu is not None:
+        yield from _gpu_events(lanes.gpu)
+    if lanes.links is not None and lanes.api_calls is not None and lanes.gpu is not None and lanes.threads is not None:
+        yield from flows(lanes.threads, lanes.api_calls, lanes.gpu, lanes.links)
+    if lanes.threads is not None and len(lanes.threads.lane):
+        yield from _thread_events(lanes.threads)
     yield from _counters(folder)
 
 
-def flows(folder: RunFolder) -> Iterator[dict[str, Any]]:
+def _api_events(threads: ln.ThreadLanes, calls: ln.ApiCalls) -> Iterator[dict[str, Any]]:
+    named: set[int] = set()
+    for i in range(len(calls.row)):
+        lane = int(calls.lane[i])
+        pid, tid = int(threads.lane_pids[lane]), int(threads.lane_tids[lane])
+        if lane not in named:
+            named.add(lane)
+            yield _meta(pid, threads.lane_names[lane], tid)
+        kind = calls.kinds[int(calls.kind_code[i])]
+        yield _slice(
+            f"cuda_{kind}", calls.apis[int(calls.api_code[i])], pid, tid, int(calls.start_ns[i]), int(calls.end_ns[i]),
+            correlation=int(calls.correlation_id[i]),
+        )  # fmt: skip
+
+
+def _operators(folder: RunFolder) -> Iterator[dict[str, Any]]:
+    path = folder.table_path(t.OPERATORS)
+    if not path.exists():
+        return
+    for batch in pq.ParquetFile(path).iter_batches(
+        batch_size=BATCH, columns=["start_ns", "end_ns", "name", "pid", "tid"]
+    ):
+        for r in batch.to_pylist():
+            yield _slice(OPERATOR_CATEGORY, r["name"], r["pid"], r["tid"], r["start_ns"], r["end_ns"])
+
+
+def _gpu_pid_tid(gpu: ln.GpuLanes, lane: int) -> tuple[int, int]:
+    """A stream lane's track: the device's process, the stream's thread; NVTX rows: the NVTX process."""
+    device = int(gpu.lane_device[lane])
+    if device == ln.NVTX_LANE:
+        return NVTX_PID, lane - (len(gpu.lane_names) - gpu.nvtx_lanes)
+    return GPU_PID_BASE + max(device, 0), int(gpu.lane_stream[lane])
+
+
+def _gpu_events(gpu: ln.GpuLanes) -> Iterator[dict[str, Any]]:
+    devices = sorted({int(d) for d in gpu.lane_device.tolist() if d != ln.NVTX_LANE})
+    for device in devices:
+        yield _meta(GPU_PID_BASE + max(device, 0), f"GPU {device}")
+    if gpu.nvtx_lanes:
+        yield _meta(NVTX_PID, "NVTX")
+    for lane, name in enumerate(gpu.lane_names):
+        pid, tid = _gpu_pid_tid(gpu, lane)
+        yield _meta(pid, name, tid)
+    nvtx = {gpu.names.index(a) for a in NVTX_ACTIVITIES}
+    kernel = gpu.names.index(KERNEL)
+    for i in range(len(gpu.lane)):
+        pid, tid = _gpu_pid_tid(gpu, int(gpu.lane[i]))
+        code = int(gpu.code[i])
+        if code in nvtx:
+            yield _slice(NVTX_CATEGORY, gpu.label(i), pid, tid, int(gpu.start_ns[i]), int(gpu.end_ns[i]))
+            continue
+        cat = GPU_CATEGORY[t.KERNELS if code == kernel else t.MEMCPY]
+        yield _slice(
+            cat,
+            gpu.label(i),
+            pid,
+            tid,
+            int(gpu.start_ns[i]),
+            int(gpu.end_ns[i]),
+            correlation=int(gpu.correlation_id[i]),
+        )
+
+
+def flows(
+    threads: ln.ThreadLanes, calls: ln.ApiCalls, gpu: ln.GpuLanes, links: ln.LaunchLinks
+) -> Iterator[dict[str, Any]]:
     """One "s"/"f" pair per launch and the GPU operation it launched (`analyzers.correlation`): the start
     on the API call's thread at the call's start, the end bound ("bp": "e") to the operation's slice."""
-    api_path = folder.table_path(t.CUDA_API)
-    if not api_path.exists():
-        return
-    api_start, api_pid, api_tid = (int_column(str(api_path), c) for c in ("start_ns", "pid", "tid"))
     flow_id = 0
-    for table in GPU_TABLES:
-        links = launch_links(folder, table)
-        if not len(links):
+    for item, call in enumerate(links.call_of_item.tolist()):
+        if call < 0:
             continue
-        path = str(folder.table_path(table))
-        start, device, stream = (int_column(path, c) for c in ("start_ns", "device", "stream"))
-        for a, g in zip(links.api_row.tolist(), links.gpu_row.tolist()):
-            flow_id += 1
-            common = {"cat": FLOW_CATEGORY, "name": FLOW_CATEGORY, "id": flow_id}
-            yield {**common, "ph": "s", "pid": int(api_pid[a]), "tid": int(api_tid[a]), "ts": _us(int(api_start[a]))}
-            yield {
-                **common,
-                "ph": "f",
-                "bp": "e",
-                "pid": GPU_PID_BASE + max(int(device[g]), 0),
-                "tid": int(stream[g]),
-                "ts": _us(int(start[g])),
-            }
+        flow_id += 1
+        lane = int(calls.lane[call])
+        common = {"cat": FLOW_CATEGORY, "name": FLOW_CATEGORY, "id": flow_id}
+        pid, tid = int(threads.lane_pids[lane]), int(threads.lane_tids[lane])
+        yield {**common, "ph": "s", "pid": pid, "tid": tid, "ts": _us(int(calls.start_ns[call]))}
+        gpu_pid, gpu_tid = _gpu_pid_tid(gpu, int(gpu.lane[item]))
+        yield {**common, "ph": "f", "bp": "e", "pid": gpu_pid, "tid": gpu_tid, "ts": _us(int(gpu.start_ns[item]))}
+
+
+def _thread_events(threads: ln.ThreadLanes) -> Iterator[dict[str, Any]]:
+    yield _meta(THREADS_PID, "threads (sampler, OS runtime, py-spy)")
+    for lane, name in enumerate(threads.lane_names):
+        yield _meta(THREADS_PID, name, int(threads.lane_tids[lane]))
+    for i in range(len(threads.lane)):
+        yield _slice(
+            threads.sources[int(threads.source_code[i])],
+            threads.details[int(threads.detail_code[i])],
+            THREADS_PID,
+            int(threads.lane_tids[int(threads.lane[i])]),
+            int(threads.start_ns[i]),
+            int(threads.end_ns[i]),
+        )
 
 
 def _counters(folder: RunFolder) -> Iterator[dict[str, Any]]:

@@ -45,6 +45,15 @@ MEMCPY = "memcpy"
 NVTX = "nvtx"
 OSRT = "osrt"
 OPERATORS = "operators"  # framework operators (PyTorch profiler `cpu_op` events: aten::conv2d, ...)
+THREAD_TIMELINE = "thread_timeline"
+"""What every thread did when (`THREAD_TIMELINE_SCHEMA`), written by the ingest (`analyzers.ingest.threads`)."""
+SOURCE_SAMPLER = "sampler"
+"""`source` of a thread-timeline row derived from the sampler's per-thread CPU times."""
+SOURCE_PYSPY = "pyspy"
+"""`source` of a thread-timeline row from a py-spy speedscope profile."""
+ACTIVITY_IDLE, ACTIVITY_ACTIVE, ACTIVITY_BUSY = "idle", "active", "busy"
+SAMPLER_ACTIVITIES = (ACTIVITY_IDLE, ACTIVITY_ACTIVE, ACTIVITY_BUSY)
+"""A sampler row's `activity`, by level (index 0 = idle): the thread's CPU use between two samples."""
 TRACE_META = "trace_meta.json"
 BATCH_FACT = "batch"
 """Key, under a source in TRACE_META, of the batch size the trace itself recorded (Kineto's shapes)."""
@@ -130,7 +139,7 @@ OSRT_SCHEMA = pa.schema(
 
 OPERATORS_SCHEMA = RANGE_SCHEMA
 
-THREAD_TIMELINE_SCHEMA = pa.schema(
+THREAD_TIMELINE_SCHEMA = pa.schema(  # one name per thread on every row (the last one the sampler saw)
     [
         ("tid", pa.int64()),
         ("pid", pa.int64()),
@@ -150,6 +159,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     OSRT: OSRT_SCHEMA,
     OPERATORS: OPERATORS_SCHEMA,
 }
+"""The tables an ingester writes from a trace file (the thread timeline is derived from them and the samples)."""
 
 # CUPTI's CUpti_ActivityMemcpyKind (named once, in the worker's collector), plus the unified-memory
 # ids that nsys's ENUM_CUDA_MEMCPY_OPER adds.

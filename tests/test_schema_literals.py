@@ -88,3 +88,72 @@ def test_no_column_or_event_kind_is_spelled_outside_the_schema() -> None:
                 elif value in kinds and _is_event_use(node, parent):
                     offences.append(f"{rel}:{line}: event kind {value!r}")
     assert not offences, "use the names of tracer.core.schema:\n" + "\n".join(offences)
+
+
+# Trace tables, the sources their rows come from and the activities a timeline row shows as are held to
+# the same rule where a literal means one of them: compared with, passed as or keyed by something named
+# after what it is (a `table`, a `source`, an `activity` or its colour). "nsys" the `--trace` backend and
+# "python" the interpreter are other words, spelled freely.
+TRACE_DECLARING = {
+    ROOT / "analyzers" / "tables.py",
+    ROOT / "analyzers" / "gpu_timeline.py",
+    ROOT / "analyzers" / "threads.py",  # declares the OS-runtime call kinds
+}
+
+
+def _trace_vocabularies() -> dict[str, tuple[set[str], tuple[str, ...]]]:
+    from analyzers import gpu_timeline, threads
+    from analyzers import tables as t
+
+    tables = {*t.SCHEMAS, t.THREAD_TIMELINE}
+    sources = {t.SOURCE_NSYS, t.SOURCE_KINETO, t.SOURCE_CUPTI, t.SOURCE_SAMPLER, t.SOURCE_PYSPY}
+    activities = {
+        *t.SAMPLER_ACTIVITIES,
+        *gpu_timeline.GPU_ACTIVITIES,
+        *gpu_timeline.NVTX_ACTIVITIES,
+        *threads.OSRT_KINDS,
+        threads.OTHER_OSRT,
+        threads.PYTHON,
+    }
+    return {
+        "trace table": (tables, ("table",)),
+        "source": (sources, ("source",)),
+        "activity": (activities, ("activit", "colour")),
+    }
+
+
+def _named(node: ast.AST | None, words: tuple[str, ...]) -> bool:
+    return node is not None and any(w in ast.unparse(node).lower() for w in words)
+
+
+def _is_vocabulary_use(node: ast.AST, parent: ast.AST | None, grand: ast.AST | None, words: tuple[str, ...]) -> bool:
+    if isinstance(parent, ast.Compare):
+        return any(_named(o, words) for o in [parent.left, *parent.comparators] if o is not node)
+    if isinstance(parent, ast.keyword):
+        return any(w in (parent.arg or "") for w in words)
+    if isinstance(parent, ast.Call):
+        return node in parent.args and _named(parent.func, words)
+    if isinstance(parent, ast.Subscript) and parent.slice is node:
+        return _named(parent.value, words)
+    if (isinstance(parent, ast.Dict) and node in parent.keys) or isinstance(parent, (ast.Tuple, ast.List)):
+        # ACTIVITY_COLOURS = {"busy": ...}, TRACE_TABLES = ("cuda_api", ...)
+        return isinstance(grand, (ast.Assign, ast.AnnAssign)) and _named(
+            grand.targets[0] if isinstance(grand, ast.Assign) else grand.target, words
+        )
+    return False
+
+
+def test_no_trace_table_source_or_activity_is_spelled_outside_its_declaration() -> None:
+    vocabularies = _trace_vocabularies()
+    offences = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path in DECLARING | TRACE_DECLARING:
+                continue
+            tree = ast.parse(path.read_text(), str(path))
+            parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+            for node, parent in _string_literals(tree):
+                for what, (names, words) in vocabularies.items():
+                    if node.value in names and _is_vocabulary_use(node, parent, parents.get(parent), words):  # type: ignore[arg-type]
+                        offences.append(f"{path.relative_to(ROOT)}:{node.lineno}: {what} {node.value!r}")
+    assert not offences, "use the names of analyzers.tables (and gpu_timeline, threads):\n" + "\n".join(offences)

@@ -212,6 +212,9 @@ class Runner:
             _completed(record, events, outcome, sampling, trace_files, self.launch.dataset_dir),
             measurement_cost=self.cost,
         )
+        if nvml is not None and nvml.unavailable:  # each NVML reading the run did not get, and why
+            env = dataclasses.replace(record.environment, nvml_unavailable=dict(nvml.unavailable))
+            record = dataclasses.replace(record, environment=env)
         folder.write_record(record)
         problems = folder.finalise_samples()
         if problems:

@@ -12,9 +12,9 @@ LOAD_TIMEOUT_MS = 300_000
 
 
 def _needs_offscreen(screenshot: Path | None) -> bool:
-    if screenshot is None or os.environ.get("QT_QPA_PLATFORM"):
-        return False
-    return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    """A screenshot renders offscreen wherever the platform is not chosen explicitly: under `xvfb-run` (a
+    DISPLAY, but maybe not the X libraries Qt's xcb plugin loads, which made Qt abort) as without X."""
+    return screenshot is not None and not os.environ.get("QT_QPA_PLATFORM")
 
 
 # Libraries Qt's xcb platform plugin loads (Qt >= 6.5) that minimal Linux installs lack: (soname stem, package)
@@ -85,6 +85,13 @@ def run_viewer(
         loop.exec()
     for _ in range(3):
         app.processEvents()
+    for _ in range(4):  # a picture of the whole window: taller, where the panels would scroll
+        hidden = window.panels.minimumSizeHint().height() - window.panel_scroll.viewport().height()
+        if hidden <= 0:
+            break
+        window.resize(size[0], window.height() + hidden)
+        for _ in range(3):
+            app.processEvents()
     export_widget(window, screenshot)
     window.close()
     return 0

@@ -3,12 +3,15 @@
 `Envelope`: one series' min/max at decimations 1, 4, 16, ... samples per bucket; `view` picks the coarsest
 level that still has a bucket per pixel and returns only the visible slice of it (two points per bucket, so
 no peak is lost). `LaneIndex`: one run's thread-lane segments as a fine raster of the whole run (for wide
-views) and per-lane sorted arrays (for narrow ones). Both are built off the GUI thread; Qt-free.
+views) and per-lane sorted arrays (for narrow ones), one per lane set of `analyzers.lanes` (`lane_indexes`).
+Both are built off the GUI thread; Qt-free.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from analyzers import lanes as ln
 
 FACTOR = 4
 COARSEST = 1024  # buckets in the coarsest level: fewer than any plot is wide
@@ -200,3 +203,50 @@ def _raster(
         covered = np.cumsum(diff.reshape(lanes, bins + 1), axis=1)[:, :bins] > 0
         out[covered] = code
     return out
+
+
+THREADS, CALLS, GPU = "threads", "calls", "gpu"
+
+
+def lane_indexes(lanes: ln.Lanes) -> dict[str, LaneIndex]:
+    """The zoom index of each lane set a run has, keyed THREADS, CALLS, GPU."""
+    out = {}
+    if lanes.threads is not None:
+        out[THREADS] = thread_index(lanes.threads)
+    if lanes.api_calls is not None:
+        out[CALLS] = call_index(lanes.api_calls)
+    if lanes.gpu is not None:
+        out[GPU] = gpu_index(lanes.gpu)
+    return out
+
+
+def thread_index(lanes: ln.ThreadLanes) -> LaneIndex:
+    """x in seconds since `origin_ns`, level = the kind's place among the kinds present (priority order)."""
+    remap = np.zeros(max(len(lanes.names), 1), dtype=np.int64)
+    for level, name in enumerate(lanes.activities):
+        remap[lanes.names.index(name)] = level
+    return _seconds_index(lanes.start_ns, lanes.end_ns, lanes.origin_ns, lanes.lane, remap[lanes.code],
+                          len(lanes.lane_names), len(lanes.activities))  # fmt: skip
+
+
+def call_index(calls: ln.ApiCalls) -> LaneIndex:
+    level = np.zeros(len(calls.lane), dtype=np.int64)
+    return _seconds_index(calls.start_ns, calls.end_ns, calls.origin_ns, calls.lane, level, calls.lanes, 1, fine_bins=0)
+
+
+def gpu_index(gpu: ln.GpuLanes) -> LaneIndex:
+    lanes, levels = len(gpu.lane_names), len(gpu.names)
+    return _seconds_index(gpu.start_ns, gpu.end_ns, gpu.origin_ns, gpu.lane, gpu.code, lanes, levels)
+
+
+def _seconds_index(
+    start_ns: np.ndarray,
+    end_ns: np.ndarray,
+    origin_ns: int,
+    lane: np.ndarray,
+    level: np.ndarray,
+    *sizes: int,
+    **kw: int,
+) -> LaneIndex:
+    """A LaneIndex over intervals given in ns, with x in seconds since `origin_ns`."""
+    return LaneIndex((start_ns - origin_ns) * 1e-9, (end_ns - origin_ns) * 1e-9, lane, level, *sizes, **kw)

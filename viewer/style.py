@@ -1,46 +1,57 @@
-"""Colours and pens shared by the panels: one colour per run, one per thread activity."""
+"""Colours and pens shared by the panels: one colour per run (its framework's), one per lane activity."""
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pyqtgraph as pg
 from PySide6 import QtGui
 
-RUN_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+from analyzers import palette
+from analyzers import tables as t
+from analyzers.gpu_timeline import GPU_ACTIVITIES, NVTX_ACTIVITIES
+from analyzers.threads import OSRT_KINDS, OTHER_OSRT, PYTHON
 
+if TYPE_CHECKING:
+    from viewer.data import RunData
+
+SHADES = ((0, 100), (0, 175), (-35, 120), (30, 150), (-20, 230))  # (hue shift in degrees, QColor.darker factor)
+"""How a framework's 2nd, 3rd ... run in the viewer differs from its first, still of its colour's family."""
+
+# What analyzers.lanes draws: the sampler's levels, the OS-runtime call kinds, py-spy, GPU items, NVTX rows
 ACTIVITY_COLOURS = {
-    "busy": "#d62728",
-    "active": "#ffbf00",
-    "idle": "#d9d9d9",
-    "running": "#2ca02c",
-    "cpu": "#2ca02c",
-    "cuda_api": "#1f77b4",
-    "cuda": "#1f77b4",
-    "gpu_wait": "#9467bd",
-    "sync": "#9467bd",
-    "io": "#8c564b",
-    "sleeping": "#d9d9d9",
-    "waiting": "#bdbdbd",
-    "driver (ioctl)": "#17becf",
-    "other OS call": "#7f7f7f",
-    "python": "#e377c2",
-    "kernel": "#2b8cbe",
-    "memcpy": "#e6550d",
-    "memset": "#fdae6b",
-    "NVTX range": "#756bb1",
-    "NVTX range, next": "#9e9ac8",
+    t.ACTIVITY_BUSY: "#d62728",
+    t.ACTIVITY_ACTIVE: "#ffbf00",
+    t.ACTIVITY_IDLE: "#d9d9d9",
+    **dict(zip(OSRT_KINDS, ("#bdbdbd", "#8c564b", "#17becf"))),  # waiting, io, driver (ioctl)
+    OTHER_OSRT: "#7f7f7f",
+    PYTHON: "#e377c2",
+    **dict(zip(GPU_ACTIVITIES, ("#fdae6b", "#e6550d", "#2b8cbe"))),  # memset, memcpy, kernel
+    **dict(zip(NVTX_ACTIVITIES, ("#756bb1", "#9e9ac8"))),
 }
 LINK_COLOUR = "#e7298a"  # the hovered launch, its GPU operation and the line between them
 _EXTRA = ("#17becf", "#e377c2", "#7f7f7f", "#bcbd22", "#ff7f0e", "#393b79")
 
 
-LEFT_AXIS_WIDTH = 150  # the same in every time panel and the thread lanes, so their x pixels line up
+LEFT_AXIS_WIDTH = 200  # the same in every time panel and the thread lanes, so their x pixels line up
 RIGHT_AXIS_WIDTH = 55
 
 
-def run_colour(index: int) -> str:
-    return RUN_COLOURS[index % len(RUN_COLOURS)]
+def run_colour(runs: Sequence[RunData], index: int) -> str:
+    """A run's colour: its framework's, as in the report (`analyzers.palette`); a second run of the same
+    framework among `runs` a darker shade, a third a neighbouring hue, and so on (`SHADES`)."""
+    framework = _framework(runs[index])
+    repeat = sum(_framework(r) == framework for r in runs[:index])
+    shift, darker = SHADES[repeat % len(SHADES)]
+    colour = QtGui.QColor(palette.colour(framework))
+    hue = (colour.hue() + shift) % 360
+    return QtGui.QColor.fromHsv(hue, colour.saturation(), colour.value()).darker(darker).name()
+
+
+def _framework(run: RunData) -> str:
+    return run.record.spec.framework if run.record is not None else run.path.name
 
 
 def activity_colour(activity: str) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
+from analyzers import tables as t
 from analyzers.repeats import UNMEASURED
 from analyzers.steady import epoch_stats
 from tracer.core import schema
@@ -26,7 +27,7 @@ from tracer.core.records import RunRecord
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.tracing import BACKENDS
 
-TRACE_TABLES = ("cuda_api", "kernels", "memcpy", "nvtx", "osrt")
+TRACE_TABLES = (t.CUDA_API, t.KERNELS, t.MEMCPY, t.NVTX, t.OSRT)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 `ingest_file` reads one trace (nsys .sqlite or Arrow export, .nsys-rep when an `nsys` binary is
 found, Kineto .json/.json.gz, or a `raw/cupti/` folder of our CUPTI batches) and writes `<run>/<table>.parquet`
-for each table it has; `ingest_run` does it for every known trace under `raw/`. Anything that is
+for each table it has; `ingest_run` does it for every known trace under `raw/` and then writes the
+thread timeline (`analyzers.ingest.threads`: sampler, OS-runtime calls and py-spy in one table). Anything that is
 not a readable trace raises `UserError` with one line. Inputs are only ever opened read-only.
 When several sources in one run give the same table, their rows are appended, each row carrying
 its `source`.
@@ -265,22 +266,36 @@ def run_traces(folder: RunFolder) -> list[Path]:
     if not raw.is_dir():
         return []
     found = [p for p in sorted(raw.iterdir()) if trace_kind(p) in (*tf.FILE_KINDS, tf.CUPTI)]
-    found = [p for p in found if not p.name.startswith("pyspy")]
+    found = [p for p in found if not tf.is_pyspy(p.name)]  # read by the thread timeline
     stems = {kind: {p.name.split(".")[0] for p in found if trace_kind(p) == kind} for kind in tf.NSYS_KINDS}
     shadowed = {tf.NSYS_REP: stems[tf.NSYS_SQLITE] | stems[tf.NSYS_ARROW], tf.NSYS_SQLITE: stems[tf.NSYS_ARROW]}
     return [p for p in found if p.name.split(".")[0] not in shadowed.get(trace_kind(p) or "", set())]
 
 
 def ingest_run(folder: RunFolder) -> list[str]:
-    """Ingests every known trace under raw/; returns the distinct table names written. A run traced in
-    a window says so in TRACE_META, under each source: `window` (its --trace-window) and `window_ns`."""
+    """Ingests every known trace under raw/, then writes the thread timeline from them and the samples
+    (`analyzers.ingest.threads`); returns the distinct table names written. A run traced in a window says
+    so in TRACE_META, under each source: `window` (its --trace-window) and `window_ns`."""
+    from analyzers.ingest import threads
+
     written: list[str] = []
     for path in run_traces(folder):
         for name in ingest_file(path, folder):
             if name not in written:
                 written.append(name)
     _record_window(folder)
+    if threads.write(folder):
+        written.append(t.THREAD_TIMELINE)
     return written
+
+
+def ingest_if_needed(folder: RunFolder) -> list[str]:
+    """`ingest_run` for a folder whose raw traces have no tables yet (a run whose ingest failed or was
+    never done); nothing for one already ingested, whose tables (its thread timeline with what py-spy
+    said) stay as the ingest wrote them."""
+    if not run_traces(folder) or (folder.path / t.TRACE_META).exists():  # every ingested trace records its clock
+        return []
+    return ingest_run(folder)
 
 
 def _record_window(folder: RunFolder) -> None:

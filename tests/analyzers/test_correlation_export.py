@@ -12,6 +12,7 @@ import pytest
 
 from analyzers import chrome_trace
 from analyzers.correlation import GPU_TABLES, launch_links
+from analyzers.gpu_timeline import stream_label
 from analyzers.ingest import ingest_file
 from analyzers.tables import CUDA_API, KERNELS, MEMCPY, OPERATORS
 from tests.analyzers.conftest import KINETO_FILES, NSYS_FILES
@@ -56,7 +57,7 @@ def test_flows_tie_every_launch_to_its_gpu_operation(rel: str, ingested: dict[st
     # one track per stream, named, on the device's process track
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     for pid, tid, _ in gpu_slices:
-        assert names[(pid, tid)] == f"stream {tid}"
+        assert names[(pid, tid)] == stream_label(pid - chrome_trace.GPU_PID_BASE, tid)
 
 
 @pytest.mark.parametrize("rel", KINETO_FILES)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from analyzers import chrome_trace, threads
-from analyzers.tables import CUDA_API, KERNELS
+from analyzers.ingest.threads import ACTIVE_FRACTION
+from analyzers.tables import ACTIVITY_IDLE, CUDA_API, KERNELS, SAMPLER_ACTIVITIES, SOURCE_SAMPLER
 from tests.analyzers.conftest import NSYS_FILES
 from tests.conftest import run_tracer
 from tracer.core.runfolder import RunFolder
@@ -21,19 +22,28 @@ def test_sampler_timeline_from_a_real_run(tiny_pytorch_run: RunFolder) -> None:
     samples = tiny_pytorch_run.samples("threads")
     assert samples is not None and samples.num_rows
     timeline = threads.thread_timeline(tiny_pytorch_run)
-    cpu = timeline.filter(timeline["source"].to_pylist() and [s == "sampler" for s in timeline["source"].to_pylist()])
-    assert cpu.num_rows > 0 and set(cpu["activity"].to_pylist()) <= {"active", "busy"}  # threads.activity_levels
+    sampled = timeline.filter([s == SOURCE_SAMPLER for s in timeline["source"].to_pylist()])
+    assert sampled.num_rows > 0 and set(sampled["activity"].to_pylist()) <= set(SAMPLER_ACTIVITIES)
+    cpu = sampled.filter([a != ACTIVITY_IDLE for a in sampled["activity"].to_pylist()])
+    assert cpu.num_rows > 0
     assert record.worker_pid in set(cpu["pid"].to_pylist())
-    for s, e in zip(cpu["start_ns"].to_pylist(), cpu["end_ns"].to_pylist()):
-        assert record.wall_start_ns - 10**9 <= s < e <= (record.wall_end_ns or e) + 10**9
-    # every interval is one where the thread's CPU time grew between two samples
+    for s, e, a in zip(sampled["start_ns"].to_pylist(), sampled["end_ns"].to_pylist(), sampled["activity"].to_pylist()):
+        assert record.wall_start_ns - 10**9 <= s <= e <= (record.wall_end_ns or e) + 10**9
+        assert s < e or a == ACTIVITY_IDLE  # zero-length: a thread seen at one sample only
+    # every busy or active interval is one where the thread's CPU time grew between two samples; an idle
+    # one (kept: the thread existed and slept) grew by less than ACTIVE_FRACTION of a core
     by_tid: dict[int, list[tuple[int, float]]] = {}
     for r in samples.to_pylist():
         by_tid.setdefault(r["tid"], []).append((r["t_ns"], r["user_s"] + r["system_s"]))
-    for r in cpu.to_pylist():
+    for r in sampled.to_pylist():
         pts = sorted(by_tid[r["tid"]])
         inside = [c for t, c in pts if r["start_ns"] <= t <= r["end_ns"]]
-        assert inside[-1] > inside[0]
+        if r["start_ns"] == r["end_ns"]:
+            assert len(pts) == 1
+        elif r["activity"] == ACTIVITY_IDLE:
+            assert inside[-1] - inside[0] < ACTIVE_FRACTION * (r["end_ns"] - r["start_ns"]) / 1e9
+        else:
+            assert inside[-1] > inside[0]
     summary = threads.thread_summary(tiny_pytorch_run)
     assert summary[0].cpu_s > 0 and summary[0].active_ns > 0
     # a phase counts only its own CPU time: the second epoch's is less than the whole run's

@@ -8,8 +8,8 @@ import pytest
 
 from analyzers.cuda_api import phase_summaries
 from analyzers.kernels import kernel_summary
+from analyzers.shares import OTHER, group_shares, other_label
 from tracer.core.runfolder import RunFolder
-from viewer.data import ApiShare, api_split
 from viewer.window import MainWindow
 
 Opener = Callable[..., MainWindow]
@@ -24,8 +24,8 @@ def test_api_split_bars_are_the_analyzers_summary(open_window: Opener, nsys_run:
     assert set(phases) == {name for name, rows in expected.items() if rows}
     for phase in phases:
         window.cuda.phase.setCurrentText(phase)
-        shares = [ApiShare(r.name, r.time_pct, r.total_ns, r.calls) for r in expected[phase]]
-        split = api_split(shares)
+        names, grouped = group_shares({"run": expected[phase]})  # the analyzers' rows as they are
+        split = [(other_label() if n == OTHER else n, v) for n, v in zip(names, grouped["run"]) if v > 0]
         drawn = window.cuda.bar_split(run.run_id)
         names = [name for name, _ in split]
         assert [name for name, _ in drawn] == names
@@ -47,17 +47,19 @@ def test_kernel_top_list_is_filled(open_window: Opener, nsys_run: RunFolder) -> 
 def test_zooming_in_shows_cuda_api_calls_on_their_thread(open_window: Opener, nsys_run: RunFolder) -> None:
     window = open_window([nsys_run.path])
     (run,) = window.runs
-    assert run.threads is not None and run.api_calls is not None
+    assert run.lanes.threads is not None and run.lanes.api_calls is not None
     threads = window.threads
-    assert threads.lane_count(run.run_id) == len(run.threads.lane_names)
+    assert threads.lane_count(run.run_id) == len(run.lanes.threads.lane_names)
     anchor = run.anchor_ns(window.align)
-    first = (int(run.api_calls.start_ns[0]) - anchor) / 1e9
+    first = (int(run.lanes.api_calls.start_ns[0]) - anchor) / 1e9
     threads.plot.setXRange(first - 100, first + 100, padding=0)  # zoomed out: lanes only
     assert threads.visible_calls == 0
     threads.plot.setXRange(first, first + 0.5, padding=0)
-    in_view = (run.api_calls.end_ns >= anchor + first * 1e9) & (run.api_calls.start_ns <= anchor + (first + 0.5) * 1e9)
+    in_view = (run.lanes.api_calls.end_ns >= anchor + first * 1e9) & (
+        run.lanes.api_calls.start_ns <= anchor + (first + 0.5) * 1e9
+    )
     assert threads.visible_calls == int(in_view.sum()) > 0
-    lane = int(run.api_calls.lane[0])
+    lane = int(run.lanes.api_calls.lane[0])
     image = threads.lanes[run.run_id].image.image
     assert image is not None
     rows = image.shape[0]

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from tests.conftest import run_tracer
 from tracer.core.runfolder import RunFolder, list_runs
-from viewer.data import ApiShare, api_split, lanes_from_thread_samples, load_run
+from viewer.data import load_run
 
 
 def test_series_hold_every_sample(tiny_pytorch_run: RunFolder) -> None:
@@ -25,7 +25,7 @@ def test_series_hold_every_sample(tiny_pytorch_run: RunFolder) -> None:
         assert np.all(np.diff(series.t_ns) >= 0)
     assert "gpu_util_pct" not in data.series  # a CPU run: no GPU panels
     assert [e.epoch for e in data.epochs] == [1, 2]
-    assert data.threads is not None and data.threads.lane_names
+    assert data.lanes.threads is not None and data.lanes.threads.lane_names
 
 
 def test_cursor_value_is_the_last_sample_at_or_before(tiny_pytorch_run: RunFolder) -> None:
@@ -40,41 +40,6 @@ def test_missing_folder_is_a_message(tmp_path: Path) -> None:
     assert data.record is None and "does not exist" in data.messages[0]
     empty = load_run(tmp_path)
     assert any("not a run folder" in m for m in empty.messages)
-
-
-def test_thread_samples_become_merged_segments() -> None:
-    t = [0, 100, 200, 300, 400]
-    samples = pa.table(
-        {
-            "t_ns": [x * 10_000_000 for x in t] * 2,
-            "pid": [1] * 10,
-            "tid": [1] * 5 + [2] * 5,
-            "name": ["main"] * 5 + ["worker"] * 5,
-            "user_s": [0, 1, 2, 2, 2] + [0, 0, 0, 0, 0.2],
-            "system_s": [0.0] * 10,
-        }
-    )
-    lanes = lanes_from_thread_samples(samples)
-    assert lanes.lane_names == ["main (1)", "worker (2)"]
-    segments = list(zip(lanes.lane.tolist(), lanes.activity.tolist(), lanes.start_ns.tolist(), lanes.end_ns.tolist()))
-    assert segments == [
-        (0, "busy", 0, 2_000_000_000),
-        (0, "idle", 2_000_000_000, 4_000_000_000),
-        (1, "idle", 0, 3_000_000_000),
-        (1, "active", 3_000_000_000, 4_000_000_000),
-    ]
-
-
-def test_api_split_groups_small_functions() -> None:
-    shares = [
-        ApiShare("cudaLaunchKernel", 70.0, 7, 1),
-        ApiShare("cudaMemcpyAsync", 29.2, 3, 1),
-        ApiShare("cudaFree", 0.5, 1, 1),
-        ApiShare("cudaMalloc", 0.3, 1, 1),
-    ]
-    split = api_split(shares)
-    assert [name for name, _ in split] == ["cudaLaunchKernel", "cudaMemcpyAsync", "other (< 1 % each)"]
-    assert abs(split[-1][1] - 0.8) < 1e-9
 
 
 def test_gpu_samples_become_one_series_per_gpu(tiny_pytorch_run: RunFolder, tmp_path: Path) -> None:
@@ -102,4 +67,4 @@ def test_viewer_label_of_an_import_names_the_file_not_a_batch(shared_fixtures: P
     assert run_tracer("import", str(trace), "--out", str(tmp_path)).returncode == 0
     (folder,) = list_runs(tmp_path)
     label = load_run(folder.path).default_label
-    assert label == "pytorch resnet50_bs100_train_torch2 gpu (imported)", label
+    assert label == "pytorch resnet50_bs100_train_torch2 gpu torch (imported)", label  # torch: the trace backend

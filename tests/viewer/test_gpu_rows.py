@@ -35,7 +35,7 @@ def _streams(folder: RunFolder) -> set[str]:
 def test_gpu_and_nvtx_rows_hold_every_operation(open_window: Opener, nsys_run: RunFolder) -> None:
     window = open_window([nsys_run.path])
     (run,) = window.runs
-    gpu = run.gpu
+    gpu = run.lanes.gpu
     assert gpu is not None
     assert set(gpu.lane_names[: len(gpu.lane_names) - gpu.nvtx_lanes]) == _streams(nsys_run)
     assert gpu.lane_names[-gpu.nvtx_lanes :] == ["NVTX"]  # the six step ranges do not nest
@@ -80,8 +80,8 @@ def _move_mouse(panel: ThreadPanel, at: QtCore.QPoint) -> None:
 def test_hovering_a_kernel_or_its_launch_shows_both(open_window: Opener, nsys_run: RunFolder) -> None:
     window = open_window([nsys_run.path])
     (run,) = window.runs
-    gpu, calls, panel = run.gpu, run.api_calls, window.threads
-    assert gpu is not None and calls is not None and run.links is not None
+    gpu, calls, panel = run.lanes.gpu, run.lanes.api_calls, window.threads
+    assert gpu is not None and calls is not None and run.lanes.links is not None
     links = launch_links(nsys_run, KERNELS)
     api = pq.read_table(nsys_run.table_path(CUDA_API), columns=["name", "correlation_id", "start_ns"]).to_pylist()
     kernels = pq.read_table(nsys_run.table_path(KERNELS), columns=["name", "start_ns", "correlation_id"]).to_pylist()
@@ -98,7 +98,7 @@ def test_hovering_a_kernel_or_its_launch_shows_both(open_window: Opener, nsys_ru
     _move_mouse(panel, _point(panel, t + 1e-7, lane_y))
     hover = panel.hover
     assert hover is not None and hover.item == item
-    assert hover.call is not None and calls.name[hover.call] == launch["name"]
+    assert hover.call is not None and calls.name(hover.call) == launch["name"]
     assert launch["name"] in hover.text and kernel["name"][:40] in hover.text
     xs, _ = panel.link.getData()
     assert xs is not None and np.isfinite(xs).sum() == 12  # two outlines and the line between them

@@ -14,12 +14,15 @@ from typing import Any
 
 from rich.table import Table
 
+from analyzers import tables as t
 from tracer.cli.common import TOP_BOUND, add_runs_dir, check_bound, console
 from tracer.cli.outputs import output_file, path_arg
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 
-SECTIONS = ("operators", "cuda_api", "kernels", "memcpy", "threads")
+THREADS_SECTION = "threads"  # per-thread sums of the thread timeline (analyzers.threads.thread_summary)
+SECTIONS = (t.OPERATORS, t.CUDA_API, t.KERNELS, t.MEMCPY, THREADS_SECTION)
+"""The sections of `analyze`'s output, each named after the table it sums."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -47,11 +50,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
     """Every section as plain rows, for one phase (ingesting raw traces first if not yet done)."""
-    from analyzers import cuda_api, kernels, operators, tables, threads
-    from analyzers.ingest import ingest_run
+    from analyzers import cuda_api, kernels, operators, threads
+    from analyzers.ingest import ingest_if_needed
 
-    if not run.table_path(tables.CUDA_API).exists() and not run.table_path(tables.KERNELS).exists():
-        ingest_run(run)
+    ingest_if_needed(run)
     cuts = {p.name: p for p in cuda_api.phases(run)}
     wanted = " ".join(phase.split())
     if wanted not in cuts:
@@ -60,14 +62,14 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
     p = cuts[wanted]
     family = cuda_api.api_family(run)
     return {
-        "operators": [dataclasses.asdict(r) for r in operators.operator_summary(run, p.start_ns, p.end_ns)],
-        "cuda_api": [dataclasses.asdict(r) for r in cuda_api.api_summary(run, p.start_ns, p.end_ns)],
-        "kernels": [dataclasses.asdict(r) for r in kernels.kernel_summary(run, p.start_ns, p.end_ns)],
-        "memcpy": [
-            dataclasses.asdict(r) | {"kind": tables.family_label(r.kind, family)}
+        t.OPERATORS: [dataclasses.asdict(r) for r in operators.operator_summary(run, p.start_ns, p.end_ns)],
+        t.CUDA_API: [dataclasses.asdict(r) for r in cuda_api.api_summary(run, p.start_ns, p.end_ns)],
+        t.KERNELS: [dataclasses.asdict(r) for r in kernels.kernel_summary(run, p.start_ns, p.end_ns)],
+        t.MEMCPY: [
+            dataclasses.asdict(r) | {"kind": t.family_label(r.kind, family)}
             for r in kernels.memcpy_summary(run, p.start_ns, p.end_ns)
         ],
-        "threads": [dataclasses.asdict(r) for r in threads.thread_summary(run, p.start_ns, p.end_ns)],
+        THREADS_SECTION: [dataclasses.asdict(r) for r in threads.thread_summary(run, p.start_ns, p.end_ns)],
     }
 
 
@@ -121,16 +123,16 @@ def print_tables(
 
     out = console()
     titles = {
-        "operators": "framework operators (as the PyTorch profiler's key_averages)",
-        "cuda_api": family_label("CUDA API (as nsys cuda_api_sum)", family),
-        "kernels": "GPU kernels (as nsys cuda_gpu_kern_sum)",
-        "memcpy": "GPU memory operations (as nsys cuda_gpu_mem_time_sum)",
-        "threads": "threads",
+        t.OPERATORS: "framework operators (as the PyTorch profiler's key_averages)",
+        t.CUDA_API: family_label("CUDA API (as nsys cuda_api_sum)", family),
+        t.KERNELS: "GPU kernels (as nsys cuda_gpu_kern_sum)",
+        t.MEMCPY: "GPU memory operations (as nsys cuda_gpu_mem_time_sum)",
+        THREADS_SECTION: "threads",
     }
     for section in SECTIONS:
         rows = data[section]
         if not rows:
-            if section != "operators":  # only PyTorch profiler traces have operators: no line for the others
+            if section != t.OPERATORS:  # only PyTorch profiler traces have operators: no line for the others
                 out.print(f"{titles[section]}: none in {_windowed(title, window, section)}")
             continue
         headers, cells = display.table(rows[:top])
@@ -161,14 +163,12 @@ def _finite(value: Any) -> Any:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from analyzers import chrome_trace
-    from analyzers.ingest import ingest_run
-    from analyzers.tables import CUDA_API
+    from analyzers.ingest import ingest_if_needed
     from tracer.core.runfolder import find_run
 
     run = find_run(args.runs_dir, args.run)
     output_file(args.output, "export-trace")
-    if not run.table_path(CUDA_API).exists():
-        ingest_run(run)
+    ingest_if_needed(run)
     n = chrome_trace.export(run, args.output)
     console().print(f"wrote {n} events to {args.output} (open it in Perfetto or chrome://tracing)")
     return 0

@@ -140,8 +140,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
             runner = Runner(launch, err)
             folder, record = runner.run()
             folders.append(folder)
-            if one.trace != "none" or one.pyspy:
-                ingest_traces(folder, err)
+            ingest_traces(folder, err)  # a run without a trace still gets its thread timeline
             print_summary(summarise(folder), console())
             print_block(folder, console())
             if record.outcome.status is not RunStatus.OK:
@@ -173,6 +172,7 @@ def ingest_traces(folder: RunFolder, err: Console) -> list[str]:
     log = folder.raw_dir / INGEST_LOG
     try:
         from analyzers.ingest import ingest_run
+        from analyzers.tables import THREAD_TIMELINE
 
         tables = ingest_run(folder)
     except Exception as e:  # noqa: BLE001 - the run folder is complete without its tables
@@ -180,9 +180,10 @@ def ingest_traces(folder: RunFolder, err: Console) -> list[str]:
         err.print(f"[yellow]traces not ingested[/yellow] ({type(e).__name__}: {e}); details in {log}")
         return []
     log.write_text(f"ingested: {', '.join(tables) or 'no tables'}\n")
-    if tables:
+    traced = [name for name in tables if name != THREAD_TIMELINE]
+    if traced:
         from analyzers.trace_window import window_span
 
         span = window_span(folder)
-        err.print(f"trace tables: {', '.join(tables)}{f' ({span.label})' if span else ''}")
+        err.print(f"trace tables: {', '.join(traced)}{f' ({span.label})' if span else ''}")
     return tables

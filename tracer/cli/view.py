@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -61,7 +62,8 @@ def cmd_view(args: argparse.Namespace) -> int:
         output_file(screenshot, "--screenshot")
     if screenshot is None and not has_display():
         raise UserError("no display here: use --screenshot FILE.png to render the window offscreen")
-    problem = x11_problem() if screenshot is None else None
+    # a screenshot renders offscreen unless QT_QPA_PLATFORM names a platform: then it is checked as a window is
+    problem = x11_problem() if screenshot is None or os.environ.get("QT_QPA_PLATFORM") else None
     if problem:
         raise UserError(problem)
     layout_mode = "columns" if args.columns else "overlay"

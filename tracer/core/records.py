@@ -77,6 +77,9 @@ class EnvironmentInfo:
     # kind missing is missing: "no energy source" is said plainly, never shown as 0 J.
     energy_sources: tuple[str, ...] = ()
     energy_unavailable: tuple[str, ...] = ()
+    # NVML readings this run did not get, each with why (`tracer.nvml`: not supported, GPU lost,
+    # driver/library missing, ...), recorded once per field and run: "measured none" is not "none".
+    nvml_unavailable: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def gpu_text(self) -> str:

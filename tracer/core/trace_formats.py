@@ -25,6 +25,19 @@ SUFFIXES = {
 }
 """File names by kind, tried in this order (a name decides before the content is looked at)."""
 
+PYSPY_PREFIX = "pyspy"
+PYSPY_OUTPUT = "pyspy.speedscope.json"
+"""What `--pyspy` writes under raw/ (speedscope JSON); any raw/pyspy*.json or *.speedscope is read as one."""
+PYSPY_START = "pyspy.start_ns"
+"""Under raw/: when py-spy attached (Unix ns, one integer), since speedscope times are relative."""
+
+
+def is_pyspy(file_name: str) -> bool:
+    """A py-spy speedscope profile, by name: the one test the ingest and the tracer share."""
+    name = file_name.lower()
+    return name.startswith(PYSPY_PREFIX) and name.endswith((".json", ".speedscope"))
+
+
 READABLE = "nsys .sqlite/.arrow/.nsys-rep, Kineto .json[.gz]"
 """The file kinds in words, for help texts and refusals."""
 

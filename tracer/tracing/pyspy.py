@@ -20,15 +20,16 @@ import time
 from pathlib import Path
 from typing import IO
 
+from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import KIND, WINDOW_CLOSE, WINDOW_EDGE, WINDOW_OPEN, Event
 from tracer.paths import cache_root
 
-OUTPUT = "raw/pyspy.speedscope.json"
+OUTPUT = f"raw/{tf.PYSPY_OUTPUT}"
 LOG = "raw/pyspy.log"
 #: When py-spy was started (Unix ns, one integer): its speedscope file has only relative times.
-START = "raw/pyspy.start_ns"
+START = f"raw/{tf.PYSPY_START}"
 RATE_HZ = 50
 STOP_WAIT_S = 30.0
 

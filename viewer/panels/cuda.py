@@ -7,13 +7,13 @@ hundreds of characters of C++ templates, are elided in the middle with the whole
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
+from analyzers.facts import NO_TRACE
 from analyzers.shares import OTHER, group_shares, other_label
-from viewer.data import NO_TRACE, RunData
+from viewer.data import RunData
 from viewer.style import run_colour
 
 PHASE_ORDER = ("whole", "startup", "steady")
@@ -71,7 +71,7 @@ class CudaPanel(QtWidgets.QWidget):
         self.runs = list(runs)
         phases: list[str] = []
         for run in self.runs:
-            phases += [p for p in run.cuda_phases if p not in phases]
+            phases += [p for p in run.api_phases if p not in phases]
         ordered = [p for p in PHASE_ORDER if p in phases] + sorted(
             (p for p in phases if p not in PHASE_ORDER), key=_epoch_key
         )
@@ -82,7 +82,7 @@ class CudaPanel(QtWidgets.QWidget):
         if current in ordered:
             self.phase.setCurrentText(current)
         self.phase.blockSignals(False)
-        untraced = [r.label for r in self.runs if not r.cuda_phases]
+        untraced = [r.label for r in self.runs if not r.api_phases]
         self.note.setText("; ".join(f"{label}: {NO_TRACE}" for label in untraced))
         self._draw_bars()
         self._fill_kernels()
@@ -94,13 +94,13 @@ class CudaPanel(QtWidgets.QWidget):
         self.bar_items.clear()
         self.bar_names = []
         phase = self.phase.currentText()
-        traced = [(i, r) for i, r in enumerate(self.runs) if phase in r.cuda_phases]
+        traced = [(i, r) for i, r in enumerate(self.runs) if phase in r.api_phases]
         if not traced:
             plot.setTitle(NO_TRACE if self.runs else "no runs loaded", size="10pt")
             plot.getAxis("left").setTicks(None)
             return
         # the report's Figure 3 rule (analyzers.shares): a function listed once any run reaches 1 %
-        grouped_names, grouped = group_shares({r.run_id: r.cuda_phases[phase] for _, r in traced})
+        grouped_names, grouped = group_shares({r.run_id: r.api_phases[phase] for _, r in traced})
         names = [other_label() if n == OTHER else n for n in grouped_names]
         splits = {run_id: dict(zip(names, values)) for run_id, values in grouped.items()}
         self.bar_names = names
@@ -113,7 +113,7 @@ class CudaPanel(QtWidgets.QWidget):
                 y=ys,
                 height=height * 0.9,
                 width=[split.get(n, 0.0) for n in names],
-                brush=run_colour(index),
+                brush=run_colour(self.runs, index),
                 name=run.label,
             )
             plot.addItem(item)
@@ -125,21 +125,16 @@ class CudaPanel(QtWidgets.QWidget):
         plot.setTitle(f"CUDA API time split, {phase} (functions >= 1 %, the rest as other)", size="10pt")
 
     def _fill_kernels(self) -> None:
-        rows: list[tuple[str, dict[str, Any]]] = []
-        for run in self.runs:
-            ranked = sorted(run.kernels, key=lambda k: -float(_get(k, "total_ns", "time_pct") or 0))
-            rows += [(run.label, k) for k in ranked[:KERNEL_ROWS]]
+        rows = [(run.label, k) for run in self.runs for k in run.kernels[:KERNEL_ROWS]]  # largest first
         self.kernels.setRowCount(len(rows))
         for i, (label, k) in enumerate(rows):
-            total = _get(k, "total_ns")
-            avg = _get(k, "avg_ns")
             values = [
                 label,
-                str(_get(k, "short_name", "name", "kernel") or "?"),
-                _num(_get(k, "time_pct"), ".1f"),
-                _num(None if total is None else float(total) / 1e6, ".2f"),
-                _num(_get(k, "calls", "instances", "count"), ".0f"),
-                _num(None if avg is None else float(avg) / 1e3, ".1f"),
+                k.short_name or k.name,
+                f"{k.time_pct:.1f}",
+                f"{k.total_ns / 1e6:.2f}",
+                f"{k.calls}",
+                f"{k.avg_ns / 1e3:.1f}",
             ]
             for j, v in enumerate(values):
                 cell = QtWidgets.QTableWidgetItem(v)
@@ -149,14 +144,6 @@ class CudaPanel(QtWidgets.QWidget):
         for column in (0, 2, 3, 4, 5):
             self.kernels.resizeColumnToContents(column)
         header.resizeSection(0, min(header.sectionSize(0), RUN_COLUMN_MAX_PX))
-
-
-def _get(row: dict[str, Any], *keys: str) -> Any:
-    return next((row[k] for k in keys if row.get(k) is not None), None)
-
-
-def _num(value: Any, spec: str) -> str:
-    return "-" if value is None else format(float(value), spec)
 
 
 def _epoch_key(phase: str) -> tuple[int, str]:

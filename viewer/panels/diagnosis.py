@@ -86,7 +86,7 @@ class DiagnosisPanel(QtWidgets.QTableWidget):
             for j, value in enumerate(values):
                 item = QtWidgets.QTableWidgetItem(str(value))
                 if j == 0:
-                    item.setForeground(QtGui.QColor(run_colour(index)))
+                    item.setForeground(QtGui.QColor(run_colour(self._runs, index)))
                 elif not fired:
                     item.setForeground(QtGui.QColor("#777777"))
                 if fired and j == 1:

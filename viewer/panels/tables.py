@@ -43,7 +43,7 @@ class EpochTable(QtWidgets.QTableWidget):
             for j, value in enumerate(values):
                 item = QtWidgets.QTableWidgetItem(value)
                 if j == 0:
-                    item.setForeground(QtGui.QColor(run_colour(index)))
+                    item.setForeground(QtGui.QColor(run_colour(runs, index)))
                 self.setItem(i, j, item)
 
 
@@ -69,7 +69,7 @@ class FactsTable(QtWidgets.QTableWidget):
         self.setVerticalHeaderLabels(keys)
         for col, (run, f) in enumerate(zip(runs, facts)):
             header = QtWidgets.QTableWidgetItem(run.label)
-            header.setForeground(QtGui.QColor(run_colour(col)))
+            header.setForeground(QtGui.QColor(run_colour(runs, col)))
             self.setHorizontalHeaderItem(col, header)
             values = dict(f)
             for row, key in enumerate(keys):

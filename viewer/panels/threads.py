@@ -9,78 +9,42 @@ seconds, the CUDA API calls of runs with a trace appear as a black stripe on the
 Under a traced run's threads, its GPU rows (one lane per device and stream: kernels, copies, memsets)
 and NVTX rows (epoch and step ranges, one lane per nesting depth) are drawn the same way, so 100k
 kernels cost what their pixels cost. Hovering a launch call or a GPU operation names it and its peer
-(the correlation id's, `analyzers.correlation`) and draws the link between them.
+(the correlation id's, `analyzers.correlation`) and draws the link between them (`viewer.panels.lane_hover`).
 """
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from analyzers.gpu_timeline import NVTX_ACTIVITIES
+from analyzers.lanes import GpuLanes, activity_priority
 from viewer.cursor import TimeCursor
-from viewer.data import GpuLanes, RunData, activity_priority
-from viewer.pyramid import LaneIndex
+from viewer.data import RunData
+from viewer.panels.lane_hover import Hover, LaneHover, _GpuRows, _RunLanes
+from viewer.pyramid import CALLS as CALL_INDEX
+from viewer.pyramid import GPU, THREADS
 from viewer.style import LEFT_AXIS_WIDTH, LINK_COLOUR, RIGHT_AXIS_WIDTH, activity_colour, label_font, run_colour
 
 CALLS_BELOW_S = 2.0
 SUBROWS = 5  # image rows per lane: 4 painted, 1 left blank between lanes
 MAX_BINS = 2400
 CALLS = "CUDA API call"
+CALLS_LEGEND = html.escape(f"{CALLS} (zoom < {CALLS_BELOW_S:g} s)")  # legend labels are HTML: "<" began a tag
 RUN_GAP_ROWS = 1  # a blank row between runs, so a run's header stands apart from the last lane above
-MIN_HEIGHT_PX, MAX_MIN_HEIGHT_PX, AXES_PX = 120, 420, 100
+MIN_HEIGHT_PX, MAX_MIN_HEIGHT_PX, AXES_PX = 120, 6000, 100  # the window scrolls: every lane gets a line
 LABEL_GAP_PX = 1  # between two lane labels: labels that would come closer are left out, run headers first
 LEGEND_COLUMNS = 7
-HOVER_PX = 4  # how far from an item the mouse may be and still pick it
 NVTX_LABEL_MIN_PX = 40  # an NVTX range this wide on screen gets its name written on it
 MAX_NVTX_LABELS = 60
-MIN_MARK_PX = 3  # the hover outline of a 1 µs kernel is still this wide
-TOOLTIP_NAME_CHARS = 90  # kernel names are elided in the middle beyond this
 
 
-@dataclass
-class _RunLanes:
-    """One run's lanes on the shared axis: its segment index, shifted by `offset` seconds, and its image."""
-
-    index: LaneIndex
-    offset: float
-    activities: list[str]
-    lanes: int
-    top: int  # plot y of the run's header row
-    calls: LaneIndex | None
-    calls_offset: float
-    image: pg.ImageItem
-
-
-@dataclass
-class _GpuRows:
-    """One run's GPU and NVTX rows, below its thread lanes (`top` = the plot row of the first)."""
-
-    run: RunData
-    gpu: GpuLanes
-    index: LaneIndex
-    offset: float
-    top: int
-    image: pg.ImageItem
-    colours: np.ndarray
-
-
-@dataclass(frozen=True)
-class Hover:
-    """What the mouse is on: a GPU item and/or the API call that launched it, and the tooltip's text."""
-
-    run_id: str
-    text: str
-    item: int | None  # in the run's GpuLanes
-    call: int | None  # in the run's ApiCalls
-
-
-class ThreadPanel(pg.GraphicsLayoutWidget):
+class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
     def __init__(self, cursor: TimeCursor, parent: object = None) -> None:
         super().__init__(parent)
         self.time_cursor = cursor
@@ -134,11 +98,11 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         shown: set[str] = set()
         missing = []
         for index, run in enumerate(self.runs):
-            lanes, gpu = run.threads, run.gpu
+            lanes, gpu = run.lanes.threads, run.lanes.gpu
             if lanes is None and gpu is None:
                 missing.append(run.label)
                 continue
-            ticks.append((-y + 0.4, f"▼ {run.label[:20]}", True))
+            ticks.append((-y + 0.4, _fit(f"▼ {run.label}", LEFT_AXIS_WIDTH - 8), True))
             thread_lanes = 0
             spans = []
             if lanes is not None:
@@ -166,15 +130,15 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
                         width=[(last - first) / 1e9],
                         y0=[-y + 0.25],
                         height=[0.3],
-                        brush=run_colour(index),
+                        brush=run_colour(self.runs, index),
                         pen=pg.mkPen(None),
                     )
                 )
             y += thread_lanes + 1 + RUN_GAP_ROWS
         for activity in sorted(shown, key=activity_priority):
             self.legend.addItem(_swatch(activity_colour(activity)), activity)
-        if any(r.api_calls is not None for r in self.runs):
-            self.legend.addItem(_swatch("#000000"), f"{CALLS} (zoom < {CALLS_BELOW_S:g} s)")
+        if any(r.lanes.api_calls is not None for r in self.runs):
+            self.legend.addItem(_swatch("#000000"), CALLS_LEGEND)
         self.all_ticks = ticks
         headers = [t[0] for t in ticks if t[2]]
         self._header_gap_rows = min((a - b for a, b in zip(headers, headers[1:])), default=0.0)
@@ -185,7 +149,7 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         if not self.lanes and not self.gpu_rows:
             plot.setTitle("no thread data in the loaded runs", size="9pt")
         else:
-            sources = "; ".join(sorted({r.threads.source for r in self.runs if r.threads}))
+            sources = "; ".join(sorted({r.lanes.threads.source for r in self.runs if r.lanes.threads}))
             title = f"<b>Thread lanes</b>: one per thread (name and tid), coloured by activity; source: {sources}"
             if self.gpu_rows:
                 title += "; GPU streams and NVTX ranges below a traced run's threads (hover: launch and kernel)"
@@ -197,22 +161,23 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         if link is not None:
             link(plot)
         self._thin_ticks()  # after the y range is set: thinning is in pixels of the final view
+        QtCore.QTimer.singleShot(0, self, self._thin_ticks)  # again once the layout settled (dropped if closed)
         self._redraw()
 
     def _prepare(self, run: RunData, top: int) -> _RunLanes:
-        lanes = run.threads
+        lanes = run.lanes.threads
         assert lanes is not None
         anchor = run.anchor_ns(self.align)
-        calls = run.api_calls
+        calls = run.lanes.api_calls
         image = pg.ImageItem(axisOrder="row-major")
         self.plot.addItem(image)
         return _RunLanes(
-            index=lanes.index,
+            index=run.indexes[THREADS],
             offset=(lanes.origin_ns - anchor) / 1e9,
             activities=lanes.activities,
             lanes=len(lanes.lane_names),
             top=top,
-            calls=None if calls is None else calls.index,
+            calls=run.indexes.get(CALL_INDEX),
             calls_offset=0.0 if calls is None else (calls.origin_ns - anchor) / 1e9,
             image=image,
         )
@@ -222,7 +187,7 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         self.plot.addItem(image)
         colours = np.array([_rgba(activity_colour(a)) for a in gpu.names] + [(0, 0, 0, 0)], dtype=np.uint8)
         offset = (gpu.origin_ns - run.anchor_ns(self.align)) / 1e9
-        return _GpuRows(run, gpu, gpu.index, offset, top, image, colours)
+        return _GpuRows(run, gpu, run.indexes[GPU], offset, top, image, colours)
 
     def _thin_ticks(self) -> None:
         """Lane labels that fit the panel's height: every run header, then as many thread labels as leave
@@ -232,9 +197,9 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
         height_px = max(view.height(), 1.0)
         px_per_unit = height_px / max(y1 - y0, 1e-9)
         line_px = QtGui.QFontMetricsF(label_font(8)).height() + LABEL_GAP_PX
-        if self._header_gap_rows > 0:  # tall enough that two run headers never collide, within reason
+        if self._header_gap_rows > 0:  # tall enough for a line per lane: the window scrolls rather than squeeze
             overhead = self.height() - height_px if self.height() > height_px > 1 else AXES_PX
-            need = line_px * (y1 - y0) / self._header_gap_rows + overhead + line_px  # a line to spare
+            need = line_px * (y1 - y0) + overhead + line_px  # a line to spare
             self.setMinimumHeight(math.ceil(min(MAX_MIN_HEIGHT_PX, max(MIN_HEIGHT_PX, need))))
         kept: list[tuple[float, str]] = []
         taken: list[float] = []
@@ -349,87 +314,6 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
             global_pos = self.mapToGlobal(self.mapFromScene(scene_pos))
             QtWidgets.QToolTip.showText(global_pos, hover.text, self)
 
-    def hover_at(self, x: float, y: float) -> Hover | None:
-        """Picks the launch call or GPU item at plot point (x, y), draws its link and returns what it is."""
-        (x0, x1), _ = self.plot.viewRange()
-        tolerance = HOVER_PX * (x1 - x0) / max(self.plot.getViewBox().width(), 1.0)
-        row = math.floor(-y)
-        hover = None
-        for rows in self.gpu_rows.values():
-            lane = row - rows.top
-            if 0 <= lane < len(rows.gpu.lane_names):
-                item = rows.index.at(lane, x - rows.offset, tolerance)
-                if item is not None:
-                    links = rows.run.links
-                    call = None if links is None else int(links.call_of_item[item])
-                    hover = self._describe(rows.run, item, None if call is None or call < 0 else call)
-        for run_id, lanes in self.lanes.items():
-            lane = row - lanes.top
-            if lanes.calls is not None and 0 <= lane < lanes.lanes and hover is None:
-                call = lanes.calls.at(lane, x - lanes.calls_offset, tolerance)
-                if call is not None:
-                    run = self._run(run_id)
-                    links = run.links
-                    item = None if links is None else int(links.item_of_call[call])
-                    hover = self._describe(run, None if item is None or item < 0 else item, call)
-        self.hover = hover
-        self._draw_link(hover)
-        return hover
-
-    def _run(self, run_id: str) -> RunData:
-        return next(r for r in self.runs if r.run_id == run_id)
-
-    def _describe(self, run: RunData, item: int | None, call: int | None) -> Hover:
-        lines = []
-        if call is not None and run.api_calls is not None and run.threads is not None:
-            calls = run.api_calls
-            thread = run.threads.lane_names[int(calls.lane[call])]
-            dur = int(calls.end_ns[call] - calls.start_ns[call])
-            lines.append(f"launch: {calls.name[call]} on {thread}, {_duration(dur)}")
-        if item is not None and run.gpu is not None:
-            gpu = run.gpu
-            kind = gpu.names[int(gpu.code[item])]
-            kind = NVTX_ACTIVITIES[0] if kind in NVTX_ACTIVITIES else kind
-            dur = int(gpu.end_ns[item] - gpu.start_ns[item])
-            lane = gpu.lane_names[int(gpu.lane[item])]
-            lines.append(f"{kind}: {_elide(gpu.label(item))} on {lane}, {_duration(dur)}")
-            if call is not None and run.api_calls is not None:
-                wait = int(gpu.start_ns[item] - run.api_calls.start_ns[call])
-                lines.append(f"starts {_duration(wait)} after its launch")
-        return Hover(run.run_id, "\n".join(lines), item, call)
-
-    def _draw_link(self, hover: Hover | None) -> None:
-        """Outlines the hovered call and item and joins them (launch start to GPU start)."""
-        if hover is None:
-            self.link.setData([], [])
-            return
-        (x0, x1), _ = self.plot.viewRange()
-        least = MIN_MARK_PX * (x1 - x0) / max(self.plot.getViewBox().width(), 1.0)
-        boxes = []
-        lanes = self.lanes.get(hover.run_id)
-        rows = self.gpu_rows.get(hover.run_id)
-        run = self._run(hover.run_id)
-        if hover.call is not None and lanes is not None and run.api_calls is not None:
-            anchor = run.anchor_ns(self.align)
-            a = (int(run.api_calls.start_ns[hover.call]) - anchor) / 1e9
-            b = (int(run.api_calls.end_ns[hover.call]) - anchor) / 1e9
-            boxes.append((a, max(b, a + least), lanes.top + int(run.api_calls.lane[hover.call])))
-        if hover.item is not None and rows is not None:
-            a = float(rows.index.x0[hover.item]) + rows.offset
-            b = float(rows.index.x1[hover.item]) + rows.offset
-            boxes.append((a, max(b, a + least), rows.top + int(rows.gpu.lane[hover.item])))
-        xs: list[float] = []
-        ys: list[float] = []
-        for a, b, row in boxes:
-            top, bottom = -row - 0.05, -row - 0.95
-            xs += [a, b, b, a, a, math.nan]
-            ys += [top, top, bottom, bottom, top, math.nan]
-        if len(boxes) == 2:
-            (a0, _, r0), (a1, _, r1) = boxes
-            xs += [a0, a1]
-            ys += [-r0 - 0.95, -r1 - 0.05]
-        self.link.setData(xs, ys)
-
     def _on_cursor(self, x: float) -> None:
         if self.cursor_line.value() != x:
             self.cursor_line.blockSignals(True)
@@ -437,20 +321,10 @@ class ThreadPanel(pg.GraphicsLayoutWidget):
             self.cursor_line.blockSignals(False)
 
 
-def _duration(ns: int) -> str:
-    if abs(ns) < 10_000:
-        return f"{ns / 1e3:.1f} µs"
-    if abs(ns) < 10_000_000:
-        return f"{ns / 1e6:.2f} ms"
-    return f"{ns / 1e9:.3f} s"
-
-
-def _elide(name: str, chars: int = TOOLTIP_NAME_CHARS) -> str:
-    """Long C++ kernel names keep their start (the function) and end (its arguments)."""
-    if len(name) <= chars:
-        return name
-    half = (chars - 1) // 2
-    return name[:half] + "…" + name[-half:]
+def _fit(text: str, width_px: int) -> str:
+    """`text` in the lane labels' font, elided in the middle where wider than `width_px`: a run's label
+    keeps its start (framework, model) and its end (trace backend, the id that tells two runs apart)."""
+    return QtGui.QFontMetricsF(label_font(8)).elidedText(text, QtCore.Qt.TextElideMode.ElideMiddle, width_px)
 
 
 def _rgba(colour: str) -> tuple[int, int, int, int]:

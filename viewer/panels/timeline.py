@@ -22,6 +22,9 @@ from viewer.style import LEFT_AXIS_WIDTH, RIGHT_AXIS_WIDTH, run_colour
 
 ALIGN_LABELS = {"start": "time since run start (s)", "epoch": "time since first epoch start (s)"}
 TITLE_HEIGHT = 34  # two lines of 9 pt
+PLOT_MIN_PX = 80  # a plot's data area never shrinks below this: the window scrolls instead (ticks stay apart)
+BOTTOM_AXIS_PX = 50
+ROW_MARGIN_PX = 12  # a plot's own margins and the layout's spacing, per row
 UNIT_FORMAT = {"%": ".1f", "MiB": ".0f", "count": ".0f", "W": ".1f"}
 
 
@@ -81,6 +84,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
             self._add_run(run, index, col)
         if columns > 1:
             self._common_y_ranges(columns)
+        self.setMinimumHeight(len(self.metrics) * (TITLE_HEIGHT + PLOT_MIN_PX + ROW_MARGIN_PX) + BOTTOM_AXIS_PX)
         if self.time_cursor.x is not None:
             self._on_cursor(self.time_cursor.x)
         else:
@@ -229,7 +233,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         axis.setLabel("% of RAM")
 
     def _add_run(self, run: RunData, index: int, col: int) -> None:
-        colour = run_colour(index)
+        colour = run_colour(self.runs, index)
         anchor = run.anchor_ns(self.align)
         self.curves[run.run_id] = {}
         self.epoch_markers[run.run_id] = {}
@@ -288,7 +292,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
                     for index, run in enumerate(self.runs)
                     for s in run.series.get(metric.key, [])
                 ]
-                title = f"<b>{metric.title}</b> [{metric.unit}]{at}: " + " &nbsp; ".join(parts)
+                title = f"<b>{metric.title}</b>{_unit_tag(metric)}{at}: " + " &nbsp; ".join(parts)
                 self._set_title(self.plots[(metric.key, 0)], title, 1)
                 continue
             for index, run in enumerate(self.runs):
@@ -299,11 +303,11 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
                     self._readout(run, index, metric, s, x, with_run=False) for s in run.series.get(metric.key, [])
                 ]
                 head = (
-                    f"<span style='color:{run_colour(index)}'><b>{run.label}</b></span> &nbsp; "
+                    f"<span style='color:{run_colour(self.runs, index)}'><b>{run.label}</b></span> &nbsp; "
                     if metric is self.metrics[0]
                     else ""
                 )
-                title = f"{head}<b>{_short(metric)}</b> [{metric.unit}]{at}: " + " &nbsp; ".join(parts or ["-"])
+                title = f"{head}<b>{_short(metric)}</b>{_unit_tag(metric)}{at}: " + " &nbsp; ".join(parts or ["-"])
                 self._set_title(plot, title, len(self.runs))
 
     def _set_title(self, plot: pg.PlotItem, html: str, columns: int) -> None:
@@ -334,7 +338,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         if metric.key == schema.RSS_MIB and value is not None and run.ram_total_mib:
             text += f" ({100 * value / run.ram_total_mib:.1f} % RAM)"
         who = " ".join(w for w in (run.label if with_run else "", s.label) if w)
-        return f"<span style='color:{run_colour(index)}'>{who + ': ' if who else ''}<b>{text}</b></span>"
+        return f"<span style='color:{run_colour(self.runs, index)}'>{who + ': ' if who else ''}<b>{text}</b></span>"
 
     def title_text(self, metric: str, col: int = 0) -> str:
         plot = self.plots.get((metric, col))
@@ -347,6 +351,12 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
     def drawn_points(self, run_id: str, metric: str) -> list[int]:
         """Points each curve of a run hands Qt for the current view."""
         return [len(c.getData()[0]) for c in self.curves.get(run_id, {}).get(metric, [])]
+
+
+def _unit_tag(metric: Metric) -> str:
+    """The unit in a title, where it is the axis's: seconds get an SI prefix on the axis ("(ms)") and in
+    every readout ("911 ms"), so a title saying "[s]" beside an axis saying "(ms)" would contradict it."""
+    return "" if metric.unit == "s" else f" [{metric.unit}]"
 
 
 def _short(metric: Metric) -> str:

@@ -114,8 +114,7 @@ def test_input_bound_on_real_runs(make_run: Callable[..., RunFolder], tmp_path: 
     slow = make_run("pytorch", "--dataset", str(photos), "--model", "mobilenet_v2", "--image-size", "32",
                     "--batch", "8", "--workers", "0", "--limit", "24", "--threads", "1")  # fmt: skip
     fast = make_run("pytorch", "--model", "alexnet", "--image-size", "64", "--batch", "8")
-    if slow.samples("steps") is None:
-        pytest.skip("needs per-step timing (issue 18): the run has no steps table")
+    assert slow.samples("steps") is not None  # every worker writes per-step timing (issue 18 is done)
     v_slow, v_fast = verdict(slow, "input-bound"), verdict(fast, "input-bound")
     assert v_slow.fired and v_slow.value is not None and v_slow.value > 50, v_slow
     assert v_fast.measured and not v_fast.fired, v_fast
