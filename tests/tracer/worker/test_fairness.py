@@ -8,11 +8,10 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from analyzers import steps
-from tests.conftest import require_framework, run_tracer
+from tests.conftest import photo_folder, require_framework, run_tracer
 from tests.tracer.worker.helpers import assert_steps_add_up, run_in_framework
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.worker.base import default_loader_workers
@@ -100,27 +99,12 @@ def test_shared_pipeline_is_recorded(make_run: Callable[..., RunFolder]) -> None
     assert knobs["decoder"].startswith("PIL")
 
 
-def _photo_folder(root: Path, count: int, width: int, height: int) -> Path:
-    """`count` noisy photo-sized JPEGs in two classes: costly to decode and to shrink, as photos are."""
-    from PIL import Image
-
-    rng = np.random.default_rng(0)
-    base = rng.integers(0, 256, (height // 8, width // 8, 3), dtype=np.uint8)
-    big = np.asarray(Image.fromarray(base).resize((width, height), Image.Resampling.BICUBIC))
-    for i in range(count):
-        folder = root / ("fire" if i % 2 else "smoke")
-        folder.mkdir(parents=True, exist_ok=True)
-        noise = rng.integers(0, 24, big.shape, dtype=np.uint8)
-        Image.fromarray(big + noise).save(folder / f"{i:03d}.jpg", quality=90)
-    return root
-
-
 def test_data_wait_share_sees_a_starved_model(tmp_path: Path) -> None:
     """Large photos and a small model: with 0 loader workers most of a step is waiting for data;
     with loader workers decoding ahead, less of it is. One intra-op thread: on a shared 2-core machine
     torch's default two threads spin against the other loads (5 s a step instead of 0.2 s)."""
     require_framework("pytorch")
-    photos = _photo_folder(tmp_path / "photos", 24, 3000, 2000)
+    photos = photo_folder(tmp_path / "photos", 24, 3000, 2000)
     shares = {}
     with_workers = max(2, default_loader_workers())
     for workers in (0, with_workers):
