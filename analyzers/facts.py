@@ -23,10 +23,10 @@ def run_label(record: RunRecord | None, folder: Path) -> str:
     s = record.spec
     status = "" if record.outcome.status is RunStatus.OK else f" [{displayed_status(record)}]"
     trace = "" if s.trace == UNTRACED else f" {s.trace}"
-    source = record.knobs.get("imported_from")
-    if source:
-        model = Path(str(source)).name.split(".")[0] if s.model == UNKNOWN_MODEL else s.model
-        batch = "" if "batch" in (record.knobs.get("not_recorded") or ()) else f" b{s.batch}"
+    origin = record.imported
+    if origin is not None:
+        model = Path(origin.source).name.split(".")[0] if s.model == UNKNOWN_MODEL else s.model
+        batch = "" if "batch" in origin.not_recorded else f" b{s.batch}"
         return f"{s.framework} {model}{batch} {s.device}{trace} (imported){status}"
     return f"{s.framework} {s.model} b{s.batch} {s.device}{trace}{status}"
 

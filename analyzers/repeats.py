@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from analyzers.steady import WARMUP_EPOCHS, Throughput, throughput
-from tracer.core.records import RunRecord, RunSpec
+from tracer.core.records import ImportOrigin, RunRecord, RunSpec
 from tracer.core.runfolder import RunFolder
 
 # Spec fields that do not change what is measured (limits on how long a run may take, a label):
@@ -25,7 +25,7 @@ from tracer.core.runfolder import RunFolder
 # (`case` is the study's name of model + dataset, a label: older runs lack it).
 NOT_PART_OF_THE_EXPERIMENT = ("timeout_s", "stall_s", "case")
 # Knobs that are bookkeeping, not settings.
-NOT_A_SETTING = ("imported_from", "not_recorded")
+NOT_A_SETTING = ImportOrigin.KNOBS
 # Spec fields that say how a run was measured, not what it trained, with their unmeasured values
 # (analyzers.diagnosis.cost pairs a traced run with the run that differs only there).
 UNMEASURED: dict[str, Any] = {"trace": "none", "trace_window": None, "pyspy": False, "nsys_sampling": False}
@@ -34,9 +34,8 @@ UNMEASURED: dict[str, Any] = {"trace": "none", "trace_window": None, "pyspy": Fa
 def repeat_key(record: RunRecord) -> str:
     spec = {k: v for k, v in dataclasses.asdict(record.spec).items() if k not in NOT_PART_OF_THE_EXPERIMENT}
     knobs = {k: v for k, v in record.knobs.items() if k not in NOT_A_SETTING}
-    imported = record.knobs.get("imported_from")
-    if imported:  # an imported trace is its own group: nothing says two imports measured the same thing
-        spec["imported_from"] = imported
+    if record.imported is not None:  # an imported trace is its own group: nothing says two imports measured alike
+        spec[ImportOrigin.SOURCE_KNOB] = record.imported.source
     return json.dumps({"spec": spec, "knobs": knobs}, sort_keys=True, default=str)
 
 

@@ -148,7 +148,7 @@ def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
         energy_j_per_image=top.j_per_image if top else None,
         energy_unavailable=record.environment.energy_unavailable,
         compile_s=compile_seconds(folder.events()),
-        imported_from=str(record.knobs.get("imported_from", "")),
+        imported_from=record.imported.source if record.imported else "",
         rankable=record.rankable,
         not_rankable_why=record.not_rankable_why,
         loss_by_epoch=tuple(e.loss for e in epochs),
@@ -157,7 +157,7 @@ def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
         device_peak_source=next((e.device_peak_source for e in reversed(epochs) if e.device_peak_source), ""),
         gpu=record.environment.gpu_text,
         workload=workload_key(spec),
-        not_recorded=tuple(str(f) for f in record.knobs.get("not_recorded") or ()),
+        not_recorded=record.imported.not_recorded if record.imported else (),
         data=spec.data,
         decode_s=decode_seconds(folder.events()),
     )

@@ -193,7 +193,7 @@ def load_run(path: Path | str, progress: Progress | None = None) -> RunData:
         data.messages.append(line)
     report(0.15, "epochs")
     data.epochs = _guard(data, "events.jsonl", folder.epochs, [])
-    imported = data.record is not None and "imported_from" in data.record.knobs
+    imported = data.record is not None and data.record.imported is not None
     if data.record is not None and not folder.events_path.exists() and not imported:
         data.messages.append("events.jsonl is missing: no epoch markers")
     data.data_wait_by_epoch = _guard(data, "samples/steps", functools.partial(data_wait_shares, folder), {})

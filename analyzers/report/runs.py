@@ -74,7 +74,7 @@ class LoadedRun:
     @property
     def case(self) -> CaseKey:
         spec = self.record.spec
-        if "imported_from" in self.record.knobs:
+        if self.record.imported is not None:
             return CaseKey(spec.model, dataset_label(spec.dataset), IMPORTED, 0)
         return CaseKey(spec.model, dataset_label(spec.dataset), spec.device, spec.batch)
 

@@ -49,7 +49,7 @@ def _run_id(path: Path) -> str:
 def cmd_import(args: argparse.Namespace) -> int:
     from analyzers.ingest import _source_of, ingest_file, not_readable, sibling_export, span_ns, trace_kind
     from analyzers.tables import BATCH_FACT, TRACE_META, TRACE_OF_SOURCE
-    from tracer.core.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
+    from tracer.core.records import EnvironmentInfo, ImportOrigin, Outcome, RunRecord, RunSpec, RunStatus
     from tracer.core.runfolder import RunFolder
 
     path: Path = args.file
@@ -111,9 +111,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         wall_end_ns=ends,
         trace_files=(f"raw/{path.name}",),
         knobs={
-            "imported_from": str(path.resolve()),
+            **ImportOrigin(
+                str(path.resolve()), tuple(f for f in NOT_RECORDED if not (f == "batch" and batch is not None))
+            ).to_knobs(),
             "clock": json.dumps(clock),
-            "not_recorded": [f for f in NOT_RECORDED if not (f == "batch" and batch is not None)],
             **({"batch_from": "the trace's first convolution input (recorded shapes)"} if batch is not None else {}),
         },
     )

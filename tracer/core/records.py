@@ -156,6 +156,29 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class ImportOrigin:
+    """Where an imported run came from (`tracer import`): kept in the record's knobs under these keys
+    (run.json's format is unchanged), read only through `RunRecord.imported`."""
+
+    source: str  # the trace file, resolved
+    not_recorded: tuple[str, ...] = ()  # spec fields the trace does not carry ("batch", "epochs")
+
+    SOURCE_KNOB = "imported_from"
+    NOT_RECORDED_KNOB = "not_recorded"
+    KNOBS = (SOURCE_KNOB, NOT_RECORDED_KNOB)  # bookkeeping, not settings: never part of a run's spec
+
+    def to_knobs(self) -> dict[str, Any]:
+        return {self.SOURCE_KNOB: self.source, self.NOT_RECORDED_KNOB: list(self.not_recorded)}
+
+    @classmethod
+    def from_knobs(cls, knobs: Mapping[str, Any]) -> ImportOrigin | None:
+        source = knobs.get(cls.SOURCE_KNOB)
+        if not source:
+            return None
+        return cls(str(source), tuple(str(f) for f in knobs.get(cls.NOT_RECORDED_KNOB) or ()))
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """The content of `run.json`."""
 
@@ -174,6 +197,12 @@ class RunRecord:
     knobs: Mapping[str, Any] = field(default_factory=dict)
     measurement_cost: MeasurementCost | None = None
     format_version: int = RUN_FORMAT_VERSION
+
+    @property
+    def imported(self) -> ImportOrigin | None:
+        """The trace file a `tracer import`ed run came from, and what it does not record; None for a run
+        made by `tracer profile`."""
+        return ImportOrigin.from_knobs(self.knobs)
 
     @property
     def rankable(self) -> bool:

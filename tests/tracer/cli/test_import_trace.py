@@ -50,7 +50,9 @@ def test_kineto_trace_with_recorded_shapes_names_its_batch(shared_fixtures: Path
     (folder,) = list_runs(tmp_path)
     record = folder.read_record()
     assert record.spec.batch == 32
-    assert record.knobs["not_recorded"] == ["epochs"]
+    assert record.knobs["not_recorded"] == ["epochs"]  # run.json's form, read back typed:
+    assert record.imported is not None and record.imported.not_recorded == ("epochs",)
+    assert record.imported.source == str(trace.resolve())
     shown = run_tracer("show", str(folder.path)).stdout
     assert any(line.split()[:2] == ["batch", "32"] for line in shown.splitlines())
     listed = run_tracer("runs", "--runs", str(tmp_path)).stdout
