@@ -10,13 +10,13 @@ median over the finished runs of one mode; a mode without a finished run has non
 from __future__ import annotations
 
 import csv
-import dataclasses
 import functools
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzers.repeats import repeat_key
+from analyzers.repeats import spec_key
 from analyzers.steady import WARMUP_EPOCHS, Spread, throughput
 from tracer.core.records import RunRecord
 from tracer.core.runfolder import RunFolder, list_runs
@@ -24,9 +24,10 @@ from tracer.core.schema import DATA_FILES, DATA_MEMORY, DATA_MODES, DATA_SYNTHET
 
 
 def pair_key(record: RunRecord) -> str:
-    """The repeat key (analyzers.repeats) of the run as if it had read files: equal for the runs of a pair."""
-    as_files = dataclasses.replace(record, spec=dataclasses.replace(record.spec, data=DATA_FILES))  # type: ignore[arg-type]
-    return repeat_key(as_files)
+    """The run's spec (analyzers.repeats.spec_key) as if it had read files: equal for the runs of a pair.
+    The worker's knobs are left out: a data mode sets its own loader knobs (no workers, no decoder), and
+    the rest follow from the spec on one machine."""
+    return json.dumps(spec_key(record) | {"data": DATA_FILES}, sort_keys=True, default=str)
 
 
 @dataclass(frozen=True)

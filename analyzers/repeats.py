@@ -31,12 +31,19 @@ NOT_A_SETTING = ImportOrigin.KNOBS
 UNMEASURED: dict[str, Any] = {"trace": "none", "trace_window": None, "pyspy": False, "nsys_sampling": False}
 
 
-def repeat_key(record: RunRecord) -> str:
+def spec_key(record: RunRecord) -> dict[str, Any]:
+    """What the run was asked to do: its spec without NOT_PART_OF_THE_EXPERIMENT (an imported trace
+    keeps its source: nothing says two imports measured the same thing)."""
     spec = {k: v for k, v in dataclasses.asdict(record.spec).items() if k not in NOT_PART_OF_THE_EXPERIMENT}
-    knobs = {k: v for k, v in record.knobs.items() if k not in NOT_A_SETTING}
-    if record.imported is not None:  # an imported trace is its own group: nothing says two imports measured alike
+    if record.imported is not None:
         spec[ImportOrigin.SOURCE_KNOB] = record.imported.source
-    return json.dumps({"spec": spec, "knobs": knobs}, sort_keys=True, default=str)
+    return spec
+
+
+def repeat_key(record: RunRecord) -> str:
+    """Equal for repeats: the same spec (`spec_key`) and the same settings the worker reported."""
+    knobs = {k: v for k, v in record.knobs.items() if k not in NOT_A_SETTING}
+    return json.dumps({"spec": spec_key(record), "knobs": knobs}, sort_keys=True, default=str)
 
 
 def group_repeats(folders: Iterable[RunFolder]) -> list[list[RunFolder]]:

@@ -117,16 +117,17 @@ def test_show_prints_each_source_and_a_plain_no_source(board_run: RunFolder, tin
     assert NO_SOURCE in line and " 0 J" not in plain.stdout and "0.000 J" not in plain.stdout
 
 
-def test_compare_names_the_source_and_the_run_without_one(board_run: RunFolder, tiny_pytorch_run: RunFolder) -> None:
-    result = run_tracer(
-        "compare", str(tiny_pytorch_run.path), str(board_run.path), "--csv", str(board_run.path / "c.csv")
-    )
+def test_compare_names_the_source_and_the_run_without_one(
+    board_run: RunFolder, tiny_pytorch_run: RunFolder, tmp_path: Path
+) -> None:
+    table = tmp_path / "c.csv"  # outside the runs: compare writes nothing into a run folder
+    result = run_tracer("compare", str(tiny_pytorch_run.path), str(board_run.path), "--csv", str(table))
     assert result.returncode == 0, result.stderr
     assert "energy per epoch, tegrastats VDD_IN (board input) (J)" in result.stdout
     assert "energy per image, RAPL package-0 (intel-rapl:0) (J)" in result.stdout
     assert f"energy of A: {NO_SOURCE}" in result.stdout
     assert "energy of B" not in result.stdout
-    with (board_run.path / "c.csv").open() as f:
+    with table.open() as f:
         rows = list(csv.reader(f))
     (row,) = [r for r in rows if r[0] == "energy per epoch, tegrastats VDD_IN (board input)"]
     assert row[2] == "" and float(row[5]) > 0  # A (columns 2-4) had no such source: empty, not 0; B: 5
