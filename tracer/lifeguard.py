@@ -56,7 +56,8 @@ def group_members(pgid: int) -> list[int]:
 
 
 def end_nsys_agents(owners: Iterable[int]) -> list[int]:
-    """SIGTERMs the nsys helper agents whose session is named after one of `owners` (nsys pids); their pids."""
+    """SIGKILLs the nsys helper agents whose session is named after one of `owners` (nsys pids); their pids.
+    Not SIGTERM: an agent spinning after its session hung was seen to outlive it."""
     suffixes = tuple(f"-{pid}".encode() for pid in owners)
     ended = []
     for pid, argv, _pgid in _processes():
@@ -64,7 +65,7 @@ def end_nsys_agents(owners: Iterable[int]) -> list[int]:
             continue
         if any(a.startswith(b"--session-name=") and a.endswith(suffixes) for a in argv):
             try:
-                os.kill(pid, signal.SIGTERM)
+                os.kill(pid, signal.SIGKILL)
                 ended.append(pid)
             except (ProcessLookupError, PermissionError):
                 pass

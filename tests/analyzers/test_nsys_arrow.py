@@ -83,25 +83,25 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     nsys_bin = require_nsys()
     out = tmp_path_factory.mktemp("report") / "r"
     code = "import time\nfor _ in range(300):\n    time.sleep(0.001)\n    open('/proc/self/stat').read()"
+    log = out.with_name("nsys.log")  # a file, not a pipe: nsys's helper agent inherits it and may outlive nsys
     for _attempt in range(2):  # Debian's nsys 2022.4 now and then hangs in its shutdown on a loaded machine
-        with take_session_lock():  # nsys runs one session at a time on a machine
+        with take_session_lock(), log.open("w") as said:  # nsys runs one session at a time on a machine
             proc = subprocess.Popen(
                 [str(nsys_bin), "profile", "-t", "osrt", "-f", "true", "-o", str(out), sys.executable, "-c", code],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
+                stdout=said,
+                stderr=subprocess.STDOUT,
             )
             try:
-                said = proc.communicate(timeout=150)
+                proc.wait(timeout=150)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                said = proc.communicate()
+                proc.wait()
             finally:
                 end_nsys_agents([proc.pid])  # its helper agent left the group; left over, it hangs later sessions
         if out.with_suffix(".nsys-rep").exists():
             break
     rep = out.with_suffix(".nsys-rep")
-    assert rep.exists(), said[0][-2000:] + said[1][-2000:]
+    assert rep.exists(), log.read_text()[-3000:]
     return rep
 
 

@@ -29,6 +29,7 @@ from tracer.core.schema import KIND, NSYS_WINDOW_TRACE, NVTX_WINDOW_RANGE, Event
 from tracer.lifeguard import end_nsys_agents
 from tracer.paths import cache_root
 from tracer.tracing.base import TraceBackend
+from tracer.tracing.nsys_launch import take_session_lock
 
 REPORT = "raw/trace.nsys-rep"
 SQLITE = "raw/trace.sqlite"
@@ -170,7 +171,8 @@ def export(nsys: Path, report: Path, out: Path, kind: str, log: Path | None = No
     said (its whole output goes to `log` when given). The one place the export command is written."""
     cmd = [str(nsys), "export", f"--type={kind}", f"--output={out}", "--force-overwrite=true", str(report)]
     try:
-        done = subprocess.run(cmd, capture_output=True, timeout=EXPORT_TIMEOUT_S, check=False)
+        with take_session_lock():  # an export beside a running `nsys profile` was seen to hang them both
+            done = subprocess.run(cmd, capture_output=True, timeout=EXPORT_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         return f"no answer in {EXPORT_TIMEOUT_S:.0f} s"
     said = (done.stdout + done.stderr).decode(errors="replace")  # nsys echoes bytes of a damaged report

@@ -13,7 +13,7 @@ standard library. Why:
 
 - two `nsys profile` sessions at once on one machine hang or die (Debian's 2022.4, measured: of three
   started together on an idle 2-core machine, two hung in "Generating ...qdstrm" past 120 s and one
-  died in `sem_open`; each alone took 3 s). Sessions therefore take turns on `SESSION_LOCK`, a
+  died in `sem_open`; each alone took 3 s). Sessions (and `nsys export`s) therefore take turns on `SESSION_LOCK`, a
   machine-wide lock file held for the whole `nsys profile`; a run that waits says so once. Two traced
   runs at once would also disturb each other's measurements.
 

@@ -175,7 +175,7 @@ def test_finish_ends_the_agent_of_this_runs_nsys_only(tmp_path: Path) -> None:
     try:
         (tmp_path / "raw" / "nsys.pid").write_text("4242\n")
         assert stop_agents(folder) == [agents[0].pid]
-        assert agents[0].wait(timeout=10) == -signal.SIGTERM
+        assert agents[0].wait(timeout=10) == -signal.SIGKILL
         assert agents[1].poll() is None
     finally:
         for a in agents:
