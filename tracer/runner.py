@@ -304,6 +304,10 @@ class Runner:
             if tegra is not None:
                 tegra.stop()
             view.close()
+        if ended_by is None and self.signals.count:
+            # the signal reached the worker's group too (Slurm's scancel signals every process of the job,
+            # a terminal's Ctrl-C the foreground group): the worker may be gone before the loop saw the count
+            ended_by = "interrupted"
         self.cost = measurement_cost(sampling, children_before, time.monotonic() - started)
         events = folder.events()  # read once, now that the worker has ended
         returncode = self.backend.worker_returncode(proc.returncode, events)

@@ -127,8 +127,8 @@ FILES_BATCHES = {
     "tensorflow": "t.dataset",
     "mxnet": "t.loader",
     "paddle": "t.loader",
-    "jax": "t._pipeline(1)",
-    "singa": "t._batches()",
+    "jax": "t._epoch_batches(1)",
+    "singa": "t._batches(1)",
 }
 TO_NUMPY = {
     "pytorch": "v.cpu().numpy()",
@@ -145,10 +145,10 @@ FLIPS_OFF = {
     "mxnet": "worker.native_transform = functools.partial(worker.native_transform, flip=False)",
     "paddle": "worker.native_transform = functools.partial(worker.native_transform, flip=False)",
     "tensorflow": "worker.tf.image.random_flip_left_right = lambda image, seed=None: image",
-    "jax": "_load = worker.load_normalised\n"
-    "worker.load_normalised = lambda p, s, flip, channels_first=True: _load(p, s, False, channels_first)",
-    "singa": "_load = worker.load_normalised\n"
-    "worker.load_normalised = lambda p, s, flip, channels_first=True: _load(p, s, False, channels_first)",
+    "jax": "_load = worker.load_pixels\nworker.load_pixels = lambda p, s, flip: _load(p, s, False)",
+    # SINGA's loader decodes with workload.load_batch, which calls the module's load_pixels (0 workers: here)
+    "singa": "from tracer.worker import workload\n_load = workload.load_pixels\n"
+    "workload.load_pixels = lambda p, s, flip: _load(p, s, False)",
 }
 # How far memory's first batch may be from files' in 8-bit levels: float rounding, except TensorFlow,
 # whose resize gives floats that memory keeps as uint8 (rounded: half a level at most).
@@ -231,7 +231,7 @@ def test_memory_agrees_with_files_and_holds_the_set_once(framework: str) -> None
         to_numpy=TO_NUMPY[framework],
         channels_last=framework in CHANNELS_LAST,
         files_batches=FILES_BATCHES[framework],
-        workers=None if framework == "singa" else 0,  # SINGA has no loader workers to set
+        workers=0,  # decoded in the probe's process, where the flips are switched off
         rss_size=RSS_SIZE,
     )
     out = json.loads(run_in_framework(framework, code, str(data)).strip().splitlines()[-1])

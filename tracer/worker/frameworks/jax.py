@@ -449,18 +449,23 @@ class Trainer(base.Trainer):
     MEMORY_LOADER = "grain.MapDataset over the in-memory array: shuffle (the files pipeline's seed) + batch"
 
     def memory_batches(self, epoch: int) -> Any:
-        """grain over an in-memory source, shuffled as the files pipeline is, batched in the loop's thread."""
+        """grain over an in-memory source, shuffled as the files pipeline is (one dataset for the run,
+        shuffled with --seed and repeated for the epochs, so each epoch gets grain's next permutation),
+        batched in the loop's thread; this epoch's share of it."""
         held = self.memory_set
         assert held is not None
         self._memory_steps = itertools.count()
         self._memory_epoch = epoch
-        dataset = (
-            grain.MapDataset.source(_ArraySource(held.images, held.labels))
-            .shuffle(seed=self.cfg.seed + epoch)
-            .batch(self.cfg.batch)
-        )
-        # grain's advice for data already in memory: no reader threads, no read-ahead buffer.
-        return dataset.to_iter_dataset(grain.ReadOptions(num_threads=0, prefetch_buffer_size=0))
+        if getattr(self, "_memory_run", None) is None:
+            dataset = (
+                grain.MapDataset.source(_ArraySource(held.images, held.labels))
+                .shuffle(seed=self.cfg.seed)
+                .batch(self.cfg.batch)
+                .repeat(self.cfg.epochs)
+            )
+            # grain's advice for data already in memory: no reader threads, no read-ahead buffer.
+            self._memory_run = iter(dataset.to_iter_dataset(grain.ReadOptions(num_threads=0, prefetch_buffer_size=0)))
+        return itertools.islice(self._memory_run, -(-len(held.labels) // self.cfg.batch))
 
     def memory_to_device(self, batch: Any) -> Tuple[Any, Any]:
         """uint8 NHWC to the device and a random flip there, in one compiled function (compiled ahead per
