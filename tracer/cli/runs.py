@@ -25,7 +25,7 @@ from tracer.cli.common import (
 )
 from tracer.core import cases
 from tracer.core.errors import UserError
-from tracer.core.records import RunSpec, RunStatus
+from tracer.core.records import RunStatus
 from tracer.core.schema import DATA_FILES
 
 
@@ -79,12 +79,6 @@ LEGEND = {
 }
 
 
-def data_mode(spec: RunSpec) -> str:
-    """How the run fed its images (files, memory, synthetic): the one place `runs` reads it (runs made
-    before `--data` read as files, the field's default)."""
-    return spec.data
-
-
 def cmd_runs(args: argparse.Namespace) -> int:
     from analyzers.run_summary import summarise
     from tracer.core.runfolder import list_runs, short_ids
@@ -117,7 +111,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 s.device,
                 "-" if "batch" in s.not_recorded else str(s.batch),
                 spec.trace,
-                data_mode(spec),
+                spec.data,
                 "all" if spec.limit is None else str(spec.limit),
                 str(spec.image_size),
                 s.status,
