@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -24,21 +24,20 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers import lanes as ln
+from analyzers import view_store
 from analyzers.arrays import as_array
+from analyzers.cuda_api import ApiRow
 from analyzers.facts import run_facts, run_label, unique_labels
+from analyzers.kernels import KernelRow
+from analyzers.lane_index import LaneIndex
 from analyzers.run_summary import displayed_status
 from analyzers.steps import data_wait_shares
-from analyzers.tables import CUDA_API, KERNELS
 from tracer.core import schema
 from tracer.core.errors import UserError
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import STEPS_TABLE
-from viewer.pyramid import Envelope, LaneIndex, lane_indexes
-
-if TYPE_CHECKING:  # the trace analyzers (and DuckDB with them) are imported only for a run with a trace
-    from analyzers.cuda_api import ApiRow
-    from analyzers.kernels import KernelRow
+from viewer.pyramid import Envelope
 
 Progress = Callable[[float, str], None]
 
@@ -110,7 +109,7 @@ class RunData:
     data_wait_by_epoch: dict[int, float | None] = field(default_factory=dict)  # share 0..1 (analyzers.steps)
     series: dict[str, list[Series]] = field(default_factory=dict)
     lanes: ln.Lanes = field(default_factory=lambda: ln.Lanes(None, None, None, None))
-    indexes: dict[str, LaneIndex] = field(default_factory=dict)  # `pyramid.lane_indexes`: built off the GUI thread
+    indexes: dict[str, LaneIndex] = field(default_factory=dict)  # `analyzers.lane_index`, via `analyzers.view_store`
     api_phases: dict[str, list[ApiRow]] = field(default_factory=dict)  # analyzers.cuda_api.phase_summaries
     kernels: list[KernelRow] = field(default_factory=list)
     api_label: str = "CUDA API"  # "HIP API" for a ROCm trace (analyzers.cuda_api.api_family)
@@ -202,22 +201,14 @@ def load_run(path: Path | str, progress: Progress | None = None) -> RunData:
         data.series.update(_guard(data, f"samples/{table}", functools.partial(_load_series, folder, table), {}))
     if not data.series.get(schema.CPU_PCT) and not imported:  # an imported trace has no samples by nature
         data.messages.append("no process samples (samples/process.parquet or .csv is missing or empty)")
-    report(0.6, "lanes")
-    data.lanes = _guard(data, "thread timeline", lambda: ln.load(folder), data.lanes)
-    report(0.75, "CUDA trace")
-    _guard(data, "CUDA trace", lambda: _load_trace(folder, data), None)
-    report(0.9, "zoom levels")
-    _guard(data, "zoom levels", lambda: build_indexes(data), None)
-    report(1.0, "done")
-    return data
-
-
-def build_indexes(data: RunData) -> None:
-    """The zoom levels the panels draw from, built here (off the GUI thread) rather than on first paint."""
-    for series in data.series.values():
+    report(0.5, "zoom levels")
+    for series in data.series.values():  # built here (off the GUI thread) rather than on first paint
         for s in series:
             s.envelope  # noqa: B018 - cached
-    data.indexes = lane_indexes(data.lanes)
+    report(0.6, "lanes and CUDA trace")
+    _guard(data, "lanes and CUDA trace", lambda: _load_view(folder, data), None)
+    report(1.0, "done")
+    return data
 
 
 def _guard(data: RunData, what: str, fn: Callable[[], Any], default: Any) -> Any:
@@ -228,16 +219,12 @@ def _guard(data: RunData, what: str, fn: Callable[[], Any], default: Any) -> Any
         return default
 
 
-def _load_trace(folder: RunFolder, data: RunData) -> None:
-    """The CUDA API split per phase and the kernel summary, as the analyzers return them."""
-    if not folder.table_path(CUDA_API).exists():
-        return
-    from analyzers import cuda_api, kernels  # here: a run without a trace does not pay for their import
-
-    data.api_label = f"{cuda_api.api_family(folder)} API"
-    data.api_phases = {phase: rows for phase, rows in cuda_api.phase_summaries(folder).items() if rows}
-    if folder.table_path(KERNELS).exists():
-        data.kernels = kernels.kernel_summary(folder)
+def _load_view(folder: RunFolder, data: RunData) -> None:
+    """Lanes, their zoom indexes, the CUDA API split per phase and the kernel summary, as the analyzers
+    computed them (`analyzers.view_store`: stored for a big trace, so a 10 M-event run opens at once)."""
+    view = view_store.load(folder)
+    data.lanes, data.indexes, data.api_phases = view.lanes, view.indexes, view.api_phases
+    data.kernels, data.api_label = view.kernels, view.api_label
 
 
 def read_samples(folder: RunFolder, name: str, columns: Sequence[str] | None = None) -> pa.Table | None:

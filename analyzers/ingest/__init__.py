@@ -274,7 +274,8 @@ def run_traces(folder: RunFolder) -> list[Path]:
 
 def ingest_run(folder: RunFolder) -> list[str]:
     """Ingests every known trace under raw/, then writes the thread timeline from them and the samples
-    (`analyzers.ingest.threads`); returns the distinct table names written. A run traced in a window says
+    (`analyzers.ingest.threads`) and, for a big trace, the run's view (`analyzers.view_store`); returns
+    the distinct table names written. A run traced in a window says
     so in TRACE_META, under each source: `window` (its --trace-window) and `window_ns`."""
     from analyzers.ingest import threads
 
@@ -286,6 +287,9 @@ def ingest_run(folder: RunFolder) -> list[str]:
     _record_window(folder)
     if threads.write(folder):
         written.append(t.THREAD_TIMELINE)
+    from analyzers import view_store  # here: view_store reads the tables this package writes
+
+    view_store.store_if_big(folder)  # so the viewer opens a 10 M-event trace at once
     return written
 
 

@@ -1,5 +1,5 @@
-"""Zoom levels: what the time panels and thread lanes draw must show every peak and every burst, while
-handing Qt about as many points as the plot has pixels."""
+"""Zoom levels of the sample curves: what the time panels draw must show every peak, while handing Qt about
+as many points as the plot has pixels (the lanes' index: tests/analyzers/test_lane_index.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pyqtgraph as pg
 import pytest
 
 from viewer.panels.curve import EnvelopeCurve
-from viewer.pyramid import Envelope, LaneIndex, _raster
+from viewer.pyramid import Envelope
 
 N = 1_000_003  # not a multiple of the bucket factor: the last bucket is short
 
@@ -44,24 +44,6 @@ def test_envelope_shows_samples_when_zoomed_in(series: tuple[np.ndarray, np.ndar
     xs, ys = Envelope(x, y).view(100.05, 110.05, 1600)
     # every sample in view, plus the one before and the one after so the line reaches both edges
     assert np.array_equal(xs, x[1000:1102]) and np.array_equal(ys, y[1000:1102], equal_nan=True)
-
-
-def test_lane_raster_matches_the_segments() -> None:
-    rng = np.random.default_rng(2)
-    lanes, per_lane = 6, 40_000
-    parts = []
-    for lane in range(lanes):
-        cuts = np.sort(rng.choice(np.arange(1, 10 * per_lane), per_lane, replace=False)) * 0.25
-        start, end = np.append(0.0, cuts), np.append(cuts, 10 * per_lane * 0.25)
-        parts.append((start, end, np.full(len(start), lane), rng.integers(0, 3, len(start))))
-    x0, x1, lane_of, level = (np.concatenate(p) for p in zip(*parts))
-    index = LaneIndex(x0, x1, lane_of, level, lanes, 3)
-    assert index.fine is not None
-    for v0, v1 in [(0.0, 100_000.0), (-5.0, 40_000.0), (5_000.0, 5_060.0), (50_000.0, 50_000.5)]:
-        exact = _raster(x0, x1, lane_of, level, lanes, 3, v0, v1, 1200)
-        drawn = index.raster(v0, v1, 1200)
-        assert (drawn == exact).mean() > 0.99  # the whole-run raster may shift an edge by a fraction of a pixel
-        assert (drawn >= 0).sum() >= (exact >= 0).sum()  # and never drops a segment
 
 
 def test_curve_hands_qt_about_a_point_per_pixel(qtbot: object, series: tuple[np.ndarray, np.ndarray]) -> None:

@@ -11,9 +11,9 @@ import numpy as np
 import pyqtgraph as pg
 
 from analyzers.gpu_timeline import NVTX_ACTIVITIES
+from analyzers.lane_index import LaneIndex
 from analyzers.lanes import GpuLanes
 from viewer.data import RunData
-from viewer.pyramid import LaneIndex
 
 HOVER_PX = 4  # how far from an item the mouse may be and still pick it
 MIN_MARK_PX = 3  # the hover outline of a 1 µs kernel is still this wide

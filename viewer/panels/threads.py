@@ -23,12 +23,12 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from analyzers.gpu_timeline import NVTX_ACTIVITIES
+from analyzers.lane_index import CALLS as CALL_INDEX
+from analyzers.lane_index import GPU, THREADS
 from analyzers.lanes import GpuLanes, activity_priority
 from viewer.cursor import TimeCursor
 from viewer.data import RunData
 from viewer.panels.lane_hover import Hover, LaneHover, _GpuRows, _RunLanes
-from viewer.pyramid import CALLS as CALL_INDEX
-from viewer.pyramid import GPU, THREADS
 from viewer.style import LEFT_AXIS_WIDTH, LINK_COLOUR, RIGHT_AXIS_WIDTH, activity_colour, label_font, run_colour
 
 CALLS_BELOW_S = 2.0
@@ -277,15 +277,13 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
             if not gpu.nvtx_lanes:
                 continue
             first_lane = len(gpu.lane_names) - gpu.nvtx_lanes
-            for i in rows.index.visible(x0 - rows.offset, x1 - rows.offset).tolist():
-                if gpu.lane[i] < first_lane:
-                    continue
-                a = max(float(rows.index.x0[i]) + rows.offset, x0)
-                b = min(float(rows.index.x1[i]) + rows.offset, x1)
-                if (b - a) / per_px < NVTX_LABEL_MIN_PX:
-                    continue
-                text = metrics.elidedText(gpu.label(i), QtCore.Qt.TextElideMode.ElideRight, (b - a) / per_px - 4)
-                placed.append((a, -(rows.top + int(gpu.lane[i])) - 0.5, text))
+            shown = rows.index.visible(x0 - rows.offset, x1 - rows.offset, range(first_lane, len(gpu.lane_names)))
+            a = np.maximum(rows.index.x0[shown] + rows.offset, x0)
+            b = np.minimum(rows.index.x1[shown] + rows.offset, x1)
+            wide = (b - a) / per_px >= NVTX_LABEL_MIN_PX  # only the ranges wide enough for a name: few
+            for i, left, right in zip(shown[wide].tolist(), a[wide].tolist(), b[wide].tolist()):
+                text = metrics.elidedText(gpu.label(i), QtCore.Qt.TextElideMode.ElideRight, (right - left) / per_px - 4)
+                placed.append((left, -(rows.top + int(gpu.lane[i])) - 0.5, text))
                 if len(placed) >= MAX_NVTX_LABELS:
                     break
         while len(self.nvtx_labels) < len(placed):
