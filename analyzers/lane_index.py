@@ -2,8 +2,8 @@
 the screen's pixels cost, not what the run's events cost.
 
 `LaneIndex` holds a lane set's segments lane by lane (sorted by start), and, for a set of more than
-`RASTER_MIN_SEGMENTS`, a pyramid of rasters of the whole run: the finest has `FINE_BINS` columns per lane
-(each the highest level touching it), every next one a `FACTOR` fewer. A wide view is cut from the
+`RASTER_MIN_SEGMENTS`, a pyramid of rasters of the whole run: the finest has up to `FINE_BINS` columns
+per lane (each the highest level touching it), every next one a `FACTOR` fewer. A wide view is cut from the
 coarsest raster that still has `PER_COLUMN` of its columns per screen column (an edge is off by at most
 a quarter of a pixel); a narrow one is drawn from the few segments it holds. Built once, off the GUI
 thread (or at ingest: `analyzers.view_store`), and kept as plain arrays that can be memory-mapped. Qt-free.
@@ -18,10 +18,11 @@ import numpy as np
 from analyzers import lanes as ln
 
 FACTOR = 4
-FINE_BINS = FACTOR**10  # 1 M columns: a 1-hour run at 3.4 ms a column
+FINE_BINS = FACTOR**10  # at most 1 M columns: a 1-hour run at 3.4 ms a column
+BINS_PER_SEGMENT = 4  # the finest raster has about this many columns per segment (then a narrow view holds few)
 COARSEST_BINS = FACTOR**5  # fewer than any plot is wide
 PER_COLUMN = 4  # raster columns per screen column, at least
-RASTER_MIN_SEGMENTS = 1 << 16  # below this, drawing the visible segments is cheap at every zoom
+RASTER_MIN_SEGMENTS = 1 << 14  # below this, drawing the visible segments is cheap at every zoom (< 1 ms)
 CHUNK_CELLS = 1 << 22  # lanes x columns rastered at once: bounds the build's memory (~150 MiB at its peak)
 NONE = -1  # raster value of a column no segment touches
 
@@ -141,19 +142,28 @@ def _pyramid(
     span: tuple[float, float],
 ) -> tuple[np.ndarray, ...]:
     """The finest raster built a few lanes at a time (lane-major segments), then each coarser one from it."""
-    fine = np.full((lanes, FINE_BINS + 1), NONE, dtype=np.int8)
-    per_chunk = max(1, CHUNK_CELLS // FINE_BINS)
+    bins = fine_bins(len(x0))
+    fine = np.full((lanes, bins + 1), NONE, dtype=np.int8)
+    per_chunk = max(1, CHUNK_CELLS // bins)
     for first in range(0, lanes, per_chunk):
         last = min(lanes, first + per_chunk)
         a, b = int(bounds[first]), int(bounds[last])
-        part = _raster(x0[a:b], x1[a:b], lane[a:b] - first, level[a:b], last - first, levels, *span, FINE_BINS)
-        fine[first:last, :FINE_BINS] = part
+        part = _raster(x0[a:b], x1[a:b], lane[a:b] - first, level[a:b], last - first, levels, *span, bins)
+        fine[first:last, :bins] = part
     out = [fine]
     while out[-1].shape[1] - 1 > COARSEST_BINS:
         body = out[-1][:, :-1]
         coarser = body.reshape(lanes, -1, FACTOR).max(axis=2)
         out.append(np.concatenate([coarser, np.full((lanes, 1), NONE, np.int8)], axis=1))
     return tuple(out)
+
+
+def fine_bins(segments: int) -> int:
+    """Columns of the finest raster: a power of FACTOR near BINS_PER_SEGMENT per segment, within bounds."""
+    bins = COARSEST_BINS * FACTOR
+    while bins < min(BINS_PER_SEGMENT * segments, FINE_BINS):
+        bins *= FACTOR
+    return bins
 
 
 def _raster(

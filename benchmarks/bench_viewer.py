@@ -113,18 +113,30 @@ def long_trace(root: Path, events: int) -> tuple[Path, int]:
 
     out = root / f"trace-{events}"
     found = sorted(out.glob("*-x*"))
-    if found and (found[0] / view_store.VIEW_DIR).is_dir():
-        path = found[0]
-    else:
-        t0 = time.perf_counter()
-        path = replicate_run(out, events)
-        made = time.perf_counter()
+    t0 = time.perf_counter()
+    path = found[0] if found else replicate_run(out, events)
+    made = time.perf_counter()
+    if not found:
+        print(f"generated a traced run of {trace_events(path):,} events in {made - t0:.1f} s")
+    if not (path / view_store.VIEW_DIR).is_dir():
         view_store.store_if_big(RunFolder(path))
-        print(
-            f"generated a traced run of {trace_events(path):,} events in {made - t0:.1f} s; "
-            f"its view (as the ingest stores it) in {time.perf_counter() - made:.1f} s"
-        )
+        print(f"stored its view (as the ingest does) in {time.perf_counter() - made:.1f} s")
     return path, trace_events(path)
+
+
+def untraced_copy(path: Path, root: Path) -> Path:
+    """The run folder without its trace tables, thread timeline and view: what an untraced run of it holds."""
+    import shutil
+
+    from analyzers import tables as t
+    from analyzers import view_store
+
+    dst = root / "untraced" / path.name
+    if not dst.exists():
+        shutil.copytree(path, dst, ignore=shutil.ignore_patterns("*.parquet", t.TRACE_META, view_store.VIEW_DIR))
+        for table in path.glob("samples/*.parquet"):  # the samples are kept (the pattern above dropped them)
+            shutil.copy(table, dst / "samples" / table.name)
+    return dst
 
 
 def median_ms(times: list[float]) -> float:
@@ -179,6 +191,80 @@ def compare_downsampling(app: object, samples: int) -> None:
         widget.close()
 
 
+def measure(
+    app: object, out: Path, paths: list[Path], what: str, open_goal_s: float, redraw_goal_ms: float, args: object
+) -> None:
+    """Opens `paths` in a main window, then times redraws after zooms and pans; prints the figures."""
+    from viewer.window import MainWindow  # noqa: TID251 - a benchmark of the viewer
+
+    t0, cpu0, gui0 = time.perf_counter(), time.process_time(), time.thread_time()
+    window = MainWindow(out)
+    window.resize(1600, 1100)
+    window.show()
+    window.add_runs(paths)
+    while window.loader.pending or len(window.runs) < len(paths):
+        app.processEvents()  # type: ignore[attr-defined]
+        time.sleep(0.001)
+    t_loaded = time.perf_counter()
+    app.processEvents()  # type: ignore[attr-defined]
+    window.grab()
+    t_open = time.perf_counter()
+    print(f"opened: {what}")
+    print(
+        f"open: {t_open - t0:.2f} s wall, {time.process_time() - cpu0:.2f} s CPU over all threads, "
+        f"{time.thread_time() - gui0:.2f} s of it on the GUI thread  "
+        f"(until the last run loaded and panels built {t_loaded - t0:.2f} s, first paint "
+        f"{t_open - t_loaded:.2f} s)  goal <= {open_goal_s:g} s"
+    )
+    shot = getattr(args, "screenshot", None)
+    if shot is not None and len(paths) > getattr(args, "runs", 0):
+        window.grab().save(str(shot))
+        threads_shot = shot.with_name(f"{shot.stem}-lanes{shot.suffix}")
+        window.threads.grab().save(str(threads_shot))
+        print(f"screenshots: {shot}, {threads_shot}")
+    master = window.timeline.master
+    assert master is not None
+    (lo, hi), _ = master.viewRange()
+    span = hi - lo
+    cpu_times: list[float] = []
+    lane_times: list[float] = []
+
+    def redraw(x0: float, x1: float) -> float:
+        """One range change and one synchronous paint of the linked panels (what a drag step costs), then
+        the thread lanes' own redraw for that range again, alone (raster from the pyramid, images)."""
+        app.processEvents()  # type: ignore[attr-defined]
+        start, cpu = time.perf_counter(), time.process_time()
+        master.setXRange(x0, x1, padding=0)
+        window.timeline.grab()
+        window.threads.grab()
+        cpu_times.append(time.process_time() - cpu)
+        wall = time.perf_counter() - start
+        lanes = time.perf_counter()
+        window.threads._redraw()
+        lane_times.append(time.perf_counter() - lanes)
+        return wall
+
+    redraw(lo, hi)
+    repeat = getattr(args, "repeat", 15)
+    kinds = {
+        "zoom to 10 % of the run": [
+            (lo + span * (0.1 + 0.02 * i), lo + span * (0.2 + 0.02 * i)) for i in range(repeat)
+        ],
+        "pan at full view": [(lo + span * 0.01 * (i % 3), hi + span * 0.01 * (i % 3)) for i in range(repeat)],
+        "zoom to 1 minute": [(lo + span * 0.5 + 60 * i, lo + span * 0.5 + 60 * (i + 1)) for i in range(repeat)],
+    }
+    for kind, ranges in kinds.items():
+        cpu_times.clear()
+        lane_times.clear()
+        times = [redraw(a, b) for a, b in ranges]
+        print(
+            f"redraw after {kind}: median {median_ms(times):.1f} ms wall, {median_ms(cpu_times):.1f} ms CPU, "
+            f"max {max(times) * 1000:.1f} ms wall; thread and GPU lanes alone {median_ms(lane_times):.1f} ms "
+            f"(goal <= {redraw_goal_ms:g} ms)"
+        )
+    window.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=1_000_000)
@@ -198,8 +284,6 @@ def main() -> int:
 
     from PySide6 import QtWidgets  # noqa: TID251 - a benchmark of the viewer
 
-    from viewer.window import MainWindow  # noqa: TID251
-
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
     if args.compare_downsampling:
         compare_downsampling(app, args.samples)
@@ -217,63 +301,14 @@ def main() -> int:
             traced, events = long_trace(args.dir or Path(tmp), args.trace_events)
             paths = [traced, *paths]
 
-        t0, cpu0, gui0 = time.perf_counter(), time.process_time(), time.thread_time()
-        window = MainWindow(out)
-        window.resize(1600, 1100)
-        window.show()
-        window.add_runs(paths)
-        while window.loader.pending or len(window.runs) < len(paths):
-            app.processEvents()
-            time.sleep(0.001)
-        t_loaded = time.perf_counter()
-        app.processEvents()
-        window.grab()
-        t_open = time.perf_counter()
-        if args.screenshot:
-            window.grab().save(str(args.screenshot))
-        what = f"{len(paths) - bool(events)} runs x {args.samples:,} samples"
-        print(f"opened: {what}" + (f" beside a traced run of {events:,} events (its view stored)" if events else ""))
-        print(
-            f"open: {t_open - t0:.2f} s wall, {time.process_time() - cpu0:.2f} s CPU over all threads, "
-            f"{time.thread_time() - gui0:.2f} s of it on the GUI thread  "
-            f"(until the last run loaded and panels built {t_loaded - t0:.2f} s, first paint "
-            f"{t_open - t_loaded:.2f} s)  goal <= {3 if events else 2} s"
-        )
-
-        master = window.timeline.master
-        assert master is not None
-        (lo, hi), _ = master.viewRange()
-        span = hi - lo
-
-        def redraw(x0: float, x1: float) -> float:
-            """One range change and one synchronous paint of the linked panels (what a drag step costs)."""
-            app.processEvents()
-            start, cpu = time.perf_counter(), time.process_time()
-            master.setXRange(x0, x1, padding=0)
-            window.timeline.grab()
-            window.threads.grab()
-            cpu_times.append(time.process_time() - cpu)
-            return time.perf_counter() - start
-
-        cpu_times: list[float] = []
-        redraw(lo, hi)
-        repeats = range(args.repeat)
-        kinds = {
-            "zoom to 10 % of the run": [
-                (lo + span * (0.1 + 0.02 * i), lo + span * (0.2 + 0.02 * i)) for i in range(args.repeat)
-            ],
-            "pan at full view": [(lo + span * 0.01 * (i % 3), hi + span * 0.01 * (i % 3)) for i in repeats],
-            "zoom to 1 minute": [(lo + span * 0.5 + 60 * i, lo + span * 0.5 + 60 * (i + 1)) for i in repeats],
-        }
-        for kind, ranges in kinds.items():
-            cpu_times.clear()
-            times = [redraw(a, b) for a, b in ranges]
-            print(
-                f"redraw after {kind}: median {median_ms(times):.1f} ms wall, "
-                f"{median_ms(cpu_times):.1f} ms CPU, "
-                f"max {max(times) * 1000:.1f} ms wall (goal <= {16 if events else 50} ms)"
-            )
-        window.close()
+        if events:
+            measure(app, out, paths, f"{args.runs} sampled runs beside a traced run of {events:,} events", 3, 16, args)
+            print()
+            peer = untraced_copy(paths[0], Path(tmp))
+            what = "the same runs, the traced one without its trace tables (the peer: same panels, same samples)"
+            measure(app, out, [peer, *paths[1:]], what, 3, 16, args)
+        else:
+            measure(app, out, paths, f"{args.runs} runs x {args.samples:,} samples", 2, 50, args)
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared machines make this noisy)")
     return 0
 

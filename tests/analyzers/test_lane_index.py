@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analyzers.lane_index import FACTOR, FINE_BINS, NONE, PER_COLUMN, RASTER_MIN_SEGMENTS, LaneIndex, _raster
+from analyzers.lane_index import FACTOR, NONE, PER_COLUMN, RASTER_MIN_SEGMENTS, LaneIndex, _raster, fine_bins
 
 LANES, LEVELS = 6, 3
 
@@ -59,13 +59,13 @@ def _near(raster: np.ndarray) -> np.ndarray:
 def test_wide_views_come_from_the_pyramid(segments: tuple[np.ndarray, ...]) -> None:
     x0, x1, lane_of, level = segments
     index = LaneIndex.build(x0, x1, lane_of, level, LANES, LEVELS)
-    assert len(index) > RASTER_MIN_SEGMENTS and index.pyramid[0].shape == (LANES, FINE_BINS + 1)
+    assert len(index) > RASTER_MIN_SEGMENTS and index.pyramid[0].shape == (LANES, fine_bins(len(index)) + 1)
     for fine, coarse in zip(index.pyramid, index.pyramid[1:]):  # each level the max of FACTOR finer columns
         assert coarse.shape[1] - 1 == (fine.shape[1] - 1) // FACTOR
         assert np.array_equal(coarse[:, :-1], fine[:, :-1].reshape(LANES, -1, FACTOR).max(axis=2))
     span = index.span[1] - index.span[0]
     full = index._pyramid_level(span / 1200)
-    assert full is not None and (full.shape[1] - 1) < FINE_BINS  # a full view reads a coarse level
+    assert full is not None and (full.shape[1] - 1) < fine_bins(len(index))  # a full view reads a coarse level
     assert (span / 1200) >= PER_COLUMN * span / (full.shape[1] - 1)
     assert index._pyramid_level(60.0 / 1200) is None  # a minute is drawn from its segments
     assert (index.pyramid[0][:, -1] == NONE).all()
@@ -78,6 +78,11 @@ def test_hover_finds_the_callers_row(segments: tuple[np.ndarray, ...]) -> None:
         row = index.at(lane, x, 1e-7)  # a row in the order the caller gave (the index sorted them)
         assert row is not None and lane_of[row] == lane and x0[row] <= x <= x1[row]
     assert index.at(3, -100.0, 1.0) is None and index.at(LANES, 0.0, 1.0) is None
+
+
+def test_finer_rasters_for_more_segments() -> None:
+    assert fine_bins(RASTER_MIN_SEGMENTS) == FACTOR**8 and fine_bins(60_000) == FACTOR**9
+    assert fine_bins(10_000_000) == fine_bins(4_000_000) == FACTOR**10  # the cap: 1 M columns
 
 
 def test_small_sets_have_no_pyramid() -> None:

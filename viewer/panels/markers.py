@@ -65,8 +65,7 @@ class EpochMarkers(pg.GraphicsObject):
             return
         painter.setPen(self.pen)
         top, bottom = rect.top(), rect.bottom()
-        for x in self.lines[seen]:
-            painter.drawLine(QtCore.QPointF(x, top), QtCore.QPointF(x, bottom))
+        painter.drawLines([QtCore.QLineF(x, top, x, bottom) for x in self.lines[seen].tolist()])  # one call
         if not self.labels:
             return
         to_device = painter.transform()

@@ -67,7 +67,6 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
         self.scene().sigMouseMoved.connect(self._on_mouse)
         self.legend: pg.LegendItem | None = None
         self.message = ""
-        self._header_gap_rows = 0.0  # fewest rows between two run headers
         self.all_ticks: list[tuple[float, str, bool]] = []  # (y, text, is a run header) before thinning
         self.shown_ticks: list[tuple[float, str]] = []
 
@@ -140,8 +139,6 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
         if any(r.lanes.api_calls is not None for r in self.runs):
             self.legend.addItem(_swatch("#000000"), CALLS_LEGEND)
         self.all_ticks = ticks
-        headers = [t[0] for t in ticks if t[2]]
-        self._header_gap_rows = min((a - b for a, b in zip(headers, headers[1:])), default=0.0)
         plot.addItem(self.cursor_line, ignoreBounds=True)
         plot.addItem(self.link, ignoreBounds=True)
         self.link.setData([], [])
@@ -197,7 +194,7 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
         height_px = max(view.height(), 1.0)
         px_per_unit = height_px / max(y1 - y0, 1e-9)
         line_px = QtGui.QFontMetricsF(label_font(8)).height() + LABEL_GAP_PX
-        if self._header_gap_rows > 0:  # tall enough for a line per lane: the window scrolls rather than squeeze
+        if self.all_ticks:  # tall enough for a line per lane (one run's too): the window scrolls rather than squeeze
             overhead = self.height() - height_px if self.height() > height_px > 1 else AXES_PX
             need = line_px * (y1 - y0) + overhead + line_px  # a line to spare
             self.setMinimumHeight(math.ceil(min(MAX_MIN_HEIGHT_PX, max(MIN_HEIGHT_PX, need))))
