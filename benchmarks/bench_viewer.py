@@ -262,6 +262,14 @@ def measure(
             f"max {max(times) * 1000:.1f} ms wall; thread and GPU lanes alone {median_ms(lane_times):.1f} ms "
             f"(goal <= {redraw_goal_ms:g} ms)"
         )
+    if shot is not None and len(paths) > getattr(args, "runs", 0):
+        traced = window.runs[0]
+        middle = (traced.lanes.gpu.start_ns[len(traced.lanes.gpu.start_ns) // 2] - traced.anchor_ns(window.align)) / 1e9
+        window.threads.plot.setXRange(middle - 0.05, middle + 0.05, padding=0)  # 100 ms: kernels, calls, steps
+        app.processEvents()  # type: ignore[attr-defined]
+        zoom_shot = shot.with_name(f"{shot.stem}-lanes-100ms{shot.suffix}")
+        window.threads.grab().save(str(zoom_shot))
+        print(f"screenshot zoomed to 100 ms: {zoom_shot}")
     window.close()
 
 

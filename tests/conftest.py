@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -15,6 +16,13 @@ from tracer.core.runfolder import RunFolder, list_runs
 from tracer.environments import status
 
 TINY = ["--epochs", "2", "--limit", "16", "--image-size", "64", "--dataset", "small"]
+
+
+def ctrl_c_reaches_python() -> None:
+    """`preexec_fn` of a child a test will Ctrl-C: a test run in the background (a shell's `&`) ignores
+    SIGINT, and its children inherit that; Python only turns SIGINT into KeyboardInterrupt where it was
+    not ignored at start-up, so the child would train on."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_tracer(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -287,10 +288,22 @@ def ingest_run(folder: RunFolder) -> list[str]:
     _record_window(folder)
     if threads.write(folder):
         written.append(t.THREAD_TIMELINE)
+    _store_view(folder)
+    return written
+
+
+def _store_view(folder: RunFolder) -> None:
+    """The run's view for the viewer (`analyzers.view_store`), stored for a big trace so that it opens at
+    once; a failure here loses nothing (the viewer builds the view itself): one line, not a failed ingest."""
     from analyzers import view_store  # here: view_store reads the tables this package writes
 
-    view_store.store_if_big(folder)  # so the viewer opens a 10 M-event trace at once
-    return written
+    try:
+        view_store.store_if_big(folder)
+    except Exception as e:  # noqa: BLE001 - the tables are written; the view is an optimisation
+        print(
+            f"tracer: warning: the viewer's view of {folder.path.name} was not stored ({type(e).__name__}: {e})",
+            file=sys.stderr,
+        )
 
 
 def ingest_if_needed(folder: RunFolder) -> list[str]:

@@ -71,6 +71,16 @@ def test_stored_view_reads_back_as_built(replica: RunFolder, cache: Path) -> Non
             assert np.array_equal(index.raster(*view, 1500), built.indexes[name].raster(*view, 1500)), name
 
 
+def test_the_ingest_stores_a_big_traces_view(replica: RunFolder, cache: Path) -> None:
+    import shutil
+
+    from analyzers.ingest import ingest_run
+
+    shutil.rmtree(replica.path / view_store.VIEW_DIR, ignore_errors=True)
+    ingest_run(replica)  # (no raw trace left to read: the thread timeline and the view)
+    assert view_store.load(replica).stored == replica.path / view_store.VIEW_DIR
+
+
 def test_a_changed_table_or_a_damaged_store_is_rebuilt(replica: RunFolder, cache: Path) -> None:
     assert view_store.store_if_big(replica) == replica.path / view_store.VIEW_DIR
     manifest = replica.path / view_store.VIEW_DIR / view_store.MANIFEST

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import require_framework
+from tests.conftest import ctrl_c_reaches_python, require_framework
 
 LONG = ["--epochs", "30", "--limit", "16", "--image-size", "64", "--dataset", "small", "--model", "alexnet"]
 SETTLE_S = 8.0  # worker grace on SIGTERM is 5 s (runner.TERMINATE_GRACE_S)
@@ -27,7 +27,7 @@ def _start(out: Path, *extra: str) -> subprocess.Popen[bytes]:
     cmd += [*extra, "--out", str(out)]
     env = dict(os.environ)
     with (out.parent / "tracer.log").open("wb") as log:  # a pipe nobody reads would fill and block it
-        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=ctrl_c_reaches_python)
 
 
 def _worker_pid(out: Path) -> int | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import require_framework
+from tests.conftest import ctrl_c_reaches_python, require_framework
 from tracer.core.schema import PROCESS, SAMPLES_DIR, STEPS, THREADS_TABLE
 from tracer.runner import STALL_STACKS, WORKER_TMP_PREFIX
 
@@ -26,13 +26,7 @@ TINY = ["--model", "alexnet", "--dataset", "small", "--image-size", "64", "--lim
 def _start(out: Path, *extra: str) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "tracer", "profile", "--framework", "pytorch", *TINY, *extra, "--out", str(out)]
     with (out.parent / "tracer.log").open("wb") as log:
-        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_default_sigint)
-
-
-def _default_sigint() -> None:
-    """A test run in the background (a shell's `&`) ignores SIGINT, and its children would inherit that:
-    the tracer, like any Python program, leaves an ignored SIGINT ignored."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=ctrl_c_reaches_python)
 
 
 def _wait_for(predicate: object, within: float, tracer: subprocess.Popen[bytes]) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TINY, require_framework, run_tracer
+from tests.conftest import TINY, ctrl_c_reaches_python, require_framework, run_tracer
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.environments import env_python
 
@@ -66,7 +66,11 @@ def test_runs_and_show(tiny_pytorch_run: RunFolder) -> None:
 def start_profile(out: Path, *extra: str) -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "tracer", "profile", "--framework", "pytorch", "--model", "alexnet"]
     return subprocess.Popen(
-        [*cmd, *TINY, *extra, "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*cmd, *TINY, *extra, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ctrl_c_reaches_python,
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require_framework
+from tests.conftest import ctrl_c_reaches_python, require_framework
 from tests.tracer.campaign.conftest import (
     KNOBS,
     TINY_PYTORCH,
@@ -47,12 +47,6 @@ def _cells(path: Path) -> dict[str, dict[str, Any]]:
         return json.loads(path.read_text())["cells"]  # type: ignore[no-any-return]
     except (OSError, ValueError):
         return {}
-
-
-def _ctrl_c_reaches_python() -> None:
-    """A test started in the background (a shell's `&`) ignores SIGINT, and so would its children:
-    Python only turns SIGINT into KeyboardInterrupt where it was not ignored at start-up."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_dry_run_prints_each_cells_sbatch_settings(tmp_path: Path) -> None:
@@ -173,7 +167,7 @@ def test_detach_then_ctrl_c_cancels_the_jobs_after_confirmation(tmp_path: Path, 
     with log.open("w") as err:
         proc = subprocess.Popen(
             campaign_command(str(plan), *base), env=slurm.env, stdin=subprocess.PIPE, stderr=err,
-            stdout=subprocess.DEVNULL, text=True, preexec_fn=_ctrl_c_reaches_python,
+            stdout=subprocess.DEVNULL, text=True, preexec_fn=ctrl_c_reaches_python,
         )  # fmt: skip
     try:
         _wait_for(lambda: "following 1 job(s)" in log.read_text(), 60, "the command to follow the job")
