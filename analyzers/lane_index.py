@@ -19,7 +19,6 @@ from analyzers import lanes as ln
 
 FACTOR = 4
 FINE_BINS = FACTOR**10  # at most 1 M columns: a 1-hour run at 3.4 ms a column
-BINS_PER_SEGMENT = 4  # the finest raster has about this many columns per segment (then a narrow view holds few)
 COARSEST_BINS = FACTOR**5  # fewer than any plot is wide
 PER_COLUMN = 4  # raster columns per screen column, at least
 RASTER_MIN_SEGMENTS = 1 << 14  # below this, drawing the visible segments is cheap at every zoom (< 1 ms)
@@ -159,9 +158,10 @@ def _pyramid(
 
 
 def fine_bins(segments: int) -> int:
-    """Columns of the finest raster: a power of FACTOR near BINS_PER_SEGMENT per segment, within bounds."""
+    """Columns of the finest raster: the largest power of FACTOR up to one per segment, within bounds. At
+    the widest view drawn from segments a screen then holds about PER_COLUMN segments per column: cheap."""
     bins = COARSEST_BINS * FACTOR
-    while bins < min(BINS_PER_SEGMENT * segments, FINE_BINS):
+    while bins * FACTOR <= min(segments, FINE_BINS):
         bins *= FACTOR
     return bins
 

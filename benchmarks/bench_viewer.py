@@ -44,7 +44,8 @@ START_NS = 1_790_000_000_000_000_000
 
 
 def make_run(out: Path, index: int, samples: int) -> Path:
-    """A finished run folder whose samples are a noisy but plausible training run."""
+    """A finished run folder whose samples are a noisy but plausible training run, ingested as
+    `tracer profile` ingests every run."""
     rng = np.random.default_rng(index)
     run_id = f"bench-{index}-{('pytorch', 'tensorflow', 'mxnet', 'paddle')[index % 4]}"
     folder = RunFolder.create(out, run_id)
@@ -103,6 +104,9 @@ def make_run(out: Path, index: int, samples: int) -> Path:
         }
     )
     pq.write_table(threads, folder.sample_parquet_path("threads"))
+    from analyzers.ingest import ingest_run
+
+    ingest_run(folder)  # as `tracer profile` leaves every run: its thread timeline and, this big, its view
     return folder.path
 
 
@@ -192,7 +196,14 @@ def compare_downsampling(app: object, samples: int) -> None:
 
 
 def measure(
-    app: object, out: Path, paths: list[Path], what: str, open_goal_s: float, redraw_goal_ms: float, args: object
+    app: object,
+    out: Path,
+    paths: list[Path],
+    what: str,
+    open_goal_s: float,
+    redraw_goal_ms: float,
+    args: object,
+    shot: Path | None = None,
 ) -> None:
     """Opens `paths` in a main window, then times redraws after zooms and pans; prints the figures."""
     from viewer.window import MainWindow  # noqa: TID251 - a benchmark of the viewer
@@ -216,8 +227,7 @@ def measure(
         f"(until the last run loaded and panels built {t_loaded - t0:.2f} s, first paint "
         f"{t_open - t_loaded:.2f} s)  goal <= {open_goal_s:g} s"
     )
-    shot = getattr(args, "screenshot", None)
-    if shot is not None and len(paths) > getattr(args, "runs", 0):
+    if shot is not None:
         window.grab().save(str(shot))
         threads_shot = shot.with_name(f"{shot.stem}-lanes{shot.suffix}")
         window.threads.grab().save(str(threads_shot))
@@ -262,9 +272,9 @@ def measure(
             f"max {max(times) * 1000:.1f} ms wall; thread and GPU lanes alone {median_ms(lane_times):.1f} ms "
             f"(goal <= {redraw_goal_ms:g} ms)"
         )
-    if shot is not None and len(paths) > getattr(args, "runs", 0):
-        traced = window.runs[0]
-        middle = (traced.lanes.gpu.start_ns[len(traced.lanes.gpu.start_ns) // 2] - traced.anchor_ns(window.align)) / 1e9
+    gpu = window.runs[0].lanes.gpu
+    if shot is not None and gpu is not None:  # the traced run, zoomed in
+        middle = (int(gpu.start_ns[len(gpu.start_ns) // 2]) - window.runs[0].anchor_ns(window.align)) / 1e9
         window.threads.plot.setXRange(middle - 0.05, middle + 0.05, padding=0)  # 100 ms: kernels, calls, steps
         app.processEvents()  # type: ignore[attr-defined]
         zoom_shot = shot.with_name(f"{shot.stem}-lanes-100ms{shot.suffix}")
@@ -310,13 +320,14 @@ def main() -> int:
             paths = [traced, *paths]
 
         if events:
-            measure(app, out, paths, f"{args.runs} sampled runs beside a traced run of {events:,} events", 3, 16, args)
+            what = f"{args.runs} sampled runs beside a traced run of {events:,} events"
+            measure(app, out, paths, what, 3, 16, args, args.screenshot)
             print()
             peer = untraced_copy(paths[0], Path(tmp))
             what = "the same runs, the traced one without its trace tables (the peer: same panels, same samples)"
             measure(app, out, [peer, *paths[1:]], what, 3, 16, args)
         else:
-            measure(app, out, paths, f"{args.runs} runs x {args.samples:,} samples", 2, 50, args)
+            measure(app, out, paths, f"{args.runs} runs x {args.samples:,} samples", 2, 50, args, args.screenshot)
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared machines make this noisy)")
     return 0
 

@@ -81,7 +81,7 @@ def test_hover_finds_the_callers_row(segments: tuple[np.ndarray, ...]) -> None:
 
 
 def test_finer_rasters_for_more_segments() -> None:
-    assert fine_bins(RASTER_MIN_SEGMENTS) == FACTOR**8 and fine_bins(60_000) == FACTOR**9
+    assert fine_bins(RASTER_MIN_SEGMENTS) == FACTOR**7 and fine_bins(70_000) == FACTOR**8
     assert fine_bins(10_000_000) == fine_bins(4_000_000) == FACTOR**10  # the cap: 1 M columns
 
 
