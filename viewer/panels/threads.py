@@ -146,7 +146,9 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
         if not self.lanes and not self.gpu_rows:
             plot.setTitle("no thread data in the loaded runs", size="9pt")
         else:
-            sources = "; ".join(sorted({r.lanes.threads.source for r in self.runs if r.lanes.threads}))
+            # each source once over all runs ("nsys, sampler", not "nsys, sampler; sampler")
+            sources = ", ".join(sorted({s for r in self.runs if r.lanes.threads for s in r.lanes.threads.sources if s}))
+            sources = sources or "thread timeline"
             title = f"<b>Thread lanes</b>: one per thread (name and tid), coloured by activity; source: {sources}"
             if self.gpu_rows:
                 title += "; GPU streams and NVTX ranges below a traced run's threads (hover: launch and kernel)"
