@@ -10,7 +10,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from analyzers.run_summary import summarise
 from tracer.core.errors import UserError
 from tracer.core.runfolder import list_runs
-from viewer.loader import Task
+from viewer.loader import Task, deliver
 
 COLUMNS = ("framework", "model", "dataset", "device", "batch", "status", "img/s steady", "run id")
 
@@ -77,7 +77,7 @@ class RunBrowser(QtWidgets.QWidget):
         QtCore.QThreadPool.globalInstance().start(
             Task(
                 lambda: browse(out_dir),
-                self._rows_ready.emit,
+                lambda rows: deliver(self._rows_ready, rows),
                 lambda e: [["", "", "", "", "", f"cannot list: {e}", "", "", ""]],
             )
         )

@@ -39,7 +39,7 @@ def _load_failed(path: Path) -> Callable[[Exception], RunData]:
     return failed
 
 
-def _deliver(signal: QtCore.SignalInstance, *args: object) -> None:
+def deliver(signal: QtCore.SignalInstance, *args: object) -> None:
     """Emits from a pool thread; a window closed while its run was loading has nothing to deliver to (Qt
     says "Signal source has been deleted"): the result is dropped, not raised into the next event loop."""
     try:
@@ -75,9 +75,9 @@ class RunLoader(QtCore.QObject):
         self.progress.emit(self._overall(), f"loading {path.name}")
 
         def report(fraction: float, text: str) -> None:
-            _deliver(self._step, key, fraction, f"{path.name}: {text}")
+            deliver(self._step, key, fraction, f"{path.name}: {text}")
 
-        done = lambda data: _deliver(self._finished, key, data)  # noqa: E731
+        done = lambda data: deliver(self._finished, key, data)  # noqa: E731
         self.pool.start(Task(lambda: load_run(path, report), done, _load_failed(path)))
 
     def _overall(self) -> float:
