@@ -28,6 +28,7 @@ from analyzers.correlation import GPU_TABLES
 from analyzers.cuda_api import ApiRow
 from analyzers.kernels import KernelRow
 from analyzers.lane_index import LaneIndex, lane_indexes
+from tracer.core import schema
 from tracer.core.runfolder import RunFolder
 
 VIEW_DIR = "view"
@@ -35,7 +36,7 @@ VIEWS_CACHE = "views"  # under `tracer.paths.cache_root`, for read-only run fold
 MANIFEST = "manifest.json"
 FORMAT = 1  # bump when a stored record changes shape
 STORE_MIN_EVENTS = 1 << 18  # lane segments, calls and GPU items: below this a view builds in well under a second
-LANE_SETS = ("threads", "api_calls", "gpu", "links")  # the `analyzers.lanes.Lanes` fields
+LANE_SETS = tuple(f.name for f in dataclasses.fields(ln.Lanes))  # threads, api_calls, gpu, links
 NARROW_FIELDS = (
     "lane",
     "level",
@@ -122,7 +123,8 @@ def write(folder: RunFolder, view: RunView | None = None, key: dict[str, Any] | 
 def signature(folder: RunFolder) -> dict[str, Any]:
     """Size and mtime of every file a view is computed from, and the format: a change in any rebuilds it."""
     inputs = [*folder.path.glob("*.parquet"), folder.path / t.TRACE_META, folder.events_path, folder.run_json]
-    inputs += [folder.sample_parquet_path("threads"), folder.sample_stream_path("threads")]
+    sampled = schema.THREADS_TABLE.name  # the sampler's thread table, which the thread timeline is made from
+    inputs += [folder.sample_parquet_path(sampled), folder.sample_stream_path(sampled)]
     files = {}
     for path in sorted(inputs):
         if path.exists():
