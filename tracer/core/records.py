@@ -179,6 +179,59 @@ class ImportOrigin:
 
 
 @dataclass(frozen=True)
+class RankInfo:
+    """One process of a (possibly data-parallel) run. A single-process run is rank 0 of 1: an empty
+    `RunRecord.ranks` reads as that, so every folder written before ranks existed still reads."""
+
+    rank: int = 0
+    local_rank: int = 0
+    world_size: int = 1
+    host: str = ""
+    device: str = ""  # "cpu", "cuda:1", or the GPU's name where a trace names it
+    backend: str = ""  # "gloo", "nccl", "jax.distributed", "" when single-process
+    pid: int | None = None
+
+
+SINGLE_RANK = RankInfo()
+
+
+@dataclass(frozen=True)
+class CommandInfo:
+    """A user's own training command run by `tracer profile -- COMMAND` (no built-in workload)."""
+
+    argv: tuple[str, ...]
+    cwd: str
+    interpreter: str = ""  # the Python the command resolved to, when it is one
+    frameworks_imported: tuple[str, ...] = ()  # declared framework names the probe saw imported
+    probe: str = "on"  # "on" or "off" (--probe off)
+
+
+@dataclass(frozen=True)
+class BuiltinWorkload:
+    """What was run: one of the built-in models and datasets, as the spec says."""
+
+    spec: RunSpec
+
+
+@dataclass(frozen=True)
+class CommandWorkload:
+    """What was run: a user's command; model, dataset and batch are the script's, not ours."""
+
+    command: CommandInfo
+
+
+@dataclass(frozen=True)
+class ImportedWorkload:
+    """What was run: unknown beyond what an imported trace records."""
+
+    origin: ImportOrigin
+
+
+Workload = BuiltinWorkload | CommandWorkload | ImportedWorkload
+"""What a run ran: the one typed union every consumer switches on (never a made-up "batch 1")."""
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """The content of `run.json`."""
 
@@ -196,7 +249,28 @@ class RunRecord:
     trace_files: tuple[str, ...] = ()
     knobs: Mapping[str, Any] = field(default_factory=dict)
     measurement_cost: MeasurementCost | None = None
+    command: CommandInfo | None = None  # set for `tracer profile -- COMMAND`
+    ranks: tuple[RankInfo, ...] = ()  # empty: rank 0 of 1
     format_version: int = RUN_FORMAT_VERSION
+
+    @property
+    def workload(self) -> Workload:
+        """What was run: the built-in workload, a user's command, or an imported trace."""
+        if self.command is not None:
+            return CommandWorkload(self.command)
+        origin = self.imported
+        if origin is not None:
+            return ImportedWorkload(origin)
+        return BuiltinWorkload(self.spec)
+
+    @property
+    def rank_infos(self) -> tuple[RankInfo, ...]:
+        """The run's ranks, a single-process run being rank 0 of 1."""
+        return self.ranks or (SINGLE_RANK,)
+
+    @property
+    def world_size(self) -> int:
+        return max((r.world_size for r in self.rank_infos), default=1)
 
     @property
     def imported(self) -> ImportOrigin | None:
