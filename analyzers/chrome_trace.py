@@ -13,7 +13,6 @@ they are produced; `ts`/`dur` are µs (the format's unit) with ns kept as 3 deci
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -23,6 +22,7 @@ import pyarrow.parquet as pq
 from analyzers import lanes as ln
 from analyzers import tables as t
 from analyzers.gpu_timeline import KERNEL, NVTX_ACTIVITIES
+from tracer.core import output as out_file
 from tracer.core import schema
 from tracer.core.runfolder import RunFolder
 
@@ -208,11 +208,7 @@ def write(stream: IO[str], items: Iterator[dict[str, Any]]) -> int:
 
 
 def export(folder: RunFolder, out_path: Path) -> int:
-    """Writes the trace atomically; returns the number of events."""
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(out_path.name + ".tmp")
-    with tmp.open("w") as f:
-        n = write(f, events(folder))
-    os.replace(tmp, out_path)
-    return n
+    """Writes the trace through the one output writer (a unique temporary name, then a rename);
+    returns the number of events."""
+    with out_file.open_replacing(Path(out_path), "export-trace", "w") as f:
+        return write(f, events(folder))

@@ -20,6 +20,7 @@ from analyzers.learning import CurveGap, curve_gaps, same_workload
 from analyzers.pairs import DataPair, data_pairs
 from analyzers.run_summary import RunSummary, summarise
 from analyzers.steady import WARMUP_EPOCHS, Spread, spread
+from tracer.core import output as out_file
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
 
@@ -266,7 +267,7 @@ def write_csv(comparison: Comparison, path: Path) -> None:
     """One row per difference (the median of a group, its min and max); the first row names each
     column's runs (space-separated ids)."""
     n = len(comparison.columns)
-    with path.open("w", newline="") as f:
+    with out_file.open_replacing(path, "--csv", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(csv_columns(n))
         ids = ["run id", ""]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from analyzers.repeats import spec_key
 from analyzers.steady import WARMUP_EPOCHS, Spread, throughput
+from tracer.core import output as out_file
 from tracer.core.records import RunRecord
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.core.schema import DATA_FILES, DATA_MEMORY, DATA_MODES, DATA_SYNTHETIC
@@ -202,7 +203,7 @@ def markdown_lines(pairs: Sequence[DataPair]) -> list[str]:
 
 def write_csv(pairs: Sequence[DataPair], path: Path) -> None:
     """One row per pair at full precision: each mode's median images/s, the input share and memory / files."""
-    with path.open("w", newline="") as f:
+    with out_file.open_replacing(path, "report --out", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(
             ["framework", "model", "dataset", "device", "batch"]

@@ -42,6 +42,7 @@ from tracer.core.records import (
 )
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import DATA_MEMORY, EXIT_DIVERGED, KIND, STEPS_TABLE, Event
+from tracer.core.signals import TERMINAL_SIGNALS
 from tracer.dataset import check_memory_fits
 from tracer.environments import EnvStatus
 from tracer.nvml import Nvml
@@ -102,14 +103,16 @@ class _Signals:
     so no signal can cut the finalising (run.json, samples to Parquet, the worker's temp folder) short.
     Twice 50 ms apart used to leave the run `running`, its samples CSV and its temp folder behind."""
 
-    HANDLED = (signal.SIGINT, signal.SIGTERM)
+    HANDLED = TERMINAL_SIGNALS
 
     def __init__(self) -> None:
         self.count = 0
+        self.last: int = signal.SIGINT
         self._previous: dict[int, Any] = {}
 
     def _handler(self, signum: int, frame: Any) -> None:
         self.count += 1
+        self.last = signum
 
     @property
     def hurry(self) -> bool:
@@ -271,6 +274,8 @@ class Runner:
         try:
             while proc.poll() is None:
                 view.poll()
+                if guard is not None and guard.poll() is not None:  # the guard was killed: a new one
+                    guard = _start_lifeguard(proc.pid)
                 if spy is not None:
                     spy.poll(_read_pid(folder))
                 if self.signals.count:
@@ -495,23 +500,26 @@ def _ended(
     tail = stderr_tail(folder)
     if returncode == 0 and finished:  # every epoch trained, whatever came after (a signal as it exited)
         return Outcome(RunStatus.OK, "", 0)
+    if finished and ended_by in ("timeout", "interrupted"):  # every epoch trained; stopped in its teardown
+        return Outcome(RunStatus.OK, f"every epoch trained; {ended_by} during the worker's teardown", returncode)
+    if returncode == EXIT_DIVERGED and any(e.get(KIND) == Event.DIVERGED for e in events):
+        return Outcome(RunStatus.DIVERGED, "", returncode, None, tail)  # before a signal that came after the stop
     if ended_by == "timeout":
         return Outcome(RunStatus.TIMEOUT, f"ran past --timeout {spec.timeout_s:g} s", returncode, None, tail)
     if ended_by == "interrupted":
-        return Outcome(RunStatus.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM to the tracer)", returncode, None, tail)
+        cause = "interrupted (Ctrl-C, or SIGTERM, SIGHUP or SIGQUIT to the tracer)"
+        return Outcome(RunStatus.INTERRUPTED, cause, returncode, None, tail)
     if ended_by == "stalled":
         cause = (
             f"no progress for {spec.stall_s:g} s (no event, no step, no CPU): ended; where each process waited"
             f" is in {STALL_STACKS}"
         )
         return Outcome(RunStatus.STALLED, cause, returncode, None, tail)
-    if returncode == EXIT_DIVERGED and any(e.get(KIND) == Event.DIVERGED for e in events):
-        return Outcome(RunStatus.DIVERGED, "", returncode, None, tail)
     if returncode < 0:
         sig = signal.Signals(-returncode)
         if sig in CRASH_SIGNALS:
             return Outcome(RunStatus.FAILED, f"worker crashed with {sig.name}", returncode, sig.name, tail)
-        hint = " (the kernel's out-of-memory killer sends SIGKILL)" if sig == signal.SIGKILL else ""
+        hint = " (by another process, or by the kernel's out-of-memory killer)" if sig == signal.SIGKILL else ""
         return Outcome(RunStatus.KILLED, f"worker killed by {sig.name}{hint}", returncode, sig.name, tail)
     if errors:
         return Outcome(RunStatus.FAILED, errors[-1].get("error", "worker error"), returncode, None, tail)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from tracer.core.errors import UserError
 from viewer.browser import RunBrowser
 from viewer.cursor import TimeCursor
 from viewer.data import RunData, name_runs
@@ -250,8 +251,8 @@ class MainWindow(QtWidgets.QMainWindow):
         if not path:
             return
         try:
-            out = export_widget(target, Path(path).with_suffix(f".{suffix}"))
-        except (OSError, ValueError) as e:
+            out = export_widget(target, Path(path).with_suffix(f".{suffix}"), "export")
+        except (OSError, ValueError, UserError) as e:
             QtWidgets.QMessageBox.warning(self, "Export failed", str(e))
             return
         self.statusBar().showMessage(f"saved {out}")

@@ -15,6 +15,7 @@ from analyzers import cuda_api, pairs
 from analyzers.report import charts, series, tables
 from analyzers.report.runs import CaseKey, LoadedRun, by_case, latest_per_framework
 from analyzers.steady import WARMUP_EPOCHS
+from tracer.core import output as out_file
 from tracer.core.schema import DATA_FILES, DATA_MODES
 
 TABLES = (("cpu", "table1-cpu", "Table 1: CPU training"), ("gpu", "table2-gpu", "Table 2: GPU training"))
@@ -122,7 +123,7 @@ def _table_step(runs: Sequence[LoadedRun], device: str, base: Path, title: str, 
         rows = tables.table_rows(runs, device, warmup)
         csv_path, md_path = base.with_suffix(".csv"), base.with_suffix(".md")
         tables.write_csv(rows, csv_path)
-        md_path.write_text(tables.to_markdown(rows, device, title))
+        out_file.write_text(md_path, tables.to_markdown(rows, device, title), "report --out")
         return Output("table", title, [csv_path, md_path], rows=rows, device=device)
 
     return step
@@ -133,7 +134,7 @@ def _pairs_step(runs: Sequence[LoadedRun], out: Path, warmup: int) -> Callable[[
         found = pairs.data_pairs((r.folder for r in runs), warmup)
         md_path, csv_path = out / f"{PAIRS_STEM}.md", out / f"{PAIRS_STEM}.csv"
         lines = pairs.markdown_lines(found)
-        md_path.write_text(f"### {PAIRS_TITLE}\n\n" + "\n".join(lines) + "\n")
+        out_file.write_text(md_path, f"### {PAIRS_TITLE}\n\n" + "\n".join(lines) + "\n", "report --out")
         pairs.write_csv(found, csv_path)
         sentences = [f"{p.framework} {p.model} ({p.device}): {p.sentence()}" for p in found if p.sentence()]
         return Output("section", PAIRS_TITLE, [md_path, csv_path], text=[(PAIRS_TITLE, lines), ("In words", sentences)])

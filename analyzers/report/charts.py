@@ -14,6 +14,7 @@ from matplotlib.patches import Patch
 
 from analyzers import palette
 from analyzers.report.series import OTHER, EpochEnergy, ResourceSeries, ThroughputBar
+from tracer.core import output as out_file
 
 FORMATS = ("png", "svg")
 DPI = 110
@@ -51,8 +52,8 @@ def save(fig: Figure, base: Path, formats: Sequence[str] = FORMATS) -> list[Path
     for fmt in formats:
         path = base.with_suffix(f".{fmt}")
         metadata = {"Date": None} if fmt in ("svg", "pdf") else None
-        with _style():
-            fig.savefig(path, format=fmt, dpi=DPI if fmt == "png" else "figure", metadata=metadata)
+        with _style(), out_file.replacing(path, "report --out") as tmp:
+            fig.savefig(tmp, format=fmt, dpi=DPI if fmt == "png" else "figure", metadata=metadata)
         out.append(path)
     return out
 

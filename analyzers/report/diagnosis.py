@@ -11,6 +11,7 @@ from analyzers.diagnosis.across import Diagnosed, pair_lines, ranked_runs
 from analyzers.diagnosis.findings import findings, load_runs, to_markdown
 from analyzers.report.runs import LoadedRun, by_case
 from analyzers.steady import epoch_stats
+from tracer.core import output as out_file
 from tracer.core.schema import DATA_FILES
 
 
@@ -79,8 +80,8 @@ def write(runs: Sequence[LoadedRun], out: Path) -> tuple[Path, Path, list[tuple[
     text = ["# Diagnosis", ""]
     for title, lines in sections:
         text += [f"## {title}", "", *lines, ""]
-    diag_md.write_text("\n".join(text))
+    out_file.write_text(diag_md, "\n".join(text), "report --out")
     found = to_markdown(findings(load_runs([r.folder for r in runs])))
     findings_md = out / "findings.md"
-    findings_md.write_text("# Findings: the study's claims on these runs\n\n" + found)
+    out_file.write_text(findings_md, "# Findings: the study's claims on these runs\n\n" + found, "report --out")
     return diag_md, findings_md, sections, found

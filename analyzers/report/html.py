@@ -14,6 +14,7 @@ from analyzers import palette
 from analyzers.report import tables
 from analyzers.report.build import Output
 from analyzers.report.runs import LoadedRun
+from tracer.core import output as out_file
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
@@ -68,7 +69,7 @@ def write_index(out: Path, runs: Sequence[LoadedRun], outputs: Sequence[Output],
         parts.append("<h3>Skipped</h3><ul>" + "".join(f"<li>{_e(w)}</li>" for w in warnings) + "</ul>")
     parts.append("</body></html>\n")
     path = out / "index.html"
-    path.write_text("\n".join(parts), encoding="utf-8")
+    out_file.write_text(path, "\n".join(parts), "report --out")
     return path
 
 

@@ -24,6 +24,7 @@ from analyzers.repeats import Pool, pool
 from analyzers.report.runs import LoadedRun, by_case
 from analyzers.run_summary import summarise
 from analyzers.steady import WARMUP_EPOCHS, definition
+from tracer.core import output as out_file
 from tracer.core.records import RunSpec
 
 
@@ -222,7 +223,7 @@ CSV_COLUMNS = tuple(f.name for f in fields(TableRow))
 
 def write_csv(rows: Sequence[TableRow], path: Path) -> None:
     """Full precision, one column per field; empty cells where a value does not exist."""
-    with path.open("w", newline="") as f:
+    with out_file.open_replacing(path, "report --out", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(CSV_COLUMNS)
         for row in rows:

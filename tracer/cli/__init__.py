@@ -58,9 +58,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"tracer: error: cannot use{where}: {e.strerror or e} (check the path and its permissions)", file=sys.stderr
         )
         return UserError.exit_code
-    except KeyboardInterrupt:
-        print("tracer: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # Ctrl-C, or another of tracer.core.signals.TERMINAL_SIGNALS
+        try:
+            print("tracer: interrupted", file=sys.stderr)
+        except OSError:  # the terminal that sent SIGHUP is gone
+            pass
+        return int(getattr(e, "exit_code", 130))
 
 
 def _quiet_after_broken_pipe() -> int:

@@ -13,6 +13,7 @@ from tracer.cli.common import add_out_dir, console, err_console, fmt
 from tracer.cli.outputs import output_dir
 from tracer.core.cases import dataset_label
 from tracer.core.errors import UserError
+from tracer.core.output import open_replacing
 
 if TYPE_CHECKING:  # the campaign package (pydantic plans, Ray) loads when a campaign runs, not at every start-up
     from rich.console import Console
@@ -305,8 +306,7 @@ def write_epoch_table(folders: list[RunFolder], path: Path) -> Path:
             (folder, record)
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as f:
+    with open_replacing(path, "campaign --out", newline="") as f:
         w = csv.writer(f)
         w.writerow(EPOCH_TABLE_COLUMNS)
         for key in sorted(groups):
@@ -321,7 +321,6 @@ def write_epoch_table(folders: list[RunFolder], path: Path) -> Path:
                      f"{cell.epoch_s.high:.4f}", fmt(rate.median if rate else None, ".2f"),
                      fmt(first.median if first else None, ".4f"), cell.includes_warmup, settings]
                 )  # fmt: skip
-    tmp.replace(path)
     return path
 
 

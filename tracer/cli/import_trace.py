@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import errno
 import json
+import os
 import re
 import shutil
 import sys
@@ -18,6 +19,7 @@ from tracer.core import trace_formats as tf
 from tracer.core.cases import UNKNOWN_MODEL
 from tracer.core.errors import UserError
 from tracer.core.frameworks import framework_info
+from tracer.core.runfolder import RunFolder
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -47,10 +49,7 @@ def _run_id(path: Path) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from analyzers.ingest import _source_of, ingest_file, not_readable, sibling_export, span_ns, trace_kind
-    from analyzers.tables import BATCH_FACT, TRACE_META, TRACE_OF_SOURCE
-    from tracer.core.records import EnvironmentInfo, ImportOrigin, Outcome, RunRecord, RunSpec, RunStatus
-    from tracer.core.runfolder import RunFolder
+    from analyzers.ingest import not_readable, trace_kind
 
     path: Path = args.file
     if args.framework != "imported":
@@ -66,24 +65,40 @@ def cmd_import(args: argparse.Namespace) -> int:
     while (args.out / run_id).exists():
         n += 1
         run_id = f"{_run_id(path)}-{n}"
-    folder = RunFolder.create(args.out, run_id)
-    try:  # streamed straight into the folder (memory flat in the rows); a bad file leaves nothing behind
-        written = ingest_file(path, folder)
+    # Built under a hidden name and renamed into place once its run.json is written: a signal or a crash
+    # at any instant leaves a whole run or none (after SIGKILL, a hidden folder that holds no run.json).
+    folder = RunFolder.create(args.out, f".{run_id}{STAGING_SUFFIX}")
+    try:
+        written = _import_into(folder, path, run_id, args)
+        os.rename(folder.path, args.out / run_id)
     except BaseException as e:
         shutil.rmtree(folder.path, ignore_errors=True)
-        if not out_existed and not any(args.out.iterdir()):
+        if not out_existed and args.out.is_dir() and not any(args.out.iterdir()):
             args.out.rmdir()
-        full = disk_full(args.out, e)
+        full = disk_full(args.out, e) if isinstance(e, Exception) else ""
         if full:
             raise UserError(f"{full}: free some space and import {path} again") from None
         raise
+    console().print(f"imported {path} -> {args.out / run_id} ({', '.join(written) or 'no CUDA tables'})")
+    return 0
+
+
+STAGING_SUFFIX = ".importing"
+
+
+def _import_into(folder: RunFolder, path: Path, run_id: str, args: argparse.Namespace) -> list[str]:
+    """Ingests `path` into the staging `folder`, copies it into raw/ and writes run.json; the tables written."""
+    from analyzers.ingest import _source_of, ingest_file, sibling_export, span_ns, trace_kind
+    from analyzers.tables import BATCH_FACT, TRACE_META, TRACE_OF_SOURCE
+    from tracer.core.records import EnvironmentInfo, ImportOrigin, Outcome, RunRecord, RunSpec, RunStatus
+
+    written = ingest_file(path, folder)  # streamed straight into the folder (memory flat in the rows)
     try:
         shutil.copyfile(path, folder.raw_dir / path.name)
         beside = sibling_export(path) if trace_kind(path) == tf.NSYS_REP else None
         if beside is not None:  # what was read: the folder is re-ingested from it, with no nsys needed
             shutil.copyfile(beside, folder.raw_dir / beside.name)
     except OSError as e:
-        shutil.rmtree(folder.path, ignore_errors=True)
         raise UserError(f"{disk_full(args.out, e) or e}: {path} was not imported") from None
     source = _source_of(path)
     clock = json.loads((folder.path / TRACE_META).read_text())[source]
@@ -119,8 +134,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         },
     )
     folder.write_record(record)
-    console().print(f"imported {path} -> {folder.path} ({', '.join(written) or 'no CUDA tables'})")
-    return 0
+    return list(written)
 
 
 LOW_SPACE_BYTES = 1 << 20

@@ -11,21 +11,14 @@ refused, so no temporary file is ever renamed over a device node.
 from __future__ import annotations
 
 import argparse
-import os
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 from tracer.core.errors import UserError
+from tracer.core.output import check_target
+from tracer.core.output import resolved as resolved_path
 from tracer.core.schema import RUN_JSON
 from tracer.paths import writable_dir
-
-_KINDS = {
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFIFO: "a FIFO (named pipe)",
-    stat.S_IFSOCK: "a socket",
-}
 
 
 def path_arg(text: str) -> Path:
@@ -35,14 +28,14 @@ def path_arg(text: str) -> Path:
     return Path(text)
 
 
-def protected_owner(path: Path, datasets: Iterable[Path] = ()) -> tuple[str, Path] | None:
+def protected_owner(path: Path, datasets: Iterable[Path] = (), flag: str = "the path") -> tuple[str, Path] | None:
     """('run folder' or 'dataset', its folder) that `path` (resolved) is or lies in; None for neither.
     A dataset is one this command reads (`datasets`), a generated one, or a user's folder a run here
     has trained from (`tracer.dataset.is_dataset`)."""
     from tracer.dataset import datasets_root, is_dataset  # NumPy and PIL: only when a path is checked
 
-    resolved = path.expanduser().resolve()
-    named = {Path(d).expanduser().resolve() for d in datasets}
+    resolved = resolved_path(path, flag)
+    named = {resolved_path(Path(d), "--dataset") for d in datasets}
     generated = datasets_root().resolve()
     for folder in (resolved, *resolved.parents):
         if (folder / RUN_JSON).is_file():
@@ -53,10 +46,10 @@ def protected_owner(path: Path, datasets: Iterable[Path] = ()) -> tuple[str, Pat
 
 
 def _refuse_protected(path: Path, flag: str, datasets: Iterable[Path]) -> None:
-    owner = protected_owner(path, datasets)
+    owner = protected_owner(path, datasets, flag)
     if owner is not None:
         kind, folder = owner
-        where = "is" if path.expanduser().resolve() == folder else "lies inside"
+        where = "is" if resolved_path(path, flag) == folder else "lies inside"
         raise UserError(
             f"{flag} {path} {where} the {kind} {folder}: runs and datasets are never written into;"
             " name a path outside them"
@@ -64,25 +57,15 @@ def _refuse_protected(path: Path, flag: str, datasets: Iterable[Path]) -> None:
 
 
 def output_file(path: Path, flag: str, datasets: Iterable[Path] = ()) -> Path:
-    """Checks a file the command will write, before any work; returns it as given."""
+    """Checks a file the command will write, before any work (the writer, `tracer.core.output`, checks
+    it again when it writes); returns it as given."""
     _refuse_protected(path, flag, datasets)
-    try:
-        mode = os.stat(path).st_mode  # follows symlinks: /proc/self/fd/1 is whatever stdout is
-    except FileNotFoundError:
-        mode = None
-    except OSError as e:
-        raise UserError(f"{flag} {path}: cannot use it ({e.strerror or e}); name a regular file") from None
-    if mode is not None and stat.S_ISDIR(mode):
-        raise UserError(f"{flag} {path} is a folder: name the file to write inside it")
-    if mode is not None and not stat.S_ISREG(mode):
-        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
-        raise UserError(f"{flag} {path} is {kind}: name a regular file to write")
-    if not path.expanduser().resolve().parent.is_dir():
-        raise UserError(f"{flag} {path}: its folder does not exist; create it first, or name a file in an existing one")
+    check_target(path, flag)
     return path
 
 
 def output_dir(path: Path, flag: str = "--out", datasets: Iterable[Path] = ()) -> Path:
     """Checks (and creates) a folder the command will write into, before any work."""
+    resolved_path(path, flag)  # a symlink loop: one line
     _refuse_protected(path, flag, datasets)
     return writable_dir(path, flag)

@@ -17,6 +17,7 @@ from tracer.cli.runs import print_repeats, print_summary
 from tracer.core import cases, options
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS, framework_info
+from tracer.core.output import resolved
 from tracer.core.records import RunSpec, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import DATA_MEMORY, DATA_MODES
@@ -86,7 +87,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
 
 def dataset_location(name: str) -> Path:
     """Where the dataset is (or will be generated), before anything is generated or read."""
-    return dataset.cached_path(name) if name in dataset.SIZES else Path(name).expanduser().resolve()
+    return dataset.cached_path(name) if name in dataset.SIZES else resolved(Path(name), "--dataset")
 
 
 def resolve_dataset(name: str, console: Console, num_classes: int) -> Path:
