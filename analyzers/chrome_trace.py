@@ -92,7 +92,7 @@ def _api_events(threads: ln.ThreadLanes, calls: ln.ApiCalls) -> Iterator[dict[st
 
 def _operators(folder: RunFolder) -> Iterator[dict[str, Any]]:
     path = folder.table_path(t.OPERATORS)
-    if not path.exists():
+    if not t.present(folder, t.OPERATORS):
         return
     for batch in pq.ParquetFile(path).iter_batches(
         batch_size=BATCH, columns=["start_ns", "end_ns", "name", "pid", "tid"]

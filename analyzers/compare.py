@@ -235,7 +235,7 @@ def api_match_name(name: str) -> str:
 def _api_totals_ns(folder: RunFolder) -> dict[str, int] | None:
     from analyzers import tables as trace_tables
 
-    if not folder.table_path(trace_tables.CUDA_API).exists():
+    if not trace_tables.present(folder, trace_tables.CUDA_API):
         return None
     from analyzers.cuda_api import api_summary
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analyzers.tables import CUDA_API, KERNELS, MEMCPY
+from analyzers.tables import CUDA_API, KERNELS, MEMCPY, present
 from tracer.core.runfolder import RunFolder
 
 GPU_TABLES = (KERNELS, MEMCPY)  # the tables of GPU operations that an API call launches
@@ -98,14 +98,14 @@ def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.n
 def launch_links(folder: RunFolder, table: str) -> Links:
     """The API call behind each row of `table` (one of `GPU_TABLES`) that has one."""
     api_path, gpu_path = folder.table_path(CUDA_API), folder.table_path(table)
-    if not api_path.exists() or not gpu_path.exists():
+    if not present(folder, CUDA_API) or not present(folder, table):
         empty = np.zeros(0, dtype=np.int64)
         return Links(empty, empty)
     api_pid = int_column(str(api_path), "pid")
     gpu_pid = None
     if "pid" in pq.read_schema(gpu_path).names:
         gpu_pid = int_column(str(gpu_path), "pid")
-    elif folder.table_path(KERNELS).exists():
+    elif present(folder, KERNELS):
         gpu_pid = _pid_by_device(folder, api_pid, int_column(str(gpu_path), "device"))
     return match(
         api_pid,

@@ -70,7 +70,7 @@ def sources(path: Path) -> list[str]:
 def api_family(folder: RunFolder) -> str:
     """`tables.API_HIP` for a ROCm trace (its calls are hip*), else `tables.API_CUDA`."""
     path = folder.table_path(t.CUDA_API)
-    if not path.exists():
+    if not t.present(folder, t.CUDA_API):
         return t.API_CUDA
     prefixes = " OR ".join(f"starts_with(name, '{p}')" for p in t.HIP_PREFIXES)
     hit = connect().execute(f"SELECT name FROM read_parquet('{_sql_path(path)}') WHERE {prefixes} LIMIT 1").fetchall()
@@ -115,7 +115,7 @@ def summarise_ranges(
 ) -> list[list[Summary]]:
     """`summarise_durations` for each [start, end) of `ranges` (a row counts where its start falls), in one
     scan: a run of 200 epochs is one query, not 200 (3.6 s -> well under one at 10 M calls)."""
-    if not path.exists() or not ranges:
+    if not t.present_file(path) or not ranges:
         return [[] for _ in ranges]
     if source is None:
         present = sources(path)

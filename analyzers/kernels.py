@@ -86,7 +86,7 @@ def gpu_busy(folder: RunFolder) -> tuple[int, int]:
     per_device: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
     for name in (t.KERNELS, t.MEMCPY):
         path = folder.table_path(name)
-        if not path.exists():
+        if not t.present(folder, name):
             continue
         table = pq.read_table(path, columns=["start_ns", "end_ns", "device"])
         dev = table["device"].fill_null(0).to_numpy()

@@ -164,7 +164,7 @@ def load(folder: RunFolder) -> Lanes:
 
 def _read_api(folder: RunFolder) -> pa.Table | None:
     path = folder.table_path(t.CUDA_API)
-    if not path.exists():
+    if not t.present(folder, t.CUDA_API):
         return None
     columns = ["start_ns", "end_ns", "name", "api", "kind", "pid", "tid", "thread_name", "correlation_id"]
     with pq.ParquetFile(path, memory_map=True, read_dictionary=["name", "api", "kind", "thread_name"]) as file:
@@ -253,7 +253,7 @@ def gpu_lanes(folder: RunFolder) -> GpuLanes | None:
     names = (*GPU_ACTIVITIES, *NVTX_ACTIVITIES)
     for table, label_column in zip(GPU_TABLES, ("name", "kind")):
         path = folder.table_path(table)
-        if not path.exists():
+        if not t.present(folder, table):
             continue
         with pq.ParquetFile(path, memory_map=True, read_dictionary=[label_column]) as file:
             g = file.read(columns=["start_ns", "end_ns", "device", "stream", "correlation_id", label_column])
@@ -311,7 +311,7 @@ def _nvtx_rows(
 ) -> tuple[np.ndarray, tuple[np.ndarray, ...]] | None:
     """NVTX ranges by nesting depth, every other range of a row in the second colour."""
     path = folder.table_path(t.NVTX)
-    if not path.exists():
+    if not t.present(folder, t.NVTX):
         return None
     with pq.ParquetFile(path, memory_map=True, read_dictionary=["name"]) as file:
         n = file.read(columns=["start_ns", "end_ns", "name", "pid", "tid"])

@@ -76,7 +76,7 @@ def load_runs(*paths: str | Path, warmup: int = WARMUP_EPOCHS) -> RunTables:
                 (steps if name == STEPS_TABLE else samples.setdefault(name, [])).append(frame)
         for name in TRACE_TABLES:
             path = run.folder.table_path(name)
-            if path.exists():
+            if trace_tables.present(run.folder, name):
                 frame = _with_run_id(pq.read_table(path), run.folder.run_id)
                 if name == trace_tables.KERNELS:  # the label `analyze` and the viewer show, unique in the run
                     frame["label"] = frame["name"].map(short_names(frame["name"].unique()))

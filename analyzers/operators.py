@@ -29,7 +29,7 @@ class OperatorRow:
 def operator_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[OperatorRow]:
     """Operators that start inside [start_ns, end_ns) (the whole trace when not given)."""
     path = folder.table_path(t.OPERATORS)
-    if not path.exists():
+    if not t.present(folder, t.OPERATORS):
         return []
     table = pq.read_table(path, columns=["start_ns", "end_ns", "name", "pid", "tid"])
     rows = table.sort_by([("pid", "ascending"), ("tid", "ascending"), ("start_ns", "ascending")]).to_pylist()

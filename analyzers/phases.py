@@ -226,7 +226,7 @@ def nvtx_ranges(folder: RunFolder) -> list[tuple[str, int, int]]:
     import duckdb
 
     path = folder.table_path(t.NVTX)
-    if not path.exists():
+    if not t.present(folder, t.NVTX):
         return []
     sql = f"SELECT name, start_ns, end_ns FROM read_parquet('{_sql_path(path)}') ORDER BY start_ns"
     rows = duckdb.connect().execute(sql).fetchall()
@@ -238,7 +238,7 @@ def launch_span(folder: RunFolder) -> tuple[int, int] | None:
     import duckdb
 
     path = folder.table_path(t.CUDA_API)
-    if not path.exists():
+    if not t.present(folder, t.CUDA_API):
         return None
     where = " OR ".join(f"starts_with(name, '{p}')" for p in LAUNCH_PREFIXES)
     sql = f"SELECT min(start_ns), max(end_ns) FROM read_parquet('{_sql_path(path)}') WHERE {where}"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -247,3 +248,47 @@ def row_group_statistics(parquet: Any, column: str) -> list[Any]:
 
 def empty(schema: pa.Schema) -> pa.Table:
     return pa.Table.from_batches([], schema=schema)  # Schema.empty_table imports pandas (0.2 s, 41 MiB)
+
+
+READ_SCHEMAS: dict[str, pa.Schema] = {**SCHEMAS, THREAD_TIMELINE: THREAD_TIMELINE_SCHEMA}
+"""Every trace table a reader takes from a run folder, with the schema it is checked against first."""
+LATER_COLUMNS = frozenset({"rank", "source", "short_name", "thread_name"})
+"""Columns added after runs were already written: a table without them is an older table, not damage."""
+OPTIONAL_COLUMNS: dict[str, frozenset[str]] = {KERNELS: LATER_COLUMNS | {"pid"}}
+"""Per table, the columns its readers look for before using them (`analyzers.correlation`: kernels' pid)."""
+
+
+def present_file(path: Path) -> bool:
+    """Whether the trace table at `path` (named by its stem) exists and reads as its declared schema.
+    A damaged one (not a regular file, a bad footer, foreign columns) is named once on stderr and
+    read as absent: a problem of that run (`tracer.core.reading`), never a traceback."""
+    from tracer.core.reading import table_problem
+    from tracer.core.runfolder import warn_damaged
+
+    name = path.name.removesuffix(".parquet")
+    declared = READ_SCHEMAS.get(name)
+    if declared is None:
+        return path.exists()
+    why = table_problem(path, declared, OPTIONAL_COLUMNS.get(name, LATER_COLUMNS))
+    if why is not None:
+        warn_damaged(path, why)
+        return False
+    return path.is_file()
+
+
+def present(folder: Any, name: str) -> bool:
+    """`present_file` of the run folder's table `name` (`folder` is a `RunFolder`)."""
+    return present_file(folder.table_path(name))
+
+
+def table_problems(folder: Any) -> list[Any]:
+    """Every damaged trace table of a run folder, as `tracer.core.reading.Problem`s."""
+    from tracer.core.reading import Problem, table_problem
+
+    out = []
+    for name, declared in READ_SCHEMAS.items():
+        path = folder.table_path(name)
+        why = table_problem(path, declared, OPTIONAL_COLUMNS.get(name, LATER_COLUMNS))
+        if why is not None:
+            out.append(Problem(path, why))
+    return out

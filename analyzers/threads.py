@@ -75,7 +75,7 @@ def thread_timeline(folder: RunFolder) -> pa.Table:
     """The run's thread timeline (`tables.THREAD_TIMELINE_SCHEMA`, sorted by pid, tid, start): the
     ingest's table, or, for a folder ingested before there was one (or read-only), made the same way."""
     path = folder.table_path(t.THREAD_TIMELINE)
-    if path.exists():
+    if t.present(folder, t.THREAD_TIMELINE):  # a damaged one is made again, as for a read-only folder
         return pq.ParquetFile(path).read()  # not read_table: its pyarrow.dataset import brings pandas (0.2 s)
     from analyzers.ingest import threads
 

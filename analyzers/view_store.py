@@ -29,7 +29,8 @@ from analyzers.cuda_api import ApiRow
 from analyzers.kernels import KernelRow
 from analyzers.lane_index import LaneIndex, lane_indexes
 from tracer.core import schema
-from tracer.core.runfolder import RunFolder
+from tracer.core.reading import not_regular, read_bytes
+from tracer.core.runfolder import RunFolder, warn_damaged
 
 VIEW_DIR = "view"
 VIEWS_CACHE = "views"  # under `tracer.paths.cache_root`, for read-only run folders
@@ -73,12 +74,12 @@ def build(folder: RunFolder) -> RunView:
     """The view computed from the run's tables (`analyzers.lanes`, `lane_index`, `cuda_api`, `kernels`)."""
     lanes = ln.load(folder)
     view = RunView(lanes=lanes, indexes=lane_indexes(lanes))
-    if folder.table_path(t.CUDA_API).exists():
+    if t.present(folder, t.CUDA_API):
         from analyzers import cuda_api, kernels  # here: a run without a trace does not pay for DuckDB
 
         view.api_label = f"{cuda_api.api_family(folder)} API"
         view.api_phases = {phase: rows for phase, rows in cuda_api.phase_summaries(folder).items() if rows}
-        if folder.table_path(t.KERNELS).exists():
+        if t.present(folder, t.KERNELS):
             view.kernels = kernels.kernel_summary(folder)
     return view
 
@@ -102,7 +103,7 @@ def store_if_big(folder: RunFolder) -> Path | None:
     import pyarrow.parquet as pq
 
     tables = (t.THREAD_TIMELINE, t.CUDA_API, *GPU_TABLES, t.NVTX)
-    rows = sum(pq.read_metadata(p).num_rows for p in map(folder.table_path, tables) if p.exists())
+    rows = sum(pq.read_metadata(folder.table_path(n)).num_rows for n in tables if t.present(folder, n))
     return write(folder) if rows >= STORE_MIN_EVENTS else None
 
 
@@ -168,9 +169,12 @@ def _write(place: Path, view: RunView, key: dict[str, Any]) -> None:
 
 
 def _read(place: Path, key: dict[str, Any]) -> RunView | None:
+    raw = read_bytes(place / MANIFEST)
+    if not isinstance(raw, bytes):  # absent, or no regular file (a FIFO would block the viewer)
+        return None
     try:
-        manifest = json.loads((place / MANIFEST).read_text())
-    except (OSError, ValueError):
+        manifest = json.loads(raw)
+    except (ValueError, RecursionError):
         return None
     if manifest.get("key") != key:
         return None
@@ -179,9 +183,74 @@ def _read(place: Path, key: dict[str, Any]) -> RunView | None:
         indexes = {name: _undump(place, spec, LaneIndex) for name, spec in manifest["indexes"].items()}
         phases = {p: [ApiRow(**r) for r in rows] for p, rows in manifest["api_phases"].items()}
         kernels = [KernelRow(**k) for k in manifest["kernels"]]
-    except (OSError, ValueError, KeyError, TypeError):  # damaged: built again
+        api_label = str(manifest["api_label"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # damaged: built again
         return None
-    return RunView(lanes, indexes, phases, kernels, manifest["api_label"], place)
+    why = lanes_problem(lanes, indexes)
+    if why is not None:
+        warn_damaged(place, why)
+        return None
+    return RunView(lanes, indexes, phases, kernels, api_label, place)
+
+
+CODE_LISTS = {
+    "lane": "lane_names",
+    "code": "names",
+    "detail_code": "details",
+    "source_code": "sources",
+    "name_code": "names",
+    "api_code": "apis",
+    "kind_code": "kinds",
+    "label_code": "labels",
+}
+"""Each code array of a lane set and the list it indexes (-1: none)."""
+
+
+def lanes_problem(lanes: ln.Lanes, indexes: dict[str, LaneIndex]) -> str | None:
+    """Why stored lanes cannot be drawn: an array of text or of non-finite numbers, arrays of one set
+    of unequal lengths, a code outside its list, a link to an item that does not exist; None when sound."""
+    sizes = {}
+    for name in LANE_SETS:
+        record = getattr(lanes, name)
+        if record is None:
+            continue
+        arrays = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+        for key, value in arrays.items():
+            if isinstance(value, np.ndarray) and _bad_numbers(value):
+                return f"{name}.{key} holds {value.dtype} values that are no finite numbers"
+        items = arrays.get("start_ns")
+        if isinstance(items, np.ndarray):
+            sizes[name] = len(items)
+            for key, value in arrays.items():
+                if isinstance(value, np.ndarray) and not key.startswith("lane_") and len(value) != len(items):
+                    return f"{name}.{key} holds {len(value)} values for {len(items)} items"
+        for key, listed in CODE_LISTS.items():
+            codes, names = arrays.get(key), arrays.get(listed)
+            if isinstance(codes, np.ndarray) and codes.size and names is not None:
+                if int(codes.min()) < -1 or int(codes.max()) >= len(names):
+                    return f"{name}.{key} holds codes outside its {len(names)} {listed}"
+    links = lanes.links
+    if links is not None:
+        for key, target, own in (("call_of_item", "api_calls", "gpu"), ("item_of_call", "gpu", "api_calls")):
+            value = getattr(links, key)
+            if len(value) != sizes.get(own, len(value)) or (
+                value.size and int(value.max()) >= sizes.get(target, int(value.max()) + 1)
+            ):
+                return f"links.{key} does not match the lanes it links"
+    for name, index in indexes.items():
+        for f in dataclasses.fields(index):
+            value = getattr(index, f.name)
+            if isinstance(value, np.ndarray) and _bad_numbers(value):
+                return f"index {name}.{f.name} holds {value.dtype} values that are no finite numbers"
+    return None
+
+
+def _bad_numbers(array: np.ndarray) -> bool:
+    if array.dtype.kind in "iub":
+        return False
+    if array.dtype.kind != "f":
+        return True
+    return not bool(np.isfinite(array).all())
 
 
 _LANE_TYPES: dict[str, type] = {
@@ -243,7 +312,11 @@ def _undump(place: Path, spec: dict[str, Any] | None, cls: type) -> Any:
 
 
 def _mapped(path: Path) -> np.ndarray:
-    """Memory-mapped, read-only; an empty array is read (an empty mapping is an error on Linux)."""
+    """Memory-mapped, read-only; an empty array is read (an empty mapping is an error on Linux). No
+    regular file (a FIFO would block the viewer) is a ValueError, as a damaged one is."""
+    why = not_regular(path)
+    if why is not None:
+        raise ValueError(f"{path.name} is {why}")
     try:
         return np.load(path, mmap_mode="r")
     except ValueError:

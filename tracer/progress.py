@@ -23,6 +23,7 @@ from rich.progress import (
 from rich.text import Text
 
 from tracer.core.divergence import loss_value
+from tracer.core.reading import not_regular
 from tracer.core.schema import KIND, Event
 
 
@@ -69,12 +70,14 @@ class ProgressView:
         self._progress.stop()
 
     def _new_events(self) -> list[dict[str, Any]]:
+        if not_regular(self.events_path):  # a FIFO put there would block the tracer (and its signals) for ever
+            return []
         try:
             with self.events_path.open() as f:
                 f.seek(self._offset)
                 chunk = f.read()
                 self._offset = f.tell()
-        except FileNotFoundError:
+        except (FileNotFoundError, UnicodeDecodeError):
             return []
         text = self._partial + chunk
         lines = text.split("\n")

@@ -83,8 +83,9 @@ def load(folder: RunFolder) -> RunTables:
     kernels: tuple[int, int, float | None] = (0, 0, None)
     nvtx_steps = 0
     api_path = folder.table_path(t.CUDA_API)
-    traced = ph.trace_phases(folder) if api_path.exists() or folder.table_path(t.NVTX).exists() else None
-    if api_path.exists() and traced is not None:
+    has_api = t.present(folder, t.CUDA_API)
+    traced = ph.trace_phases(folder) if has_api or t.present(folder, t.NVTX) else None
+    if has_api and traced is not None:
         whole = api_summary(folder)
         for p in traced.phases:
             if p.name == ph.STARTUP:
@@ -97,7 +98,7 @@ def load(folder: RunFolder) -> RunTables:
         lo, hi = connect().execute(q).fetchone() or (None, None)
         span = (int(lo), int(hi)) if lo is not None else None
     kpath = folder.table_path(t.KERNELS)
-    if kpath.exists():
+    if t.present(folder, t.KERNELS):
         row = (
             connect()
             .execute(f"SELECT count(*), coalesce(sum(dur_ns), 0), median(dur_ns) FROM read_parquet('{_sql(kpath)}')")

@@ -100,7 +100,7 @@ def sampler_intervals(samples: pa.Table | None) -> pa.Table:
 def osrt_intervals(folder: RunFolder) -> pa.Table:
     """Each traced OS-runtime call as a row (nsys's OSRT table, as the ingest wrote it)."""
     path = folder.table_path(t.OSRT)
-    if not path.exists():
+    if not t.present(folder, t.OSRT):
         return t.empty(t.THREAD_TIMELINE_SCHEMA)
     table = pq.ParquetFile(path).read()  # not read_table: its pyarrow.dataset import brings pandas (0.2 s)
     return (

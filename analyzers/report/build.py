@@ -92,7 +92,7 @@ def _has_process_samples(run: LoadedRun) -> bool:
 def _has_cuda(run: LoadedRun) -> bool:
     from analyzers import tables as trace_tables
 
-    return run.folder.table_path(trace_tables.CUDA_API).exists()
+    return trace_tables.present(run.folder, trace_tables.CUDA_API)
 
 
 def _note(run: LoadedRun) -> str:

@@ -158,7 +158,7 @@ def cuda_phases(folder: RunFolder) -> dict[str, list[ApiShare]]:
     `analyzers.cuda_api.phase_summaries` computes it; empty when the run has no CUDA API trace."""
     from analyzers import tables as trace_tables
 
-    if not folder.table_path(trace_tables.CUDA_API).exists():
+    if not trace_tables.present(folder, trace_tables.CUDA_API):
         return {}
     from analyzers.cuda_api import phase_summaries
 

@@ -208,3 +208,155 @@ def test_d23_ctrl_c_in_the_first_tenths_of_a_second_is_one_line(delay: float, tm
     _, err = proc.communicate(timeout=60)
     assert "Traceback" not in err, err
     assert err.strip() in ("", "tracer: interrupted") or proc.returncode == 0, (proc.returncode, err)
+
+
+# 5. damaged trace tables: each run's damage is that run's problem, the commands and the folder carry on
+
+
+def _foreign_columns(path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"foo": [1, 2], "bar": ["a", "b"]}), path)
+
+
+def _wrong_types(path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"start_ns": ["x"], "end_ns": [1.5], "name": [3]}), path)
+
+
+DAMAGED_TABLES = {
+    "cuda_api": _foreign_columns,
+    "kernels": _wrong_types,
+    "nvtx": lambda p: p.write_bytes(b""),
+    "operators": lambda p: p.write_bytes(os.urandom(4096)),
+    "osrt": lambda p: p.write_bytes(os.urandom(100)),
+    "thread_timeline": _foreign_columns,
+}
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An imported Kineto trace (cuda_api, kernels, nvtx, operators) and one copy per damaged table."""
+    source = SHARED / "hta" / "triton_example.json.gz"
+    if not source.exists():
+        pytest.skip(f"{source} is missing")
+    root = tmp_path_factory.mktemp("traced") / "runs"
+    result = run_tracer("import", str(source), "--out", str(root))
+    assert result.returncode == 0, result.stderr
+    (good,) = list(root.iterdir())
+    for table, damage in DAMAGED_TABLES.items():
+        copy = root / f"{good.name}-{table}"
+        shutil.copytree(good, copy)
+        record = json.loads((copy / "run.json").read_text())
+        record["run_id"] = copy.name
+        (copy / "run.json").write_text(json.dumps(record))
+        damage(copy / f"{table}.parquet")
+    return root
+
+
+@pytest.mark.parametrize("table", DAMAGED_TABLES)
+def test_d05_damaged_trace_table_is_a_problem_of_its_run(table: str, traced: Path, tmp_path: Path) -> None:
+    before = checksums(traced)
+    run = next(p for p in traced.iterdir() if p.name.endswith(f"-{table}"))
+    for args in (["analyze", str(run)], ["export-trace", str(run), str(tmp_path / "t.json")], ["diagnose", str(run)]):
+        result = run_tracer(*args)
+        assert result.returncode == 0, (args, result.stderr[-3000:])
+        assert "Traceback" not in result.stderr
+        if args[0] == "analyze" and table != "thread_timeline":  # a damaged timeline is made again, silently
+            assert f"{table}.parquet is damaged" in result.stderr, result.stderr
+    assert checksums(traced) == before
+
+
+def test_d05_compare_and_report_of_a_folder_with_damaged_tables(traced: Path, tmp_path: Path) -> None:
+    before = checksums(traced)
+    result = run_tracer("compare", str(traced), "--no-group")
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = run_tracer("report", str(traced), "--out", str(tmp_path / "rep"), timeout=600)
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert f"{len(DAMAGED_TABLES) + 1} runs" in report.stdout
+    assert (tmp_path / "rep" / "index.html").is_file()
+    assert checksums(traced) == before
+
+
+# 12. FIFOs in a run folder: refused from their stat, never opened
+
+
+def _fifo_copy(runs: Path, tmp_path: Path, name: str) -> tuple[Path, Path]:
+    folder = tmp_path / "runs"
+    run = folder / run_a(runs).name
+    shutil.copytree(run_a(runs), run)
+    shutil.copytree(run_b(runs), folder / run_b(runs).name)
+    (run / name).unlink(missing_ok=True)
+    (run / name).parent.mkdir(exist_ok=True)
+    os.mkfifo(run / name)
+    return folder, run
+
+
+@pytest.mark.parametrize("name", ["run.json", "events.jsonl", "samples/process.parquet"])
+def test_d12_fifo_in_a_run_folder_never_hangs_runs_or_show(name: str, runs: Path, tmp_path: Path) -> None:
+    folder, run = _fifo_copy(runs, tmp_path, name)
+    listed = run_tracer("runs", "--runs", str(folder), timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert run_b(runs).name in listed.stdout  # the folder is still read
+    shown = run_tracer("show", str(run), timeout=120)
+    if name == "run.json":
+        one_line(shown, "FIFO")
+    else:
+        assert shown.returncode == 0, shown.stderr
+        assert "FIFO" in shown.stderr
+
+
+def test_d12_fifo_in_the_stored_view_is_rebuilt_around(traced: Path, tmp_path: Path) -> None:
+    from analyzers import view_store
+
+    run = tmp_path / "run"
+    shutil.copytree(next(p for p in traced.iterdir() if "-" not in p.name.split("triton_example")[-1]), run)
+    stored = view_store.write(RunFolder(run))
+    first = sorted(stored.glob("*.npy"))[0]
+    first.unlink()
+    os.mkfifo(first)
+    view = view_store.load(RunFolder(run))  # would block for ever on the FIFO
+    assert view.events > 0
+
+
+# 13. the stored view is checked, not trusted
+
+
+def _stored_view(traced: Path, tmp_path: Path) -> tuple[RunFolder, Path]:
+    from analyzers import view_store
+
+    run = tmp_path / "run"
+    shutil.copytree(next(p for p in traced.iterdir() if not p.name.split("triton_example")[-1]), run)
+    folder = RunFolder(run)
+    return folder, view_store.write(folder)
+
+
+@pytest.mark.parametrize("damage", ["nan", "text", "shorter", "code-out-of-range"])
+def test_d13_damaged_stored_view_is_built_again(damage: str, traced: Path, tmp_path: Path) -> None:
+    import numpy as np
+
+    from analyzers import view_store
+
+    folder, stored = _stored_view(traced, tmp_path)
+    good = view_store.load(folder)
+    assert good.stored == stored and good.lanes.gpu is not None
+    starts, codes = np.array(good.lanes.gpu.start_ns), np.array(good.lanes.gpu.code)  # copies of the mapped files
+    if damage in ("nan", "text", "shorter"):
+        path = stored / "gpu.start_ns.npy"
+        array = np.load(path)
+        replaced = {
+            "nan": np.full(len(array), np.nan),
+            "text": np.array(["x"] * len(array)),
+            "shorter": array[: len(array) // 2],
+        }[damage]
+        np.save(path, replaced)
+    else:
+        path = stored / "gpu.code.npy"
+        np.save(path, np.full(len(np.load(path)), 99, dtype=np.int64))
+    view = view_store.load(folder)
+    assert view.lanes.gpu is not None
+    assert np.array_equal(np.asarray(view.lanes.gpu.start_ns), starts)
+    assert np.array_equal(np.asarray(view.lanes.gpu.code), codes)

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from tracer.core.divergence import diverged_outcome, divergence, loss_value
 from tracer.core.errors import UserError
+from tracer.core.reading import Problem, not_regular, read_bytes
 from tracer.core.records import EpochRecord, RunRecord, RunStatus, validate_record
 from tracer.core.schema import (
     EVENTS_FILE,
@@ -80,6 +81,10 @@ def warn_damaged(path: Path, why: str) -> None:
 def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """Yields every complete line that is a JSON object; a last line cut short by a crash is skipped,
     and so is a line that is not UTF-8 or not JSON (one warning per file)."""
+    why = not_regular(path)
+    if why is not None:
+        warn_damaged(path, why)
+        return
     try:
         f = path.open("rb")
     except FileNotFoundError:
@@ -289,11 +294,14 @@ class RunFolder:
         write_json_atomic(self.run_json, record.to_json())
 
     def read_record(self) -> RunRecord:
+        raw = read_bytes(self.run_json)
+        if raw is None:
+            raise UserError(f"{self.path} is not a run folder: it has no {RUN_JSON}")
+        if isinstance(raw, Problem):
+            raise UserError(f"{self.run_json} is unreadable ({raw.why}); the run folder is damaged")
         try:
-            data = json.loads(self.run_json.read_text())
-        except FileNotFoundError:
-            raise UserError(f"{self.path} is not a run folder: it has no {RUN_JSON}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError, OSError) as e:
+            data = json.loads(raw.decode("utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
             raise UserError(f"{self.run_json} is unreadable ({e}); the run folder is damaged") from None
         why = validate_record(data)
         if isinstance(why, str):
@@ -304,6 +312,8 @@ class RunFolder:
         """A run that says `ok` but whose events hold a non-finite loss (written before the worker
         checked) is read as `diverged`; the events are parsed only when their text can hold one."""
         if record.outcome.status is not RunStatus.OK or record.outcome.divergence is not None:
+            return record
+        if not_regular(self.events_path):
             return record
         try:
             text = self.events_path.read_bytes()
@@ -342,6 +352,10 @@ class RunFolder:
         if not path.exists():
             return None
         declared = SAMPLE_TABLES[name].schema if name in SAMPLE_TABLES else None
+        why = not_regular(path)
+        if why is not None:
+            warn_damaged(path, why)
+            return None
         try:
             table = pq.read_table(parquet) if path == parquet else read_csv_stream(path, declared)
             return conform(table, declared) if declared is not None else table
