@@ -192,7 +192,25 @@ def displayed_status(record: RunRecord) -> str:
         return status
     if record.environment.hostname != socket.gethostname():
         return status
-    return status if psutil.pid_exists(record.tracer_pid) else "abandoned"
+    return status if _tracer_alive(record.tracer_pid, record.wall_start_ns) else "abandoned"
+
+
+PID_LIMIT = 1 << 22
+"""Linux never hands out a pid above this (`/proc/sys/kernel/pid_max` is at most 2^22): one beyond is damage."""
+START_SLACK_S = 5.0
+"""A tracer starts before its run's wall-clock start; a process born more than this after it is another one."""
+
+
+def _tracer_alive(pid: int, wall_start_ns: int) -> bool:
+    """Whether the run's tracer is still this live process: its pid exists and was not handed to a
+    process started after the run (pids are reused)."""
+    if not 0 < pid < PID_LIMIT:
+        return False
+    try:
+        born_s = psutil.Process(pid).create_time()
+    except (psutil.Error, OverflowError, ValueError):
+        return False
+    return not (wall_start_ns > 0 and born_s > wall_start_ns / 1e9 + START_SLACK_S)
 
 
 def mean_epoch_s(epochs: list[EpochRecord]) -> float | None:

@@ -70,7 +70,10 @@ class Run:
 
     @property
     def run_id(self) -> str:
-        return self.record.run_id
+        """The run's one identity, as every consumer keys it: its folder's name (`RunFolder.run_id`, what
+        `find_run` looks up and `analyzers.repeats` pools by), which run.json's `run_id` need not match
+        (a renamed or copied folder, a damaged id)."""
+        return self.folder.run_id if self.folder is not None else self.record.run_id
 
 
 @dataclass(frozen=True)

@@ -360,3 +360,152 @@ def test_d13_damaged_stored_view_is_built_again(damage: str, traced: Path, tmp_p
     assert view.lanes.gpu is not None
     assert np.array_equal(np.asarray(view.lanes.gpu.start_ns), starts)
     assert np.array_equal(np.asarray(view.lanes.gpu.code), codes)
+
+
+# 2, 6, 10, 15, 16, 22: one identity for a run, and what a run recorded shown as it can be
+
+
+def _edited_copy(runs: Path, root: Path, name: str, edit: object = None, events: object = None) -> Path:
+    """A copy of run A named `name` under `root`, its run.json changed by `edit(record)`, its events by
+    `events(list_of_events)` (each returns nothing; they change what they are given)."""
+    target = root / name
+    shutil.copytree(run_a(runs), target)
+    if edit is not None:
+        record = json.loads((target / "run.json").read_text())
+        edit(record)  # type: ignore[operator]
+        (target / "run.json").write_text(json.dumps(record))
+    if events is not None:
+        lines = [json.loads(ln) for ln in (target / "events.jsonl").read_text().splitlines() if ln.strip()]
+        events(lines)  # type: ignore[operator]
+        (target / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines))
+    return target
+
+
+def test_d02_report_of_a_folder_whose_run_folder_names_differ_from_their_ids(runs: Path, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    shutil.copytree(run_a(runs), root / run_a(runs).name)
+    _edited_copy(runs, root, "renamed")  # run.json still says run A's id
+    damaged = _edited_copy(runs, root, "zz-damaged")
+    (damaged / "samples" / "process.parquet").write_bytes(os.urandom(2000))
+    before = checksums(root)
+    result = run_tracer("report", str(root), "--out", str(tmp_path / "rep"), timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    assert "3 runs" in result.stdout
+    assert (tmp_path / "rep" / "index.html").is_file() and (tmp_path / "rep" / "findings.md").is_file()
+    assert checksums(root) == before
+
+
+def _running(pid: int) -> object:
+    import socket
+
+    def edit(record: dict) -> None:
+        record["outcome"] = {"status": "running"}
+        record["tracer_pid"] = pid
+        record["wall_end_ns"] = None
+        record["environment"]["hostname"] = socket.gethostname()
+
+    return edit
+
+
+def test_d06_running_run_with_a_pid_above_2_31_is_abandoned(runs: Path, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    run = _edited_copy(runs, root, "huge-pid", _running(2**31 + 5))
+    shutil.copytree(run_b(runs), root / run_b(runs).name)
+    before = checksums(root)
+    listed = run_tracer("runs", "--runs", str(root))
+    assert listed.returncode == 0, listed.stderr
+    assert "abandoned" in listed.stdout and run_b(runs).name in listed.stdout
+    for args in (["show", str(run)], ["compare", str(run), str(run_b(runs))]):
+        result = run_tracer(*args)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, (args, result.stderr[-3000:])
+    assert checksums(root) == before
+
+
+def test_d22_running_run_whose_pid_now_belongs_to_another_process_is_abandoned(runs: Path, tmp_path: Path) -> None:
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        run = _edited_copy(runs, tmp_path / "runs", "reused-pid", _running(other.pid))  # the run started before it
+        listed = run_tracer("show", str(run))
+        assert listed.returncode == 0, listed.stderr
+        assert "abandoned" in listed.stdout, listed.stdout
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_d10_a_100000_character_cause_is_cut_for_display(runs: Path, tmp_path: Path) -> None:
+    def edit(record: dict) -> None:
+        record["outcome"] = {"status": "failed", "cause": "x" * 100_000, "stderr_tail": ["y" * 100_000]}
+
+    run = _edited_copy(runs, tmp_path / "runs", "long-cause", edit)
+    for args in (["show", str(run)], ["runs", "--runs", str(run.parent)]):
+        result = run_tracer(*args)
+        assert result.returncode == 0, result.stderr
+        assert len(result.stdout) < 20_000, len(result.stdout)
+        assert args[0] == "runs" or "characters more in run.json" in result.stdout
+    assert len(json.loads((run / "run.json").read_text())["outcome"]["cause"]) == 100_000  # the file keeps it
+
+
+def test_d15_escape_sequences_in_a_cause_never_reach_the_terminal(runs: Path, tmp_path: Path) -> None:
+    planted = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\x1b[0m\x08"
+
+    def edit(record: dict) -> None:
+        record["outcome"] = {"status": "failed", "cause": f"boom {planted}", "stderr_tail": [f"tail {planted}"]}
+
+    run = _edited_copy(runs, tmp_path / "runs", "escapes", edit)
+    for args in (["show", str(run)], ["diagnose", str(run)], ["compare", str(run), str(run_b(runs))]):
+        result = run_tracer(*args)
+        assert result.returncode == 0, (args, result.stderr)
+        assert "\x1b" not in result.stdout + result.stderr and "\x07" not in result.stdout, args
+        assert "red" in result.stdout, (args, result.stdout)
+
+
+def test_d16_an_epoch_ending_before_1970_is_no_epoch(runs: Path, tmp_path: Path) -> None:
+    def events(lines: list) -> None:
+        last_end = [e for e in lines if e.get("kind") == "epoch_end"][-1]
+        last_end["t_ns"] = -1
+
+    run = _edited_copy(runs, tmp_path / "runs", "epoch-before-1970", events=events)
+    epochs = RunFolder(run).epochs()
+    assert epochs and all(e.end_ns >= e.start_ns for e in epochs)
+    shown = run_tracer("show", str(run))
+    assert shown.returncode == 0 and "-8" not in shown.stdout.split("epochs")[-1][:200], shown.stdout
+
+
+def test_d16_impossible_samples_are_missing_not_shown(runs: Path, tmp_path: Path) -> None:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    run = _edited_copy(runs, tmp_path / "runs", "impossible-samples")
+    path = run / "samples" / "process.parquet"
+    table = pq.read_table(path)
+    for column, value in (("cpu_pct", float("inf")), ("rss_mib", -1e300)):
+        index = table.schema.get_field_index(column)
+        table = table.set_column(index, column, pc.multiply(pc.add(table[column], 0.0), 0.0).fill_null(0.0))
+        table = table.set_column(index, column, pc.add(table[column], value))
+    pq.write_table(table, path)
+    samples = RunFolder(run).samples("process")
+    assert samples is not None and samples["cpu_pct"].null_count == samples.num_rows
+    shown = run_tracer("show", str(run))
+    assert shown.returncode == 0, shown.stderr
+    assert "inf" not in shown.stdout and "e+300" not in shown.stdout
+
+
+@pytest.mark.parametrize("field,value", [("batch", -4), ("epochs", 0), ("knobs", {f"k{i}": i for i in range(200_000)})])
+def test_d16_impossible_record_values_mark_the_run_damaged(
+    field: str, value: object, runs: Path, tmp_path: Path
+) -> None:
+    def edit(record: dict) -> None:
+        if field == "knobs":
+            record["knobs"] = value
+        else:
+            record["spec"][field] = value
+
+    root = tmp_path / "runs"
+    run = _edited_copy(runs, root, f"impossible-{field}", edit)
+    shutil.copytree(run_b(runs), root / run_b(runs).name)
+    listed = run_tracer("runs", "--runs", str(root))
+    assert listed.returncode == 0, listed.stderr
+    assert run_b(runs).name in listed.stdout
+    one_line(run_tracer("show", str(run)), field)

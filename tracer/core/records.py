@@ -17,6 +17,7 @@ from typing import Annotated, Any, Mapping
 import pydantic
 
 from tracer.core.options import RunSpec
+from tracer.core.text import LINE_MAX_CHARS, printable
 
 RUN_FORMAT_VERSION = 1
 
@@ -346,6 +347,9 @@ def validate_record(data: Any) -> RunRecord | str:
     there), not to the one that reads it."""
     if not isinstance(data, Mapping):
         return f"it holds a JSON {type(data).__name__}, not an object"
+    knobs = data.get("knobs")
+    if isinstance(knobs, Mapping) and len(knobs) > MAX_KNOBS:
+        return f"knobs: holds {len(knobs):,} entries, more than any run sets ({MAX_KNOBS:,})"
     try:
         loose = _reading_adapter().validate_python(dict(data))
     except pydantic.ValidationError as e:
@@ -355,7 +359,26 @@ def validate_record(data: Any) -> RunRecord | str:
         value = value if len(value) <= 40 else value[:37] + "..."
         return f"{where}: {first.get('msg', 'is not valid')} (holds {value})"
     spec = RunSpec(**{f.name: getattr(loose.spec, f.name) for f in dataclasses.fields(RunSpec)})
-    return dataclasses.replace(_from_loose(loose), spec=spec)
+    for name in AT_LEAST_ONE:
+        value = getattr(spec, name)
+        if value is not None and value < 1:
+            return f"spec.{name}: {value} is impossible (at least 1 on any machine)"
+    record = dataclasses.replace(_from_loose(loose), spec=spec)
+    outcome = record.outcome
+    shown = dataclasses.replace(
+        outcome,
+        cause=printable(outcome.cause),
+        stderr_tail=tuple(printable(line, LINE_MAX_CHARS) for line in outcome.stderr_tail[-MAX_TAIL_LINES:]),
+    )
+    return dataclasses.replace(record, outcome=shown)
+
+
+MAX_KNOBS = 1000
+"""A run records a few dozen knobs; a record with more is not one the tool wrote (200,000 made `report` crawl)."""
+MAX_TAIL_LINES = 200
+"""Lines of the worker's output tail a reader gets (the runner keeps far fewer)."""
+AT_LEAST_ONE = ("batch", "epochs", "image_size", "limit")
+"""Spec fields below 1 on no machine: a record holding one is damaged (other bounds are the starting machine's)."""
 
 
 def _unbounded(hint: Any) -> Any:

@@ -249,6 +249,8 @@ class RunFolder:
 
     @property
     def run_id(self) -> str:
+        """A run's one identity for every consumer: its folder's name. run.json's `run_id` is what the run
+        was made as; a folder renamed or copied under another name is known by its new name."""
         return self.path.name
 
     @property
@@ -434,6 +436,26 @@ def conform(table: pa.Table, declared: pa.Schema) -> pa.Table:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             raise ValueError(f"column {field.name} holds {column.type}, not {field.type}") from None
         table = table.set_column(table.schema.get_field_index(field.name), field, cast)
+    return _impossible_as_null(table, declared)
+
+
+NON_NEGATIVE_SUFFIXES = ("_pct", "_mib", "_cores", "_w", "_s", "_mj", "_uj")
+"""Sample columns whose unit has no negative values (a share, a size, a power, a time, an energy)."""
+
+
+def _impossible_as_null(table: pa.Table, declared: pa.Schema) -> pa.Table:
+    """A float column's impossible values in a unit that has none (NaN, infinities, a negative size or share) as
+    missing: a damaged or foreign table never shows CPU % inf or an RSS of -1e300 MiB."""
+    import pyarrow.compute as pc
+
+    for field in declared:
+        if not pa.types.is_floating(field.type) or not field.name.endswith(NON_NEGATIVE_SUFFIXES):
+            continue
+        column = table.column(field.name)
+        bad = pc.or_(pc.invert(pc.is_finite(column)), pc.less(column, 0))
+        if pc.any(bad).as_py():
+            fixed = pc.if_else(bad, pa.scalar(None, field.type), column)
+            table = table.set_column(table.schema.get_field_index(field.name), field, fixed)
     return table
 
 
@@ -443,8 +465,8 @@ def event_problem(event: dict[str, Any]) -> str:
     if not isinstance(event.get(KIND), str):
         return f"an event whose {KIND} is {event.get(KIND)!r}"
     t = event.get(T_NS)
-    if type(t) is not int or not -INT64_MAX <= t <= INT64_MAX:
-        return f"an event whose {T_NS} is {t!r}, not a whole number of ns"
+    if type(t) is not int or not 0 <= t <= INT64_MAX:
+        return f"an event whose {T_NS} is {t!r}, not a whole number of ns since 1970"
     return ""
 
 
@@ -472,6 +494,8 @@ def epochs_from_events(events: Sequence[dict[str, Any]]) -> list[EpochRecord]:
                 device_peak_source=str(e.get("device_peak_source") or ""),
             )
         except (KeyError, TypeError, ValueError):
+            continue
+        if epoch.end_ns < epoch.start_ns or epoch.images < 0:  # impossible: never a (negative) epoch time
             continue
         out.append(epoch)
     return out
