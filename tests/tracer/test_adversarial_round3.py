@@ -509,3 +509,163 @@ def test_d16_impossible_record_values_mark_the_run_damaged(
     assert listed.returncode == 0, listed.stderr
     assert run_b(runs).name in listed.stdout
     one_line(run_tracer("show", str(run)), field)
+
+
+# 7, 14, 18: every signal a terminal sends, handled alike; statuses that say what happened
+
+
+def _start_profile(out: Path, *extra: str) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "tracer", *PROFILE[:-2], *extra, "--out", str(out)]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with (out.parent / "tracer.log").open("wb") as log:
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=ctrl_c_reaches_python)
+
+
+def _wait_for_epoch(out: Path, tracer: subprocess.Popen[bytes], within: float = 300) -> None:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and tracer.poll() is None:
+        if any('"epoch_start"' in p.read_text() for p in out.glob("*/events.jsonl")):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no epoch within {within} s: {(out.parent / 'tracer.log').read_text()[-2000:]}")
+
+
+def _worker_tmpdirs(tracer: subprocess.Popen[bytes]) -> set[str]:
+    import psutil
+
+    from tracer.runner import WORKER_TMP_PREFIX
+
+    dirs = set()
+    for child in psutil.Process(tracer.pid).children(recursive=True):
+        try:
+            tmp = child.environ().get("TMPDIR", "")
+        except psutil.Error:
+            continue
+        if WORKER_TMP_PREFIX in tmp:
+            dirs.add(tmp)
+    return dirs
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT])
+def test_d07_sighup_and_sigquit_to_profile_end_the_run_interrupted(sig: signal.Signals, tmp_path: Path) -> None:
+    from tests.conftest import require_framework
+
+    require_framework("pytorch")
+    out = tmp_path / "runs"
+    tracer = _start_profile(out, "--epochs", "30")
+    try:
+        _wait_for_epoch(out, tracer)
+        tmpdirs = _worker_tmpdirs(tracer)
+        tracer.send_signal(sig)
+        tracer.wait(timeout=180)
+    finally:
+        if tracer.poll() is None:
+            tracer.kill()
+    (folder,) = list(out.iterdir())
+    record = json.loads((folder / "run.json").read_text())
+    assert record["outcome"]["status"] == "interrupted", record["outcome"]
+    assert not list((folder / "samples").glob("*.csv")), "samples left as CSV"
+    assert (folder / "samples" / "process.parquet").is_file()
+    assert tmpdirs and not [d for d in tmpdirs if Path(d).exists()], "the worker's temp folder is left"
+
+
+def test_d14_a_killed_lifeguard_is_replaced_so_a_stopped_worker_still_dies(tmp_path: Path) -> None:
+    import psutil
+
+    from tests.conftest import require_framework
+
+    require_framework("pytorch")
+    out = tmp_path / "runs"
+    tracer = _start_profile(out, "--epochs", "30")
+    worker = None
+    try:
+        _wait_for_epoch(out, tracer)
+        me = psutil.Process(tracer.pid)
+
+        def guards() -> list[psutil.Process]:
+            found = []
+            for p in me.children():
+                try:
+                    if "tracer.lifeguard" in " ".join(p.cmdline()):
+                        found.append(p)
+                except psutil.Error:  # the killed one, not reaped yet
+                    continue
+            return found
+
+        (guard,) = guards()
+        group = os.getpgid(int(next(out.glob("*/worker.pid")).read_text()))
+        guard.kill()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not [g for g in guards() if g.pid != guard.pid]:
+            time.sleep(0.1)
+        assert [g for g in guards() if g.pid != guard.pid], "no new lifeguard"
+        members = [p for p in psutil.process_iter() if _pgid(p.pid) == group]
+        os.killpg(group, signal.SIGSTOP)
+        tracer.kill()
+        tracer.wait()
+        _, alive = psutil.wait_procs(members, timeout=30)
+        assert not alive, f"{len(alive)} processes of the stopped worker's group outlived the tracer"
+    finally:
+        if tracer.poll() is None:
+            tracer.kill()
+        if worker is not None:
+            worker.kill()
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def test_d18_a_signal_after_a_divergence_stop_keeps_it_diverged(runs: Path, tmp_path: Path) -> None:
+    """And a run that trained every epoch, stopped by --timeout in its teardown, is ok."""
+    from tracer.core.schema import EXIT_DIVERGED
+    from tracer.runner import classify
+
+    folder = RunFolder(run_a(runs))
+    spec = folder.read_record().spec
+    events = folder.events()
+    stopped = [e for e in events if e.get("kind") != "end"] + [
+        {"kind": "diverged", "t_ns": events[-1]["t_ns"], "epoch": 1, "step": 3, "loss": "nan"}
+    ]
+    assert classify(EXIT_DIVERGED, "interrupted", stopped, folder, spec).status.value == "diverged"
+    assert classify(-signal.SIGTERM, "timeout", events, folder, spec).status.value == "ok"
+    killed = classify(-signal.SIGKILL, None, stopped[:-1], folder, spec)
+    assert killed.status.value == "killed" and "another process" in killed.cause
+
+
+def test_d18_sigterm_to_a_campaign_prints_its_summary_and_records_the_cell(tmp_path: Path) -> None:
+    from tests.conftest import require_framework
+
+    require_framework("pytorch")
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "sig"\nframeworks = ["pytorch"]\nmodels = ["alexnet"]\ndatasets = ["small"]\nbatches = [1]\n'
+        "epochs = 30\n[knobs]\nlimit = 16\nimage_size = 64\n"
+    )
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tracer", "campaign", str(plan), "--out", str(out), "--no-report"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not any(
+            '"epoch_start"' in p.read_text() for p in out.rglob("events.jsonl")
+        ):
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "Traceback" not in err, err
+    assert "campaign sig interrupted" in err, err
+    assert proc.returncode == 128 + signal.SIGTERM
+    record = json.loads((out / "campaigns" / "sig" / "campaign.json").read_text())
+    (entry,) = record["cells"].values()
+    assert entry["state"] == "interrupted", entry

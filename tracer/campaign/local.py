@@ -106,9 +106,11 @@ def run_cell(campaign: Campaign, cell: Cell) -> CellEntry:
     campaign.set_pid(cell.cell_id, proc.pid)
     try:
         code = proc.wait()
-    except KeyboardInterrupt:  # leave the cell `running`: the next start settles it
+    except KeyboardInterrupt as e:  # Ctrl-C or another terminal signal: the run ends `interrupted`, runs again later
         proc.send_signal(signal.SIGTERM)
         proc.wait()
+        why = f"interrupted ({e or 'SIGINT'} to the campaign); it runs again at the next start"
+        campaign.cancelled(cell.cell_id, why)
         raise
     return campaign.finish(cell, f"tracer profile exited with code {code}: {log_tail(log)} (log: {log})")
 

@@ -125,6 +125,14 @@ def cmd_campaign(args: argparse.Namespace) -> int:
                 )  # fmt: skip
             else:
                 run_local(campaign, cells, args.retry, view)
+        except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM, SIGHUP, SIGQUIT: the summary, then the signal's exit code
+            view.close()
+            counts = campaign.counts()
+            err.print(
+                f"campaign {plan.name} interrupted: {counts[OK]} ok, {counts[FAILED]} failed, {counts['todo']} not run;"
+                f" the same command resumes it; record {campaign.path}"
+            )
+            return int(getattr(e, "exit_code", 130))
         finally:
             view.close()
         counts = campaign.counts()
