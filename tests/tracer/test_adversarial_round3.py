@@ -669,3 +669,68 @@ def test_d18_sigterm_to_a_campaign_prints_its_summary_and_records_the_cell(tmp_p
     record = json.loads((out / "campaigns" / "sig" / "campaign.json").read_text())
     (entry,) = record["cells"].values()
     assert entry["state"] == "interrupted", entry
+
+
+# 9, 19: bounds declared with the options they bound; plans checked by the same rules as profile
+
+
+@pytest.mark.parametrize(
+    "framework,args,words",
+    [
+        *[(fw, ["--model", "alexnet", "--image-size", "32"], "alexnet needs at least 64") for fw in
+          ("pytorch", "tensorflow", "jax", "mxnet")],
+        ("pytorch", ["--model", "mobilenet_v2", "--image-size", "32"], "batch norm"),
+        ("tensorflow", ["--model", "mobilenet_v2", "--image-size", "32", "--batch", "2"], "batch norm"),
+        ("jax", ["--model", "resnet50", "--image-size", "32"], "batch norm"),
+    ],
+)  # fmt: skip
+def test_d09_an_image_too_small_for_the_model_is_refused_before_any_framework(
+    framework: str, args: list[str], words: str, tmp_path: Path
+) -> None:
+    one_line(
+        run_tracer("profile", "--framework", framework, "--dataset", "small", *args, "--out", str(tmp_path)), words
+    )
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+BASE_PLAN = 'name = "p"\nframeworks = ["pytorch"]\nmodels = ["alexnet"]\ndatasets = ["small"]\n'
+
+
+@pytest.mark.parametrize(
+    "text,words",
+    [
+        ('name = "p"\nframeworks = ["jax"]\nmodels = ["alexnet"]\ndatasets = ["small"]\ntrace = "torch"\n', "torch"),
+        (BASE_PLAN + 'trace = "cupti"\n', "cupti"),
+        ('name = "' + "n" * 300 + '"\nframeworks = ["pytorch"]\nmodels = ["alexnet"]\ndatasets = ["small"]\n', "name"),
+        (BASE_PLAN + '[knobs]\ninject_fault = "bogus"\n', "KIND@EPOCH"),
+        (BASE_PLAN + "[knobs]\nimage_size = 32\n", "alexnet needs at least 64"),
+    ],
+    ids=["torch-with-jax", "cupti-on-cpu", "300-char-name", "bogus-fault", "alexnet-32"],
+)
+def test_d19_plans_are_checked_by_profile_rules(text: str, words: str, tmp_path: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(text)
+    one_line(run_tracer("campaign", str(plan), "--dry-run", "--out", str(tmp_path / "out")), words)
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["--inject-fault", "bogus"], "KIND@EPOCH"),
+        (["--batch", "\u0664"], "whole number"),
+        (["--epochs", "1_0"], "whole number"),
+    ],
+)
+def test_d19_profile_values_a_person_would_not_type_are_refused(args: list[str], words: str, tmp_path: Path) -> None:
+    one_line(run_tracer(*PROFILE[:-2], *args, "--out", str(tmp_path / "out")), words)
+
+
+def test_d19_report_into_a_dataset_folder_is_refused(runs: Path) -> None:
+    from tracer import dataset
+
+    small = dataset.cached_path("small")
+    if not small.is_dir():
+        pytest.skip("the small dataset is not generated here")
+    before = sorted(p.name for p in small.iterdir())
+    one_line(run_tracer("report", str(runs), "--out", str(small / "rep")), "dataset")
+    assert sorted(p.name for p in small.iterdir()) == before

@@ -63,6 +63,8 @@ DEFAULTS: dict[str, list[Any]] = {"devices": ["cpu"], "batches": [1], "epochs": 
 # 10,000 runs are a week of one machine.
 MAX_PLAN_RUNS = 10_000
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_.\-]*"
+MAX_NAME_CHARS = 100
+"""A plan's name names its record's folder: a file name's 255 bytes leave room for the rest."""
 # Plan-only knobs: they steer a campaign, not `tracer profile`.
 PLAN_ONLY_KNOBS: dict[str, Any] = {
     "gpus": Annotated[int, Field(ge=0, le=64)],  # GPUs a GPU run asks Ray for (default 1)
@@ -96,6 +98,18 @@ class Cell:
     repetition: int
     knobs: Mapping[str, Any] = field(default_factory=dict)
     python: str | None = None
+
+    def spec(self) -> options.RunSpec:
+        """The spec `tracer profile` will build from `profile_args`, checked by the same rules."""
+        fields = knob_fields()
+        values: dict[str, Any] = {
+            "framework": self.framework, "model": self.model, "dataset": self.dataset, "device": self.device,
+            "batch": self.batch, "epochs": self.epochs, "trace": self.trace,
+        }  # fmt: skip
+        values |= {fields[k]: v for k, v in self.knobs.items() if k in fields and v != ""}
+        spec: options.RunSpec = options.validate_spec(values)
+        options.check_spec(spec)
+        return spec
 
     def profile_args(self) -> list[str]:
         """The `tracer profile` arguments of this cell, without `--out`."""
@@ -223,7 +237,7 @@ def _models() -> tuple[type[pydantic.BaseModel], type[pydantic.BaseModel]]:
     plan = pydantic.create_model(  # type: ignore[call-overload]
         "PlanFile",
         __config__=strict,
-        name=(Annotated[str, Field(pattern=f"^{NAME_PATTERN}$")] | None, None),
+        name=(Annotated[str, Field(pattern=f"^{NAME_PATTERN}$", max_length=MAX_NAME_CHARS)] | None, None),
         description=(str, ""),
         repetitions=(Annotated[int, Field(ge=1)], 1),
         knobs=(knobs, None),
@@ -329,6 +343,11 @@ def parse_plan(text: str, path: Path) -> Plan:
     cells = _expand(where, axes, knobs, checked.repetitions, exclusions, checked.python)
     if not cells:
         raise where.fail(None, "the plan's exclusions leave no runs")
+    for cell in cells:  # the rules between options, as `tracer profile` applies them to its flags
+        try:
+            cell.spec()
+        except UserError as e:
+            raise where.fail(None, f"cell {cell.cell_id}: {e}") from None
     return Plan(checked.name or path.stem, path, tuple(cells), checked.description)
 
 

@@ -7,6 +7,7 @@ import traceback
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from tracer import dataset, environments, tracing
 from tracer.cli.common import add_out_dir, console, err_console
@@ -74,14 +75,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     model, data = cases.resolve_case(args.case, args.model, args.dataset)
     values = {name: getattr(args, name) for name in options.spec_fields() if hasattr(args, name)}
     spec: RunSpec = options.validate_spec({**values, "model": model, "dataset": data})
-    options.check_frameworks(spec)
     framework_info(spec.framework)
-    if spec.workers == "autotune" and spec.framework != "tensorflow":
-        raise UserError(
-            f"--workers autotune is tf.data's AUTOTUNE; {spec.framework} has no such thing: give a worker count"
-        )
-    if spec.nsys_sampling and spec.trace != "nsys":
-        raise UserError("--nsys-sampling applies to --trace nsys only")
+    options.check_spec(spec)
     return spec
 
 
@@ -128,6 +123,13 @@ def cmd_profile(args: argparse.Namespace) -> int:
     python = environments.resolve_python(spec.framework, args.python)
     err = err_console()
     data_dir = resolve_dataset(spec.dataset, err, spec.num_classes)
+    if spec.limit is not None:
+        held = dataset.count_images(data_dir)
+        if held < spec.limit:
+            err.print(
+                f"[yellow]warning:[/yellow] --limit {spec.limit}: {escape(spec.dataset)} holds {held} images;"
+                f" all {held} are used"
+            )
     if any(s.data == DATA_MEMORY for s in specs):  # --data all: refused before its files run, not after
         dataset.check_memory_fits(data_dir, spec.limit, spec.image_size)
     folders = []

@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import math
 import os
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Literal, Mapping, get_args, get_origin, get_type_hints
 
@@ -24,6 +25,7 @@ from pydantic import AfterValidator, Field
 
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS, framework_info
+from tracer.core.schema import FAULT_KINDS
 from tracer.core.window import check_text as check_window
 from tracer.core.window import worker_window
 
@@ -38,6 +40,18 @@ DAY_S = 86400
 # tick per process, and the sampler's psutil reads took 24 % of the training's CPU at 1000 Hz.
 MAX_SAMPLE_HZ = 100
 MODELS = ("alexnet", "mobilenet_v2", "resnet50", "vgg16")
+MIN_IMAGE_SIZE = {"alexnet": 64, "mobilenet_v2": 32, "resnet50": 32, "vgg16": 32}
+"""Per model, the smallest `--image-size` it trains at: AlexNet's three 3x3/2 max-pools after its 11x11/4
+convolution leave nothing below 63 px (every framework fails after its import); the others stride 32."""
+BATCH_NORM_MODELS = ("mobilenet_v2", "resnet50")
+MIN_BATCH_NORM_VALUES = 4
+"""A batch-norm model's last feature map is image_size // 32 square; its batch norm needs at least this many
+values per channel (batch x map area): at 32 px, batch 1 is an error in training and batch 2 diverges."""
+TRACE_NEEDS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "torch": ("framework", ("pytorch",), "--trace torch is the PyTorch profiler: it traces --framework pytorch only"),
+    "cupti": ("device", ("gpu",), "--trace cupti records CUDA activity: it needs --device gpu"),
+}
+"""What a trace backend needs of the spec wherever the spec comes from (a flag or a plan)."""
 DEVICES = ("cpu", "gpu")
 TRACE_BACKENDS = ("none", "nsys", "cupti", "torch")
 GPU_THREAD_MODES = ("global", "gpu_private", "gpu_shared")
@@ -96,7 +110,10 @@ class RunSpec:
     image_size: Annotated[
         int,
         Field(ge=32, le=2048),
-        Opt("side of the square input in pixels, at least 32 for the models' pooling"),
+        Opt(
+            "side of the square input in pixels: at least 32 (AlexNet 64; MobileNetV2 and ResNet-50 at 32 px"
+            " need a batch of 4)"
+        ),
     ] = DEFAULT_IMAGE_SIZE
     num_classes: Annotated[int, Field(ge=2), Opt("classes of the classifier", cli=False, plan=False)] = 3
     lr: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False), Opt("SGD learning rate")] = 0.001
@@ -200,6 +217,7 @@ class RunSpec:
     ] = False
     inject_fault: Annotated[
         str | None,
+        AfterValidator(check_fault),
         Opt("a deliberate worker failure KIND@EPOCH, for testing (raise, segfault, exit, hang ...)", hidden=True),
     ] = None
 
@@ -263,12 +281,30 @@ def add_arguments(
         if choices is not None and not opt.hidden:
             kwargs["help"] = f"{help_text}; one of: {', '.join(map(str, choices))}"
         if base in (int, float):
-            kwargs["type"] = base
+            kwargs["type"] = ascii_int if base is int else ascii_float
         if opt.required:
             kwargs["required"] = True
         elif f.default is not dataclasses.MISSING:
             kwargs["default"] = f.default
         parser.add_argument(flag, **kwargs)
+
+
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE)
+
+
+def ascii_int(text: str) -> int:
+    """A whole number as people type one: ASCII digits only (Python's int() also takes `1_0` and `٤`)."""
+    if not _INT.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (digits 0-9)")
+    return int(text)
+
+
+def ascii_float(text: str) -> float:
+    """A number in ASCII digits, `.` and an exponent (no `1_0`, no other scripts' digits)."""
+    if not _FLOAT.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (digits 0-9, a point, an exponent)")
+    return float(text)
 
 
 def plan_options(spec_type: type = RunSpec) -> dict[str, Any]:
@@ -307,6 +343,43 @@ def describe_error(error: Mapping[str, Any], spec_type: type = RunSpec) -> str:
         return f"{label} must be {bounds[kind]} {limit} (got {value})"
     message = str(error.get("msg", "is not valid")).replace("Input should be", "must be")
     return f"{label} {message[0].lower() + message[1:]} (got {value!r})"
+
+
+def check_spec(spec: RunSpec) -> None:
+    """The rules between options, the same for `tracer profile`'s flags and a campaign plan's cells:
+    options the framework does not take, the model's smallest image, what the trace backend needs."""
+    check_frameworks(spec)
+    smallest = MIN_IMAGE_SIZE.get(spec.model, 0)
+    values = spec.batch * (spec.image_size // 32) ** 2
+    if spec.model in BATCH_NORM_MODELS and values < MIN_BATCH_NORM_VALUES:
+        raise UserError(
+            f"--image-size {spec.image_size} with --batch {spec.batch}: {spec.model}'s last batch norm would see"
+            f" {values} value(s) per channel (at least {MIN_BATCH_NORM_VALUES}); give --image-size 64 or"
+            f" --batch {-(-MIN_BATCH_NORM_VALUES // (spec.image_size // 32) ** 2)}"
+        )
+    if spec.image_size < smallest:
+        raise UserError(
+            f"--image-size {spec.image_size}: {spec.model} needs at least {smallest} px; give {smallest} or more"
+        )
+    if spec.workers == "autotune" and spec.framework != "tensorflow":
+        raise UserError(
+            f"--workers autotune is tf.data's AUTOTUNE; {spec.framework} has no such thing: give a worker count"
+        )
+    if spec.nsys_sampling and spec.trace != "nsys":
+        raise UserError("--nsys-sampling applies to --trace nsys only")
+    need = TRACE_NEEDS.get(spec.trace)
+    if need is not None and getattr(spec, need[0]) not in need[1]:
+        raise UserError(f"{need[2]}, not --{need[0]} {getattr(spec, need[0])}")
+
+
+def check_fault(text: str | None) -> str | None:
+    """`--inject-fault KIND@EPOCH`: a kind the worker knows, an epoch from 1."""
+    if text is None or text == "":
+        return text
+    kind, at, epoch = text.partition("@")
+    if kind not in FAULT_KINDS or (at and not (epoch.isascii() and epoch.isdigit() and int(epoch) >= 1)):
+        raise ValueError(f"{text!r}: give KIND@EPOCH, KIND one of {', '.join(FAULT_KINDS)}, EPOCH from 1")
+    return text
 
 
 def check_frameworks(spec: RunSpec, spec_type: type = RunSpec) -> None:

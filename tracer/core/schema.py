@@ -23,6 +23,7 @@ from tracer.worker.schema import (
     DATA_WAIT_S,
     EVENTS_FILE,
     EXIT_DIVERGED,
+    FAULT_KINDS,
     KIND,
     MEMCPY_NAMES,
     NONFINITE,
@@ -45,6 +46,7 @@ from tracer.worker.schema import (
 
 __all__ = [
     "COMPUTE_S",
+    "FAULT_KINDS",
     "DATA_WAIT_S",
     "STEP_COLUMNS",
     "STEPS_TABLE",

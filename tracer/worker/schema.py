@@ -66,6 +66,8 @@ NVTX_WINDOW_RANGE = "dl-tracer trace window"
 #: What the worker does at the first non-finite loss (--on-divergence): stop (the run ends `diverged`),
 #: or continue training, the run still marked `diverged`.
 ON_DIVERGENCE = ("stop", "continue")
+FAULT_KINDS = ("raise", "abort", "segv", "hang", "stall", "leak")
+"""What `--inject-fault KIND@EPOCH` can inject (tracer/worker/main.py `_inject_fault`)."""
 EXIT_DIVERGED = 5  # the worker's exit code when it stopped at a divergence (its `diverged` event says where)
 
 

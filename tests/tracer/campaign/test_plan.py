@@ -61,12 +61,12 @@ def test_cell_ids_do_not_depend_on_the_rest_of_the_matrix(tmp_path: Path) -> Non
 
 def test_knob_lists_and_repetitions_are_axes_and_exclusions_apply(tmp_path: Path) -> None:
     text = BASE + (
-        "repetitions = 2\n[knobs]\nimage_size = [32, 64]\n"
+        "batches = [4]\nrepetitions = 2\n[knobs]\nimage_size = [32, 64]\n"
         '[[exclude]]\nframework = "tensorflow"\n\n[[exclude]]\nmodel = "alexnet"\nimage_size = 32\n'
     )
     cells = plan(text, tmp_path).cells
     assert len(cells) == 1 * 2 * 2 * 2 - 2  # pytorch only, minus alexnet@32 twice
-    assert "pytorch-mobilenet_v2-small-cpu-b1-e1-imagesize32-r2" in {c.cell_id for c in cells}
+    assert "pytorch-mobilenet_v2-small-cpu-b4-e1-imagesize32-r2" in {c.cell_id for c in cells}
     assert all(not (c.model == "alexnet" and c.knobs["image_size"] == 32) for c in cells)
 
 
