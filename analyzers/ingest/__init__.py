@@ -82,10 +82,21 @@ def sibling_export(report: Path) -> Path | None:
     """An export of the report beside it (`x.nsys-rep` -> `x.arrow`, else `x.sqlite`, as `nsys export`
     names them): read instead of exporting again, which needs an nsys at least as new as the report's."""
     for suffix in (".arrow", ".sqlite"):
-        candidate = report.with_name(report.name.split(".")[0] + suffix)
-        if candidate.is_file() and trace_kind(candidate) in (tf.NSYS_ARROW, tf.NSYS_SQLITE):
+        candidate = _beside(report, suffix)
+        if candidate is not None and trace_kind(candidate) in (tf.NSYS_ARROW, tf.NSYS_SQLITE):
             return candidate
     return None
+
+
+def _beside(trace: Path, suffix: str) -> Path | None:
+    """The file of the same whole stem (`tracer.core.trace_formats.stem`: `exp.2.arrow` -> `exp.2`) with
+    `suffix`, when it is a file written no earlier than `trace`: an export is made from its report, so
+    an older file of that name is another trace, never this one's export."""
+    candidate = trace.with_name(tf.stem(trace.name) + suffix)
+    try:
+        return candidate if candidate.is_file() and candidate.stat().st_mtime >= trace.stat().st_mtime else None
+    except OSError:
+        return None
 
 
 def read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
@@ -208,7 +219,7 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
     from analyzers.ingest import nsys_arrow, nsys_duckdb
 
     kind = trace_kind(path)
-    report = path if kind == tf.NSYS_REP else path.with_name(path.name.split(".")[0] + ".nsys-rep")
+    report = path if kind == tf.NSYS_REP else path.with_name(tf.stem(path.name) + ".nsys-rep")
     sibling = sibling_export(path) if kind == tf.NSYS_REP else None
     if sibling is not None:
         path = sibling
@@ -222,8 +233,8 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
         try:
             return nsys_arrow.write_arrow(path, staged)
         except UserError:
-            beside = report.with_name(report.name.split(".")[0] + ".sqlite")
-            if beside.is_file() and trace_kind(beside) == tf.NSYS_SQLITE:
+            beside = _beside(report if report.is_file() else path, ".sqlite")
+            if beside is not None and trace_kind(beside) == tf.NSYS_SQLITE:
                 path = beside
             elif not report.is_file() or tracing_nsys.nsys_if_any() is None:
                 raise

@@ -261,10 +261,12 @@ def parse(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None]:
         raise UserError(f"{path}: cannot read ({_first_line(e)}); truncated or corrupt gzip?") from None
     except OverflowError as e:
         raise UserError(f"{path}: a number in a trace event does not fit 64 bits ({_first_line(e)})") from None
+    except RecursionError:
+        raise UserError(f"{path}: a trace event's values are nested too deeply to read") from None
     except (TypeError, ArithmeticError, ValueError) as e:
         raise UserError(f"{path}: a trace event lacks a usable field ({_first_line(e)})") from None
     if seen == 0:
-        raise UserError(f"{path}: not a Chrome/Kineto trace (no traceEvents)")
+        raise UserError(f"{path}: the trace holds no events (its traceEvents array is empty): nothing to import")
     base = events.header.get("baseTimeNanoseconds")
     if base is not None and (type(base) is not int or not 0 <= base <= MAX_NS):
         raise UserError(f"{path}: baseTimeNanoseconds {base!r} is not a time from 0 to 2^63-1 ns")

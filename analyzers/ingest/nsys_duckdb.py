@@ -99,11 +99,15 @@ class Copier:
 
     def _copy(self, select: str, out: Path, schema: pa.Schema) -> int:
         """String columns pass through as they come (ENUMs stay ENUMs: DuckDB writes their dictionary
-        straight into Parquet, about a third of the copy's cost saved against VARCHAR)."""
+        straight into Parquet, about a third of the copy's cost saved against VARCHAR). A row without a
+        start or an end (a NULL in a damaged or unfinished export) cannot be placed in time: left out."""
         cols = ", ".join(
             f.name if f.type == pa.string() else f"CAST({f.name} AS {_SQL_TYPES[f.type]}) AS {f.name}" for f in schema
         )
-        done = self.con.execute(f"COPY (SELECT {cols} FROM ({select})) TO '{_quoted(out)}' (FORMAT parquet)")
+        timed = (
+            " WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL" if {"start_ns", "end_ns"} <= set(schema.names) else ""
+        )
+        done = self.con.execute(f"COPY (SELECT {cols} FROM ({select}){timed}) TO '{_quoted(out)}' (FORMAT parquet)")
         rows = int((done.fetchone() or (0,))[0])
         if not rows:
             out.unlink(missing_ok=True)

@@ -35,6 +35,7 @@ _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BETWEEN = re.compile(rb"\}\s*,\s*\{")
 _LAST = re.compile(rb"\}\s*\]")
 _AT_BYTE = re.compile(r"\(byte (\d+)\)")
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class Args(msgspec.Struct):
@@ -114,6 +115,7 @@ class TraceEvents:
         buf = b""
         while not buf.lstrip() and not self.eof:
             buf = self._more(buf)
+        buf = buf.removeprefix(UTF8_BOM)  # editors on Windows save JSON with one; JSON parsers refuse it
         if buf.lstrip().startswith(b"["):
             self.bare = True
             rest = buf.lstrip()[1:].lstrip()
@@ -193,6 +195,8 @@ def _decode_piece(piece: bytes) -> list[Event] | None:
         return _EVENTS.decode(doc)
     except msgspec.ValidationError as e:
         raise TraceFormatError(f"an event field has an unexpected type ({e})") from None
+    except RecursionError:
+        raise TraceFormatError("an event's values are nested too deeply to read") from None
     except msgspec.DecodeError as e:
         at = _AT_BYTE.search(str(e))
         if "truncated" in str(e) or (at is not None and int(at.group(1)) == len(doc) - 1):

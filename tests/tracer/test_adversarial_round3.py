@@ -734,3 +734,84 @@ def test_d19_report_into_a_dataset_folder_is_refused(runs: Path) -> None:
     before = sorted(p.name for p in small.iterdir())
     one_line(run_tracer("report", str(runs), "--out", str(small / "rep")), "dataset")
     assert sorted(p.name for p in small.iterdir()) == before
+
+
+# 8, 11, 23: imports that read only what they were given, malformed traces, messages
+
+
+def _old_sqlite(tmp_path: Path) -> Path:
+    source = SHARED / "nsys-ai" / "mock.sqlite"
+    if not source.exists():
+        pytest.skip(f"{source} is missing")
+    old = tmp_path / "exp.sqlite"
+    shutil.copyfile(source, old)
+    os.utime(old, (time.time() - 86_400, time.time() - 86_400))  # made a day before the report
+    return old
+
+
+@pytest.mark.parametrize("name", ["exp.nsys-rep", "exp.2.arrow"])
+def test_d08_an_unrelated_sibling_export_is_never_imported_instead(name: str, tmp_path: Path) -> None:
+    _old_sqlite(tmp_path)
+    given = tmp_path / name
+    given.write_bytes(os.urandom(4096))
+    result = run_tracer("import", str(given), "--out", str(tmp_path / "runs"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    if name.endswith(".arrow"):
+        assert "nsys-rep" not in result.stderr, result.stderr  # the error names the file given
+
+
+def _kineto(tmp_path: Path, body: bytes, name: str = "t.pt.trace.json") -> Path:
+    path = tmp_path / name
+    path.write_bytes(body)
+    return path
+
+
+def test_d11_kineto_args_nested_50000_deep_is_one_line(tmp_path: Path) -> None:
+    nested = b'{"a":' * 50_000 + b"1" + b"}" * 50_000
+    event = b'{"ph":"X","cat":"kernel","name":"k","pid":1,"tid":1,"ts":1,"dur":2,"args":' + nested + b"}"
+    path = _kineto(tmp_path, b'{"traceEvents":[' + event + b"]}")
+    result = run_tracer("import", str(path), "--out", str(tmp_path / "runs"))
+    assert "Traceback" not in result.stderr and "RecursionError" not in result.stderr, result.stderr[-2000:]
+    assert result.returncode in (0, 2), result.stderr
+
+
+def test_d11_nsys_sqlite_with_null_start_and_end_exports(tmp_path: Path) -> None:
+    import sqlite3
+
+    source = SHARED / "nsys-ai" / "mock.sqlite"
+    if not source.exists():
+        pytest.skip(f"{source} is missing")
+    path = tmp_path / "nulls.sqlite"
+    shutil.copyfile(source, path)
+    with sqlite3.connect(path) as db:
+        tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"):
+            if table not in tables:
+                continue
+            db.execute(f"CREATE TABLE loose AS SELECT * FROM {table}")  # the same columns, no NOT NULL
+            db.execute(f"DROP TABLE {table}")
+            db.execute(f"ALTER TABLE loose RENAME TO {table}")
+            db.execute(f"UPDATE {table} SET start = NULL, end = NULL WHERE rowid % 3 = 0")
+    imported = run_tracer("import", str(path), "--out", str(tmp_path / "runs"))
+    assert "Traceback" not in imported.stderr, imported.stderr[-3000:]
+    if imported.returncode == 0:
+        (run,) = list((tmp_path / "runs").iterdir())
+        exported = run_tracer("export-trace", str(run), str(tmp_path / "t.json"))
+        assert exported.returncode == 0 and "Traceback" not in exported.stderr, exported.stderr[-3000:]
+    else:
+        one_line(imported)
+
+
+@pytest.mark.parametrize(
+    "body,words",
+    [
+        (b'\xef\xbb\xbf{"traceEvents": []}', "no events"),
+        (b'{"traceEvents": []}', "no events"),
+    ],
+    ids=["bom-and-empty", "empty"],
+)
+def test_d23_kineto_messages_say_what_is_wrong(body: bytes, words: str, tmp_path: Path) -> None:
+    line = one_line(run_tracer("import", str(_kineto(tmp_path, body)), "--out", str(tmp_path / "runs")))
+    assert "no traceEvents" not in line, line
+    assert words in line, line
