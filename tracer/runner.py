@@ -206,7 +206,7 @@ class Runner:
         full = _disk_full(folder, outcome)
         (folder.raw_dir / RESERVE_FILE).unlink(missing_ok=True)  # its space is for the final run.json
         if full:
-            outcome = dataclasses.replace(outcome, cause=f"{full}; {outcome.cause}".rstrip("; "))
+            outcome = dataclasses.replace(outcome, cause=causes(full, outcome.cause))
             self.console.print(f"[red]{full}[/red]")
             trace_files = self._pyspy_files
         else:
@@ -318,7 +318,9 @@ class Runner:
         returncode = self.backend.worker_returncode(proc.returncode, events)
         outcome = classify(returncode, ended_by, events, folder, spec)
         if sampler.error:
-            outcome = dataclasses.replace(outcome, cause=f"{outcome.cause}; sampler stopped early: {sampler.error}")
+            outcome = dataclasses.replace(
+                outcome, cause=causes(outcome.cause, f"sampler stopped early: {sampler.error}")
+            )
         if tegra is not None and (tegra.error or tegra.warnings):
             self.console.print(f"[yellow]tegrastats:[/yellow] {escape(tegra.error or tegra.warnings[0])}")
         return outcome, sampling, events
@@ -441,6 +443,11 @@ def _reserve(folder: RunFolder) -> None:
         f.write(b"\0" * RESERVE_BYTES)
         f.flush()
         os.fsync(f.fileno())
+
+
+def causes(*parts: str) -> str:
+    """Several reasons as one cause, `; ` between those that say something (never "kept; ; sampler")."""
+    return "; ".join(p.strip().strip(";").strip() for p in parts if p and p.strip().strip(";").strip())
 
 
 def _disk_full(folder: RunFolder, outcome: Outcome) -> str:

@@ -28,7 +28,7 @@ CHUNK_BYTES = 1 << 20
 READ_BYTES = 1 << 20
 MAX_HEAD_BYTES = 64 << 20
 """How far into the file `traceEvents` must start (Kineto writes a header of a few hundred bytes)."""
-MAX_EVENT_BYTES = 256 << 20
+MAX_EVENT_BYTES = 32 << 20
 """A piece that will not close within this many bytes is not a trace we can read in bounded memory."""
 
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')

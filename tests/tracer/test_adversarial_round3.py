@@ -815,3 +815,21 @@ def test_d23_kineto_messages_say_what_is_wrong(body: bytes, words: str, tmp_path
     line = one_line(run_tracer("import", str(_kineto(tmp_path, body)), "--out", str(tmp_path / "runs")))
     assert "no traceEvents" not in line, line
     assert words in line, line
+
+
+def test_d21_a_200_mb_operator_name_is_refused_in_bounded_memory(tmp_path: Path) -> None:
+    import gzip
+
+    event = b'{"ph":"X","cat":"cpu_op","name":"' + b"a" * (200 << 20) + b'","pid":1,"tid":1,"ts":1,"dur":2}'
+    path = tmp_path / "big.pt.trace.json.gz"
+    path.write_bytes(gzip.compress(b'{"traceEvents":[' + event + b"]}", compresslevel=1))
+    del event
+    one_line(run_tracer("import", str(path), "--out", str(tmp_path / "runs")), "MiB")
+
+
+def test_d23_causes_join_without_empty_parts() -> None:
+    from tracer.runner import causes
+
+    full = "disk full: 10 KiB free under /x; what was written before is kept"
+    assert causes(full, "", "sampler stopped early: ENOSPC") == f"{full}; sampler stopped early: ENOSPC"
+    assert causes("", "; ") == ""
