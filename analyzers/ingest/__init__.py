@@ -317,13 +317,48 @@ def _store_view(folder: RunFolder) -> None:
         )
 
 
-def ingest_if_needed(folder: RunFolder) -> list[str]:
-    """`ingest_run` for a folder whose raw traces have no tables yet (a run whose ingest failed or was
-    never done); nothing for one already ingested, whose tables (its thread timeline with what py-spy
-    said) stay as the ingest wrote them."""
+def ingest_if_needed(folder: RunFolder) -> RunFolder:
+    """The folder to read a run's tables from: the run's own, ingested first where its raw traces have no
+    tables yet (a run whose ingest failed or was never done); nothing is done for one already ingested,
+    whose tables (its thread timeline with what py-spy said) stay as the ingest wrote them. A run folder
+    that cannot be written (read-only, another user's) is ingested into the tool's cache instead, as the
+    view store does: a folder there that links to every file of the run and holds the tables beside them."""
     if not run_traces(folder) or (folder.path / t.TRACE_META).exists():  # every ingested trace records its clock
-        return []
-    return ingest_run(folder)
+        return folder
+    if os.access(folder.path, os.W_OK):
+        ingest_run(folder)
+        return folder
+    return _ingested_in_cache(folder)
+
+
+INGESTED_DIR = "ingested"
+"""Under the tool's cache (`tracer.paths.cache_root`): the tables of read-only run folders."""
+
+
+def _ingested_in_cache(folder: RunFolder) -> RunFolder:
+    import hashlib
+
+    from tracer.paths import cache_root
+
+    st = folder.run_json.stat()
+    key = hashlib.sha256(f"{folder.path.resolve()}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    final = cache_root() / INGESTED_DIR / key / folder.run_id
+    if (final / t.TRACE_META).exists():
+        return RunFolder(final)
+    final.parent.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{key}-", dir=final.parent.parent) as tmp:
+        scratch = Path(tmp) / folder.run_id
+        scratch.mkdir()
+        for entry in folder.path.iterdir():  # links: nothing of the run is copied, or ever written
+            (scratch / entry.name).symlink_to(entry.resolve())
+        ingest_run(RunFolder(scratch))
+        final.parent.mkdir(exist_ok=True)
+        try:
+            os.replace(scratch, final)
+        except OSError:  # another process finished first: theirs is as good
+            if not (final / t.TRACE_META).exists():
+                raise
+    return RunFolder(final)
 
 
 def _record_window(folder: RunFolder) -> None:

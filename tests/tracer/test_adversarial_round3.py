@@ -833,3 +833,24 @@ def test_d23_causes_join_without_empty_parts() -> None:
     full = "disk full: 10 KiB free under /x; what was written before is kept"
     assert causes(full, "", "sampler stopped early: ENOSPC") == f"{full}; sampler stopped early: ENOSPC"
     assert causes("", "; ") == ""
+
+
+def test_d20_a_read_only_run_is_ingested_into_the_cache(
+    traced: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Root may write anywhere, so the read-only case is the cache path itself, called as
+    `ingest_if_needed` calls it for a folder this process cannot write."""
+    from analyzers import tables
+    from analyzers.ingest import _ingested_in_cache
+
+    monkeypatch.setenv("TRACER_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / next(p for p in traced.iterdir() if not p.name.split("triton_example")[-1]).name
+    shutil.copytree(next(p for p in traced.iterdir() if p.name == run.name), run)
+    for made in [*run.glob("*.parquet"), run / "trace_meta.json"]:
+        made.unlink()
+    before = checksums(run)
+    folder = _ingested_in_cache(RunFolder(run))
+    assert folder.path != run and folder.run_id == run.name
+    assert tables.present(folder, tables.CUDA_API) and tables.present(folder, tables.KERNELS)
+    assert checksums(run) == before and not list(run.glob("*.parquet"))
+    assert _ingested_in_cache(RunFolder(run)) == folder  # once

@@ -53,7 +53,7 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
     from analyzers import cuda_api, kernels, operators, threads
     from analyzers.ingest import ingest_if_needed
 
-    ingest_if_needed(run)
+    run = ingest_if_needed(run)
     cuts = {p.name: p for p in cuda_api.phases(run)}
     wanted = " ".join(phase.split())
     if wanted not in cuts:
@@ -168,7 +168,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     run = find_run(args.runs_dir, args.run)
     output_file(args.output, "export-trace")
-    ingest_if_needed(run)
+    run = ingest_if_needed(run)
     n = chrome_trace.export(run, args.output)
     console().print(f"wrote {n} events to {args.output} (open it in Perfetto or chrome://tracing)")
     return 0
