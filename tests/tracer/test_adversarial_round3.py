@@ -189,8 +189,9 @@ def test_d17_sigterm_during_import_leaves_no_half_folder(tmp_path: Path) -> None
 # 23. Ctrl-C while a command is still importing its modules
 
 
-# What the `tracer` script runs once the interpreter is up (the interpreter's own start-up is Python's).
-SCRIPT = "import sys; print('ready', file=sys.stderr, flush=True); from tracer.__main__ import entry; sys.exit(entry())"
+# What the `tracer` script runs once the interpreter is up and has imported `tracer.__main__` (a module of
+# one import: the interpreter's start-up and that import are Python's, the rest is the command's).
+SCRIPT = "import sys; from tracer.__main__ import entry; print('ready', file=sys.stderr, flush=True); sys.exit(entry())"
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.15, 0.3, 0.4])
