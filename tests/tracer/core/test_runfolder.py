@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pyarrow.parquet as pq
 import pytest
 
@@ -72,7 +73,8 @@ def test_a_folder_whose_tracer_died_shows_as_abandoned(tmp_path: Path) -> None:
     env = dataclasses.replace(rec.environment, hostname=socket.gethostname())
     folder.write_record(dataclasses.replace(rec, environment=env, tracer_pid=int(gone.stdout)))
     assert summarise(folder).status == "abandoned"
-    folder.write_record(dataclasses.replace(rec, environment=env, tracer_pid=os.getpid()))
+    started = int(psutil.Process().create_time() * 1e9)  # a run starts after its tracer (pids are reused)
+    folder.write_record(dataclasses.replace(rec, environment=env, tracer_pid=os.getpid(), wall_start_ns=started))
     assert summarise(folder).status == "running"
 
 
