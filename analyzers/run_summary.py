@@ -85,6 +85,8 @@ class RunSummary:
     not_recorded: tuple[str, ...] = ()  # spec fields the run does not know (an import's epochs, maybe its batch)
     data: str = "files"  # --data: files, memory or synthetic (analyzers.pairs pairs runs differing only here)
     decode_s: float | None = None  # --data memory: seconds decoding the set into memory, before the first epoch
+    command: str = ""  # `tracer profile -- COMMAND`: the command (then model, dataset and batch are the script's)
+    probes: tuple[str, ...] = ()  # who saw the steps (worker; torch.DataLoader, keras.fit, marker ... in a command)
 
 
 def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
@@ -162,6 +164,8 @@ def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
         not_recorded=record.imported.not_recorded if record.imported else (),
         data=spec.data,
         decode_s=decode_seconds(folder.events()),
+        command=record.command.text if record.command else "",
+        probes=steps.probes(folder),
     )
 
 

@@ -36,8 +36,8 @@ from tracer.core.schema import (
     KIND,
     PROBE,
     PROBE_MODULE,
-    PROBE_SOURCE_DIR,
     PROBE_RUN_DIR_ENV,
+    PROBE_SOURCE_DIR,
     PROBE_STEPS_SEPARATOR,
     PROBED_IMPORTS,
     RANK,
@@ -177,6 +177,7 @@ class CommandRunner(Supervisor):
             interrupt_signal=signal.SIGINT,
             pid_file=False,
             progress_files=(folder.path / STDOUT_LOG, folder.path / STDERR_LOG),
+            sweep=True,
         )
         try:
             ended = self.supervise(folder, child, spec, nvml, pyspy)

@@ -3,6 +3,7 @@ however the training ends (finished, raised, crashed, killed, timed out, Ctrl-C)
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import hashlib
 import json
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pyarrow as pa
 from rich.console import Console
 from rich.markup import escape
@@ -112,6 +114,9 @@ class Child:
     pid_file: bool = True
     progress: Callable[[], ProgressView] | None = None
     progress_files: tuple[Path, ...] = ()  # more files whose growth is progress for the stall watch
+    #: Whether processes that left the child's group (torchrun starts each rank in a session of its own)
+    #: are ended too: this process becomes their subreaper, so they are found as its descendants.
+    sweep: bool = False
 
 
 @dataclass(frozen=True)
@@ -288,6 +293,9 @@ class Supervisor:
         env["TMPDIR"] = str(worker_tmp)  # PyTorch's /tmp/pymp-* land here and go with it
         started = time.monotonic()
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if child.sweep:
+            become_subreaper()
+        known = {p.pid for p in psutil.Process().children(recursive=True)} if child.sweep else set()
         if child.tee is None:
             with folder.worker_log.open("wb") as log:
                 proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -366,6 +374,10 @@ class Supervisor:
                 tegra.stop()
             if view is not None:
                 view.close()
+            if child.sweep:
+                swept = sweep_descendants(known)
+                if swept:
+                    self.console.print(f"ended {len(swept)} process(es) the command left behind: {swept}")
         if ended_by is None and self.signals.count:
             # the signal reached the worker's group too (Slurm's scancel signals every process of the job,
             # a terminal's Ctrl-C the foreground group): the worker may be gone before the loop saw the count
@@ -583,6 +595,39 @@ def _worker_tmp() -> Path:
     if len(base) > TMPDIR_MAX_CHARS or not os.access(base, os.W_OK):
         base = "/tmp"
     return Path(tempfile.mkdtemp(prefix=WORKER_TMP_PREFIX, dir=base))
+
+
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def become_subreaper() -> bool:
+    """Makes this process the reaper of its orphaned descendants (Linux): a process of the command that
+    left its group and outlived its parent is then still found under us, and ended. False elsewhere."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def sweep_descendants(known: set[int]) -> list[int]:
+    """SIGKILLs and reaps every descendant of this process not in `known` (those that were there before
+    the child started, and the helpers still ending); returns their pids."""
+    try:
+        left = [p for p in psutil.Process().children(recursive=True) if p.pid not in known]
+    except psutil.Error:
+        return []
+    for p in left:
+        try:
+            p.kill()
+        except psutil.Error:
+            continue
+    for p in left:
+        try:
+            os.waitpid(p.pid, 0)  # ours to reap once they were reparented to us
+        except (ChildProcessError, OSError):
+            pass
+    return [p.pid for p in left]
 
 
 def _end_group(pgid: int) -> None:

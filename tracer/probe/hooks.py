@@ -225,29 +225,37 @@ def patch_keras(keras, recorder):
 
 
 # --- JAX's grain
+def _subclasses(cls):
+    found, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        found.append(c)
+        todo.extend(c.__subclasses__())
+    return found
+
+
+def grain_knobs(ds):
+    """grain's worker count: the MultiprocessingOptions of the first mp_prefetch in the chain (0: none)."""
+    for _ in range(32):
+        options = getattr(ds, "_multiprocessing_options", None) or getattr(ds, "multiprocessing_options", None)
+        if options is not None:
+            return _attrs(
+                options, (("num_workers", "num_workers"), ("per_worker_buffer_size", "per_worker_buffer_size"))
+            )
+        parents = getattr(ds, "_parents", None) or ()
+        ds = getattr(ds, "_parent", None) or (parents[0] if parents else None)
+        if ds is None:
+            break
+    return {"num_workers": 0}
+
+
 def patch_grain(grain, recorder):
     recorder.frameworks["grain"] = str(getattr(grain, "__version__", ""))
-
-    def knobs(obj):
-        for holder in (obj, getattr(obj, "_multiprocessing_options", None)):
-            options = getattr(holder, "multiprocessing_options", None) or getattr(
-                holder, "_multiprocessing_options", None
-            )
-            if options is None and holder is not None and hasattr(holder, "num_workers"):
-                options = holder
-            if options is not None:
-                return _attrs(
-                    options, (("num_workers", "num_workers"), ("per_worker_buffer_size", "per_worker_buffer_size"))
-                )
-        return {"num_workers": 0}
-
     for name in ("DataLoader", "MapDataset", "IterDataset"):
-        cls = getattr(grain, name, None)
-        if cls is None:
-            python = getattr(grain, "python", None)
-            cls = getattr(python, name, None)
-        if cls is not None and "__iter__" in vars(cls):
-            wrap_iter(cls, recorder, Probe.GRAIN, False, knobs)
+        base = getattr(grain, name, None)
+        for cls in _subclasses(base) if base is not None else ():
+            if "__iter__" in vars(cls) and cls.__module__.split(".", 1)[0] == "grain":
+                wrap_iter(cls, recorder, Probe.GRAIN, False, grain_knobs)
 
 
 # --- MXNet and PaddlePaddle
