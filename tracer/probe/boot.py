@@ -23,8 +23,9 @@ def start():  # type: () -> None
 
     rec = Recorder(run_dir)
     _state["recorder"] = rec
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=rec.after_fork)
+    at_fork = getattr(os, "register_at_fork", None)  # Python 3.7+; a forked 3.6 child checks its pid instead
+    if at_fork is not None:
+        at_fork(after_in_child=rec.after_fork)
     hooks.install(rec)
     rec.emit(
         schema.Event.START,

@@ -27,8 +27,11 @@ PROGRESS_EVERY_S = 0.5
 _perf = time.perf_counter
 
 
-def wall_ns():  # type: () -> int
-    return time.time_ns() if hasattr(time, "time_ns") else int(time.time() * 1e9)
+def _wall_ns_from_float():  # type: () -> int
+    return int(time.time() * 1e9)
+
+
+wall_ns = getattr(time, "time_ns", _wall_ns_from_float)  # Python 3.7+, the float clock before
 
 
 def _int_env(*names):  # type: (*str) -> int
