@@ -178,6 +178,7 @@ class CommandRunner(Supervisor):
             pid_file=False,
             progress_files=(folder.path / STDOUT_LOG, folder.path / STDERR_LOG),
             sweep=True,
+            mark=f"{PROBE_RUN_DIR_ENV}={folder.path}" if launch.probe else "",
         )
         try:
             ended = self.supervise(folder, child, spec, nvml, pyspy)

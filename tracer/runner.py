@@ -58,6 +58,7 @@ from tracer.tracing.base import TraceBackend
 from tracer.tracing.pyspy import PySpyRecorder, find_pyspy
 
 POLL_S = 0.2
+PUMP_GRACE_S = 2.0  # how long the command's output may take to drain once it has ended
 TERMINATE_GRACE_S = 5.0
 STDERR_TAIL_LINES = 25
 TRACER_PID_ENV = "DL_TRACER_PID"  # read by tracer/worker/lifeline.py, which must not import this module
@@ -117,6 +118,9 @@ class Child:
     #: Whether processes that left the child's group (torchrun starts each rank in a session of its own)
     #: are ended too: this process becomes their subreaper, so they are found as its descendants.
     sweep: bool = False
+    #: An environment entry (NAME=value) only the child's processes hold: the lifeguard ends those that
+    #: left its group too, should this process die first.
+    mark: str = ""
 
 
 @dataclass(frozen=True)
@@ -312,7 +316,7 @@ class Supervisor:
             )
             assert proc.stdout is not None and proc.stderr is not None
             pumps = [_Tee(proc.stdout, 1, child.tee[0]), _Tee(proc.stderr, 2, child.tee[1])]
-        guard = _start_lifeguard(proc.pid)
+        guard = _start_lifeguard(proc.pid, child.mark)
 
         def target_pid() -> int | None:
             pid = _read_pid(folder) if self.backend.wraps_process else None
@@ -361,8 +365,8 @@ class Supervisor:
         finally:
             proc.wait()
             _end_group(proc.pid)  # loader processes outlive a worker that died by itself
-            for pump in pumps:
-                pump.join()
+            for pump in pumps:  # a process that left the group may still hold the pipes: swept below
+                pump.join(timeout=PUMP_GRACE_S)
             _stop_lifeguard(guard)
             shutil.rmtree(worker_tmp, ignore_errors=True)
             if spy is not None:
@@ -378,6 +382,8 @@ class Supervisor:
                 swept = sweep_descendants(known)
                 if swept:
                     self.console.print(f"ended {len(swept)} process(es) the command left behind: {swept}")
+            for pump in pumps:
+                pump.join()
         if ended_by is None and self.signals.count:
             # the signal reached the worker's group too (Slurm's scancel signals every process of the job,
             # a terminal's Ctrl-C the foreground group): the worker may be gone before the loop saw the count
@@ -519,12 +525,12 @@ def _terminate(
                 continue
 
 
-def _start_lifeguard(pgid: int) -> subprocess.Popen[bytes] | None:
+def _start_lifeguard(pgid: int, mark: str = "") -> subprocess.Popen[bytes] | None:
     """tracer/lifeguard.py beside the worker: it SIGKILLs the worker's group if this process dies,
     even while the worker is stopped."""
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "tracer.lifeguard", str(os.getpid()), str(pgid)],
+            [sys.executable, "-m", "tracer.lifeguard", str(os.getpid()), str(pgid), *([mark] if mark else [])],
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             env={**os.environ, "PYTHONPATH": str(Path(tracer.__file__).resolve().parents[1])},

@@ -62,12 +62,12 @@ PROBE_KNOBS: dict[str, str] = {
 
 def command_input_knobs(probes: Sequence[str], knobs: Mapping[str, Any]) -> str:
     """The input-pipeline settings to try for a command, with the values the probe read
-    (`num_workers=0 now`), for each pipeline that fed its steps."""
+    (`now num_workers=0`), for each pipeline that fed its steps."""
     parts = []
     for probe in probes:
         advice = PROBE_KNOBS.get(probe)
         if not advice:
             continue
         now = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in knobs.items() if k.startswith(probe + "."))
-        parts.append(f"{advice} ({now} now)" if now else advice)
+        parts.append(f"{advice} (now {now})" if now else advice)
     return join(*parts)

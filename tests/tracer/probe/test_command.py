@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.conftest import run_tracer
@@ -97,3 +98,53 @@ def test_probe_off_runs_the_command_unprobed(tmp_path: Path) -> None:
     record = folder.read_record()
     assert record.command is not None and record.command.probe == "off"
     assert folder.samples("process") is not None  # the sampler measured it all the same
+
+
+LEAVER = """\
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+open(sys.argv[1], "w").write(str(child.pid))
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def _gone(pid: int, within_s: float = 60) -> bool:
+    import psutil
+
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_a_process_that_left_the_group_does_not_outlive_the_run(tmp_path: Path) -> None:
+    """A command's child in a session of its own (as torchrun starts its ranks) is ended with the run."""
+    script, pid_file = tmp_path / "leaver.py", tmp_path / "pid"
+    script.write_text(LEAVER)
+    result = run_tracer(
+        "profile", "--out", str(tmp_path / "runs"), "--", sys.executable, str(script), str(pid_file), "0"
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert _gone(int(pid_file.read_text()), 5)
+
+
+def test_nor_when_the_tracer_itself_is_killed(tmp_path: Path) -> None:
+    script, pid_file = tmp_path / "leaver.py", tmp_path / "pid"
+    script.write_text(LEAVER)
+    cmd = [sys.executable, "-m", "tracer", "profile", "--out", str(tmp_path / "runs"), "--"]
+    tracer = subprocess.Popen([*cmd, sys.executable, str(script), str(pid_file), "600"], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        tracer.kill()  # no finally of the tracer runs: the lifeguard alone ends the command
+        tracer.wait()
+        assert _gone(int(pid_file.read_text()))
+    finally:
+        if tracer.poll() is None:
+            tracer.kill()

@@ -68,7 +68,7 @@ def test_a_slowed_dataloader_is_input_bound_with_its_own_knobs(profile_example: 
     assert steps is not None and steps.num_rows == 2 * 4  # two epochs of 64 / 16 batches
     verdict = input_bound(folder)
     assert verdict.fired, verdict.finding
-    assert "DataLoader(num_workers=N" in verdict.knob and "num_workers=0 now" in verdict.knob
+    assert "DataLoader(num_workers=N" in verdict.knob and "(now num_workers=0," in verdict.knob
     assert "--workers" not in verdict.knob and "--image-size" not in verdict.knob  # the script's knobs, not ours
     record = folder.read_record()
     assert record.command is not None and record.command.frameworks_imported == ("pytorch",)
