@@ -1,7 +1,7 @@
 """The character-level GPT of gpt_pytorch.py in Keras, trained with `Model.fit` (TensorFlow backend).
 
-    python examples/gpt_keras.py --epochs 2
-    tracer profile -- python examples/gpt_keras.py --epochs 2
+python examples/gpt_keras.py --epochs 2
+tracer profile -- python examples/gpt_keras.py --epochs 2
 """
 
 import argparse

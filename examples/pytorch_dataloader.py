@@ -55,14 +55,15 @@ def main() -> None:
     loss_fn = nn.CrossEntropyLoss()
     for epoch in range(1, args.epochs + 1):
         model.train()
-        total = 0.0
+        total, started = 0.0, time.perf_counter()
         for images, labels in loader:
             optimizer.zero_grad()
             loss = loss_fn(model(images), labels)
             loss.backward()
             optimizer.step()
             total += loss.item()
-        print(f"epoch {epoch}: mean loss {total / len(loader):.4f}")
+        seconds, steps = time.perf_counter() - started, len(loader)
+        print(f"epoch {epoch}: {seconds:.3f} s, {1000 * seconds / steps:.2f} ms/step, mean loss {total / steps:.4f}")
 
 
 if __name__ == "__main__":

@@ -53,13 +53,13 @@ def batch_size(batch):  # type: (object) -> int
             x = next(iter(x.values()))
         else:
             break
-    try:
-        shape = getattr(x, "shape", None)
-        if shape is not None and len(shape) > 0:
-            return int(shape[0])
-        return len(x)
-    except Exception:  # noqa: BLE001 - a batch we cannot size counts as one item
-        return 1
+    shape = getattr(x, "shape", None)
+    if shape is not None:
+        try:
+            return int(shape[0]) if len(shape) > 0 else 1
+        except (TypeError, ValueError, IndexError):  # an unknown leading dimension
+            return 1
+    return len(x) if hasattr(x, "__len__") else 1
 
 
 class Pass(object):
