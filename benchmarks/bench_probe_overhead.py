@@ -13,7 +13,6 @@ clock with and without the tracer. Results: docs/results/probe-overhead.md.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import statistics
@@ -85,16 +84,9 @@ def main() -> None:
                     alone.append(step_ms(run(script, ROOT)))
                 else:
                     traced.append(step_ms(run(tracer + script, ROOT)))
-            if traceml is not None:
-                peer.append(
-                    step_ms(
-                        run(
-                            [traceml, "run", *script[1:]],
-                            Path(tmp),
-                            {**os.environ, "PATH": f"{Path(args.python).parent}:{os.environ['PATH']}"},
-                        )
-                    )
-                )
+            if traceml is not None:  # TraceML's own launcher; the script's arguments follow --args
+                peer_cmd = [traceml, "run", "--mode", "summary", str(SCRIPT), "--args", *script[2:]]
+                peer.append(step_ms(run(peer_cmd, Path(tmp))))
             line = f"pair {i + 1}: alone {alone[-1]:.2f} ms/step, under the tracer {traced[-1]:.2f} ms/step"
             print(line + (f", under TraceML {peer[-1]:.2f} ms/step" if peer else ""), flush=True)
         shutil.rmtree(Path(tmp) / "runs", ignore_errors=True)

@@ -6,6 +6,7 @@ what the tracer can change, never a placeholder or another framework's or device
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -71,3 +72,17 @@ def command_input_knobs(probes: Sequence[str], knobs: Mapping[str, Any]) -> str:
         now = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in knobs.items() if k.startswith(probe + "."))
         parts.append(f"{advice} (now {now})" if now else advice)
     return join(*parts)
+
+
+_TRACER_FLAG = re.compile(r" \(tracer --[a-z-]+\)|tracer --[a-z-]+")
+#: A built-in run's tracer flags as a command's script says them (the user edits the script, not a flag).
+_SCRIPT_WORDS = {"--batch": "batch size", "--image-size": "input size", "--epochs": "epochs",
+                 "--sync-every": "loss reads"}  # fmt: skip
+
+
+def for_command(advice: str) -> str:
+    """`advice` for a user's command: the tracer's own flags left out or said as the script's settings."""
+    text = _TRACER_FLAG.sub("", advice)
+    for flag, words in _SCRIPT_WORDS.items():
+        text = text.replace(f"({flag})", f"({words})").replace(flag, words)
+    return "; ".join(part.strip() for part in text.split(";") if part.strip())

@@ -157,3 +157,33 @@ def test_examples_run_unchanged_without_the_tracer() -> None:
         [python, str(EXAMPLES / "raises_in_epoch2.py")], capture_output=True, text=True, env={**os.environ}
     )
     assert done.returncode == 1 and done.stderr.strip().splitlines()[-1].startswith("ValueError: bad batch")
+
+
+NAN_LOOP = """\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+loader = DataLoader(TensorDataset(torch.randn(32, 4), torch.randn(32, 1)), batch_size=8)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(1, 6):
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x), y) * (float("nan") if epoch == 2 else 1.0)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    print("epoch", epoch, "done")
+"""
+
+
+def test_a_nan_loss_ends_the_run_diverged_at_that_epochs_end(tmp_path: Path) -> None:
+    script = tmp_path / "nan_loop.py"
+    script.write_text(NAN_LOOP)
+    out = tmp_path / "runs"
+    result = run_tracer("profile", "--out", str(out), "--", python_of("pytorch"), str(script))
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "epoch 1 done" in result.stdout and "epoch 2 done" not in result.stdout  # stopped at epoch 2's end
+    (folder,) = list_runs(out)
+    outcome = folder.read_record().outcome
+    assert outcome.status is RunStatus.DIVERGED and outcome.divergence is not None
+    assert outcome.divergence.epoch == 2 and outcome.divergence.loss == "nan"
