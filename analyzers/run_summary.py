@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import statistics
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -168,18 +168,20 @@ def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
         not_recorded=record.imported.not_recorded if record.imported else (),
         data=spec.data,
         decode_s=decode_seconds(folder.events()),
-        steady_step_ms=_per_step_ms(splits, steady.steady_epoch_numbers, "total_s"),
-        steady_wait_ms=_per_step_ms(splits, steady.steady_epoch_numbers, "data_wait_s"),
+        steady_step_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.total_s),
+        steady_wait_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.data_wait_s),
         command=record.command.text if record.command else "",
         probes=steps.probes(folder),
     )
 
 
-def _per_step_ms(splits: list[steps.EpochSplit], epochs: Collection[int], what: str) -> float | None:
-    """The mean over the steps of `epochs` of one part of a step's time (`total_s`, `data_wait_s`), in ms."""
+def _per_step_ms(
+    splits: list[steps.EpochSplit], epochs: Collection[int], seconds: Callable[[steps.EpochSplit], float]
+) -> float | None:
+    """The mean over the steps of `epochs` of one part of a step's time (all of it, its data wait), in ms."""
     chosen = [s for s in splits if s.epoch in epochs]
     count = sum(s.steps for s in chosen)
-    return 1000 * sum(getattr(s, what) for s in chosen) / count if count else None
+    return 1000 * sum(seconds(s) for s in chosen) / count if count else None
 
 
 def last_learning(s: RunSummary) -> tuple[float | None, float | None]:
