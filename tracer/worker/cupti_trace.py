@@ -22,11 +22,13 @@ segfault after a flush).
 import ctypes
 import ctypes.util
 import glob
+import importlib.util
 import json
 import os
 import threading
 import time
 
+from tracer.worker.clock import perf_counter_ns, time_ns
 from tracer.worker.schema import (
     CUPTI_BUFFER_FILE,
     CUPTI_CLOCK_FILE,
@@ -41,6 +43,7 @@ from tracer.worker.schema import (
 )
 
 L = CUPTI_LAYOUT
+_thread_ns = getattr(time, "thread_time_ns", perf_counter_ns)  # CPU time of CUPTI's thread, where Python has it
 #: Kineto's buffer size and its default cap on activity buffers (128 MB).
 BUFFER_BYTES = 4 * 1024 * 1024
 MAX_BUFFERS = 32
@@ -84,13 +87,12 @@ def find_libcupti():
         pass
     found = []
     try:
-        import nvidia  # the CUDA wheels' namespace package
-
-        for base in list(nvidia.__path__):
-            for sub in ("cu13/lib", "cuda_cupti/lib", "cu12/lib"):
-                found += glob.glob(os.path.join(base, sub, "libcupti.so*"))
-    except ImportError:
-        pass
+        spec = importlib.util.find_spec("nvidia")  # the CUDA wheels' namespace package
+    except (ImportError, ValueError):
+        spec = None
+    for base in list(spec.submodule_search_locations or []) if spec else []:
+        for sub in ("cu13/lib", "cuda_cupti/lib", "cu12/lib"):
+            found += glob.glob(os.path.join(base, sub, "libcupti.so*"))
     for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) + ["/usr/local/cuda/extras/CUPTI/lib64"]:
         if d:
             found += glob.glob(os.path.join(d, "libcupti.so*"))
@@ -121,7 +123,10 @@ class Library(object):
                 % CUPTI_LIBRARY_ENV
             )
         self.path = path
-        self.lib = lib = ctypes.CDLL(path)
+        try:
+            self.lib = lib = ctypes.CDLL(path)
+        except OSError as e:
+            raise CuptiError("cannot load %s: %s" % (path, e)) from None
         u32, size_t, vp = ctypes.c_uint32, ctypes.c_size_t, ctypes.c_void_p
         signatures = {
             "cuptiGetResultString": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
@@ -256,7 +261,7 @@ class RawWriter(object):
                 self.buffers += 1
                 self.bytes += valid
             self.dropped += dropped
-            line = {"file": name, "valid_bytes": valid, "stream": stream, "dropped": dropped, "t_ns": time.time_ns()}
+            line = {"file": name, "valid_bytes": valid, "stream": stream, "dropped": dropped, "t_ns": time_ns()}
             self._index.write(json.dumps(line) + "\n")
             self._index.flush()
 
@@ -391,7 +396,7 @@ class CuptiCollector(object):
         max_records[0] = 0
 
     def _completed(self, context, stream, buffer, size, valid):
-        cpu0 = time.thread_time_ns()
+        cpu0 = _thread_ns()
         try:
             self.writer.write(buffer, valid, stream, self.lib.dropped(stream))
         except Exception as e:  # noqa: BLE001 - raising into CUPTI's thread helps no one; reported at stop
@@ -399,7 +404,7 @@ class CuptiCollector(object):
                 self.errors.append("%s: %s" % (type(e).__name__, e))
         finally:
             self.pool.give(buffer)
-            self.callback_cpu_ns += time.thread_time_ns() - cpu0
+            self.callback_cpu_ns += _thread_ns() - cpu0
 
     def stop(self, before_finalize=None):
         """Disable, flush, resolve kernel names, finalize; then write the stop facts and report the
@@ -468,9 +473,9 @@ class CuptiCollector(object):
 
     def _clock_pair(self):
         """CUPTI's clock against the Unix clock the events and the sampler use: the decoder aligns with it."""
-        unix_before = time.time_ns()
+        unix_before = time_ns()
         cupti_ns = self.lib.timestamp()
-        unix_after = time.time_ns()
+        unix_after = time_ns()
         return {"cupti_ns": cupti_ns, "unix_ns": (unix_before + unix_after) // 2}
 
 
