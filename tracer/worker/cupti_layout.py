@@ -13,6 +13,10 @@ Memset4 88 bytes), and the buffer walk against `cuptiActivityGetNextRecord`.
 Field types are NumPy type codes (`u4`, `i8`, `V7` for padding bytes); pointers are `u8`.
 """
 
+from typing import Dict, Optional, Tuple
+
+Fields = Tuple[Tuple[str, str], ...]
+
 # CUpti_ActivityKind values used here (cupti_activity.h, stable across versions).
 KIND_MEMCPY = 1
 KIND_MEMSET = 2
@@ -133,7 +137,7 @@ MEMSET4_13 = (  # CUpti_ActivityMemset4
 )
 
 #: CUPTI major version -> {activity kind: (C struct name, fields)}.
-LAYOUTS = {
+LAYOUTS: Dict[int, Dict[int, Tuple[str, Fields]]] = {
     13: {
         KIND_RUNTIME: ("CUpti_ActivityAPI", API_13),
         KIND_DRIVER: ("CUpti_ActivityAPI", API_13),
@@ -144,21 +148,21 @@ LAYOUTS = {
 }
 
 
-def major_of(api_version):
+def major_of(api_version: int) -> int:
     """CUPTI's API version (cuptiGetVersion: 130001) -> its major (13)."""
     return int(api_version) // 10000
 
 
-def layouts_for(api_version):
+def layouts_for(api_version: int) -> Optional[Dict[int, Tuple[str, Fields]]]:
     """The layouts of this CUPTI API version, or None where none is declared."""
     return LAYOUTS.get(major_of(api_version))
 
 
-def field_size(code):
+def field_size(code: str) -> int:
     return int(code[1:])
 
 
-def field_offset(fields, name):
+def field_offset(fields: Fields, name: str) -> int:
     """Byte offset of field `name` in a packed record."""
     offset = 0
     for field, code in fields:
@@ -168,7 +172,7 @@ def field_offset(fields, name):
     raise KeyError(name)
 
 
-def record_size(fields):
+def record_size(fields: Fields) -> int:
     """sizeof the record: the packed fields rounded up to RECORD_ALIGNMENT."""
     total = sum(field_size(code) for _, code in fields)
     return (total + RECORD_ALIGNMENT - 1) // RECORD_ALIGNMENT * RECORD_ALIGNMENT

@@ -27,6 +27,7 @@ import json
 import os
 import threading
 import time
+from typing import Any, List
 
 from tracer.worker.clock import perf_counter_ns, time_ns
 from tracer.worker.schema import (
@@ -479,7 +480,7 @@ class CuptiCollector(object):
         return {"cupti_ns": cupti_ns, "unix_ns": (unix_before + unix_after) // 2}
 
 
-_KEEP = []
+_KEEP: List[Any] = []
 
 
 def _write_json(path, data):

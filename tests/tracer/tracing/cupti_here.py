@@ -46,7 +46,7 @@ def next_record_offsets(lib_path: str, data: bytes) -> tuple[list[int], list[int
     base = ctypes.addressof(buf)
     rec = ctypes.c_void_p(None)
     offsets, kinds = [], []
-    while fn(base, len(data), ctypes.byref(rec)) == 0:
+    while fn(base, len(data), ctypes.byref(rec)) == 0 and rec.value is not None:
         offsets.append(rec.value - base)
         kinds.append(ctypes.c_uint32.from_address(rec.value).value)
     return offsets, kinds

@@ -76,7 +76,8 @@ def _meta(cupti_dir: Path, kernel_names: dict[int, str] | None = None) -> None:
 def test_the_layouts_have_the_sizes_cupti_13_declares() -> None:
     sizes = {kind: dtype.itemsize for kind, dtype in LAYOUTS.dtypes.items()}
     assert sizes == {RT: 40, DRV: 40, KERNEL: 216, L.KIND_MEMCPY: 96, L.KIND_MEMSET: 88}
-    assert LAYOUTS.dtypes[KERNEL].fields["name"][1] == 104 and LAYOUTS.dtypes[KERNEL].fields["correlation_id"][1] == 92
+    fields: Any = LAYOUTS.dtypes[KERNEL].fields
+    assert fields["name"][1] == 104 and fields["correlation_id"][1] == 92
     with pytest.raises(DecodeError, match="no CUPTI record layout declared for CUPTI API version 990001"):
         Layouts.of(990001)
 
@@ -196,25 +197,30 @@ def _require_recorded() -> list[Path]:
 
 
 def _oracle_rows(oracle: dict[str, Any], meta: Meta) -> dict[str, list[tuple[Any, ...]]]:
-    """The oracle's records in the records table's terms, per file and kind (CUPTI's walk, cupti-python's fields)."""
+    """The oracle's records as records-table rows (CUPTI_COLUMNS order), per buffer file: CUPTI's walk,
+    cupti-python's fields, the call names CUPTI gave at start."""
     recs = oracle["records"]
     out: dict[str, list[tuple[Any, ...]]] = {}
+
+    def add(file: str, *row: Any) -> None:
+        out.setdefault(file, []).append(row)
+
     a = recs["api"]
     for i in range(len(a["offset"])):
         kind = "runtime" if a["kind"][i] == RT else "driver"
-        names = meta.runtime_names if kind == "runtime" else meta.driver_names
-        row = (kind, names.get(a["cbid"][i]), a["start"][i], a["end"][i], a["process_id"][i], a["thread_id"][i])
-        out.setdefault(a["file"][i], []).append((*row, a["correlation_id"][i], None, None, None))
+        name = (meta.runtime_names if kind == "runtime" else meta.driver_names).get(a["cbid"][i])
+        add(a["file"][i], kind, name, a["start"][i], a["end"][i], a["process_id"][i], a["thread_id"][i],
+            a["correlation_id"][i], None, None, None)  # fmt: skip
     k = recs["kernel"]
     for i in range(len(k["offset"])):
-        row = ("kernel", k["name"][i], k["start"][i], k["end"][i], meta.pid, None, k["correlation_id"][i])
-        out.setdefault(k["file"][i], []).append((*row, k["device_id"][i], k["stream_id"][i], None))
+        add(k["file"][i], "kernel", k["name"][i], k["start"][i], k["end"][i], meta.pid, None,
+            k["correlation_id"][i], k["device_id"][i], k["stream_id"][i], None)  # fmt: skip
     for group in ("memcpy", "memset"):
         m = recs[group]
         for i in range(len(m["offset"])):
             name = MEMCPY_NAMES.get(m["copy_kind"][i]) if group == "memcpy" else MEMSET_NAME
-            row = (group, name, m["start"][i], m["end"][i], meta.pid, None, m["correlation_id"][i])
-            out.setdefault(m["file"][i], []).append((*row, m["device_id"][i], m["stream_id"][i], m["bytes"][i]))
+            add(m["file"][i], group, name, m["start"][i], m["end"][i], meta.pid, None, m["correlation_id"][i],
+                m["device_id"][i], m["stream_id"][i], m["bytes"][i])  # fmt: skip
     return out
 
 
