@@ -29,7 +29,7 @@ import time
 
 CASES = (("b1", 1, 40), ("b16", 16, 20))
 CUPTI_PYTHON_CASE = ("b1-cupti-python", 1, 40)
-CHILD_TIMEOUT_S = 45
+CHILD_TIMEOUT_S = 35
 WARMUP_STEPS = 5
 IMAGE = 224
 KIND_NAMES = {1: "memcpy", 2: "memset", 4: "driver", 5: "runtime", 10: "kernel"}

@@ -94,20 +94,20 @@ def walk(data: bytes | memoryview, layouts: Layouts) -> Walk:
     if slots == 0:
         return Walk(np.zeros(0, np.int64), np.zeros(0, np.uint32), None)
     kinds_at = np.frombuffer(data, "<u4", count=slots * 2)[::2]
-    sizes = np.zeros(max(layouts.dtypes) + 1, np.int64)
+    sizes = np.zeros(max(layouts.dtypes) + 1, np.int32)
     for kind, dtype in layouts.dtypes.items():
         sizes[kind] = dtype.itemsize // L.RECORD_ALIGNMENT
     known = kinds_at < len(sizes)
     step = np.where(known, sizes[np.where(known, kinds_at, 0)], 0)
-    here = np.arange(slots, dtype=np.int64)
+    here = np.arange(slots, dtype=np.int32)  # a buffer's slots fit 32 bits (CUPTI's buffers are MBs)
     nxt = here + step
     stuck = (step == 0) | (nxt > slots)
     nxt[stuck] = here[stuck]  # the walk stops on a slot it cannot step over
-    jump = np.append(nxt, slots)  # slot `slots` is the end of the buffer
+    jump = np.append(nxt, np.int32(slots))  # slot `slots` is the end of the buffer
     reached = np.zeros(slots + 1, bool)
     reached[0] = True
     span = 1
-    while span <= slots:
+    while span <= slots and not reached[slots]:  # once the end is reached, so is every record before it
         reached[jump[reached]] = True
         jump = jump[jump]
         span *= 2
@@ -117,7 +117,7 @@ def walk(data: bytes | memoryview, layouts: Layouts) -> Walk:
         last = starts[-1]
         error = f"record kind {int(kinds_at[last])} at byte {int(last) * L.RECORD_ALIGNMENT}: no layout"
         starts = starts[:-1]
-    return Walk(starts * L.RECORD_ALIGNMENT, kinds_at[starts], error)
+    return Walk(starts.astype(np.int64) * L.RECORD_ALIGNMENT, kinds_at[starts], error)
 
 
 def records_of_kind(data: bytes | memoryview, offsets: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -160,24 +160,42 @@ class Meta:
         )
 
 
+def _strings(values: list[str]) -> pa.Array:
+    """A string array from its buffers: `pa.array` on Python or NumPy values imports pandas (a second of CPU)."""
+    encoded = [v.encode("utf-8", "surrogatepass") for v in values]
+    offsets = np.zeros(len(encoded) + 1, np.int32)
+    offsets[1:] = np.cumsum([len(e) for e in encoded])
+    return pa.Array.from_buffers(
+        pa.string(), len(values), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    )
+
+
+_ARROW_INTS = {np.dtype(np.int64): pa.int64(), np.dtype(np.int32): pa.int32()}
+
+
+def _ints(values: np.ndarray, dtype: type = np.int64) -> pa.Array:
+    data: np.ndarray = np.ascontiguousarray(values, dtype)
+    return pa.Array.from_buffers(_ARROW_INTS[data.dtype], len(data), [None, pa.py_buffer(data)])
+
+
 def _names(keys: np.ndarray, table: dict[int, str], missing: str) -> pa.Array:
     """Each key's name, looked up once per distinct key."""
     unique, inverse = np.unique(keys, return_inverse=True)
-    labels = pa.array([table.get(int(k), missing % int(k)) for k in unique], pa.string())
-    return labels.take(pa.array(inverse.reshape(-1).astype(np.int32)))
+    labels = _strings([table.get(int(k), missing % int(k)) for k in unique])
+    return labels.take(_ints(inverse.reshape(-1), np.int32))
 
 
-def _i64(values: np.ndarray) -> pa.Array:
-    return pa.array(values.astype(np.int64))
+def _constant(value: str, n: int) -> pa.Array:
+    return _strings([value]).take(_ints(np.zeros(n, np.int32), np.int32))
 
 
 def _column_table(n: int, kind: str, name: pa.Array, recs: np.ndarray, extra: dict[str, Any]) -> pa.Table:
     cols: dict[str, Any] = {
-        "kind": pa.array([kind] * n, pa.string()) if n else pa.array([], pa.string()),
+        "kind": _constant(kind, n),
         "name": name,
-        "start_ns": _i64(recs["start"]),
-        "end_ns": _i64(recs["end"]),
-        "correlation_id": _i64(recs["correlation_id"]),
+        "start_ns": _ints(recs["start"]),
+        "end_ns": _ints(recs["end"]),
+        "correlation_id": _ints(recs["correlation_id"]),
     }
     cols.update(extra)
     arrays = [cols[f.name] if f.name in cols else pa.nulls(n, f.type) for f in RECORD_SCHEMA]
@@ -194,28 +212,28 @@ def buffer_table(data: bytes | memoryview, layouts: Layouts, meta: Meta) -> tupl
             continue
         recs = records_of_kind(data, offsets, layouts.dtypes[kind])
         n = len(recs)
-        pid = pa.array(np.full(n, meta.pid, np.int64))
+        pid = _ints(np.full(n, meta.pid, np.int64))
         if kind in (L.KIND_RUNTIME, L.KIND_DRIVER):
             table = meta.runtime_names if kind == L.KIND_RUNTIME else meta.driver_names
             name = _names(recs["cbid"], table, "cbid_%d")
-            extra = {"pid": _i64(recs["process_id"]), "tid": _i64(recs["thread_id"])}
+            extra = {"pid": _ints(recs["process_id"]), "tid": _ints(recs["thread_id"])}
         elif kind == L.KIND_CONCURRENT_KERNEL:
             name = _names(recs["name"], meta.kernel_names, UNRESOLVED + "%x")
-            extra = {"pid": pid, "device": _i64(recs["device_id"]), "stream": _i64(recs["stream_id"])}
+            extra = {"pid": pid, "device": _ints(recs["device_id"]), "stream": _ints(recs["stream_id"])}
         else:
             if kind == L.KIND_MEMCPY:
                 name = _names(recs["copy_kind"], MEMCPY_NAMES, "copy kind %d")
             else:
-                name = pa.array([MEMSET_NAME] * n, pa.string())
+                name = _constant(MEMSET_NAME, n)
             extra = {
                 "pid": pid,
-                "device": _i64(recs["device_id"]),
-                "stream": _i64(recs["stream_id"]),
-                "bytes": _i64(recs["bytes"]),
+                "device": _ints(recs["device_id"]),
+                "stream": _ints(recs["stream_id"]),
+                "bytes": _ints(recs["bytes"]),
             }
         parts.append(_column_table(n, KIND_LABELS[kind], name, recs, extra))
     if not parts:
-        return RECORD_SCHEMA.empty_table(), found
+        return pa.Table.from_batches([], schema=RECORD_SCHEMA), found
     return pa.concat_tables(parts), found
 
 
