@@ -19,6 +19,7 @@ source; shutdown is disable, flush, finalize (a process that exits with CUPTI ac
 segfault after a flush).
 """
 
+import bisect
 import ctypes
 import ctypes.util
 import glob
@@ -301,9 +302,32 @@ def walk(data, layouts):
     return counts, pointers, None
 
 
-def read_names(pointers):
-    """CUPTI's kernel name strings at these addresses of this process ({str(address): name})."""
-    return dict((str(p), ctypes.string_at(p).decode("utf-8", "replace")) for p in pointers if p)
+def readable_ranges():
+    """This process's readable mappings, sorted [(start, end)], from /proc/self/maps ([] where there is none)."""
+    ranges = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                span, perms = line.split(None, 2)[:2]
+                if perms.startswith("r"):
+                    start, end = span.split("-")
+                    ranges.append((int(start, 16), int(end, 16)))
+    except (OSError, ValueError):
+        return []
+    return sorted(ranges)
+
+
+def read_names(pointers, ranges=None):
+    """CUPTI's kernel name strings at these addresses of this process ({str(address): name}). An address
+    outside every readable mapping (a record misread) is skipped rather than crash the worker at its end."""
+    ranges = readable_ranges() if ranges is None else ranges
+    starts = [r[0] for r in ranges]
+    names = {}
+    for p in pointers:
+        i = bisect.bisect_right(starts, p) - 1
+        if p and (not ranges or (i >= 0 and p < ranges[i][1])):
+            names[str(p)] = ctypes.string_at(p).decode("utf-8", "replace")
+    return names
 
 
 class CuptiCollector(object):
@@ -399,13 +423,21 @@ class CuptiCollector(object):
     def _completed(self, context, stream, buffer, size, valid):
         cpu0 = _thread_ns()
         try:
-            self.writer.write(buffer, valid, stream, self.lib.dropped(stream))
+            try:
+                dropped = self.lib.dropped(stream)
+            except CuptiError as e:  # the records are still worth writing
+                dropped = 0
+                self._error(e)
+            self.writer.write(buffer, valid, stream, dropped)
         except Exception as e:  # noqa: BLE001 - raising into CUPTI's thread helps no one; reported at stop
-            if len(self.errors) < 20:
-                self.errors.append("%s: %s" % (type(e).__name__, e))
+            self._error(e)
         finally:
             self.pool.give(buffer)
             self.callback_cpu_ns += _thread_ns() - cpu0
+
+    def _error(self, e):
+        if len(self.errors) < 20:
+            self.errors.append("%s: %s" % (type(e).__name__, e))
 
     def stop(self, before_finalize=None):
         """Disable, flush, resolve kernel names, finalize; then write the stop facts and report the

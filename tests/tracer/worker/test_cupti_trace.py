@@ -70,6 +70,7 @@ def test_the_stop_walk_counts_kinds_and_finds_each_kernel_name_once() -> None:
     assert counts == {RT: 1, DRV: 1, L.KIND_CONCURRENT_KERNEL: 3, L.KIND_MEMCPY: 1, L.KIND_MEMSET: 1}
     assert pointers == set(ptrs)
     assert cupti_trace.read_names(pointers) == {str(ptrs[0]): "void gemm<float>(int)", str(ptrs[1]): "relu_kernel"}
+    assert cupti_trace.read_names({8, ptrs[1]}) == {str(ptrs[1]): "relu_kernel"}  # a misread pointer: skipped
     # a kind without a layout stops the walk there, with what came before kept
     counts, _, error = cupti_trace.walk(data[:40] + b"\x63" + bytes(39) + data[40:], L.layouts_for(VERSION))
     assert counts[RT] == 1 and sum(counts.values()) == 1 and error == "record kind 99 at byte 40: no layout"
@@ -123,3 +124,29 @@ def test_a_start_without_a_gpu_fails_cleanly_with_the_start_facts_written(tmp_pa
     assert meta["cupti_version"] == collector.version and meta["layouts_known"] is True
     assert meta["callback_names"]["runtime"]["17"] == "cudaGetDevice_v3020"
     assert (tmp_path / "events.jsonl").read_text() == ""
+
+
+def test_the_buffer_callbacks_hand_out_pool_buffers_and_write_what_comes_back(tmp_path: Path) -> None:
+    """The two callbacks CUPTI calls, called here as CUPTI would (through their C function pointers):
+    a buffer from the pool, none when it is exhausted, and a completed buffer written as it is and returned."""
+    pool = cupti_trace.BufferPool(nbytes=1024, max_buffers=1)
+    collector = cupti_trace.CuptiCollector(str(tmp_path), None, library=libcupti_path(), pool=pool)
+    collector.lib = lib = cupti_trace.Library(collector.library_path)
+    collector.writer = cupti_trace.RawWriter(str(tmp_path))
+    requested = lib.REQUESTED(collector._requested)
+    completed = lib.COMPLETED(collector._completed)
+    buf, size, most = ctypes.c_void_p(), ctypes.c_size_t(), ctypes.c_size_t(7)
+    requested(ctypes.byref(buf), ctypes.byref(size), ctypes.byref(most))
+    assert buf.value and size.value == 1024 and most.value == 0
+    other = ctypes.c_void_p(1)
+    requested(ctypes.byref(other), ctypes.byref(size), ctypes.byref(most))
+    assert other.value is None and size.value == 0 and pool.exhausted == 1  # CUPTI drops and counts instead
+    data = api(RT, 211, 1, 2, 1) + memset(3, 4, 2, 8)
+    ctypes.memmove(buf.value, data, len(data))
+    completed(None, 0, buf.value, 1024, len(data))
+    collector.writer.close()
+    assert (tmp_path / "buf-00000.bin").read_bytes() == data
+    assert pool.in_use == 0
+    (line,) = (tmp_path / CUPTI_INDEX_FILE).read_text().splitlines()
+    assert json.loads(line)["valid_bytes"] == len(data) and json.loads(line)["dropped"] == 0
+    assert collector.errors == []
