@@ -14,7 +14,8 @@ kernel names included. A second oracle: case `b1-cupti-python` runs the batch-1 
 cupti-python as the collector (its decoded activity objects) and writes per-(kind, name) counts, to
 compare with what our decoder makes of case `b1` (same steps, so the same calls per step).
 
-Cases: b1 (batch 1, 40 steps) and b16 (batch 16, 20 steps). Everything finishes in under 2 minutes;
+Cases: b1 (batch 1, 40 steps, Kineto's 4 MB buffers) and b16 (batch 16, 20 steps, 64 KB buffers so that the
+records span several). Everything finishes in under 2 minutes;
 a summary is printed at the end and written to OUTDIR/summary.json.
 """
 
@@ -30,6 +31,7 @@ import time
 CASES = (("b1", 1, 40), ("b16", 16, 20))
 CUPTI_PYTHON_CASE = ("b1-cupti-python", 1, 40)
 CHILD_TIMEOUT_S = 35
+SMALL_BUFFER_BYTES = 64 * 1024
 WARMUP_STEPS = 5
 IMAGE = 224
 KIND_NAMES = {1: "memcpy", 2: "memset", 4: "driver", 5: "runtime", 10: "kernel"}
@@ -154,7 +156,9 @@ def _child(name, batch, steps, out, summary):
     from tracer.worker.reporting import Reporter
 
     reporter = Reporter(os.path.join(out, "events.jsonl"))
-    collector = cupti_trace.CuptiCollector(os.path.join(out, "cupti"), reporter)
+    # b16 with small buffers, so that the recording spans several (records never straddle two)
+    pool = cupti_trace.BufferPool(nbytes=SMALL_BUFFER_BYTES) if batch > 1 else None
+    collector = cupti_trace.CuptiCollector(os.path.join(out, "cupti"), reporter, pool=pool)
     collector.start()
     summary["library"] = collector.lib.path
     summary["cupti_version"] = collector.version
