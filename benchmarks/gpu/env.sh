@@ -13,10 +13,12 @@ mkdir -p /tmp/dw; for f in .deb/*.deb; do dpkg -x "$f" /tmp/dw; done
 export LD_LIBRARY_PATH=/tmp/dw/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export PATH=/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64:$PATH
 export TRACER_CACHE=/tmp/tc
+# A framework environment is a venv of the machine's Python whose .pth adds the machine's site-packages (torch,
+# jax) and the carried wheels: the worker runs the interpreter `tracer env` resolves, so a wrapper script is not enough.
 for fw in pytorch jax; do
-  mkdir -p $TRACER_CACHE/envs/$fw/bin
-  printf '#!/bin/sh\nexport PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}/tmp/site"\nexec %s "$@"\n' "$(command -v python3)" \
-    > $TRACER_CACHE/envs/$fw/bin/python
-  chmod +x $TRACER_CACHE/envs/$fw/bin/python
+  [ -x $TRACER_CACHE/envs/$fw/bin/python ] && continue
+  python3 -m venv --without-pip $TRACER_CACHE/envs/$fw
+  sp=$($TRACER_CACHE/envs/$fw/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  printf '/tmp/site\n%s\n' "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" > $sp/gpu-machine.pth
 done
 T="python3 -m tracer"
