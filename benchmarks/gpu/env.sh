@@ -16,7 +16,8 @@ export TRACER_CACHE=/tmp/tc
 # A framework environment is a venv of the machine's Python whose .pth adds the machine's site-packages (torch,
 # jax) and the carried wheels: the worker runs the interpreter `tracer env` resolves, so a wrapper script is not enough.
 for fw in pytorch jax; do
-  [ -x $TRACER_CACHE/envs/$fw/bin/python ] && continue
+  [ -f $TRACER_CACHE/envs/$fw/pyvenv.cfg ] && continue
+  rm -rf $TRACER_CACHE/envs/$fw
   python3 -m venv --without-pip $TRACER_CACHE/envs/$fw
   sp=$($TRACER_CACHE/envs/$fw/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   printf '/tmp/site\n%s\n' "$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" > $sp/gpu-machine.pth
