@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -247,9 +248,17 @@ def test_recorded_buffers_decode_to_what_cupti_and_cupti_python_read(tmp_path: P
             assert sorted(got, key=repr) == sorted(want, key=repr), (case.name, path.name)
 
 
-def test_recorded_batch_1_run_has_the_calls_and_kernels_cupti_python_saw(tmp_path: Path) -> None:
+#: Kernels whose choice is cuDNN's or cuBLAS's autotuning (cudnn.benchmark): a second process may pick others,
+#: and with them the launch calls around them, so only the rest is compared with the twin run.
+AUTOTUNED = re.compile(r"cudnn|xmma|cutlass|cask|winograd|convolve|gemm|nchw|nhwc", re.IGNORECASE)
+
+
+def test_recorded_batch_1_run_has_the_kernels_and_copies_cupti_python_saw(tmp_path: Path) -> None:
     """The same steps traced again with cupti-python as the collector (its own decoded activity objects):
-    per (kind, name) seen at least once a step, the same counts, a few one-off calls around the steps aside."""
+    per kernel that autotuning does not choose (PyTorch's own element-wise, reduction and loss kernels), per
+    copy and per set seen at least once a step, the same counts. The twin is another process, so cuDNN may
+    pick other convolution kernels there (seen on the H200: 15 kernel names seen in one run only), and the API
+    calls that launch them differ with them; those are compared to CUPTI's own walk in the test above."""
     cases = {p.name: p for p in _require_recorded()}
     theirs_file = RECORDED / "b1-cupti-python" / "counts.json"
     if "b1" not in cases or not theirs_file.exists():
@@ -263,11 +272,11 @@ def test_recorded_batch_1_run_has_the_calls_and_kernels_cupti_python_saw(tmp_pat
         for kind, name in zip(*pq.read_table(path, columns=["kind", "name"]).to_pydict().values()):
             ours[(kind, copy_kind[name] if kind == "memcpy" else name)] += 1
     steps = twin["steps"]
-    per_step = {key for key, n in theirs.items() if n >= steps} | {key for key, n in ours.items() if n >= steps}
-    assert any(kind == "kernel" for kind, _ in per_step) and any(kind == "runtime" for kind, _ in per_step)
-    for key in sorted(per_step):
-        assert abs(ours[key] - theirs.get(key, 0)) <= max(2, 0.05 * theirs.get(key, 0)), (
-            key,
-            ours[key],
-            theirs.get(key),
-        )
+
+    def compared(key: tuple[str, str], n: int) -> bool:
+        kind, name = key
+        return n >= steps and (kind in ("memcpy", "memset") or (kind == "kernel" and not AUTOTUNED.search(name)))
+
+    keys = {k for k, n in theirs.items() if compared(k, n)} | {k for k, n in ours.items() if compared(k, n)}
+    assert sum(1 for kind, _ in keys if kind == "kernel") >= 5 and any(kind == "memcpy" for kind, _ in keys)
+    assert {key: ours[key] for key in sorted(keys)} == {key: theirs.get(key, 0) for key in sorted(keys)}
