@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from tracer.core.errors import UserError
 from tracer.core.records import RunSpec
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import CUPTI_COLUMNS
+from tracer.core.schema import CUPTI_COLUMNS, TRACE_CUPTI, TRACE_ENV
 from tracer.tracing.base import TraceBackend
 
 CUPTI_DIR = "raw/cupti"
@@ -89,7 +89,7 @@ class CuptiBackend(TraceBackend):
             )
 
     def environment(self, folder: RunFolder, spec: RunSpec) -> dict[str, str]:
-        return {"TRACER_TRACE": "cupti"}
+        return {TRACE_ENV: TRACE_CUPTI}
 
     def finish(self, folder: RunFolder) -> list[str]:
         cupti_dir = folder.path / CUPTI_DIR

@@ -21,8 +21,8 @@ import os
 import threading
 import time
 
+from tracer.worker.schema import CUPTI_ALL_CALLS_ENV, MEMCPY_NAMES, Event
 from tracer.worker.schema import CUPTI_COLUMNS as COLUMNS
-from tracer.worker.schema import MEMCPY_NAMES, Event
 
 KINDS = ("RUNTIME", "DRIVER", "CONCURRENT_KERNEL", "MEMCPY", "MEMSET")
 #: Calls switched off at the source (Kineto's list and their siblings); set TRACER_CUPTI_ALL_CALLS=1 to keep them.
@@ -90,7 +90,7 @@ class CuptiCollector:
             kind = getattr(c.ActivityKind, name)
             c.activity_enable(kind)
             self._enabled.append(kind)
-        if os.environ.get("TRACER_CUPTI_ALL_CALLS") != "1":
+        if os.environ.get(CUPTI_ALL_CALLS_ENV) != "1":
             self._switch_off(c.activity_enable_runtime_api, getattr(c, "runtime_api_trace_cbid", None), NOISY_RUNTIME)
             self._switch_off(c.activity_enable_driver_api, getattr(c, "driver_api_trace_cbid", None), NOISY_DRIVER)
         try:

@@ -18,6 +18,7 @@ from tests.tracer.tracing.helpers import FakeCupti, api, kernel, memcpy, memset,
 from tracer.core.errors import UserError
 from tracer.core.records import RunSpec, RunStatus
 from tracer.core.runfolder import RunFolder, read_jsonl
+from tracer.core.schema import TRACE_CUPTI, TRACE_ENV
 from tracer.tracing.cupti import CuptiBackend, convert_batches, install_hint
 from tracer.worker import cupti_trace
 from tracer.worker.reporting import Reporter
@@ -153,7 +154,7 @@ def test_worker_without_cupti_fails_at_start_with_exit_4(tmp_path: Path) -> None
     )
     from tracer.runner import worker_pythonpath
 
-    env = dict(os.environ, PYTHONPATH=str(worker_pythonpath()), TRACER_TRACE="cupti")
+    env = dict(os.environ, PYTHONPATH=str(worker_pythonpath()), **{TRACE_ENV: TRACE_CUPTI})
     done = subprocess.run(
         [sys.executable, "-m", "tracer.worker", str(run_dir)], env=env, capture_output=True, text=True, timeout=120
     )
