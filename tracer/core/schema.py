@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from tracer.worker.schema import (
+    AUTOTUNE,
     COMPUTE_S,
     CUPTI_ALL_CALLS_ENV,
     CUPTI_COLUMNS,
@@ -30,6 +31,7 @@ from tracer.worker.schema import (
     NSYS_WINDOW_TRACE,
     NVTX_WINDOW_RANGE,
     ON_DIVERGENCE,
+    PIPELINES,
     SAMPLES_DIR,
     STEP_COLUMNS,
     STEPS_TABLE,
@@ -66,6 +68,8 @@ __all__ = [
     "MEMCPY_NAMES",
     "NONFINITE",
     "NSYS_WINDOW_TRACE",
+    "AUTOTUNE",
+    "PIPELINES",
     "CUPTI_ALL_CALLS_ENV",
     "TRACE_CUPTI",
     "TRACE_ENV",

@@ -82,6 +82,11 @@ EXIT_DIVERGED = 5  # the worker's exit code when it stopped at a divergence (its
 #: once before the first epoch, batched from RAM), synthetic (one random batch made once on the device).
 DATA_MODES = ("files", "memory", "synthetic")
 DATA_FILES, DATA_MEMORY, DATA_SYNTHETIC = DATA_MODES
+#: How the batches are decoded and resized (--pipeline): native (each framework's own operators) or shared (one
+#: PIL loader for all, identical pixels).
+PIPELINES = ("native", "shared")
+#: --workers' one word: tf.data chooses its own parallelism (TensorFlow only).
+AUTOTUNE = "autotune"
 
 
 # --- JSON: every file the tool writes is strict JSON (no NaN, Infinity); a non-finite number is written
