@@ -27,6 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from analyzers import api_names
 from tracer.core.schema import MEMCPY_NAMES
 
 CUDA_API = "cuda_api"
@@ -194,10 +195,7 @@ def family_label(label: str, family: str) -> str:
     return label if family == API_CUDA else label.replace(API_CUDA, family)
 
 
-def api_display_name(name: str) -> str:
-    """nsys's rule, verbatim from its SQL: when the 6th- and 5th-last characters are `_v`, drop the
-    last 6 (cudaLaunchKernel_v7000 -> cudaLaunchKernel; cudaLaunchKernelExC_v11060 stays as is)."""
-    return name[:-6] if len(name) >= 6 and name[-6:-4] == "_v" else name
+api_display_name = api_names.display_name  # nsys's display rule (analyzers.api_names)
 
 
 _KINETO_MEMCPY = re.compile(r"Memcpy\s+(\w+)")

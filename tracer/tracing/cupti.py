@@ -27,6 +27,8 @@ from tracer.core.schema import (
     CUPTI_LIBRARY_ENV,
     CUPTI_META_FILE,
     CUPTI_STOP_FILE,
+    TRACE_CUPTI,
+    TRACE_ENV,
 )
 from tracer.tracing.base import TraceBackend
 from tracer.tracing.cupti_decode import RECORD_SCHEMA, Converted, convert
@@ -106,7 +108,7 @@ class CuptiBackend(TraceBackend):
             )
 
     def environment(self, folder: RunFolder, spec: RunSpec) -> dict[str, str]:
-        return {"TRACER_TRACE": "cupti"}
+        return {TRACE_ENV: TRACE_CUPTI}
 
     def finish(self, folder: RunFolder) -> list[str]:
         cupti_dir = folder.path / CUPTI_DIR

@@ -32,6 +32,7 @@ from typing import Any, List
 
 from tracer.worker.clock import perf_counter_ns, time_ns
 from tracer.worker.schema import (
+    CUPTI_ALL_CALLS_ENV,
     CUPTI_BUFFER_FILE,
     CUPTI_CLOCK_FILE,
     CUPTI_INDEX_FILE,
@@ -64,7 +65,6 @@ NOISY_RUNTIME = (
     "cudaEventDestroy_v3020",
 )
 NOISY_DRIVER = ("cuDevicePrimaryCtxGetState", "cuCtxGetCurrent", "cuKernelGetAttribute")
-ALL_CALLS_ENV = "TRACER_CUPTI_ALL_CALLS"
 #: The callback ids probed for names: beyond CUDA 13.0's CUPTI_*_TRACE_CBID_SIZE (523, 807), for newer ones.
 MAX_CBID = 2048
 LIBRARY_NAMES = ("libcupti.so.13", "libcupti.so.12", "libcupti.so")
@@ -392,7 +392,7 @@ class CuptiCollector(object):
         for kind in L.ENABLED_KINDS:
             lib.call("cuptiActivityEnable", kind)
             self._enabled.append(kind)
-        if os.environ.get(ALL_CALLS_ENV) != "1":
+        if os.environ.get(CUPTI_ALL_CALLS_ENV) != "1":
             self._switch_off("cuptiActivityEnableRuntimeApi", runtime, NOISY_RUNTIME)
             self._switch_off("cuptiActivityEnableDriverApi", driver, NOISY_DRIVER)
         try:

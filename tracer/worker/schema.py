@@ -60,7 +60,16 @@ class Event(object):
 WINDOW_EDGE = "edge"
 WINDOW_OPEN = "open"
 WINDOW_CLOSE = "close"
-#: TRACER_TRACE's value when nsys traces a window: the worker then opens the NVTX range below around it.
+# --- environment variables the tracer sets for the worker
+#: Which tracer the worker starts inside itself: TRACE_CUPTI, TRACE_TORCH or NSYS_WINDOW_TRACE (unset: none).
+TRACE_ENV = "TRACER_TRACE"
+TRACE_CUPTI = "cupti"  # the CUPTI Activity API collector (tracer/worker/cupti_trace.py)
+TRACE_TORCH = "torch"  # the PyTorch profiler (tracer/worker/torch_trace.py)
+#: The tracer's pid: the worker dies with it (tracer/worker/lifeline.py).
+TRACER_PID_ENV = "DL_TRACER_PID"
+#: "1": the CUPTI collector keeps the calls it otherwise switches off at the source (Kineto's list).
+CUPTI_ALL_CALLS_ENV = "TRACER_CUPTI_ALL_CALLS"
+#: TRACE_ENV's value when nsys traces a window: the worker then opens the NVTX range below around it.
 NSYS_WINDOW_TRACE = "nsys-window"
 #: The NVTX range the worker opens around its trace window; nsys's capture range (`--nvtx-capture`) starts on it.
 NVTX_WINDOW_RANGE = "dl-tracer trace window"
@@ -75,6 +84,11 @@ EXIT_DIVERGED = 5  # the worker's exit code when it stopped at a divergence (its
 #: once before the first epoch, batched from RAM), synthetic (one random batch made once on the device).
 DATA_MODES = ("files", "memory", "synthetic")
 DATA_FILES, DATA_MEMORY, DATA_SYNTHETIC = DATA_MODES
+#: How the batches are decoded and resized (--pipeline): native (each framework's own operators) or shared (one
+#: PIL loader for all, identical pixels).
+PIPELINES = ("native", "shared")
+#: --workers' one word: tf.data chooses its own parallelism (TensorFlow only).
+AUTOTUNE = "autotune"
 
 
 # --- JSON: every file the tool writes is strict JSON (no NaN, Infinity); a non-finite number is written

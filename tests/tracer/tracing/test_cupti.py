@@ -19,6 +19,7 @@ from tests.tracer.tracing.test_cupti_decode import _mixed, _write_run
 from tracer.core.errors import UserError
 from tracer.core.records import RunSpec, RunStatus
 from tracer.core.runfolder import RunFolder, read_jsonl
+from tracer.core.schema import CUPTI_LIBRARY_ENV, TRACE_CUPTI, TRACE_ENV
 from tracer.tracing.cupti import CUPTI_DIR, DECODE_FILE, CuptiBackend, install_hint, probe
 
 
@@ -33,7 +34,7 @@ def test_cpu_run_is_refused_in_one_line(tmp_path: Path) -> None:
 
 
 def test_a_missing_libcupti_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TRACER_LIBCUPTI", "/no/such/libcupti.so.13")
+    monkeypatch.setenv(CUPTI_LIBRARY_ENV, "/no/such/libcupti.so.13")
     spec = RunSpec(framework="pytorch", model="alexnet", dataset="small", device="gpu")
     with pytest.raises(UserError) as e:
         CuptiBackend().check(spec, sys.executable)
@@ -81,7 +82,11 @@ def test_a_worker_that_cannot_load_cupti_fails_at_start_with_exit_4(tmp_path: Pa
     )
     from tracer.runner import worker_pythonpath
 
-    env = dict(os.environ, PYTHONPATH=str(worker_pythonpath()), TRACER_TRACE="cupti", TRACER_LIBCUPTI="/no/libcupti.so")
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(worker_pythonpath()),
+        **{TRACE_ENV: TRACE_CUPTI, CUPTI_LIBRARY_ENV: "/no/libcupti.so"},
+    )
     done = subprocess.run(
         [sys.executable, "-m", "tracer.worker", str(run_dir)], env=env, capture_output=True, text=True, timeout=120
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.tracer.tracing.cupti_here import VERSION, api, kernel, libcupti_path, memcpy, memset, next_record_offsets
-from tracer.core.schema import CUPTI_INDEX_FILE, CUPTI_LAYOUT, CUPTI_META_FILE
+from tracer.core.schema import CUPTI_INDEX_FILE, CUPTI_LAYOUT, CUPTI_LIBRARY_ENV, CUPTI_META_FILE
 from tracer.environments import has_nvidia_gpu
 from tracer.worker import cupti_trace
 from tracer.worker.reporting import Reporter
@@ -105,7 +105,7 @@ def test_a_library_that_cannot_load_is_one_clear_error() -> None:
 
 
 def test_the_library_search_takes_the_override_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TRACER_LIBCUPTI", "/opt/x/libcupti.so.13")
+    monkeypatch.setenv(CUPTI_LIBRARY_ENV, "/opt/x/libcupti.so.13")
     assert cupti_trace.find_libcupti() == "/opt/x/libcupti.so.13"
 
 
