@@ -44,7 +44,7 @@ from tracer.core.records import (
     RunStatus,
 )
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import DATA_MEMORY, EXIT_DIVERGED, KIND, STEPS_TABLE, Event
+from tracer.core.schema import DATA_MEMORY, EXIT_DIVERGED, KIND, STEPS_TABLE, TRACER_PID_ENV, Event
 from tracer.dataset import check_memory_fits
 from tracer.environments import EnvStatus
 from tracer.nvml import Nvml
@@ -61,7 +61,6 @@ POLL_S = 0.2
 PUMP_GRACE_S = 2.0  # how long the command's output may take to drain once it has ended
 TERMINATE_GRACE_S = 5.0
 STDERR_TAIL_LINES = 25
-TRACER_PID_ENV = "DL_TRACER_PID"  # read by tracer/worker/lifeline.py, which must not import this module
 WORKER_TMP_PREFIX = "dl-tracer-worker-"
 TMPDIR_MAX_CHARS = 40
 RESERVE_FILE = ".reserve"  # in raw/, removed before the final run.json is written
