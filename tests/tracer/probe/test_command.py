@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.conftest import run_tracer
 from tracer.core.runfolder import list_runs
-from tracer.core.schema import PROBE, Event, Probe
+from tracer.core.schema import PROBE, PROBE_RUN_DIR_ENV, Event, Probe
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 NOISY = """\
@@ -148,3 +148,20 @@ def test_nor_when_the_tracer_itself_is_killed(tmp_path: Path) -> None:
     finally:
         if tracer.poll() is None:
             tracer.kill()
+
+
+def test_the_probe_needs_nothing_of_the_tool_on_the_path(tmp_path: Path) -> None:
+    """In an interpreter where no `tracer` package is importable (the machine's own Python, not the tool's
+    environment), the probe starts, times the marked loop, and leaves no `tracer` module behind."""
+    from tracer.command import probe_pythonpath
+
+    bare = Path(sys.base_prefix) / "bin" / "python3"
+    script = "import sys\nfrom dltracer_probe import steps\nfor _ in steps(range(5)):\n    pass\n"
+    script += "print(sorted(m for m in sys.modules if m.split('.')[0] == 'tracer'))\n"
+    (tmp_path / "samples").mkdir()
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(probe_pythonpath()), PROBE_RUN_DIR_ENV: str(tmp_path)}
+    done = subprocess.run([str(bare), "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.strip() == "[]"
+    (steps,) = (tmp_path / "samples").glob("steps-*.csv")
+    assert len(steps.read_text().splitlines()) == 1 + 5  # the header and the five steps
