@@ -10,7 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_tracer
+from tracer.core.records import RunStatus
 from tracer.core.runfolder import list_runs
 from tracer.core.schema import PROBE, PROBE_RUN_DIR_ENV, Event, Probe
 
@@ -165,3 +168,28 @@ def test_the_probe_needs_nothing_of_the_tool_on_the_path(tmp_path: Path) -> None
     assert done.stdout.strip() == "[]"
     (steps,) = (tmp_path / "samples").glob("steps-*.csv")
     assert len(steps.read_text().splitlines()) == 1 + 5  # the header and the five steps
+
+
+@pytest.mark.parametrize(
+    ("option", "status"),
+    [(["--timeout", "3"], RunStatus.TIMEOUT), (["--stall-after", "3"], RunStatus.STALLED)],
+)
+def test_a_command_that_sleeps_ends_as_the_built_in_workload_would(
+    tmp_path: Path, option: list[str], status: RunStatus
+) -> None:
+    out = tmp_path / "runs"
+    result = run_tracer(
+        "profile", *option, "--out", str(out), "--", sys.executable, "-c", "import time; time.sleep(600)"
+    )
+    assert result.returncode == 1, result.stderr[-2000:]
+    (folder,) = list_runs(out)
+    assert folder.read_record().outcome.status is status
+
+
+def test_repeat_makes_one_folder_per_run_of_the_command(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    result = run_tracer("profile", "--repeat", "2", "--out", str(out), "--", sys.executable, "-c", "print('hi')")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.count("hi\n") == 2
+    runs = list_runs(out)
+    assert len(runs) == 2 and all(r.read_record().command.argv[-1] == "print('hi')" for r in runs)  # type: ignore[union-attr]
