@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analyzers import tables as trace_tables
+from analyzers.kernel_classes import with_classes
 from analyzers.kernel_names import short_names
 from analyzers.report.runs import LoadedRun, collect_runs
 from analyzers.run_summary import summarise
@@ -48,7 +49,8 @@ class RunTables:
     epochs: pd.DataFrame  # one row per epoch: duration_s, images, images_per_s, loss, accuracy
     steps: pd.DataFrame  # one row per training step: data wait, compute and sync seconds (runs that have them)
     samples: dict[str, pd.DataFrame] = field(default_factory=dict)  # "process", "gpu", "threads", ...; t_s added
-    cuda: dict[str, pd.DataFrame] = field(default_factory=dict)  # TRACE_TABLES present; kernels get `label`
+    # TRACE_TABLES present; kernels get `label` and `kernel_class` (analyzers.kernel_classes)
+    cuda: dict[str, pd.DataFrame] = field(default_factory=dict)
     skipped: tuple[str, ...] = ()  # damaged run folders that were left out, and why
 
 
@@ -77,7 +79,10 @@ def load_runs(*paths: str | Path, warmup: int = WARMUP_EPOCHS) -> RunTables:
         for name in TRACE_TABLES:
             path = run.folder.table_path(name)
             if path.exists():
-                frame = _with_run_id(pq.read_table(path), run.folder.run_id)
+                table = pq.read_table(path)
+                if name == trace_tables.KERNELS:  # what each kernel does (analyzers.kernel_classes)
+                    table = with_classes(table)
+                frame = _with_run_id(table, run.folder.run_id)
                 if name == trace_tables.KERNELS:  # the label `analyze` and the viewer show, unique in the run
                     frame["label"] = frame["name"].map(short_names(frame["name"].unique()))
                 cuda.setdefault(name, []).append(frame)
