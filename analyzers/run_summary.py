@@ -88,6 +88,14 @@ class RunSummary:
 
 
 def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
+    """The run's summary: `Run.summary`, computed once per `Run` (a bare folder is opened as one)."""
+    from analyzers.run import as_run
+
+    return as_run(folder, warmup).summary
+
+
+def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
+    """What `Run.summary` holds, computed from the run's parts."""
     record = folder.read_record()
     epochs = folder.epochs()
     steady = epoch_stats(epochs, warmup)

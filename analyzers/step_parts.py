@@ -147,8 +147,7 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
     else:
         parts = [(DATA_WAIT, wait.sum()), (COMPUTE, compute.sum()), (SYNC, sync.sum())]
     made = tuple(
-        Part(k, ASYNC_COMPUTE_LABEL if asynchronous and k == COMPUTE else part_label(k), float(v) / n)
-        for k, v in parts
+        Part(k, ASYNC_COMPUTE_LABEL if asynchronous and k == COMPUTE else part_label(k), float(v) / n) for k, v in parts
     )
     return Decomposition(
         **head,  # type: ignore[arg-type]
@@ -200,7 +199,9 @@ def _gpu_rows(folder: RunFolder) -> _Gpu | None:
         names += named.dictionary.to_pylist()
         devices |= set(pc.unique(table["device"].fill_null(0)).to_pylist())
     start, end = np.concatenate(starts), np.concatenate(ends)
-    return _Gpu(start, end, np.concatenate(cls), np.concatenate(ids), names, int(start.min()), int(end.max()), len(devices))
+    return _Gpu(
+        start, end, np.concatenate(cls), np.concatenate(ids), names, int(start.min()), int(end.max()), len(devices)
+    )
 
 
 def _by_kernel(gpu: _Gpu, rows: np.ndarray, per: float) -> dict[str, tuple[str, str, float]]:

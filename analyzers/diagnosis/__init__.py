@@ -11,7 +11,18 @@ from analyzers.diagnosis.inputs import RunTables, load
 from analyzers.diagnosis.verdict import RULES, Evidence, Severity, Verdict, ranked
 from tracer.core.runfolder import RunFolder
 
-__all__ = ["RULES", "Evidence", "RunTables", "Severity", "Verdict", "diagnose", "diagnose_tables", "ranked", "top"]
+__all__ = [
+    "RULES",
+    "Evidence",
+    "RunTables",
+    "Severity",
+    "Verdict",
+    "diagnose",
+    "diagnose_tables",
+    "load",
+    "ranked",
+    "top",
+]
 TOP = 3
 
 
@@ -21,7 +32,10 @@ def diagnose_tables(tables: RunTables) -> list[Verdict]:
 
 
 def diagnose(folder: RunFolder) -> list[Verdict]:
-    return diagnose_tables(load(folder))
+    """Every rule's verdict on the run (its inputs are `Run.diagnosis_inputs`, made once per run)."""
+    from analyzers.run import as_run
+
+    return diagnose_tables(as_run(folder).diagnosis_inputs)
 
 
 def top(verdicts: list[Verdict], n: int = TOP) -> list[Verdict]:

@@ -13,7 +13,7 @@ from tracer.cli.common import add_out_dir, console, err_console
 from tracer.cli.compare import print_data_pairs
 from tracer.cli.diagnose import print_block
 from tracer.cli.outputs import output_dir
-from tracer.cli.runs import print_repeats, print_summary
+from tracer.cli.runs import print_problems, print_repeats, print_summary
 from tracer.core import cases, options
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS, framework_info
@@ -113,6 +113,7 @@ def check_device(spec: RunSpec) -> None:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    from analyzers.run import Run
     from analyzers.run_summary import summarise
     from tracer.runner import Launch, Runner
 
@@ -141,8 +142,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
             folder, record = runner.run()
             folders.append(folder)
             ingest_traces(folder, err)  # a run without a trace still gets its thread timeline
-            print_summary(summarise(folder), console())
-            print_block(folder, console())
+            run = Run.open(folder)  # read once for the summary, the diagnosis and its problems
+            print_summary(run.summary, console())
+            print_block(run, console())
+            print_problems(run, console())
             if record.outcome.status is not RunStatus.OK:
                 err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
                 return EXIT_RUN_FAILED

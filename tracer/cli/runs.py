@@ -22,6 +22,7 @@ from tracer.cli.common import (
     print_pairs,
     print_wrapped,
     table_lines,
+    warn_problems,
 )
 from tracer.core import cases
 from tracer.core.errors import UserError
@@ -80,10 +81,10 @@ LEGEND = {
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from analyzers.run_summary import summarise
+    from analyzers.run import Run
     from tracer.core.runfolder import list_runs, short_ids
 
-    runs = list_runs(args.runs_dir)
+    runs = [Run.open(f) for f in list_runs(args.runs_dir)]
     if not runs:
         err_console().print(f"no runs in {args.runs_dir}: make one with `tracer profile ...`")
         return 0
@@ -92,8 +93,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     rows: list[tuple[str, ...]] = []
     for folder in runs:
         try:
-            s = summarise(folder)
-            record = folder.read_record()
+            s = folder.summary
+            record = folder.record
         except UserError as e:
             print(f"tracer: warning: {e}", file=sys.stderr)
             rows.append((folder.run_id, *[""] * 10, "damaged: run.json", *[""] * 5))
@@ -145,6 +146,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             print_wrapped(out, legend)
     where = f"in {args.runs_dir.resolve()}"
     print_wrapped(out, where + ("; id: the run id's tail, which every command takes" if tail_ids else ""))
+    warn_problems(runs)
     return 0
 
 
@@ -187,22 +189,36 @@ def load_text(s: object) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from analyzers.run_summary import summarise
+    from analyzers.run import Run
     from tracer.cli.diagnose import print_block
     from tracer.core.runfolder import find_run
 
-    folder = find_run(args.runs_dir, args.run)
-    print_summary(summarise(folder, args.warmup), console())
-    repeats = repeats_of(folder)
-    if len(repeats) > 1:
-        print_repeats([summarise(f, args.warmup) for f in repeats], console())
-    record = folder.read_record()
-    if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:
-        console().print("last lines of the worker's output:")
-        for line in record.outcome.stderr_tail[-10:]:
-            console().print(f"  {line}", markup=False)
-    print_block(folder, console())
+    run = Run.open(find_run(args.runs_dir, args.run), args.warmup)
+    repeats: list[Run] = []
+    try:
+        print_summary(run.summary, console())
+        repeats = [run if f.path == run.path else Run.open(f, args.warmup) for f in repeats_of(run)]
+        if len(repeats) > 1:
+            print_repeats([r.summary for r in repeats], console())
+        record = run.record
+        if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:
+            console().print("last lines of the worker's output:")
+            for line in record.outcome.stderr_tail[-10:]:
+                console().print(f"  {line}", markup=False)
+        print_block(run, console())
+        print_problems(run, console())
+    finally:
+        warn_problems([r for r in repeats if r.run_id != run.run_id])
     return 0
+
+
+def print_problems(run: Any, out: Console) -> None:
+    """The run's damaged files (`Run.problems`), one line each under "Problems"; nothing for a sound run."""
+    if not run.problems:
+        return
+    out.print("[bold]Problems[/bold]")
+    for problem in run.problems:
+        print_wrapped(out, f"- {problem.text()}", "  ", "  ")
 
 
 def _data_wait(steady_pct: float | None, run_pct: float | None, by_epoch: tuple[float | None, ...]) -> str:
