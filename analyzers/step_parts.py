@@ -43,11 +43,24 @@ GPU_PREFIX = "gpu:"
 PART_LABELS = {
     DATA_WAIT: "waiting for data",
     COMPUTE: "compute (forward, backward, update as the host saw them)",
-    SYNC: "synchronising with the device (loss reads)",
+    SYNC: "synchronising (loss reads)",
     HOST: "host time with the GPU idle (launching, Python, synchronising)",
 }
+PART_DOING = {
+    DATA_WAIT: "waiting for data",
+    COMPUTE: "computing (forward, backward, update)",
+    SYNC: "synchronising (reading the loss)",
+    HOST: "on the host with the GPU idle",
+}
+"""How a sentence says where time went ("B spends 7 ms more per image waiting for data")."""
 ASYNC_COMPUTE_LABEL = "compute (step minus data wait: the framework returns before its work is done)"
 BASIS_STEPS, BASIS_TRACED_STEPS, BASIS_WINDOW = "steady steps", "traced steady steps", "trace window"
+
+
+def part_doing(key: str) -> str:
+    if key.startswith(GPU_PREFIX):
+        return f"in GPU {kc.label(key.removeprefix(GPU_PREFIX))} kernels"
+    return PART_DOING.get(key, f"in {key}")
 
 
 def part_label(key: str) -> str:
@@ -102,12 +115,16 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
     asynchronous = bool(info and info.asynchronous)
     stats = epoch_stats(folder.epochs(), warmup)
     ips = stats.steady_images_per_s
+    # What an imported trace or a user's command does not say stays unknown: never the spec's defaults.
+    foreign = record.imported is not None or record.command is not None
+    unknown_batch = record.command is not None or (record.imported and "batch" in record.imported.not_recorded)
+    batch = None if unknown_batch else spec.batch
     head = dict(
         run_id=folder.run_id,
         framework=spec.framework,
         model=spec.model,
         device=spec.device,
-        data=str(getattr(spec, "data", "")),
+        data="" if foreign else str(spec.data),
         trace=str(spec.trace),
         asynchronous=asynchronous,
         measured_s=1 / ips if ips else None,
@@ -137,7 +154,7 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
             if not covered.all():
                 notes.append(f"traced: {int(covered.sum())} of {len(covered)} steady steps (a trace window)")
             return _traced(
-                head, gpu, start[covered], wait[covered], end[covered], int(images[covered].sum()), notes, spec.batch
+                head, gpu, start[covered], wait[covered], end[covered], int(images[covered].sum()), notes, batch
             )
         notes.append("no steady step lies inside the trace: GPU time not split")
     n = int(images.sum())
@@ -151,7 +168,7 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
     )
     return Decomposition(
         **head,  # type: ignore[arg-type]
-        batch=spec.batch,
+        batch=batch,
         basis=BASIS_STEPS,
         steps=len(start),
         images=n,
@@ -187,7 +204,12 @@ def _gpu_rows(folder: RunFolder) -> _Gpu | None:
     if not parts:
         return None
     index = {c.key: i for i, c in enumerate(kc.CLASSES)}
-    starts, ends, cls, ids, names, devices = [], [], [], [], [], set()
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    cls: list[np.ndarray] = []
+    ids: list[np.ndarray] = []
+    names: list[str] = []
+    devices: set[int] = set()
     for table, column, classes in parts:
         starts.append(table["start_ns"].to_numpy().astype(np.int64))
         ends.append(table["end_ns"].to_numpy().astype(np.int64))
@@ -238,7 +260,7 @@ def _traced(
     end: np.ndarray,
     images: int,
     notes: list[str],
-    batch: int,
+    batch: int | None,
 ) -> Decomposition:
     """The exclusive split of the steps [start, end), their data wait [start, start + wait), by a sweep
     over every start and end of a GPU interval and of a step."""
