@@ -34,25 +34,26 @@ KERNEL_CLASS = "kernel_class"
 class KernelClass:
     key: str  # column value, JSON key
     label: str  # as tables and charts say it
+    colour: str  # '#RRGGBB' in every chart (related classes in related hues; "other" grey)
 
 
 CLASSES: tuple[KernelClass, ...] = (
-    KernelClass("matmul", "matrix multiply"),
-    KernelClass("conv_fwd", "convolution, forward"),
-    KernelClass("conv_bwd_data", "convolution, backward data"),
-    KernelClass("conv_bwd_filter", "convolution, backward filter"),
-    KernelClass("conv", "convolution (direction not in the name)"),
-    KernelClass("attention", "attention"),
-    KernelClass("elementwise", "element-wise"),
-    KernelClass("fused", "fused element-wise (XLA, Triton)"),
-    KernelClass("reduction", "reduction and pooling"),
-    KernelClass("normalization", "normalisation"),
-    KernelClass("softmax_loss", "softmax and loss"),
-    KernelClass("optimizer", "optimizer update"),
-    KernelClass("indexing", "gather, scatter, embedding, sort"),
-    KernelClass("memory", "memory copy, set and layout"),
-    KernelClass("communication", "communication (NCCL, RCCL)"),
-    KernelClass("other", "other"),
+    KernelClass("matmul", "matrix multiply", "#1F77B4"),
+    KernelClass("conv_fwd", "convolution, forward", "#D62728"),
+    KernelClass("conv_bwd_data", "convolution, backward data", "#FF7F0E"),
+    KernelClass("conv_bwd_filter", "convolution, backward filter", "#E377C2"),
+    KernelClass("conv", "convolution (direction not in the name)", "#8C564B"),
+    KernelClass("attention", "attention", "#9467BD"),
+    KernelClass("elementwise", "element-wise", "#2CA02C"),
+    KernelClass("fused", "fused element-wise (XLA, Triton)", "#98DF8A"),
+    KernelClass("reduction", "reduction and pooling", "#17BECF"),
+    KernelClass("normalization", "normalisation", "#BCBD22"),
+    KernelClass("softmax_loss", "softmax and loss", "#FFBB78"),
+    KernelClass("optimizer", "optimizer update", "#AEC7E8"),
+    KernelClass("indexing", "gather, scatter, embedding, sort", "#C5B0D5"),
+    KernelClass("memory", "memory copy, set and layout", "#C49C94"),
+    KernelClass("communication", "communication (NCCL, RCCL)", "#393B79"),
+    KernelClass("other", "other", "#7F7F7F"),
 )
 BY_KEY = {c.key: c for c in CLASSES}
 OTHER = "other"

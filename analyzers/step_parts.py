@@ -131,11 +131,13 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
         images_per_s=ips,
     )
     table = steps_table(folder)
-    if table is not None:
+    notes: list[str] = []
+    if table is not None and stats.epochs == 0:  # steps without epochs (a trace's own step ranges): all of them
+        notes.append("the run has steps but no epochs: every step counts, none is left out as warm-up")
+    elif table is not None:
         table = table.filter(pc.is_in(table["epoch"], pa.array(list(stats.steady_epoch_numbers), pa.int64())))
     if table is None or table.num_rows == 0:
         return _window_only(folder, head)
-    notes: list[str] = []
     if stats.includes_warmup:
         notes.append("the run has no epoch after its warm-up: its steps include the warm-up")
     start = table["start_ns"].to_numpy().astype(np.int64)
