@@ -32,6 +32,9 @@ def seconds_pair(a: float, b: float) -> tuple[str, str]:
         return "0 s", "0 s"
     unit, per = next(((u, p) for u, p in UNITS if size >= p), UNITS[-1])
     decimals = max(0, DIGITS - 1 - int(math.floor(math.log10(size / per))))
+    small = min(abs(a), abs(b))
+    if small and round(small / per, decimals) == 0:  # one unit would show the smaller as 0.00: each its own
+        return seconds(a), seconds(b)
     return tuple(f"{v / per:.{decimals}f} {unit}" if v else f"0 {unit}" for v in (a, b))  # type: ignore[return-value]
 
 
@@ -63,7 +66,8 @@ def count(value: float) -> str:
 
 
 def ratio(a: float, b: float) -> str | None:
-    """b / a as "2.5x" (two significant digits), None where a is zero."""
+    """b / a as "2.5x" (two significant digits; "4,000x" from 10 on), None where a is zero."""
     if a == 0:
         return None
-    return f"{b / a:.2g}x"
+    value = b / a
+    return f"{value:,.0f}x" if value >= 10 else f"{value:.2g}x"

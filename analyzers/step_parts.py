@@ -48,7 +48,7 @@ PART_LABELS = {
 }
 PART_DOING = {
     DATA_WAIT: "waiting for data",
-    COMPUTE: "computing (forward, backward, update)",
+    COMPUTE: "computing forward, backward and update",
     SYNC: "synchronising (reading the loss)",
     HOST: "on the host with the GPU idle",
 }
@@ -109,6 +109,8 @@ class Decomposition:
 
 def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
     """The steady step of one run, split (see the module docstring)."""
+    if not folder.run_json.exists() and (folder.path / t.TRACE_META).exists():
+        return _window_only(folder, _bare_head(folder))  # a trace file analysed in place (`ingest.cached_import`)
     record = folder.read_record()
     spec = record.spec
     info = FRAMEWORKS.get(spec.framework)
@@ -311,6 +313,17 @@ def _traced(
         devices=gpu.devices,
         notes=tuple(notes),
     )
+
+
+def _bare_head(folder: RunFolder) -> dict[str, object]:
+    """What a trace file ingested without a run record says of itself: its name and its tracer."""
+    try:
+        sources = list(json.loads((folder.path / t.TRACE_META).read_text()))
+    except (OSError, ValueError):
+        sources = []
+    trace = "/".join(t.TRACE_OF_SOURCE.get(s, s) for s in sources) or "unknown"
+    return dict(run_id=folder.run_id, framework="trace file", model="", device="gpu", data="", trace=trace,
+                asynchronous=False, measured_s=None, images_per_s=None)  # fmt: skip
 
 
 def _window_only(folder: RunFolder, head: dict[str, object]) -> Decomposition:

@@ -27,3 +27,8 @@ def test_a_share_is_between_none_and_all_of_its_whole() -> None:
     assert say.share(1.0, 0.0) is None
     assert [say.percent(x) for x in (0.934, 0.004, 0.0, 1.0)] == ["93 %", "<1 %", "0 %", "100 %"]
     assert say.count(1256.4) == "1,256" and say.ratio(0.8, 2.0) == "2.5x" and say.ratio(0, 1) is None
+
+
+def test_a_pair_far_apart_shows_neither_as_zero() -> None:
+    assert say.seconds_pair(3.15, 0.0008) == ("3.15 s", "800 µs")
+    assert say.ratio(0.0008, 3.2) == "4,000x"

@@ -53,12 +53,10 @@ def print_diff(result: Any) -> None:
 
     out = console()
     for letter, d in (("A", result.a), ("B", result.b)):
-        batch = f"batch {d.batch}, " if d.batch is not None else ""
-        out.print(
-            f"{letter}: {d.run_id} [{d.framework} {d.model} {d.device} {batch}data {d.data or '-'}, trace {d.trace}; "
-            f"{d.basis}: {d.steps} steps, {d.images:,} images]",
-            markup=False,
-        )
+        what = " ".join(x for x in (d.framework, d.model, d.device) if x)
+        what += "".join(f", {k} {v}" for k, v in (("batch", d.batch), ("data", d.data)) if v)
+        covered = f"{d.steps} steps, {d.images:,} images" if d.steps else f"{say.seconds(d.window_s or 0.0)}"
+        out.print(f"{letter}: {d.run_id} [{what}, trace {d.trace}; {d.basis}: {covered}]", markup=False)
         for note in d.notes:
             out.print(f"   {letter}: {note}", markup=False)
     out.print()
