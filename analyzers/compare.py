@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import csv
 import math
-import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from analyzers import api_names
 from analyzers.learning import CurveGap, curve_gaps, same_workload
 from analyzers.pairs import DataPair, data_pairs
 from analyzers.run_summary import RunSummary, summarise
@@ -242,14 +242,7 @@ def class_differences(folders: Sequence[RunFolder]) -> list[Difference]:
     return out
 
 
-_VERSION_SUFFIX = re.compile(r"_v\d{4,6}$")
-
-
-def api_match_name(name: str) -> str:
-    """The name two traces are matched on: any `_vNNNN[N]` version suffix dropped. nsys's display rule
-    keeps `cudaLaunchKernelExC_v11060` (a 5-digit version), while Kineto records `cudaLaunchKernelExC`; matched
-    as they are, the one function showed up as two with a meaningless ratio."""
-    return _VERSION_SUFFIX.sub("", name)
+api_match_name = api_names.match_name  # the name two traces' calls are matched on (analyzers.api_names)
 
 
 def _api_totals_ns(folder: RunFolder) -> dict[str, int] | None:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analyzers.run_summary import displayed_status, images_per_s, mean_epoch_s
+from tracer.core import trace_formats as tf
 from tracer.core.cases import UNKNOWN_MODEL
 from tracer.core.options import TRACE_BACKENDS
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
@@ -25,7 +26,7 @@ def run_label(record: RunRecord | None, folder: Path) -> str:
     trace = "" if s.trace == UNTRACED else f" {s.trace}"
     origin = record.imported
     if origin is not None:
-        model = Path(origin.source).name.split(".")[0] if s.model == UNKNOWN_MODEL else s.model
+        model = tf.stem(Path(origin.source).name) if s.model == UNKNOWN_MODEL else s.model
         batch = "" if "batch" in origin.not_recorded else f" b{s.batch}"
         return f"{s.framework} {model}{batch} {s.device}{trace} (imported){status}"
     return f"{s.framework} {s.model} b{s.batch} {s.device}{trace}{status}"

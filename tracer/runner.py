@@ -41,7 +41,7 @@ from tracer.core.records import (
     RunStatus,
 )
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import DATA_MEMORY, EXIT_DIVERGED, KIND, STEPS_TABLE, Event
+from tracer.core.schema import DATA_MEMORY, EXIT_DIVERGED, KIND, STEPS_TABLE, TRACER_PID_ENV, Event
 from tracer.dataset import check_memory_fits
 from tracer.environments import EnvStatus
 from tracer.nvml import Nvml
@@ -57,7 +57,6 @@ from tracer.tracing.pyspy import PySpyRecorder, find_pyspy
 POLL_S = 0.2
 TERMINATE_GRACE_S = 5.0
 STDERR_TAIL_LINES = 25
-TRACER_PID_ENV = "DL_TRACER_PID"  # read by tracer/worker/lifeline.py, which must not import this module
 WORKER_TMP_PREFIX = "dl-tracer-worker-"
 TMPDIR_MAX_CHARS = 40
 RESERVE_FILE = ".reserve"  # in raw/, removed before the final run.json is written

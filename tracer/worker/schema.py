@@ -6,6 +6,8 @@ Worker side (Python 3.6, standard library only). The rest of the tool reaches th
 
 from typing import Any, Dict
 
+from tracer.worker import cupti_layout as CUPTI_LAYOUT  # noqa: F401, N812 - layouts cross the boundary as one module
+
 # --- events.jsonl: one JSON object per line, {"kind": ..., "t_ns": ..., fields}
 EVENTS_FILE = "events.jsonl"
 WORKER_CONFIG_FILE = "worker_config.json"
@@ -58,7 +60,16 @@ class Event(object):
 WINDOW_EDGE = "edge"
 WINDOW_OPEN = "open"
 WINDOW_CLOSE = "close"
-#: TRACER_TRACE's value when nsys traces a window: the worker then opens the NVTX range below around it.
+# --- environment variables the tracer sets for the worker
+#: Which tracer the worker starts inside itself: TRACE_CUPTI, TRACE_TORCH or NSYS_WINDOW_TRACE (unset: none).
+TRACE_ENV = "TRACER_TRACE"
+TRACE_CUPTI = "cupti"  # the CUPTI Activity API collector (tracer/worker/cupti_trace.py)
+TRACE_TORCH = "torch"  # the PyTorch profiler (tracer/worker/torch_trace.py)
+#: The tracer's pid: the worker dies with it (tracer/worker/lifeline.py).
+TRACER_PID_ENV = "DL_TRACER_PID"
+#: "1": the CUPTI collector keeps the calls it otherwise switches off at the source (Kineto's list).
+CUPTI_ALL_CALLS_ENV = "TRACER_CUPTI_ALL_CALLS"
+#: TRACE_ENV's value when nsys traces a window: the worker then opens the NVTX range below around it.
 NSYS_WINDOW_TRACE = "nsys-window"
 #: The NVTX range the worker opens around its trace window; nsys's capture range (`--nvtx-capture`) starts on it.
 NVTX_WINDOW_RANGE = "dl-tracer trace window"
@@ -73,6 +84,11 @@ EXIT_DIVERGED = 5  # the worker's exit code when it stopped at a divergence (its
 #: once before the first epoch, batched from RAM), synthetic (one random batch made once on the device).
 DATA_MODES = ("files", "memory", "synthetic")
 DATA_FILES, DATA_MEMORY, DATA_SYNTHETIC = DATA_MODES
+#: How the batches are decoded and resized (--pipeline): native (each framework's own operators) or shared (one
+#: PIL loader for all, identical pixels).
+PIPELINES = ("native", "shared")
+#: --workers' one word: tf.data chooses its own parallelism (TensorFlow only).
+AUTOTUNE = "autotune"
 
 
 # --- JSON: every file the tool writes is strict JSON (no NaN, Infinity); a non-finite number is written
@@ -140,5 +156,17 @@ MEMCPY_NAMES = {
     9: "Host-to-Host",
     10: "Peer-to-Peer",
 }
-#: Columns of a CUPTI batch file, one list each; `name` holds indexes into the batch's `names`.
+#: Columns of the CUPTI records the tracer decodes from the raw buffers (`raw/cupti/records-NNNNN.parquet`).
 CUPTI_COLUMNS = ("kind", "name", "start_ns", "end_ns", "pid", "tid", "correlation_id", "device", "stream", "bytes")
+#: What the collector writes under raw/cupti/: each completed CUPTI buffer's valid bytes as they are, an index
+#: line per buffer ({"file", "valid_bytes", "stream", "dropped", "t_ns"}; "file" null when only drops were
+#: reported), the start facts (CUPTI version, cbid -> name tables, clock), kernel names, the stop facts.
+CUPTI_RAW_FORMAT = "dl-tracer-cupti-raw/1"
+CUPTI_BUFFER_FILE = "buf-%05d.bin"
+CUPTI_BUFFER_GLOB = "buf-*.bin"
+CUPTI_INDEX_FILE = "index.jsonl"
+CUPTI_META_FILE = "meta.json"
+CUPTI_STOP_FILE = "stop.json"
+CUPTI_KERNEL_NAMES_FILE = "kernel_names.json"
+CUPTI_CLOCK_FILE = "clock.json"
+CUPTI_LIBRARY_ENV = "TRACER_LIBCUPTI"  # a libcupti path that overrides the search (the worker and the probe)
