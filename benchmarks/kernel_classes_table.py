@@ -32,6 +32,9 @@ TRACES = (
 """Every fixture trace with GPU kernels (extra-p's are CUDA samples, not a framework's, and are left out)."""
 RUN_FOLDERS = ("cf98", "a9b3", "a266")
 """The traced H100 run folders (gpu-h100/*-<id>), whose kernels tables were ingested there."""
+REPO = Path(__file__).resolve().parents[1]
+REPO_RUNS = ("tests/data/gpu-h200/*-cd88",)
+"""Traced run folders kept in the repository (the H200 CUPTI run of the ctypes collector)."""
 HEADER = "| fixture | kernel time (ms) | other (%) | classes (% of kernel time, 1 % and more) |"
 
 
@@ -44,6 +47,9 @@ def fixture_totals(fixtures: Path = FIXTURES) -> dict[str, dict[str, int]]:
     for short in RUN_FOLDERS:
         folder = next((fixtures / "gpu-h100").glob(f"*-{short}"))
         out[f"gpu-h100/{folder.name}"] = kernel_classes.class_totals(pq.read_table(folder / f"{t.KERNELS}.parquet"))
+    for pattern in REPO_RUNS:
+        folder = next(REPO.glob(pattern))
+        out[str(folder.relative_to(REPO))] = kernel_classes.class_totals(pq.read_table(folder / f"{t.KERNELS}.parquet"))
     return out
 
 

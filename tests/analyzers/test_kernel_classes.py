@@ -30,7 +30,7 @@ def totals(shared_fixtures: Path) -> dict[str, dict[str, int]]:
 
 
 def test_every_fixture_leaves_at_most_5_pct_in_other(totals: dict[str, dict[str, int]]) -> None:
-    assert len(totals) == 21  # 18 traces (8 DLRM ranks) and 3 H100 run folders
+    assert len(totals) == 22  # 18 traces (8 DLRM ranks), 3 H100 run folders and the H200 CUPTI run
     for fixture, by_class in totals.items():
         total = sum(by_class.values())
         assert total > 0, fixture
