@@ -270,28 +270,35 @@ def _traced(
     over every start and end of a GPU interval and of a step."""
     waited = start + (wait * 1e9).astype(np.int64)
     n_cls = len(kc.CLASSES)
-    times = np.concatenate([gpu.start, gpu.end, start, waited, end])
-    delta = np.zeros((len(times), n_cls), dtype=np.int64)
-    k = len(gpu.start)
-    delta[np.arange(k), gpu.cls] = 1
-    delta[k + np.arange(k), gpu.cls] = -1
+    near = (gpu.end > start.min()) & (gpu.start < end.max())  # the intervals that can touch a step
+    g_start, g_end, g_cls = gpu.start[near], gpu.end[near], gpu.cls[near]
+    times = np.concatenate([g_start, g_end, start, waited, end])
     order = np.argsort(times, kind="stable")
-    times, delta = times[order], delta[order]
-    active = np.cumsum(delta, axis=0)[:-1]  # classes running in each segment [times[i], times[i+1])
-    length = np.diff(times).astype(np.float64)
+    k, zeros = len(g_start), np.zeros(3 * len(start), dtype=np.int8)
+    sign = np.concatenate([np.ones(k, dtype=np.int8), -np.ones(k, dtype=np.int8), zeros])[order]
+    cls = np.concatenate([g_cls, g_cls, np.full(3 * len(start), -1)]).astype(np.int16)[order]
+    times = times[order]
+    length = np.diff(times).astype(np.float64)  # segment i is [times[i], times[i+1])
     mid = times[:-1] + length / 2
-    step = np.searchsorted(start, mid, side="right") - 1
-    inside = (step >= 0) & (mid < end[np.maximum(step, 0)])
-    in_wait = inside & (mid < waited[np.maximum(step, 0)])
-    running = active.sum(axis=1)
+    step = np.maximum(np.searchsorted(start, mid, side="right") - 1, 0)
+    inside = (mid >= start[step]) & (mid < end[step])
+    in_wait = inside & (mid < waited[step])
+    running = np.cumsum(sign, dtype=np.int64)[:-1]  # intervals running in each segment
     busy = running > 0
-    work = inside & ~in_wait
-    share = np.where(busy[:, None], active / np.maximum(running, 1)[:, None], 0.0)
-    by_class = (share[work] * length[work, None]).sum(axis=0) / 1e9
-    seconds = {DATA_WAIT: float((waited - start).sum()) / 1e9, HOST: float(length[work & ~busy].sum()) / 1e9}
-    for i, c in enumerate(kc.CLASSES):
-        if by_class[i] > 0:
-            seconds[GPU_PREFIX + c.key] = float(by_class[i])
+    work = inside & ~in_wait & busy
+    weight = np.where(work, length / np.maximum(running, 1), 0.0)  # each running interval's share of a segment
+    seconds = {
+        DATA_WAIT: float((waited - start).sum()) / 1e9,
+        HOST: float(length[inside & ~in_wait & ~busy].sum()) / 1e9,
+    }
+    for i in np.unique(g_cls):  # one pass per class present: memory stays a few arrays of the events
+        active = np.cumsum(np.where(cls == i, sign, 0), dtype=np.int64)[:-1]
+        share = float((weight * active).sum()) / 1e9
+        if share > 0:
+            seconds[GPU_PREFIX + kc.CLASSES[i].key] = share
+    seconds = {DATA_WAIT: seconds.pop(DATA_WAIT), HOST: seconds.pop(HOST)} | dict(
+        sorted(seconds.items(), key=lambda kv: kc.order(kv[0].removeprefix(GPU_PREFIX)))
+    )
     parts = tuple(Part(key, part_label(key), value / images) for key, value in seconds.items())
     # Plain sums: every interval whose start falls inside a step.
     s_step = np.searchsorted(start, gpu.start, side="right") - 1
