@@ -116,6 +116,7 @@ def _print_analysis(run: Any, args: argparse.Namespace) -> int:
     if args.format == "json":
         head = {"run": run.run_id, "phase": args.phase, "covers": cut.label(), "api": run.api_family}
         head |= {"window": span.window.text, "window_ns": [span.start_ns, span.end_ns]} if span else {}
+        head |= {"kernel_other_pct": other_pct(data[CLASSES_SECTION])} if data[CLASSES_SECTION] else {}
         json.dump(_finite(head | data), sys.stdout, indent=1, allow_nan=False)
         print()
     elif args.format == "csv":
@@ -170,14 +171,19 @@ def print_tables(
             out.print(f"... {len(rows) - top} more rows (--top N, or --format csv for all)")
 
 
+def other_pct(rows: list[dict[str, Any]]) -> float:
+    """The share (%) of kernel time no class took (the `kernel_classes` rows of `analysis`)."""
+    from analyzers.kernel_classes import OTHER
+
+    total = sum(r["total_ns"] for r in rows)
+    return 100.0 * sum(r["total_ns"] for r in rows if r["kernel_class"] == OTHER) / total if total else 0.0
+
+
 def other_line(rows: list[dict[str, Any]]) -> str:
     """The share of kernel time no class took: printed under every class table, 0 % included."""
     from analyzers.kernel_classes import OTHER, label
 
-    total = sum(r["total_ns"] for r in rows)
-    other = sum(r["total_ns"] for r in rows if r["kernel_class"] == OTHER)
-    share = 100.0 * other / total if total else 0.0
-    return f"kernel time in '{label(OTHER)}' (no class): {share:.1f} %"
+    return f"kernel time in '{label(OTHER)}' (no class): {other_pct(rows):.1f} %"
 
 
 def _windowed(title: str, window: str, section: str) -> str:
