@@ -28,6 +28,8 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("images/s (steady)", "steady_images_per_s", "img/s"),
     ("epoch time (steady)", "steady_epoch_s", "s"),
     ("data-wait share of step time (steady)", "steady_data_wait_pct", "%"),
+    ("step time (steady, mean per step)", "steady_step_ms", "ms"),
+    ("data wait (steady, mean per step)", "steady_wait_ms", "ms"),
     ("first epoch", "first_epoch_s", "s"),
     ("mean epoch time (all epochs)", "mean_epoch_s", "s"),
     ("images/s (all epochs)", "images_per_s", "img/s"),
@@ -45,7 +47,9 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("GPU memory peak, the framework's own (in use)", "device_peak_mib", "MiB"),
 )
 # Speed metrics: a group's median of them leaves out runs whose speed may not be ranked (diverged, failed).
-SPEED_FIELDS = frozenset({"steady_images_per_s", "steady_epoch_s", "first_epoch_s", "mean_epoch_s", "images_per_s"})
+SPEED_FIELDS = frozenset(
+    {"steady_images_per_s", "steady_epoch_s", "first_epoch_s", "mean_epoch_s", "images_per_s", "steady_step_ms"}
+)
 TOP_CUDA = 5
 MAX_COLUMNS = len(string.ascii_lowercase)
 

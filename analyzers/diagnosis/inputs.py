@@ -176,6 +176,8 @@ def steady_data_wait(t: RunTables) -> DataWait | None:
     steady = set(t.phases.split.steady) or set(split_epochs(int(e) for e in epochs).steady)
     rows = [i for i, e in enumerate(epochs) if int(e) in steady]
     wait = column(t.steps, schema.DATA_WAIT_S)
+    if len(wait) != len(epochs):  # steps whose wait nobody saw (a command's optimizer-counted steps)
+        return None
     compute = column(t.steps, schema.COMPUTE_S)
     sync = column(t.steps, schema.SYNC_S) or [0.0] * len(wait)
     w = sum(wait[i] for i in rows)

@@ -44,7 +44,10 @@ def plan_report(
     runs: Sequence[LoadedRun], out: Path, formats: Sequence[str] = charts.FORMATS, warmup: int = WARMUP_EPOCHS
 ) -> list[Step]:
     """Every step of the report on `runs`, in the order the page shows them. Figures a case has no
-    data for (CUDA API without a trace, energy without NVML) are not planned."""
+    data for (CUDA API without a trace, energy without NVML) are not planned. Runs of users' own
+    commands get a section of their own, grouped by command (they are no case of the study)."""
+    commands = [r for r in runs if r.record.command is not None]
+    runs = [r for r in runs if r.record.command is None]
     steps = [
         Step(f"writing {title}", _table_step(runs, device, out / stem, title, warmup)) for device, stem, title in TABLES
     ]
@@ -81,7 +84,19 @@ def plan_report(
         )
         if chosen:
             steps.append(Step(f"computing GPU energy of {case.name}", _energy_step(case, chosen, out, formats)))
+    if commands:
+        steps.append(Step("summarising the commands", _commands_step(commands, out)))
     return steps
+
+
+def _commands_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
+    def step() -> Output:
+        from analyzers.report import commands
+
+        path, text = commands.write(runs, out)
+        return Output("section", commands.TITLE, [path], text=text)
+
+    return step
 
 
 def _one_data_mode(group: Sequence[LoadedRun]) -> list[LoadedRun]:

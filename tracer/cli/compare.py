@@ -87,10 +87,10 @@ def _compare(folders: list[Any], args: argparse.Namespace) -> int:
         s = column.head
         status = s.status + (f" ({s.cause})" if s.cause else "")
         runs = " ".join(column.run_ids) if len(column.summaries) < 4 else f"{len(column.summaries)} repeats"
-        out.print(
-            f"{column.letter}: {runs}  [{s.framework} {s.model} {s.device} batch {s.batch}, data {s.data}, {status}]",
-            markup=False,
-        )
+        what = f"{s.framework} {s.model} {s.device} batch {s.batch}, data {s.data}"
+        if s.command:  # the script's own model, data and batch
+            what = f"{s.framework}: {s.command}, {s.device}"
+        out.print(f"{column.letter}: {runs}  [{what}, {status}]", markup=False)
         if not column.head.rankable and not any(x.rankable for x in column.summaries):
             out.print(f"   {column.letter}: speed not ranked ({column.head.not_rankable_why})", markup=False)
         for s_out in column.left_out:

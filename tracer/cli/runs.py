@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -100,6 +101,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
             rows.append((folder.run_id, *[""] * 10, "damaged: run.json", *[""] * 5))
             continue
         spec, divergence = record.spec, record.outcome.divergence
+        # A command's model, data and batch are its script's own: its name stands for them.
+        workload = (
+            (record.command.name, "-", "-", "-", "-", "-")
+            if record.command
+            else (
+                s.model,
+                cases.dataset_label(s.dataset),
+                "-" if "batch" in s.not_recorded else str(s.batch),
+                spec.data,
+                "all" if spec.limit is None else str(spec.limit),
+                str(spec.image_size),
+            )
+        )
         rows.append(
             (
                 folder.run_id,
@@ -107,17 +121,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 if record.wall_start_ns
                 else "-",
                 s.framework,
-                s.model,
-                cases.dataset_label(s.dataset),
+                workload[0],
+                workload[1],
                 s.device,
-                "-" if "batch" in s.not_recorded else str(s.batch),
+                workload[2],
                 spec.trace,
-                spec.data,
-                "all" if spec.limit is None else str(spec.limit),
-                str(spec.image_size),
+                *workload[3:],
                 s.status,
                 "no" if divergence is None else f"epoch {divergence.epoch}",
-                "-" if "epochs" in s.not_recorded else f"{s.epochs_done}/{s.epochs_planned}",
+                "-"
+                if "epochs" in s.not_recorded
+                else str(s.epochs_done)
+                if s.command
+                else f"{s.epochs_done}/{s.epochs_planned}",
                 rate_text(s),
                 load_text(s),
                 s.gpu.removeprefix("NVIDIA ").replace("driver ", "") or "none",
@@ -241,6 +257,8 @@ def print_summary(s: object, console: Console) -> None:
     what = f"{s.framework} {s.model} on {cases.dataset_label(s.dataset)}, {s.device}, batch {s.batch}"
     if imported:
         what = f"{s.framework} {s.model}, {s.device}, trace imported from {Path(s.imported_from).name}"
+    if s.command:
+        what = f"{s.command} ({s.framework}, {s.device})"
     rows = [
         ("run", s.run_id),
         ("what", what),
@@ -270,6 +288,18 @@ def print_summary(s: object, console: Console) -> None:
     if imported and not s.samples and not s.epochs_done:  # a trace alone: no sampler, no epoch events
         kept = ("run", "what", "status", "batch", "GPU utilisation", "trainable parameters")
         rows = [r for r in rows if r[0] in kept] + [("samples", "none: an imported trace has its trace tables only")]
+    if s.command:  # the script's own model, data and batch: the tool knows only what it measured
+        seen = f"seen by the probe ({', '.join(s.probes)})" if s.probes else "none seen (no loop the probe knows)"
+        command_rows = {
+            "batch": "the script's own (not recorded)",
+            "epochs": f"{s.epochs_done}, {seen}",
+            "trainable parameters": "the script's own (not recorded)",
+        }
+        if s.status != "diverged" and all(math.isnan(x) for x in s.loss_by_epoch):
+            command_rows["last loss, accuracy"] = (
+                "not read (the probe reads it where free: Keras logs, torch backward())"
+            )
+        rows = [(k, command_rows.get(k, v)) for k, v in rows]
     print_pairs(console, rows)
     console.print(f"folder {s.folder}", soft_wrap=True, markup=False)  # whole, to copy, however narrow
     if s.contended:

@@ -9,7 +9,8 @@ it runs in the framework's interpreter); this module re-exports them so nothing 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 import pyarrow as pa
 
@@ -42,6 +43,14 @@ from tracer.worker.schema import (
     NVTX_WINDOW_RANGE,
     ON_DIVERGENCE,
     PIPELINES,
+    PROBE,
+    PROBE_MODULE,
+    PROBE_RUN_DIR_ENV,
+    PROBE_SOURCE_DIR,
+    PROBE_STEPS_SEPARATOR,
+    PROBE_WORKER,
+    PROBED_IMPORTS,
+    RANK,
     SAMPLES_DIR,
     STEP_COLUMNS,
     STEPS_TABLE,
@@ -57,6 +66,7 @@ from tracer.worker.schema import (
     WORKER_CONFIG_FILE,
     WORKER_PID_FILE,
     Event,
+    Probe,
     strict_json,
 )
 
@@ -97,6 +107,15 @@ __all__ = [
     "TRACER_PID_ENV",
     "NVTX_WINDOW_RANGE",
     "ON_DIVERGENCE",
+    "PROBE",
+    "PROBE_MODULE",
+    "PROBE_RUN_DIR_ENV",
+    "PROBE_SOURCE_DIR",
+    "PROBE_STEPS_SEPARATOR",
+    "PROBE_WORKER",
+    "PROBED_IMPORTS",
+    "Probe",
+    "RANK",
     "strict_json",
     "T_NS",
     "WORKER_CONFIG_FILE",
@@ -149,6 +168,8 @@ class SampleTable:
     name: str
     schema: pa.Schema
     description: str
+    # What a column that an older writer did not have reads as (else nulls): old steps tables are rank 0.
+    defaults: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -299,13 +320,27 @@ STEPS = SampleTable(
     pa.schema(
         list(
             zip(
-                STEP_COLUMNS, (pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.float64(), pa.float64(), pa.float64())
+                STEP_COLUMNS,
+                (
+                    pa.int64(),
+                    pa.int64(),
+                    pa.int64(),
+                    pa.int64(),
+                    pa.float64(),
+                    pa.float64(),
+                    pa.float64(),
+                    pa.int64(),
+                    pa.string(),
+                ),
             )
         )
     ),
     "one row per training step, written by the worker: epoch (from 1), step (from 0 in the epoch), images, "
     "start_ns (when the step began waiting for its batch), then seconds waiting for data, computing, and "
-    "in the host-device sync that reads the loss",
+    "in the host-device sync that reads the loss (null where the probe could not see it: optimizer-counted steps),"
+    " the process's rank, and who saw the step (worker: the built-in workload; torch.DataLoader, keras.fit, marker"
+    " ...: the probe in a user's command)",
+    defaults={RANK: 0, PROBE: PROBE_WORKER},
 )
 
 SAMPLE_TABLES: dict[str, SampleTable] = {
