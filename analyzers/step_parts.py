@@ -113,8 +113,10 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
         return _window_only(folder, _bare_head(folder))  # a trace file analysed in place (`ingest.cached_import`)
     record = folder.read_record()
     spec = record.spec
-    info = FRAMEWORKS.get(spec.framework)
-    asynchronous = bool(info and info.asynchronous)
+    command = record.command
+    # A command's frameworks are the ones its processes imported; the built-in workload's is its spec's.
+    frameworks = command.frameworks_imported if command is not None else (spec.framework,)
+    asynchronous = any(FRAMEWORKS[f].asynchronous for f in frameworks if f in FRAMEWORKS)
     stats = epoch_stats(folder.epochs(), warmup)
     ips = stats.steady_images_per_s
     # What an imported trace or a user's command does not say stays unknown: never the spec's defaults.
@@ -123,8 +125,8 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
     batch = None if unknown_batch else spec.batch
     head = dict(
         run_id=folder.run_id,
-        framework=spec.framework,
-        model=spec.model,
+        framework="+".join(frameworks) if command is not None else spec.framework,
+        model=command.name if command is not None else spec.model,
         device=spec.device,
         data="" if foreign else str(spec.data),
         trace=str(spec.trace),
@@ -142,11 +144,20 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
         return _window_only(folder, head)
     if stats.includes_warmup:
         notes.append("the run has no epoch after its warm-up: its steps include the warm-up")
+    if schema.RANK in table.column_names and pc.max(table[schema.RANK].fill_null(0)).as_py():
+        ranks = len(pc.unique(table[schema.RANK].fill_null(0)))
+        notes.append(f"rank 0 of {ranks}: each rank's steps are its own, and they overlap in time")
+        table = table.filter(pc.equal(table[schema.RANK].fill_null(0), 0))
+    table = table.sort_by("start_ns")
+    if not pc.sum(table["images"].fill_null(0)).as_py():
+        raise UserError(f"{folder.path}: its steps record no images: there is nothing to count per image")
+    if table[schema.DATA_WAIT_S].null_count:  # a probe that sees no batch being fetched (torch.optimizer)
+        notes.append("no data wait seen for some steps (the probe that saw them cannot tell it): counted as 0")
     start = table["start_ns"].to_numpy().astype(np.int64)
-    wait = table[schema.DATA_WAIT_S].to_numpy()
-    compute = table[schema.COMPUTE_S].to_numpy()
-    sync = table[schema.SYNC_S].to_numpy()
-    images = table["images"].to_numpy()
+    wait = table[schema.DATA_WAIT_S].fill_null(0.0).to_numpy()
+    compute = table[schema.COMPUTE_S].fill_null(0.0).to_numpy()
+    sync = table[schema.SYNC_S].fill_null(0.0).to_numpy()
+    images = table["images"].fill_null(0).to_numpy()
     gpu = _gpu_rows(folder)
     if gpu is not None and _relative_clock(folder):
         notes.append("the trace's clock is not the steps' clock (no anchor in the trace): GPU time not split")
@@ -164,7 +175,8 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
     n = int(images.sum())
     if asynchronous:
         parts = [(DATA_WAIT, wait.sum()), (COMPUTE, compute.sum() + sync.sum())]
-        notes.append(f"{spec.framework} returns from a step before its work is done: compute is step minus data wait")
+        said = "+".join(frameworks)
+        notes.append(f"{said} returns from a step before its work is done: compute is step minus data wait")
     else:
         parts = [(DATA_WAIT, wait.sum()), (COMPUTE, compute.sum()), (SYNC, sync.sum())]
     made = tuple(
