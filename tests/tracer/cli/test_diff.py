@@ -86,10 +86,12 @@ def test_h100_pytorch_and_jax_simplebig_differ_in_data_wait(shared_fixtures: Pat
     assert table.returncode == 0 and "waiting for data" in table.stdout and "share of the gap" in table.stdout
 
 
-def test_two_cpu_frameworks_rank_the_parts_that_add_up(make_run: Callable[..., RunFolder]) -> None:
+def test_two_cpu_frameworks_rank_the_parts_that_add_up(
+    tiny_pytorch_run: RunFolder, make_run: Callable[..., RunFolder]
+) -> None:
     """One case in PyTorch and TensorFlow on the CPU: data wait, compute and synchronising, ranked by their
     contribution to the gap, adding up to the gap measured from the steady epochs within 5 %."""
-    a, b = make_run("pytorch"), make_run("tensorflow")
+    a, b = tiny_pytorch_run, make_run("tensorflow")  # the suite's shared tiny PyTorch run: one run less
     out = _diff_json(str(a.path), str(b.path))
     gap = out["gap_s"]
     ips = [epoch_stats(f.epochs()).steady_images_per_s or 0.0 for f in (a, b)]
