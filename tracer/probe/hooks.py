@@ -242,10 +242,13 @@ def grain_knobs(ds):
             return _attrs(
                 options, (("num_workers", "num_workers"), ("per_worker_buffer_size", "per_worker_buffer_size"))
             )
-        parents = getattr(ds, "_parents", None) or ()
-        ds = getattr(ds, "_parent", None) or (parents[0] if parents else None)
-        if ds is None:
+        cycle = getattr(ds, "_cycle_length", None)  # grain 0.2's mp_prefetch: an interleave over its workers
+        if isinstance(cycle, int):
+            return {"num_workers": cycle}
+        parents = getattr(ds, "_parents", None) or ()  # (grain's `_parent` asserts there is exactly one)
+        if not parents:
             break
+        ds = parents[0]
     return {"num_workers": 0}
 
 
