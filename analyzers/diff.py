@@ -200,7 +200,14 @@ def _sentences(d: Diff) -> list[str]:
     total = sum(sign * p.delta for p in d.parts)
     rest = gap - total
     if abs(rest) > MENTION * gap:
-        where = "outside the steps (epoch starts and ends)" if rest > 0 else "inside the steps but not in the epochs"
+        windowed = [d_ for d_ in (d.a, d.b) if d_.steps < d_.steady_steps]
+        if windowed:  # the parts are the traced steps', the gap the steady epochs'
+            traced = ", ".join(f"{x.steps} of {x.steady_steps} traced" for x in windowed)
+            where = f"in the steps the trace left out ({traced})"
+        elif rest > 0:
+            where = "outside the steps (epoch starts and ends)"
+        else:
+            where = "inside the steps but not in the epochs"
         out.append(f"{say.seconds(abs(rest))} of the gap lies {where}: the parts add up to {say.seconds(total)}.")
     else:
         out.append(f"The parts add up to {say.seconds(total)}, the gap within 5 %.")

@@ -102,6 +102,7 @@ class Decomposition:
     window_s: float | None = None  # BASIS_WINDOW: the trace window's length
     devices: int = 0  # GPUs the trace saw
     notes: tuple[str, ...] = ()
+    steady_steps: int = 0  # the steady steps there are (more than `steps` where a trace covers a window)
 
     def part(self, key: str) -> float:
         return next((p.seconds for p in self.parts if p.key == key), 0.0)
@@ -168,6 +169,7 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
         if covered.any():
             if not covered.all():
                 notes.append(f"traced: {int(covered.sum())} of {len(covered)} steady steps (a trace window)")
+            head["steady_steps"] = len(start)
             return _traced(
                 head, gpu, start[covered], wait[covered], end[covered], int(images[covered].sum()), notes, batch
             )
@@ -187,6 +189,7 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
         batch=batch,
         basis=BASIS_STEPS,
         steps=len(start),
+        steady_steps=len(start),
         images=n,
         step_s=sum(p.seconds for p in made),
         parts=made,
