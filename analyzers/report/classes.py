@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+from analyzers import kernel_classes as kc
 from analyzers import palette
 from analyzers import tables as trace_tables
 from analyzers.diff import diff_decompositions
@@ -36,10 +37,13 @@ def class_figure(
         return None
     fig = charts.kernel_class_figure(f"GPU time per image by kernel class\n{case.title}", bars)
     files = charts.save(fig, out / f"fig-kernel-classes-{case.slug}", formats)
+    other = ", ".join(
+        f"{palette.label(fw)} {100 * b.get(kc.OTHER, 0.0) / sum(b.values()):.1f} %" for fw, b in bars.items()
+    )
     caption = (
         "Kernels and memory operations that start inside the traced steady steps, summed by class "
         "(analyzers.kernel_classes) and divided by those steps' images; streams that overlap count each. "
-        "Runs: " + ", ".join(chosen[fw].run_id for fw in bars) + "."
+        f"GPU time left in class 'other': {other}. Runs: " + ", ".join(chosen[fw].run_id for fw in bars) + "."
     )
     return files, caption
 

@@ -25,7 +25,8 @@ def test_kernel_classes_and_the_diff_against_the_fastest(shared_fixtures: Path, 
     assert (np.abs(pixels.astype(int) - matmul_blue).sum(axis=2) < 10).sum() > 500  # the matmul segment is drawn
     said = (out / f"{DIFF_STEM}.md").read_text()
     assert "JAX against PyTorch" in said and "more per image waiting for data" in said
-    assert "GPU time per image by kernel class" in (out / "index.html").read_text()
+    page = (out / "index.html").read_text()
+    assert "GPU time per image by kernel class" in page and "left in class &#x27;other&#x27;: PyTorch 0.0 %" in page
     # The section says what `tracer diff` says: the fastest (PyTorch) as A, JAX as B.
     lines = case_diff_lines(runs)
     gap = decompose(RunFolder(folders[1])).measured_s - decompose(RunFolder(folders[0])).measured_s  # type: ignore[operator]
