@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from analyzers import cuda_api, pairs
-from analyzers.report import charts, series, tables
+from analyzers.report import charts, classes, series, tables
 from analyzers.report.runs import CaseKey, LoadedRun, by_case, latest_per_framework
 from analyzers.steady import WARMUP_EPOCHS
 from tracer.core.schema import DATA_FILES, DATA_MODES
@@ -68,6 +68,14 @@ def plan_report(
         chosen = latest_per_framework(r for r in group if _has_cuda(r))
         if chosen:
             steps.append(Step(f"summarising CUDA API calls of {case.name}", _cuda_step(case, chosen, out, formats)))
+    for case, group in cases.items():
+        chosen = latest_per_framework(r for r in group if classes.has_classes(r))
+        if chosen:
+            steps.append(
+                Step(f"splitting GPU time by kernel class of {case.name}", _class_step(case, chosen, out, formats))
+            )
+    if any(len({r.framework for r in group}) > 1 for group in cases.values()):
+        steps.append(Step("explaining why frameworks differ", _diff_step(cases, out)))
     for case, group in cases.items():
         chosen = latest_per_framework(
             r
@@ -253,6 +261,28 @@ def _cuda_step(case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: 
             + "."
         )
         return Output("figure", f"{api} time per function: {case.title}", files, caption)
+
+    return step
+
+
+def _class_step(
+    case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: Sequence[str]
+) -> Callable[[], Output | None]:
+    def step() -> Output | None:
+        made = classes.class_figure(case, chosen, out, formats)
+        if made is None:
+            return None
+        return Output("figure", f"GPU time per image by kernel class: {case.title}", made[0], made[1])
+
+    return step
+
+
+def _diff_step(cases: dict[CaseKey, list[LoadedRun]], out: Path) -> Callable[[], Output | None]:
+    def step() -> Output | None:
+        made = classes.diff_sections(cases, out)
+        if made is None:
+            return None
+        return Output("section", classes.DIFF_TITLE, [made[0]], text=made[1])
 
     return step
 

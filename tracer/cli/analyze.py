@@ -21,7 +21,8 @@ from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 
 THREADS_SECTION = "threads"  # per-thread sums of the thread timeline (analyzers.threads.thread_summary)
-SECTIONS = (t.OPERATORS, t.CUDA_API, t.KERNELS, t.MEMCPY, THREADS_SECTION)
+CLASSES_SECTION = "kernel_classes"  # kernel time by what the kernels do (analyzers.kernels.class_summary)
+SECTIONS = (t.OPERATORS, t.CUDA_API, CLASSES_SECTION, t.KERNELS, t.MEMCPY, THREADS_SECTION)
 """The sections of `analyze`'s output, each named after the table it sums."""
 
 
@@ -53,10 +54,12 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
     from analyzers import kernels, operators, threads
 
     p = trace_phase(run, phase)
+    kernel_rows = kernels.kernel_summary(run, p.start_ns, p.end_ns)
     return {
         t.OPERATORS: [dataclasses.asdict(r) for r in operators.operator_summary(run, p.start_ns, p.end_ns)],
         t.CUDA_API: [dataclasses.asdict(r) for r in _api_rows(run, p)],
-        t.KERNELS: [dataclasses.asdict(r) for r in kernels.kernel_summary(run, p.start_ns, p.end_ns)],
+        CLASSES_SECTION: [dataclasses.asdict(r) for r in kernels.class_summary(kernel_rows)],
+        t.KERNELS: [dataclasses.asdict(r) for r in kernel_rows],
         t.MEMCPY: [
             dataclasses.asdict(r) | {"kind": t.family_label(r.kind, run.api_family)}
             for r in kernels.memcpy_summary(run, p.start_ns, p.end_ns)
@@ -113,6 +116,7 @@ def _print_analysis(run: Any, args: argparse.Namespace) -> int:
     if args.format == "json":
         head = {"run": run.run_id, "phase": args.phase, "covers": cut.label(), "api": run.api_family}
         head |= {"window": span.window.text, "window_ns": [span.start_ns, span.end_ns]} if span else {}
+        head |= {"kernel_other_pct": other_pct(data[CLASSES_SECTION])} if data[CLASSES_SECTION] else {}
         json.dump(_finite(head | data), sys.stdout, indent=1, allow_nan=False)
         print()
     elif args.format == "csv":
@@ -144,6 +148,7 @@ def print_tables(
     titles = {
         t.OPERATORS: "framework operators (as the PyTorch profiler's key_averages)",
         t.CUDA_API: family_label("CUDA API (as nsys cuda_api_sum)", family),
+        CLASSES_SECTION: "GPU kernel time by class (what the kernels do)",
         t.KERNELS: "GPU kernels (as nsys cuda_gpu_kern_sum)",
         t.MEMCPY: "GPU memory operations (as nsys cuda_gpu_mem_time_sum)",
         THREADS_SECTION: "threads",
@@ -154,13 +159,31 @@ def print_tables(
             if section != t.OPERATORS:  # only PyTorch profiler traces have operators: no line for the others
                 out.print(f"{titles[section]}: none in {_windowed(title, window, section)}")
             continue
-        headers, cells = display.table(rows[:top])
+        shown = rows if section == CLASSES_SECTION else rows[:top]  # a dozen classes at most: all of them
+        headers, cells = display.table(shown)
         table = Table(*headers, title=f"{titles[section]} — {_windowed(title, window, section)}")
         for row in cells:
             table.add_row(*row)
         out.print(table)
-        if len(rows) > top:
+        if section == CLASSES_SECTION:
+            out.print(other_line(rows), markup=False)
+        if len(rows) > len(shown):
             out.print(f"... {len(rows) - top} more rows (--top N, or --format csv for all)")
+
+
+def other_pct(rows: list[dict[str, Any]]) -> float:
+    """The share (%) of kernel time no class took (the `kernel_classes` rows of `analysis`)."""
+    from analyzers.kernel_classes import OTHER
+
+    total = sum(r["total_ns"] for r in rows)
+    return 100.0 * sum(r["total_ns"] for r in rows if r["kernel_class"] == OTHER) / total if total else 0.0
+
+
+def other_line(rows: list[dict[str, Any]]) -> str:
+    """The share of kernel time no class took: printed under every class table, 0 % included."""
+    from analyzers.kernel_classes import OTHER, label
+
+    return f"kernel time in '{label(OTHER)}' (no class): {other_pct(rows):.1f} %"
 
 
 def _windowed(title: str, window: str, section: str) -> str:

@@ -207,12 +207,14 @@ def load_text(s: object) -> str:
 def cmd_show(args: argparse.Namespace) -> int:
     from analyzers.run import Run
     from tracer.cli.diagnose import print_block
+    from tracer.cli.diff import print_step_parts
     from tracer.core.runfolder import find_run
 
     run = Run.open(find_run(args.runs_dir, args.run), args.warmup)
     repeats: list[Run] = []
     try:
         print_summary(run.summary, console())
+        print_step_parts(run, console())
         repeats = [run if f.path == run.path else Run.open(f, args.warmup) for f in repeats_of(run)]
         if len(repeats) > 1:
             print_repeats([r.summary for r in repeats], console())

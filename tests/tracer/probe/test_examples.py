@@ -81,6 +81,19 @@ def test_the_same_loader_without_the_sleep_is_not_input_bound(profile_example: C
     assert verdict.measured and not verdict.fired, verdict.finding
 
 
+def test_diff_of_two_runs_of_a_script_says_the_slowed_loader_waits(profile_example: Callable[..., RunFolder]) -> None:
+    """`tracer diff` of the plain and the slowed loader (two runs of one command): the gap is data wait."""
+    import json
+
+    plain, slowed = profile_example("pytorch", *LOADER), profile_example("pytorch", *LOADER, "--slow-ms", "20")
+    result = run_tracer("diff", str(plain.path), str(slowed.path), "--format", "json")
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = json.loads(result.stdout)
+    assert out["gap_s"] > 0 and out["parts"][0]["key"] == "data_wait" and out["parts"][0]["delta_s"] > 0
+    assert out["a"]["model"] == out["b"]["model"] == "pytorch_dataloader.py" and out["b"]["batch"] is None
+    assert any("more per image waiting for data" in line for line in out["sentences"])
+
+
 def test_keras_fit_has_steps(profile_example: Callable[..., RunFolder]) -> None:
     folder = profile_example("tensorflow", "gpt_keras.py", "--samples", "32", "--epochs", "2")
     assert probes(folder) == {Probe.KERAS_FIT}
