@@ -9,11 +9,16 @@ it runs in the framework's interpreter); this module re-exports them so nothing 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 import pyarrow as pa
 
 from tracer.worker.schema import (
+    ARRIVE_NS,
+    COLLECTIVE,
+    COLLECTIVE_COLUMNS,
+    COLLECTIVES_TABLE,
     COMPUTE_S,
     CUPTI_COLUMNS,
     DATA_FILES,
@@ -21,6 +26,7 @@ from tracer.worker.schema import (
     DATA_MODES,
     DATA_SYNTHETIC,
     DATA_WAIT_S,
+    DONE_NS,
     EVENTS_FILE,
     EXIT_DIVERGED,
     KIND,
@@ -29,6 +35,10 @@ from tracer.worker.schema import (
     NSYS_WINDOW_TRACE,
     NVTX_WINDOW_RANGE,
     ON_DIVERGENCE,
+    PROBE,
+    PROBE_WORKER,
+    RANK,
+    RANKS_DIR,
     SAMPLES_DIR,
     STEP_COLUMNS,
     STEPS_TABLE,
@@ -44,11 +54,20 @@ from tracer.worker.schema import (
 )
 
 __all__ = [
+    "ARRIVE_NS",
+    "COLLECTIVE",
+    "COLLECTIVE_COLUMNS",
+    "COLLECTIVES_TABLE",
+    "DONE_NS",
+    "RANKS_DIR",
     "COMPUTE_S",
     "DATA_WAIT_S",
     "STEP_COLUMNS",
     "STEPS_TABLE",
     "SYNC_S",
+    "PROBE",
+    "PROBE_WORKER",
+    "RANK",
     "CUPTI_COLUMNS",
     "DATA_FILES",
     "DATA_MEMORY",
@@ -115,6 +134,8 @@ class SampleTable:
     name: str
     schema: pa.Schema
     description: str
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    """What a column an older writer did not write reads as (the steps table's rank: 0), instead of null."""
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -265,15 +286,28 @@ STEPS = SampleTable(
     pa.schema(
         list(
             zip(
-                STEP_COLUMNS, (pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.float64(), pa.float64(), pa.float64())
+                STEP_COLUMNS,
+                (pa.int64(),) * 4 + (pa.float64(),) * 3 + (pa.int64(), pa.string()),
             )
         )
     ),
     "one row per training step, written by the worker: epoch (from 1), step (from 0 in the epoch), images, "
     "start_ns (when the step began waiting for its batch), then seconds waiting for data, computing, and "
-    "in the host-device sync that reads the loss",
+    "in the host-device sync that reads the loss; the rank of the process that took the step (0 when "
+    "single-process) and the probe that saw it (`worker` for the built-in workload, `kineto.ProfilerStep` "
+    "for an imported PyTorch trace's own step ranges)",
+    defaults={RANK: 0, PROBE: PROBE_WORKER},
+)
+
+COLLECTIVES = SampleTable(
+    COLLECTIVES_TABLE,
+    pa.schema(list(zip(COLLECTIVE_COLUMNS, (pa.int64(), pa.int64(), pa.string(), pa.int64(), pa.int64(), pa.int64())))),
+    "one row per collective a rank of a data-parallel run entered (`--nproc`: each DDP gradient bucket's "
+    "all-reduce): epoch, step, what it was, when the rank arrived and when it completed there (Unix ns), and "
+    "the rank; the straggler analysis (analyzers/straggler.py) reads who arrived last",
+    defaults={RANK: 0},
 )
 
 SAMPLE_TABLES: dict[str, SampleTable] = {
-    t.name: t for t in (PROCESS, THREADS_TABLE, CORES, GPUS, RAPL, TEGRA, TEGRA_CORES, TEMPS, RAILS, STEPS)
+    t.name: t for t in (PROCESS, THREADS_TABLE, CORES, GPUS, RAPL, TEGRA, TEGRA_CORES, TEMPS, RAILS, STEPS, COLLECTIVES)
 }

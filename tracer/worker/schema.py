@@ -122,7 +122,21 @@ STEPS_TABLE = "steps"
 DATA_WAIT_S = "data_wait_s"  # waiting for the next batch from the input pipeline
 COMPUTE_S = "compute_s"  # forward, backward and update, as dispatched
 SYNC_S = "sync_s"  # the host-device synchronisation that reads the loss (0 on steps without one)
-STEP_COLUMNS = ("epoch", "step", "images", "start_ns", DATA_WAIT_S, COMPUTE_S, SYNC_S)
+RANK = "rank"  # the process's rank in a data-parallel run (0 when single-process; a table without it is rank 0)
+PROBE = "probe"  # who saw the step: PROBE_WORKER for the built-in workload, a trace's own ranges when imported
+PROBE_WORKER = "worker"
+STEP_COLUMNS = ("epoch", "step", "images", "start_ns", DATA_WAIT_S, COMPUTE_S, SYNC_S, RANK, PROBE)
+
+# --- samples/collectives.csv: one row per collective a rank of a data-parallel run entered (its DDP
+# gradient buckets' all-reduce): when the rank arrived (ARRIVE_NS) and when the collective completed on it.
+COLLECTIVES_TABLE = "collectives"
+ARRIVE_NS = "arrive_ns"
+DONE_NS = "done_ns"
+COLLECTIVE = "collective"  # what it was: "allreduce" (a DDP bucket), "broadcast" ...
+COLLECTIVE_COLUMNS = ("epoch", "step", COLLECTIVE, ARRIVE_NS, DONE_NS, RANK)
+#: Under the run folder: rank r's own folder (events, steps, collectives, log) for every rank but 0, whose
+#: files are the run's own; the tracer merges their tables into the run's with the RANK column.
+RANKS_DIR = "ranks"
 
 
 # --- CUPTI batch files written by the in-worker collector (raw/cupti/*)
