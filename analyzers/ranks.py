@@ -10,6 +10,7 @@ imported trace counts what it holds (the profiler already chose the steps), and 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +21,7 @@ from analyzers import collectives
 from analyzers import tables as t
 from analyzers.phases import split_epochs
 from tracer.core import schema
+from tracer.core.errors import UserError
 from tracer.core.records import RankInfo
 from tracer.core.runfolder import RunFolder
 
@@ -297,3 +299,32 @@ def _overlap(starts: np.ndarray, ends: np.ndarray, a: int, b: int) -> int:
 def busy_between(r: RankSteps, a: int, b: int) -> int:
     """GPU compute ns of one rank in [a, b)."""
     return _overlap(r.compute_starts, r.compute_ends, a, b)
+
+
+def rank_view(folder: RunFolder, rank: int, scratch: Path) -> RunFolder:
+    """One rank of a run as a run folder of its own under `scratch` (same run id): every trace table and
+    the steps table with that rank's rows only, that rank's own samples (its process tree), the run's
+    record and events. Every summary then reads one rank without knowing of ranks."""
+    import shutil
+
+    record = folder.read_record()
+    known = [r.rank for r in record.rank_infos]
+    if rank not in known:
+        raise UserError(f"{folder.path.name} has no rank {rank}: its ranks are {', '.join(map(str, known))}")
+    view = RunFolder(scratch / folder.run_id)
+    (view.path / schema.SAMPLES_DIR).mkdir(parents=True)
+    (view.path / "raw").mkdir()
+    for name in (schema.RUN_JSON, t.TRACE_META, schema.EVENTS_FILE):
+        if (folder.path / name).exists():
+            shutil.copyfile(folder.path / name, view.path / name)
+    for path in folder.path.glob("*.parquet"):
+        pq.write_table(t.of_rank(pq.read_table(path), rank), view.path / path.name)
+    own = folder.path / schema.RANKS_DIR / str(rank) / schema.SAMPLES_DIR if rank else folder.samples_dir
+    for path in own.glob("*.parquet"):
+        if path.stem not in (schema.STEPS_TABLE, schema.COLLECTIVES_TABLE):
+            shutil.copyfile(path, view.samples_dir / path.name)
+    for name in (schema.STEPS_TABLE, schema.COLLECTIVES_TABLE):
+        table = folder.samples(name)
+        if table is not None:
+            pq.write_table(t.of_rank(table, rank), view.sample_parquet_path(name))
+    return view

@@ -4,6 +4,7 @@ however the training ends (finished, raised, crashed, killed, timed out, Ctrl-C)
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -24,7 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 
 import tracer
-from tracer import sysinfo
+from tracer import rank_launch, sysinfo
 from tracer.core import window
 from tracer.core.cases import make_run_id
 from tracer.core.divergence import diverged_outcome, divergence
@@ -36,6 +37,7 @@ from tracer.core.records import (
     MeasurementCost,
     ModelFacts,
     Outcome,
+    RankInfo,
     RunRecord,
     RunSpec,
     RunStatus,
@@ -148,6 +150,7 @@ class Runner:
         self._rapl: RaplReader | None = None
         self._tegrastats: str | None = None
         self.signals = _Signals()
+        self._ranks: tuple[RankInfo, ...] = ()
 
     @property
     def signalled(self) -> bool:
@@ -163,6 +166,11 @@ class Runner:
         self.backend.check(spec, self.launch.python.python)
         if spec.data == DATA_MEMORY:  # before any folder: a set that cannot fit is refused, not a failed run
             check_memory_fits(self.launch.dataset_dir, spec.limit, spec.image_size)
+        if spec.nproc > 1 and spec.trace != "none":
+            raise UserError(
+                "--nproc with --trace is not built: trace the ranks with the PyTorch profiler in your own script "
+                "and `tracer import` their traces together (a folder or a .tar of them)"
+            )
         pyspy = find_pyspy() if spec.pyspy else None
         nvml, nvml_status = Nvml.open()
         self._rapl, rapl_status = RaplReader.open(Path(os.environ.get(POWERCAP_ROOT_ENV, POWERCAP_ROOT)))
@@ -211,6 +219,7 @@ class Runner:
         record = dataclasses.replace(
             _completed(record, events, outcome, sampling, trace_files, self.launch.dataset_dir),
             measurement_cost=self.cost,
+            ranks=self._ranks,
         )
         if nvml is not None and nvml.unavailable:  # each NVML reading the run did not get, and why
             env = dataclasses.replace(record.environment, nvml_unavailable=dict(nvml.unavailable))
@@ -246,9 +255,19 @@ class Runner:
         env["TMPDIR"] = str(worker_tmp)  # PyTorch's /tmp/pymp-* land here and go with it
         started = time.monotonic()
         children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        with folder.worker_log.open("wb") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        world = spec.nproc
+        if world > 1:  # one group: ending it, the lifeguard and the lifeline reach every rank
+            python = self.launch.python.python
+            procs = rank_launch.start(
+                folder, world, lambda where: [python, "-m", "tracer.worker", str(where.path)], env
+            )
+            proc = procs[0]
+        else:
+            with folder.worker_log.open("wb") as log:
+                proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            procs = [proc]
         guard = _start_lifeguard(proc.pid)
+        failed_rank: int | None = None
 
         def target_pid() -> int | None:
             pid = _read_pid(folder)
@@ -256,6 +275,12 @@ class Runner:
 
         sampler = Sampler(folder, target_pid, spec.sample_hz, nvml, self._rapl)
         sampler.start()
+        rank_samplers = [  # each rank's process tree apart, into its own folder; the machine's sources once
+            Sampler(where, functools.partial(rank_launch.read_pid, where), spec.sample_hz, None)
+            for where in rank_launch.folders(folder, world)[1:]
+        ]
+        for s in rank_samplers:
+            s.start()
         tegra = TegrastatsSampler(folder, self._tegrastats, spec.sample_hz) if self._tegrastats else None
         if tegra is not None:
             tegra.start()
@@ -269,8 +294,13 @@ class Runner:
             return self.signals.hurry
 
         try:
-            while proc.poll() is None:
+            while rank_launch.running(procs):
                 view.poll()
+                failed_rank = rank_launch.first_failed(procs) if world > 1 else None
+                if failed_rank is not None:  # the others would wait for it in their next collective
+                    ended_by = "rank-failed"
+                    _terminate(proc, hurry)
+                    break
                 if spy is not None:
                     spy.poll(_read_pid(folder))
                 if self.signals.count:
@@ -292,7 +322,8 @@ class Runner:
             ended_by = "interrupted"
             _terminate(proc, hurry)
         finally:
-            proc.wait()
+            for p in procs:
+                p.wait()
             _end_group(proc.pid)  # loader processes outlive a worker that died by itself
             _stop_lifeguard(guard)
             shutil.rmtree(worker_tmp, ignore_errors=True)
@@ -301,6 +332,12 @@ class Runner:
                 if spy.error:
                     self.console.print(f"[yellow]py-spy:[/yellow] {spy.error}")
             sampling = sampler.stop()
+            for s in rank_samplers:
+                s.stop()
+            if world > 1:
+                rank_launch.merge(folder, world)
+                pids = [rank_launch.read_pid(where) for where in rank_launch.folders(folder, world)]
+                self._ranks = rank_launch.rank_infos(spec, pids, os.uname().nodename)
             if tegra is not None:
                 tegra.stop()
             view.close()
@@ -312,6 +349,8 @@ class Runner:
         events = folder.events()  # read once, now that the worker has ended
         returncode = self.backend.worker_returncode(proc.returncode, events)
         outcome = classify(returncode, ended_by, events, folder, spec)
+        if failed_rank is not None:
+            outcome = _rank_failed(failed_rank, procs[failed_rank].returncode, folder, spec)
         if sampler.error:
             outcome = dataclasses.replace(outcome, cause=f"{outcome.cause}; sampler stopped early: {sampler.error}")
         if tegra is not None and (tegra.error or tegra.warnings):
@@ -522,6 +561,13 @@ def _ended(
         return Outcome(RunStatus.FAILED, "worker exited 0 without finishing its epochs", 0, None, tail)
     last = tail[-1] if tail else "no output"
     return Outcome(RunStatus.FAILED, f"worker exited with code {returncode}: {last}", returncode, None, tail)
+
+
+def _rank_failed(rank: int, returncode: int, folder: RunFolder, spec: RunSpec) -> Outcome:
+    """A run whose rank `rank` ended badly: failed, naming the rank and that rank's own cause."""
+    where = rank_launch.rank_folder(folder, rank)
+    own = _ended(returncode, None, where.events(), where, spec)
+    return dataclasses.replace(own, status=RunStatus.FAILED, cause=f"rank {rank} failed: {own.cause}")
 
 
 def _completed(

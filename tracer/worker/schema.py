@@ -134,6 +134,9 @@ ARRIVE_NS = "arrive_ns"
 DONE_NS = "done_ns"
 COLLECTIVE = "collective"  # what it was: "allreduce" (a DDP bucket), "broadcast" ...
 COLLECTIVE_COLUMNS = ("epoch", "step", COLLECTIVE, ARRIVE_NS, DONE_NS, RANK)
+#: The environment of a data-parallel rank, as torchrun sets it (the runner sets it for `--nproc`).
+RANK_ENV, LOCAL_RANK_ENV, WORLD_SIZE_ENV = "RANK", "LOCAL_RANK", "WORLD_SIZE"
+MASTER_ADDR_ENV, MASTER_PORT_ENV = "MASTER_ADDR", "MASTER_PORT"
 #: Under the run folder: rank r's own folder (events, steps, collectives, log) for every rank but 0, whose
 #: files are the run's own; the tracer merges their tables into the run's with the RANK column.
 RANKS_DIR = "ranks"
