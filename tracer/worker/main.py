@@ -169,7 +169,7 @@ def _train(cfg: WorkloadConfig, reporter: Reporter, steps_path: str, gate: Gate)
     finally:
         if trainer is not None and trainer.step_log is not None:
             trainer.step_log.close()
-        if trainer is not None and getattr(trainer, "collective_log", None) is not None:
+        if trainer is not None and trainer.collective_log is not None:
             trainer.collective_log.close()
 
 

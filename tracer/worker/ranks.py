@@ -9,7 +9,7 @@ tracer can name the rank that arrived last (the straggler), not the one that wai
 import os
 import threading
 import time
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterable, Iterator, List, Optional
 
 from tracer.worker.schema import COLLECTIVE_COLUMNS, LOCAL_RANK_ENV, RANK_ENV, WORLD_SIZE_ENV
 
@@ -42,7 +42,7 @@ class CollectiveLog(object):
             self._file.write(",".join(COLLECTIVE_COLUMNS) + "\n")
             self._file.flush()
         self._rank = rank
-        self._rows = []  # type: List[str]
+        self._rows: List[str] = []
         self._lock = threading.Lock()
 
     def add(self, epoch: int, step: int, what: str, arrive_ns: int, done_ns: int) -> None:

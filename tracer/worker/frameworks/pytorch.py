@@ -1,5 +1,6 @@
 """PyTorch: torchvision models and transforms, torch.utils.data.DataLoader as the input pipeline."""
 
+import os
 import random
 from typing import Any, Dict, Optional, Tuple
 
@@ -118,11 +119,13 @@ class Trainer(base.Trainer):
         torch.manual_seed(cfg.seed)
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
+        self.ranks = RankEnv.from_environ()
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
+        elif self.ranks.world_size > 1:  # the ranks share the cores (torchrun sets OMP_NUM_THREADS=1 alike)
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) // self.ranks.world_size))
         if cfg.gpu_thread_mode:
             raise ValueError("--gpu-thread-mode is a TensorFlow setting; PyTorch has no equivalent")
-        self.ranks = RankEnv.from_environ()
         if cfg.device == "gpu":
             if not torch.cuda.is_available():
                 raise RuntimeError("--device gpu, but torch.cuda.is_available() is False")
