@@ -242,7 +242,9 @@ def read_samples(folder: RunFolder, name: str, columns: Sequence[str] | None = N
 
 
 def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
-    wanted = ["t_ns", "gpu", schema.RANK, STEP_TIME_COLUMN] + [c for m in METRICS if m.table == table_name for c in m.columns]
+    wanted = ["t_ns", "gpu", schema.RANK, STEP_TIME_COLUMN] + [
+        c for m in METRICS if m.table == table_name for c in m.columns
+    ]
     table = read_samples(folder, table_name, wanted)
     if table is not None and STEP_TIME_COLUMN in table.column_names and "t_ns" not in table.column_names:
         table = table.rename_columns(["t_ns" if c == STEP_TIME_COLUMN else c for c in table.column_names])
