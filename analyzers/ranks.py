@@ -328,3 +328,44 @@ def rank_view(folder: RunFolder, rank: int, scratch: Path) -> RunFolder:
         if table is not None:
             pq.write_table(t.of_rank(table, rank), view.sample_parquet_path(name))
     return view
+
+
+RANK_COLUMNS = (
+    ("rank", "rank"),
+    ("device", "device"),
+    ("steps", "steps"),
+    ("step_s", "steps' time (ms)"),
+    (schema.DATA_WAIT_S, "their data wait (ms)"),
+    ("comm_s", "communication (ms)"),
+    ("gpu_compute_s", "GPU compute (ms)"),
+    ("comm_hidden_pct", "comm. hidden (%)"),
+    ("collectives", "collectives"),
+)
+"""The columns `compare` and `report` show for each rank, with their headings (ms: from the _s fields);
+every time is a total over the basis' steps (a trace's kernels: the whole trace)."""
+
+
+def cells(row: RankRow) -> list[str]:
+    """One rank's row as text, in RANK_COLUMNS' order ("-" where not measured)."""
+    data = row.to_json()
+    out = []
+    for key, _ in RANK_COLUMNS:
+        value = data[schema.RANK if key == "rank" else key]
+        if value is None:
+            out.append("-")
+        elif key.endswith("_s"):
+            out.append(f"{float(value) * 1e3:.3g}")  # type: ignore[arg-type]
+        elif key.endswith("_pct"):
+            out.append(f"{float(value):.1f}")  # type: ignore[arg-type]
+        else:
+            out.append(str(value))
+    return out
+
+
+def markdown_lines(run_id: str, table: RankTable) -> list[str]:
+    """A run's ranks as a Markdown table with its basis."""
+    heads = [h for _, h in RANK_COLUMNS]
+    lines = [f"{run_id}: {table.basis}; communication from {table.comm_source}", ""]
+    lines += ["| " + " | ".join(heads) + " |", "| " + " | ".join("---" for _ in heads) + " |"]
+    lines += ["| " + " | ".join(cells(r)) + " |" for r in table.rows]
+    return lines

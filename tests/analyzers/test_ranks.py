@@ -204,3 +204,44 @@ def test_steps_written_before_ranks_read_as_rank_0(tmp_path: Path) -> None:
     table = folder.samples(schema.STEPS_TABLE)
     assert table is not None and table[schema.RANK].to_pylist() == [0]
     assert table[schema.PROBE].to_pylist() == [schema.PROBE_WORKER]
+
+
+def test_analyze_one_rank_and_the_ranks_section(dlrm_run: RunFolder, shared_fixtures: Path) -> None:
+    """`analyze --rank 3`: its kernels only (a plain sum over rank 3's file), every row says rank 3."""
+    result = run_tracer("analyze", str(dlrm_run.path), "--rank", "3", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data[schema.RANK] == 3 and [r[schema.RANK] for r in data["ranks"]] == [3]
+    assert all(row[schema.RANK] == 3 for row in data[t.KERNELS])
+    path = next(p for p in (shared_fixtures / DLRM).iterdir() if p.name.startswith("worker3_"))
+    kernels_us = sum(e["dur"] for e in _events(path)["traceEvents"] if e.get("cat") == "kernel")
+    assert sum(row["total_ns"] for row in data[t.KERNELS]) == pytest.approx(kernels_us * 1e3, abs=1)
+    csv_out = run_tracer("analyze", str(dlrm_run.path), "--format", "csv")
+    header = csv_out.stdout.splitlines()[0].split(",")
+    assert schema.RANK in header
+    assert sum(1 for line in csv_out.stdout.splitlines() if line.startswith("ranks,")) == 8
+    missing = run_tracer("analyze", str(dlrm_run.path), "--rank", "9")
+    assert missing.returncode == 2 and "no rank 9" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_export_has_one_process_per_rank_and_lanes_are_grouped(dlrm_run: RunFolder, tmp_path: Path) -> None:
+    from analyzers import lanes
+
+    out = tmp_path / "dlrm.json"
+    assert run_tracer("export-trace", str(dlrm_run.path), str(out)).returncode == 0
+    events = json.loads(out.read_text())["traceEvents"]
+    processes = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    assert sorted(processes.values()) == [f"rank {r} (Tesla V100-SXM2-32GB)" for r in range(8)]
+    assert {e["pid"] for e in events} == set(processes)
+    steps = [e for e in events if e.get("cat") == "step"]
+    assert len(steps) == 8 and len({e["pid"] for e in steps}) == 8
+    drawn = lanes.load(dlrm_run)
+    assert drawn.gpu is not None and drawn.threads is not None
+    assert [n for n in drawn.gpu.lane_names if n.endswith("steps")] == [f"rank {r} · steps" for r in range(8)]
+    assert all(n.startswith("rank ") for n in drawn.threads.lane_names + drawn.gpu.lane_names)
+
+
+def test_compare_shows_ranks_side_by_side(dlrm_run: RunFolder) -> None:
+    result = run_tracer("compare", str(dlrm_run.path), str(dlrm_run.path), "--no-group")
+    assert result.returncode == 0, result.stderr
+    assert "A: ranks of" in result.stdout and "B: ranks of" in result.stdout

@@ -182,7 +182,9 @@ class Trainer(base.Trainer):
         backend = "nccl" if self.device.type == "cuda" else "gloo"
         dist.init_process_group(backend, rank=self.ranks.rank, world_size=self.ranks.world_size)
         ids = [self.device.index] if self.device.type == "cuda" else None
-        self.model = DistributedDataParallel(self.model, device_ids=ids)
+        # broadcast_buffers=False: the gradient all-reduces (recorded below) are then the step's only collectives;
+        # with it, rank 0 would wait in a buffer broadcast at every forward that no hook sees
+        self.model = DistributedDataParallel(self.model, device_ids=ids, broadcast_buffers=False)
         self._at = (0, 0)
         world = self.ranks.world_size
 
