@@ -245,3 +245,32 @@ def test_compare_shows_ranks_side_by_side(dlrm_run: RunFolder) -> None:
     result = run_tracer("compare", str(dlrm_run.path), str(dlrm_run.path), "--no-group")
     assert result.returncode == 0, result.stderr
     assert "A: ranks of" in result.stdout and "B: ranks of" in result.stdout
+
+
+def test_clocks_that_cannot_be_trusted_are_aligned_on_the_first_collective(
+    shared_fixtures: Path, tmp_path: Path
+) -> None:
+    """Two ranks whose times are relative, each from its own zero (no baseTimeNanoseconds, not Unix time):
+    the import shifts rank 1 so that its first NCCL kernel ends with rank 0's, and says so."""
+    paths = sorted((shared_fixtures / DLRM).iterdir())[:2]
+    for i, path in enumerate(paths):
+        data = _events(path)
+        data["distributedInfo"]["world_size"] = 2
+        zero = min(e["ts"] for e in data["traceEvents"] if "ts" in e) - 1000 * i  # each rank its own zero
+        for e in data["traceEvents"]:
+            if "ts" in e:
+                e["ts"] -= zero
+        with gzip.open(tmp_path / path.name, "wt") as f:
+            json.dump(data, f)
+    result = run_tracer("import", *(str(tmp_path / p.name) for p in paths), "--out", str(tmp_path / "runs"))
+    assert result.returncode == 0, result.stderr
+    (folder,) = list_runs(tmp_path / "runs")
+    meta = json.loads((folder.path / t.TRACE_META).read_text())[t.SOURCE_KINETO]
+    assert "first collective" in meta[t.ALIGNMENT_FACT] and "not comparable" in meta[t.ALIGNMENT_FACT]
+    kernels = pq.read_table(folder.table_path(t.KERNELS))
+    ends = []
+    for rank in (0, 1):
+        mine = t.of_rank(kernels, rank)
+        ends.append(pc.min(mine.filter(collectives.nccl_mask(mine["name"]))["end_ns"]).as_py())
+    assert ends[0] == ends[1]
+    assert [r["shift_ns"] != 0 for r in meta[t.RANKS_FACT]] == [False, True]
