@@ -62,6 +62,9 @@ def test_eight_dlrm_ranks_are_one_run_of_world_size_8(dlrm_run: RunFolder) -> No
     assert "Unix time" in meta[t.ALIGNMENT_FACT] and len(meta[t.RANKS_FACT]) == 8
     kernels = pq.read_table(dlrm_run.table_path(t.KERNELS))
     assert sorted(set(kernels[schema.RANK].to_pylist())) == list(range(8))
+    shown = run_tracer("show", str(dlrm_run.path))
+    assert shown.returncode == 0 and "ranks: 8 of world size 8 (nccl; Tesla V100-SXM2-32GB)" in shown.stdout
+    assert "batch 1" not in shown.stdout
 
 
 def test_per_rank_step_and_nccl_time_equal_plain_sums(dlrm_run: RunFolder, shared_fixtures: Path) -> None:
