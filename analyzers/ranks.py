@@ -331,7 +331,7 @@ def rank_view(folder: RunFolder, rank: int, scratch: Path) -> RunFolder:
 
 
 RANK_COLUMNS = (
-    ("rank", "rank"),
+    (schema.RANK, schema.RANK),
     ("device", "device"),
     ("steps", "steps"),
     ("step_s", "steps' time (ms)"),
@@ -350,7 +350,7 @@ def cells(row: RankRow) -> list[str]:
     data = row.to_json()
     out = []
     for key, _ in RANK_COLUMNS:
-        value = data[schema.RANK if key == "rank" else key]
+        value = data[key]
         if value is None:
             out.append("-")
         elif key.endswith("_s"):
