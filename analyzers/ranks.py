@@ -111,17 +111,16 @@ class RankTable:
     comm_source: str
 
 
-def is_multi_rank(folder: RunFolder) -> bool:
-    return folder.read_record().world_size > 1
-
-
 def load(folder: RunFolder) -> RanksInput | None:
     """The run's ranks as the analyses read them; None for a run of one process."""
     record = folder.read_record()
-    if record.world_size <= 1:
-        return None
-    infos = record.rank_infos
     steps = folder.samples(schema.STEPS_TABLE)
+    infos = record.rank_infos
+    if record.world_size <= 1:  # a steps table with several ranks (a command under torchrun) is enough
+        seen = sorted(set(t.rank_of(steps).to_pylist())) if steps is not None else []
+        if len(seen) <= 1:
+            return None
+        infos = tuple(RankInfo(rank=int(r), world_size=len(seen)) for r in seen)
     steady: tuple[int, ...] = ()
     if steps is not None and steps.num_rows:
         steady = split_epochs(steps[schema.STEP_COLUMNS[0]].to_pylist()).steady

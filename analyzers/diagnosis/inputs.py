@@ -141,8 +141,8 @@ def load(folder: RunFolder) -> RunTables:
         nvtx_steady_steps=nvtx_steady,
         steady_cut_ns=steady_cut,
         pair=pair_beside(folder),
-        ranks=rank_table(folder) if record.world_size > 1 else None,
-        straggler=straggler(folder) if record.world_size > 1 else None,
+        ranks=rank_table(folder),
+        straggler=straggler(folder),
     )
 
 

@@ -32,7 +32,7 @@ def _knob(t: RunTables, cause: str | None, rank: int) -> str:
 
 @rule(NAME)
 def straggler(t: RunTables) -> Verdict:
-    if t.record.world_size <= 1:
+    if t.ranks is None:
         return not_measured(NAME, TITLE, "a run of one process")
     s = t.straggler
     if s is None or s.collectives == 0:

@@ -154,7 +154,7 @@ def _ranks_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
 
         text = []
         for r in runs:
-            table = rank_table(r.folder) if r.record.world_size > 1 else None
+            table = rank_table(r.folder)
             if table is not None:
                 text.append((r.record.run_id, markdown_lines(r.record.run_id, table)))
         md_path = out / f"{RANKS_STEM}.md"

@@ -277,3 +277,22 @@ def test_clocks_that_cannot_be_trusted_are_aligned_on_the_first_collective(
         ends.append(pc.min(mine.filter(collectives.nccl_mask(mine["name"]))["end_ns"]).as_py())
     assert ends[0] == ends[1]
     assert [r["shift_ns"] != 0 for r in meta[t.RANKS_FACT]] == [False, True]
+
+
+def test_any_steps_table_with_ranks_is_read_by_rank(dlrm_run: RunFolder, tmp_path: Path) -> None:
+    """A run whose record lists no ranks (a command under torchrun, its probe writing RANK) but whose
+    steps table has several: the per-rank table and the straggler read them all the same."""
+    import dataclasses
+    import shutil
+
+    copy = RunFolder(tmp_path / dlrm_run.run_id)
+    shutil.copytree(dlrm_run.path, copy.path)
+    copy.write_record(dataclasses.replace(copy.read_record(), ranks=()))
+    assert copy.read_record().world_size == 1
+    table, before = rank_table(copy), rank_table(dlrm_run)
+    assert table is not None and before is not None
+    assert [(r.rank, r.steps, r.step_s, r.comm_s) for r in table.rows] == [
+        (r.rank, r.steps, r.step_s, r.comm_s) for r in before.rows
+    ]
+    found = straggler.straggler(copy)
+    assert found is not None and found.rank == straggler.straggler(dlrm_run).rank  # type: ignore[union-attr]
