@@ -378,7 +378,10 @@ def _nvtx_rows(
     start, end = as_array(n.column("start_ns"), np.int64), as_array(n.column("end_ns"), np.int64)
     thread = as_array(n.column("pid"), np.int64) * THREAD_KEY + as_array(n.column("tid"), np.int64)
     depth = nvtx_depth(start, end, thread)
-    rank = as_array(t.rank_of(n) if schema.RANK not in n.column_names else pc.fill_null(n[schema.RANK], 0), np.int64)
+    if schema.RANK in n.column_names:
+        rank = as_array(pc.fill_null(n[schema.RANK], 0), np.int64)
+    else:  # a run of one process
+        rank = np.zeros(len(start), dtype=np.int64)
     ranks = np.unique(rank)
     levels = int(depth.max()) + 1
     if len(ranks) > 1:  # each rank's rows together, one above the other: `rank r · NVTX depth d`
