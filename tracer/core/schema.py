@@ -16,11 +16,23 @@ import pyarrow as pa
 
 from tracer.worker.schema import (
     ARRIVE_NS,
+    AUTOTUNE,
     COLLECTIVE,
     COLLECTIVE_COLUMNS,
     COLLECTIVES_TABLE,
     COMPUTE_S,
+    CUPTI_ALL_CALLS_ENV,
+    CUPTI_BUFFER_FILE,
+    CUPTI_BUFFER_GLOB,
+    CUPTI_CLOCK_FILE,
     CUPTI_COLUMNS,
+    CUPTI_INDEX_FILE,
+    CUPTI_KERNEL_NAMES_FILE,
+    CUPTI_LAYOUT,
+    CUPTI_LIBRARY_ENV,
+    CUPTI_META_FILE,
+    CUPTI_RAW_FORMAT,
+    CUPTI_STOP_FILE,
     DATA_FILES,
     DATA_MEMORY,
     DATA_MODES,
@@ -38,8 +50,14 @@ from tracer.worker.schema import (
     NSYS_WINDOW_TRACE,
     NVTX_WINDOW_RANGE,
     ON_DIVERGENCE,
+    PIPELINES,
     PROBE,
+    PROBE_MODULE,
+    PROBE_RUN_DIR_ENV,
+    PROBE_SOURCE_DIR,
+    PROBE_STEPS_SEPARATOR,
     PROBE_WORKER,
+    PROBED_IMPORTS,
     RANK,
     RANK_ENV,
     RANKS_DIR,
@@ -48,6 +66,10 @@ from tracer.worker.schema import (
     STEPS_TABLE,
     SYNC_S,
     T_NS,
+    TRACE_CUPTI,
+    TRACE_ENV,
+    TRACE_TORCH,
+    TRACER_PID_ENV,
     WINDOW_CLOSE,
     WINDOW_EDGE,
     WINDOW_OPEN,
@@ -55,6 +77,7 @@ from tracer.worker.schema import (
     WORKER_PID_FILE,
     WORLD_SIZE_ENV,
     Event,
+    Probe,
     strict_json,
 )
 
@@ -75,10 +98,20 @@ __all__ = [
     "STEP_COLUMNS",
     "STEPS_TABLE",
     "SYNC_S",
+    "CUPTI_BUFFER_FILE",
+    "CUPTI_BUFFER_GLOB",
+    "CUPTI_CLOCK_FILE",
     "PROBE",
     "PROBE_WORKER",
     "RANK",
     "CUPTI_COLUMNS",
+    "CUPTI_INDEX_FILE",
+    "CUPTI_KERNEL_NAMES_FILE",
+    "CUPTI_LAYOUT",
+    "CUPTI_LIBRARY_ENV",
+    "CUPTI_META_FILE",
+    "CUPTI_RAW_FORMAT",
+    "CUPTI_STOP_FILE",
     "DATA_FILES",
     "DATA_MEMORY",
     "DATA_MODES",
@@ -90,8 +123,21 @@ __all__ = [
     "MEMCPY_NAMES",
     "NONFINITE",
     "NSYS_WINDOW_TRACE",
+    "AUTOTUNE",
+    "PIPELINES",
+    "CUPTI_ALL_CALLS_ENV",
+    "TRACE_CUPTI",
+    "TRACE_ENV",
+    "TRACE_TORCH",
+    "TRACER_PID_ENV",
     "NVTX_WINDOW_RANGE",
     "ON_DIVERGENCE",
+    "PROBE_MODULE",
+    "PROBE_RUN_DIR_ENV",
+    "PROBE_SOURCE_DIR",
+    "PROBE_STEPS_SEPARATOR",
+    "PROBED_IMPORTS",
+    "Probe",
     "strict_json",
     "T_NS",
     "WORKER_CONFIG_FILE",
@@ -144,8 +190,8 @@ class SampleTable:
     name: str
     schema: pa.Schema
     description: str
+    # What a column that an older writer did not have reads as (else nulls): old steps tables are rank 0.
     defaults: Mapping[str, Any] = field(default_factory=dict)
-    """What a column an older writer did not write reads as (the steps table's rank: 0), instead of null."""
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -297,17 +343,28 @@ STEPS = SampleTable(
         list(
             zip(
                 STEP_COLUMNS,
-                (pa.int64(),) * 4 + (pa.float64(),) * 3 + (pa.int64(), pa.string()),
+                (
+                    pa.int64(),
+                    pa.int64(),
+                    pa.int64(),
+                    pa.int64(),
+                    pa.float64(),
+                    pa.float64(),
+                    pa.float64(),
+                    pa.int64(),
+                    pa.string(),
+                ),
             )
         )
     ),
     "one row per training step, written by the worker: epoch (from 1), step (from 0 in the epoch), images, "
     "start_ns (when the step began waiting for its batch), then seconds waiting for data, computing, and "
-    "in the host-device sync that reads the loss; the rank of the process that took the step (0 when "
-    "single-process) and the probe that saw it (`worker` for the built-in workload, `kineto.ProfilerStep` "
-    "for an imported PyTorch trace's own step ranges)",
+    "in the host-device sync that reads the loss (null where the probe could not see it: optimizer-counted steps),"
+    " the process's rank, and who saw the step (worker: the built-in workload; torch.DataLoader, keras.fit, marker"
+    " ...: the probe in a user's command; kineto.ProfilerStep: an imported PyTorch trace's own step ranges)",
     defaults={RANK: 0, PROBE: PROBE_WORKER},
 )
+
 
 COLLECTIVES = SampleTable(
     COLLECTIVES_TABLE,
