@@ -168,7 +168,7 @@ def rank_table(folder: RunFolder) -> RankTable | None:
     rows = []
     for info, r in zip(data.infos, data.ranks):
         has_steps = len(r.start_ns) > 0
-        comm_ns = sum(a.done_ns - a.arrive_ns for a in r.arrivals)
+        comm_ns = comm_time_ns(r, data.comm_source)
         hidden = None
         if data.comm_source == COMM_NCCL and comm_ns > 0:
             overlap = sum(_overlap(r.compute_starts, r.compute_ends, a.arrive_ns, a.done_ns) for a in r.arrivals)
@@ -188,6 +188,17 @@ def rank_table(folder: RunFolder) -> RankTable | None:
             )
         )
     return RankTable(tuple(rows), data.basis, data.comm_source)
+
+
+def comm_time_ns(r: RankSteps, source: str) -> int:
+    """A rank's time in collectives: NCCL kernel time summed (as nsys sums kernels); a rank's own records
+    (DDP buckets, all-reduced concurrently) as the time covered by at least one, counted once."""
+    if source != COMM_WORKER:
+        return sum(a.done_ns - a.arrive_ns for a in r.arrivals)
+    starts = np.array([a.arrive_ns for a in r.arrivals], dtype=np.int64)
+    ends = np.array([a.done_ns for a in r.arrivals], dtype=np.int64)
+    merged_s, merged_e = _merged(starts, ends)
+    return int((merged_e - merged_s).sum())
 
 
 def _rank_steps(

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzers.ranks import RanksInput, RankSteps, busy_between, load
+from analyzers.ranks import RanksInput, RankSteps, busy_between, comm_time_ns, load
 from tracer.core.runfolder import RunFolder
 
 MIN_COLLECTIVES = 3
@@ -77,7 +77,7 @@ def attribute(data: RanksInput) -> Straggler:
     for keys in by_key[1:]:
         common &= set(keys)
     order = sorted(common, key=lambda k: by_key[0][k].arrive_ns)
-    waited = {r.rank: sum(a.done_ns - a.arrive_ns for a in r.arrivals) / 1e9 for r in ranks}
+    waited = {r.rank: comm_time_ns(r, data.comm_source) / 1e9 for r in ranks}
     waited_most = max(waited, key=lambda k: waited[k]) if waited else None
     last: Counter[int] = Counter()
     late: dict[int, list[int]] = {}
@@ -117,7 +117,10 @@ def _cause(ranks: tuple[RankSteps, ...], who: int) -> tuple[str | None, dict[str
     if not steps:
         return None, {}
     excess: dict[str, float] = {}
+    traced = any(r.gpu_compute_ns is not None for r in ranks)  # no kernels: GPU compute is not measured
     for i, name in enumerate((CAUSE_DATA, CAUSE_GPU, CAUSE_HOST)):
+        if name == CAUSE_GPU and not traced:
+            continue
         mine = statistics.median(parts[who][s][i] for s in steps)
         others = statistics.median(
             statistics.median(parts[r][s][i] for r in parts if r != who) for s in steps
