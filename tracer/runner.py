@@ -46,7 +46,7 @@ from tracer.core.records import (
     RunStatus,
 )
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import DATA_MEMORY, EXIT_DIVERGED, KIND, STEPS_TABLE, TRACER_PID_ENV, Event
+from tracer.core.schema import DATA_FILES, DATA_MEMORY, EXIT_DIVERGED, KIND, STEPS_TABLE, TRACER_PID_ENV, Event
 from tracer.dataset import check_memory_fits
 from tracer.environments import EnvStatus
 from tracer.nvml import Nvml
@@ -449,6 +449,8 @@ class Runner(Supervisor):
         self.backend.check(spec, self.launch.python.python)
         if spec.data == DATA_MEMORY:  # before any folder: a set that cannot fit is refused, not a failed run
             check_memory_fits(self.launch.dataset_dir, spec.limit, spec.image_size)
+        if spec.nproc > 1 and spec.data != DATA_FILES:
+            raise UserError(f"--nproc trains from --data {DATA_FILES} only: each rank reads its shard of the images")
         if spec.nproc > 1 and spec.trace != "none":
             raise UserError(
                 "--nproc with --trace is not built: trace the ranks with the PyTorch profiler in your own script "
