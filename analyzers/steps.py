@@ -64,7 +64,7 @@ def epoch_splits(folder: RunFolder) -> list[EpochSplit]:
         EpochSplit(
             epoch=int(row["epoch"]),
             steps=int(row["step_count"]),
-            images=int(row["images_sum"]),
+            images=int(row["images_sum"] or 0),  # an imported trace's steps record no images (null)
             data_wait_s=float(row["data_wait_s_sum"]),
             compute_s=float(row["compute_s_sum"]),
             sync_s=float(row["sync_s_sum"]),

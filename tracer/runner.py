@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -27,7 +28,7 @@ from rich.console import Console
 from rich.markup import escape
 
 import tracer
-from tracer import sysinfo
+from tracer import rank_launch, sysinfo
 from tracer.core import window
 from tracer.core.cases import make_run_id
 from tracer.core.divergence import diverged_outcome, divergence
@@ -39,12 +40,13 @@ from tracer.core.records import (
     MeasurementCost,
     ModelFacts,
     Outcome,
+    RankInfo,
     RunRecord,
     RunSpec,
     RunStatus,
 )
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import DATA_MEMORY, EXIT_DIVERGED, KIND, STEPS_TABLE, TRACER_PID_ENV, Event
+from tracer.core.schema import DATA_FILES, DATA_MEMORY, EXIT_DIVERGED, KIND, STEPS_TABLE, TRACER_PID_ENV, Event
 from tracer.dataset import check_memory_fits
 from tracer.environments import EnvStatus
 from tracer.nvml import Nvml
@@ -120,6 +122,9 @@ class Child:
     #: An environment entry (NAME=value) only the child's processes hold: the lifeguard ends those that
     #: left its group too, should this process die first.
     mark: str = ""
+    #: `--nproc`: this many ranks of the built-in worker in one process group, rank r's folder replacing the
+    #: last argument (tracer.rank_launch); a rank that fails ends them all.
+    ranks: int = 1
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,8 @@ class Ended:
     ended_by: str | None
     sampling: Any
     sampler_error: str | None
+    failed_rank: int | None = None  # the rank whose failure ended a run of several ranks
+    rank_returncode: int | None = None
 
 
 class _Tee(threading.Thread):
@@ -220,6 +227,7 @@ class Supervisor:
         self._rapl: RaplReader | None = None
         self._tegrastats: str | None = None
         self.signals = _Signals()
+        self._ranks: tuple[RankInfo, ...] = ()
 
     @property
     def signalled(self) -> bool:
@@ -299,10 +307,16 @@ class Supervisor:
         if child.sweep:
             become_subreaper()
         known = {p.pid for p in psutil.Process().children(recursive=True)} if child.sweep else set()
-        if child.tee is None:
+        world = child.ranks
+        procs: list[subprocess.Popen[bytes]] = []
+        if world > 1:  # one group: ending it, the lifeguard and the lifeline reach every rank
+            procs = rank_launch.start(folder, world, lambda where: [*cmd[:-1], str(where.path)], env)
+            proc = procs[0]
+            pumps: list[_Tee] = []
+        elif child.tee is None:
             with folder.worker_log.open("wb") as log:
                 proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-            pumps: list[_Tee] = []
+            pumps = []
         else:  # the command's own output: to our terminal as it comes, byte for byte, and into raw/
             proc = subprocess.Popen(
                 cmd,
@@ -323,6 +337,14 @@ class Supervisor:
 
         sampler = Sampler(folder, target_pid, spec.sample_hz, nvml, self._rapl)
         sampler.start()
+        procs = procs or [proc]
+        rank_samplers = [  # each rank's process tree apart, into its own folder; the machine's sources once
+            Sampler(where, functools.partial(rank_launch.read_pid, where), spec.sample_hz, None)
+            for where in rank_launch.folders(folder, world)[1:]
+        ]
+        for s in rank_samplers:
+            s.start()
+        failed_rank: int | None = None
         tegra = TegrastatsSampler(folder, self._tegrastats, spec.sample_hz) if self._tegrastats else None
         if tegra is not None:
             tegra.start()
@@ -338,9 +360,14 @@ class Supervisor:
             return self.signals.hurry
 
         try:
-            while proc.poll() is None:
+            while rank_launch.running(procs):
                 if view is not None:
                     view.poll()
+                failed_rank = rank_launch.first_failed(procs) if world > 1 else None
+                if failed_rank is not None:  # the others would wait for it in their next collective
+                    ended_by = "rank-failed"
+                    _terminate(proc, hurry)
+                    break
                 if spy is not None:
                     spy.poll(target_pid())
                 if self.signals.count:
@@ -362,7 +389,8 @@ class Supervisor:
             ended_by = "interrupted"
             _terminate(proc, hurry, child.interrupt_signal)
         finally:
-            proc.wait()
+            for p in procs:
+                p.wait()
             _end_group(proc.pid)  # loader processes outlive a worker that died by itself
             for pump in pumps:  # a process that left the group may still hold the pipes: swept below
                 pump.join(timeout=PUMP_GRACE_S)
@@ -373,6 +401,12 @@ class Supervisor:
                 if spy.error:
                     self.console.print(f"[yellow]py-spy:[/yellow] {spy.error}")
             sampling = sampler.stop()
+            for s in rank_samplers:
+                s.stop()
+            if world > 1:
+                rank_launch.merge(folder, world)
+                pids = [rank_launch.read_pid(where) for where in rank_launch.folders(folder, world)]
+                self._ranks = rank_launch.rank_infos(spec, pids, os.uname().nodename)
             if tegra is not None:
                 tegra.stop()
             if view is not None:
@@ -390,7 +424,8 @@ class Supervisor:
         self.cost = measurement_cost(sampling, children_before, time.monotonic() - started)
         if tegra is not None and (tegra.error or tegra.warnings):
             self.console.print(f"[yellow]tegrastats:[/yellow] {escape(tegra.error or tegra.warnings[0])}")
-        return Ended(proc.returncode, ended_by, sampling, sampler.error)
+        failed_code = procs[failed_rank].returncode if failed_rank is not None else None
+        return Ended(proc.returncode, ended_by, sampling, sampler.error, failed_rank, failed_code)
 
     def _finish_traces(self, folder: RunFolder) -> list[str]:
         try:
@@ -414,6 +449,13 @@ class Runner(Supervisor):
         self.backend.check(spec, self.launch.python.python)
         if spec.data == DATA_MEMORY:  # before any folder: a set that cannot fit is refused, not a failed run
             check_memory_fits(self.launch.dataset_dir, spec.limit, spec.image_size)
+        if spec.nproc > 1 and spec.data != DATA_FILES:
+            raise UserError(f"--nproc trains from --data {DATA_FILES} only: each rank reads its shard of the images")
+        if spec.nproc > 1 and spec.trace != "none":
+            raise UserError(
+                "--nproc with --trace is not built: trace the ranks with the PyTorch profiler in your own script "
+                "and `tracer import` their traces together (a folder or a .tar of them)"
+            )
         pyspy = find_pyspy() if spec.pyspy else None
         nvml, env = self.open_machine(self.launch.python.python, self.launch.python.python_version)
         if self.signals.count:  # before any folder: nothing to record
@@ -436,7 +478,8 @@ class Runner(Supervisor):
                 nvml.close()
 
         def complete(outcome: Outcome, trace_files: list[str]) -> RunRecord:
-            return _completed(record, events, outcome, sampling, trace_files, self.launch.dataset_dir)
+            done = _completed(record, events, outcome, sampling, trace_files, self.launch.dataset_dir)
+            return dataclasses.replace(done, ranks=self._ranks)
 
         return folder, self.finish_folder(folder, outcome, complete, nvml)
 
@@ -459,11 +502,15 @@ class Runner(Supervisor):
         env["PYTHONPATH"] = str(worker_pythonpath())
         env["PYTHONUNBUFFERED"] = "1"
         env[TRACER_PID_ENV] = str(os.getpid())  # the worker dies with this process (tracer/worker/lifeline.py)
-        child = Child(cmd, env, progress=lambda: ProgressView(self.console, folder.events_path, spec.epochs))
+        child = Child(
+            cmd, env, progress=lambda: ProgressView(self.console, folder.events_path, spec.epochs), ranks=spec.nproc
+        )
         ended = self.supervise(folder, child, spec, nvml, pyspy)
         events = folder.events()  # read once, now that the worker has ended
         returncode = self.backend.worker_returncode(ended.returncode, events)
         outcome = classify(returncode, ended.ended_by, events, folder, spec)
+        if ended.failed_rank is not None:
+            outcome = _rank_failed(ended.failed_rank, ended.rank_returncode or 0, folder, spec)
         return self._with_sampler_error(outcome, ended), ended.sampling, events
 
 
@@ -699,6 +746,13 @@ def _ended(
         return Outcome(RunStatus.FAILED, "worker exited 0 without finishing its epochs", 0, None, tail)
     last = tail[-1] if tail else "no output"
     return Outcome(RunStatus.FAILED, f"worker exited with code {returncode}: {last}", returncode, None, tail)
+
+
+def _rank_failed(rank: int, returncode: int, folder: RunFolder, spec: RunSpec) -> Outcome:
+    """A run whose rank `rank` ended badly: failed, naming the rank and that rank's own cause."""
+    where = rank_launch.rank_folder(folder, rank)
+    own = _ended(returncode, None, where.events(), where, spec)
+    return dataclasses.replace(own, status=RunStatus.FAILED, cause=f"rank {rank} failed: {own.cause}")
 
 
 def _completed(

@@ -13,6 +13,8 @@ import pyarrow.compute as pc
 from analyzers.cuda_api import ApiRow
 from analyzers.pairs import DataPair
 from analyzers.phases import RunPhases, split_epochs
+from analyzers.ranks import RankTable, rank_table
+from analyzers.straggler import Straggler, straggler
 from tracer.core import schema
 from tracer.core.records import EpochRecord, RunRecord
 from tracer.core.runfolder import RunFolder
@@ -43,6 +45,8 @@ class RunTables:
     nvtx_steady_steps: int = 0  # NVTX step ranges that start in the steady phase (trace clock)
     steady_cut_ns: int | None = None  # where the steady phase starts on the trace's clock
     pair: DataPair | None = None  # the runs beside it differing only in --data (analyzers.pairs), if any
+    ranks: RankTable | None = None  # a run of several ranks: each rank's row (analyzers.ranks)
+    straggler: Straggler | None = None  # ... and who arrived last at its collectives (analyzers.straggler)
 
     @property
     def cores(self) -> int:
@@ -143,6 +147,8 @@ def load(folder: RunFolder) -> RunTables:
         nvtx_steady_steps=nvtx_steady,
         steady_cut_ns=steady_cut,
         pair=run.pair,
+        ranks=rank_table(folder),
+        straggler=straggler(folder),
     )
 
 

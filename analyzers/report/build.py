@@ -54,6 +54,8 @@ def plan_report(
     if pairs.data_pairs(r.folder for r in runs):
         steps.append(Step("comparing the data modes", _pairs_step(runs, out, warmup)))
     steps.append(Step("diagnosing the runs", _diagnosis_step(runs, out)))
+    if any(r.record.world_size > 1 for r in runs):
+        steps.append(Step("comparing the ranks", _ranks_step(runs, out)))
     cases = {case: _one_data_mode(group) for case, group in by_case(runs).items()}  # figures: one mode per case
     for case, group in cases.items():
         if any(r.ok and r.folder.epochs() for r in group):
@@ -160,6 +162,27 @@ def _pairs_step(runs: Sequence[LoadedRun], out: Path, warmup: int) -> Callable[[
         pairs.write_csv(found, csv_path)
         sentences = [f"{p.framework} {p.model} ({p.device}): {p.sentence()}" for p in found if p.sentence()]
         return Output("section", PAIRS_TITLE, [md_path, csv_path], text=[(PAIRS_TITLE, lines), ("In words", sentences)])
+
+    return step
+
+
+RANKS_TITLE, RANKS_STEM = "Ranks side by side", "ranks"
+
+
+def _ranks_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
+    """Each run of several ranks: its ranks' step time, data wait and communication (analyzers.ranks)."""
+
+    def step() -> Output:
+        from analyzers.ranks import markdown_lines, rank_table
+
+        text = []
+        for r in runs:
+            table = rank_table(r.folder)
+            if table is not None:
+                text.append((r.record.run_id, markdown_lines(r.record.run_id, table)))
+        md_path = out / f"{RANKS_STEM}.md"
+        md_path.write_text(f"### {RANKS_TITLE}\n\n" + "\n\n".join("\n".join(lines) for _, lines in text) + "\n")
+        return Output("section", RANKS_TITLE, [md_path], text=text)
 
     return step
 

@@ -219,6 +219,15 @@ def cmd_show(args: argparse.Namespace) -> int:
         if len(repeats) > 1:
             print_repeats([r.summary for r in repeats], console())
         record = run.record
+        if record.world_size > 1:  # a run of several ranks: who they are (`tracer analyze RUN` has their table)
+            infos = record.rank_infos
+            devices = ", ".join(dict.fromkeys(r.device for r in infos if r.device)) or "devices not recorded"
+            backend = ", ".join(dict.fromkeys(r.backend for r in infos if r.backend)) or "backend not recorded"
+            console().print(
+                f"ranks: {len(infos)} of world size {record.world_size} ({backend}; {devices}); per rank: "
+                f"`tracer analyze {record.run_id}`, `--rank R`",
+                markup=False,
+            )
         if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:
             console().print("last lines of the worker's output:")
             for line in record.outcome.stderr_tail[-10:]:

@@ -57,6 +57,7 @@ class Opt:
     required: bool = False  # a required flag (fields without a default may still come from --case)
     noun: str = ""  # what a value is called in messages ("unknown trace backend 'x'"); default: the name
     to_worker: Callable[[Any], Any] | None = None  # the form the worker gets the value in (default: as it is)
+    only_why: str = ""  # why only `frameworks` take it, said when another framework is given it
     command: bool = False  # also measures a user's command (`tracer profile -- COMMAND`); else built-in only
 
 
@@ -216,6 +217,28 @@ class RunSpec:
         str | None,
         Opt("a deliberate worker failure KIND@EPOCH, for testing (raise, segfault, exit, hang ...)", hidden=True),
     ] = None
+    nproc: Annotated[
+        int,
+        Field(ge=1, le=64),
+        Opt(
+            "processes (ranks) of data-parallel training: PyTorch DistributedDataParallel, gloo on the CPU, NCCL "
+            "on GPUs (one GPU per rank); each rank trains its shard of the data",
+            frameworks=("pytorch",),
+            only_why=(
+                "the built-in workload trains data-parallel with PyTorch DistributedDataParallel only; the other "
+                "frameworks' multi-process training is not built in (profile your own with `tracer profile -- "
+                "torchrun ...`)"
+            ),
+        ),
+    ] = 1
+    slow_loader: Annotated[
+        str | None,
+        Opt(
+            "a deliberately slow input pipeline RANK:MS (that rank's loader waits MS ms per batch), for testing",
+            hidden=True,
+            frameworks=("pytorch",),
+        ),
+    ] = None
 
 
 @functools.cache
@@ -332,7 +355,8 @@ def check_frameworks(spec: RunSpec, spec_type: type = RunSpec) -> None:
     """Refuses an option that the chosen framework does not take (its worker would ignore it)."""
     for name, (_, opt, f) in spec_fields(spec_type).items():
         if opt.frameworks and spec.framework not in opt.frameworks and getattr(spec, name) != f.default:
-            raise UserError(f"{flag_of(name, spec_type)} applies to {', '.join(opt.frameworks)} only")
+            why = f": {opt.only_why}" if opt.only_why else ""
+            raise UserError(f"{flag_of(name, spec_type)} applies to {', '.join(opt.frameworks)} only{why}")
 
 
 def worker_config(spec: Any, **extra: Any) -> dict[str, Any]:

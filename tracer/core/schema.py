@@ -15,7 +15,11 @@ from typing import Any, Mapping
 import pyarrow as pa
 
 from tracer.worker.schema import (
+    ARRIVE_NS,
     AUTOTUNE,
+    COLLECTIVE,
+    COLLECTIVE_COLUMNS,
+    COLLECTIVES_TABLE,
     COMPUTE_S,
     CUPTI_ALL_CALLS_ENV,
     CUPTI_BUFFER_FILE,
@@ -34,9 +38,13 @@ from tracer.worker.schema import (
     DATA_MODES,
     DATA_SYNTHETIC,
     DATA_WAIT_S,
+    DONE_NS,
     EVENTS_FILE,
     EXIT_DIVERGED,
     KIND,
+    LOCAL_RANK_ENV,
+    MASTER_ADDR_ENV,
+    MASTER_PORT_ENV,
     MEMCPY_NAMES,
     NONFINITE,
     NSYS_WINDOW_TRACE,
@@ -51,6 +59,8 @@ from tracer.worker.schema import (
     PROBE_WORKER,
     PROBED_IMPORTS,
     RANK,
+    RANK_ENV,
+    RANKS_DIR,
     SAMPLES_DIR,
     STEP_COLUMNS,
     STEPS_TABLE,
@@ -65,12 +75,24 @@ from tracer.worker.schema import (
     WINDOW_OPEN,
     WORKER_CONFIG_FILE,
     WORKER_PID_FILE,
+    WORLD_SIZE_ENV,
     Event,
     Probe,
     strict_json,
 )
 
 __all__ = [
+    "LOCAL_RANK_ENV",
+    "MASTER_ADDR_ENV",
+    "MASTER_PORT_ENV",
+    "RANK_ENV",
+    "WORLD_SIZE_ENV",
+    "ARRIVE_NS",
+    "COLLECTIVE",
+    "COLLECTIVE_COLUMNS",
+    "COLLECTIVES_TABLE",
+    "DONE_NS",
+    "RANKS_DIR",
     "COMPUTE_S",
     "DATA_WAIT_S",
     "STEP_COLUMNS",
@@ -79,6 +101,9 @@ __all__ = [
     "CUPTI_BUFFER_FILE",
     "CUPTI_BUFFER_GLOB",
     "CUPTI_CLOCK_FILE",
+    "PROBE",
+    "PROBE_WORKER",
+    "RANK",
     "CUPTI_COLUMNS",
     "CUPTI_INDEX_FILE",
     "CUPTI_KERNEL_NAMES_FILE",
@@ -107,15 +132,12 @@ __all__ = [
     "TRACER_PID_ENV",
     "NVTX_WINDOW_RANGE",
     "ON_DIVERGENCE",
-    "PROBE",
     "PROBE_MODULE",
     "PROBE_RUN_DIR_ENV",
     "PROBE_SOURCE_DIR",
     "PROBE_STEPS_SEPARATOR",
-    "PROBE_WORKER",
     "PROBED_IMPORTS",
     "Probe",
-    "RANK",
     "strict_json",
     "T_NS",
     "WORKER_CONFIG_FILE",
@@ -339,10 +361,20 @@ STEPS = SampleTable(
     "start_ns (when the step began waiting for its batch), then seconds waiting for data, computing, and "
     "in the host-device sync that reads the loss (null where the probe could not see it: optimizer-counted steps),"
     " the process's rank, and who saw the step (worker: the built-in workload; torch.DataLoader, keras.fit, marker"
-    " ...: the probe in a user's command)",
+    " ...: the probe in a user's command; kineto.ProfilerStep: an imported PyTorch trace's own step ranges)",
     defaults={RANK: 0, PROBE: PROBE_WORKER},
 )
 
+
+COLLECTIVES = SampleTable(
+    COLLECTIVES_TABLE,
+    pa.schema(list(zip(COLLECTIVE_COLUMNS, (pa.int64(), pa.int64(), pa.string(), pa.int64(), pa.int64(), pa.int64())))),
+    "one row per collective a rank of a data-parallel run entered (`--nproc`: each DDP gradient bucket's "
+    "all-reduce): epoch, step, what it was, when the rank arrived and when it completed there (Unix ns), and "
+    "the rank; the straggler analysis (analyzers/straggler.py) reads who arrived last",
+    defaults={RANK: 0},
+)
+
 SAMPLE_TABLES: dict[str, SampleTable] = {
-    t.name: t for t in (PROCESS, THREADS_TABLE, CORES, GPUS, RAPL, TEGRA, TEGRA_CORES, TEMPS, RAILS, STEPS)
+    t.name: t for t in (PROCESS, THREADS_TABLE, CORES, GPUS, RAPL, TEGRA, TEGRA_CORES, TEMPS, RAILS, STEPS, COLLECTIVES)
 }

@@ -198,6 +198,19 @@ PROBED_IMPORTS = {
     "singa": "singa",
 }
 
+# --- samples/collectives.csv: one row per collective a rank of a data-parallel run entered (its DDP
+# gradient buckets' all-reduce): when the rank arrived (ARRIVE_NS) and when the collective completed on it.
+COLLECTIVES_TABLE = "collectives"
+ARRIVE_NS = "arrive_ns"
+DONE_NS = "done_ns"
+COLLECTIVE = "collective"  # what it was: "allreduce" (a DDP bucket), "broadcast" ...
+COLLECTIVE_COLUMNS = ("epoch", "step", COLLECTIVE, ARRIVE_NS, DONE_NS, RANK)
+#: The rendezvous of a data-parallel launch, as torchrun sets it (the runner sets it for `--nproc`).
+MASTER_ADDR_ENV, MASTER_PORT_ENV = "MASTER_ADDR", "MASTER_PORT"
+#: Under the run folder: rank r's own folder (events, steps, collectives, log) for every rank but 0, whose
+#: files are the run's own; the tracer merges their tables into the run's with the RANK column.
+RANKS_DIR = "ranks"
+
 
 # --- CUPTI batch files written by the in-worker collector (raw/cupti/*)
 #: CUpti_ActivityMemcpyKind values, named as nsys names them (`analyzers.tables.MEMCPY_KINDS` builds on these).
