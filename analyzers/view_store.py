@@ -29,8 +29,9 @@ from analyzers.cuda_api import ApiRow
 from analyzers.kernels import KernelRow
 from analyzers.lane_index import LaneIndex, lane_indexes
 from tracer.core import schema
+from tracer.core.problems import Problems
 from tracer.core.reading import not_regular, read_bytes
-from tracer.core.runfolder import RunFolder, warn_damaged
+from tracer.core.runfolder import RunFolder
 
 VIEW_DIR = "view"
 VIEWS_CACHE = "views"  # under `tracer.paths.cache_root`, for read-only run folders
@@ -88,7 +89,7 @@ def load(folder: RunFolder) -> RunView:
     """The stored view where it is current, else a fresh one (stored where it is big enough)."""
     key = signature(folder)
     for place in (folder.path / VIEW_DIR, _cache_place(folder)):
-        view = _read(place, key)
+        view = _read(place, key, folder.problems)
         if view is not None:
             return view
     view = build(folder)
@@ -168,7 +169,7 @@ def _write(place: Path, view: RunView, key: dict[str, Any]) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _read(place: Path, key: dict[str, Any]) -> RunView | None:
+def _read(place: Path, key: dict[str, Any], problems: Problems | None = None) -> RunView | None:
     raw = read_bytes(place / MANIFEST)
     if not isinstance(raw, bytes):  # absent, or no regular file (a FIFO would block the viewer)
         return None
@@ -188,7 +189,8 @@ def _read(place: Path, key: dict[str, Any]) -> RunView | None:
         return None
     why = lanes_problem(lanes, indexes)
     if why is not None:
-        warn_damaged(place, why)
+        if problems is not None:
+            problems.add(place, why)
         return None
     return RunView(lanes, indexes, phases, kernels, api_label, place)
 

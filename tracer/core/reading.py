@@ -3,8 +3,9 @@
 is checked against its declared schema before a reader takes it, and reads are bounded. Damage is
 returned as a `Problem` of that run, never raised: one damaged run never blinds a folder.
 
-A run object (`analyzers.run.Run`) collects these problems; the readers here are plain functions of a
-path so that every consumer, with or without one, reads the same way.
+The problems are `tracer.core.problems.Problem`s, the records a run folder collects (`RunFolder.problems`)
+and the command line, the viewer and the notebook show; the readers here are plain functions of a path
+so that every consumer, with or without a run object, reads the same way.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from __future__ import annotations
 import functools
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from tracer.core.problems import Problem
 
 MAX_TEXT_BYTES = 64 << 20
 """run.json, a manifest, a trace's metadata: small files; one larger than this is not one of ours."""
@@ -28,17 +30,6 @@ _KINDS = {
     stat.S_IFIFO: "a FIFO (named pipe)",
     stat.S_IFSOCK: "a socket",
 }
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Why one file of a run could not be read; the run is shown with it, the folder read on."""
-
-    path: Path
-    why: str
-
-    def line(self) -> str:
-        return f"{self.path} is damaged ({self.why})"
 
 
 def not_regular(path: Path) -> str | None:
@@ -59,16 +50,16 @@ def read_bytes(path: Path, limit: int = MAX_TEXT_BYTES) -> bytes | Problem | Non
     """A small file's bytes; None when absent; a Problem when it is no regular file, too large or unreadable."""
     why = not_regular(path)
     if why is not None:
-        return Problem(path, why)
+        return Problem(str(path), why)
     try:
         with open(path, "rb") as f:
             data = f.read(limit + 1)
     except FileNotFoundError:
         return None
     except OSError as e:
-        return Problem(path, e.strerror or type(e).__name__)
+        return Problem(str(path), e.strerror or type(e).__name__)
     if len(data) > limit:
-        return Problem(path, f"larger than {limit >> 20} MiB")
+        return Problem(str(path), f"larger than {limit >> 20} MiB")
     return data
 
 
@@ -135,11 +126,11 @@ def read_table(
     """The table at `path` (only `columns` when given), None when absent, a Problem when damaged."""
     why = table_problem(path, declared, optional)
     if why is not None:
-        return Problem(path, why)
+        return Problem(str(path), why)
     if not path.exists():
         return None
     try:
         with pq.ParquetFile(path) as file:  # not read_table: its pyarrow.dataset import brings pandas
             return file.read(columns=columns)
     except (pa.ArrowException, OSError, ValueError) as e:
-        return Problem(path, (str(e).splitlines() or [type(e).__name__])[0])
+        return Problem(str(path), (str(e).splitlines() or [type(e).__name__])[0])
