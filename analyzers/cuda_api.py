@@ -153,6 +153,8 @@ def api_summary(
     folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None, source: str | None = None
 ) -> list[ApiRow]:
     """cuda_api_sum over calls starting in [start_ns, end_ns); one source (nsys > cupti > kineto)."""
+    if not t.present(folder, t.CUDA_API):  # absent, or damaged (named in the run's problems)
+        return []
     rows = summarise_durations(folder.table_path(t.CUDA_API), "name", "api", start_ns, end_ns, source)
     return [ApiRow(*r) for r in rows]
 
@@ -226,6 +228,7 @@ def phase_summaries(folder: RunFolder, warmup: int = ph.WARMUP_EPOCHS) -> dict[s
     """Keys "whole", "startup", "warmup", "steady", "teardown" and "epoch N"; a phase the run does not
     have (no marks to cut at, no epoch after the warm-up) is an empty list."""
     cut = phases(folder, warmup)
+    t.present(folder, t.CUDA_API)  # a damaged table is named in the run's problems (and summarised as none)
     rows = summarise_ranges(folder.table_path(t.CUDA_API), "name", "api", [(p.start_ns, p.end_ns) for p in cut])
     out: dict[str, list[ApiRow]] = {name: [] for name in ph.PHASES}
     return out | {p.name: [ApiRow(*r) for r in summary] for p, summary in zip(cut, rows)}

@@ -54,6 +54,8 @@ class MemcpyRow:
 
 
 def kernel_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[KernelRow]:
+    if not t.present(folder, t.KERNELS):  # absent, or damaged (named in the run's problems)
+        return []
     rows = summarise_durations(folder.table_path(t.KERNELS), "name", "name", start_ns, end_ns)
     labels = kernel_names.short_names(r[0] for r in rows)
     classes = kernel_classes.classify_distinct([r[0] for r in rows])
@@ -96,6 +98,8 @@ def other_share(rows: list[ClassRow]) -> float | None:
 
 
 def memcpy_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[MemcpyRow]:
+    if not t.present(folder, t.MEMCPY):  # absent, or damaged (named in the run's problems)
+        return []
     rows = summarise_durations(folder.table_path(t.MEMCPY), "kind", "kind", start_ns, end_ns)
     return [MemcpyRow(*r) for r in rows]
 

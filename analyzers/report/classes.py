@@ -31,7 +31,12 @@ def class_figure(
     case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: Sequence[str]
 ) -> tuple[list[Path], str] | None:
     """The figure's files and caption, or None where no chosen run splits its GPU time per image."""
-    parts = {fw: decompose(r, r.warmup) for fw, r in chosen.items()}
+    parts: dict[str, Decomposition] = {}
+    for fw, r in chosen.items():
+        try:
+            parts[fw] = decompose(r, r.warmup)
+        except UserError:  # a run whose steps hold no images has no per-image split; the others still do
+            continue
     bars = {fw: d.gpu_by_class for fw, d in parts.items() if d.basis == BASIS_TRACED_STEPS and d.gpu_by_class}
     if not bars:
         return None
