@@ -43,6 +43,8 @@ def test_two_ranks_train_and_the_slowed_one_is_the_straggler(tmp_path: Path) -> 
     ranks = steps[schema.RANK].to_pylist()
     assert ranks.count(0) == ranks.count(1) == 2 * 3  # 24 images, 12 per rank, batch 4, 2 epochs
     assert (folder.path / schema.RANKS_DIR / "1" / schema.SAMPLES_DIR / "process.parquet").exists()
+    threads = folder.samples(schema.THREADS_TABLE.name)  # every rank's threads, each under its own pid
+    assert threads is not None and {r.pid for r in record.rank_infos} <= set(threads[schema.PID].to_pylist())
     diagnosed = run_tracer("diagnose", str(folder.path), "--format", "json")
     assert diagnosed.returncode == 0, diagnosed.stderr
     verdicts = {v["rule"]: v for v in json.loads(diagnosed.stdout)["verdicts"]}
