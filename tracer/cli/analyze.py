@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from analyzers import tables as t
@@ -138,7 +139,7 @@ def print_tables(
         headers, cells = display.table(rows[:top])
         table = Table(*headers, title=f"{titles[section]} — {_windowed(title, window, section)}")
         for row in cells:
-            table.add_row(*row)
+            table.add_row(*(escape(c) for c in row))  # `[float]` in a kernel's label is text, not markup
         out.print(table)
         if len(rows) > top:
             out.print(f"... {len(rows) - top} more rows (--top N, or --format csv for all)")
