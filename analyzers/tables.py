@@ -37,6 +37,12 @@ SOURCE_KINETO = "kineto"
 """`source` of every row a Kineto (PyTorch profiler) trace gave."""
 SOURCE_CUPTI = "cupti"
 """`source` of every row our in-worker CUPTI collector gave."""
+SOURCE_XPROF = "xprof"
+"""`source` of every row from an XPlane profile (jax.profiler, TensorFlow's profiler) or XProf's JSON of one."""
+SOURCE_ROCPD = "rocpd"
+"""`source` of every row from a rocpd database (rocprof, rocmProfileData)."""
+SOURCE_NSYS_JAX = "nsys-jax"
+"""`source` of every row from an nsys-jax archive's recipe output."""
 TRACE_OF_SOURCE = {SOURCE_NSYS: "nsys", SOURCE_CUPTI: "cupti", SOURCE_KINETO: "torch"}
 """The `--trace` backend (`tracer.core.options.TRACE_BACKENDS`) whose trace a source's rows are: what
 an imported trace's run record says it was traced with."""

@@ -98,8 +98,11 @@ class _Columns:
 
     BATCH_ROWS = 8192
 
-    def __init__(self, names: list[str], schema: pa.Schema, aliases: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, names: list[str], schema: pa.Schema, aliases: dict[str, str] | None = None, source: str = t.SOURCE_KINETO
+    ) -> None:
         self.schema = schema
+        self.source = source
         self.names = names
         self.aliases = aliases or {}
         """Columns of the table that equal another (name: the column it repeats)."""
@@ -148,7 +151,7 @@ class _Columns:
             cols["end_ns"] = pc.add_checked(start, raw["dur_ns"])
         else:
             cols["end_ns"] = pc.add_checked(raw["end_ns"], offset)
-        cols["source"] = build.repeated(t.SOURCE_KINETO, n)
+        cols["source"] = build.repeated(self.source, n)
         for alias, column in self.aliases.items():
             cols[alias] = cols[column]  # the same buffers, not a copy
         arrays = [cols[k] if k in cols else pa.nulls(n, schema.field(k).type) for k in schema.names]

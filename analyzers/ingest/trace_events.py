@@ -47,6 +47,10 @@ class Args(msgspec.Struct):
     grid: Any = None
     block: Any = None
     input_dims: Any = msgspec.field(default=None, name="Input Dims")
+    name: Any = None  # a metadata event's process or thread name
+    hlo_op: Any = None  # XProf: the XLA op an event ran (jax.profiler, TensorFlow's profiler)
+    hlo_module: Any = None
+    long_name: Any = None  # XProf: a TensorFlow op's `name:type`
 
 
 class Event(msgspec.Struct):

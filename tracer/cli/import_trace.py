@@ -21,8 +21,8 @@ from tracer.core.frameworks import framework_info
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("import", help="make a run folder from an nsys or Kineto trace file")
-    p.add_argument("file", type=Path, help=f"a trace file: {tf.READABLE}")
+    p = sub.add_parser("import", help="make a run folder from a trace file (nsys, Kineto, XPlane, rocpd, nsys-jax)")
+    p.add_argument("file", type=Path, help=f"a trace file or folder: {tf.READABLE}")
     add_out_dir(p)
     p.add_argument("--framework", default="imported", help="label the run with the framework that made the trace")
     p.add_argument("--model", default=UNKNOWN_MODEL, help="label the run with the model that was traced")
@@ -30,8 +30,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.set_defaults(func=cmd_import)
 
 
-# The framework a trace format can only come from (Kineto is PyTorch's profiler); nsys traces any process.
-FRAMEWORK_OF_FORMAT = {tf.KINETO: "pytorch"}
+# The framework a trace format can only come from (Kineto is PyTorch's profiler, nsys-jax wraps JAX);
+# nsys, rocprof and XPlane (JAX and TensorFlow both write it) trace any.
+FRAMEWORK_OF_FORMAT = {tf.KINETO: "pytorch", tf.NSYS_JAX: "jax"}
 NOT_RECORDED = ("batch", "epochs")  # spec fields an imported trace does not carry: shown as "not recorded"
 
 
@@ -47,16 +48,22 @@ def _run_id(path: Path) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from analyzers.ingest import _source_of, ingest_file, not_readable, sibling_export, span_ns, trace_kind
+    from analyzers.ingest import (
+        _source_of,
+        import_target,
+        ingest_file,
+        not_readable,
+        sibling_export,
+        span_ns,
+        trace_kind,
+    )
     from analyzers.tables import BATCH_FACT, TRACE_META, TRACE_OF_SOURCE
     from tracer.core.records import EnvironmentInfo, ImportOrigin, Outcome, RunRecord, RunSpec, RunStatus
     from tracer.core.runfolder import RunFolder
 
-    path: Path = args.file
     if args.framework != "imported":
         framework_info(args.framework)
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
+    path: Path = import_target(args.file)
     if trace_kind(path) not in tf.FILE_KINDS:
         raise not_readable(path)
     out_existed = args.out.exists()
@@ -78,7 +85,10 @@ def cmd_import(args: argparse.Namespace) -> int:
             raise UserError(f"{full}: free some space and import {path} again") from None
         raise
     try:
-        shutil.copyfile(path, folder.raw_dir / path.name)
+        if path.is_dir():
+            shutil.copytree(path, folder.raw_dir / path.name)
+        else:
+            shutil.copyfile(path, folder.raw_dir / path.name)
         beside = sibling_export(path) if trace_kind(path) == tf.NSYS_REP else None
         if beside is not None:  # what was read: the folder is re-ingested from it, with no nsys needed
             shutil.copyfile(beside, folder.raw_dir / beside.name)
