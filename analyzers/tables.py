@@ -3,8 +3,9 @@
 Every ingester (nsys SQLite, Kineto JSON, our CUPTI records) writes these Arrow schemas to
 `<run>/<table>.parquet`; every summary reads them, so no summary knows where a row came from.
 All times are Unix-epoch nanoseconds when the source says how to get there (see `analyzers.clock`);
-`trace_meta.json` records per source whether the clock is `unix_ns` or `relative_ns`. Rows come in no
-guaranteed order (an nsys import copies them on every core): sort by `start_ns` where order matters.
+`trace_meta.json` records per source whether the clock is `unix_ns` or `relative_ns`. Every ingester
+writes its rows sorted by `start_ns` (whatever order the trace had them in: nsys 2025.6+ exports them
+unordered); rows of several sources in one run are merged in that order too.
 
 CUPTI records on disk (what the in-worker collector writes; `analyzers.ingest.cupti` reads them):
   `raw/cupti/records-NNNNN.parquet`, one file per activity batch, with the columns of

@@ -138,7 +138,12 @@ class _Columns:
         words = {i: build.strings(list(codes)) for i, codes in self.codes.items()}
         raw = pa.Table.from_batches([pa.RecordBatch.from_arrays(part, names=self.names) for part in self.parts])
         self.parts = []
-        raw = raw.take(pc.sort_indices(raw["start_ns"]))  # stable; Table.sort_by probes for pandas
+        # by start, the longer first at one start (a parent before the child it opens with), whatever order
+        # the trace had them in; Table.sort_by probes for pandas
+        length = "dur_ns" if "dur_ns" in self.names else "end_ns"
+        keys = [("start_ns", "ascending"), (length, "descending")]
+        keys += [(SEQUENCE, "ascending")] if SEQUENCE in self.names else []  # equal spans: the one made first
+        raw = raw.take(pc.sort_indices(raw, sort_keys=keys))
         # Strings are made from their codes only now, after the sort: each is built once, never copied.
         cols: dict[str, Any] = {
             k: pc.take(words[i], raw[k]) if i in words else raw[k] for i, k in enumerate(self.names)
@@ -157,6 +162,10 @@ class _Columns:
         arrays = [cols[k] if k in cols else pa.nulls(n, schema.field(k).type) for k in schema.names]
         return pa.Table.from_arrays(arrays, schema=schema)
 
+
+SEQUENCE = "sequence"
+"""A column kept only to order rows: an operator's `External id` (Kineto numbers ops as it creates them, so
+of two ops with the same start and end, the enclosing one has the smaller number)."""
 
 BATCH_OPS = ("aten::conv2d", "aten::convolution", "aten::_convolution", "aten::cudnn_convolution")
 """Operators whose first input is the NCHW image batch: its N is the batch size (with record_shapes)."""
@@ -192,7 +201,7 @@ def parse(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None]:
     )
     mem = _Columns(["start_ns", "dur_ns", "kind", "bytes", "device", "stream", "correlation_id"], t.MEMCPY_SCHEMA)
     ranges = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.NVTX_SCHEMA)
-    ops = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.OPERATORS_SCHEMA)
+    ops = _Columns(["start_ns", "end_ns", "name", "pid", "tid", SEQUENCE], t.OPERATORS_SCHEMA)
     seen = 0
     batch: int | None = None
     shown = functools.cache(t.api_display_name)  # a trace repeats a few dozen API names
@@ -209,7 +218,11 @@ def parse(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None]:
                     if cat in OPERATOR_CATS:  # the most frequent kept kind first (about half the rows)
                         start = _ns(ev.ts)
                         name = str(ev.name)
-                        ops.add(start, start + (0 if ev.dur is None else _ns(ev.dur)), name, *_pid_tid(ev))
+                        op_args = ev.args or no_args
+                        number = op_args.external_id if op_args.external_id is not None else op_args.external_id_2021
+                        ops.add(
+                            start, start + (0 if ev.dur is None else _ns(ev.dur)), name, *_pid_tid(ev), _int(number)
+                        )
                         if batch is None and name in BATCH_OPS:
                             batch = _batch_of(ev)
                         continue
