@@ -42,9 +42,20 @@ SOURCE_XPROF = "xprof"
 """`source` of every row from an XPlane profile (jax.profiler, TensorFlow's profiler) or XProf's JSON of one."""
 SOURCE_ROCPD = "rocpd"
 """`source` of every row from a rocpd database (rocprof, rocmProfileData)."""
+SOURCE_PADDLE = "paddle"
+"""`source` of every row from paddle.profiler's Chrome-trace JSON."""
+SOURCE_MXNET = "mxnet"
+"""`source` of every row from MXNet's profiler's Chrome-trace JSON."""
 SOURCE_NSYS_JAX = "nsys-jax"
 """`source` of every row from an nsys-jax archive's recipe output."""
-TRACE_OF_SOURCE = {SOURCE_NSYS: "nsys", SOURCE_CUPTI: "cupti", SOURCE_KINETO: "torch"}
+TRACE_OF_SOURCE = {
+    SOURCE_NSYS: "nsys",
+    SOURCE_CUPTI: "cupti",
+    SOURCE_KINETO: "torch",
+    SOURCE_XPROF: "native",
+    SOURCE_PADDLE: "native",
+    SOURCE_MXNET: "native",
+}
 """The `--trace` backend (`tracer.core.options.TRACE_BACKENDS`) whose trace a source's rows are: what
 an imported trace's run record says it was traced with."""
 KERNELS = "kernels"

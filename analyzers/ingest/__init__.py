@@ -282,7 +282,15 @@ def ingest_file(path: Path, folder: RunFolder) -> list[str]:
         facts = {t.BATCH_FACT: batch} if batch is not None else {}
     else:
         tables, clock = read_trace(Path(path))
-    return write_tables(folder, tables, _source_of(Path(path)), clock, facts)
+    return write_tables(folder, tables, _written_by(tables) or _source_of(Path(path)), clock, facts)
+
+
+def _written_by(tables: dict[str, pa.Table]) -> str | None:
+    """The `source` the reader gave the rows (a Chrome-trace JSON may be Kineto's, paddle's or MXNet's)."""
+    for table in tables.values():
+        if table.num_rows and "source" in table.column_names:
+            return str(table["source"][0].as_py())
+    return None
 
 
 def run_traces(folder: RunFolder) -> list[Path]:

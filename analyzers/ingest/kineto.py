@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import re
 import zlib
 from decimal import Decimal
 from pathlib import Path
@@ -33,7 +34,9 @@ KERNEL_CATS = {"kernel", "Kernel"}
 MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
 MEMSET_CATS = {"gpu_memset", "Memset"}
 RANGE_CATS = {"user_annotation"}
-OPERATOR_CATS = {"cpu_op", "Operator"}  # current and 2021 spellings
+OPERATOR_CATS = {"cpu_op", "Operator", "operator"}  # current and 2021 spellings (paddle.profiler's too; MXNet's)
+_CALL_TIME = re.compile(r"\[\d+(?:\.\d+)? (?:ns|us|ms|s)\]$")
+"""paddle.profiler ends each operator's name with its own duration (`conv2d dygraph[31.950 us]`)."""
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -68,9 +71,9 @@ def _dur_ns(ev: Event) -> int:
 
 def _pid_tid(ev: Event) -> tuple[int, int]:
     pid, tid = ev.pid, ev.tid
-    if type(pid) is int and type(tid) is int:
+    if type(pid) is int and type(tid) is int and -MAX_NS <= tid <= MAX_NS:
         return pid, tid
-    return _int(pid), _int(tid)
+    return _int(pid), _int(tid) & MAX_NS  # MXNet's thread ids are unsigned 64-bit hashes: one bit goes
 
 
 def _dims(value: Any) -> list[Any]:
@@ -206,6 +209,7 @@ def parse(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None]:
     batch: int | None = None
     shown = functools.cache(t.api_display_name)  # a trace repeats a few dozen API names
     no_args = Args()
+    begin_end: list[tuple[int, bool, str, int, int]] = []
     try:
         with _open(path) as raw:
             events = TraceEvents(raw)
@@ -213,11 +217,13 @@ def parse(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None]:
                 for ev in chunk:
                     seen += 1
                     if ev.ph != "X":
+                        if ev.ph in BEGIN_END and ev.cat in OPERATOR_CATS:  # MXNet's operators: B/E pairs
+                            begin_end.append((_ns(ev.ts), ev.ph == "B", str(ev.name), *_pid_tid(ev)))
                         continue
                     cat = ev.cat
                     if cat in OPERATOR_CATS:  # the most frequent kept kind first (about half the rows)
                         start = _ns(ev.ts)
-                        name = str(ev.name)
+                        name = _CALL_TIME.sub("", str(ev.name))
                         op_args = ev.args or no_args
                         number = op_args.external_id if op_args.external_id is not None else op_args.external_id_2021
                         ops.add(
@@ -279,8 +285,13 @@ def parse(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None]:
         raise UserError(f"{path}: a number in a trace event does not fit 64 bits ({_first_line(e)})") from None
     except (TypeError, ArithmeticError, ValueError) as e:
         raise UserError(f"{path}: a trace event lacks a usable field ({_first_line(e)})") from None
+    for start, end, name, pid, tid in _paired(begin_end):
+        ops.add(start, end, name, pid, tid, -1)
     if seen == 0:
         raise UserError(f"{path}: not a Chrome/Kineto trace (no traceEvents)")
+    writer = _writer(events.header, mxnet=bool(begin_end))
+    for columns in (api, kern, mem, ranges, ops):
+        columns.source = writer
     base = events.header.get("baseTimeNanoseconds")
     if base is not None and (type(base) is not int or not 0 <= base <= MAX_NS):
         raise UserError(f"{path}: baseTimeNanoseconds {base!r} is not a time from 0 to 2^63-1 ns")
@@ -298,6 +309,34 @@ def parse(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None]:
             f"{path}: times or numbers beyond 64 bits (baseTimeNanoseconds {base}; {_first_line(e)})"
         ) from None
     return {k: v for k, v in out.items() if v.num_rows}, clock, batch
+
+
+BEGIN_END = ("B", "E")
+PADDLE_HEADER = "span_index"
+"""A top-level key only paddle.profiler's Chrome-trace JSON has."""
+
+
+def _writer(header: dict[str, Any], mxnet: bool) -> str:
+    """Which profiler wrote a Chrome-trace JSON, for the rows' `source`: paddle.profiler (its header),
+    MXNet's profiler (operators as B/E pairs), else the PyTorch profiler (Kineto)."""
+    if PADDLE_HEADER in header:
+        return t.SOURCE_PADDLE
+    return t.SOURCE_MXNET if mxnet else t.SOURCE_KINETO
+
+
+def _paired(marks: list[tuple[int, bool, str, int, int]]) -> list[tuple[int, int, str, int, int]]:
+    """(start, end, name, pid, tid) of duration events written as `B`/`E` pairs (MXNet's profiler), paired
+    per thread in time order (an `E` closes the innermost open `B`); one never closed is left out."""
+    open_: dict[tuple[int, int], list[tuple[int, str]]] = {}
+    out = []
+    for ts, begins, name, pid, tid in sorted(marks, key=lambda m: (m[3], m[4], m[0], m[1])):
+        stack = open_.setdefault((pid, tid), [])
+        if begins:
+            stack.append((ts, name))
+        elif stack:
+            start, begun = stack.pop()
+            out.append((start, ts, begun, pid, tid))
+    return out
 
 
 def _first_line(e: BaseException) -> str:

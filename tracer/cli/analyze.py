@@ -108,12 +108,20 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         wanted = " ".join(args.phase.split())
         cut = next(p for p in phases(run) if p.name == wanted)
         title = f"{run.run_id}, {cut.label()}{'; ' + cut.note if cut.note else ''}"
-        print_tables(data, args.top, title, api_family(run), span.label if span and not cut.window else "")
+        from analyzers.operator_compare import operator_source
+
+        window = span.label if span and not cut.window else ""
+        print_tables(data, args.top, title, api_family(run), window, operator_source(run))
     return 0
 
 
 def print_tables(
-    data: dict[str, list[dict[str, Any]]], top: int, title: str, family: str = "CUDA", window: str = ""
+    data: dict[str, list[dict[str, Any]]],
+    top: int,
+    title: str,
+    family: str = "CUDA",
+    window: str = "",
+    operators_from: str = "",
 ) -> None:
     """Durations in one adaptive unit per column (the unit in the header), names shortened (analyzers.display);
     a ROCm trace's tables say HIP (`family`, from analyzers.cuda_api.api_family). `window` ("window: epoch 2")
@@ -124,7 +132,8 @@ def print_tables(
 
     out = console()
     titles = {
-        t.OPERATORS: "framework operators (as the PyTorch profiler's key_averages)",
+        t.OPERATORS: f"framework operators{' from ' + operators_from if operators_from else ''} (self time as the "
+        "PyTorch profiler's key_averages sums it)",
         t.CUDA_API: family_label("CUDA API (as nsys cuda_api_sum)", family),
         t.KERNELS: "GPU kernels (as nsys cuda_gpu_kern_sum)",
         t.MEMCPY: "GPU memory operations (as nsys cuda_gpu_mem_time_sum)",
@@ -133,7 +142,7 @@ def print_tables(
     for section in SECTIONS:
         rows = data[section]
         if not rows:
-            if section != t.OPERATORS:  # only PyTorch profiler traces have operators: no line for the others
+            if section != t.OPERATORS:  # only a framework's own profiler records operators: no line for the others
                 out.print(f"{titles[section]}: none in {_windowed(title, window, section)}")
             continue
         headers, cells = display.table(rows[:top])

@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 # The framework a trace format can only come from (Kineto is PyTorch's profiler, nsys-jax wraps JAX);
 # nsys, rocprof and XPlane (JAX and TensorFlow both write it) trace any.
-FRAMEWORK_OF_FORMAT = {tf.KINETO: "pytorch", tf.NSYS_JAX: "jax"}
+FRAMEWORK_OF_FORMAT = {tf.NSYS_JAX: "jax"}
 NOT_RECORDED = ("batch", "epochs")  # spec fields an imported trace does not carry: shown as "not recorded"
 
 
@@ -57,7 +57,14 @@ def cmd_import(args: argparse.Namespace) -> int:
         span_ns,
         trace_kind,
     )
-    from analyzers.tables import BATCH_FACT, TRACE_META, TRACE_OF_SOURCE
+    from analyzers.tables import (
+        BATCH_FACT,
+        SOURCE_KINETO,
+        SOURCE_MXNET,
+        SOURCE_PADDLE,
+        TRACE_META,
+        TRACE_OF_SOURCE,
+    )
     from tracer.core.records import EnvironmentInfo, ImportOrigin, Outcome, RunRecord, RunSpec, RunStatus
     from tracer.core.runfolder import RunFolder
 
@@ -95,14 +102,17 @@ def cmd_import(args: argparse.Namespace) -> int:
     except OSError as e:
         shutil.rmtree(folder.path, ignore_errors=True)
         raise UserError(f"{disk_full(args.out, e) or e}: {path} was not imported") from None
-    source = _source_of(path)
-    clock = json.loads((folder.path / TRACE_META).read_text())[source]
+    meta = json.loads((folder.path / TRACE_META).read_text())
+    source = _source_of(path) if _source_of(path) in meta else next(iter(meta))  # Kineto's JSON, or paddle's ...
+    clock = meta[source]
     clock.pop("tables", None)
     batch = clock.pop(BATCH_FACT, None)  # Kineto with recorded shapes names it; nothing else does
     starts, ends = span_ns(folder, written)
     framework = args.framework
     if framework == "imported":
-        framework = FRAMEWORK_OF_FORMAT.get(trace_kind(path) or "", framework)
+        # the framework whose own profiler wrote the rows
+        of_source = {SOURCE_KINETO: "pytorch", SOURCE_PADDLE: "paddle", SOURCE_MXNET: "mxnet"}
+        framework = of_source.get(source, FRAMEWORK_OF_FORMAT.get(trace_kind(path) or "", framework))
     record = RunRecord(
         run_id=run_id,
         # An imported trace's labels are whatever the user says; they are recorded, not checked as options.

@@ -60,6 +60,18 @@ WINDOW_OPEN = "open"
 WINDOW_CLOSE = "close"
 #: TRACER_TRACE's value when nsys traces a window: the worker then opens the NVTX range below around it.
 NSYS_WINDOW_TRACE = "nsys-window"
+#: TRACER_TRACE's value for `--trace native`: the framework's own profiler runs over the trace window.
+NATIVE_TRACE = "native"
+#: What `--trace native` leaves under raw/, by framework: the file each framework's own profiler writes
+#: (PyTorch's Kineto JSON; XPlane from jax.profiler and TensorFlow's profiler; paddle.profiler's and
+#: MXNet's Chrome-trace JSON). A framework not named here has no profiler of its own (SINGA).
+NATIVE_TRACE_FILES = {
+    "pytorch": "kineto.json.gz",
+    "jax": "native.xplane.pb",
+    "tensorflow": "native.xplane.pb",
+    "paddle": "paddle_profile.json",
+    "mxnet": "mxnet_profile.json",
+}
 #: The NVTX range the worker opens around its trace window; nsys's capture range (`--nvtx-capture`) starts on it.
 NVTX_WINDOW_RANGE = "dl-tracer trace window"
 

@@ -1,0 +1,100 @@
+"""--trace native (issue 38): each framework's own profiler over the trace window, on the CPU, in a tiny
+real run per framework; its operators land in the operator table under their own names (convolutions
+and matrix multiplies on top), `compare` shows two frameworks' top operators per image, and the XPlane
+files JAX's and TensorFlow's profilers wrote have XProf's own operator totals. SINGA is refused."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+import pytest
+
+from analyzers.operators import operator_summary
+from tests.conftest import TINY, run_tracer
+from tracer.core.errors import UserError
+from tracer.core.records import RunSpec, RunStatus
+from tracer.core.runfolder import RunFolder
+from tracer.core.schema import NATIVE_TRACE_FILES
+from tracer.tracing.native import NativeBackend
+
+ONE_EPOCH = ("--epochs", "1", "--batch", "8", "--trace", "native")
+CONV_OR_MATMUL = {
+    "pytorch": re.compile(r"conv|addmm|\bmm\b|linear", re.I),
+    "tensorflow": re.compile(r"Conv2D|MatMul"),
+    "jax": re.compile(r"convolution|dot|fusion"),  # XLA:CPU fuses each convolution with its bias add
+    "paddle": re.compile(r"conv2d|matmul", re.I),
+    "mxnet": re.compile(r"Convolution|FullyConnected"),
+}
+"""What each framework's own profiler calls a convolution or a matrix multiply."""
+
+
+def test_singa_is_refused_in_one_line(tmp_path: pytest.TempPathFactory) -> None:
+    with pytest.raises(UserError, match="SINGA has no profiler of its own"):
+        NativeBackend().check(RunSpec(framework="singa", model="alexnet", dataset="small"))
+    for framework in NATIVE_TRACE_FILES:
+        NativeBackend().check(RunSpec(framework=framework, model="alexnet", dataset="small"))
+    result = run_tracer("profile", "--framework", "singa", "--model", "alexnet", *TINY, "--trace", "native",
+                        "--out", str(tmp_path))  # fmt: skip
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0, result.stderr
+    assert "--trace native" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def native_runs(make_run: Callable[..., RunFolder]) -> dict[str, RunFolder]:
+    """One tiny CPU run per framework with its own profiler (skipped where a framework is absent)."""
+    runs = {}
+    for framework in CONV_OR_MATMUL:
+        try:
+            runs[framework] = make_run(framework, *ONE_EPOCH)
+        except pytest.skip.Exception:
+            continue
+    return runs
+
+
+@pytest.mark.parametrize("framework", list(CONV_OR_MATMUL))
+def test_a_native_run_has_its_frameworks_operators(native_runs: dict[str, RunFolder], framework: str) -> None:
+    if framework not in native_runs:
+        pytest.skip(f"{framework} is not installed here")
+    folder = native_runs[framework]
+    record = folder.read_record()
+    assert record.outcome.status is RunStatus.OK, record.outcome
+    assert f"raw/{NATIVE_TRACE_FILES[framework]}" in record.trace_files
+    top = [r.name for r in operator_summary(folder)[:3]]
+    assert any(CONV_OR_MATMUL[framework].search(name) for name in top), top
+    overhead = [e for e in folder.events() if e["kind"] == "trace_overhead"]
+    assert overhead and overhead[0]["backend"] in ("native", "torch"), overhead
+
+
+def test_compare_shows_each_frameworks_top_operators_per_image(native_runs: dict[str, RunFolder]) -> None:
+    two = [native_runs[f] for f in ("pytorch", "tensorflow", "jax", "paddle", "mxnet") if f in native_runs][:2]
+    if len(two) < 2:
+        pytest.skip("two frameworks are needed")
+    result = run_tracer("compare", *(str(f.path) for f in two))
+    assert result.returncode == 0, result.stderr
+    assert "top framework operators by self time, per traced image" in result.stdout
+    for folder in two:
+        assert operator_summary(folder)[0].name[:12] in result.stdout
+    assert "/image" in result.stdout
+
+
+@pytest.mark.parametrize("framework", ["jax", "tensorflow"])
+def test_native_xplane_totals_equal_xprofs(native_runs: dict[str, RunFolder], framework: str) -> None:
+    from analyzers.ingest import xprof
+
+    if framework not in native_runs:
+        pytest.skip(f"{framework} is not installed here")
+    folder = native_runs[framework]
+    xplane = folder.raw_dir / NATIVE_TRACE_FILES[framework]
+    ours = {r.name: r.total_ns for r in operator_summary(folder)}
+    if framework == "tensorflow":
+        theirs = xprof.framework_op_stats(xplane)  # XProf's own framework op stats
+        assert set(ours) == set(theirs) and all(abs(ours[k] - theirs[k] * 1000) <= 1 for k in ours), (ours, theirs)
+        return
+    viewer = json.loads(xprof.trace_viewer_json(xplane))
+    summed: dict[str, int] = {}
+    for ev in viewer["traceEvents"]:
+        if ev.get("ph") == "X" and "hlo_op" in (ev.get("args") or {}):
+            summed[ev["name"]] = summed.get(ev["name"], 0) + round(ev["dur"] * 1000)
+    assert summed == ours
