@@ -71,7 +71,15 @@ def sniff(path: Path) -> Seen:
         return Seen(tf.NSYS_REP, "an nsys report")
     if not head:
         return Seen(None, "an empty file")
+    named = _by_name(path.name)
+    if named is not None:  # its reader then says what is wrong inside (a truncated export, a damaged report)
+        return Seen(named, f"a file named as {named} whose content is not")
     return Seen(None, "a file of no format this tracer knows")
+
+
+def _by_name(name: str) -> str | None:
+    lower = name.lower()
+    return next((kind for kind, ends in tf.SUFFIXES.items() if lower.endswith(ends) and kind != tf.NSYS_JAX), None)
 
 
 def _json(head: bytes) -> Seen:

@@ -16,6 +16,12 @@ NO_PROFILER = {"singa": "SINGA has no profiler of its own"}
 """Frameworks refused, and why (every framework not in NATIVE_TRACE_FILES should be here)."""
 
 
+PROFILER_ENVIRONMENT = {"mxnet": {"MXNET_EXEC_BULK_EXEC_TRAIN": "0", "MXNET_EXEC_BULK_EXEC_INFERENCE": "0"}}
+"""Settings a profiler needs to see operators: MXNet runs a hybridized model's operators in bulk, which its
+profiler records as one `ImperativeBulk` event; with bulk execution off each operator is its own event
+(a traced MXNet run is then not the untraced one's speed, as no traced run is)."""
+
+
 class NativeBackend(TraceBackend):
     name = NATIVE_TRACE
 
@@ -25,7 +31,7 @@ class NativeBackend(TraceBackend):
             raise UserError(f"--trace native: {why}; use --trace nsys or --trace cupti")
 
     def environment(self, folder: RunFolder, spec: RunSpec) -> dict[str, str]:
-        return {"TRACER_TRACE": NATIVE_TRACE}
+        return {"TRACER_TRACE": NATIVE_TRACE, **PROFILER_ENVIRONMENT.get(spec.framework, {})}
 
     def finish(self, folder: RunFolder) -> list[str]:
         spec = folder.read_record().spec
