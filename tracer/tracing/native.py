@@ -16,7 +16,14 @@ NO_PROFILER = {"singa": "SINGA has no profiler of its own"}
 """Frameworks refused, and why (every framework not in NATIVE_TRACE_FILES should be here)."""
 
 
-PROFILER_ENVIRONMENT = {"mxnet": {"MXNET_EXEC_BULK_EXEC_TRAIN": "0", "MXNET_EXEC_BULK_EXEC_INFERENCE": "0"}}
+PROFILER_ENVIRONMENT = {
+    "mxnet": {
+        "MXNET_EXEC_BULK_EXEC_TRAIN": "0",
+        "MXNET_EXEC_BULK_EXEC_INFERENCE": "0",
+        "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD": "0",  # a hybridized block's CachedOp bulks by these
+        "MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD": "0",
+    }
+}
 """Settings a profiler needs to see operators: MXNet runs a hybridized model's operators in bulk, which its
 profiler records as one `ImperativeBulk` event; with bulk execution off each operator is its own event
 (a traced MXNet run is then not the untraced one's speed, as no traced run is)."""
