@@ -78,7 +78,9 @@ def trace_viewer_json(path: Path) -> bytes:
 def framework_op_stats(path: Path) -> dict[str, float]:
     """Total time per op type on the host, in µs, as XProf's own `framework_op_stats` tool computes it
     (TensorBoard's "framework op stats" table): what a TensorFlow profile's operator totals are checked
-    against. Empty where XProf finds no framework ops (an XLA:CPU profile of JAX)."""
+    against. XProf counts the ops of training steps only (events with a `group_id`): ops outside every
+    step (a tf.data function's, ops run before the first step) are left out. Empty where XProf finds no
+    framework ops (an XLA:CPU profile of JAX)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     from xprof.convert import raw_to_tool_data
 
@@ -90,7 +92,7 @@ def framework_op_stats(path: Path) -> dict[str, float]:
     ids = [c["id"] for c in tables[0]["cols"]]
     for row in tables[0]["rows"]:
         cell = dict(zip(ids, (c.get("v") for c in row["c"])))
-        if cell["host_or_device"] == "Host" and cell["type"] not in ("IDLE", DATASET_TYPE):
+        if cell["host_or_device"] == "Host" and cell["type"] not in ("", "IDLE", DATASET_TYPE):
             totals[cell["type"]] = totals.get(cell["type"], 0.0) + float(cell["total_time"])
     return totals
 
