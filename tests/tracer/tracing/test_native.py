@@ -5,14 +5,13 @@ files JAX's and TensorFlow's profilers wrote have XProf's own operator totals. S
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 
 import pytest
 
 from analyzers.operators import operator_summary
-from tests.analyzers.test_imports import assert_xprof_op_stats
+from tests.analyzers.test_imports import viewer_op_totals
 from tests.conftest import TINY, run_tracer
 from tracer.core.errors import UserError
 from tracer.core.records import RunSpec, RunStatus
@@ -80,17 +79,8 @@ def test_compare_shows_each_frameworks_top_operators_per_image(native_run: Calla
 
 @pytest.mark.parametrize("framework", ["jax", "tensorflow"])
 def test_native_xplane_totals_equal_xprofs(native_run: Callable[[str], RunFolder], framework: str) -> None:
-    from analyzers.ingest import xprof
-
+    """The operator table of the XPlane the framework's profiler wrote in the run has the totals of XProf's
+    own converter's events (the framework_op_stats check is in tests/analyzers/test_imports.py)."""
     folder = native_run(framework)
-    xplane = folder.raw_dir / NATIVE_TRACE_FILES[framework]
     ours = {r.name: r.total_ns for r in operator_summary(folder)}
-    if framework == "tensorflow":
-        assert_xprof_op_stats(xplane, ours)
-        return
-    viewer = json.loads(xprof.trace_viewer_json(xplane))
-    summed: dict[str, int] = {}
-    for ev in viewer["traceEvents"]:
-        if ev.get("ph") == "X" and "hlo_op" in (ev.get("args") or {}):
-            summed[ev["name"]] = summed.get(ev["name"], 0) + round(ev["dur"] * 1000)
-    assert summed == ours
+    assert ours and viewer_op_totals(folder.raw_dir / NATIVE_TRACE_FILES[framework]) == ours
