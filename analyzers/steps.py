@@ -73,6 +73,14 @@ def epoch_splits(folder: RunFolder) -> list[EpochSplit]:
     ]
 
 
+def probes(folder: RunFolder) -> tuple[str, ...]:
+    """Who saw the run's steps (the steps table's PROBE column: `worker`, `torch.DataLoader`, `marker` ...)."""
+    table = steps_table(folder)
+    if table is None or schema.PROBE not in table.column_names:
+        return ()
+    return tuple(sorted(str(p) for p in table.column(schema.PROBE).unique().to_pylist() if p))
+
+
 def data_wait_shares(folder: RunFolder) -> dict[int, float | None]:
     """Epoch number -> its data-wait share (0..1)."""
     return {s.epoch: s.data_wait_share for s in epoch_splits(folder)}

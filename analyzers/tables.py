@@ -7,8 +7,9 @@ All times are Unix-epoch nanoseconds when the source says how to get there (see 
 writes its rows sorted by `start_ns` (whatever order the trace had them in: nsys 2025.6+ exports them
 unordered); rows of several sources in one run are merged in that order too.
 
-CUPTI records on disk (what the in-worker collector writes; `analyzers.ingest.cupti` reads them):
-  `raw/cupti/records-NNNNN.parquet`, one file per activity batch, with the columns of
+CUPTI records on disk (decoded by the tracer from the buffers the in-worker collector writes;
+`analyzers.ingest.cupti` reads them):
+  `raw/cupti/records-NNNNN.parquet`, one file per CUPTI buffer, with the columns of
   `tracer.core.schema.CUPTI_COLUMNS` (`kind` in {"runtime", "driver", "kernel", "memcpy", "memset"};
   for memcpy, `name` is the copy kind as in `MEMCPY_KINDS`, e.g. "Host-to-Device").
   `raw/cupti/clock.json` = {"offset_ns": N} where N = time.time_ns() - cuptiGetTimestamp() taken
@@ -27,6 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from analyzers import api_names
 from tracer.core.schema import MEMCPY_NAMES
 
 CUDA_API = "cuda_api"
@@ -211,10 +213,7 @@ def family_label(label: str, family: str) -> str:
     return label if family == API_CUDA else label.replace(API_CUDA, family)
 
 
-def api_display_name(name: str) -> str:
-    """nsys's rule, verbatim from its SQL: when the 6th- and 5th-last characters are `_v`, drop the
-    last 6 (cudaLaunchKernel_v7000 -> cudaLaunchKernel; cudaLaunchKernelExC_v11060 stays as is)."""
-    return name[:-6] if len(name) >= 6 and name[-6:-4] == "_v" else name
+api_display_name = api_names.display_name  # nsys's display rule (analyzers.api_names)
 
 
 _KINETO_MEMCPY = re.compile(r"Memcpy\s+(\w+)")

@@ -40,6 +40,7 @@ def _analyze(path: Path, tmp_path: Path, *extra: str) -> str:
 def analyses(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[dict]]]:
     """What `tracer analyze` shows of each fixture, as rows (its tables are made from them)."""
     from analyzers.ingest import ingest_file
+    from analyzers.run import Run
     from tracer.cli.analyze import analysis
     from tracer.core.runfolder import RunFolder
 
@@ -47,7 +48,7 @@ def analyses(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) ->
     for rel in FIXTURES:
         folder = RunFolder(tmp_path_factory.mktemp("labels"))
         ingest_file(shared_fixtures / rel, folder)
-        out[rel] = analysis(folder, "whole")
+        out[rel] = analysis(Run.open(folder), "whole")
     return out
 
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tracer.cli.common import TOP_BOUND, add_runs_dir, add_warmup, check_bound, console
+from tracer.cli.common import TOP_BOUND, add_runs_dir, add_warmup, check_bound, console, warn_problems
 from tracer.cli.outputs import output_file, path_arg
 from tracer.core.errors import UserError
 
@@ -47,9 +47,7 @@ SETTINGS = ("dataset", "device", "batch", "epochs", "limit", "image_size", "lr",
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from analyzers.compare import compare, rows_for_print, write_csv
-    from analyzers.energy import NO_SOURCE
-    from analyzers.repeats import group_repeats
+    from analyzers.run import Run
     from tracer.core.runfolder import find_run, list_runs
     from tracer.core.schema import RUN_JSON
 
@@ -60,7 +58,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for ref in args.runs:
         path = Path(ref)
         inside = list_runs(path) if path.is_dir() and not (path / RUN_JSON).exists() else []
-        folders += _readable(inside) or [find_run(args.runs_dir, ref)]
+        folders += [Run.open(f, args.warmup) for f in _readable(inside) or [find_run(args.runs_dir, ref)]]
+    try:
+        return _compare(folders, args)
+    finally:
+        warn_problems(folders)
+
+
+def _compare(folders: list[Any], args: argparse.Namespace) -> int:
+    from analyzers.compare import compare, rows_for_print, write_csv
+    from analyzers.energy import NO_SOURCE
+    from analyzers.repeats import group_repeats
+
     specs = [folder.read_record().spec for folder in folders]  # a damaged run named alone: one line, exit 2
     differ = []
     for name in SETTINGS:
@@ -79,10 +88,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         s = column.head
         status = s.status + (f" ({s.cause})" if s.cause else "")
         runs = " ".join(column.run_ids) if len(column.summaries) < 4 else f"{len(column.summaries)} repeats"
-        out.print(
-            f"{column.letter}: {runs}  [{s.framework} {s.model} {s.device} batch {s.batch}, data {s.data}, {status}]",
-            markup=False,
-        )
+        what = f"{s.framework} {s.model} {s.device} batch {s.batch}, data {s.data}"
+        if s.command:  # the script's own model, data and batch
+            what = f"{s.framework}: {s.command}, {s.device}"
+        out.print(f"{column.letter}: {runs}  [{what}, {status}]", markup=False)
         if not column.head.rankable and not any(x.rankable for x in column.summaries):
             out.print(f"   {column.letter}: speed not ranked ({column.head.not_rankable_why})", markup=False)
         for s_out in column.left_out:

@@ -57,6 +57,7 @@ class Opt:
     required: bool = False  # a required flag (fields without a default may still come from --case)
     noun: str = ""  # what a value is called in messages ("unknown trace backend 'x'"); default: the name
     to_worker: Callable[[Any], Any] | None = None  # the form the worker gets the value in (default: as it is)
+    command: bool = False  # also measures a user's command (`tracer profile -- COMMAND`); else built-in only
 
 
 def _opt(hint: Any) -> Opt:
@@ -114,7 +115,8 @@ class RunSpec:
         str | None, Opt("a named case, SimpleBig or ComplexSmall (gives model and dataset)", worker=False, plan=False)
     ] = None
     trace: Annotated[
-        Literal["none", "nsys", "cupti", "torch", "native"], Opt("trace backend", worker=False, noun="trace backend")
+        Literal["none", "nsys", "cupti", "torch", "native"],
+        Opt("trace backend", worker=False, noun="trace backend", command=True),
     ] = "none"
     trace_window: Annotated[
         str | None,
@@ -132,12 +134,18 @@ class RunSpec:
             f"sampling rate of CPU/RAM/threads/GPU in Hz, 0 switches sampling off, at most {MAX_SAMPLE_HZ}"
             " (CPU times move in 10 ms clock ticks)",
             worker=False,
+            command=True,
         ),
     ] = 10.0
     timeout_s: Annotated[
         float | None,
         Field(ge=0.001, le=30 * DAY_S, allow_inf_nan=False),
-        Opt("stop the training after this many seconds (the run ends as timeout)", flag="--timeout", worker=False),
+        Opt(
+            "stop the training after this many seconds (the run ends as timeout)",
+            flag="--timeout",
+            worker=False,
+            command=True,
+        ),
     ] = None
     stall_s: Annotated[
         float,
@@ -147,6 +155,7 @@ class RunSpec:
             " progress (no event, no step, no CPU in its process tree); 0 never",
             flag="--stall-after",
             worker=False,
+            command=True,
         ),
     ] = 180.0
     workers: Annotated[
@@ -189,13 +198,18 @@ class RunSpec:
     ] = None
     pyspy: Annotated[
         bool,
-        Opt("record the worker's Python stacks (all threads) with py-spy into raw/pyspy.speedscope.json", worker=False),
+        Opt(
+            "record the worker's Python stacks (all threads) with py-spy into raw/pyspy.speedscope.json",
+            worker=False,
+            command=True,
+        ),
     ] = False
     nsys_sampling: Annotated[
         bool,
         Opt(
             "with --trace nsys: also CPU IP sampling and context switches of the process tree (costs more)",
             worker=False,
+            command=True,
         ),
     ] = False
     inject_fault: Annotated[
@@ -269,6 +283,11 @@ def add_arguments(
         elif f.default is not dataclasses.MISSING:
             kwargs["default"] = f.default
         parser.add_argument(flag, **kwargs)
+
+
+def command_options(spec_type: type = RunSpec) -> tuple[str, ...]:
+    """The spec fields that measure a user's command too (the rest describe the built-in workload)."""
+    return tuple(name for name, (_, opt, _) in spec_fields(spec_type).items() if opt.command)
 
 
 def plan_options(spec_type: type = RunSpec) -> dict[str, Any]:

@@ -9,13 +9,26 @@ it runs in the framework's interpreter); this module re-exports them so nothing 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 import pyarrow as pa
 
 from tracer.worker.schema import (
+    AUTOTUNE,
     COMPUTE_S,
+    CUPTI_ALL_CALLS_ENV,
+    CUPTI_BUFFER_FILE,
+    CUPTI_BUFFER_GLOB,
+    CUPTI_CLOCK_FILE,
     CUPTI_COLUMNS,
+    CUPTI_INDEX_FILE,
+    CUPTI_KERNEL_NAMES_FILE,
+    CUPTI_LAYOUT,
+    CUPTI_LIBRARY_ENV,
+    CUPTI_META_FILE,
+    CUPTI_RAW_FORMAT,
+    CUPTI_STOP_FILE,
     DATA_FILES,
     DATA_MEMORY,
     DATA_MODES,
@@ -31,17 +44,31 @@ from tracer.worker.schema import (
     NSYS_WINDOW_TRACE,
     NVTX_WINDOW_RANGE,
     ON_DIVERGENCE,
+    PIPELINES,
+    PROBE,
+    PROBE_MODULE,
+    PROBE_RUN_DIR_ENV,
+    PROBE_SOURCE_DIR,
+    PROBE_STEPS_SEPARATOR,
+    PROBE_WORKER,
+    PROBED_IMPORTS,
+    RANK,
     SAMPLES_DIR,
     STEP_COLUMNS,
     STEPS_TABLE,
     SYNC_S,
     T_NS,
+    TRACE_CUPTI,
+    TRACE_ENV,
+    TRACE_TORCH,
+    TRACER_PID_ENV,
     WINDOW_CLOSE,
     WINDOW_EDGE,
     WINDOW_OPEN,
     WORKER_CONFIG_FILE,
     WORKER_PID_FILE,
     Event,
+    Probe,
     strict_json,
 )
 
@@ -51,7 +78,17 @@ __all__ = [
     "STEP_COLUMNS",
     "STEPS_TABLE",
     "SYNC_S",
+    "CUPTI_BUFFER_FILE",
+    "CUPTI_BUFFER_GLOB",
+    "CUPTI_CLOCK_FILE",
     "CUPTI_COLUMNS",
+    "CUPTI_INDEX_FILE",
+    "CUPTI_KERNEL_NAMES_FILE",
+    "CUPTI_LAYOUT",
+    "CUPTI_LIBRARY_ENV",
+    "CUPTI_META_FILE",
+    "CUPTI_RAW_FORMAT",
+    "CUPTI_STOP_FILE",
     "DATA_FILES",
     "DATA_MEMORY",
     "DATA_MODES",
@@ -65,8 +102,24 @@ __all__ = [
     "NATIVE_TRACE",
     "NATIVE_TRACE_FILES",
     "NSYS_WINDOW_TRACE",
+    "AUTOTUNE",
+    "PIPELINES",
+    "CUPTI_ALL_CALLS_ENV",
+    "TRACE_CUPTI",
+    "TRACE_ENV",
+    "TRACE_TORCH",
+    "TRACER_PID_ENV",
     "NVTX_WINDOW_RANGE",
     "ON_DIVERGENCE",
+    "PROBE",
+    "PROBE_MODULE",
+    "PROBE_RUN_DIR_ENV",
+    "PROBE_SOURCE_DIR",
+    "PROBE_STEPS_SEPARATOR",
+    "PROBE_WORKER",
+    "PROBED_IMPORTS",
+    "Probe",
+    "RANK",
     "strict_json",
     "T_NS",
     "WORKER_CONFIG_FILE",
@@ -119,6 +172,8 @@ class SampleTable:
     name: str
     schema: pa.Schema
     description: str
+    # What a column that an older writer did not have reads as (else nulls): old steps tables are rank 0.
+    defaults: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -269,13 +324,27 @@ STEPS = SampleTable(
     pa.schema(
         list(
             zip(
-                STEP_COLUMNS, (pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.float64(), pa.float64(), pa.float64())
+                STEP_COLUMNS,
+                (
+                    pa.int64(),
+                    pa.int64(),
+                    pa.int64(),
+                    pa.int64(),
+                    pa.float64(),
+                    pa.float64(),
+                    pa.float64(),
+                    pa.int64(),
+                    pa.string(),
+                ),
             )
         )
     ),
     "one row per training step, written by the worker: epoch (from 1), step (from 0 in the epoch), images, "
     "start_ns (when the step began waiting for its batch), then seconds waiting for data, computing, and "
-    "in the host-device sync that reads the loss",
+    "in the host-device sync that reads the loss (null where the probe could not see it: optimizer-counted steps),"
+    " the process's rank, and who saw the step (worker: the built-in workload; torch.DataLoader, keras.fit, marker"
+    " ...: the probe in a user's command)",
+    defaults={RANK: 0, PROBE: PROBE_WORKER},
 )
 
 SAMPLE_TABLES: dict[str, SampleTable] = {

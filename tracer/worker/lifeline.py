@@ -16,7 +16,8 @@ import sys
 import threading
 import time
 
-TRACER_PID_ENV = "DL_TRACER_PID"
+from tracer.worker.schema import TRACER_PID_ENV
+
 PR_SET_PDEATHSIG = 1
 CHECK_EVERY_S = 0.5
 

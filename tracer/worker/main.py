@@ -24,6 +24,9 @@ from tracer.worker.schema import (
     NSYS_WINDOW_TRACE,
     SAMPLES_DIR,
     STEPS_TABLE,
+    TRACE_CUPTI,
+    TRACE_ENV,
+    TRACE_TORCH,
     WORKER_CONFIG_FILE,
     WORKER_PID_FILE,
     Event,
@@ -34,7 +37,6 @@ from tracer.worker.workload import WorkloadConfig, list_images
 EXIT_FRAMEWORK_ERROR = 1
 EXIT_IMPORT_ERROR = 3
 EXIT_TRACE_ERROR = 4
-TRACE_ENV = "TRACER_TRACE"
 LEAK_MIB_PER_EPOCH = 200
 _leaked = []  # type: List[bytes]
 
@@ -84,11 +86,11 @@ def _make_trace(run_dir: str, cfg: WorkloadConfig, reporter: Reporter) -> Option
     the trace window's gate starts it (at once for a whole-run window)."""
     kind = os.environ.get(TRACE_ENV, "")
     raw_dir = os.path.join(run_dir, "raw")
-    if kind == "cupti":
+    if kind == TRACE_CUPTI:
         from tracer.worker import cupti_trace
 
         return cupti_trace.CuptiCollector(os.path.join(raw_dir, "cupti"), reporter)
-    if kind == "torch":
+    if kind == TRACE_TORCH:
         from tracer.worker import torch_trace
 
         return torch_trace.TorchTrace(raw_dir, reporter, cfg.device)

@@ -10,7 +10,7 @@ import os
 from typing import Any, List, Optional
 
 from tracer.worker.clock import time_ns
-from tracer.worker.schema import KIND, STEP_COLUMNS, T_NS, Event, strict_json
+from tracer.worker.schema import KIND, PROBE_WORKER, STEP_COLUMNS, T_NS, Event, strict_json
 
 
 class Reporter:
@@ -58,8 +58,8 @@ class StepLog:
     def add(
         self, epoch: int, step: int, images: int, start_ns: int, data_wait_s: float, compute_s: float, sync_s: float
     ) -> None:
-        row = (epoch, step, images, start_ns, data_wait_s, compute_s, sync_s)
-        self._rows.append("%d,%d,%d,%d,%.9f,%.9f,%.9f\n" % row)
+        row = (epoch, step, images, start_ns, data_wait_s, compute_s, sync_s, 0, PROBE_WORKER)
+        self._rows.append("%d,%d,%d,%d,%.9f,%.9f,%.9f,%d,%s\n" % row)
         if len(self._rows) >= FLUSH_EVERY_ROWS:
             self.flush()
 
