@@ -9,7 +9,7 @@ from __future__ import annotations
 from tracer.core.errors import UserError
 from tracer.core.records import RunSpec
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import NATIVE_TRACE, NATIVE_TRACE_FILES
+from tracer.core.schema import NATIVE_TRACE, NATIVE_TRACE_FILES, TRACE_ENV
 from tracer.tracing.base import TraceBackend
 
 NO_PROFILER = {"singa": "SINGA has no profiler of its own"}
@@ -38,7 +38,7 @@ class NativeBackend(TraceBackend):
             raise UserError(f"--trace native: {why}; use --trace nsys or --trace cupti")
 
     def environment(self, folder: RunFolder, spec: RunSpec) -> dict[str, str]:
-        return {"TRACER_TRACE": NATIVE_TRACE, **PROFILER_ENVIRONMENT.get(spec.framework, {})}
+        return {TRACE_ENV: NATIVE_TRACE, **PROFILER_ENVIRONMENT.get(spec.framework, {})}
 
     def finish(self, folder: RunFolder) -> list[str]:
         spec = folder.read_record().spec
