@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from analyzers.display import ratio_text
 from analyzers.repeats import spec_key
 from analyzers.steady import WARMUP_EPOCHS, Spread, throughput
 from tracer.core.records import RunRecord
@@ -174,7 +175,7 @@ def input_share_table(pairs: Sequence[DataPair]) -> tuple[tuple[str, ...], list[
                 str(p.batch),
                 *rates,
                 share,
-                "-" if memory is None else f"{memory:.2f}x",
+                ratio_text(memory),
             )  # fmt: skip
         )
     return header, rows

@@ -39,7 +39,7 @@ DAY_S = 86400
 MAX_SAMPLE_HZ = 100
 MODELS = ("alexnet", "mobilenet_v2", "resnet50", "vgg16")
 DEVICES = ("cpu", "gpu")
-TRACE_BACKENDS = ("none", "nsys", "cupti", "torch")
+TRACE_BACKENDS = ("none", "nsys", "cupti", "torch", "native")
 GPU_THREAD_MODES = ("global", "gpu_private", "gpu_shared")
 
 
@@ -116,7 +116,7 @@ class RunSpec:
         str | None, Opt("a named case, SimpleBig or ComplexSmall (gives model and dataset)", worker=False, plan=False)
     ] = None
     trace: Annotated[
-        Literal["none", "nsys", "cupti", "torch"],
+        Literal["none", "nsys", "cupti", "torch", "native"],
         Opt("trace backend", worker=False, noun="trace backend", command=True),
     ] = "none"
     trace_window: Annotated[
