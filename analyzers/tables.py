@@ -6,8 +6,9 @@ All times are Unix-epoch nanoseconds when the source says how to get there (see 
 `trace_meta.json` records per source whether the clock is `unix_ns` or `relative_ns`. Rows come in no
 guaranteed order (an nsys import copies them on every core): sort by `start_ns` where order matters.
 
-CUPTI records on disk (what the in-worker collector writes; `analyzers.ingest.cupti` reads them):
-  `raw/cupti/records-NNNNN.parquet`, one file per activity batch, with the columns of
+CUPTI records on disk (decoded by the tracer from the buffers the in-worker collector writes;
+`analyzers.ingest.cupti` reads them):
+  `raw/cupti/records-NNNNN.parquet`, one file per CUPTI buffer, with the columns of
   `tracer.core.schema.CUPTI_COLUMNS` (`kind` in {"runtime", "driver", "kernel", "memcpy", "memset"};
   for memcpy, `name` is the copy kind as in `MEMCPY_KINDS`, e.g. "Host-to-Device").
   `raw/cupti/clock.json` = {"offset_ns": N} where N = time.time_ns() - cuptiGetTimestamp() taken

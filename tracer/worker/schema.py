@@ -6,6 +6,8 @@ Worker side (Python 3.6, standard library only). The rest of the tool reaches th
 
 from typing import Any, Dict
 
+from tracer.worker import cupti_layout as CUPTI_LAYOUT  # noqa: F401, N812 - layouts cross the boundary as one module
+
 # --- events.jsonl: one JSON object per line, {"kind": ..., "t_ns": ..., fields}
 EVENTS_FILE = "events.jsonl"
 WORKER_CONFIG_FILE = "worker_config.json"
@@ -154,5 +156,17 @@ MEMCPY_NAMES = {
     9: "Host-to-Host",
     10: "Peer-to-Peer",
 }
-#: Columns of a CUPTI batch file, one list each; `name` holds indexes into the batch's `names`.
+#: Columns of the CUPTI records the tracer decodes from the raw buffers (`raw/cupti/records-NNNNN.parquet`).
 CUPTI_COLUMNS = ("kind", "name", "start_ns", "end_ns", "pid", "tid", "correlation_id", "device", "stream", "bytes")
+#: What the collector writes under raw/cupti/: each completed CUPTI buffer's valid bytes as they are, an index
+#: line per buffer ({"file", "valid_bytes", "stream", "dropped", "t_ns"}; "file" null when only drops were
+#: reported), the start facts (CUPTI version, cbid -> name tables, clock), kernel names, the stop facts.
+CUPTI_RAW_FORMAT = "dl-tracer-cupti-raw/1"
+CUPTI_BUFFER_FILE = "buf-%05d.bin"
+CUPTI_BUFFER_GLOB = "buf-*.bin"
+CUPTI_INDEX_FILE = "index.jsonl"
+CUPTI_META_FILE = "meta.json"
+CUPTI_STOP_FILE = "stop.json"
+CUPTI_KERNEL_NAMES_FILE = "kernel_names.json"
+CUPTI_CLOCK_FILE = "clock.json"
+CUPTI_LIBRARY_ENV = "TRACER_LIBCUPTI"  # a libcupti path that overrides the search (the worker and the probe)
