@@ -105,3 +105,16 @@ def test_show_prints_a_damaged_table_as_a_problem_line(cf98: Path, capsys: pytes
     assert len(lines) == 1 and "is damaged" in lines[0], out
     assert "Problems" in out and "images/s" in out  # the rest of the run is shown
     assert str(gpu) not in err
+
+
+def test_runs_prints_the_one_row_builder(cf98: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from analyzers.run_rows import RUN_COLUMNS, run_row
+
+    row = run_row(Run.open(cf98))
+    assert main(["runs", "--runs", str(cf98.parent)]) == 0
+    out = capsys.readouterr().out
+    shared = next(line for line in out.splitlines() if line.startswith("every run: "))
+    table = next(line for line in out.splitlines() if line.startswith(row[0]))
+    for column, cell in zip(RUN_COLUMNS, row):  # a lone run: its id and start in the table, the rest above it
+        assert cell in table or f"{column.header} {cell or column.none}" in shared, (column, cell, out)
+    assert "ok" in shared and "alexnet" in shared
