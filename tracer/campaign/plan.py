@@ -411,6 +411,9 @@ def _expand(
         if any(all(point.get(k) in vs for k, vs in rule.items()) for rule in exclusions):
             continue
         varying = {k: v for k, v in knob_values.items() if len(knobs[k]) > 1}
+        why = options.cross_field_problem({**fields, **{knob_fields()[k]: v for k, v in knob_values.items()}})
+        if why:
+            raise c.fail(None, f"{'-'.join(str(v) for v in fields.values())}: {why}")
         cell = Cell(
             cell_id=_cell_id(fields, varying, repetition if repetitions > 1 else None),
             knobs=knob_values,
