@@ -17,6 +17,7 @@ from analyzers.energy import SourceEnergy, energy, headline
 from analyzers.learning import workload_key
 from analyzers.steady import WARMUP_EPOCHS, epoch_stats
 from tracer.core import schema
+from tracer.core.cases import RunKey
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import KIND, TEGRA_TABLE, Event
@@ -85,6 +86,11 @@ class RunSummary:
     not_recorded: tuple[str, ...] = ()  # spec fields the run does not know (an import's epochs, maybe its batch)
     data: str = "files"  # --data: files, memory or synthetic (analyzers.pairs pairs runs differing only here)
     decode_s: float | None = None  # --data memory: seconds decoding the set into memory, before the first epoch
+
+    @property
+    def key(self) -> RunKey:
+        """The run's identity (`tracer.core.cases.RunKey`), as its Run, its data pair and its plan cell have it."""
+        return RunKey.of(self)
 
 
 def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:

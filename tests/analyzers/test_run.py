@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +119,18 @@ def test_runs_prints_the_one_row_builder(cf98: Path, capsys: pytest.CaptureFixtu
     for column, cell in zip(RUN_COLUMNS, row):  # a lone run: its id and start in the table, the rest above it
         assert cell in table or f"{column.header} {cell or column.none}" in shared, (column, cell, out)
     assert "ok" in shared and "alexnet" in shared
+
+
+def test_one_identity_key_for_the_run_its_summary_its_case_and_its_plan_cell(cf98: Path, tmp_path: Path) -> None:
+    from tracer.campaign.plan import load_plan
+    from tracer.core.cases import RunKey
+
+    run = Run.open(cf98)
+    key = run.key
+    assert key == RunKey("pytorch", "alexnet", "big", "gpu", 100) == run.summary.key == RunKey.of(run.record.spec)
+    assert (run.case.model, run.case.dataset, run.case.device, run.case.batch) == (*astuple(key)[1:],)
+    plan = tmp_path / "p.toml"
+    plan.write_text('frameworks = ["pytorch"]\nmodels = ["alexnet"]\ndatasets = ["big"]\ndevices = ["gpu"]\n'
+                    "batches = [100]\n")  # fmt: skip
+    (cell,) = load_plan(plan).cells
+    assert cell.key == key

@@ -43,7 +43,7 @@ import pydantic
 from pydantic import ConfigDict, Field
 
 from tracer.core import options
-from tracer.core.cases import DATASET_IMAGES, dataset_label
+from tracer.core.cases import DATASET_IMAGES, RunKey, dataset_label
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS
 
@@ -96,6 +96,11 @@ class Cell:
     repetition: int
     knobs: Mapping[str, Any] = field(default_factory=dict)
     python: str | None = None
+
+    @property
+    def key(self) -> RunKey:
+        """The identity of the run this cell makes (`tracer.core.cases.RunKey`)."""
+        return RunKey.of(self)
 
     def profile_args(self) -> list[str]:
         """The `tracer profile` arguments of this cell, without `--out`."""
