@@ -251,6 +251,14 @@ class Run(RunFolder):
 
         return view_store.load(self)
 
+    def release(self) -> None:
+        """Drops the tables read so far (sample and trace tables, the diagnosis's inputs), keeping what was
+        computed from them (record, epochs, phases, summary, view): a consumer of many runs (`tracer runs`,
+        the report, the run browser) holds one run's tables at a time, not every run's."""
+        for key in [k for k in self._cache if isinstance(k, tuple) and k[0] in ("samples", "table")]:
+            del self._cache[key]
+        self.__dict__.pop("diagnosis_inputs", None)
+
     def problem_list(self) -> list[Problem]:
         """The damaged files met so far, each once (parts not yet asked for have not been read)."""
         return list(self.problems)

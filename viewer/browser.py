@@ -30,6 +30,7 @@ def browse(out_dir: Path) -> list[list[str]]:
         except (UserError, OSError, ValueError, KeyError, TypeError) as e:
             cells = list(run_rows.damaged_row(run.run_id, f"unreadable: {e}"))
         row = [cells[i] for i in PICK]
+        run.release()  # one run's tables at a time
         if run.problems:
             row[STATUS] += f", damaged: {', '.join(Path(p.file).name for p in run.problems)}"
         rows.append([*row, str(run.path)])

@@ -134,3 +134,13 @@ def test_one_identity_key_for_the_run_its_summary_its_case_and_its_plan_cell(cf9
                     "batches = [100]\n")  # fmt: skip
     (cell,) = load_plan(plan).cells
     assert cell.key == key
+
+
+def test_release_drops_the_tables_and_keeps_what_was_computed(cf98: Path) -> None:
+    run = Run.open(cf98)
+    summary, process = run.summary, run.samples("process")
+    assert process is not None and run.diagnosis_inputs.process is process
+    run.release()  # what a consumer of many runs does after each one
+    assert run.summary is summary
+    again = run.samples("process")
+    assert again is not process and again is not None and again.equals(process)

@@ -60,6 +60,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         except UserError as e:
             print(f"tracer: warning: {e}", file=sys.stderr)
             rows.append(run_rows.damaged_row(run.run_id))
+        run.release()  # its row is made: a folder of many runs holds one run's tables at a time
     shown, shared = _split_shared(rows)
     if shared:
         print_wrapped(out, "every run: " + "; ".join(f"{h} {v}" for h, v in shared))
