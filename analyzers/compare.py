@@ -28,6 +28,8 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("images/s (steady)", "steady_images_per_s", "img/s"),
     ("epoch time (steady)", "steady_epoch_s", "s"),
     ("data-wait share of step time (steady)", "steady_data_wait_pct", "%"),
+    ("step time (steady, mean per step)", "steady_step_ms", "ms"),
+    ("data wait (steady, mean per step)", "steady_wait_ms", "ms"),
     ("first epoch", "first_epoch_s", "s"),
     ("mean epoch time (all epochs)", "mean_epoch_s", "s"),
     ("images/s (all epochs)", "images_per_s", "img/s"),
@@ -45,7 +47,9 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("GPU memory peak, the framework's own (in use)", "device_peak_mib", "MiB"),
 )
 # Speed metrics: a group's median of them leaves out runs whose speed may not be ranked (diverged, failed).
-SPEED_FIELDS = frozenset({"steady_images_per_s", "steady_epoch_s", "first_epoch_s", "mean_epoch_s", "images_per_s"})
+SPEED_FIELDS = frozenset(
+    {"steady_images_per_s", "steady_epoch_s", "first_epoch_s", "mean_epoch_s", "images_per_s", "steady_step_ms"}
+)
 TOP_CUDA = 5
 MAX_COLUMNS = len(string.ascii_lowercase)
 
@@ -137,6 +141,7 @@ def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, war
     learning = learning_differences(columns)
     diffs += [d for pair in learning for d in pair]
     diffs += cuda_differences([group[0] for group in groups], top_cuda)
+    diffs += class_differences([group[0] for group in groups])
     pairs = tuple(data_pairs([f for group in groups for f in group], warmup))
     return Comparison(columns, tuple(diffs), learning_gaps(columns, learning), pairs)
 
@@ -218,6 +223,26 @@ def cuda_differences(folders: Sequence[RunFolder], top: int = TOP_CUDA) -> list[
     names = sorted(set().union(*ts), key=lambda n: (-max(abs(t.get(n, 0) - ts[0].get(n, 0)) for t in ts[1:]), n))
     for name in names[:top]:
         out.append(Difference(f"{family} {name} time", "ms", ms([t.get(name, 0) for t in ts])))
+    return out
+
+
+def class_differences(folders: Sequence[RunFolder]) -> list[Difference]:
+    """GPU kernel time by class (analyzers.kernel_classes) over the whole run, in ms, every class some
+    run has, then the share left in `other`; empty unless every run has a kernels table."""
+    from analyzers import tables as trace_tables
+    from analyzers.kernel_classes import CLASSES, OTHER
+    from analyzers.kernels import class_summary, kernel_summary
+
+    if not all(f.table_path(trace_tables.KERNELS).exists() for f in folders):
+        return []
+    by_run = [{r.kernel_class: r.total_ns for r in class_summary(kernel_summary(f))} for f in folders]
+    out = []
+    for c in CLASSES:
+        if any(c.key in run for run in by_run):
+            values = tuple(spread([run.get(c.key, 0) / 1e6]) for run in by_run)
+            out.append(Difference(f"GPU kernel time, {c.label} (whole run)", "ms", values))
+    shares = tuple(spread([100 * run.get(OTHER, 0) / sum(run.values()) if run else None]) for run in by_run)
+    out.append(Difference("kernel time left in class 'other' (whole run)", "%", shares))
     return out
 
 

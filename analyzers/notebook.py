@@ -21,6 +21,7 @@ import pandas as pd
 import pyarrow as pa
 
 from analyzers import tables as trace_tables
+from analyzers.kernel_classes import with_classes
 from analyzers.kernel_names import short_names
 from analyzers.report.runs import collect_runs
 from analyzers.run import Run
@@ -48,7 +49,8 @@ class RunFrames:
     epochs: pd.DataFrame  # one row per epoch: duration_s, images, images_per_s, loss, accuracy
     steps: pd.DataFrame  # one row per training step: data wait, compute and sync seconds (runs that have them)
     samples: dict[str, pd.DataFrame] = field(default_factory=dict)  # "process", "gpu", "threads", ...; t_s added
-    cuda: dict[str, pd.DataFrame] = field(default_factory=dict)  # TRACE_TABLES present; kernels get `label`
+    # TRACE_TABLES present; kernels get `label` and `kernel_class` (analyzers.kernel_classes)
+    cuda: dict[str, pd.DataFrame] = field(default_factory=dict)
     skipped: tuple[str, ...] = ()  # damaged run folders that were left out, and why
     problems: pd.DataFrame = field(default_factory=pd.DataFrame)  # damaged files skipped: run_id, file, what
 
@@ -78,6 +80,8 @@ def load_runs(*paths: str | Path, warmup: int = WARMUP_EPOCHS) -> RunFrames:
         for name in TRACE_TABLES:
             trace = run.table(name)
             if trace is not None:
+                if name == trace_tables.KERNELS:  # what each kernel does (analyzers.kernel_classes)
+                    trace = with_classes(trace)
                 frame = _with_run_id(trace, run.run_id)
                 if name == trace_tables.KERNELS:  # the label `analyze` and the viewer show, unique in the run
                     frame["label"] = frame["name"].map(short_names(frame["name"].unique()))

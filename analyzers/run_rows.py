@@ -63,21 +63,36 @@ def run_row(run: Run) -> tuple[str, ...]:
     s, record = run.summary, run.record
     spec, divergence = record.spec, record.outcome.divergence
     started = time.strftime("%m-%d %H:%M", time.localtime(record.wall_start_ns / 1e9)) if record.wall_start_ns else "-"
+    # A command's model, data and batch are its script's own: its name stands for them.
+    workload = (
+        (record.command.name, "-", "-", "-", "-", "-")
+        if record.command
+        else (
+            s.model,
+            cases.dataset_label(s.dataset),
+            "-" if "batch" in s.not_recorded else str(s.batch),
+            spec.data,
+            "all" if spec.limit is None else str(spec.limit),
+            str(spec.image_size),
+        )
+    )
+    if "epochs" in s.not_recorded:
+        epochs = "-"
+    else:
+        epochs = str(s.epochs_done) if s.command else f"{s.epochs_done}/{s.epochs_planned}"
     return (
         run.run_id,
         started,
         s.framework,
-        s.model,
-        cases.dataset_label(s.dataset),
+        workload[0],
+        workload[1],
         s.device,
-        "-" if "batch" in s.not_recorded else str(s.batch),
+        workload[2],
         spec.trace,
-        spec.data,
-        "all" if spec.limit is None else str(spec.limit),
-        str(spec.image_size),
+        *workload[3:],
         s.status,
         "no" if divergence is None else f"epoch {divergence.epoch}",
-        "-" if "epochs" in s.not_recorded else f"{s.epochs_done}/{s.epochs_planned}",
+        epochs,
         rate_text(s),
         load_text(s),
         s.gpu.removeprefix("NVIDIA ").replace("driver ", "") or "none",

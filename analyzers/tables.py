@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from analyzers import api_names
-from tracer.core.schema import MEMCPY_NAMES
+from tracer.core.schema import MEMCPY_NAMES, RANK
 
 CUDA_API = "cuda_api"
 API_RUNTIME, API_DRIVER = "runtime", "driver"
@@ -59,6 +59,9 @@ SAMPLER_ACTIVITIES = (ACTIVITY_IDLE, ACTIVITY_ACTIVE, ACTIVITY_BUSY)
 TRACE_META = "trace_meta.json"
 BATCH_FACT = "batch"
 """Key, under a source in TRACE_META, of the batch size the trace itself recorded (Kineto's shapes)."""
+RANKS_FACT, ALIGNMENT_FACT = "ranks", "alignment"
+"""Keys, under a source in TRACE_META, of a run with several ranks: each rank's file, clock and shift onto
+the run's one clock, and how the ranks were put on it (`analyzers.ingest.ranks.Alignment`)."""
 WINDOW_FACT, WINDOW_NS_FACT = "window", "window_ns"
 """Keys, under a source in TRACE_META, of the trace window the run was traced in (`--trace-window`) and
 its [start, end) in Unix ns (`analyzers.trace_window`): the source's tables cover that window only."""
@@ -246,3 +249,28 @@ def row_group_statistics(parquet: Any, column: str) -> list[Any]:
 
 def empty(schema: pa.Schema) -> pa.Table:
     return pa.Table.from_batches([], schema=schema)  # Schema.empty_table imports pandas (0.2 s, 41 MiB)
+
+
+def with_rank(table: pa.Table, rank: int | pa.Array) -> pa.Table:
+    """`table` with its RANK column (one rank for every row, or one per row): a trace table of a run with
+    several ranks carries it; a table without it is rank 0's (`rank_of`)."""
+    column = pa.array([rank] * table.num_rows, pa.int64()) if isinstance(rank, int) else rank.cast(pa.int64())
+    if RANK in table.column_names:
+        return table.set_column(table.schema.get_field_index(RANK), RANK, column)
+    return table.append_column(pa.field(RANK, pa.int64()), column)
+
+
+def rank_of(table: pa.Table) -> pa.Array:
+    """Each row's rank: the RANK column, or 0 on every row of a table written before ranks (one process)."""
+    if RANK in table.column_names:
+        return table[RANK].combine_chunks()
+    return pa.array([0] * table.num_rows, pa.int64())
+
+
+def of_rank(table: pa.Table, rank: int) -> pa.Table:
+    """The rows of one rank (every row for rank 0 of a table without ranks)."""
+    import pyarrow.compute as pc
+
+    if RANK not in table.column_names:
+        return table if rank == 0 else table.slice(0, 0)
+    return table.filter(pc.equal(table[RANK], rank))

@@ -33,6 +33,8 @@ COMMON_WORDS = {
     "sensor",
     "rail",
     "mhz",
+    "probe",  # also a function's name (tracer.tracing.cupti.probe) and the probe's package folder
+    "rank",
 }
 
 

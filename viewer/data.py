@@ -253,7 +253,9 @@ def read_samples(folder: RunFolder, name: str, columns: Sequence[str] | None = N
 
 
 def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
-    wanted = ["t_ns", "gpu", STEP_TIME_COLUMN] + [c for m in METRICS if m.table == table_name for c in m.columns]
+    wanted = ["t_ns", "gpu", schema.RANK, STEP_TIME_COLUMN] + [
+        c for m in METRICS if m.table == table_name for c in m.columns
+    ]
     table = read_samples(folder, table_name, wanted)
     if table is not None and STEP_TIME_COLUMN in table.column_names and "t_ns" not in table.column_names:
         table = table.rename_columns(["t_ns" if c == STEP_TIME_COLUMN else c for c in table.column_names])
@@ -261,11 +263,14 @@ def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
         return {}
     out: dict[str, list[Series]] = {}
     groups: list[tuple[str, pa.Table]] = [("", table)]
-    if "gpu" in table.column_names:
-        gpu = as_array(table.column("gpu"), np.int64)
-        ids = np.unique(gpu)
+    for column, label in (("gpu", "GPU"), (schema.RANK, "rank ")):  # a series per GPU, and per rank
+        if column not in table.column_names:
+            continue
+        values = as_array(pc.fill_null(table.column(column), 0), np.int64)
+        ids = np.unique(values)
         groups = [
-            (f"GPU{int(g)}" if len(ids) > 1 else "", table.filter(pc.equal(table.column("gpu"), g.item()))) for g in ids
+            (f"{label}{int(g)}" if len(ids) > 1 else "", table.filter(pc.equal(table.column(column), g.item())))
+            for g in ids
         ]
     for label, part in groups:
         t = as_array(part.column("t_ns"), np.int64)

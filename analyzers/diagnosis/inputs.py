@@ -13,6 +13,8 @@ import pyarrow.compute as pc
 from analyzers.cuda_api import ApiRow
 from analyzers.pairs import DataPair
 from analyzers.phases import RunPhases, split_epochs
+from analyzers.ranks import RankTable, rank_table
+from analyzers.straggler import Straggler, straggler
 from tracer.core import schema
 from tracer.core.records import EpochRecord, RunRecord
 from tracer.core.runfolder import RunFolder
@@ -43,6 +45,8 @@ class RunTables:
     nvtx_steady_steps: int = 0  # NVTX step ranges that start in the steady phase (trace clock)
     steady_cut_ns: int | None = None  # where the steady phase starts on the trace's clock
     pair: DataPair | None = None  # the runs beside it differing only in --data (analyzers.pairs), if any
+    ranks: RankTable | None = None  # a run of several ranks: each rank's row (analyzers.ranks)
+    straggler: Straggler | None = None  # ... and who arrived last at its collectives (analyzers.straggler)
 
     @property
     def cores(self) -> int:
@@ -74,10 +78,11 @@ def load(folder: RunFolder) -> RunTables:
     per phase and the samples are computed once per run, for the diagnosis and every other view)."""
     from analyzers import phases as ph
     from analyzers import tables as t
-    from analyzers.cuda_api import connect
-    from analyzers.run import as_run
+    from analyzers.cuda_api import connect, phase_summaries
+    from analyzers.pairs import pair_beside
+    from analyzers.parts import part
 
-    run = as_run(folder)
+    run = folder
     record = run.read_record()
     startup: list[ApiRow] = []
     steady: list[ApiRow] = []
@@ -88,9 +93,11 @@ def load(folder: RunFolder) -> RunTables:
     kernels: tuple[int, int, float | None] = (0, 0, None)
     nvtx_steps = 0
     api_path = run.table_path(t.CUDA_API)
-    traced = run.trace_phases if api_path.exists() or run.table_path(t.NVTX).exists() else None
+    traced = None
+    if api_path.exists() or run.table_path(t.NVTX).exists():
+        traced = part(run, "trace_phases", lambda: ph.trace_phases(run))
     if api_path.exists() and traced is not None:
-        split = run.api_phases
+        split = part(run, "api_phases", lambda: phase_summaries(run))
         whole = split[ph.WHOLE]
         for p in traced.phases:
             if p.name == ph.STARTUP:
@@ -113,7 +120,8 @@ def load(folder: RunFolder) -> RunTables:
             kernels = (int(row[0]), int(row[1]), float(row[2]) if row[2] is not None else None)
     nvtx_steady = 0
     if traced is not None:
-        step_starts = [s for name, s, _e in run.nvtx_ranges if ph.STEP_NAME.match(name)]
+        nvtx = part(run, "nvtx_ranges", lambda: ph.nvtx_ranges(run))
+        step_starts = [s for name, s, _e in nvtx if ph.STEP_NAME.match(name)]
         nvtx_steps = len(step_starts)
         window = traced.steady
         nvtx_steady = sum(1 for s in step_starts if window is not None and window.holds(s))
@@ -139,10 +147,12 @@ def load(folder: RunFolder) -> RunTables:
         nvtx_steps=nvtx_steps,
         errors=errors,
         worker_start_ns=starts[0] if starts else record.wall_start_ns,
-        phases=run.phases,
+        phases=part(run, "phases", lambda: ph.run_phases(run)),
         nvtx_steady_steps=nvtx_steady,
         steady_cut_ns=steady_cut,
-        pair=run.pair,
+        pair=part(run, "pair", lambda: pair_beside(run)),
+        ranks=rank_table(folder),
+        straggler=straggler(folder),
     )
 
 
@@ -176,6 +186,8 @@ def steady_data_wait(t: RunTables) -> DataWait | None:
     steady = set(t.phases.split.steady) or set(split_epochs(int(e) for e in epochs).steady)
     rows = [i for i, e in enumerate(epochs) if int(e) in steady]
     wait = column(t.steps, schema.DATA_WAIT_S)
+    if len(wait) != len(epochs):  # steps whose wait nobody saw (a command's optimizer-counted steps)
+        return None
     compute = column(t.steps, schema.COMPUTE_S)
     sync = column(t.steps, schema.SYNC_S) or [0.0] * len(wait)
     w = sum(wait[i] for i in rows)

@@ -200,9 +200,11 @@ def dry_run(plan: Plan, out_dir: Path, nodes: int | None, out: Console, slurm: S
             else:
                 todo_s += est
         shown = "?" if space is None or space.total_mib is None else size(space.total_mib)
+        what = (cell.model, dataset_label(cell.dataset), cell.device, str(cell.batch), str(cell.epochs))
+        if cell.command:  # the script's own model, data and batch: the command stands for them
+            what = (cell.label(), "-", "-", "-", "-")
         table.add_row(
-            cell.cell_id, cell.framework, cell.model, dataset_label(cell.dataset), cell.device, str(cell.batch),
-            str(cell.epochs), state, "?" if est is None else clock(est), shown,
+            cell.cell_id, cell.framework, *what, state, "?" if est is None else clock(est), shown,
         )  # fmt: skip
     out.print(table)
     known = todo - unknown

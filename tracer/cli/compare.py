@@ -87,10 +87,10 @@ def _compare(folders: list[Any], args: argparse.Namespace) -> int:
         s = column.head
         status = s.status + (f" ({s.cause})" if s.cause else "")
         runs = " ".join(column.run_ids) if len(column.summaries) < 4 else f"{len(column.summaries)} repeats"
-        out.print(
-            f"{column.letter}: {runs}  [{s.framework} {s.model} {s.device} batch {s.batch}, data {s.data}, {status}]",
-            markup=False,
-        )
+        what = f"{s.framework} {s.model} {s.device} batch {s.batch}, data {s.data}"
+        if s.command:  # the script's own model, data and batch
+            what = f"{s.framework}: {s.command}, {s.device}"
+        out.print(f"{column.letter}: {runs}  [{what}, {status}]", markup=False)
         if not column.head.rankable and not any(x.rankable for x in column.summaries):
             out.print(f"   {column.letter}: speed not ranked ({column.head.not_rankable_why})", markup=False)
         for s_out in column.left_out:
@@ -129,6 +129,7 @@ def _compare(folders: list[Any], args: argparse.Namespace) -> int:
         for gap in gaps:
             out.print(f"   {gap.text('A', letter)}", markup=False)
     print_data_pairs(result.pairs, out)
+    print_ranks(result.columns, groups, out)
     first = groups[0][0]
     for column, group in zip(result.columns[1:], groups[1:]):
         print_verdict_differences(first, group[0], f"A ({result.columns[0].head.framework})",
@@ -153,6 +154,21 @@ def print_data_pairs(pairs: Any, out: Console) -> None:
     for pair in pairs:
         if pair.sentence():
             out.print(f"  {pair.framework} {pair.model}: {pair.sentence()}", markup=False)
+
+
+def print_ranks(columns: Any, groups: list[list[Any]], out: Console) -> None:
+    """Each column of several ranks (its first run) with its ranks side by side."""
+    from analyzers.ranks import RANK_COLUMNS, cells, rank_table
+
+    for column, group in zip(columns, groups):
+        ranks = rank_table(group[0])
+        if ranks is None:
+            continue
+        table = Table(*(h for _, h in RANK_COLUMNS), title=f"{column.letter}: ranks of {group[0].run_id}",
+                      caption=f"{ranks.basis}; communication from {ranks.comm_source}")  # fmt: skip
+        for row in ranks.rows:
+            table.add_row(*cells(row))
+        out.print(table)
 
 
 def _readable(folders: list[Any]) -> list[Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -113,16 +114,27 @@ def _print_narrow(headers: list[str], rows: list[list[str]], out: Console) -> No
 def cmd_show(args: argparse.Namespace) -> int:
     from analyzers.run import Run
     from tracer.cli.diagnose import print_block
+    from tracer.cli.diff import print_step_parts
     from tracer.core.runfolder import find_run
 
     run = Run.open(find_run(args.runs_dir, args.run), args.warmup)
     repeats: list[Run] = []
     try:
         print_summary(run.summary, console())
+        print_step_parts(run, console())
         repeats = [run if f.path == run.path else Run.open(f, args.warmup) for f in repeats_of(run)]
         if len(repeats) > 1:
             print_repeats([r.summary for r in repeats], console())
         record = run.record
+        if record.world_size > 1:  # a run of several ranks: who they are (`tracer analyze RUN` has their table)
+            infos = record.rank_infos
+            devices = ", ".join(dict.fromkeys(r.device for r in infos if r.device)) or "devices not recorded"
+            backend = ", ".join(dict.fromkeys(r.backend for r in infos if r.backend)) or "backend not recorded"
+            console().print(
+                f"ranks: {len(infos)} of world size {record.world_size} ({backend}; {devices}); per rank: "
+                f"`tracer analyze {record.run_id}`, `--rank R`",
+                markup=False,
+            )
         if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:
             console().print("last lines of the worker's output:")
             for line in record.outcome.stderr_tail[-10:]:
@@ -161,6 +173,8 @@ def print_summary(s: object, console: Console) -> None:
     what = f"{s.framework} {s.model} on {cases.dataset_label(s.dataset)}, {s.device}, batch {s.batch}"
     if imported:
         what = f"{s.framework} {s.model}, {s.device}, trace imported from {Path(s.imported_from).name}"
+    if s.command:
+        what = f"{s.command} ({s.framework}, {s.device})"
     rows = [
         ("run", s.run_id),
         ("what", what),
@@ -190,6 +204,18 @@ def print_summary(s: object, console: Console) -> None:
     if imported and not s.samples and not s.epochs_done:  # a trace alone: no sampler, no epoch events
         kept = ("run", "what", "status", "batch", "GPU utilisation", "trainable parameters")
         rows = [r for r in rows if r[0] in kept] + [("samples", "none: an imported trace has its trace tables only")]
+    if s.command:  # the script's own model, data and batch: the tool knows only what it measured
+        seen = f"seen by the probe ({', '.join(s.probes)})" if s.probes else "none seen (no loop the probe knows)"
+        command_rows = {
+            "batch": "the script's own (not recorded)",
+            "epochs": f"{s.epochs_done}, {seen}",
+            "trainable parameters": "the script's own (not recorded)",
+        }
+        if s.status != "diverged" and all(math.isnan(x) for x in s.loss_by_epoch):
+            command_rows["last loss, accuracy"] = (
+                "not read (the probe reads it where free: Keras logs, torch backward())"
+            )
+        rows = [(k, command_rows.get(k, v)) for k, v in rows]
     print_pairs(console, rows)
     console.print(f"folder {s.folder}", soft_wrap=True, markup=False)  # whole, to copy, however narrow
     if s.contended:

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -335,7 +335,7 @@ class RunFolder:
         declared = SAMPLE_TABLES[name].schema if name in SAMPLE_TABLES else None
         try:
             table = pq.read_table(parquet) if path == parquet else read_csv_stream(path, declared)
-            return conform(table, declared) if declared is not None else table
+            return conform(table, declared, SAMPLE_TABLES[name].defaults) if declared is not None else table
         except (pa.ArrowException, OSError, ValueError) as e:
             self.problems.add(path, str(e).splitlines()[0] if str(e) else type(e).__name__)
             return None
@@ -367,7 +367,7 @@ class RunFolder:
             tmp = self.sample_parquet_path(name).with_suffix(".parquet.tmp")
             try:
                 declared = SAMPLE_TABLES[name].schema
-                table = conform(read_csv_stream(stream, declared), declared)
+                table = conform(read_csv_stream(stream, declared), declared, SAMPLE_TABLES[name].defaults)
                 pq.write_table(table, tmp)
                 os.replace(tmp, self.sample_parquet_path(name))
             except (pa.ArrowException, OSError, ValueError) as e:  # a full disk: the CSV stream stays
@@ -393,15 +393,19 @@ def _convert_options(declared: pa.Schema | None) -> pacsv.ConvertOptions:
     return pacsv.ConvertOptions(strings_can_be_null=False, column_types=types)
 
 
-def conform(table: pa.Table, declared: pa.Schema) -> pa.Table:
+def conform(table: pa.Table, declared: pa.Schema, defaults: Mapping[str, Any] | None = None) -> pa.Table:
     """`table` with every declared column in its declared type (a column an older writer did not have
-    reads as nulls; extra columns are kept). A ValueError names the first column that cannot be: a
-    missing time column, or values of another kind (text where numbers belong)."""
+    reads as its value in `defaults`, else as nulls; extra columns are kept). A ValueError names the first
+    column that cannot be: a missing time column, or values of another kind (text where numbers belong)."""
     if T_NS in declared.names and T_NS not in table.column_names:
         raise ValueError(f"no {T_NS} column (columns: {', '.join(table.column_names[:6]) or 'none'})")
     for field in declared:
         if field.name not in table.column_names:
-            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+            if defaults and field.name in defaults:
+                filler = pa.array([defaults[field.name]] * table.num_rows, field.type)
+            else:
+                filler = pa.nulls(table.num_rows, field.type)
+            table = table.append_column(field, filler)
             continue
         column = table.column(field.name)
         if column.type == field.type:

@@ -78,6 +78,7 @@ class Trainer(DataModes, abc.ABC):
         self.reporter = reporter
         self.nvtx = Nvtx()
         self.step_log: Optional[StepLog] = None
+        self.collective_log: Optional[Any] = None  # a --nproc rank's CollectiveLog (tracer/worker/ranks.py)
         self.window = Gate(None, reporter)  # the run's trace window (tracer/worker/window.py); main sets it
         self.last_finite_loss: Optional[float] = None
         self.diverged = False

@@ -35,6 +35,7 @@ class Event(object):
     DIVERGED = "diverged"  # the first non-finite loss: epoch, step, images, loss, last_finite_loss, lr, continued
     DECODE = "decode"  # --data memory: the set decoded into host memory, state start/end (end: images, bytes, seconds)
     TRACE_WINDOW = "trace_window"  # the trace window's edge: edge "open" (tracing began) or "close" (about to stop)
+    LOADER = "loader"  # the probe saw an input pipeline iterated: its probe name and settings (num_workers ...)
 
     ALL = (
         START,
@@ -53,6 +54,7 @@ class Event(object):
         DIVERGED,
         DECODE,
         TRACE_WINDOW,
+        LOADER,
     )
 
 
@@ -138,7 +140,76 @@ STEPS_TABLE = "steps"
 DATA_WAIT_S = "data_wait_s"  # waiting for the next batch from the input pipeline
 COMPUTE_S = "compute_s"  # forward, backward and update, as dispatched
 SYNC_S = "sync_s"  # the host-device synchronisation that reads the loss (0 on steps without one)
-STEP_COLUMNS = ("epoch", "step", "images", "start_ns", DATA_WAIT_S, COMPUTE_S, SYNC_S)
+RANK = "rank"  # the process's rank in a data-parallel run (0 for a single process)
+PROBE = "probe"  # who saw the step: PROBE_WORKER for the built-in workload, else one of Probe
+STEP_COLUMNS = ("epoch", "step", "images", "start_ns", DATA_WAIT_S, COMPUTE_S, SYNC_S, RANK, PROBE)
+PROBE_WORKER = "worker"
+
+
+# --- the probe (tracer/probe/) inside every Python process of a user's command (`tracer profile -- COMMAND`)
+#: The run folder, given to the command's processes; the probe records nothing where it is unset.
+PROBE_RUN_DIR_ENV = "DL_TRACER_RUN_DIR"
+#: Each probed process writes its steps to samples/STEPS_TABLE-<pid>.csv (no two writers share a file);
+#: the tracer joins them into the steps table when the run ends.
+PROBE_STEPS_SEPARATOR = "-"
+#: The probe's source folder in the tool (tracer/probe/), staged into a command's path as PROBE_MODULE.
+PROBE_SOURCE_DIR = "probe"
+#: The module name the probe (and its marker, `from dltracer_probe import steps`) has in a command's processes.
+PROBE_MODULE = "dltracer_probe"
+#: Ranks of a data-parallel launch, as torchrun and most launchers set them.
+RANK_ENV, LOCAL_RANK_ENV, WORLD_SIZE_ENV = "RANK", "LOCAL_RANK", "WORLD_SIZE"
+
+
+class Probe(object):
+    """Who saw a command's steps (the steps table's PROBE column and `loader` events)."""
+
+    TORCH_DATALOADER = "torch.DataLoader"
+    TORCH_OPTIMIZER = "torch.optimizer"  # optimizer.step() counted, where no DataLoader is iterated
+    MARKER = "marker"  # the script's own `for batch in steps(loader)`
+    KERAS_FIT = "keras.fit"
+    TF_DATA = "tf.data"
+    GRAIN = "grain"
+    GLUON_DATALOADER = "gluon.DataLoader"
+    PADDLE_DATALOADER = "paddle.io.DataLoader"
+    PADDLE_FIT = "paddle.Model.fit"
+
+    ALL = (
+        TORCH_DATALOADER,
+        TORCH_OPTIMIZER,
+        MARKER,
+        KERAS_FIT,
+        TF_DATA,
+        GRAIN,
+        GLUON_DATALOADER,
+        PADDLE_DATALOADER,
+        PADDLE_FIT,
+    )
+
+
+#: The top-level module each probed framework is imported as -> its framework name (tracer.core.frameworks).
+PROBED_IMPORTS = {
+    "torch": "pytorch",
+    "tensorflow": "tensorflow",
+    "keras": "tensorflow",
+    "jax": "jax",
+    "grain": "jax",
+    "mxnet": "mxnet",
+    "paddle": "paddle",
+    "singa": "singa",
+}
+
+# --- samples/collectives.csv: one row per collective a rank of a data-parallel run entered (its DDP
+# gradient buckets' all-reduce): when the rank arrived (ARRIVE_NS) and when the collective completed on it.
+COLLECTIVES_TABLE = "collectives"
+ARRIVE_NS = "arrive_ns"
+DONE_NS = "done_ns"
+COLLECTIVE = "collective"  # what it was: "allreduce" (a DDP bucket), "broadcast" ...
+COLLECTIVE_COLUMNS = ("epoch", "step", COLLECTIVE, ARRIVE_NS, DONE_NS, RANK)
+#: The rendezvous of a data-parallel launch, as torchrun sets it (the runner sets it for `--nproc`).
+MASTER_ADDR_ENV, MASTER_PORT_ENV = "MASTER_ADDR", "MASTER_PORT"
+#: Under the run folder: rank r's own folder (events, steps, collectives, log) for every rank but 0, whose
+#: files are the run's own; the tracer merges their tables into the run's with the RANK column.
+RANKS_DIR = "ranks"
 
 
 # --- CUPTI batch files written by the in-worker collector (raw/cupti/*)
