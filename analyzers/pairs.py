@@ -19,6 +19,7 @@ from pathlib import Path
 from analyzers.display import ratio_text
 from analyzers.repeats import spec_key
 from analyzers.steady import WARMUP_EPOCHS, Spread, throughput
+from tracer.core.cases import RunKey
 from tracer.core.records import RunRecord
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.core.schema import DATA_FILES, DATA_MEMORY, DATA_MODES, DATA_SYNTHETIC
@@ -42,6 +43,11 @@ class DataPair:
     batch: int
     images_per_s: tuple[Spread | None, ...]  # one per DATA_MODES entry (files, memory, synthetic)
     run_ids: tuple[tuple[str, ...], ...]  # one per DATA_MODES entry, oldest first
+
+    @property
+    def key(self) -> RunKey:
+        """The identity its runs share (`tracer.core.cases.RunKey`)."""
+        return RunKey.of(self)
 
     def rate(self, mode: str) -> float | None:
         value = self.images_per_s[DATA_MODES.index(mode)]

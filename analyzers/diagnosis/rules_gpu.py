@@ -47,13 +47,12 @@ def gpu_under_used(t: RunTables) -> Verdict:
         advice = join(knob(spec, Tuning.WORKERS, "more loader workers"), "see input-bound")
     else:
         advice = join("a larger --batch", knob(spec, Tuning.LAUNCH, "fewer host round trips"), "see host-bound")
-    return Verdict(name, title, True, True, Severity.HIGH if mean < th.GPU_UNDERUSED_PCT / 2 else Severity.MEDIUM,
+    return Verdict(name, title, True, True, Severity.HIGH if mean < th.GPU_UNDERUSED_HIGH_PCT else Severity.MEDIUM,
                    f"the GPU is busy {mean:.0f} % of the steady epochs", mean, "%", th.GPU_UNDERUSED_PCT, evidence,
                    advice)  # fmt: skip
 
 
 HOST_THREADS_SHOWN = 3  # the busiest threads of the training process named in the evidence
-HOST_THREAD_MIN_CORES = 0.05  # threads below this are not shown (idle helpers)
 
 
 @rule("host-bound")
@@ -71,7 +70,7 @@ def host_bound(t: RunTables) -> Verdict:
     if not util:
         return not_measured(name, title, "no NVML utilisation samples in the steady epochs")
     mean = statistics.fmean(util)
-    threads = [r for r in step_threads(t) if r.cores >= HOST_THREAD_MIN_CORES]
+    threads = [r for r in step_threads(t) if r.cores >= th.HOST_THREAD_MIN_CORES]
     together = sum(r.cores for r in threads) if threads else None
     evidence = (
         Evidence("GPU utilisation", mean, "%"),
