@@ -18,6 +18,7 @@ from analyzers.energy import SourceEnergy, energy, headline
 from analyzers.learning import workload_key
 from analyzers.steady import WARMUP_EPOCHS, epoch_stats
 from tracer.core import schema
+from tracer.core.cases import RunKey
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import KIND, TEGRA_TABLE, Event
@@ -92,12 +93,17 @@ class RunSummary:
     command: str = ""  # `tracer profile -- COMMAND`: the command (then model, dataset and batch are the script's)
     probes: tuple[str, ...] = ()  # who saw the steps (worker; torch.DataLoader, keras.fit, marker ... in a command)
 
+    @property
+    def key(self) -> RunKey:
+        """The run's identity (`tracer.core.cases.RunKey`), as its Run, its data pair and its plan cell have it."""
+        return RunKey.of(self)
+
 
 def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
-    """The run's summary: `Run.summary`, computed once per `Run` (a bare folder is opened as one)."""
-    from analyzers.run import as_run
+    """The run's summary: a `Run`'s, computed once (`Run.summary`); a bare folder's, computed now."""
+    from analyzers.parts import part
 
-    return as_run(folder, warmup).summary
+    return part(folder, "summary", lambda: compute_summary(folder, warmup), warmup)
 
 
 def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:

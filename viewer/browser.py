@@ -7,29 +7,33 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from analyzers import run_rows
 from analyzers.run import Run
 from tracer.core.errors import UserError
 from tracer.core.runfolder import list_runs
 from viewer.loader import Task, deliver
 
-COLUMNS = ("framework", "model", "dataset", "device", "batch", "status", "img/s steady", "run id")
+COLUMNS = ("framework", "model", "dataset", "device", "batch", "status", "img/s", "id")
+"""The columns of `tracer runs` the browser shows (`analyzers.run_rows`), the run id last."""
+PICK = [run_rows.RUNS_HEADERS.index(c) for c in COLUMNS]
+STATUS = COLUMNS.index("status")
 
 
 def browse(out_dir: Path) -> list[list[str]]:
-    """One row per run folder; an unreadable one says why in its status column, a damaged file is named there."""
+    """One row per run folder, as `tracer runs` builds it (`analyzers.run_rows`), then the folder's path;
+    an unreadable one says why in its status column, a damaged file is named there."""
     rows = []
     for folder in list_runs(out_dir):
         run = Run.open(folder)
         try:
-            s = run.summary
+            cells = list(run_rows.run_row(run))
         except (UserError, OSError, ValueError, KeyError, TypeError) as e:
-            rows.append(["", "", "", "", "", f"unreadable: {e}", "", folder.run_id, str(folder.path)])
-            continue
-        status = s.status + (f" ({s.cause})" if s.cause else "")
-        status += ", contended" if s.contended else ""
-        status += f", damaged: {', '.join(Path(p.file).name for p in run.problems)}" if run.problems else ""
-        rate = "-" if s.steady_images_per_s is None else f"{s.steady_images_per_s:.1f}"
-        rows.append([s.framework, s.model, s.dataset, s.device, str(s.batch), status, rate, s.run_id, s.folder])
+            cells = list(run_rows.damaged_row(run.run_id, f"unreadable: {e}"))
+        row = [cells[i] for i in PICK]
+        run.release()  # one run's tables at a time
+        if run.problems:
+            row[STATUS] += f", damaged: {', '.join(Path(p.file).name for p in run.problems)}"
+        rows.append([*row, str(run.path)])
     return rows
 
 

@@ -69,7 +69,7 @@ def _data_wait_gap(a: Diagnosed, b: Diagnosed, va: Verdict, vb: Verdict) -> str:
         return ""
     gap = (a.steady_epoch_s or 0) - (b.steady_epoch_s or 0)
     wait_gap = (wa or 0) - (wb or 0)
-    if gap != 0 and wait_gap / gap > 0.5:
+    if gap != 0 and wait_gap / gap > th.DATA_WAIT_GAP_SHARE:
         return f": the gap in epoch time is mostly data wait ({wait_gap:.2f} of {gap:.2f} s)"
     return f": data wait explains {wait_gap:.2f} of the {gap:.2f} s gap in epoch time"
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import pyarrow.parquet as pq
 
 from analyzers import tables as t
+from analyzers.display import ratio_text
 from analyzers.repeats import UNMEASURED
 from analyzers.steady import epoch_stats
 from tracer.core import schema
@@ -58,7 +59,7 @@ class Cost:
             out.append(f"trace: {self.trace_records:,} records, {(self.trace_bytes or 0) / 2**20:.1f} MiB raw")
         if self.traced_over_untraced_epoch is not None:
             out.append(
-                f"traced / untraced epoch time, {self.ratio_basis}: {self.traced_over_untraced_epoch:.2f}x"
+                f"traced / untraced epoch time, {self.ratio_basis}: {ratio_text(self.traced_over_untraced_epoch)}"
                 f" ({self.untraced_run})"
             )
         return out

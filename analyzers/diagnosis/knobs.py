@@ -12,7 +12,7 @@ from typing import Any
 
 from tracer.core.frameworks import FRAMEWORKS, Tuning
 from tracer.core.options import flag_of
-from tracer.core.records import RunSpec
+from tracer.core.records import BuiltinWorkload, RunRecord, RunSpec
 from tracer.core.schema import Probe
 
 # the tracer option that changes a tuning for every framework alike
@@ -27,11 +27,15 @@ def setting(spec: RunSpec, what: Tuning) -> str | None:
     return info.setting(what, spec.device) if info is not None else None
 
 
-def knob(spec: RunSpec, what: Tuning, advice: str = "") -> str:
+def knob(run: RunSpec | RunRecord, what: Tuning, advice: str = "") -> str:
     """E.g. `more loader workers: torch.utils.data.DataLoader(num_workers=...) (tracer --workers)`;
-    '' where neither the framework nor the tracer has a setting for it."""
+    '' where neither the framework nor the tracer has a setting for it. Given a run's record, a run the
+    tracer did not train itself (an imported trace, a user's command) gets no tracer option: none of
+    them would change that training."""
+    spec = run.spec if isinstance(run, RunRecord) else run
     own = setting(spec, what)
-    option = _TRACER_OPTION.get(what)
+    ours = not isinstance(run, RunRecord) or isinstance(run.workload, BuiltinWorkload)
+    option = _TRACER_OPTION.get(what) if ours else None
     if own is None and option is None:
         return ""
     text = (f"{advice}: {own}" if advice else own) if own else advice

@@ -57,7 +57,7 @@ import pydantic
 from pydantic import ConfigDict, Field
 
 from tracer.core import options
-from tracer.core.cases import DATASET_IMAGES, dataset_label
+from tracer.core.cases import DATASET_IMAGES, RunKey, dataset_label
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS
 
@@ -115,17 +115,10 @@ class Cell:
     command: tuple[str, ...] = ()  # a command plan's cell: the template filled in (then no built-in workload)
     cwd: str | None = None  # where the command runs: the plan file's folder
 
-    def spec(self) -> options.RunSpec:
-        """The spec `tracer profile` will build from `profile_args`, checked by the same rules."""
-        fields = knob_fields()
-        values: dict[str, Any] = {
-            "framework": self.framework, "model": self.model, "dataset": self.dataset, "device": self.device,
-            "batch": self.batch, "epochs": self.epochs, "trace": self.trace,
-        }  # fmt: skip
-        values |= {fields[k]: v for k, v in self.knobs.items() if k in fields and v != ""}
-        spec: options.RunSpec = options.validate_spec(values)
-        options.check_spec(spec)
-        return spec
+    @property
+    def key(self) -> RunKey:
+        """The identity of the run this cell makes (`tracer.core.cases.RunKey`)."""
+        return RunKey.of(self)
 
     def profile_args(self) -> list[str]:
         """The `tracer profile` arguments of this cell, without `--out` (a command's come last, after `--`)."""
@@ -370,11 +363,6 @@ def parse_plan(text: str, path: Path) -> Plan:
     cells = _expand(where, axes, knobs, checked.repetitions, exclusions, checked.python)
     if not cells:
         raise where.fail(None, "the plan's exclusions leave no runs")
-    for cell in cells:  # the rules between options, as `tracer profile` applies them to its flags
-        try:
-            cell.spec()
-        except UserError as e:
-            raise where.fail(None, f"cell {cell.cell_id}: {e}") from None
     return Plan(checked.name or path.stem, path, tuple(cells), checked.description)
 
 
@@ -457,6 +445,9 @@ def _expand(
         if any(all(point.get(k) in vs for k, vs in rule.items()) for rule in exclusions):
             continue
         varying = {k: v for k, v in knob_values.items() if len(knobs[k]) > 1}
+        why = options.cross_field_problem({**fields, **{knob_fields()[k]: v for k, v in knob_values.items()}})
+        if why:
+            raise c.fail(None, f"{'-'.join(str(v) for v in fields.values())}: {why}")
         cell = Cell(
             cell_id=_cell_id(fields, varying, repetition if repetitions > 1 else None),
             knobs=knob_values,

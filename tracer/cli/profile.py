@@ -93,7 +93,7 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     values = {name: getattr(args, name) for name in options.spec_fields() if hasattr(args, name)}
     spec: RunSpec = options.validate_spec({**values, "model": model, "dataset": data})
     framework_info(spec.framework)
-    options.check_spec(spec)
+    options.check_spec(spec)  # the rules between options, which a campaign plan's cells meet at load too
     return spec
 
 

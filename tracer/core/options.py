@@ -25,7 +25,7 @@ from pydantic import AfterValidator, Field
 
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS, framework_info
-from tracer.core.schema import FAULT_KINDS
+from tracer.core.schema import AUTOTUNE, FAULT_KINDS
 from tracer.core.window import check_text as check_window
 from tracer.core.window import worker_window
 
@@ -53,7 +53,7 @@ TRACE_NEEDS: dict[str, tuple[str, tuple[str, ...], str]] = {
 }
 """What a trace backend needs of the spec wherever the spec comes from (a flag or a plan)."""
 DEVICES = ("cpu", "gpu")
-TRACE_BACKENDS = ("none", "nsys", "cupti", "torch")
+TRACE_BACKENDS = ("none", "nsys", "cupti", "torch", "native")
 GPU_THREAD_MODES = ("global", "gpu_private", "gpu_shared")
 
 
@@ -133,7 +133,7 @@ class RunSpec:
         str | None, Opt("a named case, SimpleBig or ComplexSmall (gives model and dataset)", worker=False, plan=False)
     ] = None
     trace: Annotated[
-        Literal["none", "nsys", "cupti", "torch"],
+        Literal["none", "nsys", "cupti", "torch", "native"],
         Opt("trace backend", worker=False, noun="trace backend", command=True),
     ] = "none"
     trace_window: Annotated[
@@ -387,33 +387,6 @@ def describe_error(error: Mapping[str, Any], spec_type: type = RunSpec) -> str:
     return f"{label} {message[0].lower() + message[1:]} (got {value!r})"
 
 
-def check_spec(spec: RunSpec) -> None:
-    """The rules between options, the same for `tracer profile`'s flags and a campaign plan's cells:
-    options the framework does not take, the model's smallest image, what the trace backend needs."""
-    check_frameworks(spec)
-    smallest = MIN_IMAGE_SIZE.get(spec.model, 0)
-    values = spec.batch * (spec.image_size // 32) ** 2
-    if spec.model in BATCH_NORM_MODELS and values < MIN_BATCH_NORM_VALUES:
-        raise UserError(
-            f"--image-size {spec.image_size} with --batch {spec.batch}: {spec.model}'s last batch norm would see"
-            f" {values} value(s) per channel (at least {MIN_BATCH_NORM_VALUES}); give --image-size 64 or"
-            f" --batch {-(-MIN_BATCH_NORM_VALUES // (spec.image_size // 32) ** 2)}"
-        )
-    if spec.image_size < smallest:
-        raise UserError(
-            f"--image-size {spec.image_size}: {spec.model} needs at least {smallest} px; give {smallest} or more"
-        )
-    if spec.workers == "autotune" and spec.framework != "tensorflow":
-        raise UserError(
-            f"--workers autotune is tf.data's AUTOTUNE; {spec.framework} has no such thing: give a worker count"
-        )
-    if spec.nsys_sampling and spec.trace != "nsys":
-        raise UserError("--nsys-sampling applies to --trace nsys only")
-    need = TRACE_NEEDS.get(spec.trace)
-    if need is not None and getattr(spec, need[0]) not in need[1]:
-        raise UserError(f"{need[2]}, not --{need[0]} {getattr(spec, need[0])}")
-
-
 def check_fault(text: str | None) -> str | None:
     """`--inject-fault KIND@EPOCH`: a kind the worker knows, an epoch from 1."""
     if text is None or text == "":
@@ -430,6 +403,57 @@ def check_frameworks(spec: RunSpec, spec_type: type = RunSpec) -> None:
         if opt.frameworks and spec.framework not in opt.frameworks and getattr(spec, name) != f.default:
             why = f": {opt.only_why}" if opt.only_why else ""
             raise UserError(f"{flag_of(name, spec_type)} applies to {', '.join(opt.frameworks)} only{why}")
+
+
+AUTOTUNE_FRAMEWORKS = ("tensorflow",)  # whose pipeline chooses its own parallelism (tf.data.AUTOTUNE)
+
+
+def cross_field_problem(values: Mapping[str, Any]) -> str:
+    """The first rule between options that `values` (spec fields by name; absent ones at their defaults)
+    breaks, in the words of the flags, or ''. `tracer profile` and a campaign plan's cells are checked
+    with it, so a plan is refused at load for what the command line refuses."""
+    fields = spec_fields()
+    value = {name: values.get(name, f.default) for name, (_, _, f) in fields.items()}
+    framework = value["framework"]
+    for name, (_, opt, f) in fields.items():
+        if opt.frameworks and framework not in opt.frameworks and value[name] != f.default:
+            return f"{flag_of(name)} applies to {', '.join(opt.frameworks)} only"
+    if value["workers"] == AUTOTUNE and framework not in AUTOTUNE_FRAMEWORKS:
+        return f"--workers autotune is tf.data's AUTOTUNE; {framework} has no such thing: give a worker count"
+    if value["nsys_sampling"] and value["trace"] != "nsys":
+        return f"{flag_of('nsys_sampling')} applies to --trace nsys only"
+    return _model_problem(value) or _trace_problem(value)
+
+
+def _model_problem(value: Mapping[str, Any]) -> str:
+    """The model's smallest image (`MIN_IMAGE_SIZE`), and its last batch norm's values per channel."""
+    model, size, batch = value["model"], value["image_size"], value["batch"]
+    if size < MIN_IMAGE_SIZE.get(model, 0):
+        smallest = MIN_IMAGE_SIZE[model]
+        return f"--image-size {size}: {model} needs at least {smallest} px; give {smallest} or more"
+    area = (size // 32) ** 2
+    if model in BATCH_NORM_MODELS and batch * area < MIN_BATCH_NORM_VALUES:
+        return (
+            f"--image-size {size} with --batch {batch}: {model}'s last batch norm would see {batch * area}"
+            f" value(s) per channel (at least {MIN_BATCH_NORM_VALUES}); give --image-size 64 or"
+            f" --batch {-(-MIN_BATCH_NORM_VALUES // max(area, 1))}"
+        )
+    return ""
+
+
+def _trace_problem(value: Mapping[str, Any]) -> str:
+    """What the trace backend needs of the spec (`TRACE_NEEDS`)."""
+    need = TRACE_NEEDS.get(value["trace"])
+    if need is not None and value[need[0]] not in need[1]:
+        return f"{need[2]}, not --{need[0]} {value[need[0]]}"
+    return ""
+
+
+def check_spec(spec: RunSpec) -> None:
+    """A `UserError` for the first rule between options the spec breaks (`cross_field_problem`)."""
+    why = cross_field_problem(dataclasses.asdict(spec))
+    if why:
+        raise UserError(why)
 
 
 def worker_config(spec: Any, **extra: Any) -> dict[str, Any]:
