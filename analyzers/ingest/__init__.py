@@ -94,7 +94,7 @@ def sibling_export(report: Path) -> Path | None:
 
 
 def _beside(trace: Path, suffix: str) -> Path | None:
-    """The file of the same whole stem (`tracer.core.trace_formats.stem`, which keeps every dot of it) with
+    """The file of the same whole stem (`tf.stem`, which keeps every dot of the name) with
     `suffix`, when it is a file written no earlier than `trace`: an export is made from its report, so
     an older file of that name is another trace, never this one's export."""
     candidate = trace.with_name(tf.stem(trace.name) + suffix)
