@@ -235,7 +235,7 @@ def class_differences(folders: Sequence[RunFolder]) -> list[Difference]:
     from analyzers.kernel_classes import CLASSES, OTHER
     from analyzers.kernels import class_summary, kernel_summary
 
-    if not all(f.table_path(trace_tables.KERNELS).exists() for f in folders):
+    if not all(trace_tables.present(f, trace_tables.KERNELS) for f in folders):
         return []
     by_run = [{r.kernel_class: r.total_ns for r in class_summary(kernel_summary(f))} for f in folders]
     out = []

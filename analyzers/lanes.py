@@ -183,7 +183,7 @@ class RankLabels:
         of_device: dict[int, int] = {}
         for name, key, into in ((t.CUDA_API, "pid", of_pid), (t.NVTX, "pid", of_pid), (t.KERNELS, "device", of_device)):
             path = folder.table_path(name)
-            if not path.exists() or schema.RANK not in pq.ParquetFile(path).schema_arrow.names:
+            if not t.present(folder, name) or schema.RANK not in pq.ParquetFile(path).schema_arrow.names:
                 continue
             pairs = pq.read_table(path, columns=[key, schema.RANK]).group_by([key, schema.RANK]).aggregate([])
             for k, r in zip(pairs[key].to_pylist(), pairs[schema.RANK].to_pylist()):

@@ -61,7 +61,7 @@ def operator_source(folder: RunFolder) -> str:
     import pyarrow.parquet as pq
 
     path = folder.table_path(t.OPERATORS)
-    if not path.exists():
+    if not t.present(folder, t.OPERATORS):  # absent, or damaged (named in the run's problems)
         return ""
     sources = pc.unique(pq.read_table(path, columns=["source"])["source"]).to_pylist()
     return ", ".join(SOURCE_NAMES.get(s, s) for s in sources)

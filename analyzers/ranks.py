@@ -256,7 +256,7 @@ def _worker_arrivals(table: pa.Table, steady: tuple[int, ...]) -> list[Arrival]:
 
 def _read(folder: RunFolder, name: str, columns: list[str]) -> pa.Table | None:
     path = folder.table_path(name)
-    if not path.exists():
+    if not t.present(folder, name):  # absent, or damaged (named in the run's problems)
         return None
     have = pq.ParquetFile(path).schema_arrow.names
     table = pq.read_table(path, columns=[c for c in [*columns, schema.RANK] if c in have])

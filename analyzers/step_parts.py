@@ -215,7 +215,7 @@ def _gpu_rows(folder: RunFolder) -> _Gpu | None:
     parts = []
     for name, column in ((t.KERNELS, "name"), (t.MEMCPY, "kind")):
         path = folder.table_path(name)
-        if path.exists():
+        if t.present(folder, name):  # absent, or damaged (named in the run's problems)
             table = pq.read_table(path, columns=["start_ns", "end_ns", column, "device"])
             if table.num_rows:
                 classes = kc.classify(table[column]) if name == t.KERNELS else pa.array([kc.MEMORY] * table.num_rows)

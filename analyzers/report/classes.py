@@ -24,7 +24,7 @@ DIFF_STEM, DIFF_TITLE = "why-frameworks-differ", "Why frameworks differ: each ag
 
 def has_classes(run: LoadedRun) -> bool:
     """A run whose GPU time splits by class per image: a kernels table and steps on its clock."""
-    return run.table_path(trace_tables.KERNELS).exists() and run.steps is not None
+    return trace_tables.present(run, trace_tables.KERNELS) and run.steps is not None
 
 
 def class_figure(
