@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from analyzers.basis import FIGURES, WHOLE_RUN
 from analyzers.learning import CurveGap, curve_gaps, same_workload
 from analyzers.pairs import DataPair, data_pairs
 from analyzers.run_summary import RunSummary, summarise
@@ -23,29 +24,29 @@ from analyzers.steady import WARMUP_EPOCHS, Spread, spread
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
 
-# (metric, RunSummary field, unit): the order is the order printed; the steady state leads.
-METRICS: tuple[tuple[str, str, str], ...] = (
-    ("images/s (steady)", "steady_images_per_s", "img/s"),
-    ("epoch time (steady)", "steady_epoch_s", "s"),
-    ("data-wait share of step time (steady)", "steady_data_wait_pct", "%"),
-    ("first epoch", "first_epoch_s", "s"),
-    ("mean epoch time (all epochs)", "mean_epoch_s", "s"),
-    ("images/s (all epochs)", "images_per_s", "img/s"),
-    ("data-wait share of step time (all epochs)", "data_wait_pct", "%"),
-    ("decode into memory, before the epochs (--data memory)", "decode_s", "s"),
-    ("CPU % mean (100 = all cores)", "cpu_pct_mean", "%"),
-    ("CPU % max", "cpu_pct_max", "%"),
-    ("other processes' CPU % (median)", "other_cpu_pct", "%"),
-    ("peak RSS", "peak_rss_mib", "MiB"),
-    ("peak RSS % of RAM", "peak_rss_pct_ram", "%"),
-    ("threads median", "threads_median", "threads"),
-    ("threads max", "threads_max", "threads"),
-    ("GPU utilisation mean", "gpu_util_pct_mean", "%"),
-    ("GPU memory peak, NVML (what the process holds)", "gpu_mem_peak_mib", "MiB"),
-    ("GPU memory peak, the framework's own (in use)", "device_peak_mib", "MiB"),
-)
+STEADY_MARK, WHOLE_MARK = "(steady)", f"({WHOLE_RUN})"
+
+
+def _metrics() -> tuple[tuple[str, str, str], ...]:
+    """(metric, RunSummary attribute path, unit), in the order printed: every figure of analyzers.basis
+    over the steady state first (the headline), then the same figures over the whole run, named so."""
+    steady = [(f"{f.label} {STEADY_MARK}", f"steady.{f.name}", f.unit) for f in FIGURES if "energy" not in f.name]
+    whole = [(f"{f.label} {WHOLE_MARK}", f"whole.{f.name}", f.unit) for f in FIGURES if "energy" not in f.name]
+    return (
+        *steady,
+        ("first epoch", "first_epoch_s", "s"),
+        ("decode into memory, before the epochs (--data memory)", "decode_s", "s"),
+        (f"other processes' CPU % (median) {WHOLE_MARK}", "other_cpu_pct", "%"),
+        *whole,
+    )
+
+
+# (metric, RunSummary attribute path, unit): the order is the order printed; the steady state leads.
+METRICS: tuple[tuple[str, str, str], ...] = _metrics()
 # Speed metrics: a group's median of them leaves out runs whose speed may not be ranked (diverged, failed).
-SPEED_FIELDS = frozenset({"steady_images_per_s", "steady_epoch_s", "first_epoch_s", "mean_epoch_s", "images_per_s"})
+SPEED_FIELDS = frozenset(
+    {"steady.images_per_s", "steady.epoch_s", "first_epoch_s", "whole.images_per_s", "whole.epoch_s"}
+)
 TOP_CUDA = 5
 MAX_COLUMNS = len(string.ascii_lowercase)
 
@@ -127,13 +128,16 @@ def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, war
             metric,
             unit,
             tuple(
-                spread([_num(getattr(s, name)) for s in (c.ranked if name in SPEED_FIELDS else c.summaries)])
+                spread([_num(attribute(s, name)) for s in (c.ranked if name in SPEED_FIELDS else c.summaries)])
                 for c in columns
             ),
         )
         for metric, name, unit in METRICS
     ]
-    diffs += energy_differences(columns)
+    energy = energy_differences(columns)
+    last_steady = max(i for i, d in enumerate(diffs) if d.metric.endswith(STEADY_MARK))
+    diffs[last_steady + 1 : last_steady + 1] = [d for d in energy if d.metric.endswith(STEADY_MARK)]
+    diffs += [d for d in energy if d.metric.endswith(WHOLE_MARK)]
     learning = learning_differences(columns)
     diffs += [d for pair in learning for d in pair]
     diffs += cuda_differences([group[0] for group in groups], top_cuda)
@@ -184,20 +188,32 @@ def _pct(values: tuple[float | None, ...], i: int) -> float | None:
 
 
 def energy_differences(columns: Sequence[Column]) -> list[Difference]:
-    """Joules per epoch and per image of every energy source any run had, named by source; a column
-    whose runs lacked a source shows it as missing. Empty: no run had a source."""
+    """Joules per epoch and per image of every energy source any run had, named by source, over the
+    steady epochs and then over every epoch (named whole run); a column whose runs lacked a source shows
+    it as missing. Empty: no run had a source."""
     sources: list[str] = []
     for c in columns:
         sources += [e.source for s in c.summaries for e in s.energy if e.source not in sources]
     out = []
-    for source in sources:
-        for label, field in (("epoch", "j_per_epoch"), ("image", "j_per_image")):
-            values = tuple(
-                spread([getattr(e, field) for s in c.summaries for e in s.energy if e.source == source])
-                for c in columns
-            )
-            out.append(Difference(f"energy per {label}, {source}", "J", values))
+    for phase, mark in (("steady", STEADY_MARK), ("whole", WHOLE_MARK)):
+        for source in sources:
+            for label, field in (("epoch", "j_per_epoch"), ("image", "j_per_image")):
+                values = tuple(
+                    spread(
+                        [getattr(e, field) for s in c.summaries for e in getattr(s, phase).energy if e.source == source]
+                    )
+                    for c in columns
+                )
+                out.append(Difference(f"energy per {label}, {source} {mark}", "J", values))
     return out
+
+
+def attribute(summary: RunSummary, path: str) -> object:
+    """`summary.steady.cpu_pct_mean` for 'steady.cpu_pct_mean'."""
+    value: object = summary
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def cuda_differences(folders: Sequence[RunFolder], top: int = TOP_CUDA) -> list[Difference]:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analyzers import tables as trace_tables
+from analyzers.basis import FIGURES, WHOLE_RUN_PREFIX
 from analyzers.kernel_names import short_names
 from analyzers.report.runs import LoadedRun, collect_runs
 from analyzers.run_summary import summarise
@@ -28,6 +29,8 @@ from analyzers.steady import WARMUP_EPOCHS
 from tracer.core.schema import SAMPLE_TABLES, STEPS_TABLE
 
 RUN_ID = "run_id"
+# RunSummary's all-epochs speed fields: the frame names them whole_run_images_per_s and whole_run_epoch_s.
+ALL_EPOCHS_FIELDS = ("images_per_s", "mean_epoch_s")
 TRACE_TABLES = (
     trace_tables.CUDA_API,
     trace_tables.KERNELS,
@@ -44,7 +47,8 @@ class RunTables:
     """A folder of runs as DataFrames; every frame but `runs` has one row per event, sample or epoch and
     a `run_id` column naming its run (the key of `runs`)."""
 
-    runs: pd.DataFrame  # one row per run: its summary (steady images/s, data wait, peak RSS...) and options
+    runs: pd.DataFrame  # one row per run: its summary (steady images/s, data wait, peak RSS...: the steady state;
+    # whole_run_*: the same over the whole run) and options
     epochs: pd.DataFrame  # one row per epoch: duration_s, images, images_per_s, loss, accuracy
     steps: pd.DataFrame  # one row per training step: data wait, compute and sync seconds (runs that have them)
     samples: dict[str, pd.DataFrame] = field(default_factory=dict)  # "process", "gpu", "threads", ...; t_s added
@@ -92,9 +96,14 @@ def load_runs(*paths: str | Path, warmup: int = WARMUP_EPOCHS) -> RunTables:
 
 
 def _run_row(run: LoadedRun, warmup: int) -> dict[str, Any]:
-    """The run's summary fields, then the options it was run with that the summary does not name."""
-    summary = dataclasses.asdict(summarise(run.folder, warmup))
-    row = {key: value for key, value in summary.items() if _scalar(value)}
+    """The run's summary fields, its figures (analyzers.basis: the steady state's under their own names,
+    the whole run's prefixed `whole_run_`), then the options it was run with that the summary does not name."""
+    s = summarise(run.folder, warmup)
+    summary = dataclasses.asdict(s)
+    row = {key: value for key, value in summary.items() if _scalar(value) and key not in ALL_EPOCHS_FIELDS}
+    for figure in FIGURES:
+        row[figure.name] = getattr(s.steady, figure.name)
+        row[WHOLE_RUN_PREFIX + figure.name] = getattr(s.whole, figure.name)
     for key, value in dataclasses.asdict(run.record.spec).items():
         if key not in row and _scalar(value):
             row[key] = value

@@ -12,7 +12,9 @@ from tracer.core.errors import UserError
 from tracer.core.runfolder import list_runs
 from viewer.loader import Task, deliver
 
-COLUMNS = ("framework", "model", "dataset", "device", "batch", "status", "img/s steady", "run id")
+# The figures are the steady state's (analyzers.basis), beside steady images/s; `tracer show` has the whole run's.
+COLUMNS = ("framework", "model", "dataset", "device", "batch", "status", "img/s steady", "data wait % steady",
+           "GPU util % steady", "J/epoch steady", "run id")  # fmt: skip
 
 
 def browse(out_dir: Path) -> list[list[str]]:
@@ -22,13 +24,18 @@ def browse(out_dir: Path) -> list[list[str]]:
         try:
             s = summarise(folder)
         except (UserError, OSError, ValueError, KeyError, TypeError) as e:
-            rows.append(["", "", "", "", "", f"unreadable: {e}", "", folder.run_id, str(folder.path)])
+            rows.append(["", "", "", "", "", f"unreadable: {e}", "", "", "", "", folder.run_id, str(folder.path)])
             continue
         status = s.status + (f" ({s.cause})" if s.cause else "")
         status += ", contended" if s.contended else ""
-        rate = "-" if s.steady_images_per_s is None else f"{s.steady_images_per_s:.1f}"
-        rows.append([s.framework, s.model, s.dataset, s.device, str(s.batch), status, rate, s.run_id, s.folder])
+        figures = [_cell(s.steady_images_per_s, ".1f"), _cell(s.steady.data_wait_pct, ".0f"),
+                   _cell(s.steady.gpu_util_pct_mean, ".0f"), _cell(s.steady.energy_j_per_epoch, ".0f")]  # fmt: skip
+        rows.append([s.framework, s.model, s.dataset, s.device, str(s.batch), status, *figures, s.run_id, s.folder])
     return rows
+
+
+def _cell(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
 
 
 class RunBrowser(QtWidgets.QWidget):
@@ -78,7 +85,7 @@ class RunBrowser(QtWidgets.QWidget):
             Task(
                 lambda: browse(out_dir),
                 lambda rows: deliver(self._rows_ready, rows),
-                lambda e: [["", "", "", "", "", f"cannot list: {e}", "", "", ""]],
+                lambda e: [["", "", "", "", "", f"cannot list: {e}", "", "", "", "", "", ""]],
             )
         )
 

@@ -105,7 +105,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "metric",
         *letters,
         *(f"{x} / A" for x in letters[1:]),
-        caption=f"(steady): {definition(args.warmup)}; the other rows cover the whole run",
+        caption=f"(steady): {definition(args.warmup)}; (whole run): every epoch, start-up and teardown included",
     )
     for row in rows_for_print(result):
         table.add_row(*row)
