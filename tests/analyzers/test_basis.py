@@ -95,9 +95,7 @@ def test_no_surface_shows_a_whole_run_figure_unnamed(shared_fixtures: Path, tmp_
 
     runs = _runs(shared_fixtures)
     summaries = {key: summarise(RunFolder(runs[key])) for key in (PYTORCH, JAX)}
-    texts = {
-        f"show {key}": run_tracer("show", str(runs[key])).stdout for key in (PYTORCH, JAX)
-    }
+    texts = {f"show {key}": run_tracer("show", str(runs[key])).stdout for key in (PYTORCH, JAX)}
     texts["compare"] = run_tracer("compare", str(runs[PYTORCH]), str(runs[JAX])).stdout
     runs_dir = tmp_path / "runs"
     runs_dir.mkdir()
