@@ -27,14 +27,14 @@ def write_report(
     is called before each step (for progress). Returns the page and what was written."""
     out.mkdir(parents=True, exist_ok=True)
     outputs = []
-    warnings = [*warnings, *contention_warnings(runs)]
+    contended = contention_warnings(runs)
     for step in plan_report(runs, out, formats, warmup):
         if on_step is not None:
             on_step(step)
         result = step.run()
         if result is not None:
             outputs.append(result)
-    return write_index(out, runs, outputs, warnings), outputs
+    return write_index(out, runs, outputs, warnings, contended), outputs
 
 
 def contention_warnings(runs: Sequence[LoadedRun]) -> list[str]:
