@@ -40,26 +40,28 @@ class Figure:
     unit: str
     spec: str = ".3g"
     gpu: bool = False  # only meaningful on a GPU run
+    timed: bool = True  # depends on the machine's load: a contended run's is not ordered (analyzers.noise)
+    speed: bool = False  # a speed runs are ranked by: closer than analyzers.noise.MIN_DIFFERENCE is not ordered
 
 
 FIGURES: tuple[Figure, ...] = (
-    Figure("images_per_s", "images/s", "img/s", ".1f"),
-    Figure("epoch_s", "epoch time", "s", ".3f"),
+    Figure("images_per_s", "images/s", "img/s", ".1f", speed=True),
+    Figure("epoch_s", "epoch time", "s", ".3f", speed=True),
     Figure("data_wait_pct", "data-wait share of step time", "%", ".1f"),
     Figure("cpu_pct_mean", "CPU % mean (100 = all cores)", "%", ".1f"),
     Figure("cpu_pct_max", "CPU % max", "%", ".1f"),
-    Figure("peak_rss_mib", "peak RSS", "MiB", ".0f"),
-    Figure("peak_rss_pct_ram", "peak RSS % of RAM", "%", ".1f"),
-    Figure("threads_median", "threads median", "threads", ".0f"),
-    Figure("threads_max", "threads max", "threads", ".0f"),
+    Figure("peak_rss_mib", "peak RSS", "MiB", ".0f", timed=False),
+    Figure("peak_rss_pct_ram", "peak RSS % of RAM", "%", ".1f", timed=False),
+    Figure("threads_median", "threads median", "threads", ".0f", timed=False),
+    Figure("threads_max", "threads max", "threads", ".0f", timed=False),
     Figure("gpu_util_pct_mean", "GPU utilisation mean", "%", ".1f", gpu=True),
-    Figure("gpu_mem_peak_mib", "GPU memory peak, NVML (what the process holds)", "MiB", ".0f", gpu=True),
-    Figure("framework_mem_peak_mib", "GPU memory peak, the framework's own (in use)", "MiB", ".0f", gpu=True),
+    Figure("gpu_mem_peak_mib", "GPU memory peak, NVML (what the process holds)", "MiB", ".0f", gpu=True, timed=False),
+    Figure("framework_mem_peak_mib", "GPU memory peak, the framework's own (in use)", "MiB", ".0f", gpu=True, timed=False),
     Figure("power_w_mean", "GPU power mean", "W", ".0f", gpu=True),
     Figure("energy_j_per_epoch", "energy per epoch", "J", ".0f"),
     Figure("energy_j_per_image", "energy per image", "J", ".3g"),
-    Figure("gpu_temp_c_max", "GPU temperature max", "°C", ".0f", gpu=True),
-    Figure("board_temp_c_max", "board temperature max", "°C", ".0f"),
+    Figure("gpu_temp_c_max", "GPU temperature max", "°C", ".0f", gpu=True, timed=False),
+    Figure("board_temp_c_max", "board temperature max", "°C", ".0f", timed=False),
 )
 FIGURE_BY_NAME = {f.name: f for f in FIGURES}
 

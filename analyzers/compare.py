@@ -9,6 +9,7 @@ runs, with their range; a single run is a group of one.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import re
 import string
@@ -16,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from analyzers.basis import FIGURES, WHOLE_RUN
+from analyzers.basis import FIGURE_BY_NAME, FIGURES, WHOLE_RUN
 from analyzers.learning import CurveGap, curve_gaps, same_workload
+from analyzers.noise import MIN_DIFFERENCE, WITHIN_NOISE, disagree, why_not_ordered
 from analyzers.pairs import DataPair, data_pairs
 from analyzers.run_summary import RunSummary, summarise
 from analyzers.steady import WARMUP_EPOCHS, Spread, spread
@@ -43,10 +45,13 @@ def _metrics() -> tuple[tuple[str, str, str], ...]:
 
 # (metric, RunSummary attribute path, unit): the order is the order printed; the steady state leads.
 METRICS: tuple[tuple[str, str, str], ...] = _metrics()
+METRIC_FIELDS = {metric: name for metric, name, _ in METRICS}
 # Speed metrics: a group's median of them leaves out runs whose speed may not be ranked (diverged, failed).
 SPEED_FIELDS = frozenset(
     {"steady.images_per_s", "steady.epoch_s", "first_epoch_s", "whole.images_per_s", "whole.epoch_s"}
 )
+# The steady speeds runs are ranked by: where a column's repeats disagree on one, compare says so.
+SPEED_METRICS = frozenset(m for m, name, _ in METRICS if name in ("steady.images_per_s", "steady.epoch_s"))
 TOP_CUDA = 5
 MAX_COLUMNS = len(string.ascii_lowercase)
 
@@ -88,6 +93,11 @@ class Difference:
     metric: str
     unit: str
     values: tuple[Spread | None, ...]  # one per column
+    # Per column, why its ratio to A is not a finding (analyzers.noise.why_not_ordered); '' where it is.
+    noise: tuple[str, ...] = ()
+
+    def within_noise(self, column: int) -> str:
+        return self.noise[column] if column < len(self.noise) else ""
 
     @property
     def a(self) -> float | None:
@@ -113,6 +123,15 @@ class Comparison:
     learning_gaps: tuple[tuple[str, tuple[CurveGap, ...]], ...] = ()
     # Runs among the columns that differ only in --data (analyzers.pairs): the input pipeline's share.
     pairs: tuple[DataPair, ...] = ()
+
+    def disagreements(self) -> list[tuple[str, str, Spread]]:
+        """(column letter, metric, its spread) where a column's repeats disagree on a steady speed
+        (analyzers.noise.disagree): no ratio against that column is a finding."""
+        out = []
+        for d in self.differences:
+            if d.metric in SPEED_METRICS:
+                out += [(c.letter, d.metric, v) for c, v in zip(self.columns, d.values) if v and disagree(v)]
+        return out
 
 
 def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, warmup: int = WARMUP_EPOCHS) -> Comparison:
@@ -142,7 +161,21 @@ def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, war
     diffs += [d for pair in learning for d in pair]
     diffs += cuda_differences([group[0] for group in groups], top_cuda)
     pairs = tuple(data_pairs([f for group in groups for f in group], warmup))
+    contended = [c.contended > 0 for c in columns]
+    diffs = [_with_noise(d, contended) for d in diffs]
     return Comparison(columns, tuple(diffs), learning_gaps(columns, learning), pairs)
+
+
+def _with_noise(d: Difference, contended: Sequence[bool]) -> Difference:
+    """The difference with each column's reason its ratio to A is within noise (analyzers.noise)."""
+    figure = FIGURE_BY_NAME.get(METRIC_FIELDS.get(d.metric, "").split(".")[-1])
+    timed = figure.timed if figure is not None else not d.metric.startswith(("training ", "GPU memory"))
+    floor = MIN_DIFFERENCE if d.metric in SPEED_METRICS else 0.0
+    noise = ("",) + tuple(
+        why_not_ordered(d.values[0], d.values[i], (contended[0], contended[i]), timed, floor)
+        for i in range(1, len(d.values))
+    )
+    return dataclasses.replace(d, noise=noise)
 
 
 def learning_differences(columns: Sequence[Column]) -> list[tuple[Difference, Difference]]:
@@ -270,12 +303,13 @@ def _median(value: Spread | None) -> float | None:
 
 
 def csv_columns(n: int) -> list[str]:
-    """metric, unit, run_a, run_a_min, run_a_max, run_b, ..., ratio_b_over_a, ratio_c_over_a, ..."""
+    """metric, unit, run_a, run_a_min, run_a_max, run_b, ..., ratio_b_over_a, ..., noise_b_over_a, ...
+    (noise: why the ratio is within noise, analyzers.noise; empty where it is a finding)."""
     letters = string.ascii_lowercase[:n]
     cols = ["metric", "unit"]
     for x in letters:
         cols += [f"run_{x}", f"run_{x}_min", f"run_{x}_max"]
-    return cols + [f"ratio_{x}_over_a" for x in letters[1:]]
+    return cols + [f"ratio_{x}_over_a" for x in letters[1:]] + [f"noise_{x}_over_a" for x in letters[1:]]
 
 
 def write_csv(comparison: Comparison, path: Path) -> None:
@@ -288,12 +322,12 @@ def write_csv(comparison: Comparison, path: Path) -> None:
         ids = ["run id", ""]
         for c in comparison.columns:
             ids += [" ".join(c.run_ids), "", ""]
-        writer.writerow(ids + [""] * (n - 1))
+        writer.writerow(ids + [""] * 2 * (n - 1))
         for d in comparison.differences:
             row = [d.metric, d.unit]
             for v in d.values:
                 row += [_cell(_median(v)), _cell(v.low if v else None), _cell(v.high if v else None)]
-            writer.writerow(row + [_cell(d.ratio(i)) for i in range(1, n)])
+            writer.writerow(row + [_cell(d.ratio(i)) for i in range(1, n)] + [d.within_noise(i) for i in range(1, n)])
 
 
 def _cell(value: float | None) -> str:
@@ -306,12 +340,29 @@ def format_ratio(ratio: float | None) -> str:
 
 
 def rows_for_print(comparison: Comparison) -> Sequence[list[str]]:
-    """metric (unit), each column's value (median, range when repeats), then each column's ratio to A."""
+    """metric (unit), each column's value (median, range when repeats), then each column's ratio to A, or
+    'within noise' where the ratio is no finding (analyzers.noise); rows no column measured are left out."""
     out = []
     n = len(comparison.columns)
     for d in comparison.differences:
-        cells = [f"{d.metric} ({d.unit})"] + [_spread_text(v) for v in d.values]
-        out.append(cells + [format_ratio(d.ratio(i)) for i in range(1, n)])
+        if all(v is None for v in d.values):
+            continue
+        cells = [f"{d.metric} ({d.unit})" if d.unit else d.metric] + [_spread_text(v) for v in d.values]
+        ratios = [WITHIN_NOISE if d.within_noise(i) and d.ratio(i) is not None else format_ratio(d.ratio(i))
+                  for i in range(1, n)]  # fmt: skip
+        out.append(cells + ratios)
+    return out
+
+
+def noise_notes(comparison: Comparison) -> list[str]:
+    """Why ratios read 'within noise', one line per column and reason."""
+    out = []
+    for i, column in enumerate(comparison.columns[1:], start=1):
+        reasons = dict.fromkeys(d.within_noise(i) for d in comparison.differences if d.within_noise(i))
+        if reasons:
+            out.append(
+                f"{column.letter} / A reads 'within noise' where {', '.join(reasons)}: such a ratio is no finding"
+            )
     return out
 
 

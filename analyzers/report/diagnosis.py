@@ -9,9 +9,10 @@ from pathlib import Path
 from analyzers.diagnosis import diagnose, top
 from analyzers.diagnosis.across import Diagnosed, pair_lines, ranked_runs
 from analyzers.diagnosis.findings import findings, load_runs, to_markdown
+from analyzers.noise import WITHIN_NOISE, why_not_ordered
 from analyzers.report.like import UNTRACED, run_kind
 from analyzers.report.runs import LoadedRun, by_case
-from analyzers.steady import epoch_stats
+from analyzers.steady import Spread, epoch_stats
 from tracer.core.schema import DATA_FILES
 
 
@@ -63,7 +64,11 @@ def case_sections(runs: Sequence[LoadedRun]) -> list[tuple[str, list[str]]]:
 
 
 def _kind_lines(group: Sequence[LoadedRun]) -> list[str]:
+    """The ranking; a run within noise of the one above it (analyzers.noise) is said to be, not ordered."""
+    from analyzers.contention import contention
+
     runs_d = ranked_runs(diagnosed(group))
+    busy = {r.folder.run_id: contention(r.folder.samples("process")).contended for r in group}
     lines = []
     for i, d in enumerate(runs_d, 1):
         epoch = (
@@ -75,12 +80,21 @@ def _kind_lines(group: Sequence[LoadedRun]) -> list[str]:
                 else "no epochs"
             )
         )
-        lines.append(f"{i}. {d.label}: {epoch}")
+        above = runs_d[i - 2] if i > 1 else None
+        why = _noise(above, d, busy) if above is not None and d.ok and above.ok else ""
+        lines.append(f"{i}. {d.label}: {epoch}" + (f" ({WITHIN_NOISE} of {i - 1}.: {why})" if why else ""))
         for v in top(list(d.verdicts)):
             lines.append(f"   - {v.headline()}")
     for _faster, _slower, diffs in pair_lines(runs_d):
         lines += diffs
     return lines
+
+
+def _noise(a: Diagnosed, b: Diagnosed, busy: dict[str, bool]) -> str:
+    if a.steady_images_per_s is None or b.steady_images_per_s is None:
+        return ""
+    ra, rb = a.steady_images_per_s, b.steady_images_per_s
+    return why_not_ordered(Spread(ra, ra, ra, 1), Spread(rb, rb, rb, 1), (busy[a.run_id], busy[b.run_id]))
 
 
 def write(runs: Sequence[LoadedRun], out: Path) -> tuple[Path, Path, list[tuple[str, list[str]]], str]:

@@ -20,11 +20,12 @@ from typing import Iterable, Sequence
 from analyzers import palette
 from analyzers.basis import WHOLE_RUN_PREFIX
 from analyzers.energy import NO_SOURCE
+from analyzers.noise import disagree, disagreement
 from analyzers.phases import STEADY
 from analyzers.repeats import Pool, pool
 from analyzers.report.runs import LoadedRun, by_case
 from analyzers.run_summary import summarise
-from analyzers.steady import WARMUP_EPOCHS, definition
+from analyzers.steady import WARMUP_EPOCHS, Spread, definition
 from tracer.core.records import RunSpec
 
 
@@ -333,6 +334,12 @@ def display_cells(row: TableRow, device: str) -> list[str]:
     return cells
 
 
+def _rate(row: TableRow) -> Spread | None:
+    if row.steady_images_per_s is None or row.steady_images_per_s_min is None or row.steady_images_per_s_max is None:
+        return None
+    return Spread(row.steady_images_per_s, row.steady_images_per_s_min, row.steady_images_per_s_max, row.runs_ok)
+
+
 def display_columns(device: str) -> tuple[tuple[str, str, str], ...]:
     if device == "gpu":
         return DISPLAY_COLUMNS
@@ -344,7 +351,10 @@ def status_text(row: TableRow) -> str:
         return "imported trace: CUDA API and kernels only (see the CUDA API figure)"
     if row.status == "ok":
         text = "ok" if not row.runs_failed else f"ok; left out: {row.left_out or row.cause}"
-        return text + (f"; {row.runs_contended} contended" if row.runs_contended else "")
+        text += f"; {row.runs_contended} contended" if row.runs_contended else ""
+        return text + (
+            f"; repeats disagree: {disagreement(rate, '.1f')}" if (rate := _rate(row)) and disagree(rate) else ""
+        )
     return f"{row.status}: {row.cause}" if row.cause else row.status
 
 

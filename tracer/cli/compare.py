@@ -46,8 +46,9 @@ SETTINGS = ("dataset", "device", "batch", "epochs", "limit", "image_size", "lr",
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from analyzers.compare import compare, rows_for_print, write_csv
+    from analyzers.compare import compare, noise_notes, rows_for_print, write_csv
     from analyzers.energy import NO_SOURCE
+    from analyzers.noise import REPEATS_DISAGREE, disagreement
     from analyzers.repeats import group_repeats
     from tracer.core.runfolder import find_run, list_runs
     from tracer.core.schema import RUN_JSON
@@ -95,6 +96,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 "(other processes held a large share of the CPU; see `tracer show`)",
                 markup=False,
             )
+        for letter, metric, value in result.disagreements():
+            if letter == column.letter:
+                out.print(
+                    f"   warning: {letter}: the repeats disagree: {metric} {disagreement(value)} (more than "
+                    f"{100 * REPEATS_DISAGREE:.0f} % of their median): their median stands for none of them, "
+                    f"and no ratio against {letter} is a finding",
+                    markup=False,
+                )
         if not s.energy:
             why = "; ".join(s.energy_unavailable)
             out.print(f"   energy of {column.letter}: {NO_SOURCE}" + (f" ({why})" if why else ""), markup=False)
@@ -110,6 +119,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for row in rows_for_print(result):
         table.add_row(*row)
     out.print(table)
+    for note in noise_notes(result):
+        out.print(note, markup=False)
     for letter, gaps in result.learning_gaps:
         head = result.columns[0].head.framework, next(c.head.framework for c in result.columns if c.letter == letter)
         out.print(

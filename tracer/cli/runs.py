@@ -341,6 +341,17 @@ def print_repeats(summaries: list[Any], console: Console) -> None:
     ]
     contended = sum(s.contended for s in summaries)
     print_pairs(console, [("over the repeats", "median (min-max)"), *rows])
+    from analyzers.noise import REPEATS_DISAGREE, disagree, disagreement
+    from analyzers.steady import spread
+
+    rate = spread([s.steady_images_per_s for s in summaries])
+    if rate is not None and disagree(rate):
+        print_wrapped(
+            console,
+            f"warning: the repeats disagree: images/s (steady) {disagreement(rate, '.1f')} (more than "
+            f"{100 * REPEATS_DISAGREE:.0f} % of their median): their median stands for none of them; "
+            "rank nothing on it (a busy machine? `tracer runs` shows each run's load)",
+        )
     if contended:
         print_wrapped(console, f"warning: {contended} of {len(summaries)} repeats contended (see `tracer show`)")
 
