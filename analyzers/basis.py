@@ -56,7 +56,9 @@ FIGURES: tuple[Figure, ...] = (
     Figure("threads_max", "threads max", "threads", ".0f", timed=False),
     Figure("gpu_util_pct_mean", "GPU utilisation mean", "%", ".1f", gpu=True),
     Figure("gpu_mem_peak_mib", "GPU memory peak, NVML (what the process holds)", "MiB", ".0f", gpu=True, timed=False),
-    Figure("framework_mem_peak_mib", "GPU memory peak, the framework's own (in use)", "MiB", ".0f", gpu=True, timed=False),
+    Figure(
+        "framework_mem_peak_mib", "GPU memory peak, the framework's own (in use)", "MiB", ".0f", gpu=True, timed=False
+    ),
     Figure("power_w_mean", "GPU power mean", "W", ".0f", gpu=True),
     Figure("energy_j_per_epoch", "energy per epoch", "J", ".0f"),
     Figure("energy_j_per_image", "energy per image", "J", ".3g"),
