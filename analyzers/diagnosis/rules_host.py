@@ -268,7 +268,7 @@ def startup_heavy(t: RunTables) -> Verdict:
         parts.append(f"the first epoch takes {ratio:.1f}x a later one")
     return Verdict(name, title, True, True, Severity.LOW, "; ".join(parts) + " (imports, graph tracing, autotuning)",
                    share, "% of run", th.STARTUP_SHARE_PCT, evidence,
-                   join("more epochs amortise it", knob(t.record.spec, Tuning.STARTUP)))  # fmt: skip
+                   join("more epochs, which amortise it", knob(t.record.spec, Tuning.STARTUP)))  # fmt: skip
 
 
 @rule("thread-per-image")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from analyzers.contention import contention
 from analyzers.diagnosis import diagnose, top
 from analyzers.diagnosis.across import Diagnosed, pair_lines, ranked_runs
 from analyzers.diagnosis.findings import findings, load_runs, to_markdown
@@ -37,6 +38,7 @@ def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
                 r.record.rankable,
                 tuple(diagnose(r.folder)),
                 stats.steady_images_per_s,
+                contention(r.folder.samples("process")).contended,
             )
         )
     return out
@@ -65,8 +67,6 @@ def case_sections(runs: Sequence[LoadedRun]) -> list[tuple[str, list[str]]]:
 
 def _kind_lines(group: Sequence[LoadedRun]) -> list[str]:
     """The ranking; a run within noise of the one above it (analyzers.noise) is said to be, not ordered."""
-    from analyzers.contention import contention
-
     runs_d = ranked_runs(diagnosed(group))
     busy = {r.folder.run_id: contention(r.folder.samples("process")).contended for r in group}
     lines = []
