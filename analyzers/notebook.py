@@ -26,6 +26,7 @@ from analyzers.kernel_names import short_names
 from analyzers.report.runs import LoadedRun, collect_runs
 from analyzers.run_summary import summarise
 from analyzers.steady import WARMUP_EPOCHS
+from analyzers.steps import with_step_columns
 from tracer.core.schema import SAMPLE_TABLES, STEPS_TABLE
 
 RUN_ID = "run_id"
@@ -50,7 +51,9 @@ class RunTables:
     runs: pd.DataFrame  # one row per run: its summary (steady images/s, data wait, peak RSS...: the steady state;
     # whole_run_*: the same over the whole run) and options
     epochs: pd.DataFrame  # one row per epoch: duration_s, images, images_per_s, loss, accuracy
-    steps: pd.DataFrame  # one row per training step: data wait, compute and sync seconds (runs that have them)
+    # one row per training step: data wait, compute and sync seconds as the worker timed them, and step_s and
+    # compute_total_s (the step minus its data wait: what compares across synchronous and asynchronous frameworks)
+    steps: pd.DataFrame
     samples: dict[str, pd.DataFrame] = field(default_factory=dict)  # "process", "gpu", "threads", ...; t_s added
     cuda: dict[str, pd.DataFrame] = field(default_factory=dict)  # TRACE_TABLES present; kernels get `label`
     skipped: tuple[str, ...] = ()  # damaged run folders that were left out, and why
@@ -74,6 +77,8 @@ def load_runs(*paths: str | Path, warmup: int = WARMUP_EPOCHS) -> RunTables:
         for name in SAMPLE_TABLES:
             table = run.folder.samples(name)
             if table is not None and table.num_rows:
+                if name == STEPS_TABLE:  # step_s and compute_total_s (the step minus its data wait) added
+                    table = with_step_columns(table)
                 frame = _with_run_id(table, run.folder.run_id)
                 if "t_ns" in frame:
                     frame["t_s"] = (frame["t_ns"] - run.record.wall_start_ns) / 1e9  # since the run's start
