@@ -6,6 +6,8 @@ what the tracer can change, never a placeholder or another framework's or device
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tracer.core.frameworks import FRAMEWORKS, Tuning
 from tracer.core.options import flag_of
 from tracer.core.records import RunSpec
@@ -22,10 +24,30 @@ def setting(spec: RunSpec, what: Tuning) -> str | None:
     return info.setting(what, spec.device) if info is not None else None
 
 
-def knob(spec: RunSpec, what: Tuning, advice: str = "") -> str:
+# Settings an older worker used instead of the declared one, named by the knob the run recorded: a JAX run
+# that read with grain.ReadOptions threads (no mp_prefetch workers) is told about the threads it used.
+AS_RUN: dict[tuple[str, Tuning], tuple[str, str, str]] = {
+    ("jax", Tuning.WORKERS): (
+        "grain.ReadOptions.num_threads",
+        "grain.MultiprocessingOptions.num_workers",
+        "grain.ReadOptions(num_threads=...) as this run read (newer runs: IterDataset.mp_prefetch workers)",
+    ),
+    ("jax", Tuning.PREFETCH): (
+        "grain.ReadOptions.prefetch_buffer_size",
+        "grain.MultiprocessingOptions.per_worker_buffer_size",
+        "grain.ReadOptions(prefetch_buffer_size=...) as this run read",
+    ),
+}
+
+
+def knob(spec: RunSpec, what: Tuning, advice: str = "", knobs: Mapping[str, object] | None = None) -> str:
     """E.g. `more loader workers: torch.utils.data.DataLoader(num_workers=...) (tracer --workers)`;
-    '' where neither the framework nor the tracer has a setting for it."""
+    '' where neither the framework nor the tracer has a setting for it. `knobs` (the run's, from run.json):
+    where the run recorded an older setting instead of the declared one (AS_RUN), that one is named."""
     own = setting(spec, what)
+    used, declared, text_as_run = AS_RUN.get((spec.framework, what), ("", "", ""))
+    if knobs and used in knobs and declared not in knobs:
+        own = text_as_run
     option = _TRACER_OPTION.get(what)
     if own is None and option is None:
         return ""

@@ -74,7 +74,8 @@ def input_bound(t: RunTables) -> Verdict:
     if paired:  # a run beside it differing only in --data measured what the pipeline costs
         finding += f"; {paired}"
         evidence += _pair_evidence(t)
-    advice = join(knob(spec, Tuning.WORKERS, "more loader workers"), knob(spec, Tuning.PREFETCH, "deeper prefetch"),
+    advice = join(knob(spec, Tuning.WORKERS, "more loader workers", t.record.knobs),
+                  knob(spec, Tuning.PREFETCH, "deeper prefetch", t.record.knobs),
                   "or a smaller image pipeline (--image-size)")  # fmt: skip
     if spec.data != DATA_FILES:  # batches from memory: no loader workers or prefetch to give
         advice = "a larger --batch (fewer, larger batches to index and copy from memory)"

@@ -61,12 +61,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
         path = Path(ref)
         inside = list_runs(path) if path.is_dir() and not (path / RUN_JSON).exists() else []
         folders += _readable(inside) or [find_run(args.runs_dir, ref)]
-    specs = [folder.read_record().spec for folder in folders]  # a damaged run named alone: one line, exit 2
+    records = [folder.read_record() for folder in folders]  # a damaged run named alone: one line, exit 2
+    specs = [r.spec for r in records]
     differ = []
     for name in SETTINGS:
         values = list(dict.fromkeys(str(getattr(s, name)) for s in specs))
         if len(values) > 1:
             differ.append(f"{name} {' vs '.join(values)}")
+    # What the worker ran, where it differs from what was asked: JAX has no native pipeline (knobs: shared).
+    ran = list(dict.fromkeys(f"{r.spec.framework} {r.knobs.get('pipeline', r.spec.pipeline)}" for r in records))
+    if len({r.knobs.get("pipeline", r.spec.pipeline) for r in records}) > 1:
+        differ.append(f"input pipeline as run {' vs '.join(ran)} (a shared pipeline decodes with PIL for all)")
     if differ:
         said = ", ".join(differ)
         print(f"tracer: warning: the runs differ in settings ({said}); ratios compare unlike runs", file=sys.stderr)
