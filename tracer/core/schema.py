@@ -24,6 +24,7 @@ from tracer.worker.schema import (
     EVENTS_FILE,
     EXIT_DIVERGED,
     KIND,
+    LIFELINE_THREAD,
     MEMCPY_NAMES,
     NONFINITE,
     NSYS_WINDOW_TRACE,
@@ -44,6 +45,7 @@ from tracer.worker.schema import (
 )
 
 __all__ = [
+    "LIFELINE_THREAD",
     "COMPUTE_S",
     "DATA_WAIT_S",
     "STEP_COLUMNS",

@@ -142,3 +142,5 @@ MEMCPY_NAMES = {
 }
 #: Columns of a CUPTI batch file, one list each; `name` holds indexes into the batch's `names`.
 CUPTI_COLUMNS = ("kind", "name", "start_ns", "end_ns", "pid", "tid", "correlation_id", "device", "stream", "bytes")
+#: The worker's own watchdog thread (tracer.worker.lifeline): the tool's, not training; thread tables leave it out.
+LIFELINE_THREAD = "tracer-lifeline"
