@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from tracer.cli.common import TOP_BOUND, add_runs_dir, add_warmup, check_bound, console
+from tracer.cli.common import TOP_BOUND, add_runs_dir, add_warmup, check_bound, console, err_console, print_wrapped
 from tracer.cli.outputs import output_file, path_arg
 from tracer.core.errors import UserError
 
@@ -74,7 +74,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         differ.append(f"input pipeline as run {' vs '.join(ran)} (a shared pipeline decodes with PIL for all)")
     if differ:
         said = ", ".join(differ)
-        print(f"tracer: warning: the runs differ in settings ({said}); ratios compare unlike runs", file=sys.stderr)
+        print_wrapped(
+            err_console(), f"tracer: warning: the runs differ in settings ({said}); ratios compare unlike runs"
+        )
     groups = [[f] for f in folders] if args.no_group else group_repeats(folders)
     if len(groups) < 2 <= len(folders):  # repeats of one spec, named one by one: compare them as runs
         groups = [[f] for f in folders]

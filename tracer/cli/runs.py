@@ -18,6 +18,7 @@ from tracer.cli.common import (
     add_warmup,
     console,
     err_console,
+    fits,
     fmt,
     print_pairs,
     print_wrapped,
@@ -133,7 +134,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         for row in rows:
             table.add_row(ids[row[0]] if short else row[0], *(row[i] for i in shown[1:]))
         lines = table_lines(out, table)
-        if not out.is_terminal or max(line.cell_len for line in lines) <= out.width:  # piped: no width to fit
+        if not fits(out) or max(line.cell_len for line in lines) <= out.width:  # piped without COLUMNS: no width
             for table_line in lines:
                 out.print(table_line, highlight=False, soft_wrap=True)
             tail_ids = short
