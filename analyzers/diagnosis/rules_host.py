@@ -191,7 +191,7 @@ def cpu_under_used(t: RunTables) -> Verdict:
         advice = join(knob(spec, Tuning.WORKERS, "overlap input with compute"), "a larger --batch")
     elif others is not None and others > 50:
         finding += " (the machine was busy with other work)"
-        advice = "run it alone: other processes took the cores"
+        advice = "running it alone (other processes took the cores)"
     else:
         finding += " (serial Python or I/O between the operators)"
         advice = join("a larger --batch (larger operators parallelise)", knob(spec, Tuning.THREADS, "intra-op threads"))
