@@ -11,12 +11,12 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
-import re
 import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from analyzers import api_names
 from analyzers.basis import FIGURE_BY_NAME, FIGURES, WHOLE_RUN
 from analyzers.learning import CurveGap, curve_gaps, same_workload
 from analyzers.noise import MIN_DIFFERENCE, WITHIN_NOISE, disagree, why_not_ordered
@@ -36,6 +36,8 @@ def _metrics() -> tuple[tuple[str, str, str], ...]:
     whole = [(f"{f.label} {WHOLE_MARK}", f"whole.{f.name}", f.unit) for f in FIGURES if "energy" not in f.name]
     return (
         *steady,
+        ("step time (steady, mean per step)", "steady_step_ms", "ms"),
+        ("data wait (steady, mean per step)", "steady_wait_ms", "ms"),
         ("first epoch", "first_epoch_s", "s"),
         ("decode into memory, before the epochs (--data memory)", "decode_s", "s"),
         (f"other processes' CPU % (median) {WHOLE_MARK}", "other_cpu_pct", "%"),
@@ -48,7 +50,7 @@ METRICS: tuple[tuple[str, str, str], ...] = _metrics()
 METRIC_FIELDS = {metric: name for metric, name, _ in METRICS}
 # Speed metrics: a group's median of them leaves out runs whose speed may not be ranked (diverged, failed).
 SPEED_FIELDS = frozenset(
-    {"steady.images_per_s", "steady.epoch_s", "first_epoch_s", "whole.images_per_s", "whole.epoch_s"}
+    {"steady.images_per_s", "steady.epoch_s", "first_epoch_s", "whole.images_per_s", "whole.epoch_s", "steady_step_ms"}
 )
 # The steady speeds runs are ranked by: where a column's repeats disagree on one, compare says so.
 SPEED_METRICS = frozenset(m for m, name, _ in METRICS if name in ("steady.images_per_s", "steady.epoch_s"))
@@ -160,6 +162,7 @@ def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, war
     learning = learning_differences(columns)
     diffs += [d for pair in learning for d in pair]
     diffs += cuda_differences([group[0] for group in groups], top_cuda)
+    diffs += class_differences([group[0] for group in groups])
     pairs = tuple(data_pairs([f for group in groups for f in group], warmup))
     contended = [c.contended > 0 for c in columns]
     diffs = [_with_noise(d, contended) for d in diffs]
@@ -270,14 +273,27 @@ def cuda_differences(folders: Sequence[RunFolder], top: int = TOP_CUDA) -> list[
     return out
 
 
-_VERSION_SUFFIX = re.compile(r"_v\d{4,6}$")
+def class_differences(folders: Sequence[RunFolder]) -> list[Difference]:
+    """GPU kernel time by class (analyzers.kernel_classes) over the whole run, in ms, every class some
+    run has, then the share left in `other`; empty unless every run has a kernels table."""
+    from analyzers import tables as trace_tables
+    from analyzers.kernel_classes import CLASSES, OTHER
+    from analyzers.kernels import class_summary, kernel_summary
+
+    if not all(f.table_path(trace_tables.KERNELS).exists() for f in folders):
+        return []
+    by_run = [{r.kernel_class: r.total_ns for r in class_summary(kernel_summary(f))} for f in folders]
+    out = []
+    for c in CLASSES:
+        if any(c.key in run for run in by_run):
+            values = tuple(spread([run.get(c.key, 0) / 1e6]) for run in by_run)
+            out.append(Difference(f"GPU kernel time, {c.label} (whole run)", "ms", values))
+    shares = tuple(spread([100 * run.get(OTHER, 0) / sum(run.values()) if run else None]) for run in by_run)
+    out.append(Difference("kernel time left in class 'other' (whole run)", "%", shares))
+    return out
 
 
-def api_match_name(name: str) -> str:
-    """The name two traces are matched on: any `_vNNNN[N]` version suffix dropped. nsys's display rule
-    keeps `cudaLaunchKernelExC_v11060` (a 5-digit version), while Kineto records `cudaLaunchKernelExC`; matched
-    as they are, the one function showed up as two with a meaningless ratio."""
-    return _VERSION_SUFFIX.sub("", name)
+api_match_name = api_names.match_name  # the name two traces' calls are matched on (analyzers.api_names)
 
 
 def _api_totals_ns(folder: RunFolder) -> dict[str, int] | None:

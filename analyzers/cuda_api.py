@@ -216,8 +216,10 @@ FALLBACK_NOTE = ph.FALLBACK_NOTE
 
 def phases(folder: RunFolder, warmup: int = ph.WARMUP_EPOCHS) -> list[Phase]:
     """whole, startup, warmup, steady, teardown (those the run has) and one phase per epoch, on the
-    trace's clock (`analyzers.phases.trace_phases`)."""
-    return list(ph.trace_phases(folder, warmup).phases)
+    trace's clock (`analyzers.phases.trace_phases`), computed once per `Run`."""
+    from analyzers.run import as_run
+
+    return list(as_run(folder, warmup).trace_phases.phases)
 
 
 def phase_summaries(folder: RunFolder, warmup: int = ph.WARMUP_EPOCHS) -> dict[str, list[ApiRow]]:

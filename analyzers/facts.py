@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analyzers.run_summary import displayed_status, images_per_s, mean_epoch_s
+from tracer.core import trace_formats as tf
 from tracer.core.cases import UNKNOWN_MODEL
 from tracer.core.options import TRACE_BACKENDS
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
@@ -23,9 +24,11 @@ def run_label(record: RunRecord | None, folder: Path) -> str:
     s = record.spec
     status = "" if record.outcome.status is RunStatus.OK else f" [{displayed_status(record)}]"
     trace = "" if s.trace == UNTRACED else f" {s.trace}"
+    if record.command is not None:  # a user's command: its script names it (model and batch are its own)
+        return f"{s.framework} {record.command.name} {s.device}{trace}{status}"
     origin = record.imported
     if origin is not None:
-        model = Path(origin.source).name.split(".")[0] if s.model == UNKNOWN_MODEL else s.model
+        model = tf.stem(Path(origin.source).name) if s.model == UNKNOWN_MODEL else s.model
         batch = "" if "batch" in origin.not_recorded else f" b{s.batch}"
         return f"{s.framework} {model}{batch} {s.device}{trace} (imported){status}"
     return f"{s.framework} {s.model} b{s.batch} {s.device}{trace}{status}"
@@ -67,14 +70,26 @@ def run_facts(
     if out.signal:
         status += f" (signal {out.signal})"
     duration = f"{(r.wall_end_ns - r.wall_start_ns) / 1e9:.1f} s" if r.wall_end_ns else "-"
+    if r.command is not None:
+        workload = [
+            ("command", r.command.text),
+            ("working directory", r.command.cwd),
+            ("interpreter", r.command.interpreter or "-"),
+            ("device", f"{spec.device}; GPU: {gpus}"),
+            ("epochs", f"{len(epochs)} (seen by the probe)" if r.command.probe == "on" else "- (--probe off)"),
+        ]
+    else:
+        workload = [
+            ("model", spec.model),
+            ("parameters", f"{r.model.trainable_params:,}" if r.model else "-"),
+            ("dataset", f"{spec.dataset}, {r.dataset.images_used if r.dataset else '?'} images"),
+            ("device", f"{spec.device}; GPU: {gpus}"),
+            ("batch / epochs", f"{spec.batch} / {len(epochs)} of {spec.epochs}"),
+        ]
     return [
         ("status", status),
         ("framework", f"{spec.framework} ({versions})"),
-        ("model", spec.model),
-        ("parameters", f"{r.model.trainable_params:,}" if r.model else "-"),
-        ("dataset", f"{spec.dataset}, {r.dataset.images_used if r.dataset else '?'} images"),
-        ("device", f"{spec.device}; GPU: {gpus}"),
-        ("batch / epochs", f"{spec.batch} / {len(epochs)} of {spec.epochs}"),
+        *workload,
         ("mean epoch", _fmt(mean_epoch_s(epochs), ".2f", " s")),
         ("images/s", _fmt(images_per_s(epochs), ".1f")),
         ("CPU", f"{env.cpu_model}, {env.cpu_logical_cores} logical cores"),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow.parquet as pq
 
-from analyzers import kernel_names
+from analyzers import kernel_classes, kernel_names
 from analyzers import tables as t
 from analyzers.cuda_api import summarise_durations
 from tracer.core.runfolder import RunFolder
@@ -35,6 +35,7 @@ class KernelRow:
     max_ns: int
     stddev_ns: float
     short_name: str  # unique among the rows (analyzers.kernel_names.short_names)
+    kernel_class: str = ""  # what it does (analyzers.kernel_classes)
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,43 @@ class MemcpyRow:
 def kernel_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[KernelRow]:
     rows = summarise_durations(folder.table_path(t.KERNELS), "name", "name", start_ns, end_ns)
     labels = kernel_names.short_names(r[0] for r in rows)
-    return [KernelRow(kernel_names.demangle(r[0]), *r[1:], short_name=labels[r[0]]) for r in rows]
+    classes = kernel_classes.classify_distinct([r[0] for r in rows])
+    return [
+        KernelRow(kernel_names.demangle(r[0]), *r[1:], short_name=labels[r[0]], kernel_class=c)
+        for r, c in zip(rows, classes)
+    ]
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    """Kernel time of one class (analyzers.kernel_classes), summed over its kernels."""
+
+    kernel_class: str
+    label: str
+    time_pct: float  # of all kernel time
+    total_ns: int
+    calls: int
+    kernels: int  # distinct kernel names in it
+
+
+def class_summary(rows: list[KernelRow]) -> list[ClassRow]:
+    """The kernel rows summed by class, largest first; classes without a kernel left out."""
+    total = sum(r.total_ns for r in rows)
+    out = []
+    for c in kernel_classes.CLASSES:
+        members = [r for r in rows if r.kernel_class == c.key]
+        if members:
+            ns = sum(r.total_ns for r in members)
+            pct = 100.0 * ns / total if total else 0.0
+            out.append(ClassRow(c.key, c.label, pct, ns, sum(r.calls for r in members), len(members)))
+    return sorted(out, key=lambda r: -r.total_ns)
+
+
+def other_share(rows: list[ClassRow]) -> float | None:
+    """The share (0..1) of kernel time the classifier left in `other`; None without kernel time."""
+    total = sum(r.total_ns for r in rows)
+    other = sum(r.total_ns for r in rows if r.kernel_class == kernel_classes.OTHER)
+    return other / total if total else None
 
 
 def memcpy_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[MemcpyRow]:

@@ -13,6 +13,7 @@ Qt-free and pandas-free; times stay Unix ns.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,7 @@ from analyzers.arrays import as_array, codes
 from analyzers.correlation import GPU_TABLES, launch_links
 from analyzers.gpu_timeline import GPU_ACTIVITIES, NVTX_ACTIVITIES, gpu_activity, nvtx_depth, stream_label
 from analyzers.threads import NO_THREAD, activity_kind, thread_timeline
+from tracer.core import schema
 from tracer.core.runfolder import RunFolder
 
 LOW_PRIORITY = (t.ACTIVITY_IDLE, "waiting")
@@ -159,7 +161,54 @@ def load(folder: RunFolder) -> Lanes:
     threads = thread_lanes(thread_timeline(folder), api)
     calls = api_calls(api, threads)
     gpu = gpu_lanes(folder)
+    ranks = RankLabels.of(folder)
+    if ranks is not None:
+        threads, gpu = ranks.named(threads, gpu)
     return Lanes(threads, calls, gpu, launch_indices(calls, gpu))
+
+
+@dataclass(frozen=True)
+class RankLabels:
+    """A run of several ranks: which rank each process and GPU is (from the tables' RANK column), so every
+    lane is named `rank r · ...`: the ranks' lanes read as groups on the one time axis."""
+
+    of_pid: dict[int, int]
+    of_device: dict[int, int]
+
+    @classmethod
+    def of(cls, folder: RunFolder) -> RankLabels | None:
+        if not folder.run_json.exists() or folder.read_record().world_size <= 1:
+            return None
+        of_pid: dict[int, int] = {}
+        of_device: dict[int, int] = {}
+        for name, key, into in ((t.CUDA_API, "pid", of_pid), (t.NVTX, "pid", of_pid), (t.KERNELS, "device", of_device)):
+            path = folder.table_path(name)
+            if not path.exists() or schema.RANK not in pq.ParquetFile(path).schema_arrow.names:
+                continue
+            pairs = pq.read_table(path, columns=[key, schema.RANK]).group_by([key, schema.RANK]).aggregate([])
+            for k, r in zip(pairs[key].to_pylist(), pairs[schema.RANK].to_pylist()):
+                if k is not None and r is not None:
+                    into.setdefault(int(k), int(r))
+        for info in folder.read_record().rank_infos:
+            if info.pid is not None:
+                of_pid.setdefault(info.pid, info.rank)
+        return cls(of_pid, of_device)
+
+    def named(self, threads: ThreadLanes | None, gpu: GpuLanes | None) -> tuple[ThreadLanes | None, GpuLanes | None]:
+        if threads is not None:
+            names = [self._prefix(self.of_pid.get(int(p)), n) for p, n in zip(threads.lane_pids, threads.lane_names)]
+            threads = dataclasses.replace(threads, lane_names=names)
+        if gpu is not None:
+            names = [
+                n if int(d) == NVTX_LANE else self._prefix(self.of_device.get(int(d)), n)
+                for d, n in zip(gpu.lane_device, gpu.lane_names)
+            ]
+            gpu = dataclasses.replace(gpu, lane_names=names)
+        return threads, gpu
+
+    @staticmethod
+    def _prefix(rank: int | None, name: str) -> str:
+        return name if rank is None or name.startswith("rank ") else f"rank {rank} · {name}"
 
 
 def _read_api(folder: RunFolder) -> pa.Table | None:
@@ -277,11 +326,18 @@ def gpu_lanes(folder: RunFolder) -> GpuLanes | None:
     nvtx_lanes = 0
     nvtx = _nvtx_rows(folder, labels, names.index(NVTX_ACTIVITIES[0]))
     if nvtx is not None:
-        depth, part = nvtx
-        nvtx_lanes = int(depth.max()) + 1
+        depth, part, row_names = nvtx
+        nvtx_lanes = len(row_names)
         parts.append(part)
         lanes.append(len(lane_names) + depth)
-        lane_names += [nvtx_label(d) for d in range(nvtx_lanes)]
+        lane_names += row_names
+    steps = _step_rows(folder, labels, names.index(NVTX_ACTIVITIES[0]))
+    if steps is not None:
+        depth, part, row_names = steps
+        nvtx_lanes += len(row_names)
+        parts.append(part)
+        lanes.append(len(lane_names) + depth)
+        lane_names += row_names
     if not parts:
         return None
     lane = np.concatenate(lanes).astype(np.int64)
@@ -308,25 +364,38 @@ def gpu_lanes(folder: RunFolder) -> GpuLanes | None:
 
 def _nvtx_rows(
     folder: RunFolder, labels: dict[str, int], first_code: int
-) -> tuple[np.ndarray, tuple[np.ndarray, ...]] | None:
-    """NVTX ranges by nesting depth, every other range of a row in the second colour."""
+) -> tuple[np.ndarray, tuple[np.ndarray, ...], list[str]] | None:
+    """NVTX ranges by nesting depth (each rank's apart, for a run of several ranks), every other range of a
+    row in the second colour; the rows' names."""
     path = folder.table_path(t.NVTX)
     if not path.exists():
         return None
     with pq.ParquetFile(path, memory_map=True, read_dictionary=["name"]) as file:
-        n = file.read(columns=["start_ns", "end_ns", "name", "pid", "tid"])
+        wanted = ["start_ns", "end_ns", "name", "pid", "tid"]
+        n = file.read(columns=[*wanted, *([schema.RANK] if schema.RANK in file.schema_arrow.names else [])])
     if n.num_rows == 0:
         return None
     start, end = as_array(n.column("start_ns"), np.int64), as_array(n.column("end_ns"), np.int64)
     thread = as_array(n.column("pid"), np.int64) * THREAD_KEY + as_array(n.column("tid"), np.int64)
     depth = nvtx_depth(start, end, thread)
+    if schema.RANK in n.column_names:
+        rank = as_array(pc.fill_null(n[schema.RANK], 0), np.int64)
+    else:  # a run of one process
+        rank = np.zeros(len(start), dtype=np.int64)
+    ranks = np.unique(rank)
+    levels = int(depth.max()) + 1
+    if len(ranks) > 1:  # each rank's rows together, one above the other: `rank r · NVTX depth d`
+        depth = np.searchsorted(ranks, rank) * levels + depth
+        row_names = [f"rank {int(r)} · {nvtx_label(d)}" for r in ranks for d in range(levels)]
+    else:
+        row_names = [nvtx_label(d) for d in range(levels)]
     order = np.lexsort((start, depth))
     alternate = np.zeros(len(start), dtype=np.int64)
     alternate[order] = np.arange(len(order)) - np.searchsorted(depth[order], depth[order])
     idx, words = codes(n.column("name"))
     word_code = np.array([labels.setdefault(w, len(labels)) for w in words] or [0], dtype=np.int64)
     none = np.full(len(start), -1, dtype=np.int64)
-    return depth, (depth, start, end, first_code + alternate % 2, word_code[idx], none, none)
+    return depth, (depth, start, end, first_code + alternate % 2, word_code[idx], none, none), row_names
 
 
 def launch_indices(calls: ApiCalls | None, gpu: GpuLanes | None) -> LaunchLinks | None:
@@ -340,3 +409,32 @@ def launch_indices(calls: ApiCalls | None, gpu: GpuLanes | None) -> LaunchLinks 
     linked = np.flatnonzero(call_of_item >= 0)
     item_of_call[call_of_item[linked]] = linked
     return LaunchLinks(call_of_item, item_of_call)
+
+
+def _step_rows(
+    folder: RunFolder, labels: dict[str, int], first_code: int
+) -> tuple[np.ndarray, tuple[np.ndarray, ...], list[str]] | None:
+    """A run of several ranks: each rank's steps (the steps table) as a row `rank r · steps`, so each
+    rank's step boundaries sit on the one time axis above its own lanes' neighbours."""
+    if not folder.run_json.exists() or folder.read_record().world_size <= 1:
+        return None
+    steps = folder.samples(schema.STEPS_TABLE)
+    if steps is None or steps.num_rows == 0:
+        return None
+    rank = as_array(steps[schema.RANK], np.int64)
+    ranks = np.unique(rank)
+    start = as_array(steps["start_ns"], np.int64)
+    total = sum(as_array(steps[c], np.float64) for c in (schema.DATA_WAIT_S, schema.COMPUTE_S, schema.SYNC_S))
+    end = start + np.rint(total * 1e9).astype(np.int64)
+    words = [f"step {s}" for s in steps[schema.STEP_COLUMNS[1]].to_pylist()]
+    word_code = np.array([labels.setdefault(w, len(labels)) for w in words], dtype=np.int64)
+    row = np.searchsorted(ranks, rank)
+    order = np.lexsort((start, row))
+    alternate = np.zeros(len(start), dtype=np.int64)
+    alternate[order] = np.arange(len(order)) - np.searchsorted(row[order], row[order])
+    none = np.full(len(start), -1, dtype=np.int64)
+    return (
+        row,
+        (row, start, end, first_code + alternate % 2, word_code, none, none),
+        [f"rank {int(r)} · steps" for r in ranks],
+    )

@@ -3,7 +3,8 @@
 Holistic Trace Analysis' users work in Jupyter; this is the same entry for our run folders. Nothing is
 computed here that the analyzers do not already compute: `runs` holds `analyzers.run_summary.summarise`
 per run beside the options it was run with, the other frames are the run folder's own tables with a
-`run_id` column, so they concatenate across runs and `groupby` as they are. Every frame is read when
+`run_id` column, so they concatenate across runs and `groupby` as they are; `problems` names the
+damaged files that were skipped (`analyzers.run.Run.problems`). Every frame is read when
 `load_runs` is called (a dozen GPU runs: about 100 MB of DataFrames, most of it the trace tables).
 Documented with a worked example in docs/guide/notebooks.md, which a test runs.
 """
@@ -18,13 +19,13 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from analyzers import tables as trace_tables
 from analyzers.basis import FIGURES, WHOLE_RUN_PREFIX
+from analyzers.kernel_classes import with_classes
 from analyzers.kernel_names import short_names
-from analyzers.report.runs import LoadedRun, collect_runs
-from analyzers.run_summary import summarise
+from analyzers.report.runs import collect_runs
+from analyzers.run import Run
 from analyzers.steady import WARMUP_EPOCHS
 from analyzers.steps import with_step_columns
 from tracer.core.schema import SAMPLE_TABLES, STEPS_TABLE
@@ -44,7 +45,7 @@ TRACE_TABLES = (
 
 
 @dataclass(frozen=True)
-class RunTables:
+class RunFrames:
     """A folder of runs as DataFrames; every frame but `runs` has one row per event, sample or epoch and
     a `run_id` column naming its run (the key of `runs`)."""
 
@@ -55,11 +56,13 @@ class RunTables:
     # compute_total_s (the step minus its data wait: what compares across synchronous and asynchronous frameworks)
     steps: pd.DataFrame
     samples: dict[str, pd.DataFrame] = field(default_factory=dict)  # "process", "gpu", "threads", ...; t_s added
-    cuda: dict[str, pd.DataFrame] = field(default_factory=dict)  # TRACE_TABLES present; kernels get `label`
+    # TRACE_TABLES present; kernels get `label` and `kernel_class` (analyzers.kernel_classes)
+    cuda: dict[str, pd.DataFrame] = field(default_factory=dict)
     skipped: tuple[str, ...] = ()  # damaged run folders that were left out, and why
+    problems: pd.DataFrame = field(default_factory=pd.DataFrame)  # damaged files skipped: run_id, file, what
 
 
-def load_runs(*paths: str | Path, warmup: int = WARMUP_EPOCHS) -> RunTables:
+def load_runs(*paths: str | Path, warmup: int = WARMUP_EPOCHS) -> RunFrames:
     """Every run under `paths` (run folders, or folders of runs) as DataFrames. `warmup` is the number of
     leading epochs left out of the steady-state numbers in `runs` (as `--warmup` everywhere). A damaged
     run inside a folder of runs is skipped with a warning (listed in `skipped`); no runs at all raises."""
@@ -71,39 +74,45 @@ def load_runs(*paths: str | Path, warmup: int = WARMUP_EPOCHS) -> RunTables:
     runs: list[dict[str, Any]] = []
     epochs: list[pd.DataFrame] = []
     steps: list[pd.DataFrame] = []
-    for run in loaded:
-        runs.append(_run_row(run, warmup))
+    for run in (Run.open(r, warmup) for r in loaded):
+        runs.append(_run_row(run))
         epochs.append(_epochs(run))
         for name in SAMPLE_TABLES:
-            table = run.folder.samples(name)
+            table = run.samples(name)
             if table is not None and table.num_rows:
                 if name == STEPS_TABLE:  # step_s and compute_total_s (the step minus its data wait) added
                     table = with_step_columns(table)
-                frame = _with_run_id(table, run.folder.run_id)
+                frame = _with_run_id(table, run.run_id)
                 if "t_ns" in frame:
                     frame["t_s"] = (frame["t_ns"] - run.record.wall_start_ns) / 1e9  # since the run's start
                 (steps if name == STEPS_TABLE else samples.setdefault(name, [])).append(frame)
         for name in TRACE_TABLES:
-            path = run.folder.table_path(name)
-            if path.exists():
-                frame = _with_run_id(pq.read_table(path), run.folder.run_id)
+            trace = run.table(name)
+            if trace is not None:
+                if name == trace_tables.KERNELS:  # what each kernel does (analyzers.kernel_classes)
+                    trace = with_classes(trace)
+                frame = _with_run_id(trace, run.run_id)
                 if name == trace_tables.KERNELS:  # the label `analyze` and the viewer show, unique in the run
                     frame["label"] = frame["name"].map(short_names(frame["name"].unique()))
                 cuda.setdefault(name, []).append(frame)
-    return RunTables(
+    problems = [{RUN_ID: run.run_id, "file": p.file, "what": p.what} for run in loaded for p in run.problems]
+    for p in problems:
+        warnings.warn(f"{p['file']} is damaged ({p['what']}); what it holds is skipped", stacklevel=2)
+    return RunFrames(
         runs=pd.DataFrame(runs),
         epochs=_concat(epochs),
         steps=_concat(steps),
         samples={name: _concat(frames) for name, frames in samples.items()},
         cuda={name: _concat(frames) for name, frames in cuda.items()},
         skipped=tuple(skipped),
+        problems=pd.DataFrame(problems, columns=[RUN_ID, "file", "what"]),
     )
 
 
-def _run_row(run: LoadedRun, warmup: int) -> dict[str, Any]:
+def _run_row(run: Run) -> dict[str, Any]:
     """The run's summary fields, its figures (analyzers.basis: the steady state's under their own names,
     the whole run's prefixed `whole_run_`), then the options it was run with that the summary does not name."""
-    s = summarise(run.folder, warmup)
+    s = run.summary
     summary = dataclasses.asdict(s)
     row = {key: value for key, value in summary.items() if _scalar(value) and key not in ALL_EPOCHS_FIELDS}
     for figure in FIGURES:
@@ -119,10 +128,10 @@ def _scalar(value: object) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def _epochs(run: LoadedRun) -> pd.DataFrame:
+def _epochs(run: Run) -> pd.DataFrame:
     rows = [
         {
-            RUN_ID: run.folder.run_id,
+            RUN_ID: run.run_id,
             "framework": run.framework,
             "epoch": e.epoch,
             "duration_s": e.duration_s,
@@ -131,7 +140,7 @@ def _epochs(run: LoadedRun) -> pd.DataFrame:
             "loss": e.loss,
             "accuracy": e.accuracy,
         }
-        for e in run.folder.epochs()
+        for e in run.epochs()
     ]
     return pd.DataFrame(rows)
 

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from analyzers import api_names
 from analyzers import tables as t
 from analyzers.trace_window import window_span
 from tracer.core.runfolder import RunFolder
@@ -37,7 +38,6 @@ PHASES = (WHOLE, STARTUP, WARMUP, STEADY, TEARDOWN)  # the named phases, in the 
 
 EPOCH_NAME = re.compile(r"^epoch[ _]?(\d+)$", re.IGNORECASE)  # the worker's NVTX epoch range
 STEP_NAME = re.compile(r"^((train_)?step[ _#]?\d*|ProfilerStep#\d+)", re.IGNORECASE)  # a training-step range
-LAUNCH_PREFIXES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchCooperativeKernel", "cudaGraphLaunch")
 
 BASIS_NVTX = "NVTX epoch ranges"
 BASIS_EVENTS = "the worker's epoch events"
@@ -240,7 +240,7 @@ def launch_span(folder: RunFolder) -> tuple[int, int] | None:
     path = folder.table_path(t.CUDA_API)
     if not path.exists():
         return None
-    where = " OR ".join(f"starts_with(name, '{p}')" for p in LAUNCH_PREFIXES)
+    where = api_names.sql_in("name", api_names.LAUNCH_CALLS)
     sql = f"SELECT min(start_ns), max(end_ns) FROM read_parquet('{_sql_path(path)}') WHERE {where}"
     row = duckdb.connect().execute(sql).fetchone()
     return None if row is None or row[0] is None else (int(row[0]), int(row[1]))

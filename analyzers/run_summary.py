@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import statistics
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import psutil
@@ -66,6 +67,11 @@ class RunSummary:
     not_recorded: tuple[str, ...] = ()  # spec fields the run does not know (an import's epochs, maybe its batch)
     data: str = "files"  # --data: files, memory or synthetic (analyzers.pairs pairs runs differing only here)
     decode_s: float | None = None  # --data memory: seconds decoding the set into memory, before the first epoch
+    # The steady steps' mean time and data wait per step (ms): what a command's own steps compare on.
+    steady_step_ms: float | None = None
+    steady_wait_ms: float | None = None
+    command: str = ""  # `tracer profile -- COMMAND`: the command (then model, dataset and batch are the script's)
+    probes: tuple[str, ...] = ()  # who saw the steps (worker; torch.DataLoader, keras.fit, marker ... in a command)
     # Every resource figure per phase (analyzers.basis): the steady state is the headline (the properties
     # below read it); the whole run only where a row or column is named for it.
     steady: PhaseFigures = PhaseFigures(STEADY)
@@ -138,6 +144,14 @@ class RunSummary:
 
 
 def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
+    """The run's summary: `Run.summary`, computed once per `Run` (a bare folder is opened as one)."""
+    from analyzers.run import as_run
+
+    return as_run(folder, warmup).summary
+
+
+def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
+    """What `Run.summary` holds, computed from the run's parts."""
     record = folder.read_record()
     epochs = folder.epochs()
     steady = epoch_stats(epochs, warmup)
@@ -196,7 +210,20 @@ def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
         decode_s=decode_seconds(folder.events()),
         steady=figures,
         whole=whole,
+        steady_step_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.total_s),
+        steady_wait_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.data_wait_s),
+        command=record.command.text if record.command else "",
+        probes=steps.probes(folder),
     )
+
+
+def _per_step_ms(
+    splits: list[steps.EpochSplit], epochs: Collection[int], seconds: Callable[[steps.EpochSplit], float]
+) -> float | None:
+    """The mean over the steps of `epochs` of one part of a step's time (all of it, its data wait), in ms."""
+    chosen = [s for s in splits if s.epoch in epochs]
+    count = sum(s.steps for s in chosen)
+    return 1000 * sum(seconds(s) for s in chosen) / count if count else None
 
 
 def last_learning(s: RunSummary) -> tuple[float | None, float | None]:

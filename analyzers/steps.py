@@ -92,13 +92,21 @@ def epoch_splits(folder: RunFolder) -> list[EpochSplit]:
         EpochSplit(
             epoch=int(row["epoch"]),
             steps=int(row["step_count"]),
-            images=int(row["images_sum"]),
+            images=int(row["images_sum"] or 0),  # an imported trace's steps record no images (null)
             data_wait_s=float(row["data_wait_s_sum"]),
             compute_s=float(row["compute_s_sum"]),
             sync_s=float(row["sync_s_sum"]),
         )
         for row in sums.to_pylist()
     ]
+
+
+def probes(folder: RunFolder) -> tuple[str, ...]:
+    """Who saw the run's steps (the steps table's PROBE column: `worker`, `torch.DataLoader`, `marker` ...)."""
+    table = steps_table(folder)
+    if table is None or schema.PROBE not in table.column_names:
+        return ()
+    return tuple(sorted(str(p) for p in table.column(schema.PROBE).unique().to_pylist() if p))
 
 
 def data_wait_shares(folder: RunFolder) -> dict[int, float | None]:

@@ -6,8 +6,9 @@ All times are Unix-epoch nanoseconds when the source says how to get there (see 
 `trace_meta.json` records per source whether the clock is `unix_ns` or `relative_ns`. Rows come in no
 guaranteed order (an nsys import copies them on every core): sort by `start_ns` where order matters.
 
-CUPTI records on disk (what the in-worker collector writes; `analyzers.ingest.cupti` reads them):
-  `raw/cupti/records-NNNNN.parquet`, one file per activity batch, with the columns of
+CUPTI records on disk (decoded by the tracer from the buffers the in-worker collector writes;
+`analyzers.ingest.cupti` reads them):
+  `raw/cupti/records-NNNNN.parquet`, one file per CUPTI buffer, with the columns of
   `tracer.core.schema.CUPTI_COLUMNS` (`kind` in {"runtime", "driver", "kernel", "memcpy", "memset"};
   for memcpy, `name` is the copy kind as in `MEMCPY_KINDS`, e.g. "Host-to-Device").
   `raw/cupti/clock.json` = {"offset_ns": N} where N = time.time_ns() - cuptiGetTimestamp() taken
@@ -26,7 +27,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from tracer.core.schema import MEMCPY_NAMES
+from analyzers import api_names
+from tracer.core.schema import MEMCPY_NAMES, RANK
 
 CUDA_API = "cuda_api"
 API_RUNTIME, API_DRIVER = "runtime", "driver"
@@ -57,6 +59,9 @@ SAMPLER_ACTIVITIES = (ACTIVITY_IDLE, ACTIVITY_ACTIVE, ACTIVITY_BUSY)
 TRACE_META = "trace_meta.json"
 BATCH_FACT = "batch"
 """Key, under a source in TRACE_META, of the batch size the trace itself recorded (Kineto's shapes)."""
+RANKS_FACT, ALIGNMENT_FACT = "ranks", "alignment"
+"""Keys, under a source in TRACE_META, of a run with several ranks: each rank's file, clock and shift onto
+the run's one clock, and how the ranks were put on it (`analyzers.ingest.ranks.Alignment`)."""
 WINDOW_FACT, WINDOW_NS_FACT = "window", "window_ns"
 """Keys, under a source in TRACE_META, of the trace window the run was traced in (`--trace-window`) and
 its [start, end) in Unix ns (`analyzers.trace_window`): the source's tables cover that window only."""
@@ -193,10 +198,7 @@ def family_label(label: str, family: str) -> str:
     return label if family == API_CUDA else label.replace(API_CUDA, family)
 
 
-def api_display_name(name: str) -> str:
-    """nsys's rule, verbatim from its SQL: when the 6th- and 5th-last characters are `_v`, drop the
-    last 6 (cudaLaunchKernel_v7000 -> cudaLaunchKernel; cudaLaunchKernelExC_v11060 stays as is)."""
-    return name[:-6] if len(name) >= 6 and name[-6:-4] == "_v" else name
+api_display_name = api_names.display_name  # nsys's display rule (analyzers.api_names)
 
 
 _KINETO_MEMCPY = re.compile(r"Memcpy\s+(\w+)")
@@ -247,3 +249,28 @@ def row_group_statistics(parquet: Any, column: str) -> list[Any]:
 
 def empty(schema: pa.Schema) -> pa.Table:
     return pa.Table.from_batches([], schema=schema)  # Schema.empty_table imports pandas (0.2 s, 41 MiB)
+
+
+def with_rank(table: pa.Table, rank: int | pa.Array) -> pa.Table:
+    """`table` with its RANK column (one rank for every row, or one per row): a trace table of a run with
+    several ranks carries it; a table without it is rank 0's (`rank_of`)."""
+    column = pa.array([rank] * table.num_rows, pa.int64()) if isinstance(rank, int) else rank.cast(pa.int64())
+    if RANK in table.column_names:
+        return table.set_column(table.schema.get_field_index(RANK), RANK, column)
+    return table.append_column(pa.field(RANK, pa.int64()), column)
+
+
+def rank_of(table: pa.Table) -> pa.Array:
+    """Each row's rank: the RANK column, or 0 on every row of a table written before ranks (one process)."""
+    if RANK in table.column_names:
+        return table[RANK].combine_chunks()
+    return pa.array([0] * table.num_rows, pa.int64())
+
+
+def of_rank(table: pa.Table, rank: int) -> pa.Table:
+    """The rows of one rank (every row for rank 0 of a table without ranks)."""
+    import pyarrow.compute as pc
+
+    if RANK not in table.column_names:
+        return table if rank == 0 else table.slice(0, 0)
+    return table.filter(pc.equal(table[RANK], rank))

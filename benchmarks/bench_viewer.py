@@ -34,6 +34,7 @@ import pyarrow.parquet as pq  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tracer.core import schema  # noqa: E402
+from tracer.core.frameworks import FRAMEWORKS  # noqa: E402
 from tracer.core.records import EnvironmentInfo, ModelFacts, Outcome, RunRecord, RunSpec, RunStatus  # noqa: E402
 from tracer.core.runfolder import RunFolder  # noqa: E402
 
@@ -47,7 +48,8 @@ def make_run(out: Path, index: int, samples: int) -> Path:
     """A finished run folder whose samples are a noisy but plausible training run, ingested as
     `tracer profile` ingests every run."""
     rng = np.random.default_rng(index)
-    run_id = f"bench-{index}-{('pytorch', 'tensorflow', 'mxnet', 'paddle')[index % 4]}"
+    names = list(FRAMEWORKS)
+    run_id = f"bench-{index}-{names[index % len(names)]}"
     folder = RunFolder.create(out, run_id)
     t = START_NS + np.arange(samples, dtype=np.int64) * PERIOD_NS
     end = int(t[-1])

@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analyzers.steady import throughput
+from tracer.core.frameworks import FRAMEWORKS as DECLARED
 from tracer.core.options import MODELS
 from tracer.core.runfolder import list_runs
 from tracer.sysinfo import cpu_model
 
-FRAMEWORKS = ("pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax")
+FRAMEWORKS = tuple(DECLARED)  # every declared framework (tracer.core.frameworks)
 
 
 @dataclass(frozen=True)

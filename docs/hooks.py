@@ -95,10 +95,20 @@ def _run_folder() -> str:
         "",
     ]  # noqa: E501
     out += ["| kind |", "| --- |"] + [f"| `{k}` |" for k in schema.Event.ALL] + [""]
+    layouts = schema.CUPTI_LAYOUT.LAYOUTS
     out += [
-        "## CUPTI batch records",
+        "## CUPTI records",
         "",
-        "Columns of the in-worker collector's batch files: " + ", ".join(f"`{c}`" for c in schema.CUPTI_COLUMNS) + ".",
+        f"`raw/cupti/`: the in-worker collector writes CUPTI's buffers as they are (`{schema.CUPTI_BUFFER_FILE}`),"
+        f" one line each in `{schema.CUPTI_INDEX_FILE}`, and `{schema.CUPTI_META_FILE}`,"
+        f" `{schema.CUPTI_CLOCK_FILE}`, `{schema.CUPTI_KERNEL_NAMES_FILE}`, `{schema.CUPTI_STOP_FILE}`;"
+        " after the run the tracer decodes each buffer into `records-NNNNN.parquet` with the columns "
+        + ", ".join(f"`{c}`" for c in schema.CUPTI_COLUMNS)
+        + ". Record layouts are declared for CUPTI "
+        + ", ".join(
+            f"{major} ({', '.join(sorted({name for name, _ in kinds.values()}))})" for major, kinds in layouts.items()
+        )
+        + ".",
     ]  # noqa: E501
     return "\n".join(out)
 

@@ -16,7 +16,8 @@ python=${PYTHON:-python3}
 frameworks=("$@")
 [ ${#frameworks[@]} -eq 0 ] && frameworks=(pytorch)
 with_nsys=0
-if [ "${frameworks[0]}" = all ]; then frameworks=(pytorch tensorflow mxnet paddle singa jax); with_nsys=1; fi
+every=0
+if [ "${frameworks[0]}" = all ]; then every=1; with_nsys=1; fi
 
 mkdir -p "$cache"
 if [ ! -x "$venv/bin/python" ]; then
@@ -33,6 +34,9 @@ else
   "$venv/bin/pip" install -q --disable-pip-version-check --no-deps -e "$root"
 fi
 
+if [ "$every" = 1 ]; then  # every framework declared in tracer/core/frameworks.py, in its order
+  read -r -a frameworks <<< "$("$venv/bin/python" -c 'from tracer.core.frameworks import FRAMEWORKS; print(*FRAMEWORKS)')"
+fi
 for fw in "${frameworks[@]}"; do
   if "$venv/bin/python" -c "import sys; from tracer.environments import status; sys.exit(0 if status('$fw').installed else 1)"; then
     echo "setup: $fw environment ready"

@@ -7,15 +7,64 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.environments import status
 
 TINY = ["--epochs", "2", "--limit", "16", "--image-size", "64", "--dataset", "small"]
+
+
+CHILD_GRACE_S = 15.0
+"""How long a test's children get to finish after it (a busy machine reaps slowly) before they count as left behind."""
+
+
+@pytest.fixture(autouse=True)
+def no_child_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails a test that leaves a process of its own behind: every process the test started (at any depth)
+    must have exited once it ends; one still alive after CHILD_GRACE_S is named, killed, and fails the
+    test. Processes that fixtures of a wider scope started before the test are theirs, not its."""
+    import psutil
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    yield
+    left = [p for p in me.children(recursive=True) if p.pid not in before]
+    _gone, alive = psutil.wait_procs(left, timeout=CHILD_GRACE_S) if left else ([], [])
+    alive = [p for p in alive if _running(p)]
+    if not alive:
+        return
+    named = ", ".join(_describe(p) for p in alive)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=CHILD_GRACE_S)
+    pytest.fail(f"{request.node.nodeid} left {len(alive)} process(es) behind: {named}", pytrace=False)
+
+
+def _running(p: Any) -> bool:
+    import psutil
+
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _describe(p: Any) -> str:
+    import psutil
+
+    try:
+        return f"{p.pid} ({' '.join(p.cmdline())[:120] or p.name()})"
+    except psutil.Error:
+        return str(p.pid)
 
 
 def ctrl_c_reaches_python() -> None:
@@ -35,12 +84,19 @@ def run_tracer(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[
     )
 
 
+def framework_required(name: str) -> bool:
+    """Whether TRACER_REQUIRE_FRAMEWORKS names the framework (`all`: every one in tracer/core/frameworks.py)."""
+    required = os.environ.get("TRACER_REQUIRE_FRAMEWORKS", "").split(",")
+    return name in required or ("all" in required and name in FRAMEWORKS)
+
+
 def require_framework(name: str) -> None:
     """Skips where the framework is absent, except where CI says it must be there
-    (TRACER_REQUIRE_FRAMEWORKS=pytorch,tensorflow,...): then its absence fails the test."""
+    (TRACER_REQUIRE_FRAMEWORKS=pytorch,tensorflow,..., or `all`: every declared framework): then its absence
+    fails the test."""
     if status(name).installed:
         return
-    if name in os.environ.get("TRACER_REQUIRE_FRAMEWORKS", "").split(","):
+    if framework_required(name):
         pytest.fail(f"{name} must be installed for this test run (TRACER_REQUIRE_FRAMEWORKS)")
     pytest.skip(f"{name} is not installed here: run `tracer env create {name}`")
 

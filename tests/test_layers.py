@@ -8,7 +8,12 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-APART = {"core", "worker", "__init__"}  # core is the bottom layer; the worker has contracts of its own
+APART = {
+    "core",
+    "worker",
+    "probe",
+    "__init__",
+}  # core is the bottom layer; the worker and the probe have contracts of their own
 
 
 def test_import_contracts_are_kept() -> None:

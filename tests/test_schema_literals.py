@@ -33,6 +33,8 @@ COMMON_WORDS = {
     "sensor",
     "rail",
     "mhz",
+    "probe",  # also a function's name (tracer.tracing.cupti.probe) and the probe's package folder
+    "rank",
 }
 
 
@@ -157,3 +159,25 @@ def test_no_trace_table_source_or_activity_is_spelled_outside_its_declaration() 
                     if node.value in names and _is_vocabulary_use(node, parent, parents.get(parent), words):  # type: ignore[arg-type]
                         offences.append(f"{path.relative_to(ROOT)}:{node.lineno}: {what} {node.value!r}")
     assert not offences, "use the names of analyzers.tables (and gpu_timeline, threads):\n" + "\n".join(offences)
+
+
+def test_no_environment_variable_of_the_worker_boundary_is_spelled_outside_the_worker_schema() -> None:
+    """The variables the tracer sets for the worker (tracer/worker/schema.py `*_ENV`, and the trace kinds
+    that are not also `--trace` backend names) are spelled once; tracer, analyzers, viewer and the worker's
+    other modules take them from there."""
+    from tracer.worker import schema as worker_schema
+
+    names = {v for k, v in vars(worker_schema).items() if k.endswith("_ENV") and isinstance(v, str)}
+    names.add(worker_schema.NSYS_WINDOW_TRACE)
+    assert {"TRACER_TRACE", "DL_TRACER_PID"} <= names
+    offences = []
+    for package in (*PACKAGES, "tests"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if path in DECLARING or path == Path(__file__).resolve():
+                continue
+            for node, _parent in _string_literals(ast.parse(path.read_text(), str(path))):
+                if node.value in names:
+                    offences.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    assert not offences, "use the names of tracer/worker/schema.py (through tracer.core.schema):\n" + "\n".join(
+        offences
+    )

@@ -12,7 +12,10 @@ that leaves the group: a group kill misses it, and a left-over agent spins a cor
 nsys session on the machine hang. The guard ends the agents of the group's processes with it
 (`end_nsys_agents`, which the nsys backend also uses after a run that ended by itself).
 
-    python -m tracer.lifeguard TRACER_PID WORKER_PGID
+A user's command may start processes in sessions of their own (torchrun's ranks): given a MARK, an
+environment entry only the run's processes hold (the probe's run folder), the guard ends those too.
+
+    python -m tracer.lifeguard TRACER_PID WORKER_PGID [MARK]
 """
 
 from __future__ import annotations
@@ -72,9 +75,26 @@ def end_nsys_agents(owners: Iterable[int]) -> list[int]:
     return ended
 
 
-def guard(tracer: int, pgid: int) -> int:
-    """Returns when the group is empty; SIGKILLs the group (and its nsys agents) first if the tracer
-    went before it."""
+def marked(mark: str) -> list[int]:
+    """Pids of the processes whose environment holds `mark` (NAME=value) exactly."""
+    entry = mark.encode() + b"\0"
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = f.read()
+        except OSError:
+            continue
+        if env.startswith(entry) or b"\0" + entry in env:
+            found.append(int(name))
+    return found
+
+
+def guard(tracer: int, pgid: int, mark: str = "") -> int:
+    """Returns when the group is empty; SIGKILLs the group (and its nsys agents, and the processes
+    holding `mark`) first if the tracer went before it."""
     while _group_alive(pgid):
         if os.getppid() != tracer:  # reparented: the tracer is gone
             members = group_members(pgid)
@@ -83,6 +103,11 @@ def guard(tracer: int, pgid: int) -> int:
             except (ProcessLookupError, PermissionError):
                 pass
             end_nsys_agents(members)
+            for pid in marked(mark) if mark else ():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
             return 0
         time.sleep(CHECK_EVERY_S)
     return 0
@@ -90,8 +115,8 @@ def guard(tracer: int, pgid: int) -> int:
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the tracer's Ctrl-C is the tracer's to handle
-    tracer, pgid = (int(a) for a in argv)
-    return guard(tracer, pgid)
+    tracer, pgid = int(argv[0]), int(argv[1])
+    return guard(tracer, pgid, argv[2] if len(argv) > 2 else "")
 
 
 if __name__ == "__main__":

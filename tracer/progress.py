@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -134,7 +135,9 @@ class ProgressView:
             )
         elif kind == Event.ERROR:
             self._spin(None)
-            self.console.print(f"[red]worker error:[/red] {e.get('error', '')}")
+            self.console.print(
+                f"[red]worker error:[/red] {escape(str(e.get('error', '')))}"
+            )  # its text may hold [brackets]
 
     def _eta(self, images: int, rate: float) -> str:
         """Time left in this epoch (the bar beside it is the epoch's; the run's end is epochs x that)."""

@@ -3,7 +3,9 @@ however the training ends (finished, raised, crashed, killed, timed out, Ctrl-C)
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -13,18 +15,20 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pyarrow as pa
 from rich.console import Console
 from rich.markup import escape
 
 import tracer
-from tracer import sysinfo
+from tracer import rank_launch, sysinfo
 from tracer.core import window
 from tracer.core.cases import make_run_id
 from tracer.core.divergence import diverged_outcome, divergence
@@ -36,12 +40,13 @@ from tracer.core.records import (
     MeasurementCost,
     ModelFacts,
     Outcome,
+    RankInfo,
     RunRecord,
     RunSpec,
     RunStatus,
 )
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import DATA_MEMORY, EXIT_DIVERGED, KIND, STEPS_TABLE, Event
+from tracer.core.schema import DATA_FILES, DATA_MEMORY, EXIT_DIVERGED, KIND, STEPS_TABLE, TRACER_PID_ENV, Event
 from tracer.dataset import check_memory_fits
 from tracer.environments import EnvStatus
 from tracer.nvml import Nvml
@@ -55,9 +60,9 @@ from tracer.tracing.base import TraceBackend
 from tracer.tracing.pyspy import PySpyRecorder, find_pyspy
 
 POLL_S = 0.2
+PUMP_GRACE_S = 2.0  # how long the command's output may take to drain once it has ended
 TERMINATE_GRACE_S = 5.0
 STDERR_TAIL_LINES = 25
-TRACER_PID_ENV = "DL_TRACER_PID"  # read by tracer/worker/lifeline.py, which must not import this module
 WORKER_TMP_PREFIX = "dl-tracer-worker-"
 TMPDIR_MAX_CHARS = 40
 RESERVE_FILE = ".reserve"  # in raw/, removed before the final run.json is written
@@ -93,6 +98,77 @@ def worker_pythonpath() -> Path:
         tmp.symlink_to(source / "worker", target_is_directory=True)
         os.replace(tmp, link)
     return stage
+
+
+@dataclass(frozen=True)
+class Child:
+    """The process a run measures, as `Runner.supervise` starts it."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str | None = None
+    #: (stdout file, stderr file): the child's output reaches our stdout and stderr as it comes and is
+    #: kept in these files; None: both go into raw/worker.log only (the built-in worker).
+    tee: tuple[Path, Path] | None = None
+    #: What Ctrl-C sends first: the worker takes SIGTERM; a user's script gets the SIGINT it would have.
+    interrupt_signal: int = signal.SIGTERM
+    #: Under a wrapping backend (nsys): whether the measured process writes worker.pid (the sampler waits for it).
+    pid_file: bool = True
+    progress: Callable[[], ProgressView] | None = None
+    progress_files: tuple[Path, ...] = ()  # more files whose growth is progress for the stall watch
+    #: Whether processes that left the child's group (torchrun starts each rank in a session of its own)
+    #: are ended too: this process becomes their subreaper, so they are found as its descendants.
+    sweep: bool = False
+    #: An environment entry (NAME=value) only the child's processes hold: the lifeguard ends those that
+    #: left its group too, should this process die first.
+    mark: str = ""
+    #: `--nproc`: this many ranks of the built-in worker in one process group, rank r's folder replacing the
+    #: last argument (tracer.rank_launch); a rank that fails ends them all.
+    ranks: int = 1
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How the supervised child ended: its exit status, what ended it (None: itself), what was sampled."""
+
+    returncode: int
+    ended_by: str | None
+    sampling: Any
+    sampler_error: str | None
+    failed_rank: int | None = None  # the rank whose failure ended a run of several ranks
+    rank_returncode: int | None = None
+
+
+class _Tee(threading.Thread):
+    """Copies a child's pipe to one of our file descriptors and to a file, chunk by chunk, unchanged."""
+
+    CHUNK = 65536
+
+    def __init__(self, pipe: Any, fd: int, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.pipe, self.fd, self.path = pipe, fd, path
+        self.start()
+
+    def run(self) -> None:
+        to_terminal = True
+        with self.path.open("wb") as kept:
+            while True:
+                chunk = os.read(self.pipe.fileno(), self.CHUNK)
+                if not chunk:
+                    break
+                kept.write(chunk)
+                kept.flush()
+                while to_terminal and chunk:
+                    try:
+                        written = os.write(self.fd, chunk)
+                    except BlockingIOError:
+                        time.sleep(0.01)
+                        continue
+                    except OSError:  # our terminal went away: the file still gets everything
+                        to_terminal = False
+                        break
+                    chunk = chunk[written:]
+        self.pipe.close()
 
 
 class _Signals:
@@ -138,21 +214,231 @@ class _Signals:
 POWERCAP_ROOT_ENV = "TRACER_POWERCAP_ROOT"
 
 
-class Runner:
-    def __init__(self, launch: Launch, console: Console | None = None) -> None:
-        self.launch = launch
+class Supervisor:
+    """What every run shares, whatever it runs: the machine's measuring sources, the signals, the one
+    child-process path (`supervise`) and the finishing of the folder. `Runner` runs the built-in worker
+    with it, `tracer.command.CommandRunner` a user's command."""
+
+    def __init__(self, backend: TraceBackend, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)
-        self.backend = launch.backend
+        self.backend = backend
         self._pyspy_files: list[str] = []
         self.cost: MeasurementCost | None = None
         self._rapl: RaplReader | None = None
         self._tegrastats: str | None = None
         self.signals = _Signals()
+        self._ranks: tuple[RankInfo, ...] = ()
 
     @property
     def signalled(self) -> bool:
         """Whether SIGINT or SIGTERM came during the run (its folder is final all the same)."""
         return self.signals.count > 0
+
+    def open_machine(self, python: str, python_version: str) -> tuple[Nvml | None, EnvironmentInfo]:
+        """NVML, RAPL and tegrastats opened, and the machine's facts with what will measure energy."""
+        nvml, nvml_status = Nvml.open()
+        self._rapl, rapl_status = RaplReader.open(Path(os.environ.get(POWERCAP_ROOT_ENV, POWERCAP_ROOT)))
+        self._tegrastats = find_tegrastats(nvml is not None)
+        env = dataclasses.replace(
+            sysinfo.collect(nvml, nvml_status), worker_python=python, worker_python_version=python_version
+        )
+        return nvml, with_energy_sources(env, self._rapl, rapl_status, self._tegrastats)
+
+    def start_folder(self, out_dir: Path, record: RunRecord, config: dict[str, Any] | None) -> RunFolder:
+        """The run folder with its first run.json (and the worker's configuration), and the space held
+        back for the final run.json; a folder that cannot be written is a UserError and is removed."""
+        folder = RunFolder.create(out_dir, record.run_id)
+        try:  # run.json and the space for its final version come before any stream
+            folder.write_record(record)
+            if config is not None:
+                folder.worker_config_path.write_text(json.dumps(config, indent=2, allow_nan=False) + "\n")
+            _reserve(folder)
+        except OSError as e:
+            shutil.rmtree(folder.path, ignore_errors=True)
+            raise UserError(f"cannot start a run in {out_dir}: {e.strerror or e} (free some space)") from None
+        return folder
+
+    def finish_folder(
+        self,
+        folder: RunFolder,
+        outcome: Outcome,
+        complete: Callable[[Outcome, list[str]], RunRecord],
+        nvml: Nvml | None,
+    ) -> RunRecord:
+        """The final run.json (from `complete(outcome, trace files)`) and the samples as Parquet."""
+        full = _disk_full(folder, outcome)
+        (folder.raw_dir / RESERVE_FILE).unlink(missing_ok=True)  # its space is for the final run.json
+        if full:
+            outcome = dataclasses.replace(outcome, cause=f"{full}; {outcome.cause}".rstrip("; "))
+            self.console.print(f"[red]{full}[/red]")
+            trace_files = self._pyspy_files
+        else:
+            trace_files = self._finish_traces(folder) + self._pyspy_files
+        record = dataclasses.replace(complete(outcome, trace_files), measurement_cost=self.cost)
+        if nvml is not None and nvml.unavailable:  # each NVML reading the run did not get, and why
+            env = dataclasses.replace(record.environment, nvml_unavailable=dict(nvml.unavailable))
+            record = dataclasses.replace(record, environment=env)
+        folder.write_record(record)
+        problems = folder.finalise_samples()
+        if problems:
+            self.console.print(f"[yellow]samples:[/yellow] {'; '.join(problems)}")
+        return record
+
+    def _with_sampler_error(self, outcome: Outcome, ended: Ended) -> Outcome:
+        if ended.sampler_error:
+            outcome = dataclasses.replace(
+                outcome, cause=f"{outcome.cause}; sampler stopped early: {ended.sampler_error}"
+            )
+        return outcome
+
+    def supervise(
+        self, folder: RunFolder, child: Child, spec: RunSpec, nvml: Nvml | None, pyspy: Path | None = None
+    ) -> Ended:
+        """Starts `child` (under the trace backend) and measures it until it ends or is ended: the
+        sampler over its whole process tree, NVML, energy, py-spy, the timeout, the stall watch and
+        Ctrl-C; no process of its group outlives this call. The one child-process path of the built-in
+        worker and a user's command."""
+        cmd = self.backend.command(child.argv, folder, spec)
+        env = {**child.env, **self.backend.environment(folder, spec)}
+        worker_tmp = _worker_tmp()
+        env["TMPDIR"] = str(worker_tmp)  # PyTorch's /tmp/pymp-* land here and go with it
+        started = time.monotonic()
+        children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if child.sweep:
+            become_subreaper()
+        known = {p.pid for p in psutil.Process().children(recursive=True)} if child.sweep else set()
+        world = child.ranks
+        procs: list[subprocess.Popen[bytes]] = []
+        if world > 1:  # one group: ending it, the lifeguard and the lifeline reach every rank
+            procs = rank_launch.start(folder, world, lambda where: [*cmd[:-1], str(where.path)], env)
+            proc = procs[0]
+            pumps: list[_Tee] = []
+        elif child.tee is None:
+            with folder.worker_log.open("wb") as log:
+                proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            pumps = []
+        else:  # the command's own output: to our terminal as it comes, byte for byte, and into raw/
+            proc = subprocess.Popen(
+                cmd,
+                stdin=None,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=child.cwd,
+                start_new_session=True,
+            )
+            assert proc.stdout is not None and proc.stderr is not None
+            pumps = [_Tee(proc.stdout, 1, child.tee[0]), _Tee(proc.stderr, 2, child.tee[1])]
+        guard = _start_lifeguard(proc.pid, child.mark)
+
+        def target_pid() -> int | None:
+            pid = _read_pid(folder) if self.backend.wraps_process else None
+            return pid if pid is not None else (None if self.backend.wraps_process and child.pid_file else proc.pid)
+
+        sampler = Sampler(folder, target_pid, spec.sample_hz, nvml, self._rapl)
+        sampler.start()
+        procs = procs or [proc]
+        rank_samplers = [  # each rank's process tree apart, into its own folder; the machine's sources once
+            Sampler(where, functools.partial(rank_launch.read_pid, where), spec.sample_hz, None)
+            for where in rank_launch.folders(folder, world)[1:]
+        ]
+        for s in rank_samplers:
+            s.start()
+        failed_rank: int | None = None
+        tegra = TegrastatsSampler(folder, self._tegrastats, spec.sample_hz) if self._tegrastats else None
+        if tegra is not None:
+            tegra.start()
+        windowed = window.of_record(spec) is not None
+        spy = PySpyRecorder(folder, pyspy, windowed) if pyspy is not None else None
+        view = child.progress() if child.progress is not None else None
+        stall = StallWatch(
+            [folder.events_path, folder.sample_stream_path(STEPS_TABLE), *child.progress_files], spec.stall_s
+        )
+        ended_by: str | None = None
+
+        def hurry() -> bool:
+            return self.signals.hurry
+
+        try:
+            while rank_launch.running(procs):
+                if view is not None:
+                    view.poll()
+                failed_rank = rank_launch.first_failed(procs) if world > 1 else None
+                if failed_rank is not None:  # the others would wait for it in their next collective
+                    ended_by = "rank-failed"
+                    _terminate(proc, hurry)
+                    break
+                if spy is not None:
+                    spy.poll(target_pid())
+                if self.signals.count:
+                    ended_by = "interrupted"
+                    _terminate(proc, hurry, child.interrupt_signal)
+                    break
+                if spec.timeout_s is not None and time.monotonic() - started > spec.timeout_s:
+                    ended_by = "timeout"
+                    _terminate(proc, hurry)
+                    break
+                if stall.check(proc.pid):  # the whole launched tree: under nsys, nsys writing its report is progress
+                    ended_by = "stalled"
+                    self.console.print(f"[red]no progress for {spec.stall_s:g} s:[/red] ending the run as stalled")
+                    dump_stacks(folder, proc.pid)
+                    _terminate(proc, hurry)
+                    break
+                time.sleep(POLL_S)
+        except KeyboardInterrupt:  # raised by code of ours, not by a signal (the handlers only count)
+            ended_by = "interrupted"
+            _terminate(proc, hurry, child.interrupt_signal)
+        finally:
+            for p in procs:
+                p.wait()
+            _end_group(proc.pid)  # loader processes outlive a worker that died by itself
+            for pump in pumps:  # a process that left the group may still hold the pipes: swept below
+                pump.join(timeout=PUMP_GRACE_S)
+            _stop_lifeguard(guard)
+            shutil.rmtree(worker_tmp, ignore_errors=True)
+            if spy is not None:
+                self._pyspy_files = spy.stop()
+                if spy.error:
+                    self.console.print(f"[yellow]py-spy:[/yellow] {spy.error}")
+            sampling = sampler.stop()
+            for s in rank_samplers:
+                s.stop()
+            if world > 1:
+                rank_launch.merge(folder, world)
+                pids = [rank_launch.read_pid(where) for where in rank_launch.folders(folder, world)]
+                self._ranks = rank_launch.rank_infos(spec, pids, os.uname().nodename)
+            if tegra is not None:
+                tegra.stop()
+            if view is not None:
+                view.close()
+            if child.sweep:
+                swept = sweep_descendants(known)
+                if swept:
+                    self.console.print(f"ended {len(swept)} process(es) the command left behind: {swept}")
+            for pump in pumps:
+                pump.join()
+        if ended_by is None and self.signals.count:
+            # the signal reached the worker's group too (Slurm's scancel signals every process of the job,
+            # a terminal's Ctrl-C the foreground group): the worker may be gone before the loop saw the count
+            ended_by = "interrupted"
+        self.cost = measurement_cost(sampling, children_before, time.monotonic() - started)
+        if tegra is not None and (tegra.error or tegra.warnings):
+            self.console.print(f"[yellow]tegrastats:[/yellow] {escape(tegra.error or tegra.warnings[0])}")
+        failed_code = procs[failed_rank].returncode if failed_rank is not None else None
+        return Ended(proc.returncode, ended_by, sampling, sampler.error, failed_rank, failed_code)
+
+    def _finish_traces(self, folder: RunFolder) -> list[str]:
+        try:
+            return self.backend.finish(folder)
+        except Exception as e:  # noqa: BLE001 - a trace that cannot be ingested must not lose the run
+            self.console.print(f"[yellow]trace not ingested:[/yellow] {type(e).__name__}: {e}")
+            return []
+
+
+class Runner(Supervisor):
+    def __init__(self, launch: Launch, console: Console | None = None) -> None:
+        super().__init__(launch.backend, console)
+        self.launch = launch
 
     def run(self) -> tuple[RunFolder, RunRecord]:
         with self.signals:
@@ -163,63 +449,39 @@ class Runner:
         self.backend.check(spec, self.launch.python.python)
         if spec.data == DATA_MEMORY:  # before any folder: a set that cannot fit is refused, not a failed run
             check_memory_fits(self.launch.dataset_dir, spec.limit, spec.image_size)
+        if spec.nproc > 1 and spec.data != DATA_FILES:
+            raise UserError(f"--nproc trains from --data {DATA_FILES} only: each rank reads its shard of the images")
+        if spec.nproc > 1 and spec.trace != "none":
+            raise UserError(
+                "--nproc with --trace is not built: trace the ranks with the PyTorch profiler in your own script "
+                "and `tracer import` their traces together (a folder or a .tar of them)"
+            )
         pyspy = find_pyspy() if spec.pyspy else None
-        nvml, nvml_status = Nvml.open()
-        self._rapl, rapl_status = RaplReader.open(Path(os.environ.get(POWERCAP_ROOT_ENV, POWERCAP_ROOT)))
-        self._tegrastats = find_tegrastats(nvml is not None)
-        env = dataclasses.replace(
-            sysinfo.collect(nvml, nvml_status),
-            worker_python=self.launch.python.python,
-            worker_python_version=self.launch.python.python_version,
-        )
-        env = with_energy_sources(env, self._rapl, rapl_status, self._tegrastats)
+        nvml, env = self.open_machine(self.launch.python.python, self.launch.python.python_version)
         if self.signals.count:  # before any folder: nothing to record
             raise KeyboardInterrupt
-        folder = RunFolder.create(self.launch.out_dir, make_run_id(spec))
         record = RunRecord(
-            run_id=folder.run_id,
+            run_id=make_run_id(spec),
             spec=spec,
             environment=env,
             outcome=Outcome(RunStatus.RUNNING, "training"),
             wall_start_ns=time.time_ns(),
             tracer_pid=os.getpid(),
         )
-        try:  # run.json and the space for its final version come before any stream
-            folder.write_record(record)
-            config = worker_config(spec, dataset_dir=str(self.launch.dataset_dir))
-            folder.worker_config_path.write_text(json.dumps(config, indent=2, allow_nan=False) + "\n")
-            _reserve(folder)
-        except OSError as e:
-            shutil.rmtree(folder.path, ignore_errors=True)
-            raise UserError(
-                f"cannot start a run in {self.launch.out_dir}: {e.strerror or e} (free some space)"
-            ) from None
+        config = worker_config(spec, dataset_dir=str(self.launch.dataset_dir))
+        folder = self.start_folder(self.launch.out_dir, record, config)
         self.console.print(f"run {folder.run_id}: {spec.framework} {spec.model} on {spec.dataset}, {spec.device}")
         try:
             outcome, sampling, events = self._train(folder, nvml, pyspy)
         finally:
             if nvml is not None:
                 nvml.close()
-        full = _disk_full(folder, outcome)
-        (folder.raw_dir / RESERVE_FILE).unlink(missing_ok=True)  # its space is for the final run.json
-        if full:
-            outcome = dataclasses.replace(outcome, cause=f"{full}; {outcome.cause}".rstrip("; "))
-            self.console.print(f"[red]{full}[/red]")
-            trace_files = self._pyspy_files
-        else:
-            trace_files = self._finish_traces(folder) + self._pyspy_files
-        record = dataclasses.replace(
-            _completed(record, events, outcome, sampling, trace_files, self.launch.dataset_dir),
-            measurement_cost=self.cost,
-        )
-        if nvml is not None and nvml.unavailable:  # each NVML reading the run did not get, and why
-            env = dataclasses.replace(record.environment, nvml_unavailable=dict(nvml.unavailable))
-            record = dataclasses.replace(record, environment=env)
-        folder.write_record(record)
-        problems = folder.finalise_samples()
-        if problems:
-            self.console.print(f"[yellow]samples:[/yellow] {'; '.join(problems)}")
-        return folder, record
+
+        def complete(outcome: Outcome, trace_files: list[str]) -> RunRecord:
+            done = _completed(record, events, outcome, sampling, trace_files, self.launch.dataset_dir)
+            return dataclasses.replace(done, ranks=self._ranks)
+
+        return folder, self.finish_folder(folder, outcome, complete, nvml)
 
     def _with_window(self, spec: RunSpec) -> RunSpec:
         """The spec with its trace window resolved (what run.json records); the default is said once."""
@@ -236,94 +498,20 @@ class Runner:
     ) -> tuple[Outcome, Any, list[dict[str, Any]]]:
         spec = self.launch.spec
         cmd = [self.launch.python.python, "-m", "tracer.worker", str(folder.path)]
-        cmd = self.backend.command(cmd, folder, spec)
         env = dict(os.environ)
         env["PYTHONPATH"] = str(worker_pythonpath())
         env["PYTHONUNBUFFERED"] = "1"
-        env.update(self.backend.environment(folder, spec))
         env[TRACER_PID_ENV] = str(os.getpid())  # the worker dies with this process (tracer/worker/lifeline.py)
-        worker_tmp = _worker_tmp()
-        env["TMPDIR"] = str(worker_tmp)  # PyTorch's /tmp/pymp-* land here and go with it
-        started = time.monotonic()
-        children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        with folder.worker_log.open("wb") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        guard = _start_lifeguard(proc.pid)
-
-        def target_pid() -> int | None:
-            pid = _read_pid(folder)
-            return pid if pid is not None else (None if self.backend.wraps_process else proc.pid)
-
-        sampler = Sampler(folder, target_pid, spec.sample_hz, nvml, self._rapl)
-        sampler.start()
-        tegra = TegrastatsSampler(folder, self._tegrastats, spec.sample_hz) if self._tegrastats else None
-        if tegra is not None:
-            tegra.start()
-        windowed = window.of_record(spec) is not None
-        spy = PySpyRecorder(folder, pyspy, windowed) if pyspy is not None else None
-        view = ProgressView(self.console, folder.events_path, spec.epochs)
-        stall = StallWatch([folder.events_path, folder.sample_stream_path(STEPS_TABLE)], spec.stall_s)
-        ended_by: str | None = None
-
-        def hurry() -> bool:
-            return self.signals.hurry
-
-        try:
-            while proc.poll() is None:
-                view.poll()
-                if spy is not None:
-                    spy.poll(_read_pid(folder))
-                if self.signals.count:
-                    ended_by = "interrupted"
-                    _terminate(proc, hurry)
-                    break
-                if spec.timeout_s is not None and time.monotonic() - started > spec.timeout_s:
-                    ended_by = "timeout"
-                    _terminate(proc, hurry)
-                    break
-                if stall.check(proc.pid):  # the whole launched tree: under nsys, nsys writing its report is progress
-                    ended_by = "stalled"
-                    self.console.print(f"[red]no progress for {spec.stall_s:g} s:[/red] ending the run as stalled")
-                    dump_stacks(folder, proc.pid)
-                    _terminate(proc, hurry)
-                    break
-                time.sleep(POLL_S)
-        except KeyboardInterrupt:  # raised by code of ours, not by a signal (the handlers only count)
-            ended_by = "interrupted"
-            _terminate(proc, hurry)
-        finally:
-            proc.wait()
-            _end_group(proc.pid)  # loader processes outlive a worker that died by itself
-            _stop_lifeguard(guard)
-            shutil.rmtree(worker_tmp, ignore_errors=True)
-            if spy is not None:
-                self._pyspy_files = spy.stop()
-                if spy.error:
-                    self.console.print(f"[yellow]py-spy:[/yellow] {spy.error}")
-            sampling = sampler.stop()
-            if tegra is not None:
-                tegra.stop()
-            view.close()
-        if ended_by is None and self.signals.count:
-            # the signal reached the worker's group too (Slurm's scancel signals every process of the job,
-            # a terminal's Ctrl-C the foreground group): the worker may be gone before the loop saw the count
-            ended_by = "interrupted"
-        self.cost = measurement_cost(sampling, children_before, time.monotonic() - started)
+        child = Child(
+            cmd, env, progress=lambda: ProgressView(self.console, folder.events_path, spec.epochs), ranks=spec.nproc
+        )
+        ended = self.supervise(folder, child, spec, nvml, pyspy)
         events = folder.events()  # read once, now that the worker has ended
-        returncode = self.backend.worker_returncode(proc.returncode, events)
-        outcome = classify(returncode, ended_by, events, folder, spec)
-        if sampler.error:
-            outcome = dataclasses.replace(outcome, cause=f"{outcome.cause}; sampler stopped early: {sampler.error}")
-        if tegra is not None and (tegra.error or tegra.warnings):
-            self.console.print(f"[yellow]tegrastats:[/yellow] {escape(tegra.error or tegra.warnings[0])}")
-        return outcome, sampling, events
-
-    def _finish_traces(self, folder: RunFolder) -> list[str]:
-        try:
-            return self.backend.finish(folder)
-        except Exception as e:  # noqa: BLE001 - a trace that cannot be ingested must not lose the run
-            self.console.print(f"[yellow]trace not ingested:[/yellow] {type(e).__name__}: {e}")
-            return []
+        returncode = self.backend.worker_returncode(ended.returncode, events)
+        outcome = classify(returncode, ended.ended_by, events, folder, spec)
+        if ended.failed_rank is not None:
+            outcome = _rank_failed(ended.failed_rank, ended.rank_returncode or 0, folder, spec)
+        return self._with_sampler_error(outcome, ended), ended.sampling, events
 
 
 def measurement_cost(sampling: Any, before: resource.struct_rusage, wall_s: float) -> MeasurementCost:
@@ -364,16 +552,18 @@ def _read_pid(folder: RunFolder) -> int | None:
         return None
 
 
-def _terminate(proc: subprocess.Popen[bytes], hurry: Callable[[], bool] = lambda: False) -> None:
-    """SIGTERM to the worker's whole process group (DataLoader workers too), SIGKILL if it lingers
-    past the grace, or at once when `hurry()` turns true (a second Ctrl-C)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+def _terminate(
+    proc: subprocess.Popen[bytes], hurry: Callable[[], bool] = lambda: False, first: int = signal.SIGTERM
+) -> None:
+    """`first` (SIGTERM) to the worker's whole process group (DataLoader workers too), SIGKILL if it
+    lingers past the grace, or at once when `hurry()` turns true (a second Ctrl-C)."""
+    for sig in (first, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
             return
         deadline = time.monotonic() + TERMINATE_GRACE_S
-        while time.monotonic() < deadline and not (sig == signal.SIGTERM and hurry()):
+        while time.monotonic() < deadline and not (sig != signal.SIGKILL and hurry()):
             try:
                 proc.wait(timeout=POLL_S / 2)
                 return
@@ -381,12 +571,12 @@ def _terminate(proc: subprocess.Popen[bytes], hurry: Callable[[], bool] = lambda
                 continue
 
 
-def _start_lifeguard(pgid: int) -> subprocess.Popen[bytes] | None:
+def _start_lifeguard(pgid: int, mark: str = "") -> subprocess.Popen[bytes] | None:
     """tracer/lifeguard.py beside the worker: it SIGKILLs the worker's group if this process dies,
     even while the worker is stopped."""
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "tracer.lifeguard", str(os.getpid()), str(pgid)],
+            [sys.executable, "-m", "tracer.lifeguard", str(os.getpid()), str(pgid), *([mark] if mark else [])],
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             env={**os.environ, "PYTHONPATH": str(Path(tracer.__file__).resolve().parents[1])},
@@ -459,6 +649,39 @@ def _worker_tmp() -> Path:
     return Path(tempfile.mkdtemp(prefix=WORKER_TMP_PREFIX, dir=base))
 
 
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def become_subreaper() -> bool:
+    """Makes this process the reaper of its orphaned descendants (Linux): a process of the command that
+    left its group and outlived its parent is then still found under us, and ended. False elsewhere."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def sweep_descendants(known: set[int]) -> list[int]:
+    """SIGKILLs and reaps every descendant of this process not in `known` (those that were there before
+    the child started, and the helpers still ending); returns their pids."""
+    try:
+        left = [p for p in psutil.Process().children(recursive=True) if p.pid not in known]
+    except psutil.Error:
+        return []
+    for p in left:
+        try:
+            p.kill()
+        except psutil.Error:
+            continue
+    for p in left:
+        try:
+            os.waitpid(p.pid, 0)  # ours to reap once they were reparented to us
+        except (ChildProcessError, OSError):
+            pass
+    return [p.pid for p in left]
+
+
 def _end_group(pgid: int) -> None:
     """SIGKILL to whatever is left of the worker's process group once the worker itself has ended."""
     try:
@@ -467,9 +690,10 @@ def _end_group(pgid: int) -> None:
         pass
 
 
-def stderr_tail(folder: RunFolder, lines: int = STDERR_TAIL_LINES) -> tuple[str, ...]:
+def stderr_tail(folder: RunFolder, lines: int = STDERR_TAIL_LINES, path: Path | None = None) -> tuple[str, ...]:
+    """The last non-empty lines of the worker's log (or of `path`)."""
     try:
-        with folder.worker_log.open("rb") as f:
+        with (path or folder.worker_log).open("rb") as f:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - 64 * 1024))
             text = f.read().decode("utf-8", "replace")
@@ -522,6 +746,13 @@ def _ended(
         return Outcome(RunStatus.FAILED, "worker exited 0 without finishing its epochs", 0, None, tail)
     last = tail[-1] if tail else "no output"
     return Outcome(RunStatus.FAILED, f"worker exited with code {returncode}: {last}", returncode, None, tail)
+
+
+def _rank_failed(rank: int, returncode: int, folder: RunFolder, spec: RunSpec) -> Outcome:
+    """A run whose rank `rank` ended badly: failed, naming the rank and that rank's own cause."""
+    where = rank_launch.rank_folder(folder, rank)
+    own = _ended(returncode, None, where.events(), where, spec)
+    return dataclasses.replace(own, status=RunStatus.FAILED, cause=f"rank {rank} failed: {own.cause}")
 
 
 def _completed(

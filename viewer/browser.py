@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from analyzers.run_summary import summarise
+from analyzers.run import Run
 from tracer.core.errors import UserError
 from tracer.core.runfolder import list_runs
 from viewer.loader import Task, deliver
@@ -18,16 +18,18 @@ COLUMNS = ("framework", "model", "dataset", "device", "batch", "status", "img/s 
 
 
 def browse(out_dir: Path) -> list[list[str]]:
-    """One row per run folder; an unreadable one says why in its status column."""
+    """One row per run folder; an unreadable one says why in its status column, a damaged file is named there."""
     rows = []
     for folder in list_runs(out_dir):
+        run = Run.open(folder)
         try:
-            s = summarise(folder)
+            s = run.summary
         except (UserError, OSError, ValueError, KeyError, TypeError) as e:
             rows.append(["", "", "", "", "", f"unreadable: {e}", "", "", "", "", folder.run_id, str(folder.path)])
             continue
         status = s.status + (f" ({s.cause})" if s.cause else "")
         status += ", contended" if s.contended else ""
+        status += f", damaged: {', '.join(Path(p.file).name for p in run.problems)}" if run.problems else ""
         figures = [_cell(s.steady_images_per_s, ".1f"), _cell(s.steady.data_wait_pct, ".0f"),
                    _cell(s.steady.gpu_util_pct_mean, ".0f"), _cell(s.steady.energy_j_per_epoch, ".0f")]  # fmt: skip
         rows.append([s.framework, s.model, s.dataset, s.device, str(s.batch), status, *figures, s.run_id, s.folder])

@@ -1,8 +1,9 @@
 """Qt-free data sources of the viewer: one run folder loaded, its metrics as series and its lanes with
 the zoom indexes the panels draw from.
 
-`load_run` never raises for a damaged, failed or half-written folder: what it could not read becomes a
-line in `RunData.messages`, and the panels show what is there. What the viewer shows is the analyzers'
+`load_run` opens the folder as a `Run` (analyzers.run) and never raises for a damaged, failed or
+half-written folder: what it could not read, and every damaged file the run met (`Run.problems`),
+becomes a line in `RunData.messages`, and the panels show what is there. What the viewer shows is the analyzers'
 (lanes and labels: `analyzers.lanes`; the CUDA API split: `analyzers.cuda_api`; kernels:
 `analyzers.kernels`; labels and facts: `analyzers.facts`); this module loads them and indexes them for
 zooming. Times stay Unix-epoch ns (`*_ns`) until a panel asks for seconds from an anchor (`RunData.anchor_ns`).
@@ -24,12 +25,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers import lanes as ln
-from analyzers import view_store
 from analyzers.arrays import as_array
 from analyzers.cuda_api import ApiRow
 from analyzers.facts import run_facts, run_label, unique_labels
 from analyzers.kernels import KernelRow
 from analyzers.lane_index import LaneIndex
+from analyzers.run import Run
 from analyzers.run_summary import displayed_status
 from analyzers.steps import COMPUTE_TOTAL_S, STEP_S, data_wait_shares, with_step_columns
 from tracer.core import schema
@@ -104,7 +105,8 @@ class Series:
 
 @dataclass
 class RunData:
-    """Everything the viewer shows of one run; loaded off the GUI thread."""
+    """Everything the viewer shows of one run, drawn from its `Run` (analyzers.run) and indexed for
+    zooming; loaded off the GUI thread."""
 
     path: Path
     record: RunRecord | None = None
@@ -116,8 +118,9 @@ class RunData:
     api_phases: dict[str, list[ApiRow]] = field(default_factory=dict)  # analyzers.cuda_api.phase_summaries
     kernels: list[KernelRow] = field(default_factory=list)
     api_label: str = "CUDA API"  # "HIP API" for a ROCm trace (analyzers.cuda_api.api_family)
-    messages: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # what could not be read, the run's problems among them
     name: str = ""  # set by the viewer where two runs would otherwise share a label
+    run: Run | None = field(default=None, repr=False)  # the run these were drawn from (analyzers.run)
 
     @property
     def run_id(self) -> str:
@@ -173,20 +176,21 @@ def name_runs(runs: Sequence[RunData]) -> None:
 
 
 def load_run(path: Path | str, progress: Progress | None = None) -> RunData:
-    """Loads one run folder; every problem is a message, never an exception."""
+    """Loads one run folder through its `Run` (analyzers.run); every problem is a message, never an
+    exception, and every damaged file the run met (`Run.problems`) is one of them."""
     report = progress or (lambda fraction, text: None)
-    folder = RunFolder(Path(path))
-    data = RunData(path=folder.path)
-    if not folder.path.is_dir():
-        data.messages.append(f"{folder.path} does not exist")
+    run = Run.open(Path(path))
+    data = RunData(path=run.path, run=run)
+    if not run.path.is_dir():
+        data.messages.append(f"{run.path} does not exist")
         return data
     report(0.05, "run.json")
     try:
-        data.record = folder.read_record()
+        data.record = run.read_record()
     except UserError as e:
         data.messages.append(str(e))
     except (TypeError, ValueError, KeyError) as e:
-        data.messages.append(f"{folder.run_json} does not match the run format ({e})")
+        data.messages.append(f"{run.run_json} does not match the run format ({e})")
     if data.record is not None and data.record.outcome.status is not RunStatus.OK:
         out = data.record.outcome
         line = f"status {out.status.value}" + (f": {out.cause}" if out.cause else "")
@@ -194,14 +198,14 @@ def load_run(path: Path | str, progress: Progress | None = None) -> RunData:
             line += f" (last output: {out.stderr_tail[-1].strip()})"
         data.messages.append(line)
     report(0.15, "epochs")
-    data.epochs = _guard(data, "events.jsonl", folder.epochs, [])
+    data.epochs = _guard(data, "events.jsonl", run.epochs, [])
     imported = data.record is not None and data.record.imported is not None
-    if data.record is not None and not folder.events_path.exists() and not imported:
+    if data.record is not None and not run.events_path.exists() and not imported:
         data.messages.append("events.jsonl is missing: no epoch markers")
-    data.data_wait_by_epoch = _guard(data, "samples/steps", functools.partial(data_wait_shares, folder), {})
+    data.data_wait_by_epoch = _guard(data, "samples/steps", functools.partial(data_wait_shares, run), {})
     report(0.25, "samples")
     for table in ("process", "gpu", STEPS_TABLE):
-        data.series.update(_guard(data, f"samples/{table}", functools.partial(_load_series, folder, table), {}))
+        data.series.update(_guard(data, f"samples/{table}", functools.partial(_load_series, run, table), {}))
     if not data.series.get(schema.CPU_PCT) and not imported:  # an imported trace has no samples by nature
         data.messages.append("no process samples (samples/process.parquet or .csv is missing or empty)")
     report(0.5, "zoom levels")
@@ -209,7 +213,8 @@ def load_run(path: Path | str, progress: Progress | None = None) -> RunData:
         for s in series:
             s.envelope  # noqa: B018 - cached
     report(0.6, "lanes and CUDA trace")
-    _guard(data, "lanes and CUDA trace", lambda: _load_view(folder, data), None)
+    _guard(data, "lanes and CUDA trace", lambda: _load_view(run, data), None)
+    data.messages += [p.text() for p in run.problems]
     report(1.0, "done")
     return data
 
@@ -222,30 +227,38 @@ def _guard(data: RunData, what: str, fn: Callable[[], Any], default: Any) -> Any
         return default
 
 
-def _load_view(folder: RunFolder, data: RunData) -> None:
+def _load_view(run: Run, data: RunData) -> None:
     """Lanes, their zoom indexes, the CUDA API split per phase and the kernel summary, as the analyzers
-    computed them (`analyzers.view_store`: stored for a big trace, so a 10 M-event run opens at once)."""
-    view = view_store.load(folder)
+    computed them (`Run.view`, from `analyzers.view_store`: stored for a big trace, so a 10 M-event run
+    opens at once)."""
+    view = run.view
     data.lanes, data.indexes, data.api_phases = view.lanes, view.indexes, view.api_phases
     data.kernels, data.api_label = view.kernels, view.api_label
 
 
 def read_samples(folder: RunFolder, name: str, columns: Sequence[str] | None = None) -> pa.Table | None:
-    """Only the columns a panel needs from Parquet (memory-mapped); the whole CSV stream otherwise."""
+    """Only the columns a panel needs from Parquet (memory-mapped); the whole CSV stream otherwise; None
+    where the table is damaged (named in the folder's problems)."""
     parquet = folder.sample_parquet_path(name)
     if not parquet.exists():
         return folder.samples(name)
     # ParquetFile, not read_table: read_table goes through pyarrow.dataset, whose import (pandas with it)
     # costs more CPU than reading a million rows.
-    present = set(pq.read_schema(parquet, memory_map=True).names)
-    if columns is not None:
-        columns = [c for c in columns if c in present]
-    with pq.ParquetFile(parquet, memory_map=True) as file:
-        return file.read(columns=columns)
+    try:
+        present = set(pq.read_schema(parquet, memory_map=True).names)
+        if columns is not None:
+            columns = [c for c in columns if c in present]
+        with pq.ParquetFile(parquet, memory_map=True) as file:
+            return file.read(columns=columns)
+    except (pa.ArrowException, OSError, ValueError) as e:  # named in the run's problems, as its samples() does
+        folder.problems.add(parquet, str(e).splitlines()[0] if str(e) else type(e).__name__)
+        return None
 
 
 def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
-    wanted = ["t_ns", "gpu", STEP_TIME_COLUMN] + [c for m in METRICS if m.table == table_name for c in m.columns]
+    wanted = ["t_ns", "gpu", schema.RANK, STEP_TIME_COLUMN] + [
+        c for m in METRICS if m.table == table_name for c in m.columns
+    ]
     if table_name == STEPS_TABLE:
         wanted += [schema.DATA_WAIT_S, schema.COMPUTE_S, schema.SYNC_S]
     table = read_samples(folder, table_name, wanted)
@@ -257,11 +270,14 @@ def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
         return {}
     out: dict[str, list[Series]] = {}
     groups: list[tuple[str, pa.Table]] = [("", table)]
-    if "gpu" in table.column_names:
-        gpu = as_array(table.column("gpu"), np.int64)
-        ids = np.unique(gpu)
+    for column, label in (("gpu", "GPU"), (schema.RANK, "rank ")):  # a series per GPU, and per rank
+        if column not in table.column_names:
+            continue
+        values = as_array(pc.fill_null(table.column(column), 0), np.int64)
+        ids = np.unique(values)
         groups = [
-            (f"GPU{int(g)}" if len(ids) > 1 else "", table.filter(pc.equal(table.column("gpu"), g.item()))) for g in ids
+            (f"{label}{int(g)}" if len(ids) > 1 else "", table.filter(pc.equal(table.column(column), g.item())))
+            for g in ids
         ]
     for label, part in groups:
         t = as_array(part.column("t_ns"), np.int64)

@@ -3,25 +3,46 @@ evidence with units, the knob to try); thresholds in `thresholds`. `diagnose` ru
 
 from __future__ import annotations
 
+import dataclasses
+
 from analyzers.diagnosis import (
     rules_gpu,  # noqa: F401 - registers the rules (host ones first, see there)
     rules_learning,  # noqa: F401 - then whether the run learns
+    rules_ranks,  # noqa: F401 - then, for a run of several ranks, the straggler
 )
 from analyzers.diagnosis.inputs import RunTables, load
+from analyzers.diagnosis.knobs import for_command
 from analyzers.diagnosis.verdict import RULES, Evidence, Severity, Verdict, ranked
 from tracer.core.runfolder import RunFolder
 
-__all__ = ["RULES", "Evidence", "RunTables", "Severity", "Verdict", "diagnose", "diagnose_tables", "ranked", "top"]
+__all__ = [
+    "RULES",
+    "Evidence",
+    "RunTables",
+    "Severity",
+    "Verdict",
+    "diagnose",
+    "diagnose_tables",
+    "load",
+    "ranked",
+    "top",
+]
 TOP = 3
 
 
 def diagnose_tables(tables: RunTables) -> list[Verdict]:
-    """Every rule's verdict, in declaration order."""
-    return [fn(tables) for fn in RULES.rules.values()]
+    """Every rule's verdict, in declaration order; a command's knobs in its script's words."""
+    verdicts = [fn(tables) for fn in RULES.rules.values()]
+    if tables.record.command is not None:
+        verdicts = [dataclasses.replace(v, knob=for_command(v.knob)) for v in verdicts]
+    return verdicts
 
 
 def diagnose(folder: RunFolder) -> list[Verdict]:
-    return diagnose_tables(load(folder))
+    """Every rule's verdict on the run (its inputs are `Run.diagnosis_inputs`, made once per run)."""
+    from analyzers.run import as_run
+
+    return diagnose_tables(as_run(folder).diagnosis_inputs)
 
 
 def top(verdicts: list[Verdict], n: int = TOP) -> list[Verdict]:

@@ -1,5 +1,6 @@
-"""One run's tables, loaded once and handed to every rule, so rules stay pure functions of tables
-(tests swap a table with `dataclasses.replace`)."""
+"""One run's tables as the diagnosis rules read them: a view over the run's parts (`analyzers.run.Run`),
+made once per run and handed to every rule, so rules stay pure functions of tables (tests swap a table
+with `dataclasses.replace`)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analyzers.cuda_api import ApiRow
-from analyzers.pairs import DataPair, pair_beside
+from analyzers.pairs import DataPair
 from analyzers.phases import RunPhases, split_epochs
+from analyzers.ranks import RankTable, rank_table
+from analyzers.straggler import Straggler, straggler
 from tracer.core import schema
 from tracer.core.records import EpochRecord, RunRecord
 from tracer.core.runfolder import RunFolder
@@ -42,6 +45,8 @@ class RunTables:
     nvtx_steady_steps: int = 0  # NVTX step ranges that start in the steady phase (trace clock)
     steady_cut_ns: int | None = None  # where the steady phase starts on the trace's clock
     pair: DataPair | None = None  # the runs beside it differing only in --data (analyzers.pairs), if any
+    ranks: RankTable | None = None  # a run of several ranks: each rank's row (analyzers.ranks)
+    straggler: Straggler | None = None  # ... and who arrived last at its collectives (analyzers.straggler)
 
     @property
     def cores(self) -> int:
@@ -69,11 +74,15 @@ class RunTables:
 
 
 def load(folder: RunFolder) -> RunTables:
+    """The rules' inputs, taken from the run's parts (`analyzers.run.Run`: phases, the CUDA API split
+    per phase and the samples are computed once per run, for the diagnosis and every other view)."""
     from analyzers import phases as ph
     from analyzers import tables as t
-    from analyzers.cuda_api import api_summary, connect
+    from analyzers.cuda_api import connect
+    from analyzers.run import as_run
 
-    record = folder.read_record()
+    run = as_run(folder)
+    record = run.read_record()
     startup: list[ApiRow] = []
     steady: list[ApiRow] = []
     whole: list[ApiRow] = []
@@ -82,21 +91,22 @@ def load(folder: RunFolder) -> RunTables:
     span = None
     kernels: tuple[int, int, float | None] = (0, 0, None)
     nvtx_steps = 0
-    api_path = folder.table_path(t.CUDA_API)
-    traced = ph.trace_phases(folder) if api_path.exists() or folder.table_path(t.NVTX).exists() else None
+    api_path = run.table_path(t.CUDA_API)
+    traced = run.trace_phases if api_path.exists() or run.table_path(t.NVTX).exists() else None
     if api_path.exists() and traced is not None:
-        whole = api_summary(folder)
+        split = run.api_phases
+        whole = split[ph.WHOLE]
         for p in traced.phases:
             if p.name == ph.STARTUP:
                 cut = p.end_ns
-                startup = api_summary(folder, None, p.end_ns)
+                startup = split[ph.STARTUP]
             elif p.name == ph.STEADY:
-                steady = api_summary(folder, p.start_ns, p.end_ns)
+                steady = split[ph.STEADY]
                 steady_cut = p.start_ns
         q = f"SELECT min(start_ns), max(end_ns) FROM read_parquet('{_sql(api_path)}')"
         lo, hi = connect().execute(q).fetchone() or (None, None)
         span = (int(lo), int(hi)) if lo is not None else None
-    kpath = folder.table_path(t.KERNELS)
+    kpath = run.table_path(t.KERNELS)
     if kpath.exists():
         row = (
             connect()
@@ -107,21 +117,21 @@ def load(folder: RunFolder) -> RunTables:
             kernels = (int(row[0]), int(row[1]), float(row[2]) if row[2] is not None else None)
     nvtx_steady = 0
     if traced is not None:
-        step_starts = [s for name, s, _e in ph.nvtx_ranges(folder) if ph.STEP_NAME.match(name)]
+        step_starts = [s for name, s, _e in run.nvtx_ranges if ph.STEP_NAME.match(name)]
         nvtx_steps = len(step_starts)
         window = traced.steady
         nvtx_steady = sum(1 for s in step_starts if window is not None and window.holds(s))
-    events = folder.events()
+    events = run.events()
     errors = tuple(str(e.get("error", "")) for e in events if e.get("kind") == schema.Event.ERROR)
     starts = [int(e["t_ns"]) for e in events if e.get("kind") == schema.Event.START and "t_ns" in e]
     return RunTables(
-        run_id=folder.run_id,
+        run_id=run.run_id,
         record=record,
-        epochs=tuple(folder.epochs()),
-        process=folder.samples("process"),
-        steps=folder.samples(STEPS_TABLE),
-        gpu=folder.samples("gpu"),
-        threads=folder.samples(THREADS_TABLE.name),
+        epochs=tuple(run.epochs()),
+        process=run.samples("process"),
+        steps=run.samples(STEPS_TABLE),
+        gpu=run.samples("gpu"),
+        threads=run.samples(THREADS_TABLE.name),
         cuda_startup=tuple(startup),
         cuda_steady=tuple(steady),
         cuda_whole=tuple(whole),
@@ -133,10 +143,12 @@ def load(folder: RunFolder) -> RunTables:
         nvtx_steps=nvtx_steps,
         errors=errors,
         worker_start_ns=starts[0] if starts else record.wall_start_ns,
-        phases=ph.run_phases(folder),
+        phases=run.phases,
         nvtx_steady_steps=nvtx_steady,
         steady_cut_ns=steady_cut,
-        pair=pair_beside(folder),
+        pair=run.pair,
+        ranks=rank_table(folder),
+        straggler=straggler(folder),
     )
 
 
@@ -170,6 +182,8 @@ def steady_data_wait(t: RunTables) -> DataWait | None:
     steady = set(t.phases.split.steady) or set(split_epochs(int(e) for e in epochs).steady)
     rows = [i for i, e in enumerate(epochs) if int(e) in steady]
     wait = column(t.steps, schema.DATA_WAIT_S)
+    if len(wait) != len(epochs):  # steps whose wait nobody saw (a command's optimizer-counted steps)
+        return None
     compute = column(t.steps, schema.COMPUTE_S)
     sync = column(t.steps, schema.SYNC_S) or [0.0] * len(wait)
     w = sum(wait[i] for i in rows)

@@ -6,11 +6,14 @@ what the tracer can change, never a placeholder or another framework's or device
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tracer.core.frameworks import FRAMEWORKS, Tuning
 from tracer.core.options import flag_of
 from tracer.core.records import RunSpec
+from tracer.core.schema import Probe
 
 # the tracer option that changes a tuning for every framework alike
 _TRACER_OPTION = {Tuning.WORKERS: "workers", Tuning.PREFETCH: "prefetch", Tuning.THREADS: "threads",
@@ -60,3 +63,46 @@ def knob(spec: RunSpec, what: Tuning, advice: str = "", knobs: Mapping[str, obje
 def join(*parts: str) -> str:
     """Advice parts in order, the empty ones left out."""
     return "; ".join(p for p in parts if p)
+
+
+#: What feeds a user's command faster, named for the pipeline the probe saw its steps come from
+#: (the steps table's probe column): a command's script is changed by its user, not by a tracer flag.
+PROBE_KNOBS: dict[str, str] = {
+    Probe.TORCH_DATALOADER: "torch.utils.data.DataLoader(num_workers=N, persistent_workers=True, pin_memory=True"
+    " on a GPU)",
+    Probe.TF_DATA: "tf.data: .map(..., num_parallel_calls=tf.data.AUTOTUNE) and .prefetch(tf.data.AUTOTUNE)",
+    Probe.KERAS_FIT: "give fit a tf.data.Dataset with .map(..., num_parallel_calls=tf.data.AUTOTUNE)"
+    " and .prefetch(tf.data.AUTOTUNE)",
+    Probe.GRAIN: "grain workers: .mp_prefetch(grain.MultiprocessingOptions(num_workers=N))",
+    Probe.GLUON_DATALOADER: "mxnet.gluon.data.DataLoader(num_workers=N, prefetch=...)",
+    Probe.PADDLE_DATALOADER: "paddle.io.DataLoader(num_workers=N, use_shared_memory=True)",
+    Probe.PADDLE_FIT: "paddle.Model.fit(num_workers=N)",
+    Probe.MARKER: "load the next batch while this one trains (a background thread or process)",
+}
+
+
+def command_input_knobs(probes: Sequence[str], knobs: Mapping[str, Any]) -> str:
+    """The input-pipeline settings to try for a command, with the values the probe read
+    (`now num_workers=0`), for each pipeline that fed its steps."""
+    parts = []
+    for probe in probes:
+        advice = PROBE_KNOBS.get(probe)
+        if not advice:
+            continue
+        now = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in knobs.items() if k.startswith(probe + "."))
+        parts.append(f"{advice} (now {now})" if now else advice)
+    return join(*parts)
+
+
+_TRACER_FLAG = re.compile(r" \(tracer --[a-z-]+\)|tracer --[a-z-]+")
+#: A built-in run's tracer flags as a command's script says them (the user edits the script, not a flag).
+_SCRIPT_WORDS = {"--batch": "batch size", "--image-size": "input size", "--epochs": "epochs",
+                 "--sync-every": "loss reads"}  # fmt: skip
+
+
+def for_command(advice: str) -> str:
+    """`advice` for a user's command: the tracer's own flags left out or said as the script's settings."""
+    text = _TRACER_FLAG.sub("", advice)
+    for flag, words in _SCRIPT_WORDS.items():
+        text = text.replace(f"({flag})", f"({words})").replace(flag, words)
+    return "; ".join(part.strip() for part in text.split(";") if part.strip())

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 import statistics
 
+from analyzers.api_names import ALLOC_CALLS, LAUNCH_CALLS, SYNC_CALLS, match_name
 from analyzers.cuda_api import ApiRow
 from analyzers.diagnosis import rules_host  # noqa: F401 - the host rules are declared (and listed) first
 from analyzers.diagnosis import thresholds as th
@@ -14,24 +14,11 @@ from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measure
 from tracer.core import schema
 from tracer.core.frameworks import Tuning
 
-# nsys display names (the `_vNNNN` suffix cut), runtime and driver API
-SYNC_CALLS = frozenset(
-    {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
-     "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize"}
-)  # fmt: skip
-ALLOC_CALLS = frozenset({"cudaMalloc", "cudaFree", "cuMemAlloc", "cuMemFree"})
-LAUNCH_CALLS = frozenset(
-    {"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchCooperativeKernel"}
-)
-
-
-_VERSION = re.compile(r"_v\d+$")
-
 
 def _total(rows: tuple[ApiRow, ...], names: frozenset[str]) -> tuple[int, int]:
-    """(total ns, calls) of the rows whose name, without any `_vNNNN` suffix (nsys keeps it on
-    cudaLaunchKernelExC_v11060), is in `names`."""
-    chosen = [r for r in rows if _VERSION.sub("", r.name) in names]
+    """(total ns, calls) of the rows whose match name (`analyzers.api_names`: any `_vNNNN` suffix cut,
+    which nsys keeps on cudaLaunchKernelExC_v11060) is in `names`."""
+    chosen = [r for r in rows if match_name(r.name) in names]
     return sum(r.total_ns for r in chosen), sum(r.calls for r in chosen)
 
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables, column, steady_data_wait
-from analyzers.diagnosis.knobs import join, knob
+from analyzers.diagnosis.knobs import command_input_knobs, join, knob
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
 from tracer.core import schema
 from tracer.core.frameworks import FRAMEWORKS, FrameworkInfo, Tuning
@@ -41,7 +41,15 @@ def intra_op_threads(t: RunTables) -> int:
 
 def loader_workers(t: RunTables) -> int:
     info = _declared(t)
-    return _int_knob(t, (GENERIC_WORKERS_KNOB, info.workers_knob if info else None)) or 0
+    own = tuple(f"{p}.num_workers" for p in step_probes(t)) if t.record.command is not None else ()
+    return _int_knob(t, (GENERIC_WORKERS_KNOB, info.workers_knob if info else None, *own)) or 0
+
+
+def step_probes(t: RunTables) -> list[str]:
+    """Who saw the run's steps (a command's probe names; `worker` for the built-in workload)."""
+    if t.steps is None or schema.PROBE not in t.steps.column_names:
+        return []
+    return sorted(str(p) for p in t.steps.column(schema.PROBE).unique().to_pylist() if p)
 
 
 @rule("input-bound")
@@ -50,6 +58,8 @@ def input_bound(t: RunTables) -> Verdict:
     if t.steps is None or t.steps.num_rows == 0:
         return not_measured(name, title, "the run has no per-step timing (samples/steps; runs before issue 18)")
     wait = steady_data_wait(t)
+    if wait is None and t.steps.column(schema.DATA_WAIT_S).null_count:
+        return not_measured(name, title, "the steps were counted from optimizer.step(): no batch wait seen")
     if wait is None:
         return not_measured(name, title, "the per-step times are all zero")
     share = wait.share_pct
@@ -79,6 +89,8 @@ def input_bound(t: RunTables) -> Verdict:
                   "or a smaller image pipeline (--image-size)")  # fmt: skip
     if spec.data != DATA_FILES:  # batches from memory: no loader workers or prefetch to give
         advice = "a larger --batch (fewer, larger batches to index and copy from memory)"
+    if t.record.command is not None:  # the user's own script: its pipeline's settings, not the tracer's flags
+        advice = command_input_knobs(step_probes(t), t.record.knobs) or "overlap loading with the steps"
     return Verdict(name, title, True, True, severity, finding, share, "% of step time", th.INPUT_BOUND_PCT,
                    evidence, advice)  # fmt: skip
 

@@ -27,6 +27,11 @@ def _t(name: str, value: float, unit: str, meaning: str) -> float:
 # input-bound (TensorBoard's input-pipeline analyser calls 20-50 % "moderately", above 50 % "highly")
 INPUT_BOUND_PCT = _t("INPUT_BOUND_PCT", 20.0, "% of step time", "data wait above this: input-bound")
 INPUT_BOUND_HIGH_PCT = _t("INPUT_BOUND_HIGH_PCT", 50.0, "% of step time", "data wait above this: severity high")
+# straggler (analyzers/straggler.py): the last rank to arrive holds every other rank back by this much
+STRAGGLER_LATE_PCT = _t(
+    "STRAGGLER_LATE_PCT", 5.0, "% of the mean step", "the straggler's median lateness above this: the verdict fires"
+)
+STRAGGLER_HIGH_PCT = _t("STRAGGLER_HIGH_PCT", 20.0, "% of the mean step", "lateness above this: severity high")
 # CPU oversubscription
 OVERSUB_INVOLUNTARY_PER_CORE_S = _t(
     "OVERSUB_INVOLUNTARY_PER_CORE_S",

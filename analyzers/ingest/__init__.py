@@ -82,7 +82,7 @@ def sibling_export(report: Path) -> Path | None:
     """An export of the report beside it (`x.nsys-rep` -> `x.arrow`, else `x.sqlite`, as `nsys export`
     names them): read instead of exporting again, which needs an nsys at least as new as the report's."""
     for suffix in (".arrow", ".sqlite"):
-        candidate = report.with_name(report.name.split(".")[0] + suffix)
+        candidate = report.with_name(tf.stem(report.name) + suffix)
         if candidate.is_file() and trace_kind(candidate) in (tf.NSYS_ARROW, tf.NSYS_SQLITE):
             return candidate
     return None
@@ -208,7 +208,7 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
     from analyzers.ingest import nsys_arrow, nsys_duckdb
 
     kind = trace_kind(path)
-    report = path if kind == tf.NSYS_REP else path.with_name(path.name.split(".")[0] + ".nsys-rep")
+    report = path if kind == tf.NSYS_REP else path.with_name(tf.stem(path.name) + ".nsys-rep")
     sibling = sibling_export(path) if kind == tf.NSYS_REP else None
     if sibling is not None:
         path = sibling
@@ -216,19 +216,19 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
         nsys_bin = tracing_nsys.nsys_if_any()
         # with no nsys, export_nsys_rep says so in one line
         export = tracing_nsys.best_export(str(nsys_bin)) if nsys_bin is not None else "sqlite"
-        path = staged / f"{path.stem}.{export}"
+        path = staged / f"{tf.stem(path.name)}.{export}"
         export_nsys_rep(report, path, export)
     if trace_kind(path) == tf.NSYS_ARROW:
         try:
             return nsys_arrow.write_arrow(path, staged)
         except UserError:
-            beside = report.with_name(report.name.split(".")[0] + ".sqlite")
+            beside = report.with_name(tf.stem(report.name) + ".sqlite")
             if beside.is_file() and trace_kind(beside) == tf.NSYS_SQLITE:
                 path = beside
             elif not report.is_file() or tracing_nsys.nsys_if_any() is None:
                 raise
             else:
-                path = staged / (report.stem + ".sqlite")
+                path = staged / (tf.stem(report.name) + ".sqlite")
                 export_nsys_rep(report, path, "sqlite")
     return nsys_duckdb.write_sqlite(path, staged)
 
@@ -268,9 +268,9 @@ def run_traces(folder: RunFolder) -> list[Path]:
         return []
     found = [p for p in sorted(raw.iterdir()) if trace_kind(p) in (*tf.FILE_KINDS, tf.CUPTI)]
     found = [p for p in found if not tf.is_pyspy(p.name)]  # read by the thread timeline
-    stems = {kind: {p.name.split(".")[0] for p in found if trace_kind(p) == kind} for kind in tf.NSYS_KINDS}
+    stems = {kind: {tf.stem(p.name) for p in found if trace_kind(p) == kind} for kind in tf.NSYS_KINDS}
     shadowed = {tf.NSYS_REP: stems[tf.NSYS_SQLITE] | stems[tf.NSYS_ARROW], tf.NSYS_SQLITE: stems[tf.NSYS_ARROW]}
-    return [p for p in found if p.name.split(".")[0] not in shadowed.get(trace_kind(p) or "", set())]
+    return [p for p in found if tf.stem(p.name) not in shadowed.get(trace_kind(p) or "", set())]
 
 
 def ingest_run(folder: RunFolder) -> list[str]:
@@ -347,7 +347,7 @@ def cached_import(path: Path) -> RunFolder:
     st = path.stat()
     key = hashlib.sha256(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
     root = cache_root() / IMPORTS_DIR
-    final = root / f"{path.name.split('.')[0] or 'trace'}-{key}"
+    final = root / f"{tf.stem(path.name) or 'trace'}-{key}"
     if (final / t.TRACE_META).exists():
         return RunFolder(final)
     root.mkdir(parents=True, exist_ok=True)

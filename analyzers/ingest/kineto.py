@@ -177,6 +177,13 @@ def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
 def parse(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None]:
     """`read_json`'s tables and clock, and the batch size where the trace recorded shapes (the first
     convolution's input: PyTorch's profiler writes it with `record_shapes=True`), else None."""
+    tables, clock, batch, _header = parse_with_header(path)
+    return tables, clock, batch
+
+
+def parse_with_header(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None, dict[str, Any]]:
+    """`parse`, and the trace's top-level keys besides its events (`distributedInfo`: the rank and
+    world size of a data-parallel job; `deviceProperties`: its GPUs)."""
     api = _Columns(
         ["start_ns", "dur_ns", "name", "api", "kind", "pid", "tid", "thread_name", "correlation_id"],
         t.CUDA_API_SCHEMA,
@@ -281,7 +288,7 @@ def parse(path: Path) -> tuple[dict[str, pa.Table], Clock, int | None]:
         raise UserError(
             f"{path}: times or numbers beyond 64 bits (baseTimeNanoseconds {base}; {_first_line(e)})"
         ) from None
-    return {k: v for k, v in out.items() if v.num_rows}, clock, batch
+    return {k: v for k, v in out.items() if v.num_rows}, clock, batch, events.header
 
 
 def _first_line(e: BaseException) -> str:

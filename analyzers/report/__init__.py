@@ -10,6 +10,7 @@ from analyzers.report import charts
 from analyzers.report.build import Output, Step, plan_report
 from analyzers.report.html import write_index
 from analyzers.report.runs import LoadedRun, collect_runs
+from analyzers.run import problems_of
 from analyzers.steady import WARMUP_EPOCHS
 
 __all__ = ["Output", "Step", "collect_runs", "contention_warnings", "plan_report", "write_report"]
@@ -34,6 +35,7 @@ def write_report(
         result = step.run()
         if result is not None:
             outputs.append(result)
+    warnings = [*warnings, *(p.text() for p in problems_of(runs))]  # damaged files the steps met and skipped
     return write_index(out, runs, outputs, warnings, contended), outputs
 
 
@@ -43,7 +45,7 @@ def contention_warnings(runs: Sequence[LoadedRun]) -> list[str]:
 
     out = []
     for run in runs:
-        load = contention(run.folder.samples("process"))
+        load = contention(run.samples("process"))
         if load.contended:
-            out.append(f"run {run.folder.run_id}: {load.warning()}")
+            out.append(f"run {run.run_id}: {load.warning()}")
     return out

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from analyzers import cuda_api, pairs
-from analyzers.report import charts, like, series, tables
+from analyzers.report import charts, classes, like, series, tables
 from analyzers.report.runs import CaseKey, LoadedRun, by_case
 from analyzers.steady import WARMUP_EPOCHS
 from tracer.core.schema import DATA_FILES, DATA_MODES
@@ -44,13 +44,18 @@ def plan_report(
     runs: Sequence[LoadedRun], out: Path, formats: Sequence[str] = charts.FORMATS, warmup: int = WARMUP_EPOCHS
 ) -> list[Step]:
     """Every step of the report on `runs`, in the order the page shows them. Figures a case has no
-    data for (CUDA API without a trace, energy without NVML) are not planned."""
+    data for (CUDA API without a trace, energy without NVML) are not planned. Runs of users' own
+    commands get a section of their own, grouped by command (they are no case of the study)."""
+    commands = [r for r in runs if r.record.command is not None]
+    runs = [r for r in runs if r.record.command is None]
     steps = [
         Step(f"writing {title}", _table_step(runs, device, out / stem, title, warmup)) for device, stem, title in TABLES
     ]
     if pairs.data_pairs(r.folder for r in runs):
         steps.append(Step("comparing the data modes", _pairs_step(runs, out, warmup)))
     steps.append(Step("diagnosing the runs", _diagnosis_step(runs, out)))
+    if any(r.record.world_size > 1 for r in runs):
+        steps.append(Step("comparing the ranks", _ranks_step(runs, out)))
     cases = {case: _one_data_mode(group) for case, group in by_case(runs).items()}  # figures: one mode per case
     for case, group in cases.items():
         if any(r.ok and r.folder.epochs() for r in group):
@@ -66,10 +71,33 @@ def plan_report(
         if choice:
             steps.append(Step(f"summarising CUDA API calls of {case.name}", _cuda_step(case, choice, out, formats)))
     for case, group in cases.items():
+        choice = like.choose(group, classes.has_classes, traced_only=True)
+        if choice:
+            steps.append(
+                Step(
+                    f"splitting GPU time by kernel class of {case.name}",
+                    _class_step(case, choice.runs, out, formats),
+                )
+            )
+    if any(len({r.framework for r in group}) > 1 for group in cases.values()):
+        steps.append(Step("explaining why frameworks differ", _diff_step(cases, out)))
+    for case, group in cases.items():
         choice = like.choose(group, _has_gpu_samples)
         if choice:
             steps.append(Step(f"computing GPU energy of {case.name}", _energy_step(case, choice, out, formats)))
+    if commands:
+        steps.append(Step("summarising the commands", _commands_step(commands, out)))
     return steps
+
+
+def _commands_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
+    def step() -> Output:
+        from analyzers.report import commands
+
+        path, text = commands.write(runs, out)
+        return Output("section", commands.TITLE, [path], text=text)
+
+    return step
 
 
 def _one_data_mode(group: Sequence[LoadedRun]) -> list[LoadedRun]:
@@ -138,6 +166,27 @@ def _pairs_step(runs: Sequence[LoadedRun], out: Path, warmup: int) -> Callable[[
         pairs.write_csv(found, csv_path)
         sentences = [f"{p.framework} {p.model} ({p.device}): {p.sentence()}" for p in found if p.sentence()]
         return Output("section", PAIRS_TITLE, [md_path, csv_path], text=[(PAIRS_TITLE, lines), ("In words", sentences)])
+
+    return step
+
+
+RANKS_TITLE, RANKS_STEM = "Ranks side by side", "ranks"
+
+
+def _ranks_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
+    """Each run of several ranks: its ranks' step time, data wait and communication (analyzers.ranks)."""
+
+    def step() -> Output:
+        from analyzers.ranks import markdown_lines, rank_table
+
+        text = []
+        for r in runs:
+            table = rank_table(r.folder)
+            if table is not None:
+                text.append((r.record.run_id, markdown_lines(r.record.run_id, table)))
+        md_path = out / f"{RANKS_STEM}.md"
+        md_path.write_text(f"### {RANKS_TITLE}\n\n" + "\n\n".join("\n".join(lines) for _, lines in text) + "\n")
+        return Output("section", RANKS_TITLE, [md_path], text=text)
 
     return step
 
@@ -242,6 +291,28 @@ def _cuda_step(case: CaseKey, choice: like.Choice, out: Path, formats: Sequence[
             + choice.caption()
         )
         return Output("figure", f"{api} time per function: {case.title}", files, caption)
+
+    return step
+
+
+def _class_step(
+    case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: Sequence[str]
+) -> Callable[[], Output | None]:
+    def step() -> Output | None:
+        made = classes.class_figure(case, chosen, out, formats)
+        if made is None:
+            return None
+        return Output("figure", f"GPU time per image by kernel class: {case.title}", made[0], made[1])
+
+    return step
+
+
+def _diff_step(cases: dict[CaseKey, list[LoadedRun]], out: Path) -> Callable[[], Output | None]:
+    def step() -> Output | None:
+        made = classes.diff_sections(cases, out)
+        if made is None:
+            return None
+        return Output("section", classes.DIFF_TITLE, [made[0]], text=made[1])
 
     return step
 

@@ -301,3 +301,37 @@ def energy_figure(
         fig.suptitle(f"{title}\n(NVML; from {' and '.join(sources)})", fontweight="bold")
         fig.legend(loc="outside lower center", ncols=min(5, max(1, len(frameworks))), frameon=False)
     return fig
+
+
+def kernel_class_figure(
+    title: str, bars: Mapping[str, Mapping[str, float]], marks: Mapping[str, str] | None = None
+) -> Figure:
+    """GPU time per image by kernel class: one horizontal bar per framework (`bars`: framework ->
+    class key -> seconds per image), its classes stacked in the taxonomy's order and colours, the total
+    at the bar's end; classes no framework has are left out of the legend."""
+    from analyzers import kernel_classes as kc
+
+    frameworks = palette.order(list(bars))
+    present = [c for c in kc.CLASSES if any(bars[fw].get(c.key, 0) > 0 for fw in frameworks)]
+    largest = max((sum(bars[fw].values()) for fw in frameworks), default=0.0)
+    unit, per = ("ms", 1e-3) if largest >= 1e-3 else ("µs", 1e-6)
+    with _style():
+        rows = -(-len(present) // 3)  # legend rows, three classes a row
+        fig = _figure(9.0, 1.5 + 0.5 * len(frameworks) + 0.2 * rows)
+        ax = fig.subplots()
+        y = np.arange(len(frameworks))
+        left = np.zeros(len(frameworks))
+        for c in present:
+            values = np.array([bars[fw].get(c.key, 0.0) / per for fw in frameworks])
+            ax.barh(y, values, left=left, height=0.55, color=c.colour, label=c.label, edgecolor="white", lw=0.4)
+            left += values
+        for i, total in enumerate(left):
+            ax.text(total + largest / per * 0.01, i, f"{total:.3g} {unit}", va="center", fontsize=8)
+        ax.set_yticks(y, [_label(fw, marks, "\n") for fw in frameworks])
+        ax.invert_yaxis()
+        ax.set_xlim(0, max(largest / per * 1.15, 1e-9))
+        ax.set_xlabel(f"GPU time per image ({unit}), kernels and memory operations in the traced steady steps")
+        ax.grid(True, axis="x", alpha=0.3, lw=0.5)
+        fig.suptitle(title, fontweight="bold")
+        fig.legend(loc="outside lower center", ncols=min(3, max(1, len(present))), frameon=False, fontsize=8)
+    return fig

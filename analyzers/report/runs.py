@@ -6,77 +6,16 @@ batch size. Every table row and every figure is about one case.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from tracer.core.cases import CASES, dataset_label
+from analyzers.run import IMPORTED, CaseKey, Run
 from tracer.core.errors import UserError
-from tracer.core.records import RunRecord, RunStatus
-from tracer.core.runfolder import RunFolder, list_runs
+from tracer.core.runfolder import list_runs
 from tracer.core.schema import RUN_JSON
 
-IMPORTED = "imported"  # the device of a case made by `tracer import`: what ran where is unknown
-
-
-@dataclass(frozen=True, order=True)
-class CaseKey:
-    model: str
-    dataset: str
-    device: str
-    batch: int
-
-    @property
-    def imported(self) -> bool:
-        return self.device == IMPORTED
-
-    @property
-    def name(self) -> str:
-        """The study's case name where the model and dataset are one of its cases, else `model/dataset`."""
-        for case in CASES.values():
-            if (case.model, case.dataset) == (self.model, self.dataset):
-                return case.name
-        return f"{self.model}/{self.dataset}"
-
-    @property
-    def title(self) -> str:
-        if self.imported:
-            return f"imported trace {self.dataset}"
-        what = f"{self.model} on {self.dataset}"
-        head = what if self.name == f"{self.model}/{self.dataset}" else f"{self.name} ({what})"
-        return f"{head}, {self.device.upper()}, batch {self.batch}"
-
-    @property
-    def slug(self) -> str:
-        raw = f"{self.name}-{self.device}" + ("" if self.imported else f"-b{self.batch}")
-        return "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in raw)
-
-    def sort_key(self) -> tuple[int, str, str, int]:
-        """The study's cases first, in the study's order (SimpleBig, ComplexSmall), CPU before GPU."""
-        names = list(CASES)
-        rank = names.index(self.name) if self.name in names else len(names)
-        return (rank, self.name, self.device, self.batch)
-
-
-@dataclass(frozen=True)
-class LoadedRun:
-    folder: RunFolder
-    record: RunRecord
-
-    @property
-    def framework(self) -> str:
-        return self.record.spec.framework
-
-    @property
-    def ok(self) -> bool:
-        return self.record.outcome.status is RunStatus.OK
-
-    @property
-    def case(self) -> CaseKey:
-        spec = self.record.spec
-        if self.record.imported is not None:
-            return CaseKey(spec.model, dataset_label(spec.dataset), IMPORTED, 0)
-        return CaseKey(spec.model, dataset_label(spec.dataset), spec.device, spec.batch)
+__all__ = ["IMPORTED", "CaseKey", "LoadedRun", "by_case", "collect_runs", "latest_per_framework"]
+LoadedRun = Run  # the report's name for a run: the one loaded form (analyzers.run)
 
 
 def collect_runs(paths: Sequence[Path]) -> tuple[list[LoadedRun], list[str]]:
@@ -91,8 +30,9 @@ def collect_runs(paths: Sequence[Path]) -> tuple[list[LoadedRun], list[str]]:
         if not path.exists():
             raise UserError(f"{path} does not exist")
         if (path / RUN_JSON).exists():
-            folder = RunFolder(path)
-            runs[path.resolve()] = LoadedRun(folder, folder.read_record())
+            run = Run.open(path)
+            run.read_record()
+            runs[path.resolve()] = run
             continue
         if not path.is_dir():
             raise UserError(f"{path} is neither a run folder nor a folder of runs")
@@ -100,13 +40,15 @@ def collect_runs(paths: Sequence[Path]) -> tuple[list[LoadedRun], list[str]]:
         if not found:
             raise UserError(f"{path} holds no runs (no sub-folder has a {RUN_JSON})")
         for folder in found:
+            run = Run.open(folder)
             try:
-                runs[folder.path.resolve()] = LoadedRun(folder, folder.read_record())
+                run.read_record()
+                runs[folder.path.resolve()] = run
             except (UserError, KeyError, TypeError, ValueError) as e:
                 warnings.append(f"skipped {folder.path}: {e}")
     if not runs:
         raise UserError(f"no readable runs in {', '.join(map(str, paths))}")
-    ordered = sorted(runs.values(), key=lambda r: (r.record.wall_start_ns, r.folder.run_id))
+    ordered = sorted(runs.values(), key=lambda r: (r.record.wall_start_ns, r.run_id))
     return ordered, warnings
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from analyzers import cuda_api
+from analyzers import api_names, cuda_api
 from analyzers import phases as phases_module
 from analyzers.tables import CUDA_API
 from tests.analyzers.conftest import KINETO_FILES, NSYS_FILES
@@ -205,7 +205,7 @@ def test_a_trace_without_markers_gets_the_stated_fallback(ingested: dict[str, Ru
     steady = cuts["steady"]
     assert steady.note == cuda_api.FALLBACK_NOTE
     table = pq.read_table(folder.table_path(CUDA_API)).to_pylist()
-    launches = [r for r in table if r["name"].startswith(phases_module.LAUNCH_PREFIXES)]
+    launches = [r for r in table if api_names.match_name(r["name"]) in api_names.LAUNCH_CALLS]
     assert launches and steady.start_ns == min(r["start_ns"] for r in launches)
     assert steady.end_ns == max(r["end_ns"] for r in launches)
     summaries = cuda_api.phase_summaries(folder)

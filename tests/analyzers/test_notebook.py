@@ -85,3 +85,16 @@ def test_a_damaged_run_is_skipped_with_a_warning(tiny_pytorch_run: RunFolder, tm
     assert len(tables.skipped) == 1 and "broken-run" in tables.skipped[0]
     assert any("broken-run" in str(w.message) for w in caught)
     assert set(tables.epochs.run_id) == {tiny_pytorch_run.run_id} and not tables.cuda
+
+
+def test_a_damaged_table_is_a_problem_row_and_the_rest_is_read(shared_fixtures: Path, tmp_path: Path) -> None:
+    import shutil
+
+    run = Path(shutil.copytree(shared_fixtures / "gpu-h100" / "20261125-001043-pytorch-alexnet-big-gpu-b100-cf98",
+                               tmp_path / "cf98"))  # fmt: skip
+    gpu = run / "samples" / "gpu.parquet"
+    gpu.write_bytes(os.urandom(4096))
+    with pytest.warns(UserWarning, match="is damaged"):
+        tables = load_runs(run)
+    assert tables.problems[["run_id", "file"]].values.tolist() == [["cf98", str(gpu)]]
+    assert "gpu" not in tables.samples and len(tables.samples["process"]) and len(tables.cuda["kernels"])

@@ -1,6 +1,6 @@
-"""Sentences that parse (analyzers.sentences): over the H100 fixtures and real CPU runs, no sentence of
-compare, diagnose or the report holds a negative share of a gap, a gap of 0.00 s, or a share larger than
-its whole; and the three sentences the issue quotes come out as sentences."""
+"""Numbers in sentences (analyzers.sentences): units that show the number, shares that are shares; and over
+the H100 fixtures and real CPU runs, no sentence of compare, diagnose or the report holds a negative share of
+a gap, a gap of 0.00 s, or a share larger than its whole."""
 
 from __future__ import annotations
 
@@ -11,15 +11,46 @@ from pathlib import Path
 
 import pytest
 
+from analyzers import sentences as say
 from analyzers.diagnosis import diagnose
 from analyzers.diagnosis.across import diagnosed_folder, pair_lines
 from analyzers.report import collect_runs, write_report
-from analyzers.sentences import Gap, gap_sentence, share
+from analyzers.sentences import Gap, gap_sentence
 from tests.conftest import run_tracer
 from tracer.core.runfolder import RunFolder
 
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0.00119, "1.19 ms"), (0.00085, "850 µs"), (2.5, "2.5 s"), (3e-9, "3 ns"), (-0.0071, "-7.1 ms"), (0, "0 s")],
+)
+def test_seconds_in_a_unit_that_shows_them(value: float, text: str) -> None:
+    assert say.seconds(value) == text
+
+
+def test_a_pair_shares_the_larger_ones_unit() -> None:
+    assert say.seconds_pair(0.000796, 0.00199) == ("0.80 ms", "1.99 ms")
+    assert say.seconds_pair(0.0, 0.0000013) == ("0 µs", "1.30 µs")
+
+
+def test_a_share_is_between_none_and_all_of_its_whole() -> None:
+    assert say.share(7.1, 7.6) == pytest.approx(7.1 / 7.6)
+    assert say.share(8.0, 7.0) is None  # above its whole: worded otherwise
+    assert say.share(-1.0, 7.0) is None  # of the other sign
+    assert say.share(1.0, 0.0) is None
+    assert [say.percent(x) for x in (0.934, 0.004, 0.0, 1.0)] == ["93 %", "<1 %", "0 %", "100 %"]
+    assert say.count(1256.4) == "1,256" and say.ratio(0.8, 2.0) == "2.5x" and say.ratio(0, 1) is None
+
+
+def test_a_pair_far_apart_shows_neither_as_zero() -> None:
+    assert say.seconds_pair(3.15, 0.0008) == ("3.15 s", "800 µs")
+    assert say.ratio(0.0008, 3.2) == "4,000x"
+
+
 NUMBER = r"(-?\d+(?:\.\d+)?)"
-PART_OF_WHOLE = re.compile(NUMBER + r" s? ?of (?:the )?(?:whole )?" + NUMBER + r" s")
+UNIT = r" ?(s|ms|µs|ns)"
+PART_OF_WHOLE = re.compile(NUMBER + UNIT + r" of (?:the )?(?:whole )?" + NUMBER + UNIT)
+PER_S = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}
 SHARE = re.compile(NUMBER + r" ?% of (?:the )?(?:epoch|step|run|steady)")
 
 
@@ -28,10 +59,10 @@ def problems(sentence: str) -> list[str]:
     out = []
     if re.search(r"explains -|\(-\d", sentence) or re.search(r"-\d+(?:\.\d+)? (?:s )?of (?:the )?", sentence):
         out.append("a negative share of a gap")
-    if re.search(r"\b0\.0+ s gap|gap of 0\.0+ s|of (?:the )?0\.0+ s\b", sentence):
+    if re.search(r"\b0(?:\.0+)? (?:s|ms|µs|ns) gap|gap of 0(?:\.0+)? s|of (?:the )?0\.0+ s\b", sentence):
         out.append("a gap of 0.00 s")
-    for part, whole in PART_OF_WHOLE.findall(sentence):
-        if float(part) > float(whole):
+    for part, unit_p, whole, unit_w in PART_OF_WHOLE.findall(sentence):
+        if float(part) * PER_S[unit_p] > float(whole) * PER_S[unit_w]:
             out.append(f"a share larger than its whole ({part} of {whole})")
     for value in SHARE.findall(sentence):
         if not 0 <= float(value) <= 100:
@@ -42,22 +73,18 @@ def problems(sentence: str) -> list[str]:
 @pytest.mark.parametrize(
     ("gap", "words"),
     [
-        (Gap("epoch time", "data wait", 2.50 + 5.0, 5.0, 1.0, 1.64), "does not explain the 2.50 s gap"),  # -0.64
+        (Gap("epoch time", "data wait", 2.50 + 5.0, 5.0, 1.0, 1.64), "does not explain the 2.5 s gap"),  # -0.64
         (Gap("epoch time", "data wait", 5.001, 5.0, 1.0, 1.69), "the epoch times are within noise"),  # 0.00 s
         (Gap("epoch time", "data wait", 1.69, 1.21, 1.50, 0.60), "more than the whole 0.48 s gap"),  # 0.90 of 0.48
         (Gap("epoch time", "data wait", 2.0, 1.0, 0.7, 0.1), "mostly data wait (0.60 s of it)"),
         (Gap("epoch time", "data wait", 2.0, 1.0, 0.3, 0.1), "data wait explains 0.20 s of the 1.00 s gap"),
+        (Gap("epoch time", "data wait", 1.012, 1.0, 0.011, 0.0), "mostly data wait (11.0 ms of it)"),
         (Gap("epoch time", "data wait", 2.0, 1.0, 0.7, 0.1, "contended"), "within noise (contended)"),
     ],
 )
 def test_the_quoted_sentences_parse(gap: Gap, words: str) -> None:
     sentence = gap_sentence(gap)
     assert words in sentence and problems(sentence) == [], sentence
-
-
-def test_a_share_is_only_a_share_of_its_whole() -> None:
-    assert share(0.4, 1.0) == "40 %"
-    assert share(-0.1, 1.0) is None and share(1.2, 1.0) is None and share(0.1, 0.0) is None
 
 
 def _sentences_of(folders: list[RunFolder], tmp: Path) -> dict[str, list[str]]:

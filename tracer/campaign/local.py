@@ -28,8 +28,9 @@ LOG_TAIL_BYTES = 4096
 
 
 def profile_command(args: list[str], out: Path) -> list[str]:
-    """`tracer profile ARGS --out OUT` under this interpreter (on a Ray node: the node's own)."""
-    return [sys.executable, "-m", "tracer", "profile", *args, "--out", str(out)]
+    """`tracer profile --out OUT ARGS` under this interpreter (on a Ray node: the node's own); ARGS last,
+    for a command's end with `-- COMMAND ...`."""
+    return [sys.executable, "-m", "tracer", "profile", "--out", str(out), *args]
 
 
 def die_with_parent() -> None:
@@ -101,7 +102,11 @@ def run_cell(campaign: Campaign, cell: Cell) -> CellEntry:
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as f:
         proc = subprocess.Popen(
-            profile_command(cell.profile_args(), stage), stdout=f, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
+            profile_command(cell.profile_args(), stage.resolve()),
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,
+            cwd=cell.cwd,  # a command runs where its plan file is
         )
     campaign.set_pid(cell.cell_id, proc.pid)
     try:

@@ -23,6 +23,18 @@ framework = "tensorflow"
 model = ["vgg16", "resnet50"]
 ```
 
+A plan may instead measure a user's own command (`tracer profile -- COMMAND`), its axes the
+placeholders of a template:
+
+```toml
+command = "python train.py --batch {batch} --lr {lr}"   # run where the plan file is
+[vary]                               # each placeholder: a value or a list (an axis)
+batch = [16, 32]
+lr = 0.1
+[knobs]                              # only the options that measure a command (timeout, sample_hz ...)
+timeout = 600
+```
+
 Every unknown key, and every value of the wrong type or outside its choices, is a `UserError` naming
 the file and line: tomllib gives line numbers for syntax errors only, so `_Lines` finds keys in the text.
 """
@@ -33,6 +45,8 @@ import hashlib
 import json
 import math
 import re
+import shlex
+import string
 import tomllib
 from dataclasses import dataclass, field
 from itertools import product
@@ -96,14 +110,25 @@ class Cell:
     repetition: int
     knobs: Mapping[str, Any] = field(default_factory=dict)
     python: str | None = None
+    command: tuple[str, ...] = ()  # a command plan's cell: the template filled in (then no built-in workload)
+    cwd: str | None = None  # where the command runs: the plan file's folder
 
     def profile_args(self) -> list[str]:
-        """The `tracer profile` arguments of this cell, without `--out`."""
+        """The `tracer profile` arguments of this cell, without `--out` (a command's come last, after `--`)."""
+        if self.command:
+            return [*self._knob_args(), "--", *self.command]
         args = [
             "--framework", self.framework, "--model", self.model, "--dataset", self.dataset,
             "--device", self.device, "--batch", str(self.batch), "--epochs", str(self.epochs),
             "--trace", self.trace,
         ]  # fmt: skip
+        args += self._knob_args()
+        if self.python:
+            args += ["--python", self.python]
+        return args
+
+    def _knob_args(self) -> list[str]:
+        args: list[str] = []
         fields = knob_fields()
         for name, value in sorted(self.knobs.items()):
             if name not in fields:  # a plan-only knob such as gpus
@@ -115,8 +140,6 @@ class Cell:
                 continue
             else:
                 args += [flag, str(value)]
-        if self.python:
-            args += ["--python", self.python]
         return args
 
     @property
@@ -134,6 +157,8 @@ class Cell:
         return hashlib.sha256(json.dumps(self.profile_args()).encode()).hexdigest()[:12]
 
     def label(self) -> str:
+        if self.command:
+            return shlex.join(self.command)
         return f"{self.framework} {self.model} {dataset_label(self.dataset)} {self.device} b{self.batch}"
 
 
@@ -317,6 +342,8 @@ def parse_plan(text: str, path: Path) -> Plan:
         line = f"{path}:{at.group(1)}" if at else str(path)
         raise UserError(f"{line}: not valid TOML: {e}") from None
     where = _Where(path, text)
+    if "command" in data:
+        return _command_plan(data, where, path)
     plan_model, knobs_model = _models()
     try:
         checked: Any = plan_model.model_validate(data)
@@ -442,3 +469,73 @@ def _cell_id(fields: Mapping[str, Any], varying: Mapping[str, Any], repetition: 
     if repetition is not None:
         parts.append(f"r{repetition}")
     return "-".join(parts)
+
+
+COMMAND = "command"
+COMMAND_PLAN_KEYS = ("name", "description", COMMAND, "vary", "knobs", "repetitions")
+
+
+def _command_plan(data: Mapping[str, Any], where: _Where, path: Path) -> Plan:
+    """A plan of one command template: a cell per combination of its `[vary]` values (and repetition),
+    measured with the knobs that apply to a command; run in the plan file's folder."""
+    for key in data:
+        if key not in COMMAND_PLAN_KEYS:
+            raise where.fail(
+                where.lines.key("", key),
+                f"'{key}' does not go with a command: a command plan knows {', '.join(COMMAND_PLAN_KEYS)}",
+            )
+    template = data[COMMAND]
+    if not isinstance(template, str) or not template.strip():
+        raise where.fail(where.lines.key("", COMMAND), "command: give the command as one string")
+    wanted = [name for _, name, _, _ in string.Formatter().parse(template) if name]
+    vary = data.get("vary") or {}
+    if not isinstance(vary, dict):
+        raise where.fail(where.lines.key("", "vary"), "vary: a table of the template's placeholders")
+    for name in wanted:
+        if name not in vary:
+            raise where.fail(where.lines.key("", COMMAND), f"command: {{{name}}} has no value in [vary]")
+    for name in vary:
+        if name not in wanted:
+            raise where.fail(where.lines.key("vary", name), f"vary.{name}: the command has no {{{name}}}")
+    measuring = {knob_key(n): n for n in options.command_options()}
+    knobs: dict[str, list[Any]] = {}
+    for key, value in (data.get("knobs") or {}).items():
+        if key not in measuring:
+            raise where.fail(
+                where.lines.key("knobs", key),
+                f"knobs.{key}: does not measure a command; a command plan takes {', '.join(sorted(measuring))}",
+            )
+        knobs[key] = value if isinstance(value, list) else [value]
+    repetitions = data.get("repetitions", 1)
+    if type(repetitions) is not int or repetitions < 1:
+        raise where.fail(where.lines.key("", "repetitions"), "repetitions: a whole number of at least 1")
+    axes = {name: (v if isinstance(v, list) else [v]) for name, v in vary.items()}
+    names, knob_names = sorted(axes), sorted(knobs)
+    combos = list(product(*(axes[n] for n in names), *(knobs[k] for k in knob_names), range(1, repetitions + 1)))
+    if len(combos) > MAX_PLAN_RUNS:
+        raise where.fail(None, f"the plan expands to {len(combos):,} runs; at most {MAX_PLAN_RUNS:,}")
+    cells = []
+    for combo in combos:
+        values = dict(zip(names, combo))
+        knob_values = dict(zip(knob_names, combo[len(names) : -1]))
+        varying = {k: v for k, v in {**values, **knob_values}.items() if len({*map(str, {**axes, **knobs}[k])}) > 1}
+        parts = ["cmd", *(f"{k.replace('_', '')}{_slug(v)}" for k, v in sorted(varying.items()))]
+        parts += [f"r{combo[-1]}"] if repetitions > 1 else []
+        cells.append(
+            Cell(
+                cell_id="-".join(parts),
+                framework=COMMAND,
+                model="-",
+                dataset="-",
+                device="-",
+                batch=0,
+                epochs=0,
+                trace=str(knob_values.get("trace", "none")),
+                repetition=combo[-1],
+                knobs=knob_values,
+                command=tuple(shlex.split(template.format(**values))),
+                cwd=str(path.parent.resolve()),
+            )
+        )
+    plan_name = data.get("name")
+    return Plan(str(plan_name) if plan_name else path.stem, path, tuple(cells), str(data.get("description", "")))

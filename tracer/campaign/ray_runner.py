@@ -44,15 +44,16 @@ class NodeInterrupted(RuntimeError):
     """The run was stopped from outside on its node (SIGTERM at shutdown): worth running elsewhere."""
 
 
-def run_on_node(args: list[str], shared_stage: str | None) -> dict[str, Any]:
-    """The Ray task: one `tracer profile` on whichever node Ray chose; returns what the driver needs."""
+def run_on_node(args: list[str], shared_stage: str | None, cwd: str | None = None) -> dict[str, Any]:
+    """The Ray task: one `tracer profile` on whichever node Ray chose (a command plan's cell in `cwd`,
+    the plan's folder, on a shared filesystem); returns what the driver needs."""
     host = socket.gethostname()
     with tempfile.TemporaryDirectory(prefix="tracer-campaign-") as tmp:
         out = Path(tmp) / "runs"
         log = Path(tmp) / "profile.log"
         with log.open("wb") as f:
             code = subprocess.call(
-                profile_command(args, out), stdout=f, stderr=subprocess.STDOUT, preexec_fn=die_with_parent
+                profile_command(args, out), stdout=f, stderr=subprocess.STDOUT, preexec_fn=die_with_parent, cwd=cwd
             )
         result: dict[str, Any] = {"host": host, "code": code, "log_tail": log_tail(log), "run_id": None, "tar": None}
         result["node"] = _node_id()
@@ -168,7 +169,7 @@ def run_ray(
                 max_retries=node_retries,
                 retry_exceptions=[NodeInterrupted],
                 name=f"tracer:{cell.cell_id}",
-            ).remote(cell.profile_args(), str(shared_stage) if shared_stage else None)
+            ).remote(cell.profile_args(), str(shared_stage) if shared_stage else None, cell.cwd)
             pending[ref] = (cell, tries_left, shared_stage)
             view.started(cell, "ray")
 

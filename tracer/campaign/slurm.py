@@ -123,7 +123,9 @@ def job_script(cell: Cell, settings: list[str], stage: Path) -> str:
     cluster's shared filesystem); `exec` so that Slurm's SIGTERM (scancel, time limit) reaches it and it
     writes an `interrupted` run folder."""
     lines = ["#!/bin/bash", *(f"#SBATCH {s}" for s in settings)]
-    lines.append(f"exec {shlex.join(profile_command(cell.profile_args(), stage))}")
+    if cell.cwd:  # a command plan's cell runs where its plan file is (on the shared filesystem)
+        lines.append(f"cd {shlex.quote(cell.cwd)}")
+    lines.append(f"exec {shlex.join(profile_command(cell.profile_args(), stage.resolve()))}")
     return "\n".join(lines) + "\n"
 
 

@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from tracer.cli import analyze, campaign, compare, data, diagnose, env, import_trace, profile, report, runs, view
+from tracer.cli import analyze, campaign, compare, data, diagnose, diff, env, import_trace, profile, report, runs, view
 from tracer.core.errors import UserError
 
-COMMAND_MODULES = [profile, runs, data, env, analyze, import_trace, report, compare, campaign, view, diagnose]
+COMMAND_MODULES = [profile, runs, data, env, analyze, import_trace, report, compare, diff, campaign, view, diagnose]
 
 
 class _OneLineParser(argparse.ArgumentParser):

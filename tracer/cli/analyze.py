@@ -9,20 +9,25 @@ import dataclasses
 import json
 import math
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
 from analyzers import tables as t
-from tracer.cli.common import TOP_BOUND, add_runs_dir, check_bound, console
+from tracer.cli.common import TOP_BOUND, add_runs_dir, check_bound, console, warn_problems
 from tracer.cli.outputs import output_file, path_arg
+from tracer.core import schema
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 
 THREADS_SECTION = "threads"  # per-thread sums of the thread timeline (analyzers.threads.thread_summary)
-SECTIONS = (t.OPERATORS, t.CUDA_API, t.KERNELS, t.MEMCPY, THREADS_SECTION)
+CLASSES_SECTION = "kernel_classes"  # kernel time by what the kernels do (analyzers.kernels.class_summary)
+SECTIONS = (t.OPERATORS, t.CUDA_API, CLASSES_SECTION, t.KERNELS, t.MEMCPY, THREADS_SECTION)
 """The sections of `analyze`'s output, each named after the table it sums."""
+RANKS_SECTION = "ranks"
+"""For a run of several ranks: one row per rank (analyzers.ranks.RankRow)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -40,6 +45,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="whole (default), startup, warmup, steady (the epochs after the warm-up), teardown, or 'epoch N'",
     )
     p.add_argument("--top", type=int, default=20, help="rows per table in table format (default 20)")
+    p.add_argument(
+        "--rank", type=int, default=None, help="one rank of a run of several ranks (every table holds its rows only)"
+    )
     p.set_defaults(func=cmd_analyze)
     e = sub.add_parser("export-trace", help="write a run as Chrome-trace JSON (open it in Perfetto)")
     e.add_argument("run", help="run id (or a unique part of it) or a run folder path")
@@ -49,65 +57,110 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
-    """Every section as plain rows, for one phase (ingesting raw traces first if not yet done)."""
-    from analyzers import cuda_api, kernels, operators, threads
-    from analyzers.ingest import ingest_if_needed
+    """Every section as plain rows, for one phase of a `Run` (analyzers.run) on the trace's clock."""
+    from analyzers import kernels, operators, threads
 
-    ingest_if_needed(run)
-    cuts = {p.name: p for p in cuda_api.phases(run)}
-    wanted = " ".join(phase.split())
-    if wanted not in cuts:
-        known = ", ".join(cuts)
-        raise UserError(f"no phase '{phase}' in {run.path}: this run has {known}")
-    p = cuts[wanted]
-    family = cuda_api.api_family(run)
+    p = trace_phase(run, phase)
+    kernel_rows = kernels.kernel_summary(run, p.start_ns, p.end_ns)
     return {
         t.OPERATORS: [dataclasses.asdict(r) for r in operators.operator_summary(run, p.start_ns, p.end_ns)],
-        t.CUDA_API: [dataclasses.asdict(r) for r in cuda_api.api_summary(run, p.start_ns, p.end_ns)],
-        t.KERNELS: [dataclasses.asdict(r) for r in kernels.kernel_summary(run, p.start_ns, p.end_ns)],
+        t.CUDA_API: [dataclasses.asdict(r) for r in _api_rows(run, p)],
+        CLASSES_SECTION: [dataclasses.asdict(r) for r in kernels.class_summary(kernel_rows)],
+        t.KERNELS: [dataclasses.asdict(r) for r in kernel_rows],
         t.MEMCPY: [
-            dataclasses.asdict(r) | {"kind": t.family_label(r.kind, family)}
+            dataclasses.asdict(r) | {"kind": t.family_label(r.kind, run.api_family)}
             for r in kernels.memcpy_summary(run, p.start_ns, p.end_ns)
         ],
         THREADS_SECTION: [dataclasses.asdict(r) for r in threads.thread_summary(run, p.start_ns, p.end_ns)],
     }
 
 
-def cmd_analyze(args: argparse.Namespace) -> int:
-    from analyzers import display
-    from analyzers.cuda_api import api_family
-    from analyzers.ingest import cached_import
-    from analyzers.trace_window import window_span
+def trace_phase(run: Any, phase: str) -> Any:
+    """The phase named `phase` ("steady", "epoch 2") among the run's phases on the trace's clock."""
+    wanted = " ".join(phase.split())
+    found = run.trace_phases.get(wanted)
+    if found is None:
+        raise UserError(f"no phase '{phase}' in {run.path}: this run has {', '.join(run.trace_phases.names)}")
+    return found
+
+
+def _api_rows(run: Any, p: Any) -> list[Any]:
+    """The CUDA API split of one phase: the run's per-phase split (one scan for every phase)."""
+    from analyzers.cuda_api import api_summary
+
+    if p.name in run.api_phases:
+        return list(run.api_phases[p.name])
+    return api_summary(run, p.start_ns, p.end_ns)
+
+
+def open_run(ref: str, runs_dir: Path) -> Any:
+    """The run `ref` names (an id, a folder, or a trace file imported into the cache), ingested where its
+    raw traces have no tables yet, opened as a `Run`."""
+    from analyzers.ingest import cached_import, ingest_if_needed
+    from analyzers.run import Run
     from tracer.core.runfolder import find_run
 
-    check_bound(TOP_BOUND, args.top)
-    run = cached_import(Path(args.run)) if Path(args.run).is_file() else find_run(args.runs_dir, args.run)
-    data = analysis(run, args.phase)
-    span = window_span(run)
-    if args.format == "json":
-        from analyzers.cuda_api import phases
+    folder = cached_import(Path(ref)) if Path(ref).is_file() else find_run(runs_dir, ref)
+    ingest_if_needed(folder)
+    return Run.open(folder)
 
-        cut = next(p for p in phases(run) if p.name == " ".join(args.phase.split()))
-        head = {"run": run.run_id, "phase": args.phase, "covers": cut.label(), "api": api_family(run)}
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    check_bound(TOP_BOUND, args.top)
+    run = open_run(args.run, args.runs_dir)
+    try:
+        with tempfile.TemporaryDirectory(prefix="tracer-rank-") as scratch:
+            return _print_analysis(run, args, Path(scratch))
+    finally:
+        warn_problems([run])
+
+
+def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
+    from analyzers import display
+    from analyzers.ranks import rank_table, rank_view
+    from analyzers.run import Run
+
+    by_rank = rank_table(run) if run.run_json.exists() else None  # a trace file analysed directly has no record
+    if args.rank is not None:
+        if by_rank is None:
+            raise UserError(f"{run.path.name} is a run of one process: --rank is for runs of several ranks")
+        run = Run.open(rank_view(run, args.rank, scratch))
+    data = analysis(run, args.phase)
+    if by_rank is not None:
+        data[RANKS_SECTION] = [r.to_json() for r in by_rank.rows if args.rank in (None, r.rank)]
+        if args.rank is not None:  # every row says which rank it is of
+            data = {k: [row | {schema.RANK: args.rank} for row in rows] for k, rows in data.items()}
+    span = run.window
+    cut = trace_phase(run, args.phase)
+    if args.format == "json":
+        head = {"run": run.run_id, "phase": args.phase, "covers": cut.label(), "api": run.api_family}
+        if by_rank is not None:
+            head |= {schema.RANK: args.rank, "ranks_basis": by_rank.basis, "comm_source": by_rank.comm_source}
         head |= {"window": span.window.text, "window_ns": [span.start_ns, span.end_ns]} if span else {}
+        head |= {"kernel_other_pct": other_pct(data[CLASSES_SECTION])} if data[CLASSES_SECTION] else {}
         json.dump(_finite(head | data), sys.stdout, indent=1, allow_nan=False)
         print()
     elif args.format == "csv":
         # One well-formed table: a `section` column, then every section's columns (empty where a
         # section has no such column), so a CSV reader gets one header, not one per section.
-        columns = list(dict.fromkeys(key for section in SECTIONS for row in data[section] for key in row))
+        sections = [*SECTIONS, *([RANKS_SECTION] if RANKS_SECTION in data else [])]
+        columns = list(dict.fromkeys(key for section in sections for row in data[section] for key in row))
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(["section", *columns])
-        for section in SECTIONS:
+        for section in sections:
             for r in data[section]:
                 writer.writerow([section, *(display.csv_value(r[c]) if c in r else "" for c in columns)])
     else:
-        from analyzers.cuda_api import phases
-
-        wanted = " ".join(args.phase.split())
-        cut = next(p for p in phases(run) if p.name == wanted)
         title = f"{run.run_id}, {cut.label()}{'; ' + cut.note if cut.note else ''}"
-        print_tables(data, args.top, title, api_family(run), span.label if span and not cut.window else "")
+        if args.rank is not None:
+            title = f"{title}, rank {args.rank}"
+        print_tables(data, args.top, title, run.api_family, span.label if span and not cut.window else "")
+        if by_rank is not None:
+            headers, cells = display.table(data[RANKS_SECTION])
+            table = Table(*headers, title=f"ranks — {by_rank.basis}; communication: {by_rank.comm_source}")
+            for row in cells:
+                table.add_row(*row)
+            console().print(table)
     return 0
 
 
@@ -125,6 +178,7 @@ def print_tables(
     titles = {
         t.OPERATORS: "framework operators (as the PyTorch profiler's key_averages)",
         t.CUDA_API: family_label("CUDA API (as nsys cuda_api_sum)", family),
+        CLASSES_SECTION: "GPU kernel time by class (what the kernels do)",
         t.KERNELS: "GPU kernels (as nsys cuda_gpu_kern_sum)",
         t.MEMCPY: "GPU memory operations (as nsys cuda_gpu_mem_time_sum)",
         THREADS_SECTION: "threads",
@@ -135,13 +189,31 @@ def print_tables(
             if section != t.OPERATORS:  # only PyTorch profiler traces have operators: no line for the others
                 out.print(f"{titles[section]}: none in {_windowed(title, window, section)}")
             continue
-        headers, cells = display.table(rows[:top])
+        shown = rows if section == CLASSES_SECTION else rows[:top]  # a dozen classes at most: all of them
+        headers, cells = display.table(shown)
         table = Table(*headers, title=f"{titles[section]} — {_windowed(title, window, section)}")
         for row in cells:
             table.add_row(*row)
         out.print(table)
-        if len(rows) > top:
+        if section == CLASSES_SECTION:
+            out.print(other_line(rows), markup=False)
+        if len(rows) > len(shown):
             out.print(f"... {len(rows) - top} more rows (--top N, or --format csv for all)")
+
+
+def other_pct(rows: list[dict[str, Any]]) -> float:
+    """The share (%) of kernel time no class took (the `kernel_classes` rows of `analysis`)."""
+    from analyzers.kernel_classes import OTHER
+
+    total = sum(r["total_ns"] for r in rows)
+    return 100.0 * sum(r["total_ns"] for r in rows if r["kernel_class"] == OTHER) / total if total else 0.0
+
+
+def other_line(rows: list[dict[str, Any]]) -> str:
+    """The share of kernel time no class took: printed under every class table, 0 % included."""
+    from analyzers.kernel_classes import OTHER, label
+
+    return f"kernel time in '{label(OTHER)}' (no class): {other_pct(rows):.1f} %"
 
 
 def _windowed(title: str, window: str, section: str) -> str:
@@ -164,11 +236,16 @@ def _finite(value: Any) -> Any:
 def cmd_export(args: argparse.Namespace) -> int:
     from analyzers import chrome_trace
     from analyzers.ingest import ingest_if_needed
+    from analyzers.run import Run
     from tracer.core.runfolder import find_run
 
-    run = find_run(args.runs_dir, args.run)
+    folder = find_run(args.runs_dir, args.run)
     output_file(args.output, "export-trace")
-    ingest_if_needed(run)
-    n = chrome_trace.export(run, args.output)
+    ingest_if_needed(folder)
+    run = Run.open(folder)
+    try:
+        n = chrome_trace.export(run, args.output)
+    finally:
+        warn_problems([run])
     console().print(f"wrote {n} events to {args.output} (open it in Perfetto or chrome://tracing)")
     return 0

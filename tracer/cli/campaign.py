@@ -203,9 +203,11 @@ def dry_run(plan: Plan, out_dir: Path, nodes: int | None, out: Console, slurm: S
             else:
                 todo_s += est
         shown = "?" if space is None or space.total_mib is None else size(space.total_mib)
+        what = (cell.model, dataset_label(cell.dataset), cell.device, str(cell.batch), str(cell.epochs))
+        if cell.command:  # the script's own model, data and batch: the command stands for them
+            what = (cell.label(), "-", "-", "-", "-")
         table.add_row(
-            cell.cell_id, cell.framework, cell.model, dataset_label(cell.dataset), cell.device, str(cell.batch),
-            str(cell.epochs), state, "?" if est is None else clock(est), shown,
+            cell.cell_id, cell.framework, *what, state, "?" if est is None else clock(est), shown,
         )  # fmt: skip
     out.print(table)
     known = todo - unknown
@@ -290,8 +292,8 @@ def write_epoch_table(folders: list[RunFolder], path: Path) -> Path:
     too), the median of the runs and their range; a case measured with several specs (a trace backend,
     a --limit) gets one row per spec, named in `settings`."""
     from analyzers.repeats import pool
-    from analyzers.report.runs import LoadedRun
     from analyzers.report.tables import settings_label
+    from analyzers.run import Run
     from analyzers.steady import WARMUP_EPOCHS
     from tracer.campaign.record import OK
 
@@ -315,7 +317,7 @@ def write_epoch_table(folders: list[RunFolder], path: Path) -> Path:
                 if cell.epoch_s is None:
                     continue
                 rate, first = cell.images_per_s, cell.first_epoch_s
-                settings = settings_label(LoadedRun(repeats.folders[0], repeats.records[0]))
+                settings = settings_label(Run.open(repeats.folders[0]))
                 w.writerow(
                     [*key, cell.runs, cell.warmup, f"{cell.epoch_s.median:.4f}", f"{cell.epoch_s.low:.4f}",
                      f"{cell.epoch_s.high:.4f}", fmt(rate.median if rate else None, ".2f"),

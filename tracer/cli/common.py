@@ -180,3 +180,11 @@ def print_pairs(out: Console, rows: Sequence[tuple[str, str]], indent: str = "")
 
 def fmt(value: float | int | None, spec: str = "") -> str:
     return "-" if value is None else format(value, spec)
+
+
+def warn_problems(runs: Any) -> None:
+    """One line on stderr per damaged file the runs met (`Run.problems`): what it held was skipped."""
+    from analyzers.run import problems_of
+
+    for problem in problems_of(runs):
+        print(f"tracer: warning: {problem.text()}", file=sys.stderr)

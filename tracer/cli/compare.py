@@ -10,7 +10,16 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from tracer.cli.common import TOP_BOUND, add_runs_dir, add_warmup, check_bound, console, err_console, print_wrapped
+from tracer.cli.common import (
+    TOP_BOUND,
+    add_runs_dir,
+    add_warmup,
+    check_bound,
+    console,
+    err_console,
+    print_wrapped,
+    warn_problems,
+)
 from tracer.cli.outputs import output_file, path_arg
 from tracer.core.errors import UserError
 
@@ -46,10 +55,7 @@ SETTINGS = ("dataset", "device", "batch", "epochs", "limit", "image_size", "lr",
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from analyzers.compare import compare, noise_notes, rows_for_print, write_csv
-    from analyzers.energy import NO_SOURCE
-    from analyzers.noise import REPEATS_DISAGREE, disagreement
-    from analyzers.repeats import group_repeats
+    from analyzers.run import Run
     from tracer.core.runfolder import find_run, list_runs
     from tracer.core.schema import RUN_JSON
 
@@ -60,7 +66,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for ref in args.runs:
         path = Path(ref)
         inside = list_runs(path) if path.is_dir() and not (path / RUN_JSON).exists() else []
-        folders += _readable(inside) or [find_run(args.runs_dir, ref)]
+        folders += [Run.open(f, args.warmup) for f in _readable(inside) or [find_run(args.runs_dir, ref)]]
+    try:
+        return _compare(folders, args)
+    finally:
+        warn_problems(folders)
+
+
+def _compare(folders: list[Any], args: argparse.Namespace) -> int:
+    from analyzers.compare import compare, noise_notes, rows_for_print, write_csv
+    from analyzers.energy import NO_SOURCE
+    from analyzers.noise import REPEATS_DISAGREE, disagreement
+    from analyzers.repeats import group_repeats
+
     records = [folder.read_record() for folder in folders]  # a damaged run named alone: one line, exit 2
     specs = [r.spec for r in records]
     differ = []
@@ -74,9 +92,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         differ.append(f"input pipeline as run {' vs '.join(ran)} (a shared pipeline decodes with PIL for all)")
     if differ:
         said = ", ".join(differ)
-        print_wrapped(
-            err_console(), f"tracer: warning: the runs differ in settings ({said}); ratios compare unlike runs"
-        )
+        warning = f"tracer: warning: the runs differ in settings ({said}); ratios compare unlike runs"
+        print_wrapped(err_console(), warning)
     groups = [[f] for f in folders] if args.no_group else group_repeats(folders)
     if len(groups) < 2 <= len(folders):  # repeats of one spec, named one by one: compare them as runs
         groups = [[f] for f in folders]
@@ -86,10 +103,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         s = column.head
         status = s.status + (f" ({s.cause})" if s.cause else "")
         runs = " ".join(column.run_ids) if len(column.summaries) < 4 else f"{len(column.summaries)} repeats"
-        out.print(
-            f"{column.letter}: {runs}  [{s.framework} {s.model} {s.device} batch {s.batch}, data {s.data}, {status}]",
-            markup=False,
-        )
+        what = f"{s.framework} {s.model} {s.device} batch {s.batch}, data {s.data}"
+        if s.command:  # the script's own model, data and batch
+            what = f"{s.framework}: {s.command}, {s.device}"
+        out.print(f"{column.letter}: {runs}  [{what}, {status}]", markup=False)
         if not column.head.rankable and not any(x.rankable for x in column.summaries):
             out.print(f"   {column.letter}: speed not ranked ({column.head.not_rankable_why})", markup=False)
         for s_out in column.left_out:
@@ -138,6 +155,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for gap in gaps:
             out.print(f"   {gap.text('A', letter)}", markup=False)
     print_data_pairs(result.pairs, out)
+    print_ranks(result.columns, groups, out)
     first = groups[0][0]
     for column, group in zip(result.columns[1:], groups[1:]):
         print_verdict_differences(first, group[0], f"A ({result.columns[0].head.framework})",
@@ -162,6 +180,21 @@ def print_data_pairs(pairs: Any, out: Console) -> None:
     for pair in pairs:
         if pair.sentence():
             out.print(f"  {pair.framework} {pair.model}: {pair.sentence()}", markup=False)
+
+
+def print_ranks(columns: Any, groups: list[list[Any]], out: Console) -> None:
+    """Each column of several ranks (its first run) with its ranks side by side."""
+    from analyzers.ranks import RANK_COLUMNS, cells, rank_table
+
+    for column, group in zip(columns, groups):
+        ranks = rank_table(group[0])
+        if ranks is None:
+            continue
+        table = Table(*(h for _, h in RANK_COLUMNS), title=f"{column.letter}: ranks of {group[0].run_id}",
+                      caption=f"{ranks.basis}; communication from {ranks.comm_source}")  # fmt: skip
+        for row in ranks.rows:
+            table.add_row(*cells(row))
+        out.print(table)
 
 
 def _readable(folders: list[Any]) -> list[Any]:

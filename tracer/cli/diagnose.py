@@ -4,11 +4,12 @@ and what measuring it cost; `--format json` for scripts."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 
 from rich.console import Console
 
-from tracer.cli.common import add_runs_dir, console, print_wrapped
+from tracer.cli.common import add_runs_dir, console, print_wrapped, warn_problems
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -26,17 +27,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from analyzers.diagnosis import diagnose
     from analyzers.diagnosis.cost import measurement_cost
+    from analyzers.run import Run
     from tracer.core.runfolder import find_run
 
-    folder = find_run(args.runs_dir, args.run)
-    folder.read_record()
-    verdicts = diagnose(folder)
-    cost = measurement_cost(folder)
+    run = Run.open(find_run(args.runs_dir, args.run))
+    run.read_record()
+    try:
+        verdicts = diagnose(run)
+        cost = measurement_cost(run)
+    finally:
+        warn_problems([run])
     if args.format == "json":
         data = {
-            "run": folder.run_id,
+            "run": run.run_id,
             "verdicts": [v.to_json() for v in verdicts],
             "measurement_cost": cost.__dict__,
+            "problems": [dataclasses.asdict(p) for p in run.problems],
         }
         print(json.dumps(data, indent=2))
         return 0
@@ -58,9 +64,11 @@ def print_block(folder: object, out: Console) -> None:
     most, one line each, then what measuring cost. A rule that breaks costs the block, not the run."""
     from analyzers.diagnosis import diagnose, top
     from analyzers.diagnosis.cost import measurement_cost
+    from analyzers.run import as_run
     from tracer.core.runfolder import RunFolder
 
     assert isinstance(folder, RunFolder)
+    folder = as_run(folder)
     out.print("[bold]Diagnosis[/bold]")
     try:
         verdicts = top(diagnose(folder))

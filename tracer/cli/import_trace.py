@@ -11,6 +11,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tracer.cli.common import add_out_dir, console
 from tracer.cli.outputs import output_dir
@@ -22,7 +23,12 @@ from tracer.core.frameworks import framework_info
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("import", help="make a run folder from an nsys or Kineto trace file")
-    p.add_argument("file", type=Path, help=f"a trace file: {tf.READABLE}")
+    p.add_argument(
+        "files",
+        type=Path,
+        nargs="+",
+        help=f"a trace file ({tf.READABLE}), or several ranks' Kineto traces: files, a folder, or a .tar[.gz]",
+    )
     add_out_dir(p)
     p.add_argument("--framework", default="imported", help="label the run with the framework that made the trace")
     p.add_argument("--model", default=UNKNOWN_MODEL, help="label the run with the model that was traced")
@@ -47,47 +53,89 @@ def _run_id(path: Path) -> str:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from analyzers.ingest import _source_of, ingest_file, not_readable, sibling_export, span_ns, trace_kind
-    from analyzers.tables import BATCH_FACT, TRACE_META, TRACE_OF_SOURCE
-    from tracer.core.records import EnvironmentInfo, ImportOrigin, Outcome, RunRecord, RunSpec, RunStatus
-    from tracer.core.runfolder import RunFolder
+    import tempfile
 
-    path: Path = args.file
+    from analyzers.ingest import ranks as rank_ingest
+    from analyzers.ingest import trace_kind
+
+    paths: list[Path] = list(args.files)
     if args.framework != "imported":
         framework_info(args.framework)
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
-    if trace_kind(path) not in tf.FILE_KINDS:
-        raise not_readable(path)
+    one_file = len(paths) == 1 and not paths[0].is_dir() and not rank_ingest.is_archive(paths[0])
+    if one_file:
+        if not paths[0].is_file():
+            raise UserError(f"{paths[0]}: no such file")
+        if trace_kind(paths[0]) not in tf.FILE_KINDS:
+            raise not_readable_path(paths[0])
+        return _import(args, paths[0], paths)
+    with tempfile.TemporaryDirectory(prefix="tracer-ranks-") as scratch:
+        files = rank_ingest.expand(paths, Path(scratch))
+        if len(files) == 1:
+            return _import(args, files[0], paths)
+        return _import(args, files[0], paths, files)
+
+
+def not_readable_path(path: Path) -> UserError:
+    from analyzers.ingest import not_readable
+
+    return not_readable(path)
+
+
+def _import(args: argparse.Namespace, path: Path, named: list[Path], ranks_files: list[Path] | None = None) -> int:
+    """One run folder from `path` (one trace: Kineto, with its rank where it names one, or nsys, split by
+    process) or from `ranks_files` (several ranks' Kineto traces); `named` is what the user gave."""
+    from analyzers.ingest import _source_of, ingest_file, sibling_export, span_ns, trace_kind
+    from analyzers.ingest import ranks as rank_ingest
+    from analyzers.tables import ALIGNMENT_FACT, BATCH_FACT, RANKS_FACT, TRACE_META, TRACE_OF_SOURCE
+    from tracer.core.records import EnvironmentInfo, ImportOrigin, Outcome, RankInfo, RunRecord, RunSpec, RunStatus
+    from tracer.core.runfolder import RunFolder
+
+    label = named[0] if len(named) == 1 else path
     out_existed = args.out.exists()
-    run_id = _run_id(path)
+    run_id = _run_id(label)
     n = 1
     output_dir(args.out)
     while (args.out / run_id).exists():
         n += 1
-        run_id = f"{_run_id(path)}-{n}"
+        run_id = f"{_run_id(label)}-{n}"
     folder = RunFolder.create(args.out, run_id)
+    files = ranks_files or [path]
+    rank_infos: tuple[RankInfo, ...] = ()
+    gpus: tuple[Any, ...] = ()
     try:  # streamed straight into the folder (memory flat in the rows); a bad file leaves nothing behind
-        written = ingest_file(path, folder)
+        if trace_kind(path) == tf.KINETO:
+            read = rank_ingest.read_kineto_ranks(files)
+            written = rank_ingest.write_ranks(folder, read, rank_ingest.align(read))
+            if len(read) > 1 or read[0].info.world_size > 1:
+                rank_infos = tuple(r.info for r in read)
+            gpus = _used_gpus(read)
+        else:
+            if ranks_files:
+                raise UserError(f"{path}: several nsys exports are not one run; import one export holding every rank")
+            written = ingest_file(path, folder)
+            rank_infos = tuple(rank_ingest.split_nsys(folder, written)[0])
     except BaseException as e:
         shutil.rmtree(folder.path, ignore_errors=True)
         if not out_existed and not any(args.out.iterdir()):
             args.out.rmdir()
         full = disk_full(args.out, e)
         if full:
-            raise UserError(f"{full}: free some space and import {path} again") from None
+            raise UserError(f"{full}: free some space and import {label} again") from None
         raise
     try:
-        shutil.copyfile(path, folder.raw_dir / path.name)
+        for f in files:
+            shutil.copyfile(f, folder.raw_dir / f.name)
         beside = sibling_export(path) if trace_kind(path) == tf.NSYS_REP else None
         if beside is not None:  # what was read: the folder is re-ingested from it, with no nsys needed
             shutil.copyfile(beside, folder.raw_dir / beside.name)
     except OSError as e:
         shutil.rmtree(folder.path, ignore_errors=True)
-        raise UserError(f"{disk_full(args.out, e) or e}: {path} was not imported") from None
+        raise UserError(f"{disk_full(args.out, e) or e}: {label} was not imported") from None
     source = _source_of(path)
     clock = json.loads((folder.path / TRACE_META).read_text())[source]
     clock.pop("tables", None)
+    clock.pop(RANKS_FACT, None)  # each rank's file and shift stay in trace_meta.json; the run says how
+    alignment = clock.get(ALIGNMENT_FACT)
     batch = clock.pop(BATCH_FACT, None)  # Kineto with recorded shapes names it; nothing else does
     starts, ends = span_ns(folder, written)
     framework = args.framework
@@ -99,28 +147,38 @@ def cmd_import(args: argparse.Namespace) -> int:
         spec=RunSpec(
             framework=framework,  # type: ignore[arg-type]
             model=args.model,
-            dataset=str(path),
+            dataset=str(label),
             device=args.device,  # type: ignore[arg-type]
             trace=TRACE_OF_SOURCE.get(source, "none"),  # type: ignore[arg-type]
             batch=int(batch) if batch is not None else RunSpec.batch,
         ),
-        # The trace was made elsewhere: this machine's facts would mislead, so they stay unknown.
-        environment=EnvironmentInfo("unknown", "unknown", "unknown", 0, 0, 0.0, sys.version.split()[0]),
-        outcome=Outcome(status=RunStatus.OK, cause=f"imported from {path.name}"),
+        # The trace was made elsewhere: this machine's facts would mislead, so they stay unknown; the
+        # GPUs a trace names (Kineto's deviceProperties, those its ranks used) are the trace's own facts.
+        environment=EnvironmentInfo("unknown", "unknown", "unknown", 0, 0, 0.0, sys.version.split()[0], gpus=gpus),
+        outcome=Outcome(status=RunStatus.OK, cause=f"imported from {label.name}"),
         wall_start_ns=starts if starts is not None else 0,
         wall_end_ns=ends,
-        trace_files=(f"raw/{path.name}",),
+        trace_files=tuple(f"raw/{f.name}" for f in files),
         knobs={
             **ImportOrigin(
-                str(path.resolve()), tuple(f for f in NOT_RECORDED if not (f == "batch" and batch is not None))
+                str(label.resolve()), tuple(f for f in NOT_RECORDED if not (f == "batch" and batch is not None))
             ).to_knobs(),
             "clock": json.dumps(clock),
             **({"batch_from": "the trace's first convolution input (recorded shapes)"} if batch is not None else {}),
         },
+        ranks=rank_infos,
     )
     folder.write_record(record)
-    console().print(f"imported {path} -> {folder.path} ({', '.join(written) or 'no CUDA tables'})")
+    said = f", {len(rank_infos)} ranks on one clock ({alignment})" if len(rank_infos) > 1 else ""
+    console().print(f"imported {label} -> {folder.path} ({', '.join(written) or 'no CUDA tables'}{said})")
     return 0
+
+
+def _used_gpus(read: list[Any]) -> tuple[Any, ...]:
+    """The GPUs the ranks ran on, as their traces' deviceProperties name them (each once)."""
+    used = {r.info.local_rank for r in read}
+    by_index = {g.index: g for r in read for g in r.gpus}
+    return tuple(by_index[i] for i in sorted(used) if i in by_index)
 
 
 LOW_SPACE_BYTES = 1 << 20

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import traceback
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from tracer.cli.common import add_out_dir, console, err_console
 from tracer.cli.compare import print_data_pairs
 from tracer.cli.diagnose import print_block
 from tracer.cli.outputs import output_dir
-from tracer.cli.runs import print_repeats, print_summary
+from tracer.cli.runs import print_problems, print_repeats, print_summary
 from tracer.core import cases, options
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS, framework_info
@@ -47,6 +48,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     add_out_dir(p)
     p.add_argument("--python", help="an interpreter that has the framework, instead of its tracer env")
     p.add_argument(
+        "--probe",
+        choices=("on", "off"),
+        default="on",
+        help="with a command: time its steps from inside its Python processes (default on; off: sampler only)",
+    )
+    p.add_argument(
+        "command",
+        nargs="*",
+        metavar="-- COMMAND",
+        help="your own training to measure instead of the built-in one, e.g. `-- python train.py --lr 0.1`"
+        f" (with: {', '.join(options.flag_of(n) for n in options.command_options())}, --repeat, --out, --probe)",
+    )
+    p.add_argument(
         "--repeat",
         type=int,
         default=1,
@@ -54,6 +68,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="train the same spec N times, one run folder each (default 1); ends with the median and range",
     )
     p.set_defaults(func=cmd_profile)
+    for action in p._actions:  # given or not beside a command: checked in cmd_profile, in one line
+        if action.dest == "framework":
+            action.required = False
 
 
 def _workers(text: str) -> int | str:
@@ -113,11 +130,18 @@ def check_device(spec: RunSpec) -> None:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    from analyzers.run import Run
     from analyzers.run_summary import summarise
     from tracer.runner import Launch, Runner
 
     if args.repeat < 1:
         raise UserError(f"--repeat must be 1 or more (got {args.repeat})")
+    if args.command:
+        return profile_command(args)
+    if args.framework is None:
+        raise UserError("give --framework FRAMEWORK for the built-in workload, or your own command after --")
+    if args.probe != "on":
+        raise UserError("--probe applies to a command (`tracer profile --probe off -- python train.py`)")
     specs = specs_from_args(args)
     spec = specs[0]
     backend = tracing.backend(spec.trace)
@@ -141,8 +165,10 @@ def cmd_profile(args: argparse.Namespace) -> int:
             folder, record = runner.run()
             folders.append(folder)
             ingest_traces(folder, err)  # a run without a trace still gets its thread timeline
-            print_summary(summarise(folder), console())
-            print_block(folder, console())
+            run = Run.open(folder)  # read once for the summary, the diagnosis and its problems
+            print_summary(run.summary, console())
+            print_block(run, console())
+            print_problems(run, console())
             if record.outcome.status is not RunStatus.OK:
                 err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
                 return EXIT_RUN_FAILED
@@ -187,3 +213,64 @@ def ingest_traces(folder: RunFolder, err: Console) -> list[str]:
         span = window_span(folder)
         err.print(f"trace tables: {', '.join(traced)}{f' ({span.label})' if span else ''}")
     return tables
+
+
+def builtin_options_given(args: argparse.Namespace) -> list[str]:
+    """The flags of the built-in workload that were given (a value other than the default)."""
+    measuring = set(options.command_options())
+    given = []
+    for name, (_, opt, f) in options.spec_fields().items():
+        if not opt.cli or name in measuring or not hasattr(args, name):
+            continue
+        default = None if f.default is dataclasses.MISSING else f.default
+        if getattr(args, name) != default:
+            given.append(options.flag_of(name))
+    if args.python:
+        given.append("--python")
+    return given
+
+
+def profile_command(args: argparse.Namespace) -> int:
+    """`tracer profile [measuring options] -- COMMAND ...`: the user's command as the measured child."""
+    from analyzers.run_summary import summarise
+    from tracer.command import COMMAND_TRACES, CommandLaunch, CommandRunner, command_spec, resolve_executable
+
+    given = builtin_options_given(args)
+    if given:
+        raise UserError(
+            f"{', '.join(given)} describe{'s' if len(given) == 1 else ''} the built-in workload, not a command:"
+            f" drop {'it' if len(given) == 1 else 'them'}, or drop the command after --"
+        )
+    if args.trace not in COMMAND_TRACES:
+        raise UserError(f"--trace {args.trace} runs inside the built-in worker; a command takes --trace nsys or none")
+    if args.trace_window is not None:
+        raise UserError("--trace-window applies to the built-in workload; a command is traced whole")
+    cwd = Path.cwd()
+    resolve_executable(args.command[0], cwd)  # before any folder: a command that cannot start leaves none
+    measuring = {name: getattr(args, name) for name in options.command_options()}
+    options.validate_spec({**measuring, "framework": "pytorch", "model": "alexnet", "dataset": "-"})  # bounds only
+    spec = command_spec(measuring)
+    backend = tracing.backend(spec.trace)
+    backend.check(spec)
+    output_dir(args.out)
+    err = err_console()
+    folders = []
+    for repeat in range(1, args.repeat + 1):
+        if args.repeat > 1:
+            err.print(f"repeat {repeat}/{args.repeat}")
+        launch = CommandLaunch(tuple(args.command), cwd, spec, args.out, backend, probe=args.probe == "on")
+        runner = CommandRunner(launch, err)
+        folder, record = runner.run()
+        folders.append(folder)
+        ingest_traces(folder, err)
+        print_summary(summarise(folder), console())
+        print_block(folder, console())
+        if record.outcome.status is not RunStatus.OK:
+            err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
+            return EXIT_INTERRUPTED if record.outcome.status is RunStatus.INTERRUPTED else EXIT_RUN_FAILED
+        if runner.signalled:
+            err.print("tracer: interrupted after the run ended; its folder is complete")
+            return EXIT_INTERRUPTED
+    if len(folders) > 1:
+        print_repeats([summarise(f) for f in folders], console())
+    return 0

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from tracer.cli.common import add_out_dir, add_warmup, console, err_console
+from tracer.cli.common import add_out_dir, add_warmup, console, err_console, warn_problems
 from tracer.cli.outputs import output_dir
 
 
@@ -26,11 +27,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from analyzers.report import charts, collect_runs, contention_warnings, plan_report, write_report
+    from analyzers.report import collect_runs
+
+    runs, warnings = collect_runs(args.runs)
+    try:
+        return _report(runs, warnings, args)
+    finally:
+        warn_problems(runs)
+
+
+def _report(runs: list[Any], warnings: list[str], args: argparse.Namespace) -> int:
+    from analyzers.report import charts, contention_warnings, plan_report, write_report
     from analyzers.report.build import Step
 
     err = err_console()
-    runs, warnings = collect_runs(args.runs)
     output_dir(args.out)
     for warning in [*warnings, *contention_warnings(runs)]:  # the page lists the contended runs itself
         err.print(f"[yellow]warning:[/yellow] {warning}", markup=True, highlight=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from tracer.cli.common import (
     print_pairs,
     print_wrapped,
     table_lines,
+    warn_problems,
 )
 from tracer.core import cases
 from tracer.core.errors import UserError
@@ -81,10 +83,10 @@ LEGEND = {
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from analyzers.run_summary import summarise
+    from analyzers.run import Run
     from tracer.core.runfolder import list_runs, short_ids
 
-    runs = list_runs(args.runs_dir)
+    runs = [Run.open(f) for f in list_runs(args.runs_dir)]
     if not runs:
         err_console().print(f"no runs in {args.runs_dir}: make one with `tracer profile ...`")
         return 0
@@ -93,13 +95,26 @@ def cmd_runs(args: argparse.Namespace) -> int:
     rows: list[tuple[str, ...]] = []
     for folder in runs:
         try:
-            s = summarise(folder)
-            record = folder.read_record()
+            s = folder.summary
+            record = folder.record
         except UserError as e:
             print(f"tracer: warning: {e}", file=sys.stderr)
             rows.append((folder.run_id, *[""] * 10, "damaged: run.json", *[""] * 5))
             continue
         spec, divergence = record.spec, record.outcome.divergence
+        # A command's model, data and batch are its script's own: its name stands for them.
+        workload = (
+            (record.command.name, "-", "-", "-", "-", "-")
+            if record.command
+            else (
+                s.model,
+                cases.dataset_label(s.dataset),
+                "-" if "batch" in s.not_recorded else str(s.batch),
+                spec.data,
+                "all" if spec.limit is None else str(spec.limit),
+                str(spec.image_size),
+            )
+        )
         rows.append(
             (
                 folder.run_id,
@@ -107,17 +122,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 if record.wall_start_ns
                 else "-",
                 s.framework,
-                s.model,
-                cases.dataset_label(s.dataset),
+                workload[0],
+                workload[1],
                 s.device,
-                "-" if "batch" in s.not_recorded else str(s.batch),
+                workload[2],
                 spec.trace,
-                spec.data,
-                "all" if spec.limit is None else str(spec.limit),
-                str(spec.image_size),
+                *workload[3:],
                 s.status,
                 "no" if divergence is None else f"epoch {divergence.epoch}",
-                "-" if "epochs" in s.not_recorded else f"{s.epochs_done}/{s.epochs_planned}",
+                "-"
+                if "epochs" in s.not_recorded
+                else str(s.epochs_done)
+                if s.command
+                else f"{s.epochs_done}/{s.epochs_planned}",
                 rate_text(s),
                 load_text(s),
                 s.gpu.removeprefix("NVIDIA ").replace("driver ", "") or "none",
@@ -146,6 +163,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             print_wrapped(out, legend)
     where = f"in {args.runs_dir.resolve()}"
     print_wrapped(out, where + ("; id: the run id's tail, which every command takes" if tail_ids else ""))
+    warn_problems(runs)
     return 0
 
 
@@ -188,22 +206,47 @@ def load_text(s: object) -> str:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from analyzers.run_summary import summarise
+    from analyzers.run import Run
     from tracer.cli.diagnose import print_block
+    from tracer.cli.diff import print_step_parts
     from tracer.core.runfolder import find_run
 
-    folder = find_run(args.runs_dir, args.run)
-    print_summary(summarise(folder, args.warmup), console())
-    repeats = repeats_of(folder)
-    if len(repeats) > 1:
-        print_repeats([summarise(f, args.warmup) for f in repeats], console())
-    record = folder.read_record()
-    if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:
-        console().print("last lines of the worker's output:")
-        for line in record.outcome.stderr_tail[-10:]:
-            console().print(f"  {line}", markup=False)
-    print_block(folder, console())
+    run = Run.open(find_run(args.runs_dir, args.run), args.warmup)
+    repeats: list[Run] = []
+    try:
+        print_summary(run.summary, console())
+        print_step_parts(run, console())
+        repeats = [run if f.path == run.path else Run.open(f, args.warmup) for f in repeats_of(run)]
+        if len(repeats) > 1:
+            print_repeats([r.summary for r in repeats], console())
+        record = run.record
+        if record.world_size > 1:  # a run of several ranks: who they are (`tracer analyze RUN` has their table)
+            infos = record.rank_infos
+            devices = ", ".join(dict.fromkeys(r.device for r in infos if r.device)) or "devices not recorded"
+            backend = ", ".join(dict.fromkeys(r.backend for r in infos if r.backend)) or "backend not recorded"
+            console().print(
+                f"ranks: {len(infos)} of world size {record.world_size} ({backend}; {devices}); per rank: "
+                f"`tracer analyze {record.run_id}`, `--rank R`",
+                markup=False,
+            )
+        if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:
+            console().print("last lines of the worker's output:")
+            for line in record.outcome.stderr_tail[-10:]:
+                console().print(f"  {line}", markup=False)
+        print_block(run, console())
+        print_problems(run, console())
+    finally:
+        warn_problems([r for r in repeats if r.run_id != run.run_id])
     return 0
+
+
+def print_problems(run: Any, out: Console) -> None:
+    """The run's damaged files (`Run.problems`), one line each under "Problems"; nothing for a sound run."""
+    if not run.problems:
+        return
+    out.print("[bold]Problems[/bold]")
+    for problem in run.problems:
+        print_wrapped(out, f"- {problem.text()}", "  ", "  ")
 
 
 def _data_wait(steady_pct: float | None, by_epoch: tuple[float | None, ...]) -> str:
@@ -231,6 +274,8 @@ def print_summary(s: object, console: Console) -> None:
     what = f"{s.framework} {s.model} on {cases.dataset_label(s.dataset)}, {s.device}, batch {s.batch}"
     if imported:
         what = f"{s.framework} {s.model}, {s.device}, trace imported from {Path(s.imported_from).name}"
+    if s.command:
+        what = f"{s.command} ({s.framework}, {s.device})"
     rows = [
         ("run", s.run_id),
         ("what", what),
@@ -262,8 +307,20 @@ def print_summary(s: object, console: Console) -> None:
         ("samples", str(s.samples)),
     ]
     if imported and not s.samples and not s.epochs_done:  # a trace alone: no sampler, no epoch events
-        kept = ("run", "what", "status", "batch", "GPU utilisation", "trainable parameters")
+        kept = ("run", "what", "status", "batch", "GPU utilisation (steady)", "trainable parameters")
         rows = [r for r in rows if r[0] in kept] + [("samples", "none: an imported trace has its trace tables only")]
+    if s.command:  # the script's own model, data and batch: the tool knows only what it measured
+        seen = f"seen by the probe ({', '.join(s.probes)})" if s.probes else "none seen (no loop the probe knows)"
+        command_rows = {
+            "batch": "the script's own (not recorded)",
+            "epochs": f"{s.epochs_done}, {seen}",
+            "trainable parameters": "the script's own (not recorded)",
+        }
+        if s.status != "diverged" and all(math.isnan(x) for x in s.loss_by_epoch):
+            command_rows["last loss, accuracy"] = (
+                "not read (the probe reads it where free: Keras logs, torch backward())"
+            )
+        rows = [(k, command_rows.get(k, v)) for k, v in rows]
     print_pairs(console, rows)
     console.print(f"folder {s.folder}", soft_wrap=True, markup=False)  # whole, to copy, however narrow
     if s.contended:

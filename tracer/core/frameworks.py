@@ -65,6 +65,9 @@ class FrameworkInfo:
     pip_bootstrap: tuple[str, ...] = ()
     # Whether its worker trains with `--amp` (SINGA's float16 mode converts the whole model: refused).
     amp: bool = True
+    # Whether a step returns before its work is done on any device, the work landing wherever the
+    # framework next blocks (JAX's dispatch, MXNet's engine): its steps' compute/sync split means nothing.
+    asynchronous: bool = False
 
     def setting(self, tuning: Tuning, device: str) -> str | None:
         """The framework's own setting for `tuning` on `device`, or None where it has none there."""
@@ -142,6 +145,7 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
         ("mxnet", "gluon", "hybridize"),
         intra_op_knob="MXSetNumOMPThreads",
         workers_knob="gluon.data.DataLoader.num_workers",
+        asynchronous=True,
     ),
     FrameworkInfo(
         "paddle",
@@ -217,6 +221,7 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
         ("jax", "grain", "xla_python"),
         workers_knob="grain.MultiprocessingOptions.num_workers",
         note="the CUDA build is the jax[cuda13] extra: it needs an NVIDIA driver for CUDA 13",
+        asynchronous=True,
     ),
 )
 

@@ -57,6 +57,8 @@ class Opt:
     required: bool = False  # a required flag (fields without a default may still come from --case)
     noun: str = ""  # what a value is called in messages ("unknown trace backend 'x'"); default: the name
     to_worker: Callable[[Any], Any] | None = None  # the form the worker gets the value in (default: as it is)
+    only_why: str = ""  # why only `frameworks` take it, said when another framework is given it
+    command: bool = False  # also measures a user's command (`tracer profile -- COMMAND`); else built-in only
 
 
 def _opt(hint: Any) -> Opt:
@@ -114,7 +116,8 @@ class RunSpec:
         str | None, Opt("a named case, SimpleBig or ComplexSmall (gives model and dataset)", worker=False, plan=False)
     ] = None
     trace: Annotated[
-        Literal["none", "nsys", "cupti", "torch"], Opt("trace backend", worker=False, noun="trace backend")
+        Literal["none", "nsys", "cupti", "torch"],
+        Opt("trace backend", worker=False, noun="trace backend", command=True),
     ] = "none"
     trace_window: Annotated[
         str | None,
@@ -132,12 +135,18 @@ class RunSpec:
             f"sampling rate of CPU/RAM/threads/GPU in Hz, 0 switches sampling off, at most {MAX_SAMPLE_HZ}"
             " (CPU times move in 10 ms clock ticks)",
             worker=False,
+            command=True,
         ),
     ] = 10.0
     timeout_s: Annotated[
         float | None,
         Field(ge=0.001, le=30 * DAY_S, allow_inf_nan=False),
-        Opt("stop the training after this many seconds (the run ends as timeout)", flag="--timeout", worker=False),
+        Opt(
+            "stop the training after this many seconds (the run ends as timeout)",
+            flag="--timeout",
+            worker=False,
+            command=True,
+        ),
     ] = None
     stall_s: Annotated[
         float,
@@ -147,6 +156,7 @@ class RunSpec:
             " progress (no event, no step, no CPU in its process tree); 0 never",
             flag="--stall-after",
             worker=False,
+            command=True,
         ),
     ] = 180.0
     workers: Annotated[
@@ -189,18 +199,45 @@ class RunSpec:
     ] = None
     pyspy: Annotated[
         bool,
-        Opt("record the worker's Python stacks (all threads) with py-spy into raw/pyspy.speedscope.json", worker=False),
+        Opt(
+            "record the worker's Python stacks (all threads) with py-spy into raw/pyspy.speedscope.json",
+            worker=False,
+            command=True,
+        ),
     ] = False
     nsys_sampling: Annotated[
         bool,
         Opt(
             "with --trace nsys: also CPU IP sampling and context switches of the process tree (costs more)",
             worker=False,
+            command=True,
         ),
     ] = False
     inject_fault: Annotated[
         str | None,
         Opt("a deliberate worker failure KIND@EPOCH, for testing (raise, segfault, exit, hang ...)", hidden=True),
+    ] = None
+    nproc: Annotated[
+        int,
+        Field(ge=1, le=64),
+        Opt(
+            "processes (ranks) of data-parallel training: PyTorch DistributedDataParallel, gloo on the CPU, NCCL "
+            "on GPUs (one GPU per rank); each rank trains its shard of the data",
+            frameworks=("pytorch",),
+            only_why=(
+                "the built-in workload trains data-parallel with PyTorch DistributedDataParallel only; the other "
+                "frameworks' multi-process training is not built in (profile your own with `tracer profile -- "
+                "torchrun ...`)"
+            ),
+        ),
+    ] = 1
+    slow_loader: Annotated[
+        str | None,
+        Opt(
+            "a deliberately slow input pipeline RANK:MS (that rank's loader waits MS ms per batch), for testing",
+            hidden=True,
+            frameworks=("pytorch",),
+        ),
     ] = None
 
 
@@ -271,6 +308,11 @@ def add_arguments(
         parser.add_argument(flag, **kwargs)
 
 
+def command_options(spec_type: type = RunSpec) -> tuple[str, ...]:
+    """The spec fields that measure a user's command too (the rest describe the built-in workload)."""
+    return tuple(name for name, (_, opt, _) in spec_fields(spec_type).items() if opt.command)
+
+
 def plan_options(spec_type: type = RunSpec) -> dict[str, Any]:
     """The options a campaign plan may set, with their annotated types (for the plan model)."""
     return {name: hint for name, (hint, opt, _) in spec_fields(spec_type).items() if opt.plan}
@@ -313,7 +355,8 @@ def check_frameworks(spec: RunSpec, spec_type: type = RunSpec) -> None:
     """Refuses an option that the chosen framework does not take (its worker would ignore it)."""
     for name, (_, opt, f) in spec_fields(spec_type).items():
         if opt.frameworks and spec.framework not in opt.frameworks and getattr(spec, name) != f.default:
-            raise UserError(f"{flag_of(name, spec_type)} applies to {', '.join(opt.frameworks)} only")
+            why = f": {opt.only_why}" if opt.only_why else ""
+            raise UserError(f"{flag_of(name, spec_type)} applies to {', '.join(opt.frameworks)} only{why}")
 
 
 def worker_config(spec: Any, **extra: Any) -> dict[str, Any]:

@@ -205,6 +205,23 @@ class CommandInfo:
     frameworks_imported: tuple[str, ...] = ()  # declared framework names the probe saw imported
     probe: str = "on"  # "on" or "off" (--probe off)
 
+    @property
+    def text(self) -> str:
+        """The command as a shell would take it (`python train.py --lr 0.1`)."""
+        import shlex
+
+        return shlex.join(self.argv)
+
+    @property
+    def name(self) -> str:
+        """Its script's file name (`train.py` for `torchrun --nproc-per-node 2 train.py`), else its program's."""
+        import os
+
+        scripts = [a for a in self.argv if a.endswith((".py", ".sh"))]
+        if "-m" in self.argv[:-1]:
+            return self.argv[self.argv.index("-m") + 1]
+        return os.path.basename(scripts[-1] if scripts else self.argv[0]) if self.argv else "?"
+
 
 @dataclass(frozen=True)
 class BuiltinWorkload:

@@ -14,12 +14,12 @@ import dataclasses
 import io
 import json
 import os
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from tracer.core.divergence import diverged_outcome, divergence, loss_value
 from tracer.core.errors import UserError
+from tracer.core.problems import Problems
 from tracer.core.records import EpochRecord, RunRecord, RunStatus, validate_record
 from tracer.core.schema import (
     EVENTS_FILE,
@@ -65,27 +66,16 @@ def write_json_atomic(path: Path, data: Any) -> None:
         raise
 
 
-_warned: set[str] = set()
-
-
-def warn_damaged(path: Path, why: str) -> None:
-    """One line on stderr per damaged file, however many readers meet it."""
-    if str(path) in _warned:
-        return
-    _warned.add(str(path))
-    why = why.replace(f"'{path}'", "").replace(str(path), "")  # pyarrow names the file too
-    print(f"tracer: warning: {path} is damaged ({why}); what it holds is skipped", file=sys.stderr)
-
-
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+def read_jsonl(path: Path, problems: Problems | None = None) -> Iterator[dict[str, Any]]:
     """Yields every complete line that is a JSON object; a last line cut short by a crash is skipped,
-    and so is a line that is not UTF-8 or not JSON (one warning per file)."""
+    and so is a line that is not UTF-8 or not JSON (the file is named in `problems`, where given)."""
+    problems = problems if problems is not None else Problems()
     try:
         f = path.open("rb")
     except FileNotFoundError:
         return
     except OSError as e:
-        warn_damaged(path, e.strerror or type(e).__name__)
+        problems.add(path, e.strerror or type(e).__name__)
         return
     with f:
         for raw in f:
@@ -94,10 +84,10 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             try:
                 item = json.loads(raw.decode("utf-8"))
             except UnicodeDecodeError:
-                warn_damaged(path, "not UTF-8")
+                problems.add(path, "not UTF-8")
                 continue
             except RecursionError:
-                warn_damaged(path, "a line nested too deeply to read")
+                problems.add(path, "a line nested too deeply to read")
                 continue
             except json.JSONDecodeError:
                 continue
@@ -241,6 +231,7 @@ class SampleStream(CsvStream):
 @dataclass(frozen=True)
 class RunFolder:
     path: Path
+    problems: Problems = dataclass_field(default_factory=Problems, compare=False, repr=False)  # damaged files met
 
     @property
     def run_id(self) -> str:
@@ -318,10 +309,10 @@ class RunFolder:
         """Every event whose kind is a string and whose time is an int64 of ns; the first line that is
         not is named once (a damaged line never reaches a reader)."""
         kept = []
-        for event in read_jsonl(self.events_path):
+        for event in read_jsonl(self.events_path, self.problems):
             why = event_problem(event)
             if why:
-                warn_damaged(self.events_path, why)
+                self.problems.add(self.events_path, why)
                 continue
             kept.append(event)
         return kept
@@ -344,9 +335,9 @@ class RunFolder:
         declared = SAMPLE_TABLES[name].schema if name in SAMPLE_TABLES else None
         try:
             table = pq.read_table(parquet) if path == parquet else read_csv_stream(path, declared)
-            return conform(table, declared) if declared is not None else table
+            return conform(table, declared, SAMPLE_TABLES[name].defaults) if declared is not None else table
         except (pa.ArrowException, OSError, ValueError) as e:
-            warn_damaged(path, str(e).splitlines()[0] if str(e) else type(e).__name__)
+            self.problems.add(path, str(e).splitlines()[0] if str(e) else type(e).__name__)
             return None
 
     def _written_by_stream(self, name: str) -> bool:
@@ -376,7 +367,7 @@ class RunFolder:
             tmp = self.sample_parquet_path(name).with_suffix(".parquet.tmp")
             try:
                 declared = SAMPLE_TABLES[name].schema
-                table = conform(read_csv_stream(stream, declared), declared)
+                table = conform(read_csv_stream(stream, declared), declared, SAMPLE_TABLES[name].defaults)
                 pq.write_table(table, tmp)
                 os.replace(tmp, self.sample_parquet_path(name))
             except (pa.ArrowException, OSError, ValueError) as e:  # a full disk: the CSV stream stays
@@ -402,15 +393,19 @@ def _convert_options(declared: pa.Schema | None) -> pacsv.ConvertOptions:
     return pacsv.ConvertOptions(strings_can_be_null=False, column_types=types)
 
 
-def conform(table: pa.Table, declared: pa.Schema) -> pa.Table:
+def conform(table: pa.Table, declared: pa.Schema, defaults: Mapping[str, Any] | None = None) -> pa.Table:
     """`table` with every declared column in its declared type (a column an older writer did not have
-    reads as nulls; extra columns are kept). A ValueError names the first column that cannot be: a
-    missing time column, or values of another kind (text where numbers belong)."""
+    reads as its value in `defaults`, else as nulls; extra columns are kept). A ValueError names the first
+    column that cannot be: a missing time column, or values of another kind (text where numbers belong)."""
     if T_NS in declared.names and T_NS not in table.column_names:
         raise ValueError(f"no {T_NS} column (columns: {', '.join(table.column_names[:6]) or 'none'})")
     for field in declared:
         if field.name not in table.column_names:
-            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+            if defaults and field.name in defaults:
+                filler = pa.array([defaults[field.name]] * table.num_rows, field.type)
+            else:
+                filler = pa.nulls(table.num_rows, field.type)
+            table = table.append_column(field, filler)
             continue
         column = table.column(field.name)
         if column.type == field.type:

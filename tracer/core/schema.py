@@ -9,49 +9,111 @@ it runs in the framework's interpreter); this module re-exports them so nothing 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 import pyarrow as pa
 
 from tracer.worker.schema import (
+    ARRIVE_NS,
+    AUTOTUNE,
+    COLLECTIVE,
+    COLLECTIVE_COLUMNS,
+    COLLECTIVES_TABLE,
     COMPUTE_S,
+    CUPTI_ALL_CALLS_ENV,
+    CUPTI_BUFFER_FILE,
+    CUPTI_BUFFER_GLOB,
+    CUPTI_CLOCK_FILE,
     CUPTI_COLUMNS,
+    CUPTI_INDEX_FILE,
+    CUPTI_KERNEL_NAMES_FILE,
+    CUPTI_LAYOUT,
+    CUPTI_LIBRARY_ENV,
+    CUPTI_META_FILE,
+    CUPTI_RAW_FORMAT,
+    CUPTI_STOP_FILE,
     DATA_FILES,
     DATA_MEMORY,
     DATA_MODES,
     DATA_SYNTHETIC,
     DATA_WAIT_S,
+    DONE_NS,
     EVENTS_FILE,
     EXIT_DIVERGED,
     KIND,
     LIFELINE_THREAD,
+    LOCAL_RANK_ENV,
+    MASTER_ADDR_ENV,
+    MASTER_PORT_ENV,
     MEMCPY_NAMES,
     NONFINITE,
     NSYS_WINDOW_TRACE,
     NVTX_WINDOW_RANGE,
     ON_DIVERGENCE,
+    PIPELINES,
+    PROBE,
+    PROBE_MODULE,
+    PROBE_RUN_DIR_ENV,
+    PROBE_SOURCE_DIR,
+    PROBE_STEPS_SEPARATOR,
+    PROBE_WORKER,
+    PROBED_IMPORTS,
+    RANK,
+    RANK_ENV,
+    RANKS_DIR,
     SAMPLES_DIR,
     STEP_COLUMNS,
     STEPS_TABLE,
     SYNC_S,
     T_NS,
+    TRACE_CUPTI,
+    TRACE_ENV,
+    TRACE_TORCH,
+    TRACER_PID_ENV,
     WINDOW_CLOSE,
     WINDOW_EDGE,
     WINDOW_OPEN,
     WORKER_CONFIG_FILE,
     WORKER_PID_FILE,
+    WORLD_SIZE_ENV,
     Event,
+    Probe,
     strict_json,
 )
 
 __all__ = [
     "LIFELINE_THREAD",
+    "LOCAL_RANK_ENV",
+    "MASTER_ADDR_ENV",
+    "MASTER_PORT_ENV",
+    "RANK_ENV",
+    "WORLD_SIZE_ENV",
+    "ARRIVE_NS",
+    "COLLECTIVE",
+    "COLLECTIVE_COLUMNS",
+    "COLLECTIVES_TABLE",
+    "DONE_NS",
+    "RANKS_DIR",
     "COMPUTE_S",
     "DATA_WAIT_S",
     "STEP_COLUMNS",
     "STEPS_TABLE",
     "SYNC_S",
+    "CUPTI_BUFFER_FILE",
+    "CUPTI_BUFFER_GLOB",
+    "CUPTI_CLOCK_FILE",
+    "PROBE",
+    "PROBE_WORKER",
+    "RANK",
     "CUPTI_COLUMNS",
+    "CUPTI_INDEX_FILE",
+    "CUPTI_KERNEL_NAMES_FILE",
+    "CUPTI_LAYOUT",
+    "CUPTI_LIBRARY_ENV",
+    "CUPTI_META_FILE",
+    "CUPTI_RAW_FORMAT",
+    "CUPTI_STOP_FILE",
     "DATA_FILES",
     "DATA_MEMORY",
     "DATA_MODES",
@@ -63,8 +125,21 @@ __all__ = [
     "MEMCPY_NAMES",
     "NONFINITE",
     "NSYS_WINDOW_TRACE",
+    "AUTOTUNE",
+    "PIPELINES",
+    "CUPTI_ALL_CALLS_ENV",
+    "TRACE_CUPTI",
+    "TRACE_ENV",
+    "TRACE_TORCH",
+    "TRACER_PID_ENV",
     "NVTX_WINDOW_RANGE",
     "ON_DIVERGENCE",
+    "PROBE_MODULE",
+    "PROBE_RUN_DIR_ENV",
+    "PROBE_SOURCE_DIR",
+    "PROBE_STEPS_SEPARATOR",
+    "PROBED_IMPORTS",
+    "Probe",
     "strict_json",
     "T_NS",
     "WORKER_CONFIG_FILE",
@@ -117,6 +192,8 @@ class SampleTable:
     name: str
     schema: pa.Schema
     description: str
+    # What a column that an older writer did not have reads as (else nulls): old steps tables are rank 0.
+    defaults: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -267,15 +344,39 @@ STEPS = SampleTable(
     pa.schema(
         list(
             zip(
-                STEP_COLUMNS, (pa.int64(), pa.int64(), pa.int64(), pa.int64(), pa.float64(), pa.float64(), pa.float64())
+                STEP_COLUMNS,
+                (
+                    pa.int64(),
+                    pa.int64(),
+                    pa.int64(),
+                    pa.int64(),
+                    pa.float64(),
+                    pa.float64(),
+                    pa.float64(),
+                    pa.int64(),
+                    pa.string(),
+                ),
             )
         )
     ),
     "one row per training step, written by the worker: epoch (from 1), step (from 0 in the epoch), images, "
     "start_ns (when the step began waiting for its batch), then seconds waiting for data, computing, and "
-    "in the host-device sync that reads the loss",
+    "in the host-device sync that reads the loss (null where the probe could not see it: optimizer-counted steps),"
+    " the process's rank, and who saw the step (worker: the built-in workload; torch.DataLoader, keras.fit, marker"
+    " ...: the probe in a user's command; kineto.ProfilerStep: an imported PyTorch trace's own step ranges)",
+    defaults={RANK: 0, PROBE: PROBE_WORKER},
+)
+
+
+COLLECTIVES = SampleTable(
+    COLLECTIVES_TABLE,
+    pa.schema(list(zip(COLLECTIVE_COLUMNS, (pa.int64(), pa.int64(), pa.string(), pa.int64(), pa.int64(), pa.int64())))),
+    "one row per collective a rank of a data-parallel run entered (`--nproc`: each DDP gradient bucket's "
+    "all-reduce): epoch, step, what it was, when the rank arrived and when it completed there (Unix ns), and "
+    "the rank; the straggler analysis (analyzers/straggler.py) reads who arrived last",
+    defaults={RANK: 0},
 )
 
 SAMPLE_TABLES: dict[str, SampleTable] = {
-    t.name: t for t in (PROCESS, THREADS_TABLE, CORES, GPUS, RAPL, TEGRA, TEGRA_CORES, TEMPS, RAILS, STEPS)
+    t.name: t for t in (PROCESS, THREADS_TABLE, CORES, GPUS, RAPL, TEGRA, TEGRA_CORES, TEMPS, RAILS, STEPS, COLLECTIVES)
 }

@@ -38,6 +38,9 @@ def is_pyspy(file_name: str) -> bool:
     return name.startswith(PYSPY_PREFIX) and name.endswith((".json", ".speedscope"))
 
 
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
+"""An archive of several ranks' traces (`tracer import` reads the traces inside it as one run)."""
+
 READABLE = "nsys .sqlite/.arrow/.nsys-rep, Kineto .json[.gz]"
 """The file kinds in words, for help texts and refusals."""
 

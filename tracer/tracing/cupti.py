@@ -1,8 +1,11 @@
-"""`--trace cupti`: CUDA activity recorded inside the worker by CUPTI (`tracer/worker/cupti_trace.py`).
+"""`--trace cupti`: CUDA activity recorded inside the worker through CUPTI's C API
+(`tracer/worker/cupti_trace.py`), at Kineto's cost.
 
-Works for any framework, without nsys; it needs a GPU and NVIDIA's `cupti-python` in the worker's
-interpreter, matching the CUDA the framework uses. After the run, however it ended, the worker's
-batch files become `raw/cupti/records-NNNNN.parquet` (the format `analyzers.tables` declares).
+Works for any framework, without nsys; it needs a GPU and a `libcupti` the worker's interpreter can load
+(the CUDA wheels' nvidia-cuda-cupti, matching the CUDA the framework uses). The worker writes CUPTI's
+buffers as they are; after the run, however it ended, they become `raw/cupti/records-NNNNN.parquet` (the
+format `analyzers.tables` declares; `tracer/tracing/cupti_decode.py`), and the drops CUPTI counted are
+reported.
 """
 
 from __future__ import annotations
@@ -10,35 +13,46 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tracer.core.errors import UserError
 from tracer.core.records import RunSpec
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import CUPTI_COLUMNS
+from tracer.core.schema import (
+    CUPTI_CLOCK_FILE,
+    CUPTI_INDEX_FILE,
+    CUPTI_KERNEL_NAMES_FILE,
+    CUPTI_LIBRARY_ENV,
+    CUPTI_META_FILE,
+    CUPTI_STOP_FILE,
+    TRACE_CUPTI,
+    TRACE_ENV,
+)
 from tracer.tracing.base import TraceBackend
+from tracer.tracing.cupti_decode import RECORD_SCHEMA, Converted, convert
 
 CUPTI_DIR = "raw/cupti"
+DECODE_FILE = "decode.json"
 PROBE_TIMEOUT_S = 120.0
-_CUPTI_TYPES = {"kind": pa.string(), "name": pa.string()}
-RECORD_SCHEMA = pa.schema([(c, _CUPTI_TYPES.get(c, pa.int64())) for c in CUPTI_COLUMNS])
+#: Where `tracer/worker` lives: the probe imports the worker's own library search there (only there).
+_SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
-#: Run in the worker's interpreter: is `cupti` importable, and which CUDA does that env carry?
+#: Run in the worker's interpreter: can it load libcupti, which one, and which CUDA does that env carry?
 PROBE = """
-import json
+import json, sys
+sys.path.insert(0, sys.argv[1])
 out = {}
 try:
-    from cupti import cupti
-    out["error"] = None
+    from tracer.worker.cupti_trace import Library
+    lib = Library()
+    out.update(error=None, library=lib.path, version=lib.version())
 except Exception as e:
     out["error"] = "%s: %s" % (type(e).__name__, e)
 try:
     from importlib import metadata
-    for dist in ("nvidia-cuda-cupti", "nvidia-cuda-cupti-cu12", "nvidia-cuda-cupti-cu11", "nvidia-cuda-runtime"):
+    for dist in ("nvidia-cuda-runtime", "nvidia-cuda-runtime-cu12", "nvidia-cuda-cupti", "nvidia-cuda-cupti-cu12"):
         try:
             out["cuda"] = metadata.version(dist)
             break
@@ -53,7 +67,11 @@ print(json.dumps(out))
 def probe(python: str) -> dict[str, Any]:
     try:
         done = subprocess.run(
-            [python, "-c", PROBE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S, check=False
+            [python, "-c", PROBE, str(_SOURCE_ROOT)],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
         )
         return dict(json.loads(done.stdout.strip().splitlines()[-1]))
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as e:
@@ -62,13 +80,14 @@ def probe(python: str) -> dict[str, Any]:
 
 def install_hint(python: str, cuda: str | None) -> str:
     if cuda:
-        major_minor = ".".join(cuda.split(".")[:2])
-        pin = f"cupti-python=={major_minor}.*"
-        why = f"its CUDA is {major_minor}"
+        major, minor = (cuda.split(".") + ["0"])[:2]
+        dist = "nvidia-cuda-cupti" if int(major) >= 13 else f"nvidia-cuda-cupti-cu{major}"
+        pin = f"{dist}=={major}.{minor}.*"
+        why = f"its CUDA is {major}.{minor}"
     else:
-        pin = "cupti-python==<CUDA major.minor>.*"
+        pin = "nvidia-cuda-cupti==<CUDA major.minor>.*"
         why = "match the CUDA the framework was built with, e.g. 13.0"
-    return f"{python} -m pip install '{pin}' pyelftools  ({why})"
+    return f"{python} -m pip install '{pin}' ({why}), or set {CUPTI_LIBRARY_ENV} to a libcupti.so"
 
 
 class CuptiBackend(TraceBackend):
@@ -84,46 +103,40 @@ class CuptiBackend(TraceBackend):
         found = probe(python)
         if found.get("error"):
             raise UserError(
-                f"--trace cupti needs NVIDIA's cupti-python in the worker's interpreter ({found['error']}): "
+                f"--trace cupti needs CUPTI's library where the worker's interpreter can load it ({found['error']}): "
                 + install_hint(python, found.get("cuda"))
             )
 
     def environment(self, folder: RunFolder, spec: RunSpec) -> dict[str, str]:
-        return {"TRACER_TRACE": "cupti"}
+        return {TRACE_ENV: TRACE_CUPTI}
 
     def finish(self, folder: RunFolder) -> list[str]:
         cupti_dir = folder.path / CUPTI_DIR
         if not cupti_dir.is_dir():
             raise RuntimeError(f"the worker wrote no {CUPTI_DIR}/ (see raw/worker.log)")
-        kept = [str(p.relative_to(folder.path)) for p in convert_batches(cupti_dir)]
-        for extra in ("clock.json", "meta.json"):
+        done = convert_dir(cupti_dir)
+        kept = [str(p.relative_to(folder.path)) for p in done.paths]
+        for extra in (CUPTI_CLOCK_FILE, CUPTI_META_FILE, CUPTI_STOP_FILE, CUPTI_INDEX_FILE, CUPTI_KERNEL_NAMES_FILE):
             if (cupti_dir / extra).exists():
                 kept.append(f"{CUPTI_DIR}/{extra}")
+        kept.append(f"{CUPTI_DIR}/{DECODE_FILE}")
         return kept
 
 
-def convert_batches(cupti_dir: Path) -> list[Path]:
-    """Each worker batch `batch-NNNNN.json` becomes `records-NNNNN.parquet` (the batch is removed
-    once its Parquet is in place; half-written `.tmp` files of a crashed worker are dropped)."""
-    for tmp in cupti_dir.glob("batch-*.json.tmp"):
-        tmp.unlink()
-    for batch in sorted(cupti_dir.glob("batch-*.json")):
-        data = json.loads(batch.read_text())
-        out = cupti_dir / batch.name.replace("batch-", "records-").replace(".json", ".parquet")
-        tmp = out.with_suffix(".parquet.tmp")
-        pq.write_table(batch_table(data), tmp)
-        os.replace(tmp, out)
-        batch.unlink()
-    return sorted(cupti_dir.glob("records-*.parquet"))
+def convert_dir(cupti_dir: Path) -> Converted:
+    """The run's buffers into records; what it gave (records, drops, errors) written to `decode.json`, and
+    drops and errors said on stderr: a trace that lost records must say so."""
+    done = convert(cupti_dir)
+    summary = {"records": done.records, "dropped": done.dropped, "files": len(done.paths), "errors": done.errors}
+    summary["unresolved_kernels"] = done.unresolved_kernels
+    tmp = cupti_dir / (DECODE_FILE + ".tmp")
+    tmp.write_text(json.dumps(summary, indent=1))
+    os.replace(tmp, cupti_dir / DECODE_FILE)
+    if done.dropped:
+        print(f"--trace cupti: CUPTI dropped {done.dropped} records (buffer pool exhausted)", file=sys.stderr)
+    for error in done.errors[:3]:
+        print(f"--trace cupti: {error}", file=sys.stderr)
+    return done
 
 
-def batch_table(data: dict[str, Any]) -> pa.Table:
-    cols = data["columns"]
-    names = pa.array(data["names"], pa.string())
-    arrays = []
-    for field in RECORD_SCHEMA:
-        if field.name == "name":
-            arrays.append(names.take(pa.array(cols["name"], pa.int32())))
-        else:
-            arrays.append(pa.array(cols[field.name], field.type))
-    return pa.Table.from_arrays(arrays, schema=RECORD_SCHEMA)
+__all__ = ["RECORD_SCHEMA", "CuptiBackend", "convert_dir", "install_hint", "probe"]

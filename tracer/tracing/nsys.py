@@ -25,7 +25,7 @@ from tracer.core import window
 from tracer.core.errors import UserError
 from tracer.core.records import RunSpec
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import KIND, NSYS_WINDOW_TRACE, NVTX_WINDOW_RANGE, Event
+from tracer.core.schema import KIND, NSYS_WINDOW_TRACE, NVTX_WINDOW_RANGE, TRACE_ENV, Event
 from tracer.lifeguard import end_nsys_agents
 from tracer.paths import cache_root
 from tracer.tracing.base import TraceBackend
@@ -253,7 +253,7 @@ class NsysBackend(TraceBackend):
 
     def environment(self, folder: RunFolder, spec: RunSpec) -> dict[str, str]:
         """With a trace window the worker opens the NVTX range nsys's capture range starts on."""
-        return {"TRACER_TRACE": NSYS_WINDOW_TRACE} if window.of_record(spec) is not None else {}
+        return {TRACE_ENV: NSYS_WINDOW_TRACE} if window.of_record(spec) is not None else {}
 
     def worker_returncode(self, returncode: int, events: Sequence[Mapping[str, Any]]) -> int:
         """nsys exits with the app's code, or 128+N when the app died of signal N. A worker that

@@ -9,6 +9,7 @@ from __future__ import annotations
 from tracer.core.errors import UserError
 from tracer.core.records import RunSpec
 from tracer.core.runfolder import RunFolder
+from tracer.core.schema import TRACE_ENV, TRACE_TORCH
 from tracer.tracing.base import TraceBackend
 
 TRACE = "raw/kineto.json.gz"
@@ -25,7 +26,7 @@ class TorchProfilerBackend(TraceBackend):
             )
 
     def environment(self, folder: RunFolder, spec: RunSpec) -> dict[str, str]:
-        return {"TRACER_TRACE": "torch"}
+        return {TRACE_ENV: TRACE_TORCH}
 
     def finish(self, folder: RunFolder) -> list[str]:
         if not (folder.path / TRACE).exists():

@@ -15,7 +15,7 @@ from tracer.worker.clock import time_ns as wall_ns
 from tracer.worker.memory_data import DataModes
 from tracer.worker.nvtx import Nvtx
 from tracer.worker.reporting import Reporter, StepLog
-from tracer.worker.schema import ON_DIVERGENCE, Event, nonfinite_name
+from tracer.worker.schema import AUTOTUNE, ON_DIVERGENCE, PIPELINES, Event, nonfinite_name
 from tracer.worker.window import Gate
 from tracer.worker.workload import ImageList, WorkloadConfig
 
@@ -46,8 +46,6 @@ class Diverged(Exception):
 ON_DIVERGENCE_STOP, ON_DIVERGENCE_CONTINUE = ON_DIVERGENCE
 
 
-PIPELINES = ("native", "shared")
-AUTOTUNE = "autotune"
 MAX_DEFAULT_WORKERS = 8
 DEFAULT_PREFETCH = 2  # batches ready ahead per loader worker: torch's and paddle's prefetch_factor default
 DEFAULT_SYNC_EVERY_GPU = 20
@@ -80,6 +78,7 @@ class Trainer(DataModes, abc.ABC):
         self.reporter = reporter
         self.nvtx = Nvtx()
         self.step_log: Optional[StepLog] = None
+        self.collective_log: Optional[Any] = None  # a --nproc rank's CollectiveLog (tracer/worker/ranks.py)
         self.window = Gate(None, reporter)  # the run's trace window (tracer/worker/window.py); main sets it
         self.last_finite_loss: Optional[float] = None
         self.diverged = False

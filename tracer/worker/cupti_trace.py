@@ -1,31 +1,60 @@
-"""In-process CUDA tracing with CUPTI's Activity API (NVIDIA's `cupti-python`), for any framework.
+"""In-process CUDA tracing with CUPTI's Activity API through its C API (`ctypes` on the `libcupti` the
+CUDA wheels ship), at Kineto's cost: no Python work per record while the training runs.
 
-Runs inside the worker, so it imports only the standard library and `cupti` (Python 3.8 syntax).
-CUDA runtime and driver calls, kernels, copies and sets are recorded. CUPTI hands back full buffers
-(and partial ones every FLUSH_PERIOD_MS); each becomes one batch file `raw/cupti/batch-NNNNN.json`
-(columns, names interned), written as it comes (temporary name, then renamed, so a crash leaves only
-whole batches). After the run, however it ended, the tracer turns each into
-`raw/cupti/records-NNNNN.parquet`, the format `analyzers.tables` defines (tracer/tracing/cupti.py).
-`raw/cupti/clock.json` ({"offset_ns": unix - cupti}, taken at start) puts CUPTI's clock on the Unix one.
+Runs inside the worker: Python 3.6 syntax, standard library only. CUDA runtime and driver calls,
+kernels, copies and sets are recorded into 4 MB buffers from a bounded pool (when the pool is
+exhausted CUPTI drops records and counts them, rather than the pool growing). Each completed buffer's
+valid bytes are written to `raw/cupti/buf-NNNNN.bin` as they are (temporary name, then renamed), with
+one line in `index.jsonl`; the tracer decodes them after the run, however it ended
+(`tracer/tracing/cupti_decode.py`, layouts in `tracer/worker/cupti_layout.py`).
 
-Cost control, as Kineto does: the noisiest runtime/driver calls (cudaGetDevice & co., millions at
-batch 1) are switched off at the source; per record the callback only appends a tuple. The
-collector's own cost (records, batches, callback CPU time) is reported as a `trace_overhead` event.
+Written here because a later process cannot recover them: `meta.json` at start (CUPTI's version, the
+cbid -> name tables of the runtime and driver domains, the clock pair), `kernel_names.json` at stop (a
+kernel record holds a `const char *` into CUPTI's memory: the distinct pointers are found by one walk
+over the buffers after the flush, as Kineto reads its records after the trace, and read here),
+`stop.json` (totals, drops, the collector's own cost), and a `trace_overhead` event.
 
-Shutdown order matters: activities disabled, buffers flushed, `cupti.finalize()`; a process that
-exits with CUPTI still active was seen to segfault after `activity_flush_all`.
+Kineto's choices: the noisiest calls (cudaGetDevice & co., millions at batch 1) switched off at the
+source; shutdown is disable, flush, finalize (a process that exits with CUPTI active was seen to
+segfault after a flush).
 """
 
+import bisect
+import ctypes
+import ctypes.util
+import glob
+import importlib.util
 import json
 import os
 import threading
 import time
+from typing import Any, List
 
-from tracer.worker.schema import CUPTI_COLUMNS as COLUMNS
-from tracer.worker.schema import MEMCPY_NAMES, Event
+from tracer.worker.clock import perf_counter_ns, time_ns
+from tracer.worker.schema import (
+    CUPTI_ALL_CALLS_ENV,
+    CUPTI_BUFFER_FILE,
+    CUPTI_CLOCK_FILE,
+    CUPTI_INDEX_FILE,
+    CUPTI_KERNEL_NAMES_FILE,
+    CUPTI_LAYOUT,
+    CUPTI_LIBRARY_ENV,
+    CUPTI_META_FILE,
+    CUPTI_RAW_FORMAT,
+    CUPTI_STOP_FILE,
+    Event,
+)
 
-KINDS = ("RUNTIME", "DRIVER", "CONCURRENT_KERNEL", "MEMCPY", "MEMSET")
-#: Calls switched off at the source (Kineto's list and their siblings); set TRACER_CUPTI_ALL_CALLS=1 to keep them.
+L = CUPTI_LAYOUT
+_thread_ns = getattr(time, "thread_time_ns", perf_counter_ns)  # CPU time of CUPTI's thread, where Python has it
+#: Kineto's buffer size and its default cap on activity buffers (128 MB).
+BUFFER_BYTES = 4 * 1024 * 1024
+MAX_BUFFERS = 32
+FLUSH_PERIOD_MS = 2000  # partial buffers come back this often, so a crash loses little
+FLUSH_FORCED = 1  # CUPTI_ACTIVITY_FLAG_FLUSH_FORCED
+THREAD_ID_SYSTEM = 1  # CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM: OS thread ids, as nsys and the sampler have
+#: Calls switched off at the source (Kineto's list and their siblings), by CUPTI's own names; set
+#: TRACER_CUPTI_ALL_CALLS=1 to keep them.
 NOISY_RUNTIME = (
     "cudaGetDevice_v3020",
     "cudaSetDevice_v3020",
@@ -36,274 +65,454 @@ NOISY_RUNTIME = (
     "cudaEventDestroy_v3020",
 )
 NOISY_DRIVER = ("cuDevicePrimaryCtxGetState", "cuCtxGetCurrent", "cuKernelGetAttribute")
-BUFFER_BYTES = 8 * 1024 * 1024
-FLUSH_PERIOD_MS = 2000
-BATCH_FORMAT = "dl-tracer-cupti-batch/1"
+#: The callback ids probed for names: beyond CUDA 13.0's CUPTI_*_TRACE_CBID_SIZE (523, 807), for newer ones.
+MAX_CBID = 2048
+LIBRARY_NAMES = ("libcupti.so.13", "libcupti.so.12", "libcupti.so")
 
 
-class CuptiCollector:
-    def __init__(self, out_dir, reporter, cupti_module=None):
-        if cupti_module is None:
-            from cupti import cupti as cupti_module  # noqa: N813 - the binding's own name
-        self.c = cupti_module
+class CuptiError(RuntimeError):
+    pass
+
+
+def find_libcupti():
+    """The libcupti to load: $TRACER_LIBCUPTI; one already loaded in this process (a framework's own);
+    the CUDA wheels' (`nvidia/cu13/lib`, `nvidia/cuda_cupti/lib`), newest major first; the loader's search."""
+    path = os.environ.get(CUPTI_LIBRARY_ENV)
+    if path:
+        return path
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                if "/libcupti.so" in line:
+                    return line.split(None, 5)[-1].strip()
+    except OSError:
+        pass
+    found = []
+    try:
+        spec = importlib.util.find_spec("nvidia")  # the CUDA wheels' namespace package
+    except (ImportError, ValueError):
+        spec = None
+    for base in list(spec.submodule_search_locations or []) if spec else []:
+        for sub in ("cu13/lib", "cuda_cupti/lib", "cu12/lib"):
+            found += glob.glob(os.path.join(base, sub, "libcupti.so*"))
+    for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) + ["/usr/local/cuda/extras/CUPTI/lib64"]:
+        if d:
+            found += glob.glob(os.path.join(d, "libcupti.so*"))
+    for name in LIBRARY_NAMES:
+        for p in found:
+            if os.path.basename(p) == name:
+                return p
+    if found:
+        return sorted(found)[-1]
+    return ctypes.util.find_library("cupti")
+
+
+class Library(object):
+    """libcupti's entry points, typed; every call checked (a CuptiError names the call and CUPTI's message)."""
+
+    REQUESTED = ctypes.CFUNCTYPE(
+        None, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)
+    )
+    COMPLETED = ctypes.CFUNCTYPE(
+        None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t
+    )
+
+    def __init__(self, path=None):
+        path = path or find_libcupti()
+        if not path:
+            raise CuptiError(
+                "no libcupti found (install nvidia-cuda-cupti matching the framework's CUDA, or set %s)"
+                % CUPTI_LIBRARY_ENV
+            )
+        self.path = path
+        try:
+            self.lib = lib = ctypes.CDLL(path)
+        except OSError as e:
+            raise CuptiError("cannot load %s: %s" % (path, e)) from None
+        u32, size_t, vp = ctypes.c_uint32, ctypes.c_size_t, ctypes.c_void_p
+        signatures = {
+            "cuptiGetResultString": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
+            "cuptiGetVersion": [ctypes.POINTER(u32)],
+            "cuptiGetCallbackName": [ctypes.c_int, u32, ctypes.POINTER(ctypes.c_char_p)],
+            "cuptiGetTimestamp": [ctypes.POINTER(ctypes.c_uint64)],
+            "cuptiSetThreadIdType": [ctypes.c_int],
+            "cuptiActivityRegisterCallbacks": [self.REQUESTED, self.COMPLETED],
+            "cuptiActivityEnable": [ctypes.c_int],
+            "cuptiActivityDisable": [ctypes.c_int],
+            "cuptiActivityEnableRuntimeApi": [u32, ctypes.c_uint8],
+            "cuptiActivityEnableDriverApi": [u32, ctypes.c_uint8],
+            "cuptiActivityFlushAll": [u32],
+            "cuptiActivityFlushPeriod": [u32],
+            "cuptiActivityGetNumDroppedRecords": [vp, u32, ctypes.POINTER(size_t)],
+            "cuptiActivityGetNextRecord": [vp, size_t, ctypes.POINTER(vp)],
+            "cuptiFinalize": [],
+        }
+        for name, argtypes in signatures.items():
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.argtypes = argtypes
+                fn.restype = ctypes.c_int
+
+    def has(self, name):
+        return getattr(self.lib, name, None) is not None
+
+    def message(self, code):
+        text = ctypes.c_char_p()
+        if self.has("cuptiGetResultString") and self.lib.cuptiGetResultString(code, ctypes.byref(text)) == 0:
+            return (text.value or b"").decode("utf-8", "replace")
+        return "CUPTI error %d" % code
+
+    def call(self, name, *args):
+        code = getattr(self.lib, name)(*args)
+        if code != 0:
+            raise CuptiError("%s: %s" % (name, self.message(code)))
+
+    def version(self):
+        v = ctypes.c_uint32()
+        self.call("cuptiGetVersion", ctypes.byref(v))
+        return int(v.value)
+
+    def timestamp(self):
+        t = ctypes.c_uint64()
+        self.call("cuptiGetTimestamp", ctypes.byref(t))
+        return int(t.value)
+
+    def callback_names(self, domain):
+        """{cbid: name} of one API domain, from CUPTI itself (ids it does not know are left out)."""
+        names = {}
+        text = ctypes.c_char_p()
+        fn = self.lib.cuptiGetCallbackName
+        for cbid in range(1, MAX_CBID):
+            if fn(domain, cbid, ctypes.byref(text)) == 0 and text.value:
+                names[cbid] = text.value.decode("utf-8", "replace")
+        return names
+
+    def dropped(self, stream):
+        n = ctypes.c_size_t()
+        self.call("cuptiActivityGetNumDroppedRecords", None, stream, ctypes.byref(n))
+        return int(n.value)
+
+
+class BufferPool(object):
+    """At most `max_buffers` buffers of `nbytes`, reused; when all are out, `take` gives None and counts it
+    (CUPTI then drops records and reports them) instead of growing."""
+
+    def __init__(self, nbytes=BUFFER_BYTES, max_buffers=MAX_BUFFERS):
+        self.nbytes = nbytes
+        self.max_buffers = max_buffers
+        self.exhausted = 0
+        self._buffers = {}  # address -> ctypes array, keeping each alive
+        self._free = []
+        self._lock = threading.Lock()
+
+    def take(self):
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+            if len(self._buffers) >= self.max_buffers:
+                self.exhausted += 1
+                return None
+            buf = (ctypes.c_uint8 * self.nbytes)()  # zeroed; 8-byte aligned as CUPTI requires
+            address = ctypes.addressof(buf)
+            self._buffers[address] = buf
+            return address
+
+    def give(self, address):
+        with self._lock:
+            if address in self._buffers and address not in self._free:
+                self._free.append(address)
+
+    @property
+    def allocated(self):
+        return len(self._buffers)
+
+    @property
+    def in_use(self):
+        return len(self._buffers) - len(self._free)
+
+
+class RawWriter(object):
+    """Writes buffers as they are (`buf-NNNNN.bin`, temporary name then renamed) and one index line each,
+    after the file is in place: a crash leaves whole buffers, each listed or listable."""
+
+    def __init__(self, out_dir):
+        self.out_dir = out_dir
+        self.buffers = 0
+        self.bytes = 0
+        self.dropped = 0
+        self._lock = threading.Lock()
+        self._index = open(os.path.join(out_dir, CUPTI_INDEX_FILE), "a")
+
+    def write(self, address, valid, stream, dropped):
+        if not valid and not dropped:
+            return
+        with self._lock:
+            name = None
+            if valid:
+                name = CUPTI_BUFFER_FILE % self.buffers
+                path = os.path.join(self.out_dir, name)
+                view = memoryview((ctypes.c_char * valid).from_address(address)).cast("B")
+                fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                try:
+                    done = 0
+                    while done < valid:
+                        done += os.write(fd, view[done:])
+                finally:
+                    os.close(fd)
+                os.replace(path + ".tmp", path)
+                self.buffers += 1
+                self.bytes += valid
+            self.dropped += dropped
+            line = {"file": name, "valid_bytes": valid, "stream": stream, "dropped": dropped, "t_ns": time_ns()}
+            self._index.write(json.dumps(line) + "\n")
+            self._index.flush()
+
+    def files(self):
+        return [os.path.join(self.out_dir, CUPTI_BUFFER_FILE % i) for i in range(self.buffers)]
+
+    def close(self):
+        with self._lock:
+            self._index.close()
+
+
+def walk(data, layouts):
+    """One pass over a buffer's records: ({kind: count}, {kernel name pointers}, error or None).
+    A loop per record, so it runs at stop, never while the training does."""
+    sizes = {}
+    for kind, (_, fields) in layouts.items():
+        sizes[kind] = L.record_size(fields) // 4
+    step = [sizes.get(k, 0) for k in range(max(sizes) + 1)]
+    name_q = L.field_offset(layouts[L.KIND_CONCURRENT_KERNEL][1], "name") // 8
+    n = len(data) // 8 * 8
+    view = memoryview(data)[:n]
+    u32, u64 = view.cast("I"), view.cast("Q")
+    counts = dict((k, 0) for k in sizes)
+    pointers = set()
+    kernel = L.KIND_CONCURRENT_KERNEL
+    i, end, last = 0, n // 4, len(step)
+    while i < end:
+        k = u32[i]
+        s = step[k] if k < last else 0
+        if not s or i + s > end:
+            return counts, pointers, "record kind %d at byte %d: no layout" % (k, i * 4)
+        if k == kernel:
+            pointers.add(u64[(i >> 1) + name_q])
+        counts[k] += 1
+        i += s
+    return counts, pointers, None
+
+
+def readable_ranges():
+    """This process's readable mappings, sorted [(start, end)], from /proc/self/maps ([] where there is none)."""
+    ranges = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                span, perms = line.split(None, 2)[:2]
+                if perms.startswith("r"):
+                    start, end = span.split("-")
+                    ranges.append((int(start, 16), int(end, 16)))
+    except (OSError, ValueError):
+        return []
+    return sorted(ranges)
+
+
+def read_names(pointers, ranges=None):
+    """CUPTI's kernel name strings at these addresses of this process ({str(address): name}). An address
+    outside every readable mapping (a record misread) is skipped rather than crash the worker at its end."""
+    ranges = readable_ranges() if ranges is None else ranges
+    starts = [r[0] for r in ranges]
+    names = {}
+    for p in pointers:
+        i = bisect.bisect_right(starts, p) - 1
+        if p and (not ranges or (i >= 0 and p < ranges[i][1])):
+            names[str(p)] = ctypes.string_at(p).decode("utf-8", "replace")
+    return names
+
+
+class CuptiCollector(object):
+    def __init__(self, out_dir, reporter, library=None, pool=None):
         self.out_dir = out_dir
         self.reporter = reporter
+        self.library_path = library
         self.pid = os.getpid()
-        self.records = 0
-        self.batches = 0
-        self.callback_cpu_ns = 0
-        self.callback_wall_ns = 0
+        self.pool = pool or BufferPool()
+        self.lib = None
+        self.writer = None
+        self.version = None
         self.errors = []
         self.filtered = []
-        self._lock = threading.Lock()
-        self._names = {}
+        self.callback_cpu_ns = 0
         self._enabled = []
         self._clock = []
-        k = self.c.ActivityKind
-        self._runtime, self._driver = int(k.RUNTIME), int(k.DRIVER)
-        self._kernel, self._memcpy, self._memset = int(k.CONCURRENT_KERNEL), int(k.MEMCPY), int(k.MEMSET)
+        self._callbacks = None
 
     def start(self):
-        """Registers the buffer callbacks and enables the activities; on failure, undoes what it did."""
+        """Writes the start facts, registers the buffer callbacks, enables the activities; on failure,
+        undoes what it did and raises."""
         try:
             self._start()
         except BaseException:
             if self._enabled:
                 try:
-                    for kind in self._enabled:
-                        self.c.activity_disable(kind)
-                    self.c.finalize()
+                    for kind in reversed(self._enabled):
+                        self.lib.lib.cuptiActivityDisable(kind)
+                    self.lib.lib.cuptiFinalize()
                 except Exception:  # noqa: BLE001 - the first error is the one to report
                     pass
                 self._enabled = []
             raise
 
     def _start(self):
-        c = self.c
         os.makedirs(self.out_dir, exist_ok=True)
+        self.lib = lib = Library(self.library_path)
+        self.version = lib.version()
+        layouts = L.layouts_for(self.version)
         first = self._clock_pair()
         self._clock.append(first)
-        _write_json(os.path.join(self.out_dir, "clock.json"), {"offset_ns": first["unix_ns"] - first["cupti_ns"]})
-        c.set_thread_id_type(c.ActivityThreadIdType.SYSTEM)  # OS thread ids, as nsys and the sampler have
-        c.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
-        for name in KINDS:
-            kind = getattr(c.ActivityKind, name)
-            c.activity_enable(kind)
+        _write_json(os.path.join(self.out_dir, CUPTI_CLOCK_FILE), {"offset_ns": first["unix_ns"] - first["cupti_ns"]})
+        runtime, driver = lib.callback_names(L.DOMAIN_RUNTIME), lib.callback_names(L.DOMAIN_DRIVER)
+        meta = {
+            "format": CUPTI_RAW_FORMAT,
+            "pid": self.pid,
+            "library": lib.path,
+            "cupti_version": self.version,
+            "layouts_known": layouts is not None,
+            "buffer_bytes": self.pool.nbytes,
+            "max_buffers": self.pool.max_buffers,
+            "clock": first,
+            "callback_names": {"runtime": runtime, "driver": driver},
+        }
+        _write_json(os.path.join(self.out_dir, CUPTI_META_FILE), meta)
+        self.writer = RawWriter(self.out_dir)
+        lib.call("cuptiSetThreadIdType", THREAD_ID_SYSTEM)
+        self._callbacks = (lib.REQUESTED(self._requested), lib.COMPLETED(self._completed))
+        _KEEP.append(self._callbacks)  # CUPTI may call them until the process ends
+        lib.call("cuptiActivityRegisterCallbacks", *self._callbacks)
+        for kind in L.ENABLED_KINDS:
+            lib.call("cuptiActivityEnable", kind)
             self._enabled.append(kind)
-        if os.environ.get("TRACER_CUPTI_ALL_CALLS") != "1":
-            self._switch_off(c.activity_enable_runtime_api, getattr(c, "runtime_api_trace_cbid", None), NOISY_RUNTIME)
-            self._switch_off(c.activity_enable_driver_api, getattr(c, "driver_api_trace_cbid", None), NOISY_DRIVER)
+        if os.environ.get(CUPTI_ALL_CALLS_ENV) != "1":
+            self._switch_off("cuptiActivityEnableRuntimeApi", runtime, NOISY_RUNTIME)
+            self._switch_off("cuptiActivityEnableDriverApi", driver, NOISY_DRIVER)
         try:
-            c.activity_flush_period(FLUSH_PERIOD_MS)
-        except Exception as e:  # noqa: BLE001 - older CUPTI: buffers then come back only when full
-            self.errors.append("activity_flush_period: %s" % e)
+            lib.call("cuptiActivityFlushPeriod", FLUSH_PERIOD_MS)
+        except CuptiError as e:  # older CUPTI: buffers then come back only when full
+            self.errors.append(str(e))
 
-    def _switch_off(self, enable_api, cbids, names):
-        if cbids is None:
+    def _switch_off(self, function, names, wanted):
+        if not self.lib.has(function):
+            self.errors.append("%s: not in this CUPTI, the noisy calls stay on" % function)
             return
-        for name in names:
-            cbid = getattr(cbids, name, None)
-            if cbid is None:
-                continue
-            enable_api(int(cbid), 0)
-            self.filtered.append(name)
+        cbid_of = dict((name, cbid) for cbid, name in names.items())
+        for name in wanted:
+            cbid = cbid_of.get(name)
+            if cbid is not None:
+                self.lib.call(function, cbid, 0)
+                self.filtered.append(name)
 
-    def stop(self):
-        """Disable, flush, finalize; then report the collector's own cost. Idempotent; a no-op in
-        forked children (DataLoader workers), which inherit the object but not CUPTI's threads."""
+    def _requested(self, buffer, size, max_records):
+        try:
+            address = self.pool.take()
+        except Exception:  # noqa: BLE001 - never raise into CUPTI's thread
+            address = None
+        buffer[0] = address
+        size[0] = self.pool.nbytes if address else 0
+        max_records[0] = 0
+
+    def _completed(self, context, stream, buffer, size, valid):
+        cpu0 = _thread_ns()
+        try:
+            try:
+                dropped = self.lib.dropped(stream)
+            except CuptiError as e:  # the records are still worth writing
+                dropped = 0
+                self._error(e)
+            self.writer.write(buffer, valid, stream, dropped)
+        except Exception as e:  # noqa: BLE001 - raising into CUPTI's thread helps no one; reported at stop
+            self._error(e)
+        finally:
+            self.pool.give(buffer)
+            self.callback_cpu_ns += _thread_ns() - cpu0
+
+    def _error(self, e):
+        if len(self.errors) < 20:
+            self.errors.append("%s: %s" % (type(e).__name__, e))
+
+    def stop(self, before_finalize=None):
+        """Disable, flush, resolve kernel names, finalize; then write the stop facts and report the
+        collector's own cost. Idempotent; a no-op in forked children (DataLoader workers).
+        `before_finalize(collector)`, if given, runs while CUPTI's memory is still valid (the oracle)."""
         if os.getpid() != self.pid or not self._enabled:
             return
-        c = self.c
+        lib = self.lib
+        stats = {}
         try:
             for kind in reversed(self._enabled):
-                c.activity_disable(kind)
-            c.activity_flush_all(1)
+                lib.call("cuptiActivityDisable", kind)
+            lib.call("cuptiActivityFlushAll", FLUSH_FORCED)
         finally:
             self._enabled = []
             self._clock.append(self._clock_pair())
-            c.finalize()
-            self._write_meta()
-        self.reporter.emit(
-            Event.TRACE_OVERHEAD,
-            backend="cupti",
-            records=self.records,
-            batches=self.batches,
+            try:
+                stats = self._resolve_names()
+                if before_finalize is not None:
+                    before_finalize(self)
+            finally:
+                lib.lib.cuptiFinalize()
+                self.writer.close()
+                stats = self._write_stop(stats)
+        self.reporter.emit(Event.TRACE_OVERHEAD, backend="cupti", **stats)
+
+    def _resolve_names(self):
+        t0 = time.perf_counter()
+        layouts = L.layouts_for(self.version)
+        counts, pointers = {}, set()
+        if layouts is None:
+            self.errors.append("no record layout for CUPTI %s: kernel names not resolved" % self.version)
+        else:
+            for path in self.writer.files():
+                with open(path, "rb") as f:
+                    c, p, error = walk(f.read(), layouts)
+                for k, n in c.items():
+                    counts[k] = counts.get(k, 0) + n
+                pointers |= p
+                if error and len(self.errors) < 20:
+                    self.errors.append("%s: %s" % (os.path.basename(path), error))
+        names = read_names(pointers)
+        _write_json(os.path.join(self.out_dir, CUPTI_KERNEL_NAMES_FILE), names)
+        return {
+            "records": sum(counts.values()),
+            "records_by_kind": dict((str(k), n) for k, n in counts.items()),
+            "kernel_names": len(names),
+            "names_s": time.perf_counter() - t0,
+        }
+
+    def _write_stop(self, stats):
+        w = self.writer
+        stats = dict(
+            stats,
+            batches=w.buffers,
+            buffer_bytes=w.bytes,
+            dropped=w.dropped,
+            pool_exhausted=self.pool.exhausted,
+            pool_buffers=self.pool.allocated,
             callback_cpu_s=self.callback_cpu_ns / 1e9,
-            callback_wall_s=self.callback_wall_ns / 1e9,
             filtered_calls=self.filtered,
             errors=self.errors[:5],
         )
+        _write_json(os.path.join(self.out_dir, CUPTI_STOP_FILE), dict(stats, clock=self._clock, errors=self.errors))
+        return stats
 
     def _clock_pair(self):
-        """CUPTI's clock against the Unix clock the events and the sampler use: the ingest aligns with it."""
-        unix_before = time.time_ns()
-        cupti_ns = int(self.c.get_timestamp())
-        unix_after = time.time_ns()
+        """CUPTI's clock against the Unix clock the events and the sampler use: the decoder aligns with it."""
+        unix_before = time_ns()
+        cupti_ns = self.lib.timestamp()
+        unix_after = time_ns()
         return {"cupti_ns": cupti_ns, "unix_ns": (unix_before + unix_after) // 2}
 
-    def _buffer_requested(self):
-        return BUFFER_BYTES, 0
 
-    def _buffer_completed(self, activities):
-        cpu0, wall0 = time.thread_time_ns(), time.perf_counter_ns()
-        try:
-            api, kernels, copies, sets = [], [], [], []
-            runtime, driver, kernel, memcpy, memset = (
-                self._runtime,
-                self._driver,
-                self._kernel,
-                self._memcpy,
-                self._memset,
-            )
-            for a in activities:
-                k = a.kind
-                if k == runtime or k == driver:
-                    api.append((k, a.cbid, a.start, a.end, a.process_id, a.thread_id, a.correlation_id))
-                elif k == kernel:
-                    kernels.append((a.name, a.start, a.end, a.device_id, a.stream_id, a.correlation_id))
-                elif k == memcpy:
-                    copies.append((a.copy_kind, a.start, a.end, a.device_id, a.stream_id, a.correlation_id, a.bytes))
-                elif k == memset:
-                    sets.append((a.start, a.end, a.device_id, a.stream_id, a.correlation_id, a.bytes))
-            if api or kernels or copies or sets:
-                self._write_batch(api, kernels, copies, sets)
-        except Exception as e:  # noqa: BLE001 - raising into CUPTI's thread helps no one; reported at stop
-            if len(self.errors) < 20:
-                self.errors.append("%s: %s" % (type(e).__name__, e))
-        finally:
-            self.callback_cpu_ns += time.thread_time_ns() - cpu0
-            self.callback_wall_ns += time.perf_counter_ns() - wall0
-
-    def _name_index(self, key, names, index):
-        """Index of a name in this batch's `names`; CUPTI names resolved once per process."""
-        i = index.get(key)
-        if i is None:
-            name = self._names.get(key)
-            if name is None:
-                name = self._resolve(key)
-                self._names[key] = name
-            i = index[key] = len(names)
-            names.append(name)
-        return i
-
-    def _resolve(self, key):
-        c = self.c
-        what, value = key
-        try:
-            if what == "api":
-                kind, cbid = value
-                domain = c.CallbackDomain.DRIVER_API if kind == self._driver else c.CallbackDomain.RUNTIME_API
-                return str(c.get_callback_name(domain, cbid))
-            if what == "memcpy":
-                return MEMCPY_NAMES.get(value, "Unknown")
-        except Exception:  # noqa: BLE001 - an unknown id keeps its number
-            pass
-        return "%s_%s" % (what, value)
-
-    def _write_batch(self, api, kernels, copies, sets):
-        """Rows to columns in bulk (zip, comprehensions): no Python call per record."""
-        names, index = [], {}
-        pid = self.pid
-        parts = []
-        if api:
-            ks, cbids, starts, ends, pids, tids, corrs = (list(c) for c in zip(*api))
-            keys = list(zip(ks, cbids))
-            lut = dict((key, self._name_index(("api", key), names, index)) for key in set(keys))
-            kind_of = {self._runtime: "runtime", self._driver: "driver"}
-            parts.append(
-                (
-                    [kind_of[k] for k in ks],
-                    [lut[key] for key in keys],
-                    starts,
-                    ends,
-                    pids,
-                    tids,
-                    corrs,
-                    None,
-                    None,
-                    None,
-                )
-            )
-        if kernels:
-            knames, starts, ends, devs, streams, corrs = (list(c) for c in zip(*kernels))
-            lut = dict((name, _literal(name, names, index)) for name in set(knames))
-            parts.append(
-                (
-                    ["kernel"] * len(knames),
-                    [lut[n] for n in knames],
-                    starts,
-                    ends,
-                    [pid] * len(knames),
-                    None,
-                    corrs,
-                    devs,
-                    streams,
-                    None,
-                )
-            )
-        if copies:
-            copy_kinds, starts, ends, devs, streams, corrs, nbytes = (list(c) for c in zip(*copies))
-            lut = dict((ck, self._name_index(("memcpy", ck), names, index)) for ck in set(copy_kinds))
-            parts.append(
-                (
-                    ["memcpy"] * len(starts),
-                    [lut[ck] for ck in copy_kinds],
-                    starts,
-                    ends,
-                    [pid] * len(starts),
-                    None,
-                    corrs,
-                    devs,
-                    streams,
-                    nbytes,
-                )
-            )
-        if sets:
-            starts, ends, devs, streams, corrs, nbytes = (list(c) for c in zip(*sets))
-            n = len(starts)
-            parts.append(
-                (
-                    ["memset"] * n,
-                    [_literal("memset", names, index)] * n,
-                    starts,
-                    ends,
-                    [pid] * n,
-                    None,
-                    corrs,
-                    devs,
-                    streams,
-                    nbytes,
-                )
-            )
-        cols = dict((name, []) for name in COLUMNS)
-        for part in parts:
-            n = len(part[0])
-            for name, values in zip(COLUMNS, part):
-                cols[name].extend(values if values is not None else [None] * n)
-        with self._lock:
-            seq = self.batches
-            self.batches += 1
-            self.records += len(cols["kind"])
-        batch = {"format": BATCH_FORMAT, "pid": pid, "seq": seq, "names": names, "columns": cols}
-        path = os.path.join(self.out_dir, "batch-%05d.json" % seq)
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(batch, f, separators=(",", ":"))
-        os.replace(tmp, path)
-
-    def _write_meta(self):
-        meta = {
-            "format": BATCH_FORMAT,
-            "pid": self.pid,
-            "clock": self._clock,
-            "records": self.records,
-            "batches": self.batches,
-            "callback_cpu_ns": self.callback_cpu_ns,
-            "callback_wall_ns": self.callback_wall_ns,
-            "filtered_calls": self.filtered,
-            "errors": self.errors,
-        }
-        _write_json(os.path.join(self.out_dir, "meta.json"), meta)
+_KEEP: List[Any] = []
 
 
 def _write_json(path, data):
@@ -311,15 +520,6 @@ def _write_json(path, data):
     with open(tmp, "w") as f:
         json.dump(data, f, indent=1)
     os.replace(tmp, path)
-
-
-def _literal(name, names, index):
-    key = ("literal", name)
-    i = index.get(key)
-    if i is None:
-        i = index[key] = len(names)
-        names.append(name)
-    return i
 
 
 def start(raw_dir, reporter):

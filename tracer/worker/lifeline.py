@@ -16,9 +16,8 @@ import sys
 import threading
 import time
 
-from tracer.worker.schema import LIFELINE_THREAD
+from tracer.worker.schema import LIFELINE_THREAD, TRACER_PID_ENV
 
-TRACER_PID_ENV = "DL_TRACER_PID"
 PR_SET_PDEATHSIG = 1
 CHECK_EVERY_S = 0.5
 

@@ -16,13 +16,18 @@ from typing import Any, Dict, List, Optional
 
 from tracer.worker import lifeline
 from tracer.worker.base import Diverged
+from tracer.worker.ranks import CollectiveLog, RankEnv
 from tracer.worker.reporting import Reporter, StepLog
 from tracer.worker.schema import (
+    COLLECTIVES_TABLE,
     EVENTS_FILE,
     EXIT_DIVERGED,
     NSYS_WINDOW_TRACE,
     SAMPLES_DIR,
     STEPS_TABLE,
+    TRACE_CUPTI,
+    TRACE_ENV,
+    TRACE_TORCH,
     WORKER_CONFIG_FILE,
     WORKER_PID_FILE,
     Event,
@@ -33,7 +38,6 @@ from tracer.worker.workload import WorkloadConfig, list_images
 EXIT_FRAMEWORK_ERROR = 1
 EXIT_IMPORT_ERROR = 3
 EXIT_TRACE_ERROR = 4
-TRACE_ENV = "TRACER_TRACE"
 LEAK_MIB_PER_EPOCH = 200
 _leaked = []  # type: List[bytes]
 
@@ -83,11 +87,11 @@ def _make_trace(run_dir: str, cfg: WorkloadConfig, reporter: Reporter) -> Option
     the trace window's gate starts it (at once for a whole-run window)."""
     kind = os.environ.get(TRACE_ENV, "")
     raw_dir = os.path.join(run_dir, "raw")
-    if kind == "cupti":
+    if kind == TRACE_CUPTI:
         from tracer.worker import cupti_trace
 
         return cupti_trace.CuptiCollector(os.path.join(raw_dir, "cupti"), reporter)
-    if kind == "torch":
+    if kind == TRACE_TORCH:
         from tracer.worker import torch_trace
 
         return torch_trace.TorchTrace(raw_dir, reporter, cfg.device)
@@ -120,7 +124,12 @@ def _train(cfg: WorkloadConfig, reporter: Reporter, steps_path: str, gate: Gate)
         images = list_images(cfg.dataset_dir, cfg.limit)
         reporter.emit(Event.DATASET, images=images.total_in_folder, images_used=len(images), classes=images.classes)
         trainer = trainer_cls(cfg, images, reporter)
-        trainer.step_log = StepLog(steps_path)
+        ranks = RankEnv.from_environ()
+        trainer.step_log = StepLog(steps_path, ranks.rank)
+        if ranks.world_size > 1:
+            trainer.collective_log = CollectiveLog(
+                os.path.join(os.path.dirname(steps_path), COLLECTIVES_TABLE + ".csv"), ranks.rank
+            )
         trainer.window = gate
         if os.environ.get(TRACE_ENV) == NSYS_WINDOW_TRACE:
             gate.add(NvtxCapture(lambda: trainer.nvtx))
@@ -162,6 +171,8 @@ def _train(cfg: WorkloadConfig, reporter: Reporter, steps_path: str, gate: Gate)
     finally:
         if trainer is not None and trainer.step_log is not None:
             trainer.step_log.close()
+        if trainer is not None and trainer.collective_log is not None:
+            trainer.collective_log.close()
 
 
 def _knobs(trainer: Any) -> Dict[str, object]:
@@ -173,13 +184,16 @@ def _knobs(trainer: Any) -> Dict[str, object]:
 
 
 def _inject_fault(fault: Optional[str], epoch: int) -> None:
-    """Deliberate failures for tests of failure handling and diagnosis: `KIND@EPOCH`, KIND in
+    """Deliberate failures for tests of failure handling and diagnosis: `KIND@EPOCH[:RANK]`, KIND in
     raise|abort|segv|hang|stall|leak (leak: at that epoch and every later one, LEAK_MIB_PER_EPOCH of written
     bytes are appended to a list that is never emptied, as a cache that never evicts does; stall: the
     worker forks a child and both wait for ever, idle, as a hung data loader does)."""
     if not fault:
         return
     kind, _, at = fault.partition("@")
+    at, _, only_rank = at.partition(":")  # KIND@EPOCH:RANK: only that rank of a --nproc run fails
+    if only_rank and int(only_rank) != RankEnv.from_environ().rank:
+        return
     if kind == "leak" and epoch >= int(at or 1):
         _leaked.append(b"x" * (LEAK_MIB_PER_EPOCH << 20))  # written, so resident
         return

@@ -6,6 +6,8 @@ Worker side (Python 3.6, standard library only). The rest of the tool reaches th
 
 from typing import Any, Dict
 
+from tracer.worker import cupti_layout as CUPTI_LAYOUT  # noqa: F401, N812 - layouts cross the boundary as one module
+
 # --- events.jsonl: one JSON object per line, {"kind": ..., "t_ns": ..., fields}
 EVENTS_FILE = "events.jsonl"
 WORKER_CONFIG_FILE = "worker_config.json"
@@ -33,6 +35,7 @@ class Event(object):
     DIVERGED = "diverged"  # the first non-finite loss: epoch, step, images, loss, last_finite_loss, lr, continued
     DECODE = "decode"  # --data memory: the set decoded into host memory, state start/end (end: images, bytes, seconds)
     TRACE_WINDOW = "trace_window"  # the trace window's edge: edge "open" (tracing began) or "close" (about to stop)
+    LOADER = "loader"  # the probe saw an input pipeline iterated: its probe name and settings (num_workers ...)
 
     ALL = (
         START,
@@ -51,6 +54,7 @@ class Event(object):
         DIVERGED,
         DECODE,
         TRACE_WINDOW,
+        LOADER,
     )
 
 
@@ -58,7 +62,16 @@ class Event(object):
 WINDOW_EDGE = "edge"
 WINDOW_OPEN = "open"
 WINDOW_CLOSE = "close"
-#: TRACER_TRACE's value when nsys traces a window: the worker then opens the NVTX range below around it.
+# --- environment variables the tracer sets for the worker
+#: Which tracer the worker starts inside itself: TRACE_CUPTI, TRACE_TORCH or NSYS_WINDOW_TRACE (unset: none).
+TRACE_ENV = "TRACER_TRACE"
+TRACE_CUPTI = "cupti"  # the CUPTI Activity API collector (tracer/worker/cupti_trace.py)
+TRACE_TORCH = "torch"  # the PyTorch profiler (tracer/worker/torch_trace.py)
+#: The tracer's pid: the worker dies with it (tracer/worker/lifeline.py).
+TRACER_PID_ENV = "DL_TRACER_PID"
+#: "1": the CUPTI collector keeps the calls it otherwise switches off at the source (Kineto's list).
+CUPTI_ALL_CALLS_ENV = "TRACER_CUPTI_ALL_CALLS"
+#: TRACE_ENV's value when nsys traces a window: the worker then opens the NVTX range below around it.
 NSYS_WINDOW_TRACE = "nsys-window"
 #: The NVTX range the worker opens around its trace window; nsys's capture range (`--nvtx-capture`) starts on it.
 NVTX_WINDOW_RANGE = "dl-tracer trace window"
@@ -73,6 +86,11 @@ EXIT_DIVERGED = 5  # the worker's exit code when it stopped at a divergence (its
 #: once before the first epoch, batched from RAM), synthetic (one random batch made once on the device).
 DATA_MODES = ("files", "memory", "synthetic")
 DATA_FILES, DATA_MEMORY, DATA_SYNTHETIC = DATA_MODES
+#: How the batches are decoded and resized (--pipeline): native (each framework's own operators) or shared (one
+#: PIL loader for all, identical pixels).
+PIPELINES = ("native", "shared")
+#: --workers' one word: tf.data chooses its own parallelism (TensorFlow only).
+AUTOTUNE = "autotune"
 
 
 # --- JSON: every file the tool writes is strict JSON (no NaN, Infinity); a non-finite number is written
@@ -122,7 +140,76 @@ STEPS_TABLE = "steps"
 DATA_WAIT_S = "data_wait_s"  # waiting for the next batch from the input pipeline
 COMPUTE_S = "compute_s"  # forward, backward and update, as dispatched
 SYNC_S = "sync_s"  # the host-device synchronisation that reads the loss (0 on steps without one)
-STEP_COLUMNS = ("epoch", "step", "images", "start_ns", DATA_WAIT_S, COMPUTE_S, SYNC_S)
+RANK = "rank"  # the process's rank in a data-parallel run (0 for a single process)
+PROBE = "probe"  # who saw the step: PROBE_WORKER for the built-in workload, else one of Probe
+STEP_COLUMNS = ("epoch", "step", "images", "start_ns", DATA_WAIT_S, COMPUTE_S, SYNC_S, RANK, PROBE)
+PROBE_WORKER = "worker"
+
+
+# --- the probe (tracer/probe/) inside every Python process of a user's command (`tracer profile -- COMMAND`)
+#: The run folder, given to the command's processes; the probe records nothing where it is unset.
+PROBE_RUN_DIR_ENV = "DL_TRACER_RUN_DIR"
+#: Each probed process writes its steps to samples/STEPS_TABLE-<pid>.csv (no two writers share a file);
+#: the tracer joins them into the steps table when the run ends.
+PROBE_STEPS_SEPARATOR = "-"
+#: The probe's source folder in the tool (tracer/probe/), staged into a command's path as PROBE_MODULE.
+PROBE_SOURCE_DIR = "probe"
+#: The module name the probe (and its marker, `from dltracer_probe import steps`) has in a command's processes.
+PROBE_MODULE = "dltracer_probe"
+#: Ranks of a data-parallel launch, as torchrun and most launchers set them.
+RANK_ENV, LOCAL_RANK_ENV, WORLD_SIZE_ENV = "RANK", "LOCAL_RANK", "WORLD_SIZE"
+
+
+class Probe(object):
+    """Who saw a command's steps (the steps table's PROBE column and `loader` events)."""
+
+    TORCH_DATALOADER = "torch.DataLoader"
+    TORCH_OPTIMIZER = "torch.optimizer"  # optimizer.step() counted, where no DataLoader is iterated
+    MARKER = "marker"  # the script's own `for batch in steps(loader)`
+    KERAS_FIT = "keras.fit"
+    TF_DATA = "tf.data"
+    GRAIN = "grain"
+    GLUON_DATALOADER = "gluon.DataLoader"
+    PADDLE_DATALOADER = "paddle.io.DataLoader"
+    PADDLE_FIT = "paddle.Model.fit"
+
+    ALL = (
+        TORCH_DATALOADER,
+        TORCH_OPTIMIZER,
+        MARKER,
+        KERAS_FIT,
+        TF_DATA,
+        GRAIN,
+        GLUON_DATALOADER,
+        PADDLE_DATALOADER,
+        PADDLE_FIT,
+    )
+
+
+#: The top-level module each probed framework is imported as -> its framework name (tracer.core.frameworks).
+PROBED_IMPORTS = {
+    "torch": "pytorch",
+    "tensorflow": "tensorflow",
+    "keras": "tensorflow",
+    "jax": "jax",
+    "grain": "jax",
+    "mxnet": "mxnet",
+    "paddle": "paddle",
+    "singa": "singa",
+}
+
+# --- samples/collectives.csv: one row per collective a rank of a data-parallel run entered (its DDP
+# gradient buckets' all-reduce): when the rank arrived (ARRIVE_NS) and when the collective completed on it.
+COLLECTIVES_TABLE = "collectives"
+ARRIVE_NS = "arrive_ns"
+DONE_NS = "done_ns"
+COLLECTIVE = "collective"  # what it was: "allreduce" (a DDP bucket), "broadcast" ...
+COLLECTIVE_COLUMNS = ("epoch", "step", COLLECTIVE, ARRIVE_NS, DONE_NS, RANK)
+#: The rendezvous of a data-parallel launch, as torchrun sets it (the runner sets it for `--nproc`).
+MASTER_ADDR_ENV, MASTER_PORT_ENV = "MASTER_ADDR", "MASTER_PORT"
+#: Under the run folder: rank r's own folder (events, steps, collectives, log) for every rank but 0, whose
+#: files are the run's own; the tracer merges their tables into the run's with the RANK column.
+RANKS_DIR = "ranks"
 
 
 # --- CUPTI batch files written by the in-worker collector (raw/cupti/*)
@@ -140,7 +227,19 @@ MEMCPY_NAMES = {
     9: "Host-to-Host",
     10: "Peer-to-Peer",
 }
-#: Columns of a CUPTI batch file, one list each; `name` holds indexes into the batch's `names`.
+#: Columns of the CUPTI records the tracer decodes from the raw buffers (`raw/cupti/records-NNNNN.parquet`).
 CUPTI_COLUMNS = ("kind", "name", "start_ns", "end_ns", "pid", "tid", "correlation_id", "device", "stream", "bytes")
+#: What the collector writes under raw/cupti/: each completed CUPTI buffer's valid bytes as they are, an index
+#: line per buffer ({"file", "valid_bytes", "stream", "dropped", "t_ns"}; "file" null when only drops were
+#: reported), the start facts (CUPTI version, cbid -> name tables, clock), kernel names, the stop facts.
+CUPTI_RAW_FORMAT = "dl-tracer-cupti-raw/1"
+CUPTI_BUFFER_FILE = "buf-%05d.bin"
+CUPTI_BUFFER_GLOB = "buf-*.bin"
+CUPTI_INDEX_FILE = "index.jsonl"
+CUPTI_META_FILE = "meta.json"
+CUPTI_STOP_FILE = "stop.json"
+CUPTI_KERNEL_NAMES_FILE = "kernel_names.json"
+CUPTI_CLOCK_FILE = "clock.json"
+CUPTI_LIBRARY_ENV = "TRACER_LIBCUPTI"  # a libcupti path that overrides the search (the worker and the probe)
 #: The worker's own watchdog thread (tracer.worker.lifeline): the tool's, not training; thread tables leave it out.
 LIFELINE_THREAD = "tracer-lifeline"

@@ -60,6 +60,8 @@ class WorkloadConfig:
     amp: bool = False
     gpu_thread_mode: Optional[str] = None
     inject_fault: Optional[str] = None
+    nproc: int = 1  # ranks of data-parallel training (this process's rank comes from RANK_ENV)
+    slow_loader: Optional[str] = None  # RANK:MS, a test hook: that rank's loader waits MS ms per batch
     trace_window: Optional[Dict[str, Optional[int]]] = None  # epochs/steps to trace (tracer/worker/window.py)
     worker_module: Optional[str] = None  # the framework's worker module (tracer.core.frameworks declares it)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from analyzers.diagnosis.findings import AGREES, CLAIMS, DISAGREES, NOT_MEASURED, findings, load_runs
 from analyzers.run_summary import summarise
 from tests.conftest import run_tracer
+from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder
 
 
@@ -47,7 +48,7 @@ def test_findings_on_the_h100_folder_compare_frameworks(shared_fixtures: Path, t
     text = (out / "findings.md").read_text()
     rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]
     assert len(rows) == len(CLAIMS)
-    labels = [palette.label(f) for f in ("pytorch", "jax", "tensorflow", "mxnet", "paddle", "singa")]
+    labels = [palette.label(f) for f in FRAMEWORKS]
     for claim, _source, outcome, numbers, used in rows:
         for segment in numbers.split("; "):
             for label in labels:

@@ -85,3 +85,37 @@ def test_an_option_for_one_framework_is_refused_for_the_others() -> None:
     )
     with pytest.raises(UserError, match="--gpu-thread-mode applies to tensorflow only"):
         options.check_frameworks(spec)
+
+
+def test_each_literal_of_the_spec_is_its_declared_constant() -> None:
+    """A choice written in RunSpec's type (for mypy and pydantic) equals the constant the rest of the tool
+    reads: adding a choice to one and not the other fails here."""
+    from typing import Literal, get_args, get_type_hints
+
+    from tracer.core import schema
+
+    def literal(field: str) -> tuple[object, ...]:
+        found: list[object] = []
+        stack = [get_type_hints(options.RunSpec, include_extras=True)[field]]
+        while stack:
+            hint = stack.pop()
+            if getattr(hint, "__origin__", None) is Literal:
+                found += get_args(hint)
+            else:
+                stack += get_args(hint)
+        return tuple(found)
+
+    declared = {
+        "model": options.MODELS,
+        "device": options.DEVICES,
+        "trace": options.TRACE_BACKENDS,
+        "gpu_thread_mode": options.GPU_THREAD_MODES,
+        "on_divergence": schema.ON_DIVERGENCE,
+        "data": schema.DATA_MODES,
+        "pipeline": schema.PIPELINES,
+        "workers": (schema.AUTOTUNE,),
+    }
+    for field, constant in declared.items():
+        assert literal(field) == tuple(constant), field
+    spelled = {f for f, hint in get_type_hints(options.RunSpec, include_extras=True).items() if "Literal" in str(hint)}
+    assert spelled == set(declared)  # every field with a literal is checked here

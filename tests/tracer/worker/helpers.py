@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from analyzers import steps
-from tests.conftest import require_framework
+from tests.conftest import framework_required, require_framework
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import STEP_COLUMNS, STEPS_TABLE
@@ -36,7 +36,7 @@ def run_in_framework(framework: str, code: str, *args: str, timeout: float = 600
 def require_singa() -> None:
     """SINGA's only PyPI build needs a CPython 3.6: where none exists, skip saying so, unless CI demands
     SINGA (TRACER_REQUIRE_FRAMEWORKS names it: then fail, as for any framework)."""
-    required = "singa" in os.environ.get("TRACER_REQUIRE_FRAMEWORKS", "").split(",")
+    required = framework_required("singa")
     version = FRAMEWORKS["singa"].python_version
     if not status("singa").installed and not required and find_python(version) is None:
         pytest.skip(

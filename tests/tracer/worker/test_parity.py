@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import require_framework
 from tests.tracer.worker.helpers import require_singa, run_in_framework
+from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.options import MODELS
 from tracer.worker.workload import REFERENCE_PARAMS
 
@@ -40,7 +41,7 @@ def counts(framework: str) -> dict[str, tuple[int, int] | str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "mxnet", "paddle", "singa", "jax"])
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))  # every declared framework, each over every declared model
 def test_trainable_parameters_within_one_percent(framework: str) -> None:
     if framework == "singa":
         require_singa()

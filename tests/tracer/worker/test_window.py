@@ -8,11 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.tracer.tracing.helpers import FakeCupti
 from tracer.core.runfolder import read_jsonl
 from tracer.core.schema import NVTX_WINDOW_RANGE, WINDOW_CLOSE, WINDOW_EDGE, WINDOW_OPEN, Event
 from tracer.core.window import parse
-from tracer.worker import cupti_trace
 from tracer.worker.reporting import Reporter
 from tracer.worker.window import Gate, NvtxCapture
 
@@ -129,31 +127,6 @@ def test_a_run_that_ends_inside_its_window_closes_it(tmp_path: Path) -> None:
     gate.run_end()
     gate.run_end()
     assert log == ["start", "stop"]
-
-
-def test_cupti_activities_are_enabled_and_disabled_at_the_window_edges(tmp_path: Path) -> None:
-    """The CUPTI path (GPU only for real) with the fake binding: no activity is enabled before epoch
-    2 starts, all are disabled, flushed and CUPTI finalised when it ends, and epoch 3 sees no call."""
-    gate, reporter = _gate(tmp_path, "2")
-    fake = FakeCupti()
-    collector = cupti_trace.CuptiCollector(str(tmp_path / "cupti"), reporter, fake)
-    gate.add(collector)
-    marks: list[str] = []
-    gate.run_start()
-    for epoch in (1, 2, 3):
-        gate.epoch_start(epoch)
-        marks.append(f"epoch {epoch}: {len(fake.calls)} calls")
-        gate.epoch_end(epoch)
-    gate.run_end()
-    collector.stop()  # main.py's final stop: already stopped, nothing more
-    reporter.close()
-    names = [c[0] for c in fake.calls]
-    assert marks[0] == "epoch 1: 0 calls"
-    enabled_at_epoch_2 = int(marks[1].split(": ")[1].split()[0])
-    assert names[:enabled_at_epoch_2].count("activity_enable") == len(cupti_trace.KINDS)
-    assert names[-7:] == ["activity_disable"] * 5 + ["activity_flush_all", "finalize"]
-    assert marks[2] == f"epoch 3: {len(fake.calls)} calls"
-    assert names.count("finalize") == 1
 
 
 class FakeNvtx:

@@ -8,18 +8,17 @@ import sys
 from pathlib import Path
 
 import tracer.worker
+from tracer.core.frameworks import FRAMEWORKS
 
 WORKER = Path(tracer.worker.__file__).resolve().parent
-ALLOWED_TOP_LEVEL = {"__future__", "tracer", "numpy", "PIL", "torch", "torchvision"}
-ALLOWED_TOP_LEVEL |= {"tensorflow", "mxnet", "paddle", "singa", "cupti"}  # cupti: the CUPTI trace backend
-ALLOWED_TOP_LEVEL |= {"jax", "jaxlib", "flax", "optax", "grain"}  # JAX and its model, optimiser, pipeline libraries
+ALLOWED_TOP_LEVEL = {"__future__", "tracer", "numpy", "PIL", "torchvision"}
+ALLOWED_TOP_LEVEL |= {f.import_name for f in FRAMEWORKS.values()}  # each declared framework
+ALLOWED_TOP_LEVEL |= {"jaxlib", "flax", "optax", "grain"}  # JAX's model, optimiser, pipeline libraries
 ALLOWED_TOP_LEVEL |= {"absl"}  # grain's command-line flags (absl-py is a dependency of grain)
 
 
 # Modules that only ever run on newer Pythons, with the reason; every other worker module is held to 3.6.
-NOT_3_6 = {
-    "cupti_trace.py": "runs only under --trace cupti, i.e. with NVIDIA's cupti-python, made for current Pythons",
-}
+NOT_3_6: dict[str, str] = {}
 
 
 def test_worker_code_is_python_3_6() -> None:

@@ -1,5 +1,6 @@
 """PyTorch: torchvision models and transforms, torch.utils.data.DataLoader as the input pipeline."""
 
+import os
 import random
 from typing import Any, Dict, Optional, Tuple
 
@@ -12,7 +13,10 @@ from torchvision import transforms
 
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
+from tracer.worker.clock import time_ns as wall_ns
 from tracer.worker.nvtx import Nvtx
+from tracer.worker.ranks import RankEnv, slow_ms, slowed
+from tracer.worker.schema import DATA_FILES
 from tracer.worker.workload import MEAN, STD, ImageList, load_normalised
 
 MODELS = {
@@ -115,20 +119,30 @@ class Trainer(base.Trainer):
         torch.manual_seed(cfg.seed)
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
+        self.ranks = RankEnv.from_environ()
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
+        elif self.ranks.world_size > 1:  # the ranks share the cores (torchrun sets OMP_NUM_THREADS=1 alike)
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) // self.ranks.world_size))
         if cfg.gpu_thread_mode:
             raise ValueError("--gpu-thread-mode is a TensorFlow setting; PyTorch has no equivalent")
         if cfg.device == "gpu":
             if not torch.cuda.is_available():
                 raise RuntimeError("--device gpu, but torch.cuda.is_available() is False")
             self.device = torch.device("cuda")
+            if self.ranks.world_size > 1:  # one GPU per rank when there are enough
+                self.device = torch.device("cuda", self.ranks.local_rank % torch.cuda.device_count())
+                torch.cuda.set_device(self.device)
             torch.backends.cudnn.benchmark = True
             self.nvtx = Nvtx(torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop)
         else:
             self.device = torch.device("cpu")
         self.model = MODELS[cfg.model](weights=None, num_classes=cfg.num_classes).to(self.device)
         self.loss_fn = torch.nn.CrossEntropyLoss()
+        params = count_params(self.model)
+        self.sampler = None  # type: Any
+        if self.ranks.world_size > 1:
+            self._data_parallel()
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=cfg.lr, momentum=cfg.momentum)
         if self._pipeline_kind() == "native":
             dataset = ImageFolderList(self.images, native_transform(cfg.image_size))  # type: Any
@@ -137,10 +151,17 @@ class Trainer(base.Trainer):
         generator = torch.Generator()
         generator.manual_seed(cfg.seed)
         workers = self._workers()
+        if self.ranks.world_size > 1:
+            from torch.utils.data.distributed import DistributedSampler
+
+            self.sampler = DistributedSampler(
+                dataset, num_replicas=self.ranks.world_size, rank=self.ranks.rank, shuffle=True, seed=cfg.seed
+            )
         self.loader = DataLoader(
             dataset,
             batch_size=cfg.batch,
-            shuffle=True,
+            shuffle=self.sampler is None,
+            sampler=self.sampler,
             num_workers=workers,
             prefetch_factor=self._prefetch() if workers > 0 else None,
             persistent_workers=workers > 0,
@@ -148,12 +169,52 @@ class Trainer(base.Trainer):
             worker_init_fn=_seed_worker,
             generator=generator,
         )
-        return count_params(self.model)
+        return params
+
+    def _data_parallel(self) -> None:
+        """DistributedDataParallel over gloo (CPU) or NCCL (GPU), with a communication hook that records
+        when this rank arrived at each gradient bucket's all-reduce and when it completed here."""
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
+
+        if self.cfg.data != DATA_FILES:
+            raise ValueError("--nproc trains from files only (each rank reads its shard of the images)")
+        backend = "nccl" if self.device.type == "cuda" else "gloo"
+        dist.init_process_group(backend, rank=self.ranks.rank, world_size=self.ranks.world_size)
+        ids = [self.device.index] if self.device.type == "cuda" else None
+        # broadcast_buffers=False: the gradient all-reduces (recorded below) are then the step's only collectives;
+        # with it, rank 0 would wait in a buffer broadcast at every forward that no hook sees
+        self.model = DistributedDataParallel(self.model, device_ids=ids, broadcast_buffers=False)
+        self._at = (0, 0)
+        world = self.ranks.world_size
+
+        def timed_allreduce(state, bucket):  # type: ignore[no-untyped-def]  # torch checks the annotations
+            arrive = wall_ns()
+            epoch, step = self._at
+            log = getattr(self, "collective_log", None)
+            future = dist.all_reduce(bucket.buffer().div_(world), async_op=True).get_future()
+
+            def done(f: Any) -> Any:
+                if log is not None:
+                    log.add(epoch, step, "allreduce", arrive, wall_ns())
+                return f.value()[0]
+
+            return future.then(done)
+
+        self.model.register_comm_hook(None, timed_allreduce)
 
     def train_epoch(self, epoch: int) -> EpochStats:
         self.model.train()
-        batches, step = self.epoch_input(epoch, lambda: self.loader, self._train_step)
-        return self.run_epoch(epoch, batches, step, _read)
+        if self.sampler is not None:
+            self.sampler.set_epoch(epoch)
+        self._epoch, self._step = epoch, 0
+        ms = slow_ms(self.cfg.slow_loader, self.ranks.rank)
+        batches, step = self.epoch_input(epoch, lambda: slowed(self.loader, ms), self._train_step)
+        stats = self.run_epoch(epoch, batches, step, _read)
+        log = getattr(self, "collective_log", None)
+        if log is not None:
+            log.flush()
+        return stats
 
     # --- --data memory / synthetic (tracer.worker.memory_data)
     MEMORY_LOADER = "torch.utils.data.TensorDataset + DataLoader(num_workers=0, shuffle, seeded generator)"
@@ -199,6 +260,8 @@ class Trainer(base.Trainer):
         return x, torch.randint(0, self.cfg.num_classes, (n,), device=self.device)
 
     def _train_step(self, batch: Any) -> Tuple[Any, int]:
+        self._at = (getattr(self, "_epoch", 0), getattr(self, "_step", 0))
+        self._step = self._at[1] + 1
         x, y = batch
         amp_dtype = torch.bfloat16 if self.device.type == "cpu" else torch.float16
         x = x.to(self.device, non_blocking=True)

@@ -1,0 +1,88 @@
+"""The rule for runs of several ranks: the straggler, named by arrival (analyzers.straggler), with the
+part of its own step that made it late and the knob for that part."""
+
+from __future__ import annotations
+
+from analyzers.diagnosis import thresholds as th
+from analyzers.diagnosis.inputs import RunTables
+from analyzers.diagnosis.knobs import join, knob
+from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
+from analyzers.straggler import CAUSE_DATA, CAUSE_GPU, CAUSE_HOST
+from tracer.core.frameworks import Tuning
+
+NAME = TITLE = "straggler"
+
+
+def _knob(t: RunTables, cause: str | None, rank: int) -> str:
+    spec = t.record.spec
+    if cause == CAUSE_DATA:
+        return knob(spec, Tuning.WORKERS, f"rank {rank}'s input pipeline: more loader workers")
+    if cause == CAUSE_HOST:
+        return join(
+            knob(spec, Tuning.THREADS, f"rank {rank}'s host threads"),
+            f"give rank {rank}'s process cores of its own (nothing else running on them)",
+        )
+    if cause == CAUSE_GPU:
+        return (
+            f"rank {rank}'s GPU: another process on it, its clocks and temperature (nvidia-smi -q -d PERFORMANCE), "
+            "or more work given to that rank (uneven batches)"
+        )
+    return ""
+
+
+@rule(NAME)
+def straggler(t: RunTables) -> Verdict:
+    if t.ranks is None:
+        return not_measured(NAME, TITLE, "a run of one process")
+    s = t.straggler
+    if s is None or s.collectives == 0:
+        return not_measured(NAME, TITLE, "no collective was recorded on every rank")
+    last = ", ".join(f"rank {r}: {n}" for r, n in sorted(s.last_counts.items()))
+    evidence = [Evidence("collectives matched on every rank", float(s.collectives), "")]
+    if s.rank is None:
+        return quiet(NAME, TITLE, f"no straggler: {s.why_not} (last: {last})", None, "%", th.STRAGGLER_LATE_PCT)
+    rows = {r.rank: r for r in (t.ranks.rows if t.ranks else ())}
+    means = [r.step_mean_s for r in rows.values() if r.step_mean_s]
+    step_s = sum(means) / len(means) if means else None
+    late_pct = 100.0 * s.late_by_s / step_s if step_s and s.late_by_s is not None else None
+    evidence += [
+        Evidence(f"rank {s.rank} last at", 100.0 * s.last_share, "% of collectives"),
+        Evidence("late by (median)", None if s.late_by_s is None else s.late_by_s * 1e3, "ms"),
+        Evidence("mean step", None if step_s is None else step_s * 1e3, "ms"),
+        *(Evidence(f"{part} over the other ranks", v * 1e3, "ms/step") for part, v in s.excess_s.items()),
+    ]
+    waited = ""
+    if s.waited_most is not None and s.waited_most != s.rank:
+        most = s.waited_s[s.waited_most] * 1e3
+        waited = f"; rank {s.waited_most} waited longest in collectives ({most:.3g} ms) because it arrived early"
+    cause = f", caused by its {s.cause}" if s.cause else " (its cause is not measured: the run has no steps table)"
+    finding = (
+        f"rank {s.rank} arrived last at {s.last_counts[s.rank]} of {s.collectives} collectives, "
+        f"late by {(s.late_by_s or 0.0) * 1e3:.3g} ms (median){cause}{waited} ({s.basis})"
+    )
+    if late_pct is None:
+        return quiet(
+            NAME,
+            TITLE,
+            finding + "; no step time to weigh it against",
+            None,
+            "%",
+            th.STRAGGLER_LATE_PCT,
+            tuple(evidence),
+        )
+    if late_pct < th.STRAGGLER_LATE_PCT:
+        return quiet(NAME, TITLE, finding, late_pct, "% of the mean step", th.STRAGGLER_LATE_PCT, tuple(evidence))
+    severity = Severity.HIGH if late_pct >= th.STRAGGLER_HIGH_PCT else Severity.MEDIUM
+    return Verdict(
+        NAME,
+        TITLE,
+        True,
+        True,
+        severity,
+        finding,
+        late_pct,
+        "% of the mean step",
+        th.STRAGGLER_LATE_PCT,
+        tuple(evidence),
+        _knob(t, s.cause, s.rank),
+    )

@@ -1,0 +1,26 @@
+"""The viewer shows a run's damaged files (`analyzers.run.Run.problems`) as problem lines in its banner,
+and draws the rest of the run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+CF98 = "gpu-h100/20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"  # a real traced H100 run, 2 MB
+
+
+def test_a_damaged_table_is_a_problem_line_and_the_rest_is_drawn(
+    shared_fixtures: Path, tmp_path: Path, open_window: Callable[..., object]
+) -> None:
+    run = Path(shutil.copytree(shared_fixtures / CF98, tmp_path / Path(CF98).name))
+    gpu = run / "samples" / "gpu.parquet"
+    gpu.write_bytes(os.urandom(4096))
+    window = open_window([run])
+    (data,) = window.runs  # type: ignore[attr-defined]
+    problems = [m for m in data.messages if str(gpu) in m]
+    assert len(problems) == 1 and "is damaged" in problems[0], data.messages
+    assert str(gpu) in window.messages()  # type: ignore[attr-defined]
+    assert data.series["cpu_pct"] and "gpu_util_pct" not in data.series  # the process samples are drawn
+    assert data.lanes.api_calls is not None and data.kernels and len(data.epochs) == 2  # and the trace
