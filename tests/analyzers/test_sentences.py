@@ -59,7 +59,7 @@ def problems(sentence: str) -> list[str]:
     out = []
     if re.search(r"explains -|\(-\d", sentence) or re.search(r"-\d+(?:\.\d+)? (?:s )?of (?:the )?", sentence):
         out.append("a negative share of a gap")
-    if re.search(r"\b0(?:\.0+)? (?:s|ms|µs|ns) gap|gap of 0(?:\.0+)? s|of (?:the )?0\.0+ s\b", sentence):
+    if re.search(r"(?<![\d.])0(?:\.0+)? (?:s|ms|µs|ns) gap|gap of 0(?:\.0+)? s|of (?:the )?0\.0+ s\b", sentence):
         out.append("a gap of 0.00 s")
     for part, unit_p, whole, unit_w in PART_OF_WHOLE.findall(sentence):
         if float(part) * PER_S[unit_p] > float(whole) * PER_S[unit_w]:
@@ -75,7 +75,7 @@ def problems(sentence: str) -> list[str]:
     [
         (Gap("epoch time", "data wait", 2.50 + 5.0, 5.0, 1.0, 1.64), "does not explain the 2.5 s gap"),  # -0.64
         (Gap("epoch time", "data wait", 5.001, 5.0, 1.0, 1.69), "the epoch times are within noise"),  # 0.00 s
-        (Gap("epoch time", "data wait", 1.69, 1.21, 1.50, 0.60), "more than the whole 0.48 s gap"),  # 0.90 of 0.48
+        (Gap("epoch time", "data wait", 1.69, 1.21, 1.50, 0.60), "more than the whole 480 ms gap"),  # 0.90 of 0.48
         (Gap("epoch time", "data wait", 2.0, 1.0, 0.7, 0.1), "mostly data wait (0.60 s of it)"),
         (Gap("epoch time", "data wait", 2.0, 1.0, 0.3, 0.1), "data wait explains 0.20 s of the 1.00 s gap"),
         (Gap("epoch time", "data wait", 1.012, 1.0, 0.011, 0.0), "mostly data wait (11.0 ms of it)"),
