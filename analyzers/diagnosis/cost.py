@@ -59,7 +59,7 @@ class Cost:
             )
         if self.trace_records is not None:
             records = f"{self.trace_records:,} records" if self.trace_records else "no trace tables in the folder"
-            raw = f"{self.trace_bytes / 2**20:.1f} MiB raw" if self.trace_bytes else "the raw trace files not kept"
+            raw = _size(self.trace_bytes) + " raw" if self.trace_bytes else "the raw trace files not kept"
             out.append(f"trace: {records}, {raw}")
         if self.traced_over_untraced_epoch is not None:
             out.append(
@@ -69,6 +69,13 @@ class Cost:
         elif self.no_ratio_why:
             out.append(f"traced / untraced epoch time: not measured here ({self.no_ratio_why})")
         return out
+
+
+def _size(n: int) -> str:
+    """'142.5 MiB', '38.2 KiB', '20 bytes': never '0.0 MiB' for a file that is there."""
+    if n >= 2**20 // 10:
+        return f"{n / 2**20:.1f} MiB"
+    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} bytes"
 
 
 def _pct(v: float | None) -> str:
@@ -90,7 +97,7 @@ def measurement_cost(folder: RunFolder) -> Cost:
         )
         bytes_ = sum((folder.path / f).stat().st_size for f in record.trace_files if (folder.path / f).is_file())
         if not bytes_ and folder.raw_dir.is_dir():
-            bytes_ = sum(p.stat().st_size for p in folder.raw_dir.rglob("*") if p.is_file() and p.name != "worker.log")
+            bytes_ = sum(p.stat().st_size for p in folder.raw_dir.rglob("*") if p.is_file() and p.suffix != ".log")
         found = untraced_peer(folder, record)
         window = trace_window.of_record(record.spec)
         if found is not None:

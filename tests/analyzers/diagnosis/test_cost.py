@@ -143,3 +143,12 @@ def test_sampled_tree_agrees_with_the_kernels_account_where_the_worker_is_a_chil
         recorded = folder.read_record().measurement_cost
         assert recorded is not None
         assert sampled_tree_cpu_s(folder) == pytest.approx(recorded.training_cpu_s, rel=0.02)
+
+
+def test_trimmed_fixtures_say_what_is_not_there(shared_fixtures: Path) -> None:
+    """a266's raw CUPTI files and e36e's tables were removed from the fixtures: the cost says so, not
+    '0.0 MiB raw' or '0 records' (a log beside them is no trace)."""
+    a266 = " ".join(measurement_cost(_h100(shared_fixtures, "a266")).lines())
+    assert "the raw trace files not kept" in a266 and "0.0 MiB" not in a266
+    e36e = " ".join(measurement_cost(_h100(shared_fixtures, "e36e")).lines())
+    assert "no trace tables in the folder" in e36e and " 0 records" not in e36e
