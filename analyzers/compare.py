@@ -18,6 +18,7 @@ from typing import Sequence
 
 from analyzers import api_names
 from analyzers.basis import FIGURE_BY_NAME, FIGURES, WHOLE_RUN
+from analyzers.display import ratio_text, significant
 from analyzers.learning import CurveGap, curve_gaps, same_workload
 from analyzers.noise import MIN_DIFFERENCE, WITHIN_NOISE, disagree, why_not_ordered
 from analyzers.pairs import DataPair, data_pairs
@@ -352,18 +353,21 @@ def _cell(value: float | None) -> str:
 
 
 def format_ratio(ratio: float | None) -> str:
-    return "-" if ratio is None else f"{ratio:.2f}x"
+    return ratio_text(ratio)
 
 
 def rows_for_print(comparison: Comparison) -> Sequence[list[str]]:
     """metric (unit), each column's value (median, range when repeats), then each column's ratio to A, or
-    'within noise' where the ratio is no finding (analyzers.noise); rows no column measured are left out."""
+    'within noise' where the ratio is no finding (analyzers.noise); the numbers of one metric in one format
+    (whole numbers as such, else `analyzers.display.significant`); rows no column measured are left out."""
     out = []
     n = len(comparison.columns)
     for d in comparison.differences:
         if all(v is None for v in d.values):
             continue
-        cells = [f"{d.metric} ({d.unit})" if d.unit else d.metric] + [_spread_text(v) for v in d.values]
+        numbers = [x for v in d.values if v is not None for x in (v.median, v.low, v.high)]
+        whole = all(float(x).is_integer() for x in numbers)
+        cells = [f"{d.metric} ({d.unit})" if d.unit else d.metric] + [_spread_text(v, whole) for v in d.values]
         ratios = [WITHIN_NOISE if d.within_noise(i) and d.ratio(i) is not None else format_ratio(d.ratio(i))
                   for i in range(1, n)]  # fmt: skip
         out.append(cells + ratios)
@@ -382,12 +386,12 @@ def noise_notes(comparison: Comparison) -> list[str]:
     return out
 
 
-def _spread_text(value: Spread | None) -> str:
+def _spread_text(value: Spread | None, whole: bool = False) -> str:
     if value is None:
         return "-"
-    head = _short(value.median)
-    return head if value.n < 2 else f"{head} ({_short(value.low)}-{_short(value.high)})"
+    head = _short(value.median, whole)
+    return head if value.n < 2 else f"{head} ({_short(value.low, whole)}-{_short(value.high, whole)})"
 
 
-def _short(value: float) -> str:
-    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}" if abs(value) < 10 else f"{value:.1f}"
+def _short(value: float, whole: bool = False) -> str:
+    return f"{value:.0f}" if whole or abs(value) >= 1000 else significant(value)

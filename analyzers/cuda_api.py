@@ -216,10 +216,10 @@ FALLBACK_NOTE = ph.FALLBACK_NOTE
 
 def phases(folder: RunFolder, warmup: int = ph.WARMUP_EPOCHS) -> list[Phase]:
     """whole, startup, warmup, steady, teardown (those the run has) and one phase per epoch, on the
-    trace's clock (`analyzers.phases.trace_phases`), computed once per `Run`."""
-    from analyzers.run import as_run
+    trace's clock (`analyzers.phases.trace_phases`): a `Run`'s, computed once."""
+    from analyzers.parts import part
 
-    return list(as_run(folder, warmup).trace_phases.phases)
+    return list(part(folder, "trace_phases", lambda: ph.trace_phases(folder, warmup), warmup).phases)
 
 
 def phase_summaries(folder: RunFolder, warmup: int = ph.WARMUP_EPOCHS) -> dict[str, list[ApiRow]]:

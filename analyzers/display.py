@@ -1,10 +1,13 @@
 """How analysis rows read in a terminal: durations in one adaptive unit per column with the unit in the
-header, ids without thousands separators, long kernel names shortened (tables only, by the rule of
-`analyzers.kernel_names`: CSV and JSON keep the full name and the raw numbers), and floats without
-summation noise in CSV."""
+header, one number format per column (whole numbers as such, else three significant digits with at
+least one decimal, so `5.00` stands beside `13.0`, never `5`), ids without thousands separators, long
+kernel names shortened (tables only, by the rule of `analyzers.kernel_names`: CSV and JSON keep the
+full name and the raw numbers; any other name, an operator's, is shown as the framework recorded it),
+and floats without summation noise in CSV."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -14,6 +17,11 @@ from analyzers.kernel_names import NAME_WIDTH, short_name, short_names
 DURATION_UNITS: tuple[tuple[str, float], ...] = (("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9))
 ID_COLUMNS = frozenset({"pid", "tid", "gpu", "device", "stream", "correlation_id"})
 NAME_COLUMNS = frozenset({"name", "kernel", "operator"})
+KERNEL_ROWS = "short_name"
+"""A key only kernel rows have: their name column takes the kernel-name rule; any other keeps its names."""
+RECORDED_WIDTH = 100
+"""Characters of a name shown as recorded (an operator's) before its middle is cut."""
+SIGNIFICANT = 3
 CSV_DIGITS = 15  # significant digits: what a float holds, without the noise of its last bits
 
 
@@ -23,6 +31,25 @@ class Column:
     header: str
     scale: float  # raw value / scale is what is printed
     kind: str  # "duration", "id", "name", "pct", "float", "int", "text"
+    whole: bool = False  # every value of the column is a whole number: printed without decimals
+
+
+def significant(value: float, least: int = 1) -> str:
+    """`value` with SIGNIFICANT digits and at least `least` decimals, never in exponent form:
+    4 -> 4.00, 13 -> 13.0, 112.84 -> 112.8, 0.000207 -> 0.000207."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:.{least}f}"
+    decimals = max(least, SIGNIFICANT - 1 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}"
+
+
+def ratio_text(ratio: float | None) -> str:
+    """A ratio with enough digits to be non-zero: 0.018 / 11.4 -> 0.00158x, not 0.00x."""
+    return "-" if ratio is None else f"{significant(ratio, 2)}x"
+
+
+def _whole(values: Sequence[float]) -> bool:
+    return bool(values) and all(float(v).is_integer() for v in values)
 
 
 def duration_unit(largest_ns: float) -> tuple[str, float]:
@@ -44,7 +71,8 @@ def columns(rows: Sequence[Mapping[str, Any]]) -> list[Column]:
             to_ns = 1.0 if key.endswith("_ns") else 1e9
             base = key.removesuffix("_ns").removesuffix("_s")
             unit, per = duration_unit(max((abs(v) * to_ns for v in values), default=0.0))
-            out.append(Column(key, f"{base} ({unit})", per / to_ns, "duration"))
+            whole = _whole([v / (per / to_ns) for v in values])
+            out.append(Column(key, f"{base} ({unit})", per / to_ns, "duration", whole))
         elif key.endswith("_pct"):
             out.append(Column(key, f"{key.removesuffix('_pct')} (%)", 1.0, "pct"))
         elif key in ID_COLUMNS:
@@ -54,7 +82,7 @@ def columns(rows: Sequence[Mapping[str, Any]]) -> list[Column]:
         elif values and all(isinstance(v, int) for v in values):
             out.append(Column(key, key, 1.0, "int"))
         elif values:
-            out.append(Column(key, key, 1.0, "float"))
+            out.append(Column(key, key, 1.0, "float", _whole(values)))
         else:
             out.append(Column(key, key, 1.0, "text"))
     return out
@@ -65,29 +93,38 @@ def cell(column: Column, value: Any) -> str:
         return "-"
     if column.kind == "duration":
         scaled = float(value) / column.scale
-        return (
-            f"{scaled:.0f}" if column.header.endswith("(ns)") else f"{scaled:.3g}" if scaled < 10 else f"{scaled:.1f}"
-        )
+        return f"{scaled:.0f}" if column.header.endswith("(ns)") or column.whole else significant(scaled)
     if column.kind == "pct":
         return f"{float(value):.1f}"
     if column.kind == "id":
         return str(value)
     if column.kind == "name":
-        return short_name(str(value))
+        return as_recorded(str(value))
     if column.kind == "int":
         return f"{int(value):,}"
     if column.kind == "float":
-        return f"{float(value):.3g}" if abs(float(value)) < 10 else f"{float(value):.1f}"
+        return f"{float(value):.0f}" if column.whole else significant(float(value))
     return str(value)
 
 
+def as_recorded(name: str, width: int = RECORDED_WIDTH) -> str:
+    """A name as the framework recorded it (`enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`,
+    `autograd::engine::evaluate_function: ConvolutionBackward0`); only a very long one has its middle cut."""
+    if len(name) <= width:
+        return name
+    keep = width - 1
+    return name[: keep // 2] + "…" + name[-(keep - keep // 2) :]
+
+
 def table(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    """(headers, cells) of rows as a terminal table: a name column shows labels unique within the
-    table (a row's own `short_name` where it has one, which is then not a column of its own)."""
-    cols = [c for c in columns(rows) if c.key != "short_name"]
+    """(headers, cells) of rows as a terminal table: the name column of kernel rows shows labels unique
+    within the table (a row's own `short_name` where it has one, which is then not a column of its own);
+    other rows' names are shown as recorded."""
+    cols = [c for c in columns(rows) if c.key != KERNEL_ROWS]
     cells = [[cell(c, r[c.key]) for c in cols] for r in rows]
+    kernels = bool(rows) and KERNEL_ROWS in rows[0]
     for j, c in enumerate(cols):
-        if c.kind != "name":
+        if c.kind != "name" or not kernels:
             continue
         labels = short_names(str(r[c.key]) for r in rows if r[c.key] is not None)
         for i, r in enumerate(rows):

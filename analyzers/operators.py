@@ -32,7 +32,8 @@ def operator_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int
     if not path.exists():
         return []
     table = pq.read_table(path, columns=["start_ns", "end_ns", "name", "pid", "tid"])
-    rows = table.sort_by([("pid", "ascending"), ("tid", "ascending"), ("start_ns", "ascending")]).to_pylist()
+    order = [("pid", "ascending"), ("tid", "ascending"), ("start_ns", "ascending"), ("end_ns", "descending")]
+    rows = table.sort_by(order).to_pylist()  # at one start the enclosing event first, in any file order
     lo = start_ns if start_ns is not None else -(1 << 62)
     hi = end_ns if end_ns is not None else 1 << 62
     calls: dict[str, int] = defaultdict(int)

@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analyzers.contention import contention
+from analyzers.display import ratio_text
 from analyzers.noise import why_not_ordered
 from analyzers.repeats import spec_key
 from analyzers.steady import WARMUP_EPOCHS, Spread, throughput
+from tracer.core.cases import RunKey
 from tracer.core.records import RunRecord
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.core.schema import DATA_FILES, DATA_MEMORY, DATA_MODES, DATA_SYNTHETIC
@@ -44,6 +46,11 @@ class DataPair:
     images_per_s: tuple[Spread | None, ...]  # one per DATA_MODES entry (files, memory, synthetic)
     run_ids: tuple[tuple[str, ...], ...]  # one per DATA_MODES entry, oldest first
     contended: tuple[bool, ...] = ()  # one per DATA_MODES entry: some run of the mode was contended
+
+    @property
+    def key(self) -> RunKey:
+        """The identity its runs share (`tracer.core.cases.RunKey`)."""
+        return RunKey.of(self)
 
     def rate(self, mode: str) -> float | None:
         value = self.images_per_s[DATA_MODES.index(mode)]
@@ -208,7 +215,7 @@ def input_share_table(pairs: Sequence[DataPair]) -> tuple[tuple[str, ...], list[
                 str(p.batch),
                 *rates,
                 share,
-                "-" if memory is None else f"{memory:.2f}x",
+                ratio_text(memory),
             )  # fmt: skip
         )
     return header, rows

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from analyzers import phases as ph
 from analyzers.trace_window import WindowSpan, window_span
-from tracer.core.cases import CASES, dataset_label
+from tracer.core.cases import CASES, RunKey
 from tracer.core.errors import UserError
 from tracer.core.problems import Problem
 from tracer.core.records import EpochRecord, RankInfo, RunRecord, RunStatus, Workload
@@ -145,11 +145,17 @@ class Run(RunFolder):
         return self.record.outcome.status is RunStatus.OK
 
     @property
+    def key(self) -> RunKey:
+        """Framework, model, dataset, device, batch: the run's identity (`tracer.core.cases.RunKey`)."""
+        return RunKey.of(self.record.spec)
+
+    @property
     def case(self) -> CaseKey:
-        spec = self.record.spec
+        """The key without the framework: what the frameworks are compared on (an import: its own case)."""
+        key = self.key
         if self.record.imported is not None:
-            return CaseKey(spec.model, dataset_label(spec.dataset), IMPORTED, 0)
-        return CaseKey(spec.model, dataset_label(spec.dataset), spec.device, spec.batch)
+            return CaseKey(key.model, key.dataset, IMPORTED, 0)
+        return CaseKey(key.model, key.dataset, key.device, key.batch)
 
     # What it reported as it went ----------------------------------------------------------------------
     def events(self) -> list[dict[str, Any]]:
@@ -244,6 +250,14 @@ class Run(RunFolder):
         from analyzers import view_store
 
         return view_store.load(self)
+
+    def release(self) -> None:
+        """Drops the tables read so far (sample and trace tables, the diagnosis's inputs), keeping what was
+        computed from them (record, epochs, phases, summary, view): a consumer of many runs (`tracer runs`,
+        the report, the run browser) holds one run's tables at a time, not every run's."""
+        for key in [k for k in self._cache if isinstance(k, tuple) and k[0] in ("samples", "table")]:
+            del self._cache[key]
+        self.__dict__.pop("diagnosis_inputs", None)
 
     def problem_list(self) -> list[Problem]:
         """The damaged files met so far, each once (parts not yet asked for have not been read)."""

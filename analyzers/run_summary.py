@@ -16,6 +16,7 @@ from analyzers.energy import SourceEnergy, energy
 from analyzers.learning import workload_key
 from analyzers.phases import STEADY, WHOLE, EpochMark, Phase, from_marks
 from analyzers.steady import WARMUP_EPOCHS, epoch_stats
+from tracer.core.cases import RunKey
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import KIND, TEGRA_TABLE, TEMPS_TABLE, Event
@@ -142,12 +143,17 @@ class RunSummary:
     def energy_j_per_image(self) -> float | None:
         return self.steady.energy_j_per_image
 
+    @property
+    def key(self) -> RunKey:
+        """The run's identity (`tracer.core.cases.RunKey`), as its Run, its data pair and its plan cell have it."""
+        return RunKey.of(self)
+
 
 def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
-    """The run's summary: `Run.summary`, computed once per `Run` (a bare folder is opened as one)."""
-    from analyzers.run import as_run
+    """The run's summary: a `Run`'s, computed once (`Run.summary`); a bare folder's, computed now."""
+    from analyzers.parts import part
 
-    return as_run(folder, warmup).summary
+    return part(folder, "summary", lambda: compute_summary(folder, warmup), warmup)
 
 
 def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:

@@ -98,6 +98,7 @@ class Gap:
     part_slower_s: float  # the part in the slower run
     part_faster_s: float
     noise: str = ""  # analyzers.noise.why_not_ordered of the two times: '' when the gap is beyond noise
+    mostly: float = MOSTLY  # above this share of the gap the part is "mostly" it (the diagnosis' threshold)
 
     @property
     def gap_s(self) -> float:
@@ -124,7 +125,7 @@ def gap_sentence(g: Gap) -> str:
             f"{g.part} alone differs by more than the whole {gap_text} gap in {g.what} ({part_text}): "
             "the rest of the slower run's step is faster"
         )
-    if fraction > MOSTLY:
+    if fraction > g.mostly:
         return f"the {gap_text} gap in {g.what} is mostly {g.part} ({part_text} of it)"
     return f"{g.part} explains {part_text} of the {gap_text} gap in {g.what}"
 

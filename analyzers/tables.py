@@ -3,8 +3,9 @@
 Every ingester (nsys SQLite, Kineto JSON, our CUPTI records) writes these Arrow schemas to
 `<run>/<table>.parquet`; every summary reads them, so no summary knows where a row came from.
 All times are Unix-epoch nanoseconds when the source says how to get there (see `analyzers.clock`);
-`trace_meta.json` records per source whether the clock is `unix_ns` or `relative_ns`. Rows come in no
-guaranteed order (an nsys import copies them on every core): sort by `start_ns` where order matters.
+`trace_meta.json` records per source whether the clock is `unix_ns` or `relative_ns`. Every ingester
+writes its rows sorted by `start_ns` (whatever order the trace had them in: nsys 2025.6+ exports them
+unordered); rows of several sources in one run are merged in that order too.
 
 CUPTI records on disk (decoded by the tracer from the buffers the in-worker collector writes;
 `analyzers.ingest.cupti` reads them):
@@ -39,7 +40,24 @@ SOURCE_KINETO = "kineto"
 """`source` of every row a Kineto (PyTorch profiler) trace gave."""
 SOURCE_CUPTI = "cupti"
 """`source` of every row our in-worker CUPTI collector gave."""
-TRACE_OF_SOURCE = {SOURCE_NSYS: "nsys", SOURCE_CUPTI: "cupti", SOURCE_KINETO: "torch"}
+SOURCE_XPROF = "xprof"
+"""`source` of every row from an XPlane profile (jax.profiler, TensorFlow's profiler) or XProf's JSON of one."""
+SOURCE_ROCPD = "rocpd"
+"""`source` of every row from a rocpd database (rocprof, rocmProfileData)."""
+SOURCE_PADDLE = "paddle"
+"""`source` of every row from paddle.profiler's Chrome-trace JSON."""
+SOURCE_MXNET = "mxnet"
+"""`source` of every row from MXNet's profiler's Chrome-trace JSON."""
+SOURCE_NSYS_JAX = "nsys-jax"
+"""`source` of every row from an nsys-jax archive's recipe output."""
+TRACE_OF_SOURCE = {
+    SOURCE_NSYS: "nsys",
+    SOURCE_CUPTI: "cupti",
+    SOURCE_KINETO: "torch",
+    SOURCE_XPROF: "native",
+    SOURCE_PADDLE: "native",
+    SOURCE_MXNET: "native",
+}
 """The `--trace` backend (`tracer.core.options.TRACE_BACKENDS`) whose trace a source's rows are: what
 an imported trace's run record says it was traced with."""
 KERNELS = "kernels"

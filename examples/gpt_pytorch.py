@@ -45,7 +45,7 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         n = x.shape[1]
-        causal = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
+        causal = torch.triu(torch.ones(n, n, dtype=torch.bool, device=x.device), diagonal=1)
         h = self.ln1(x)
         x = x + self.attn(h, h, h, attn_mask=causal, need_weights=False)[0]
         return x + self.mlp(self.ln2(x))
@@ -59,7 +59,7 @@ class GPT(nn.Module):
         self.head = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, vocab))
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        x = self.tokens(idx) + self.positions(torch.arange(idx.shape[1]))
+        x = self.tokens(idx) + self.positions(torch.arange(idx.shape[1], device=idx.device))
         return self.head(self.blocks(x))
 
 
@@ -69,17 +69,19 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--block", type=int, default=32)
     p.add_argument("--samples", type=int, default=512, help="windows of text per epoch")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = p.parse_args()
 
     torch.manual_seed(0)
     data = CharWindows(CORPUS.read_text(), args.block, args.samples)
     loader = DataLoader(data, batch_size=args.batch, shuffle=True, drop_last=True)
-    model = GPT(data.vocab, args.block)
+    model = GPT(data.vocab, args.block).to(args.device)
     print(f"parameters: {sum(p.numel() for p in model.parameters()):,}")
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     for epoch in range(1, args.epochs + 1):
         total, steps = 0.0, 0
         for x, y in loader:
+            x, y = x.to(args.device), y.to(args.device)
             logits = model(x)
             loss = nn.functional.cross_entropy(logits.reshape(-1, data.vocab), y.reshape(-1))
             optimizer.zero_grad()

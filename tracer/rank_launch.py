@@ -114,6 +114,23 @@ def merge(folder: RunFolder, world: int) -> None:
                 f.write(body)
             source.unlink()
         where.finalise_samples()
+        _append_threads(folder, where)
+
+
+def _append_threads(folder: RunFolder, where: RunFolder) -> None:
+    """Rank `where`'s threads (its own process tree, sampled apart) added to the run's threads table, so the
+    thread timeline holds every rank's threads (each under its rank's pid); its process samples stay apart."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    name = schema.THREADS_TABLE.name
+    mine, theirs = folder.sample_parquet_path(name), where.sample_parquet_path(name)
+    if not mine.exists() or not theirs.exists():
+        return
+    table = pa.concat_tables([pq.read_table(mine), pq.read_table(theirs)])
+    tmp = mine.with_suffix(".parquet.tmp")
+    pq.write_table(table, tmp)
+    tmp.replace(mine)
 
 
 def rank_infos(spec: RunSpec, pids: Sequence[int | None], host: str) -> tuple[RankInfo, ...]:

@@ -7,32 +7,39 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from analyzers import run_rows
 from analyzers.run import Run
 from tracer.core.errors import UserError
 from tracer.core.runfolder import list_runs
 from viewer.loader import Task, deliver
 
-# The figures are the steady state's (analyzers.basis), beside steady images/s; `tracer show` has the whole run's.
-COLUMNS = ("framework", "model", "dataset", "device", "batch", "status", "img/s steady", "data wait % steady",
-           "GPU util % steady", "J/epoch steady", "run id")  # fmt: skip
+PICKED = ("framework", "model", "dataset", "device", "batch", "status", "img/s")
+"""The columns of `tracer runs` the browser shows (`analyzers.run_rows`; img/s: the steady state's)."""
+PICK = [run_rows.RUNS_HEADERS.index(c) for c in PICKED]
+# Beside steady images/s, the steady state's figures (analyzers.basis); `tracer show` has the whole run's.
+FIGURES = (("data wait % steady", "data_wait_pct", ".0f"), ("GPU util % steady", "gpu_util_pct_mean", ".0f"),
+           ("J/epoch steady", "energy_j_per_epoch", ".0f"))  # fmt: skip
+COLUMNS = (*PICKED, *(name for name, _, _ in FIGURES), "id")
+STATUS = COLUMNS.index("status")
 
 
 def browse(out_dir: Path) -> list[list[str]]:
-    """One row per run folder; an unreadable one says why in its status column, a damaged file is named there."""
+    """One row per run folder, as `tracer runs` builds it (`analyzers.run_rows`), then the folder's path;
+    an unreadable one says why in its status column, a damaged file is named there."""
     rows = []
     for folder in list_runs(out_dir):
         run = Run.open(folder)
         try:
-            s = run.summary
+            cells = list(run_rows.run_row(run))
+            figures = [_cell(getattr(run.summary.steady, name), spec) for _, name, spec in FIGURES]
         except (UserError, OSError, ValueError, KeyError, TypeError) as e:
-            rows.append(["", "", "", "", "", f"unreadable: {e}", "", "", "", "", folder.run_id, str(folder.path)])
-            continue
-        status = s.status + (f" ({s.cause})" if s.cause else "")
-        status += ", contended" if s.contended else ""
-        status += f", damaged: {', '.join(Path(p.file).name for p in run.problems)}" if run.problems else ""
-        figures = [_cell(s.steady_images_per_s, ".1f"), _cell(s.steady.data_wait_pct, ".0f"),
-                   _cell(s.steady.gpu_util_pct_mean, ".0f"), _cell(s.steady.energy_j_per_epoch, ".0f")]  # fmt: skip
-        rows.append([s.framework, s.model, s.dataset, s.device, str(s.batch), status, *figures, s.run_id, s.folder])
+            cells = list(run_rows.damaged_row(run.run_id, f"unreadable: {e}"))
+            figures = ["" for _ in FIGURES]
+        row = [cells[i] for i in PICK] + figures + [cells[run_rows.RUNS_HEADERS.index("id")]]
+        run.release()  # one run's tables at a time
+        if run.problems:
+            row[STATUS] += f", damaged: {', '.join(Path(p.file).name for p in run.problems)}"
+        rows.append([*row, str(run.path)])
     return rows
 
 
@@ -87,7 +94,7 @@ class RunBrowser(QtWidgets.QWidget):
             Task(
                 lambda: browse(out_dir),
                 lambda rows: deliver(self._rows_ready, rows),
-                lambda e: [["", "", "", "", "", f"cannot list: {e}", "", "", "", "", "", ""]],
+                lambda e: [["", "", "", "", "", f"cannot list: {e}", "", "", ""]],
             )
         )
 

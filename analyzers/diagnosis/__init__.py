@@ -39,10 +39,10 @@ def diagnose_tables(tables: RunTables) -> list[Verdict]:
 
 
 def diagnose(folder: RunFolder) -> list[Verdict]:
-    """Every rule's verdict on the run (its inputs are `Run.diagnosis_inputs`, made once per run)."""
-    from analyzers.run import as_run
+    """Every rule's verdict on the run (its inputs: a `Run`'s `diagnosis_inputs`, made once; else made now)."""
+    from analyzers.parts import part
 
-    return diagnose_tables(as_run(folder).diagnosis_inputs)
+    return diagnose_tables(part(folder, "diagnosis_inputs", lambda: load(folder)))
 
 
 def top(verdicts: list[Verdict], n: int = TOP) -> list[Verdict]:

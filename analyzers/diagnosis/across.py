@@ -79,7 +79,9 @@ def _data_wait_gap(a: Diagnosed, b: Diagnosed, va: Verdict, vb: Verdict) -> str:
         ((a.steady_epoch_s, wa, a.contended), (b.steady_epoch_s, wb, b.contended)), reverse=True
     )
     noise = why_not_ordered(Spread(slow, slow, slow, 1), Spread(fast, fast, fast, 1), (slow_busy, fast_busy))
-    return ": " + gap_sentence(Gap("epoch time", "data wait", slow, fast, slow_wait, fast_wait, noise))
+    return ": " + gap_sentence(
+        Gap("epoch time", "data wait", slow, fast, slow_wait, fast_wait, noise, th.DATA_WAIT_GAP_SHARE)
+    )
 
 
 def _evidence(v: Verdict, name: str) -> float | None:

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from analyzers import tables as t
 from analyzers.contention import contention
+from analyzers.display import ratio_text
 from analyzers.noise import WITHIN_NOISE
 from analyzers.repeats import UNMEASURED
 from analyzers.steady import epoch_stats
@@ -63,7 +64,7 @@ class Cost:
             out.append(f"trace: {records}, {raw}")
         if self.traced_over_untraced_epoch is not None:
             out.append(
-                f"traced / untraced epoch time, {self.ratio_basis}: {self.traced_over_untraced_epoch:.2f}x"
+                f"traced / untraced epoch time, {self.ratio_basis}: {ratio_text(self.traced_over_untraced_epoch)}"
                 f" ({self.untraced_run})"
             )
         elif self.no_ratio_why:

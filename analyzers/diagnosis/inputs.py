@@ -78,10 +78,11 @@ def load(folder: RunFolder) -> RunTables:
     per phase and the samples are computed once per run, for the diagnosis and every other view)."""
     from analyzers import phases as ph
     from analyzers import tables as t
-    from analyzers.cuda_api import connect
-    from analyzers.run import as_run
+    from analyzers.cuda_api import connect, phase_summaries
+    from analyzers.pairs import pair_beside
+    from analyzers.parts import part
 
-    run = as_run(folder)
+    run = folder
     record = run.read_record()
     startup: list[ApiRow] = []
     steady: list[ApiRow] = []
@@ -92,9 +93,11 @@ def load(folder: RunFolder) -> RunTables:
     kernels: tuple[int, int, float | None] = (0, 0, None)
     nvtx_steps = 0
     api_path = run.table_path(t.CUDA_API)
-    traced = run.trace_phases if api_path.exists() or run.table_path(t.NVTX).exists() else None
+    traced = None
+    if api_path.exists() or run.table_path(t.NVTX).exists():
+        traced = part(run, "trace_phases", lambda: ph.trace_phases(run))
     if api_path.exists() and traced is not None:
-        split = run.api_phases
+        split = part(run, "api_phases", lambda: phase_summaries(run))
         whole = split[ph.WHOLE]
         for p in traced.phases:
             if p.name == ph.STARTUP:
@@ -117,7 +120,8 @@ def load(folder: RunFolder) -> RunTables:
             kernels = (int(row[0]), int(row[1]), float(row[2]) if row[2] is not None else None)
     nvtx_steady = 0
     if traced is not None:
-        step_starts = [s for name, s, _e in run.nvtx_ranges if ph.STEP_NAME.match(name)]
+        nvtx = part(run, "nvtx_ranges", lambda: ph.nvtx_ranges(run))
+        step_starts = [s for name, s, _e in nvtx if ph.STEP_NAME.match(name)]
         nvtx_steps = len(step_starts)
         window = traced.steady
         nvtx_steady = sum(1 for s in step_starts if window is not None and window.holds(s))
@@ -143,10 +147,10 @@ def load(folder: RunFolder) -> RunTables:
         nvtx_steps=nvtx_steps,
         errors=errors,
         worker_start_ns=starts[0] if starts else record.wall_start_ns,
-        phases=run.phases,
+        phases=part(run, "phases", lambda: ph.run_phases(run)),
         nvtx_steady_steps=nvtx_steady,
         steady_cut_ns=steady_cut,
-        pair=run.pair,
+        pair=part(run, "pair", lambda: pair_beside(run)),
         ranks=rank_table(folder),
         straggler=straggler(folder),
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 from tracer.core.frameworks import FRAMEWORKS, Tuning
 from tracer.core.options import flag_of
-from tracer.core.records import RunSpec
+from tracer.core.records import BuiltinWorkload, RunRecord, RunSpec
 from tracer.core.schema import Probe
 
 # the tracer option that changes a tuning for every framework alike
@@ -43,15 +43,20 @@ AS_RUN: dict[tuple[str, Tuning], tuple[str, str, str]] = {
 }
 
 
-def knob(spec: RunSpec, what: Tuning, advice: str = "", knobs: Mapping[str, object] | None = None) -> str:
+def knob(run: RunSpec | RunRecord, what: Tuning, advice: str = "", knobs: Mapping[str, object] | None = None) -> str:
     """E.g. `more loader workers: torch.utils.data.DataLoader(num_workers=...) (tracer --workers)`;
-    '' where neither the framework nor the tracer has a setting for it. `knobs` (the run's, from run.json):
-    where the run recorded an older setting instead of the declared one (AS_RUN), that one is named."""
+    '' where neither the framework nor the tracer has a setting for it. Given a run's record, a run the
+    tracer did not train itself (an imported trace, a user's command) gets no tracer option: none of
+    them would change that training. Where the run recorded an older setting instead of the declared one
+    (AS_RUN; `knobs`, else the record's), that one is named."""
+    spec = run.spec if isinstance(run, RunRecord) else run
     own = setting(spec, what)
+    recorded = knobs if knobs is not None else (run.knobs if isinstance(run, RunRecord) else None)
     used, declared, text_as_run = AS_RUN.get((spec.framework, what), ("", "", ""))
-    if knobs and used in knobs and declared not in knobs:
+    if recorded and used in recorded and declared not in recorded:
         own = text_as_run
-    option = _TRACER_OPTION.get(what)
+    ours = not isinstance(run, RunRecord) or isinstance(run.workload, BuiltinWorkload)
+    option = _TRACER_OPTION.get(what) if ours else None
     if own is None and option is None:
         return ""
     text = (f"{advice}: {own}" if advice else own) if own else advice

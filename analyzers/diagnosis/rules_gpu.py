@@ -11,6 +11,7 @@ from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables, column, steady_data_wait, step_threads
 from analyzers.diagnosis.knobs import join, knob
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
+from analyzers.display import ratio_text
 from tracer.core import schema
 from tracer.core.frameworks import Tuning
 
@@ -46,13 +47,12 @@ def gpu_under_used(t: RunTables) -> Verdict:
         advice = join(knob(spec, Tuning.WORKERS, "more loader workers", t.record.knobs), "see input-bound")
     else:
         advice = join("a larger --batch", knob(spec, Tuning.LAUNCH, "fewer host round trips"), "see host-bound")
-    return Verdict(name, title, True, True, Severity.HIGH if mean < th.GPU_UNDERUSED_PCT / 2 else Severity.MEDIUM,
+    return Verdict(name, title, True, True, Severity.HIGH if mean < th.GPU_UNDERUSED_HIGH_PCT else Severity.MEDIUM,
                    f"the GPU is busy {mean:.0f} % of the steady epochs", mean, "%", th.GPU_UNDERUSED_PCT, evidence,
                    advice)  # fmt: skip
 
 
 HOST_THREADS_SHOWN = 3  # the busiest threads of the training process named in the evidence
-HOST_THREAD_MIN_CORES = 0.05  # threads below this are not shown (idle helpers)
 
 
 @rule("host-bound")
@@ -70,7 +70,7 @@ def host_bound(t: RunTables) -> Verdict:
     if not util:
         return not_measured(name, title, "no NVML utilisation samples in the steady epochs")
     mean = statistics.fmean(util)
-    threads = [r for r in step_threads(t) if r.cores >= HOST_THREAD_MIN_CORES]
+    threads = [r for r in step_threads(t) if r.cores >= th.HOST_THREAD_MIN_CORES]
     together = sum(r.cores for r in threads) if threads else None
     evidence = (
         Evidence("GPU utilisation", mean, "%"),
@@ -92,7 +92,7 @@ def host_bound(t: RunTables) -> Verdict:
     return Verdict(name, title, True, True, Severity.HIGH if mean < th.GPU_UNDERUSED_PCT else Severity.MEDIUM,
                    finding + ")", mean, "%", th.HOST_BOUND_GPU_PCT, evidence,
                    join("a larger --batch (the same launches carry more images)",
-                        knob(t.record.spec, Tuning.LAUNCH, "fewer host round trips per step")))  # fmt: skip
+                        knob(t.record, Tuning.LAUNCH, "fewer host round trips per step")))  # fmt: skip
 
 
 def sync_share(rows: tuple[ApiRow, ...]) -> float | None:
@@ -118,7 +118,7 @@ def sync_dominated(t: RunTables) -> Verdict:
     return Verdict(name, title, True, True, Severity.MEDIUM,
                    f"the host waits in Synchronize calls {share:.0f} % of its CUDA API time", share,
                    "% of CUDA API time", th.SYNC_SHARE_PCT, evidence,
-                   knob(t.record.spec, Tuning.SYNC))  # fmt: skip
+                   knob(t.record, Tuning.SYNC))  # fmt: skip
 
 
 def steady_steps(t: RunTables) -> int | None:
@@ -157,7 +157,7 @@ def allocator_churn(t: RunTables) -> Verdict:
     return Verdict(name, title, True, True, Severity.MEDIUM,
                    f"{per_step:.1f} cudaMalloc/cudaFree calls per steady step: no caching allocator at work",
                    per_step, "calls/step", th.ALLOC_PER_STEP, evidence,
-                   knob(t.record.spec, Tuning.ALLOCATOR))  # fmt: skip
+                   knob(t.record, Tuning.ALLOCATOR))  # fmt: skip
 
 
 @rule("launch-bound")
@@ -189,6 +189,6 @@ def launch_bound(t: RunTables) -> Verdict:
                      "launch time / kernel time", th.LAUNCH_TO_KERNEL_RATIO, evidence)  # fmt: skip
     each = f", {per_step:.0f} launches a step" if per_step is not None else ""
     return Verdict(name, title, True, True, Severity.MEDIUM,
-                   f"launching takes {ratio:.2f}x the kernels' own time{each}, median kernel {median_us:.1f} µs",
+                   f"launching takes {ratio_text(ratio)} the kernels' own time{each}, median kernel {median_us:.1f} µs",
                    ratio, "launch time / kernel time", th.LAUNCH_TO_KERNEL_RATIO, evidence,
-                   join("a larger --batch", knob(t.record.spec, Tuning.LAUNCH, "fewer, larger kernels")))  # fmt: skip
+                   join("a larger --batch", knob(t.record, Tuning.LAUNCH, "fewer, larger kernels")))  # fmt: skip

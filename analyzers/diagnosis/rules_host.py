@@ -144,7 +144,8 @@ def oversubscription(t: RunTables) -> Verdict:
         loaded and running is not None and running > th.OVERSUB_INVOLUNTARY_PER_CORE_S
     )
     own = per_core > th.OVERSUB_OWN_THREADS_PER_CORE or (over_threads and not loaded)
-    fired = (own and over_switches) or (not loaded and rate > 3 * th.OVERSUB_INVOLUNTARY_PER_CORE_S)
+    alone = th.OVERSUB_SWITCHES_ALONE * th.OVERSUB_INVOLUNTARY_PER_CORE_S  # switches enough without a thread excess
+    fired = (own and over_switches) or (not loaded and rate > alone)
     if not fired:
         said = f"{threads} threads on {t.cores} cores, few forced switches"
         if loaded and over_switches:
@@ -201,7 +202,7 @@ def cpu_under_used(t: RunTables) -> Verdict:
     if wait is not None and wait.share_pct > th.INPUT_BOUND_PCT:
         finding += f" (steps wait for data {wait.share_pct:.0f} % of the time)"
         advice = join(knob(spec, Tuning.WORKERS, "overlap input with compute"), "a larger --batch")
-    elif others is not None and others > 50:
+    elif others is not None and others > th.UNDERUSED_OTHERS_PCT:
         finding += " (the machine was busy with other work)"
         advice = "running it alone (other processes took the cores)"
     else:
@@ -237,7 +238,8 @@ def memory_growth(t: RunTables) -> Verdict:
     if per_epoch <= th.MEM_GROWTH_MIB_PER_EPOCH or pct <= th.MEM_GROWTH_PCT_PER_EPOCH:
         return quiet(name, title, "peak RSS is flat after the first epoch", per_epoch, "MiB/epoch",
                      th.MEM_GROWTH_MIB_PER_EPOCH, evidence)  # fmt: skip
-    return Verdict(name, title, True, True, Severity.HIGH if pct > 4 * th.MEM_GROWTH_PCT_PER_EPOCH else Severity.MEDIUM,
+    severity = Severity.HIGH if pct > th.MEM_GROWTH_HIGH_PCT_PER_EPOCH else Severity.MEDIUM
+    return Verdict(name, title, True, True, severity,
                    f"peak RSS grows {per_epoch:.0f} MiB every epoch ({pct:.0f} % of RSS): a leak or an unbounded cache",
                    per_epoch, "MiB/epoch", th.MEM_GROWTH_MIB_PER_EPOCH, evidence,
                    "look for tensors kept across steps (losses appended without .item()/detach, caches); "

@@ -54,13 +54,25 @@ OVERSUB_OTHERS_PCT = _t(
     "% of all cores",
     "CPU of other processes in the epochs above this: preemption is the machine's load, not the run's threads",
 )
+OVERSUB_SWITCHES_ALONE = _t(
+    "OVERSUB_SWITCHES_ALONE",
+    3.0,
+    "x OVERSUB_INVOLUNTARY_PER_CORE_S",
+    "on an otherwise idle machine, involuntary switches this many times the limit fire without a thread excess",
+)
 # under-used CPU
 UNDERUSED_CPU_PCT = _t(
     "UNDERUSED_CPU_PCT", 40.0, "% of allowed cores", "busy cores below this share of min(intra-op threads, cores)"
 )
+UNDERUSED_OTHERS_PCT = _t(
+    "UNDERUSED_OTHERS_PCT", 50.0, "% of all cores", "CPU of other processes above this: the cause is the busy machine"
+)
 # memory growth
 MEM_GROWTH_MIB_PER_EPOCH = _t("MEM_GROWTH_MIB_PER_EPOCH", 50.0, "MiB/epoch", "RSS slope over the steady epochs")
 MEM_GROWTH_PCT_PER_EPOCH = _t("MEM_GROWTH_PCT_PER_EPOCH", 5.0, "% of RSS/epoch", "and at least this share of RSS")
+MEM_GROWTH_HIGH_PCT_PER_EPOCH = _t(
+    "MEM_GROWTH_HIGH_PCT_PER_EPOCH", 20.0, "% of RSS/epoch", "RSS growing faster than this: severity high"
+)
 # start-up heavy
 STARTUP_SHARE_PCT = _t(
     "STARTUP_SHARE_PCT", 30.0, "% of run", "start-up (to the first step or epoch) above this share of the run"
@@ -75,12 +87,16 @@ CURVE_GAP_MIN_PCT = _t(
 FIRST_EPOCH_RATIO = _t("FIRST_EPOCH_RATIO", 2.0, "x steady", "first epoch this many times the median later epoch")
 # GPU under-used
 GPU_UNDERUSED_PCT = _t("GPU_UNDERUSED_PCT", 50.0, "% utilisation", "NVML utilisation in the steady epochs below this")
+GPU_UNDERUSED_HIGH_PCT = _t("GPU_UNDERUSED_HIGH_PCT", 25.0, "% utilisation", "below this: severity high")
 # host-bound (no trace needed): the loader keeps up, yet the GPU idles between the host's launches
 HOST_BOUND_GPU_PCT = _t(
     "HOST_BOUND_GPU_PCT",
     80.0,
     "% utilisation",
     "NVML utilisation in the steady epochs below this while data wait stays under INPUT_BOUND_PCT",
+)
+HOST_THREAD_MIN_CORES = _t(
+    "HOST_THREAD_MIN_CORES", 0.05, "cores", "host-bound's evidence names the training threads busier than this"
 )
 # synchronisation-dominated CUDA split
 SYNC_SHARE_PCT = _t("SYNC_SHARE_PCT", 30.0, "% of CUDA API time", "Synchronize calls above this share")
@@ -99,6 +115,9 @@ THREAD_GROWTH_MIN = _t("THREAD_GROWTH_MIN", 8.0, "threads", "and at least this m
 # the report's findings and pairwise differences
 PAIR_DIFFERENCE_PCT = _t(
     "PAIR_DIFFERENCE_PCT", 10.0, "points", "two runs' headline numbers differ by this much to be called different"
+)
+DATA_WAIT_GAP_SHARE = _t(
+    "DATA_WAIT_GAP_SHARE", 0.5, "of the epoch-time gap", "compare: data wait above this share of the gap explains it"
 )
 RAM_SIMILAR_PCT = _t("RAM_SIMILAR_PCT", 15.0, "%", "peak RSS within this of each other counts as similar")
 FULL_CPU_PCT = _t("FULL_CPU_PCT", 90.0, "% of all cores", "mean CPU % at or above this counts as 100 % CPU")

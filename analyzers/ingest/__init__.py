@@ -23,40 +23,45 @@ import pyarrow.parquet as pq
 
 from analyzers import tables as t
 from analyzers.clock import Clock
+from analyzers.ingest.sniff import sniff
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder, write_json_atomic
 from tracer.tracing import nsys as tracing_nsys
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
-ARROW_STREAM_MAGIC = b"\xff\xff\xff\xff"
-"""An Arrow IPC stream's first message starts with this continuation marker."""
-
 
 def trace_kind(path: Path) -> str | None:
-    """One of `tracer.core.trace_formats`' kinds, or None: by name and then by content."""
-    if path.is_dir():
-        return tf.CUPTI if path.name == "cupti" else None
-    name = path.name.lower()
-    for kind, suffixes in tf.SUFFIXES.items():
-        if name.endswith(suffixes):
-            return kind
-    try:
-        with path.open("rb") as f:
-            head = f.read(16)
-    except OSError:
-        return None
-    if head == SQLITE_MAGIC:
-        return tf.NSYS_SQLITE
-    if head.startswith(ARROW_STREAM_MAGIC):
-        return tf.NSYS_ARROW
-    if head[:2] == b"\x1f\x8b" or head.lstrip()[:1] in (b"{", b"["):
-        return tf.KINETO
-    return None
+    """One of `tracer.core.trace_formats`' kinds, or None: read from the content (`analyzers.ingest.sniff`)."""
+    return sniff(Path(path)).kind
 
 
 def not_readable(path: Path) -> UserError:
-    return UserError(f"{path}: not a trace this tracer reads ({tf.READABLE})")
+    """The refusal of a file or folder that is no trace this tracer reads, naming what it is."""
+    return UserError(f"{path}: {sniff(Path(path)).what}, not a trace this tracer reads ({tf.READABLE})")
+
+
+def import_target(path: Path) -> Path:
+    """The trace `tracer import PATH` reads: a file as it is; a folder that is a trace (our CUPTI
+    records, an unpacked nsys-jax archive); the newest XPlane of a profile folder (`logdir/plugins/
+    profile/<run>/<host>.xplane.pb`, as jax.profiler and TensorFlow write it); else the one trace
+    file in the folder. UserError (one line) for anything else, saying what was found."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file or folder")
+    if not path.is_dir() or trace_kind(path) is not None:
+        return path
+    from analyzers.ingest.sniff import xplanes
+
+    found = xplanes(path)
+    if found:
+        return found[0]
+    inside = sorted(p for p in path.iterdir() if p.is_file() and trace_kind(p) in tf.FILE_KINDS)
+    if len(inside) == 1:
+        return inside[0]
+    if inside:
+        names = ", ".join(p.name for p in inside[:4]) + (", ..." if len(inside) > 4 else "")
+        raise UserError(f"{path}: a folder of {len(inside)} traces ({names}): import one of them")
+    raise UserError(f"{path}: a folder with no trace this tracer reads in it ({tf.READABLE})")
 
 
 def export_nsys_rep(path: Path, out: Path, kind: str = "sqlite") -> None:
@@ -133,6 +138,18 @@ def _read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
         return kineto.read_json(path)
     if kind == tf.CUPTI:
         return cupti.read_dir(path)
+    if kind in (tf.XPLANE, tf.XPROF_JSON):
+        from analyzers.ingest import xprof
+
+        return xprof.read_xplane(path) if kind == tf.XPLANE else xprof.read_json(path)
+    if kind == tf.ROCPD:
+        from analyzers.ingest import rocpd
+
+        return rocpd.read(path)
+    if kind == tf.NSYS_JAX:
+        from analyzers.ingest import nsys_jax
+
+        return nsys_jax.read(path)
     if kind in tf.NSYS_KINDS:
         with tempfile.TemporaryDirectory(prefix="tracer-nsys-") as tmp:
             names, clock = _write_nsys(path, Path(tmp))
@@ -237,7 +254,15 @@ def _source_of(path: Path) -> str:
     kind = trace_kind(path)
     if kind in tf.NSYS_KINDS:
         return t.SOURCE_NSYS
-    return {tf.KINETO: t.SOURCE_KINETO, tf.CUPTI: t.SOURCE_CUPTI}.get(kind or "", "other")
+    sources = {
+        tf.KINETO: t.SOURCE_KINETO,
+        tf.CUPTI: t.SOURCE_CUPTI,
+        tf.XPLANE: t.SOURCE_XPROF,
+        tf.XPROF_JSON: t.SOURCE_XPROF,
+        tf.ROCPD: t.SOURCE_ROCPD,
+        tf.NSYS_JAX: t.SOURCE_NSYS_JAX,
+    }
+    return sources.get(kind or "", "other")
 
 
 def ingest_file(path: Path, folder: RunFolder) -> list[str]:
@@ -257,7 +282,15 @@ def ingest_file(path: Path, folder: RunFolder) -> list[str]:
         facts = {t.BATCH_FACT: batch} if batch is not None else {}
     else:
         tables, clock = read_trace(Path(path))
-    return write_tables(folder, tables, _source_of(Path(path)), clock, facts)
+    return write_tables(folder, tables, _written_by(tables) or _source_of(Path(path)), clock, facts)
+
+
+def _written_by(tables: dict[str, pa.Table]) -> str | None:
+    """The `source` the reader gave the rows (a Chrome-trace JSON may be Kineto's, paddle's or MXNet's)."""
+    for table in tables.values():
+        if table.num_rows and "source" in table.column_names:
+            return str(table["source"][0].as_py())
+    return None
 
 
 def run_traces(folder: RunFolder) -> list[Path]:
@@ -342,7 +375,9 @@ def cached_import(path: Path) -> RunFolder:
     from tracer.paths import cache_root
 
     path = Path(path)
-    if trace_kind(path) not in tf.FILE_KINDS or not path.is_file():
+    if not path.exists():
+        raise UserError(f"{path}: no such file or folder")
+    if trace_kind(path) not in tf.FILE_KINDS:
         raise not_readable(path)
     st = path.stat()
     key = hashlib.sha256(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]

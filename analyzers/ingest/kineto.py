@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import re
 import zlib
 from decimal import Decimal
 from pathlib import Path
@@ -33,7 +34,9 @@ KERNEL_CATS = {"kernel", "Kernel"}
 MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
 MEMSET_CATS = {"gpu_memset", "Memset"}
 RANGE_CATS = {"user_annotation"}
-OPERATOR_CATS = {"cpu_op", "Operator"}  # current and 2021 spellings
+OPERATOR_CATS = {"cpu_op", "Operator", "operator"}  # current and 2021 spellings (paddle.profiler's too; MXNet's)
+_CALL_TIME = re.compile(r"\[\d+(?:\.\d+)? (?:ns|us|ms|s)\]$")
+"""paddle.profiler ends each operator's name with its own duration (`conv2d dygraph[31.950 us]`)."""
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -68,9 +71,9 @@ def _dur_ns(ev: Event) -> int:
 
 def _pid_tid(ev: Event) -> tuple[int, int]:
     pid, tid = ev.pid, ev.tid
-    if type(pid) is int and type(tid) is int:
+    if type(pid) is int and type(tid) is int and -MAX_NS <= tid <= MAX_NS:
         return pid, tid
-    return _int(pid), _int(tid)
+    return _int(pid), _int(tid) & MAX_NS  # MXNet's thread ids are unsigned 64-bit hashes: one bit goes
 
 
 def _dims(value: Any) -> list[Any]:
@@ -98,8 +101,11 @@ class _Columns:
 
     BATCH_ROWS = 8192
 
-    def __init__(self, names: list[str], schema: pa.Schema, aliases: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, names: list[str], schema: pa.Schema, aliases: dict[str, str] | None = None, source: str = t.SOURCE_KINETO
+    ) -> None:
         self.schema = schema
+        self.source = source
         self.names = names
         self.aliases = aliases or {}
         """Columns of the table that equal another (name: the column it repeats)."""
@@ -135,7 +141,12 @@ class _Columns:
         words = {i: build.strings(list(codes)) for i, codes in self.codes.items()}
         raw = pa.Table.from_batches([pa.RecordBatch.from_arrays(part, names=self.names) for part in self.parts])
         self.parts = []
-        raw = raw.take(pc.sort_indices(raw["start_ns"]))  # stable; Table.sort_by probes for pandas
+        # by start, the longer first at one start (a parent before the child it opens with), whatever order
+        # the trace had them in; Table.sort_by probes for pandas
+        length = "dur_ns" if "dur_ns" in self.names else "end_ns"
+        keys = [("start_ns", "ascending"), (length, "descending")]
+        keys += [(SEQUENCE, "ascending")] if SEQUENCE in self.names else []  # equal spans: the one made first
+        raw = raw.take(pc.sort_indices(raw, sort_keys=keys))
         # Strings are made from their codes only now, after the sort: each is built once, never copied.
         cols: dict[str, Any] = {
             k: pc.take(words[i], raw[k]) if i in words else raw[k] for i, k in enumerate(self.names)
@@ -148,12 +159,16 @@ class _Columns:
             cols["end_ns"] = pc.add_checked(start, raw["dur_ns"])
         else:
             cols["end_ns"] = pc.add_checked(raw["end_ns"], offset)
-        cols["source"] = build.repeated(t.SOURCE_KINETO, n)
+        cols["source"] = build.repeated(self.source, n)
         for alias, column in self.aliases.items():
             cols[alias] = cols[column]  # the same buffers, not a copy
         arrays = [cols[k] if k in cols else pa.nulls(n, schema.field(k).type) for k in schema.names]
         return pa.Table.from_arrays(arrays, schema=schema)
 
+
+SEQUENCE = "sequence"
+"""A column kept only to order rows: an operator's `External id` (Kineto numbers ops as it creates them, so
+of two ops with the same start and end, the enclosing one has the smaller number)."""
 
 BATCH_OPS = ("aten::conv2d", "aten::convolution", "aten::_convolution", "aten::cudnn_convolution")
 """Operators whose first input is the NCHW image batch: its N is the batch size (with record_shapes)."""
@@ -196,11 +211,12 @@ def parse_with_header(path: Path) -> tuple[dict[str, pa.Table], Clock, int | Non
     )
     mem = _Columns(["start_ns", "dur_ns", "kind", "bytes", "device", "stream", "correlation_id"], t.MEMCPY_SCHEMA)
     ranges = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.NVTX_SCHEMA)
-    ops = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.OPERATORS_SCHEMA)
+    ops = _Columns(["start_ns", "end_ns", "name", "pid", "tid", SEQUENCE], t.OPERATORS_SCHEMA)
     seen = 0
     batch: int | None = None
     shown = functools.cache(t.api_display_name)  # a trace repeats a few dozen API names
     no_args = Args()
+    begin_end: list[tuple[int, bool, str, int, int]] = []
     try:
         with _open(path) as raw:
             events = TraceEvents(raw)
@@ -208,12 +224,18 @@ def parse_with_header(path: Path) -> tuple[dict[str, pa.Table], Clock, int | Non
                 for ev in chunk:
                     seen += 1
                     if ev.ph != "X":
+                        if ev.ph in BEGIN_END and ev.cat in OPERATOR_CATS:  # MXNet's operators: B/E pairs
+                            begin_end.append((_ns(ev.ts), ev.ph == "B", str(ev.name), *_pid_tid(ev)))
                         continue
                     cat = ev.cat
                     if cat in OPERATOR_CATS:  # the most frequent kept kind first (about half the rows)
                         start = _ns(ev.ts)
-                        name = str(ev.name)
-                        ops.add(start, start + (0 if ev.dur is None else _ns(ev.dur)), name, *_pid_tid(ev))
+                        name = _CALL_TIME.sub("", str(ev.name))
+                        op_args = ev.args or no_args
+                        number = op_args.external_id if op_args.external_id is not None else op_args.external_id_2021
+                        ops.add(
+                            start, start + (0 if ev.dur is None else _ns(ev.dur)), name, *_pid_tid(ev), _int(number)
+                        )
                         if batch is None and name in BATCH_OPS:
                             batch = _batch_of(ev)
                         continue
@@ -270,8 +292,13 @@ def parse_with_header(path: Path) -> tuple[dict[str, pa.Table], Clock, int | Non
         raise UserError(f"{path}: a number in a trace event does not fit 64 bits ({_first_line(e)})") from None
     except (TypeError, ArithmeticError, ValueError) as e:
         raise UserError(f"{path}: a trace event lacks a usable field ({_first_line(e)})") from None
+    for start, end, name, pid, tid in _paired(begin_end):
+        ops.add(start, end, name, pid, tid, -1)
     if seen == 0:
         raise UserError(f"{path}: not a Chrome/Kineto trace (no traceEvents)")
+    writer = _writer(events.header, mxnet=bool(begin_end))
+    for columns in (api, kern, mem, ranges, ops):
+        columns.source = writer
     base = events.header.get("baseTimeNanoseconds")
     if base is not None and (type(base) is not int or not 0 <= base <= MAX_NS):
         raise UserError(f"{path}: baseTimeNanoseconds {base!r} is not a time from 0 to 2^63-1 ns")
@@ -289,6 +316,34 @@ def parse_with_header(path: Path) -> tuple[dict[str, pa.Table], Clock, int | Non
             f"{path}: times or numbers beyond 64 bits (baseTimeNanoseconds {base}; {_first_line(e)})"
         ) from None
     return {k: v for k, v in out.items() if v.num_rows}, clock, batch, events.header
+
+
+BEGIN_END = ("B", "E")
+PADDLE_HEADER = "span_index"
+"""A top-level key only paddle.profiler's Chrome-trace JSON has."""
+
+
+def _writer(header: dict[str, Any], mxnet: bool) -> str:
+    """Which profiler wrote a Chrome-trace JSON, for the rows' `source`: paddle.profiler (its header),
+    MXNet's profiler (operators as B/E pairs), else the PyTorch profiler (Kineto)."""
+    if PADDLE_HEADER in header:
+        return t.SOURCE_PADDLE
+    return t.SOURCE_MXNET if mxnet else t.SOURCE_KINETO
+
+
+def _paired(marks: list[tuple[int, bool, str, int, int]]) -> list[tuple[int, int, str, int, int]]:
+    """(start, end, name, pid, tid) of duration events written as `B`/`E` pairs (MXNet's profiler), paired
+    per thread in time order (an `E` closes the innermost open `B`); one never closed is left out."""
+    open_: dict[tuple[int, int], list[tuple[int, str]]] = {}
+    out = []
+    for ts, begins, name, pid, tid in sorted(marks, key=lambda m: (m[3], m[4], m[0], m[1])):
+        stack = open_.setdefault((pid, tid), [])
+        if begins:
+            stack.append((ts, name))
+        elif stack:
+            start, begun = stack.pop()
+            out.append((start, ts, begun, pid, tid))
+    return out
 
 
 def _first_line(e: BaseException) -> str:

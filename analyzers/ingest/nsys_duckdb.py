@@ -4,9 +4,9 @@ runtime) copied to Parquet inside DuckDB, from SQLite (`write_sqlite`) or Arrow 
 Why: reading SQLite is the cost of an import, and DuckDB's sqlite scanner (the `duckdb-extension-sqlite-
 scanner` wheel, loaded from its file: nothing is downloaded) reads it about twice as cheaply per value as
 ADBC, splits each table into rowid ranges over every core, and writes Parquet in parallel, with no Arrow
-round trip through Python. Rows then land in no particular order (keeping the file's order makes the
-writer serial and costs more than the read); every reader that needs time order sorts (the viewer) or
-filters by time (the SQL summaries). Labels (API names, thread names, copy kinds) come from the small
+round trip through Python. Each table is written sorted by start (DuckDB sorts on every core, spilling
+under MEMORY_LIMIT): nsys 2025.6 and later no longer export rows in time order, and the file's order
+was never a promise. Labels (API names, thread names, copy kinds) come from the small
 Python maps `analyzers.ingest.nsys_export` builds, joined in SQL, so each naming rule stays declared
 once. The extension is a pinned dependency (`pyproject.toml`): without it nothing is read, and the error
 says which package to install.
@@ -103,7 +103,8 @@ class Copier:
         cols = ", ".join(
             f.name if f.type == pa.string() else f"CAST({f.name} AS {_SQL_TYPES[f.type]}) AS {f.name}" for f in schema
         )
-        done = self.con.execute(f"COPY (SELECT {cols} FROM ({select})) TO '{_quoted(out)}' (FORMAT parquet)")
+        order = " ORDER BY start_ns" if "start_ns" in schema.names else ""  # nsys 2025.6+ exports rows unordered
+        done = self.con.execute(f"COPY (SELECT {cols} FROM ({select}){order}) TO '{_quoted(out)}' (FORMAT parquet)")
         rows = int((done.fetchone() or (0,))[0])
         if not rows:
             out.unlink(missing_ok=True)

@@ -47,6 +47,12 @@ class Args(msgspec.Struct):
     grid: Any = None
     block: Any = None
     input_dims: Any = msgspec.field(default=None, name="Input Dims")
+    external_id: Any = msgspec.field(default=None, name="External id")  # Kineto: an op's number, in creation order
+    external_id_2021: Any = msgspec.field(default=None, name="external id")
+    name: Any = None  # a metadata event's process or thread name
+    hlo_op: Any = None  # XProf: the XLA op an event ran (jax.profiler, TensorFlow's profiler)
+    hlo_module: Any = None
+    long_name: Any = None  # XProf: a TensorFlow op's `name:type`
 
 
 class Event(msgspec.Struct):

@@ -35,6 +35,8 @@ def write_report(
         result = step.run()
         if result is not None:
             outputs.append(result)
+        for run in runs:  # what a step computed stays (summaries); the tables it read are read again if needed
+            run.release()
     warnings = [*warnings, *(p.text() for p in problems_of(runs))]  # damaged files the steps met and skipped
     return write_index(out, runs, outputs, warnings, contended), outputs
 

@@ -252,6 +252,14 @@ def write_csv(rows: Sequence[TableRow], path: Path) -> None:
             writer.writerow([_csv_cell(getattr(row, c)) for c in CSV_COLUMNS])
 
 
+def write_tables_csv(runs: Iterable[LoadedRun], path: Path, warmup: int = WARMUP_EPOCHS) -> Path:
+    """Tables 1 and 2 in one CSV (the CPU rows, then the GPU rows), as the report writes each: the one
+    Table 1 writer, which a campaign's epoch_times.csv is too."""
+    runs = list(runs)
+    write_csv([*table_rows(runs, "cpu", warmup), *table_rows(runs, "gpu", warmup)], path)
+    return path
+
+
 def _csv_cell(value: object) -> object:
     """Empty for a missing value; floats at 15 significant digits (no summation noise)."""
     if value is None:

@@ -86,8 +86,10 @@ def test_cupti_and_nsys_name_one_job_alike(shared_fixtures: Path) -> None:
     assert len(demangled) == 109  # three 1,600-character CUTLASS symbols that c++filt refuses too
     assert {kn.key(r.name) for r in demangled} <= {kn.key(r.name) for r in nsys.values()}
     shared = set(cupti) & set(nsys)
-    assert len(shared) == 109
-    assert "at::native::max_pool_forward_nchw<…>" in shared and "at::native::reduce_kernel<512, 1, …>" in shared
+    # the refused symbols and the kernels told apart from them (a family of different members) read otherwise
+    assert len(shared) == 105
+    assert "at::native::max_pool_forward_nchw<…>" in shared
+    assert "at::native::reduce_kernel<512, 1, sum_functor[float]>" in shared
     refused = sorted(set(cupti) - shared)
     assert all(label.startswith("cutlass__5x_cudnn") for label in refused), refused
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +106,41 @@ def test_show_prints_a_damaged_table_as_a_problem_line(cf98: Path, capsys: pytes
     assert len(lines) == 1 and "is damaged" in lines[0], out
     assert "Problems" in out and "images/s" in out  # the rest of the run is shown
     assert str(gpu) not in err
+
+
+def test_runs_prints_the_one_row_builder(cf98: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from analyzers.run_rows import RUN_COLUMNS, run_row
+
+    row = run_row(Run.open(cf98))
+    assert main(["runs", "--runs", str(cf98.parent)]) == 0
+    out = capsys.readouterr().out
+    shared = next(line for line in out.splitlines() if line.startswith("every run: "))
+    table = next(line for line in out.splitlines() if line.startswith(row[0]))
+    for column, cell in zip(RUN_COLUMNS, row):  # a lone run: its id and start in the table, the rest above it
+        assert cell in table or f"{column.header} {cell or column.none}" in shared, (column, cell, out)
+    assert "ok" in shared and "alexnet" in shared
+
+
+def test_one_identity_key_for_the_run_its_summary_its_case_and_its_plan_cell(cf98: Path, tmp_path: Path) -> None:
+    from tracer.campaign.plan import load_plan
+    from tracer.core.cases import RunKey
+
+    run = Run.open(cf98)
+    key = run.key
+    assert key == RunKey("pytorch", "alexnet", "big", "gpu", 100) == run.summary.key == RunKey.of(run.record.spec)
+    assert (run.case.model, run.case.dataset, run.case.device, run.case.batch) == (*astuple(key)[1:],)
+    plan = tmp_path / "p.toml"
+    plan.write_text('frameworks = ["pytorch"]\nmodels = ["alexnet"]\ndatasets = ["big"]\ndevices = ["gpu"]\n'
+                    "batches = [100]\n")  # fmt: skip
+    (cell,) = load_plan(plan).cells
+    assert cell.key == key
+
+
+def test_release_drops_the_tables_and_keeps_what_was_computed(cf98: Path) -> None:
+    run = Run.open(cf98)
+    summary, process = run.summary, run.samples("process")
+    assert process is not None and run.diagnosis_inputs.process is process
+    run.release()  # what a consumer of many runs does after each one
+    assert run.summary is summary
+    again = run.samples("process")
+    assert again is not process and again is not None and again.equals(process)

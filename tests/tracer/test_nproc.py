@@ -43,6 +43,8 @@ def test_two_ranks_train_and_the_slowed_one_is_the_straggler(tmp_path: Path) -> 
     ranks = steps[schema.RANK].to_pylist()
     assert ranks.count(0) == ranks.count(1) == 2 * 3  # 24 images, 12 per rank, batch 4, 2 epochs
     assert (folder.path / schema.RANKS_DIR / "1" / schema.SAMPLES_DIR / "process.parquet").exists()
+    threads = folder.samples(schema.THREADS_TABLE.name)  # every rank's threads, each under its own pid
+    assert threads is not None and {r.pid for r in record.rank_infos} <= set(threads[schema.PID].to_pylist())
     diagnosed = run_tracer("diagnose", str(folder.path), "--format", "json")
     assert diagnosed.returncode == 0, diagnosed.stderr
     verdicts = {v["rule"]: v for v in json.loads(diagnosed.stdout)["verdicts"]}
@@ -109,3 +111,28 @@ def test_other_frameworks_refuse_nproc_with_the_reason(framework: str, tmp_path:
     (line,) = result.stderr.strip().splitlines()
     assert "--nproc applies to pytorch only" in line and "DistributedDataParallel" in line
     assert not os.path.exists(tmp_path) or not any(tmp_path.iterdir())
+
+
+def _gpu_count() -> int:
+    """GPUs nvidia-smi lists (0 without a driver)."""
+    try:
+        done = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in done.stdout.splitlines() if line.startswith("GPU "))
+
+
+@pytest.mark.gpu
+def test_two_ranks_on_two_gpus_use_nccl(tmp_path: Path) -> None:
+    """NCCL on GPUs, one GPU per rank: both ranks' steps and all-reduces recorded, each on its own GPU."""
+    if _gpu_count() < 2:
+        pytest.skip("needs two NVIDIA GPUs (NCCL will not put two ranks on one GPU)")
+    require_framework("pytorch")
+    args = [*SMALL, "--device", "gpu", "--epochs", "2", "--limit", "64", "--workers", "1"]
+    result = run_tracer("profile", *args, "--out", str(tmp_path), timeout=1200)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    folder = _one_run(tmp_path)
+    record = folder.read_record()
+    assert [(r.backend, r.device) for r in record.rank_infos] == [("nccl", "cuda:0"), ("nccl", "cuda:1")]
+    collectives = folder.samples(schema.COLLECTIVES_TABLE)
+    assert collectives is not None and set(collectives[schema.RANK].to_pylist()) == {0, 1}

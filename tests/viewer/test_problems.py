@@ -24,3 +24,19 @@ def test_a_damaged_table_is_a_problem_line_and_the_rest_is_drawn(
     assert str(gpu) in window.messages()  # type: ignore[attr-defined]
     assert data.series["cpu_pct"] and "gpu_util_pct" not in data.series  # the process samples are drawn
     assert data.lanes.api_calls is not None and data.kernels and len(data.epochs) == 2  # and the trace
+
+
+def test_the_run_browser_shows_the_rows_of_tracer_runs(shared_fixtures: Path, tmp_path: Path) -> None:
+    from analyzers.run import Run
+    from analyzers.run_rows import RUNS_HEADERS, run_row
+    from viewer.browser import COLUMNS, browse
+
+    run = Path(shutil.copytree(shared_fixtures / CF98, tmp_path / Path(CF98).name))
+    (run / "samples" / "gpu.parquet").write_bytes(os.urandom(4096))
+    (row,) = browse(tmp_path)
+    cells = run_row(Run.open(run))
+    expected = [cells[RUNS_HEADERS.index(c)] for c in COLUMNS]
+    status = COLUMNS.index("status")
+    assert row[status] == expected[status] + ", damaged: gpu.parquet"
+    assert [c for i, c in enumerate(row[:-1]) if i != status] == [c for i, c in enumerate(expected) if i != status]
+    assert row[-1] == str(run)

@@ -57,7 +57,7 @@ import pydantic
 from pydantic import ConfigDict, Field
 
 from tracer.core import options
-from tracer.core.cases import DATASET_IMAGES, dataset_label
+from tracer.core.cases import DATASET_IMAGES, RunKey, dataset_label
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS
 
@@ -112,6 +112,11 @@ class Cell:
     python: str | None = None
     command: tuple[str, ...] = ()  # a command plan's cell: the template filled in (then no built-in workload)
     cwd: str | None = None  # where the command runs: the plan file's folder
+
+    @property
+    def key(self) -> RunKey:
+        """The identity of the run this cell makes (`tracer.core.cases.RunKey`)."""
+        return RunKey.of(self)
 
     def profile_args(self) -> list[str]:
         """The `tracer profile` arguments of this cell, without `--out` (a command's come last, after `--`)."""
@@ -438,6 +443,9 @@ def _expand(
         if any(all(point.get(k) in vs for k, vs in rule.items()) for rule in exclusions):
             continue
         varying = {k: v for k, v in knob_values.items() if len(knobs[k]) > 1}
+        why = options.cross_field_problem({**fields, **{knob_fields()[k]: v for k, v in knob_values.items()}})
+        if why:
+            raise c.fail(None, f"{'-'.join(str(v) for v in fields.values())}: {why}")
         cell = Cell(
             cell_id=_cell_id(fields, varying, repetition if repetitions > 1 else None),
             knobs=knob_values,

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from analyzers import tables as t
@@ -152,9 +153,12 @@ def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
                 writer.writerow([section, *(display.csv_value(r[c]) if c in r else "" for c in columns)])
     else:
         title = f"{run.run_id}, {cut.label()}{'; ' + cut.note if cut.note else ''}"
+        from analyzers.operator_compare import operator_source
+
         if args.rank is not None:
             title = f"{title}, rank {args.rank}"
-        print_tables(data, args.top, title, run.api_family, span.label if span and not cut.window else "")
+        window = span.label if span and not cut.window else ""
+        print_tables(data, args.top, title, run.api_family, window, operator_source(run))
         if by_rank is not None:
             headers, cells = display.table(data[RANKS_SECTION])
             table = Table(*headers, title=f"ranks — {by_rank.basis}; communication: {by_rank.comm_source}")
@@ -165,7 +169,12 @@ def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
 
 
 def print_tables(
-    data: dict[str, list[dict[str, Any]]], top: int, title: str, family: str = "CUDA", window: str = ""
+    data: dict[str, list[dict[str, Any]]],
+    top: int,
+    title: str,
+    family: str = "CUDA",
+    window: str = "",
+    operators_from: str = "",
 ) -> None:
     """Durations in one adaptive unit per column (the unit in the header), names shortened (analyzers.display);
     a ROCm trace's tables say HIP (`family`, from analyzers.cuda_api.api_family). `window` ("window: epoch 2")
@@ -176,7 +185,8 @@ def print_tables(
 
     out = console()
     titles = {
-        t.OPERATORS: "framework operators (as the PyTorch profiler's key_averages)",
+        t.OPERATORS: f"framework operators{' from ' + operators_from if operators_from else ''} (self time as the "
+        "PyTorch profiler's key_averages sums it)",
         t.CUDA_API: family_label("CUDA API (as nsys cuda_api_sum)", family),
         CLASSES_SECTION: "GPU kernel time by class (what the kernels do)",
         t.KERNELS: "GPU kernels (as nsys cuda_gpu_kern_sum)",
@@ -186,14 +196,14 @@ def print_tables(
     for section in SECTIONS:
         rows = data[section]
         if not rows:
-            if section != t.OPERATORS:  # only PyTorch profiler traces have operators: no line for the others
+            if section != t.OPERATORS:  # only a framework's own profiler records operators: no line for the others
                 out.print(f"{titles[section]}: none in {_windowed(title, window, section)}")
             continue
         shown = rows if section == CLASSES_SECTION else rows[:top]  # a dozen classes at most: all of them
         headers, cells = display.table(shown)
         table = Table(*headers, title=f"{titles[section]} — {_windowed(title, window, section)}")
         for row in cells:
-            table.add_row(*row)
+            table.add_row(*(escape(c) for c in row))  # `[float]` in a kernel's label is text, not markup
         out.print(table)
         if section == CLASSES_SECTION:
             out.print(other_line(rows), markup=False)

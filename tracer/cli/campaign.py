@@ -4,12 +4,10 @@ one Slurm job per cell."""
 from __future__ import annotations
 
 import argparse
-import csv
-from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tracer.cli.common import add_out_dir, console, err_console, fmt
+from tracer.cli.common import add_out_dir, console, err_console
 from tracer.cli.outputs import output_dir
 from tracer.core.cases import dataset_label
 from tracer.core.errors import UserError
@@ -21,7 +19,6 @@ if TYPE_CHECKING:  # the campaign package (pydantic plans, Ray) loads when a cam
     from tracer.campaign.plan import Cell, Plan
     from tracer.campaign.record import Campaign
     from tracer.campaign.slurm import SlurmOptions
-    from tracer.core.records import RunRecord
     from tracer.core.runfolder import RunFolder
 
 EXIT_SOME_FAILED = 1
@@ -287,48 +284,9 @@ def write_outputs(campaign: Campaign, folders: list[RunFolder], report: bool, er
 
 
 def write_epoch_table(folders: list[RunFolder], path: Path) -> Path:
-    """Steady-state epoch time per framework x model x dataset x device x batch and spec, over the ok runs:
-    the repeats of one spec pooled by the one pooling function (analyzers.repeats.pool, the report's
-    too), the median of the runs and their range; a case measured with several specs (a trace backend,
-    a --limit) gets one row per spec, named in `settings`."""
-    from analyzers.repeats import pool
-    from analyzers.report.tables import settings_label
+    """The study's Tables 1 and 2 over the campaign's runs, written by the report's one table writer
+    (`analyzers.report.tables.write_tables_csv`: repeats of one spec pooled, one row per spec)."""
+    from analyzers.report.tables import write_tables_csv
     from analyzers.run import Run
-    from analyzers.steady import WARMUP_EPOCHS
-    from tracer.campaign.record import OK
 
-    groups: dict[tuple[str, str, str, str, int], list[tuple[RunFolder, RunRecord]]] = defaultdict(list)
-    for folder in folders:
-        record = folder.read_record()
-        if record.outcome.status.value != OK:
-            continue
-        spec = record.spec
-        groups[(spec.framework, spec.model, dataset_label(spec.dataset), spec.device, spec.batch)].append(
-            (folder, record)
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(EPOCH_TABLE_COLUMNS)
-        for key in sorted(groups):
-            for repeats in pool(groups[key], WARMUP_EPOCHS):
-                cell = repeats.throughput
-                if cell.epoch_s is None:
-                    continue
-                rate, first = cell.images_per_s, cell.first_epoch_s
-                settings = settings_label(Run.open(repeats.folders[0]))
-                w.writerow(
-                    [*key, cell.runs, cell.warmup, f"{cell.epoch_s.median:.4f}", f"{cell.epoch_s.low:.4f}",
-                     f"{cell.epoch_s.high:.4f}", fmt(rate.median if rate else None, ".2f"),
-                     fmt(first.median if first else None, ".4f"), cell.includes_warmup, settings]
-                )  # fmt: skip
-    tmp.replace(path)
-    return path
-
-
-EPOCH_TABLE_COLUMNS = (
-    "framework", "model", "dataset", "device", "batch", "runs", "warmup_epochs", "steady_epoch_s",
-    "steady_epoch_s_min", "steady_epoch_s_max", "steady_images_per_s", "first_epoch_s", "steady_includes_warmup",
-    "settings",
-)  # fmt: skip
+    return write_tables_csv([Run.open(f) for f in folders], path)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from tracer.cli.common import (
@@ -156,6 +157,7 @@ def _compare(folders: list[Any], args: argparse.Namespace) -> int:
             out.print(f"   {gap.text('A', letter)}", markup=False)
     print_data_pairs(result.pairs, out)
     print_ranks(result.columns, groups, out)
+    print_top_operators([(c.letter, g[0]) for c, g in zip(result.columns, groups)], out)
     first = groups[0][0]
     for column, group in zip(result.columns[1:], groups[1:]):
         print_verdict_differences(first, group[0], f"A ({result.columns[0].head.framework})",
@@ -195,6 +197,37 @@ def print_ranks(columns: Any, groups: list[list[Any]], out: Console) -> None:
         for row in ranks.rows:
             table.add_row(*cells(row))
         out.print(table)
+
+
+def print_top_operators(columns: list[tuple[str, Any]], out: Console) -> None:
+    """Each column's top framework operators by self time per traced image, named as its own profiler
+    names them (only where two columns or more have an operator table)."""
+    from analyzers.display import duration_unit, significant
+    from analyzers.operator_compare import TOP_OPERATORS, operator_source, top_operators
+
+    tops = {letter: top_operators(folder) for letter, folder in columns}
+    shown = [letter for letter, rows in tops.items() if rows]
+    if len(shown) < 2:
+        return
+    folders = dict(columns)
+    heads = [f"{x}: {folders[x].read_record().spec.framework}, {operator_source(folders[x])}" for x in shown]
+    per_image = [r.self_ns_per_image for x in shown for r in tops[x] if r.self_ns_per_image]
+    unit, scale = duration_unit(max(per_image, default=0.0))
+    table = Table("rank", *heads, title="top framework operators by self time, per traced image (each one's own names)")
+    for i in range(TOP_OPERATORS):
+        cells = []
+        for letter in shown:
+            rows = tops[letter]
+            if i >= len(rows):
+                cells.append("-")
+                continue
+            r = rows[i]
+            each = (
+                f"{significant(r.self_ns_per_image / scale)} {unit}/image" if r.self_ns_per_image else "images unknown"
+            )
+            cells.append(f"{escape(r.name)}: {each} ({r.self_pct:.1f} %)")
+        table.add_row(str(i + 1), *cells)
+    out.print(table)
 
 
 def _readable(folders: list[Any]) -> list[Any]:

@@ -22,12 +22,12 @@ from tracer.core.frameworks import framework_info
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("import", help="make a run folder from an nsys or Kineto trace file")
+    p = sub.add_parser("import", help="make a run folder from a trace file (nsys, Kineto, XPlane, rocpd, nsys-jax)")
     p.add_argument(
         "files",
         type=Path,
         nargs="+",
-        help=f"a trace file ({tf.READABLE}), or several ranks' Kineto traces: files, a folder, or a .tar[.gz]",
+        help=f"a trace file or folder ({tf.READABLE}); or several ranks' Kineto traces",
     )
     add_out_dir(p)
     p.add_argument("--framework", default="imported", help="label the run with the framework that made the trace")
@@ -36,8 +36,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.set_defaults(func=cmd_import)
 
 
-# The framework a trace format can only come from (Kineto is PyTorch's profiler); nsys traces any process.
-FRAMEWORK_OF_FORMAT = {tf.KINETO: "pytorch"}
+# The framework a trace format can only come from (Kineto is PyTorch's profiler, nsys-jax wraps JAX);
+# nsys, rocprof and XPlane (JAX and TensorFlow both write it) trace any.
+FRAMEWORK_OF_FORMAT = {tf.NSYS_JAX: "jax"}
 NOT_RECORDED = ("batch", "epochs")  # spec fields an imported trace does not carry: shown as "not recorded"
 
 
@@ -55,24 +56,31 @@ def _run_id(path: Path) -> str:
 def cmd_import(args: argparse.Namespace) -> int:
     import tempfile
 
+    from analyzers.ingest import import_target, trace_kind
     from analyzers.ingest import ranks as rank_ingest
-    from analyzers.ingest import trace_kind
 
     paths: list[Path] = list(args.files)
     if args.framework != "imported":
         framework_info(args.framework)
-    one_file = len(paths) == 1 and not paths[0].is_dir() and not rank_ingest.is_archive(paths[0])
-    if one_file:
-        if not paths[0].is_file():
-            raise UserError(f"{paths[0]}: no such file")
-        if trace_kind(paths[0]) not in tf.FILE_KINDS:
-            raise not_readable_path(paths[0])
-        return _import(args, paths[0], paths)
+    if len(paths) == 1 and not rank_ingest.is_archive(paths[0]) and not _several_traces(paths[0]):
+        path = import_target(paths[0])  # a file, a folder that is a trace, a profile folder's newest XPlane
+        if trace_kind(path) not in tf.FILE_KINDS:
+            raise not_readable_path(path)
+        return _import(args, path, [path])
     with tempfile.TemporaryDirectory(prefix="tracer-ranks-") as scratch:
         files = rank_ingest.expand(paths, Path(scratch))
         if len(files) == 1:
             return _import(args, files[0], paths)
         return _import(args, files[0], paths, files)
+
+
+def _several_traces(path: Path) -> bool:
+    """A folder holding two or more trace files (several ranks' traces), not itself a trace."""
+    from analyzers.ingest import trace_kind
+
+    if not path.is_dir() or trace_kind(path) is not None:
+        return False
+    return sum(1 for p in path.iterdir() if p.is_file() and trace_kind(p) in tf.FILE_KINDS) > 1
 
 
 def not_readable_path(path: Path) -> UserError:
@@ -82,11 +90,21 @@ def not_readable_path(path: Path) -> UserError:
 
 
 def _import(args: argparse.Namespace, path: Path, named: list[Path], ranks_files: list[Path] | None = None) -> int:
-    """One run folder from `path` (one trace: Kineto, with its rank where it names one, or nsys, split by
-    process) or from `ranks_files` (several ranks' Kineto traces); `named` is what the user gave."""
+    """One run folder from `path` (one trace: Kineto, with its rank where it names one, nsys, split by
+    process, XPlane, rocpd, nsys-jax) or from `ranks_files` (several ranks' Kineto traces); `named` is what
+    the user gave."""
     from analyzers.ingest import _source_of, ingest_file, sibling_export, span_ns, trace_kind
     from analyzers.ingest import ranks as rank_ingest
-    from analyzers.tables import ALIGNMENT_FACT, BATCH_FACT, RANKS_FACT, TRACE_META, TRACE_OF_SOURCE
+    from analyzers.tables import (
+        ALIGNMENT_FACT,
+        BATCH_FACT,
+        RANKS_FACT,
+        SOURCE_KINETO,
+        SOURCE_MXNET,
+        SOURCE_PADDLE,
+        TRACE_META,
+        TRACE_OF_SOURCE,
+    )
     from tracer.core.records import EnvironmentInfo, ImportOrigin, Outcome, RankInfo, RunRecord, RunSpec, RunStatus
     from tracer.core.runfolder import RunFolder
 
@@ -124,15 +142,19 @@ def _import(args: argparse.Namespace, path: Path, named: list[Path], ranks_files
         raise
     try:
         for f in files:
-            shutil.copyfile(f, folder.raw_dir / f.name)
+            if f.is_dir():
+                shutil.copytree(f, folder.raw_dir / f.name)
+            else:
+                shutil.copyfile(f, folder.raw_dir / f.name)
         beside = sibling_export(path) if trace_kind(path) == tf.NSYS_REP else None
         if beside is not None:  # what was read: the folder is re-ingested from it, with no nsys needed
             shutil.copyfile(beside, folder.raw_dir / beside.name)
     except OSError as e:
         shutil.rmtree(folder.path, ignore_errors=True)
         raise UserError(f"{disk_full(args.out, e) or e}: {label} was not imported") from None
-    source = _source_of(path)
-    clock = json.loads((folder.path / TRACE_META).read_text())[source]
+    meta = json.loads((folder.path / TRACE_META).read_text())
+    source = _source_of(path) if _source_of(path) in meta else next(iter(meta))  # Kineto's JSON, or paddle's ...
+    clock = meta[source]
     clock.pop("tables", None)
     clock.pop(RANKS_FACT, None)  # each rank's file and shift stay in trace_meta.json; the run says how
     alignment = clock.get(ALIGNMENT_FACT)
@@ -140,7 +162,9 @@ def _import(args: argparse.Namespace, path: Path, named: list[Path], ranks_files
     starts, ends = span_ns(folder, written)
     framework = args.framework
     if framework == "imported":
-        framework = FRAMEWORK_OF_FORMAT.get(trace_kind(path) or "", framework)
+        # the framework whose own profiler wrote the rows
+        of_source = {SOURCE_KINETO: "pytorch", SOURCE_PADDLE: "paddle", SOURCE_MXNET: "mxnet"}
+        framework = of_source.get(source, FRAMEWORK_OF_FORMAT.get(trace_kind(path) or "", framework))
     record = RunRecord(
         run_id=run_id,
         # An imported trace's labels are whatever the user says; they are recorded, not checked as options.

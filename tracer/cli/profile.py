@@ -90,14 +90,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
     model, data = cases.resolve_case(args.case, args.model, args.dataset)
     values = {name: getattr(args, name) for name in options.spec_fields() if hasattr(args, name)}
     spec: RunSpec = options.validate_spec({**values, "model": model, "dataset": data})
-    options.check_frameworks(spec)
     framework_info(spec.framework)
-    if spec.workers == "autotune" and spec.framework != "tensorflow":
-        raise UserError(
-            f"--workers autotune is tf.data's AUTOTUNE; {spec.framework} has no such thing: give a worker count"
-        )
-    if spec.nsys_sampling and spec.trace != "nsys":
-        raise UserError("--nsys-sampling applies to --trace nsys only")
+    options.check_spec(spec)  # the rules between options, which a campaign plan's cells meet at load too
     return spec
 
 

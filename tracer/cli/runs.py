@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,47 +41,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     s.set_defaults(func=cmd_show)
 
 
-@dataclass(frozen=True)
-class Column:
-    """One column of `tracer runs`: its header, and the word for a value the run does not have."""
-
-    header: str
-    none: str = "-"
-
-
-# The columns users filter by, in order; a column every listed run shares goes to one line above the table.
-RUN_COLUMNS = (
-    Column("id"),
-    Column("started"),
-    Column("framework"),
-    Column("model"),
-    Column("dataset"),
-    Column("device"),
-    Column("batch"),
-    Column("trace", "none"),
-    Column("data"),
-    Column("limit", "all"),
-    Column("image px"),
-    Column("status"),
-    Column("diverged", "no"),
-    Column("epochs"),
-    Column("img/s"),
-    Column("load"),
-    Column("GPU", "none"),
-)
-RUNS_HEADERS = tuple(c.header for c in RUN_COLUMNS)
-NOT_RANKED = "†"  # after a speed the run's end makes unrankable (diverged, failed, cut short)
-WARMUP_COUNTED = "*"  # after a steady speed that had to count the warm-up epochs
-LEGEND = {
-    "img/s": "img/s: the steady state, the epochs after the warm-up (`tracer show ID` says which)",
-    WARMUP_COUNTED: f"{WARMUP_COUNTED} counts every epoch: the run has none after the warm-up (`--warmup`)",
-    NOT_RANKED: f"{NOT_RANKED} not ranked beside other runs: the run did not end ok (`tracer show ID` says why)",
-    "load": "load: CPU % other processes held during the run (100 = all cores); contended times do not compare",
-}
-
-
 def cmd_runs(args: argparse.Namespace) -> int:
+    """The columns, each run's row, its marks and their legend are analyzers.run_rows' (the viewer's run
+    browser shows the same rows)."""
+    from analyzers import run_rows
     from analyzers.run import Run
+    from analyzers.run_rows import LEGEND, RUNS_HEADERS
     from tracer.core.runfolder import list_runs, short_ids
 
     runs = [Run.open(f) for f in list_runs(args.runs_dir)]
@@ -93,53 +56,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
     out = console()
     ids = short_ids([f.run_id for f in runs])
     rows: list[tuple[str, ...]] = []
-    for folder in runs:
+    for run in runs:
         try:
-            s = folder.summary
-            record = folder.record
+            rows.append(run_rows.run_row(run))
         except UserError as e:
             print(f"tracer: warning: {e}", file=sys.stderr)
-            rows.append((folder.run_id, *[""] * 10, "damaged: run.json", *[""] * 5))
-            continue
-        spec, divergence = record.spec, record.outcome.divergence
-        # A command's model, data and batch are its script's own: its name stands for them.
-        workload = (
-            (record.command.name, "-", "-", "-", "-", "-")
-            if record.command
-            else (
-                s.model,
-                cases.dataset_label(s.dataset),
-                "-" if "batch" in s.not_recorded else str(s.batch),
-                spec.data,
-                "all" if spec.limit is None else str(spec.limit),
-                str(spec.image_size),
-            )
-        )
-        rows.append(
-            (
-                folder.run_id,
-                time.strftime("%m-%d %H:%M", time.localtime(record.wall_start_ns / 1e9))
-                if record.wall_start_ns
-                else "-",
-                s.framework,
-                workload[0],
-                workload[1],
-                s.device,
-                workload[2],
-                spec.trace,
-                *workload[3:],
-                s.status,
-                "no" if divergence is None else f"epoch {divergence.epoch}",
-                "-"
-                if "epochs" in s.not_recorded
-                else str(s.epochs_done)
-                if s.command
-                else f"{s.epochs_done}/{s.epochs_planned}",
-                rate_text(s),
-                load_text(s),
-                s.gpu.removeprefix("NVIDIA ").replace("driver ", "") or "none",
-            )
-        )
+            rows.append(run_rows.damaged_row(run.run_id))
+        run.release()  # its row is made: a folder of many runs holds one run's tables at a time
     shown, shared = _split_shared(rows)
     if shared:
         print_wrapped(out, "every run: " + "; ".join(f"{h} {v}" for h, v in shared))
@@ -170,6 +93,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def _split_shared(rows: list[tuple[str, ...]]) -> tuple[list[int], list[tuple[str, str]]]:
     """The columns that differ between rows (the id always), and (header, value) of those all rows share."""
     shown, shared = [], []
+    from analyzers.run_rows import RUN_COLUMNS
+
     for i, column in enumerate(RUN_COLUMNS):
         values = {row[i] for row in rows}
         if i == 0 or len(rows) == 1 and i < 2 or len(values) > 1:
@@ -185,24 +110,6 @@ def _print_narrow(headers: list[str], rows: list[list[str]], out: Console) -> No
     for row in rows:
         out.print(row[0], soft_wrap=True, markup=False)
         print_wrapped(out, ", ".join(f"{h} {v}" for h, v in zip(headers[1:], row[1:]) if v), "  ", "  ")
-
-
-def rate_text(s: object) -> str:
-    """Steady images/s, WARMUP_COUNTED where it counts the warm-up, NOT_RANKED where the run's speed is not
-    rankable (LEGEND explains both under the table)."""
-    from analyzers.run_summary import RunSummary
-
-    assert isinstance(s, RunSummary)
-    text = fmt(s.steady_images_per_s, ".1f") + (WARMUP_COUNTED if s.steady_includes_warmup else "")
-    return text if s.rankable or s.steady_images_per_s is None else f"{text}{NOT_RANKED}"
-
-
-def load_text(s: object) -> str:
-    from analyzers.contention import Contention
-    from analyzers.run_summary import RunSummary
-
-    assert isinstance(s, RunSummary)
-    return Contention(s.other_cpu_pct, None, s.contended).load_text()
 
 
 def cmd_show(args: argparse.Namespace) -> int:

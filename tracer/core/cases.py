@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from tracer.core.errors import UserError
 from tracer.core.options import RunSpec
@@ -44,6 +45,23 @@ def resolve_case(case: str | None, model: str | None, dataset: str | None) -> tu
 
 def dataset_label(dataset: str) -> str:
     return dataset if dataset in DATASET_IMAGES else dataset.rstrip("/").split("/")[-1] or "custom"
+
+
+@dataclass(frozen=True, order=True)
+class RunKey:
+    """Who trained what where: the one identity of a run that a data pair, a table row, a summary and a
+    plan cell share (the dataset by its label, so a folder's path and its name are one dataset)."""
+
+    framework: str
+    model: str
+    dataset: str
+    device: str
+    batch: int
+
+    @classmethod
+    def of(cls, item: Any) -> RunKey:
+        """The key of anything that names the five: a RunSpec, a RunSummary, a plan's Cell, a DataPair."""
+        return cls(item.framework, item.model, dataset_label(item.dataset), item.device, int(item.batch))
 
 
 def make_run_id(spec: RunSpec) -> str:

@@ -24,6 +24,7 @@ from pydantic import AfterValidator, Field
 
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS, framework_info
+from tracer.core.schema import AUTOTUNE
 from tracer.core.window import check_text as check_window
 from tracer.core.window import worker_window
 
@@ -39,7 +40,7 @@ DAY_S = 86400
 MAX_SAMPLE_HZ = 100
 MODELS = ("alexnet", "mobilenet_v2", "resnet50", "vgg16")
 DEVICES = ("cpu", "gpu")
-TRACE_BACKENDS = ("none", "nsys", "cupti", "torch")
+TRACE_BACKENDS = ("none", "nsys", "cupti", "torch", "native")
 GPU_THREAD_MODES = ("global", "gpu_private", "gpu_shared")
 
 
@@ -116,7 +117,7 @@ class RunSpec:
         str | None, Opt("a named case, SimpleBig or ComplexSmall (gives model and dataset)", worker=False, plan=False)
     ] = None
     trace: Annotated[
-        Literal["none", "nsys", "cupti", "torch"],
+        Literal["none", "nsys", "cupti", "torch", "native"],
         Opt("trace backend", worker=False, noun="trace backend", command=True),
     ] = "none"
     trace_window: Annotated[
@@ -357,6 +358,33 @@ def check_frameworks(spec: RunSpec, spec_type: type = RunSpec) -> None:
         if opt.frameworks and spec.framework not in opt.frameworks and getattr(spec, name) != f.default:
             why = f": {opt.only_why}" if opt.only_why else ""
             raise UserError(f"{flag_of(name, spec_type)} applies to {', '.join(opt.frameworks)} only{why}")
+
+
+AUTOTUNE_FRAMEWORKS = ("tensorflow",)  # whose pipeline chooses its own parallelism (tf.data.AUTOTUNE)
+
+
+def cross_field_problem(values: Mapping[str, Any]) -> str:
+    """The first rule between options that `values` (spec fields by name; absent ones at their defaults)
+    breaks, in the words of the flags, or ''. `tracer profile` and a campaign plan's cells are checked
+    with it, so a plan is refused at load for what the command line refuses."""
+    fields = spec_fields()
+    value = {name: values.get(name, f.default) for name, (_, _, f) in fields.items()}
+    framework = value["framework"]
+    for name, (_, opt, f) in fields.items():
+        if opt.frameworks and framework not in opt.frameworks and value[name] != f.default:
+            return f"{flag_of(name)} applies to {', '.join(opt.frameworks)} only"
+    if value["workers"] == AUTOTUNE and framework not in AUTOTUNE_FRAMEWORKS:
+        return f"--workers autotune is tf.data's AUTOTUNE; {framework} has no such thing: give a worker count"
+    if value["nsys_sampling"] and value["trace"] != "nsys":
+        return f"{flag_of('nsys_sampling')} applies to --trace nsys only"
+    return ""
+
+
+def check_spec(spec: RunSpec) -> None:
+    """A `UserError` for the first rule between options the spec breaks (`cross_field_problem`)."""
+    why = cross_field_problem(dataclasses.asdict(spec))
+    if why:
+        raise UserError(why)
 
 
 def worker_config(spec: Any, **extra: Any) -> dict[str, Any]:

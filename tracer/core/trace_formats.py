@@ -12,9 +12,19 @@ NSYS_REP = "nsys-rep"
 KINETO = "kineto"
 CUPTI = "cupti"
 """Our in-process CUPTI batches, a `raw/cupti/` folder."""
+ROCPD = "rocpd"
+"""rocprof's / rocmProfileData's SQLite database (`.rpd`): HIP API calls, kernels, copies."""
+XPLANE = "xplane"
+"""An XPlane profile (`.xplane.pb`), as jax.profiler and TensorFlow's profiler write it; read through
+XProf's own converter."""
+XPROF_JSON = "xprof-json"
+"""The Chrome-trace JSON XProf makes from XPlane (jax.profiler's `perfetto_trace.json.gz`)."""
+NSYS_JAX = "nsys-jax"
+"""An nsys-jax archive (a zip, or its unpacked folder): the `nvtx_gpu_proj_trace` recipe's Parquet and
+the thread names beside it."""
 
 NSYS_KINDS = (NSYS_SQLITE, NSYS_ARROW, NSYS_REP)
-FILE_KINDS = (*NSYS_KINDS, KINETO)
+FILE_KINDS = (*NSYS_KINDS, KINETO, ROCPD, XPLANE, XPROF_JSON, NSYS_JAX)
 """The kinds one file can be imported or analysed as."""
 
 SUFFIXES = {
@@ -22,8 +32,12 @@ SUFFIXES = {
     KINETO: (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz"),
     NSYS_SQLITE: (".sqlite", ".sqlite3", ".db"),
     NSYS_ARROW: (".arrow",),
+    ROCPD: (".rpd",),
+    XPLANE: (".xplane.pb",),
+    XPROF_JSON: ("perfetto_trace.json.gz", ".trace.json.gz"),
+    NSYS_JAX: (".zip",),
 }
-"""File names by kind, tried in this order (a name decides before the content is looked at)."""
+"""How names of each kind end (what a file is, is read from its content: `analyzers.ingest.sniff`)."""
 
 PYSPY_PREFIX = "pyspy"
 PYSPY_OUTPUT = "pyspy.speedscope.json"
@@ -41,7 +55,10 @@ def is_pyspy(file_name: str) -> bool:
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
 """An archive of several ranks' traces (`tracer import` reads the traces inside it as one run)."""
 
-READABLE = "nsys .sqlite/.arrow/.nsys-rep, Kineto .json[.gz]"
+READABLE = (
+    "nsys .sqlite/.arrow/.nsys-rep, Kineto .json[.gz] (one or several ranks: a folder or a .tar[.gz] of them), "
+    "rocpd .rpd, XPlane .xplane.pb (or its profile folder), XProf/Perfetto .json.gz, nsys-jax .zip"
+)
 """The file kinds in words, for help texts and refusals."""
 
 

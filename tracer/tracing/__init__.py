@@ -5,6 +5,7 @@ from __future__ import annotations
 from tracer.core.errors import UserError
 from tracer.tracing.base import TraceBackend
 from tracer.tracing.cupti import CuptiBackend
+from tracer.tracing.native import NativeBackend
 from tracer.tracing.nsys import NsysBackend
 from tracer.tracing.torch_profiler import TorchProfilerBackend
 
@@ -13,6 +14,7 @@ BACKENDS: dict[str, type[TraceBackend]] = {
     "nsys": NsysBackend,
     "cupti": CuptiBackend,
     "torch": TorchProfilerBackend,
+    "native": NativeBackend,
 }
 
 #: One line per backend for `tracer profile --help`.
@@ -21,6 +23,8 @@ HELP = {
     "nsys": "Nsight Systems: CUDA+NVTX+OS runtime (OS runtime+NVTX on CPU); raw/trace.nsys-rep + .arrow (or .sqlite)",
     "cupti": "CUPTI Activity API in the worker (any framework, --device gpu, needs cupti-python); raw/cupti/",
     "torch": "PyTorch profiler (pytorch only; CPU and GPU); raw/kineto.json.gz",
+    "native": "the framework's own profiler: PyTorch's, jax.profiler, TensorFlow's (XPlane), paddle.profiler, "
+    "MXNet's (not SINGA); raw/",
 }
 
 

@@ -96,17 +96,20 @@ def nsys_if_any() -> Path | None:
     return next((path for path in candidates() if _executable(path)), None)
 
 
-# A version as nsys writes it into a report ("2022.4.2.1-df9881f") and prints it (`nsys --version`).
-_VERSION = re.compile(rb"(20\d\d)\.(\d{1,2})\.(\d{1,3})(?:\.\d+)?(?:-[0-9a-f]+)?")
+# A version as nsys writes it into a report and prints it (`nsys --version`): "2022.4.2.1-df9881f", and
+# from nsys 2023 on with a build number and a `vN` ending ("2023.2.3.1004-33186433v0").
+_VERSION = re.compile(rb"(20\d\d)\.(\d{1,2})\.(\d{1,3})(?:\.\d+)?(-[0-9a-f]+(?:v\d+)?)?")
 _REPORT_SCAN_BYTES = 1 << 20
 
 
 def report_version(report: Path) -> tuple[int, int, int] | None:
     """The version of the nsys that wrote a .nsys-rep, read from the file (no nsys needed): the report is
     a header line and protobuf messages, and the writer's version is a string field of its own (a
-    length byte, then e.g. `2022.4.2.1-df9881f`) in the last messages (checked against nsys 2022.4).
-    A version inside a longer string (a PATH naming nsight-systems-2025.3.1) is not taken. None when
-    the file holds none."""
+    length byte, then e.g. `2022.4.2.1-df9881f` or `2023.2.3.1004-33186433v0`) in the last messages
+    (checked against nsys 2022.4). Only a version with nsys's build suffix (`-hash`) is taken: a version
+    inside a longer string (a PATH naming nsight-systems-2025.3.1) or a bare one in the recorded
+    environment (Nsight Compute's `2023.2.2.3`, a field of its own there) is not. None when the file
+    holds none."""
     try:
         with report.open("rb") as f:
             size = f.seek(0, os.SEEK_END)
@@ -120,7 +123,7 @@ def report_version(report: Path) -> tuple[int, int, int] | None:
         found = [
             (int(m[1]), int(m[2]), int(m[3]))
             for m in _VERSION.finditer(chunk)
-            if m.start() > 0 and chunk[m.start() - 1] == m.end() - m.start()
+            if m[4] and m.start() > 0 and chunk[m.start() - 1] == m.end() - m.start()
         ]
         if found:
             return max(found, key=found.count)

@@ -22,6 +22,7 @@ from tracer.worker.schema import (
     COLLECTIVES_TABLE,
     EVENTS_FILE,
     EXIT_DIVERGED,
+    NATIVE_TRACE,
     NSYS_WINDOW_TRACE,
     SAMPLES_DIR,
     STEPS_TABLE,
@@ -95,6 +96,10 @@ def _make_trace(run_dir: str, cfg: WorkloadConfig, reporter: Reporter) -> Option
         from tracer.worker import torch_trace
 
         return torch_trace.TorchTrace(raw_dir, reporter, cfg.device)
+    if kind == NATIVE_TRACE:
+        from tracer.worker import native_trace
+
+        return native_trace.make(raw_dir, reporter, cfg.framework, cfg.device)
     return None
 
 

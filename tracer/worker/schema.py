@@ -63,16 +63,28 @@ WINDOW_EDGE = "edge"
 WINDOW_OPEN = "open"
 WINDOW_CLOSE = "close"
 # --- environment variables the tracer sets for the worker
-#: Which tracer the worker starts inside itself: TRACE_CUPTI, TRACE_TORCH or NSYS_WINDOW_TRACE (unset: none).
+#: Which tracer the worker starts inside itself: TRACE_CUPTI, TRACE_TORCH, NATIVE_TRACE or NSYS_WINDOW_TRACE
+#: (unset: none).
 TRACE_ENV = "TRACER_TRACE"
 TRACE_CUPTI = "cupti"  # the CUPTI Activity API collector (tracer/worker/cupti_trace.py)
 TRACE_TORCH = "torch"  # the PyTorch profiler (tracer/worker/torch_trace.py)
+NATIVE_TRACE = "native"  # the framework's own profiler over the trace window (tracer/worker/native_trace.py)
 #: The tracer's pid: the worker dies with it (tracer/worker/lifeline.py).
 TRACER_PID_ENV = "DL_TRACER_PID"
 #: "1": the CUPTI collector keeps the calls it otherwise switches off at the source (Kineto's list).
 CUPTI_ALL_CALLS_ENV = "TRACER_CUPTI_ALL_CALLS"
 #: TRACE_ENV's value when nsys traces a window: the worker then opens the NVTX range below around it.
 NSYS_WINDOW_TRACE = "nsys-window"
+#: What `--trace native` leaves under raw/, by framework: the file each framework's own profiler writes
+#: (PyTorch's Kineto JSON; XPlane from jax.profiler and TensorFlow's profiler; paddle.profiler's and
+#: MXNet's Chrome-trace JSON). A framework not named here has no profiler of its own (SINGA).
+NATIVE_TRACE_FILES = {
+    "pytorch": "kineto.json.gz",
+    "jax": "native.xplane.pb",
+    "tensorflow": "native.xplane.pb",
+    "paddle": "paddle_profile.json",
+    "mxnet": "mxnet_profile.json",
+}
 #: The NVTX range the worker opens around its trace window; nsys's capture range (`--nvtx-capture`) starts on it.
 NVTX_WINDOW_RANGE = "dl-tracer trace window"
 

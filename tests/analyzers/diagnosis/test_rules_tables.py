@@ -245,3 +245,24 @@ def test_not_measured_on_a_spec_only_record(base: RunTables) -> None:
     states = {v.rule: v.state for v in diagnose_tables(bare)}
     assert states["input-bound"] == "not measured" and states["memory-growth"] == "not measured"
     assert isinstance(base.record.spec, RunSpec)
+
+
+def test_no_threshold_is_written_in_a_rule() -> None:
+    """Every limit a rule compares with is a `thresholds` entry: no number in a rule's comparison (beyond
+    the counts 0 to 3 that say whether there is enough to judge) and no multiple of a threshold."""
+    import ast
+
+    folder = Path(__file__).resolve().parents[3] / "analyzers" / "diagnosis"
+    found = []
+    for path in sorted(folder.glob("rules_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            numbers = []
+            if isinstance(node, ast.Compare):
+                numbers = [n for n in (node.left, *node.comparators) if isinstance(n, ast.Constant)]
+                numbers = [n for n in numbers if isinstance(n.value, float | int) and n.value not in (0, 1, 2, 3)]
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult | ast.Div):
+                sides = (node.left, node.right)
+                if any(isinstance(s, ast.Attribute) and ast.unparse(s).startswith("th.") for s in sides):
+                    numbers = [s for s in sides if isinstance(s, ast.Constant) and s.value != 100]  # % <-> share
+            found += [f"{path.name}:{node.lineno}: {ast.unparse(node)}" for _ in numbers[:1]]
+    assert not found, "declare it in analyzers/diagnosis/thresholds.py:\n" + "\n".join(found)

@@ -150,3 +150,14 @@ def test_a_plan_of_millions_of_runs_is_refused_before_it_is_expanded(tmp_path: P
     assert "1,920,000 runs" in words and f"at most {MAX_PLAN_RUNS:,}" in words
     result = run_tracer("campaign", str(tmp_path / "plan.toml"), "--dry-run", "--out", str(tmp_path / "runs"))
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr[-2000:]
+
+
+def test_a_cell_breaking_a_rule_between_options_is_refused_at_load(tmp_path: Path) -> None:
+    """What `tracer profile` refuses (tracer.core.options.cross_field_problem), a plan's cell is refused
+    for when the plan is read, not when its run starts."""
+    why = error(BASE + '[knobs]\nworkers = "autotune"\n', tmp_path)
+    assert "pytorch-alexnet-small-cpu" in why and "--workers autotune is tf.data's AUTOTUNE" in why
+    why = error(BASE + "[knobs]\nnsys_sampling = true\n", tmp_path)
+    assert "--nsys-sampling applies to --trace nsys only" in why
+    with_exclusion = BASE.replace('"pytorch", ', "") + '[knobs]\nworkers = "autotune"\n'
+    assert {c.framework for c in plan(with_exclusion, tmp_path).cells} == {"tensorflow"}

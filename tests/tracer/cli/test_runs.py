@@ -6,9 +6,9 @@ import re
 import shutil
 from pathlib import Path
 
+from analyzers.run_rows import NOT_RANKED
 from tests.conftest import run_tracer
 from tests.tracer.cli.test_output import _in_terminal
-from tracer.cli.runs import NOT_RANKED
 from tracer.core.runfolder import short_ids
 
 H100 = "NVIDIA H100 80GB HBM3, driver 580.159.04, CUDA 13.0"

@@ -61,6 +61,19 @@ def test_a_version_inside_a_longer_string_is_not_the_report_version(tmp_path: Pa
     assert report_version(two) == (2026, 1, 2)
 
 
+def test_a_2023_report_version_with_its_build_suffix_and_no_nsight_compute(tmp_path: Path) -> None:
+    """nsys 2023 and later end the version in `vN`; the recorded environment may hold Nsight Compute's
+    version as a field of its own, which is not the report's."""
+    report = tmp_path / "r.nsys-rep"
+    field = b"".join(b"\x12" + bytes([len(v)]) + v for v in (b"NSIGHT_COMPUTE_VERSION", b"2023.2.2.3"))
+    version = b"2023.2.3.1004-33186433v0"
+    report.write_bytes(b"NVIDIA Tegra Profiler Report 1.\n" + field + b"\x32" + bytes([len(version)]) + version)
+    assert report_version(report) == (2023, 2, 3)
+    only_compute = tmp_path / "env-only.nsys-rep"
+    only_compute.write_bytes(b"NVIDIA Tegra Profiler Report 1.\n" + field)
+    assert report_version(only_compute) is None
+
+
 def test_a_report_newer_than_nsys_is_one_line_with_both_versions(report: Path, tmp_path: Path) -> None:
     newer = _as_if_from(report, "2099", tmp_path / "newer" / "sleep.nsys-rep")
     assert report_version(newer) is not None and report_version(newer)[0] == 2099  # type: ignore[index]
