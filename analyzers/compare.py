@@ -9,6 +9,7 @@ runs, with their range; a single run is a group of one.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import string
 from dataclasses import dataclass
@@ -16,8 +17,10 @@ from pathlib import Path
 from typing import Sequence
 
 from analyzers import api_names
+from analyzers.basis import FIGURE_BY_NAME, FIGURES, WHOLE_RUN
 from analyzers.display import ratio_text, significant
 from analyzers.learning import CurveGap, curve_gaps, same_workload
+from analyzers.noise import MIN_DIFFERENCE, WITHIN_NOISE, disagree, why_not_ordered
 from analyzers.pairs import DataPair, data_pairs
 from analyzers.run_summary import RunSummary, summarise
 from analyzers.steady import WARMUP_EPOCHS, Spread, spread
@@ -25,33 +28,34 @@ from tracer.core import output as out_file
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
 
-# (metric, RunSummary field, unit): the order is the order printed; the steady state leads.
-METRICS: tuple[tuple[str, str, str], ...] = (
-    ("images/s (steady)", "steady_images_per_s", "img/s"),
-    ("epoch time (steady)", "steady_epoch_s", "s"),
-    ("data-wait share of step time (steady)", "steady_data_wait_pct", "%"),
-    ("step time (steady, mean per step)", "steady_step_ms", "ms"),
-    ("data wait (steady, mean per step)", "steady_wait_ms", "ms"),
-    ("first epoch", "first_epoch_s", "s"),
-    ("mean epoch time (all epochs)", "mean_epoch_s", "s"),
-    ("images/s (all epochs)", "images_per_s", "img/s"),
-    ("data-wait share of step time (all epochs)", "data_wait_pct", "%"),
-    ("decode into memory, before the epochs (--data memory)", "decode_s", "s"),
-    ("CPU % mean (100 = all cores)", "cpu_pct_mean", "%"),
-    ("CPU % max", "cpu_pct_max", "%"),
-    ("other processes' CPU % (median)", "other_cpu_pct", "%"),
-    ("peak RSS", "peak_rss_mib", "MiB"),
-    ("peak RSS % of RAM", "peak_rss_pct_ram", "%"),
-    ("threads median", "threads_median", "threads"),
-    ("threads max", "threads_max", "threads"),
-    ("GPU utilisation mean", "gpu_util_pct_mean", "%"),
-    ("GPU memory peak, NVML (what the process holds)", "gpu_mem_peak_mib", "MiB"),
-    ("GPU memory peak, the framework's own (in use)", "device_peak_mib", "MiB"),
-)
+STEADY_MARK, WHOLE_MARK = "(steady)", f"({WHOLE_RUN})"
+
+
+def _metrics() -> tuple[tuple[str, str, str], ...]:
+    """(metric, RunSummary attribute path, unit), in the order printed: every figure of analyzers.basis
+    over the steady state first (the headline), then the same figures over the whole run, named so."""
+    steady = [(f"{f.label} {STEADY_MARK}", f"steady.{f.name}", f.unit) for f in FIGURES if "energy" not in f.name]
+    whole = [(f"{f.label} {WHOLE_MARK}", f"whole.{f.name}", f.unit) for f in FIGURES if "energy" not in f.name]
+    return (
+        *steady,
+        ("step time (steady, mean per step)", "steady_step_ms", "ms"),
+        ("data wait (steady, mean per step)", "steady_wait_ms", "ms"),
+        ("first epoch", "first_epoch_s", "s"),
+        ("decode into memory, before the epochs (--data memory)", "decode_s", "s"),
+        (f"other processes' CPU % (median) {WHOLE_MARK}", "other_cpu_pct", "%"),
+        *whole,
+    )
+
+
+# (metric, RunSummary attribute path, unit): the order is the order printed; the steady state leads.
+METRICS: tuple[tuple[str, str, str], ...] = _metrics()
+METRIC_FIELDS = {metric: name for metric, name, _ in METRICS}
 # Speed metrics: a group's median of them leaves out runs whose speed may not be ranked (diverged, failed).
 SPEED_FIELDS = frozenset(
-    {"steady_images_per_s", "steady_epoch_s", "first_epoch_s", "mean_epoch_s", "images_per_s", "steady_step_ms"}
+    {"steady.images_per_s", "steady.epoch_s", "first_epoch_s", "whole.images_per_s", "whole.epoch_s", "steady_step_ms"}
 )
+# The steady speeds runs are ranked by: where a column's repeats disagree on one, compare says so.
+SPEED_METRICS = frozenset(m for m, name, _ in METRICS if name in ("steady.images_per_s", "steady.epoch_s"))
 TOP_CUDA = 5
 MAX_COLUMNS = len(string.ascii_lowercase)
 
@@ -93,6 +97,11 @@ class Difference:
     metric: str
     unit: str
     values: tuple[Spread | None, ...]  # one per column
+    # Per column, why its ratio to A is not a finding (analyzers.noise.why_not_ordered); '' where it is.
+    noise: tuple[str, ...] = ()
+
+    def within_noise(self, column: int) -> str:
+        return self.noise[column] if column < len(self.noise) else ""
 
     @property
     def a(self) -> float | None:
@@ -119,6 +128,15 @@ class Comparison:
     # Runs among the columns that differ only in --data (analyzers.pairs): the input pipeline's share.
     pairs: tuple[DataPair, ...] = ()
 
+    def disagreements(self) -> list[tuple[str, str, Spread]]:
+        """(column letter, metric, its spread) where a column's repeats disagree on a steady speed
+        (analyzers.noise.disagree): no ratio against that column is a finding."""
+        out = []
+        for d in self.differences:
+            if d.metric in SPEED_METRICS:
+                out += [(c.letter, d.metric, v) for c, v in zip(self.columns, d.values) if v and disagree(v)]
+        return out
+
 
 def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, warmup: int = WARMUP_EPOCHS) -> Comparison:
     if len(groups) < 2:
@@ -133,19 +151,36 @@ def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, war
             metric,
             unit,
             tuple(
-                spread([_num(getattr(s, name)) for s in (c.ranked if name in SPEED_FIELDS else c.summaries)])
+                spread([_num(attribute(s, name)) for s in (c.ranked if name in SPEED_FIELDS else c.summaries)])
                 for c in columns
             ),
         )
         for metric, name, unit in METRICS
     ]
-    diffs += energy_differences(columns)
+    energy = energy_differences(columns)
+    last_steady = max(i for i, d in enumerate(diffs) if d.metric.endswith(STEADY_MARK))
+    diffs[last_steady + 1 : last_steady + 1] = [d for d in energy if d.metric.endswith(STEADY_MARK)]
+    diffs += [d for d in energy if d.metric.endswith(WHOLE_MARK)]
     learning = learning_differences(columns)
     diffs += [d for pair in learning for d in pair]
     diffs += cuda_differences([group[0] for group in groups], top_cuda)
     diffs += class_differences([group[0] for group in groups])
     pairs = tuple(data_pairs([f for group in groups for f in group], warmup))
+    contended = [c.contended > 0 for c in columns]
+    diffs = [_with_noise(d, contended) for d in diffs]
     return Comparison(columns, tuple(diffs), learning_gaps(columns, learning), pairs)
+
+
+def _with_noise(d: Difference, contended: Sequence[bool]) -> Difference:
+    """The difference with each column's reason its ratio to A is within noise (analyzers.noise)."""
+    figure = FIGURE_BY_NAME.get(METRIC_FIELDS.get(d.metric, "").split(".")[-1])
+    timed = figure.timed if figure is not None else not d.metric.startswith(("training ", "GPU memory"))
+    floor = MIN_DIFFERENCE if d.metric in SPEED_METRICS else 0.0
+    noise = ("",) + tuple(
+        why_not_ordered(d.values[0], d.values[i], (contended[0], contended[i]), timed, floor)
+        for i in range(1, len(d.values))
+    )
+    return dataclasses.replace(d, noise=noise)
 
 
 def learning_differences(columns: Sequence[Column]) -> list[tuple[Difference, Difference]]:
@@ -191,20 +226,32 @@ def _pct(values: tuple[float | None, ...], i: int) -> float | None:
 
 
 def energy_differences(columns: Sequence[Column]) -> list[Difference]:
-    """Joules per epoch and per image of every energy source any run had, named by source; a column
-    whose runs lacked a source shows it as missing. Empty: no run had a source."""
+    """Joules per epoch and per image of every energy source any run had, named by source, over the
+    steady epochs and then over every epoch (named whole run); a column whose runs lacked a source shows
+    it as missing. Empty: no run had a source."""
     sources: list[str] = []
     for c in columns:
         sources += [e.source for s in c.summaries for e in s.energy if e.source not in sources]
     out = []
-    for source in sources:
-        for label, field in (("epoch", "j_per_epoch"), ("image", "j_per_image")):
-            values = tuple(
-                spread([getattr(e, field) for s in c.summaries for e in s.energy if e.source == source])
-                for c in columns
-            )
-            out.append(Difference(f"energy per {label}, {source}", "J", values))
+    for phase, mark in (("steady", STEADY_MARK), ("whole", WHOLE_MARK)):
+        for source in sources:
+            for label, field in (("epoch", "j_per_epoch"), ("image", "j_per_image")):
+                values = tuple(
+                    spread(
+                        [getattr(e, field) for s in c.summaries for e in getattr(s, phase).energy if e.source == source]
+                    )
+                    for c in columns
+                )
+                out.append(Difference(f"energy per {label}, {source} {mark}", "J", values))
     return out
+
+
+def attribute(summary: RunSummary, path: str) -> object:
+    """`summary.steady.cpu_pct_mean` for 'steady.cpu_pct_mean'."""
+    value: object = summary
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def cuda_differences(folders: Sequence[RunFolder], top: int = TOP_CUDA) -> list[Difference]:
@@ -274,12 +321,13 @@ def _median(value: Spread | None) -> float | None:
 
 
 def csv_columns(n: int) -> list[str]:
-    """metric, unit, run_a, run_a_min, run_a_max, run_b, ..., ratio_b_over_a, ratio_c_over_a, ..."""
+    """metric, unit, run_a, run_a_min, run_a_max, run_b, ..., ratio_b_over_a, ..., noise_b_over_a, ...
+    (noise: why the ratio is within noise, analyzers.noise; empty where it is a finding)."""
     letters = string.ascii_lowercase[:n]
     cols = ["metric", "unit"]
     for x in letters:
         cols += [f"run_{x}", f"run_{x}_min", f"run_{x}_max"]
-    return cols + [f"ratio_{x}_over_a" for x in letters[1:]]
+    return cols + [f"ratio_{x}_over_a" for x in letters[1:]] + [f"noise_{x}_over_a" for x in letters[1:]]
 
 
 def write_csv(comparison: Comparison, path: Path) -> None:
@@ -292,12 +340,12 @@ def write_csv(comparison: Comparison, path: Path) -> None:
         ids = ["run id", ""]
         for c in comparison.columns:
             ids += [" ".join(c.run_ids), "", ""]
-        writer.writerow(ids + [""] * (n - 1))
+        writer.writerow(ids + [""] * 2 * (n - 1))
         for d in comparison.differences:
             row = [d.metric, d.unit]
             for v in d.values:
                 row += [_cell(_median(v)), _cell(v.low if v else None), _cell(v.high if v else None)]
-            writer.writerow(row + [_cell(d.ratio(i)) for i in range(1, n)])
+            writer.writerow(row + [_cell(d.ratio(i)) for i in range(1, n)] + [d.within_noise(i) for i in range(1, n)])
 
 
 def _cell(value: float | None) -> str:
@@ -310,15 +358,32 @@ def format_ratio(ratio: float | None) -> str:
 
 
 def rows_for_print(comparison: Comparison) -> Sequence[list[str]]:
-    """metric (unit), each column's value (median, range when repeats), then each column's ratio to A;
-    the numbers of one metric in one format (whole numbers as such, else `analyzers.display.significant`)."""
+    """metric (unit), each column's value (median, range when repeats), then each column's ratio to A, or
+    'within noise' where the ratio is no finding (analyzers.noise); the numbers of one metric in one format
+    (whole numbers as such, else `analyzers.display.significant`); rows no column measured are left out."""
     out = []
     n = len(comparison.columns)
     for d in comparison.differences:
+        if all(v is None for v in d.values):
+            continue
         numbers = [x for v in d.values if v is not None for x in (v.median, v.low, v.high)]
         whole = all(float(x).is_integer() for x in numbers)
-        cells = [f"{d.metric} ({d.unit})"] + [_spread_text(v, whole) for v in d.values]
-        out.append(cells + [format_ratio(d.ratio(i)) for i in range(1, n)])
+        cells = [f"{d.metric} ({d.unit})" if d.unit else d.metric] + [_spread_text(v, whole) for v in d.values]
+        ratios = [WITHIN_NOISE if d.within_noise(i) and d.ratio(i) is not None else format_ratio(d.ratio(i))
+                  for i in range(1, n)]  # fmt: skip
+        out.append(cells + ratios)
+    return out
+
+
+def noise_notes(comparison: Comparison) -> list[str]:
+    """Why ratios read 'within noise', one line per column and reason."""
+    out = []
+    for i, column in enumerate(comparison.columns[1:], start=1):
+        reasons = dict.fromkeys(d.within_noise(i) for d in comparison.differences if d.within_noise(i))
+        if reasons:
+            out.append(
+                f"{column.letter} / A reads 'within noise' where {', '.join(reasons)}: such a ratio is no finding"
+            )
     return out
 
 

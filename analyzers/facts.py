@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analyzers.run_summary import displayed_status, images_per_s, mean_epoch_s
+from analyzers.steady import epoch_stats
 from tracer.core import trace_formats as tf
 from tracer.core.cases import UNKNOWN_MODEL
 from tracer.core.options import TRACE_BACKENDS
@@ -90,8 +91,12 @@ def run_facts(
         ("status", status),
         ("framework", f"{spec.framework} ({versions})"),
         *workload,
-        ("mean epoch", _fmt(mean_epoch_s(epochs), ".2f", " s")),
-        ("images/s", _fmt(images_per_s(epochs), ".1f")),
+        ("epoch time (steady)", _fmt(epoch_stats(epochs).steady_epoch_s, ".2f", " s")),
+        ("images/s (steady)", _fmt(epoch_stats(epochs).steady_images_per_s, ".1f")),
+        (
+            "whole run",
+            f"mean epoch {_fmt(mean_epoch_s(epochs), '.2f', ' s')}, {_fmt(images_per_s(epochs), '.1f')} images/s",
+        ),
         ("CPU", f"{env.cpu_model}, {env.cpu_logical_cores} logical cores"),
         ("RAM", f"{env.ram_total_mib / 1024:.1f} GiB"),
         ("Python", env.worker_python_version or env.tracer_python),

@@ -21,14 +21,18 @@ import pandas as pd
 import pyarrow as pa
 
 from analyzers import tables as trace_tables
+from analyzers.basis import FIGURES, WHOLE_RUN_PREFIX
 from analyzers.kernel_classes import with_classes
 from analyzers.kernel_names import short_names
 from analyzers.report.runs import collect_runs
 from analyzers.run import Run
 from analyzers.steady import WARMUP_EPOCHS
+from analyzers.steps import with_step_columns
 from tracer.core.schema import SAMPLE_TABLES, STEPS_TABLE
 
 RUN_ID = "run_id"
+# RunSummary's all-epochs speed fields: the frame names them whole_run_images_per_s and whole_run_epoch_s.
+ALL_EPOCHS_FIELDS = ("images_per_s", "mean_epoch_s")
 TRACE_TABLES = (
     trace_tables.CUDA_API,
     trace_tables.KERNELS,
@@ -45,9 +49,12 @@ class RunFrames:
     """A folder of runs as DataFrames; every frame but `runs` has one row per event, sample or epoch and
     a `run_id` column naming its run (the key of `runs`)."""
 
-    runs: pd.DataFrame  # one row per run: its summary (steady images/s, data wait, peak RSS...) and options
+    runs: pd.DataFrame  # one row per run: its summary (steady images/s, data wait, peak RSS...: the steady state;
+    # whole_run_*: the same over the whole run) and options
     epochs: pd.DataFrame  # one row per epoch: duration_s, images, images_per_s, loss, accuracy
-    steps: pd.DataFrame  # one row per training step: data wait, compute and sync seconds (runs that have them)
+    # one row per training step: data wait, compute and sync seconds as the worker timed them, and step_s and
+    # compute_total_s (the step minus its data wait: what compares across synchronous and asynchronous frameworks)
+    steps: pd.DataFrame
     samples: dict[str, pd.DataFrame] = field(default_factory=dict)  # "process", "gpu", "threads", ...; t_s added
     # TRACE_TABLES present; kernels get `label` and `kernel_class` (analyzers.kernel_classes)
     cuda: dict[str, pd.DataFrame] = field(default_factory=dict)
@@ -73,6 +80,8 @@ def load_runs(*paths: str | Path, warmup: int = WARMUP_EPOCHS) -> RunFrames:
         for name in SAMPLE_TABLES:
             table = run.samples(name)
             if table is not None and table.num_rows:
+                if name == STEPS_TABLE:  # step_s and compute_total_s (the step minus its data wait) added
+                    table = with_step_columns(table)
                 frame = _with_run_id(table, run.run_id)
                 if "t_ns" in frame:
                     frame["t_s"] = (frame["t_ns"] - run.record.wall_start_ns) / 1e9  # since the run's start
@@ -101,9 +110,14 @@ def load_runs(*paths: str | Path, warmup: int = WARMUP_EPOCHS) -> RunFrames:
 
 
 def _run_row(run: Run) -> dict[str, Any]:
-    """The run's summary fields, then the options it was run with that the summary does not name."""
-    summary = dataclasses.asdict(run.summary)
-    row = {key: value for key, value in summary.items() if _scalar(value)}
+    """The run's summary fields, its figures (analyzers.basis: the steady state's under their own names,
+    the whole run's prefixed `whole_run_`), then the options it was run with that the summary does not name."""
+    s = run.summary
+    summary = dataclasses.asdict(s)
+    row = {key: value for key, value in summary.items() if _scalar(value) and key not in ALL_EPOCHS_FIELDS}
+    for figure in FIGURES:
+        row[figure.name] = getattr(s.steady, figure.name)
+        row[WHOLE_RUN_PREFIX + figure.name] = getattr(s.whole, figure.name)
     for key, value in dataclasses.asdict(run.record.spec).items():
         if key not in row and _scalar(value):
             row[key] = value

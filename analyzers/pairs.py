@@ -16,7 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from analyzers.contention import contention
 from analyzers.display import ratio_text
+from analyzers.noise import why_not_ordered
 from analyzers.repeats import spec_key
 from analyzers.steady import WARMUP_EPOCHS, Spread, throughput
 from tracer.core import output as out_file
@@ -44,6 +46,7 @@ class DataPair:
     batch: int
     images_per_s: tuple[Spread | None, ...]  # one per DATA_MODES entry (files, memory, synthetic)
     run_ids: tuple[tuple[str, ...], ...]  # one per DATA_MODES entry, oldest first
+    contended: tuple[bool, ...] = ()  # one per DATA_MODES entry: some run of the mode was contended
 
     @property
     def key(self) -> RunKey:
@@ -62,6 +65,25 @@ class DataPair:
             return None
         return 1.0 - files / synthetic
 
+    def share_unmeasurable(self) -> str:
+        """Why the input share is not measurable here ('' where it is): a contended run, or files and
+        synthetic throughputs within noise of each other (analyzers.noise), which could print a negative share."""
+        files, synthetic = (self.images_per_s[DATA_MODES.index(m)] for m in (DATA_FILES, DATA_SYNTHETIC))
+        busy = (self._busy(DATA_MODES.index(DATA_FILES)), self._busy(DATA_MODES.index(DATA_SYNTHETIC)))
+        why = why_not_ordered(files, synthetic, busy)
+        if why:
+            return f"files and synthetic throughputs within noise: {why}"
+        share = self.input_share
+        return "synthetic no faster than files" if share is not None and share < 0 else ""
+
+    def share_text(self) -> str:
+        """'88 %', or 'not measurable here (why)': a share of the epoch lies in [0, 100] or is not printed."""
+        share = self.input_share
+        if share is None:
+            return "-"
+        why = self.share_unmeasurable()
+        return f"not measurable here ({why})" if why else f"{100 * share:.0f} %"
+
     def speedup(self, mode: str) -> float | None:
         """How many times faster than from files this framework trains in `mode`."""
         files, other = self.rate(DATA_FILES), self.rate(mode)
@@ -77,14 +99,22 @@ class DataPair:
         """E.g. 'the input pipeline costs 88 % of the epoch; fed from memory this framework runs 6.1x faster'."""
         parts = []
         share = self.input_share
-        if share is not None and share > 0:
+        why = self.share_unmeasurable()
+        if share is not None and not why:
             parts.append(f"the input pipeline costs {100 * share:.0f} % of the epoch (1 - files/synthetic images/s)")
-        elif share is not None:  # synthetic no faster than files: the runs' noise is larger than any input cost
-            parts.append("fed from files it ran as fast as from a synthetic batch (no input cost measurable)")
+        elif share is not None:
+            parts.append(f"the input pipeline's share of the epoch is not measurable here ({why})")
         memory = self.speedup(DATA_MEMORY)
-        if memory is not None:
+        i_files, i_memory = DATA_MODES.index(DATA_FILES), DATA_MODES.index(DATA_MEMORY)
+        busy = (self._busy(i_files), self._busy(i_memory))
+        if memory is not None and why_not_ordered(self.images_per_s[i_files], self.images_per_s[i_memory], busy):
+            parts.append("fed from memory it runs within noise of fed from files")
+        elif memory is not None:
             parts.append(f"fed from memory this framework runs {memory:.1f}x {'faster' if memory >= 1 else 'slower'}")
         return "; ".join(parts)
+
+    def _busy(self, index: int) -> bool:
+        return self.contended[index] if index < len(self.contended) else False
 
 
 def data_pairs(folders: Iterable[RunFolder], warmup: int = WARMUP_EPOCHS) -> list[DataPair]:
@@ -148,12 +178,16 @@ def _pair(runs: Sequence[tuple[RunFolder, RunRecord]], warmup: int) -> DataPair:
     spec = runs[0][1].spec
     rates: list[Spread | None] = []
     ids: list[tuple[str, ...]] = []
+    busy: list[bool] = []
     for mode in DATA_MODES:
         mine = sorted((f for f, r in runs if r.spec.data == mode), key=lambda f: f.run_id)
         ok = [f for f in mine if f.read_record().rankable]
         rates.append(throughput([f.epochs() for f in ok], warmup).images_per_s if ok else None)
         ids.append(tuple(f.run_id for f in mine))
-    return DataPair(spec.framework, spec.model, spec.dataset, spec.device, spec.batch, tuple(rates), tuple(ids))
+        busy.append(any(contention(f.samples("process")).contended for f in ok))
+    return DataPair(
+        spec.framework, spec.model, spec.dataset, spec.device, spec.batch, tuple(rates), tuple(ids), tuple(busy)
+    )
 
 
 def input_share_table(pairs: Sequence[DataPair]) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
@@ -171,7 +205,7 @@ def input_share_table(pairs: Sequence[DataPair]) -> tuple[tuple[str, ...], list[
     rows = []
     for p in pairs:
         rates = tuple("-" if v is None else _rate(v) for v in p.images_per_s)
-        share = "-" if p.input_share is None else f"{100 * p.input_share:.0f} %"
+        share = p.share_text()
         memory = p.speedup(DATA_MEMORY)
         rows.append(
             (

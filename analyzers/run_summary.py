@@ -7,21 +7,19 @@ import statistics
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-import numpy as np
 import psutil
-import pyarrow.compute as pc
 
-from analyzers import steps
-from analyzers.arrays import as_array
+from analyzers import basis, steps
+from analyzers.basis import PhaseFigures
 from analyzers.contention import contention
-from analyzers.energy import SourceEnergy, energy, headline
+from analyzers.energy import SourceEnergy, energy
 from analyzers.learning import workload_key
+from analyzers.phases import STEADY, WHOLE, EpochMark, Phase, from_marks
 from analyzers.steady import WARMUP_EPOCHS, epoch_stats
-from tracer.core import schema
 from tracer.core.cases import RunKey
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import KIND, TEGRA_TABLE, Event
+from tracer.core.schema import KIND, TEGRA_TABLE, TEMPS_TABLE, Event
 
 
 @dataclass(frozen=True)
@@ -48,25 +46,11 @@ class RunSummary:
     # Machine load (analyzers.contention), judged from the samples.
     other_cpu_pct: float | None  # median CPU % of other processes (100 = all cores)
     contended: bool
-    data_wait_pct: float | None  # share of all the steps' time spent waiting for batches (analyzers.steps)
     data_wait_pct_by_epoch: tuple[float | None, ...]
-    cpu_pct_mean: float | None
-    cpu_pct_max: float | None
-    cpu_cores_mean: float | None
-    peak_rss_mib: float | None
-    peak_rss_pct_ram: float | None
-    threads_min: int | None
-    threads_median: float | None
-    threads_max: int | None
-    gpu_util_pct_mean: float | None
-    gpu_mem_peak_mib: float | None
     samples: int
     trainable_params: int | None
     folder: str
     energy: tuple[SourceEnergy, ...] = ()  # one per source; empty: no energy source
-    energy_source: str | None = None  # what the headline figures add up (analyzers.energy.headline)
-    energy_j_per_epoch: float | None = None
-    energy_j_per_image: float | None = None
     energy_unavailable: tuple[str, ...] = ()  # why each kind of source is absent (from run.json)
     # Seconds spent compiling (frameworks that report `compile` events: JAX), also inside the epoch times.
     compile_s: float | None = None
@@ -78,12 +62,9 @@ class RunSummary:
     loss_by_epoch: tuple[float, ...] = ()
     accuracy_by_epoch: tuple[float | None, ...] = ()
     # The framework's own peak device memory in use (MiB) over the run, beside NVML's gpu_mem_peak_mib.
-    device_peak_mib: float | None = None
     device_peak_source: str = ""  # the call it came from, or "not measured: why"
     workload: str = ""  # what decides the learning curve (analyzers.learning.workload_key)
     gpu: str = ""  # the GPU's name, driver and CUDA version from run.json ('' on a machine without one)
-    # The data-wait share over the steady epochs' steps: the figure that stands beside steady images/s.
-    steady_data_wait_pct: float | None = None
     not_recorded: tuple[str, ...] = ()  # spec fields the run does not know (an import's epochs, maybe its batch)
     data: str = "files"  # --data: files, memory or synthetic (analyzers.pairs pairs runs differing only here)
     decode_s: float | None = None  # --data memory: seconds decoding the set into memory, before the first epoch
@@ -92,6 +73,75 @@ class RunSummary:
     steady_wait_ms: float | None = None
     command: str = ""  # `tracer profile -- COMMAND`: the command (then model, dataset and batch are the script's)
     probes: tuple[str, ...] = ()  # who saw the steps (worker; torch.DataLoader, keras.fit, marker ... in a command)
+    # Every resource figure per phase (analyzers.basis): the steady state is the headline (the properties
+    # below read it); the whole run only where a row or column is named for it.
+    steady: PhaseFigures = PhaseFigures(STEADY)
+    whole: PhaseFigures = PhaseFigures(WHOLE)
+
+    # The headline figures: the steady state's, so they stand beside steady images/s.
+    @property
+    def data_wait_pct(self) -> float | None:
+        return self.steady.data_wait_pct
+
+    @property
+    def steady_data_wait_pct(self) -> float | None:
+        return self.steady.data_wait_pct
+
+    @property
+    def cpu_pct_mean(self) -> float | None:
+        return self.steady.cpu_pct_mean
+
+    @property
+    def cpu_pct_max(self) -> float | None:
+        return self.steady.cpu_pct_max
+
+    @property
+    def cpu_cores_mean(self) -> float | None:
+        return self.steady.cpu_cores_mean
+
+    @property
+    def peak_rss_mib(self) -> float | None:
+        return self.steady.peak_rss_mib
+
+    @property
+    def peak_rss_pct_ram(self) -> float | None:
+        return self.steady.peak_rss_pct_ram
+
+    @property
+    def threads_min(self) -> int | None:
+        return self.steady.threads_min
+
+    @property
+    def threads_median(self) -> float | None:
+        return self.steady.threads_median
+
+    @property
+    def threads_max(self) -> int | None:
+        return self.steady.threads_max
+
+    @property
+    def gpu_util_pct_mean(self) -> float | None:
+        return self.steady.gpu_util_pct_mean
+
+    @property
+    def gpu_mem_peak_mib(self) -> float | None:
+        return self.steady.gpu_mem_peak_mib
+
+    @property
+    def device_peak_mib(self) -> float | None:
+        return self.steady.framework_mem_peak_mib
+
+    @property
+    def energy_source(self) -> str | None:
+        return self.steady.energy_source
+
+    @property
+    def energy_j_per_epoch(self) -> float | None:
+        return self.steady.energy_j_per_epoch
+
+    @property
+    def energy_j_per_image(self) -> float | None:
+        return self.steady.energy_j_per_image
 
     @property
     def key(self) -> RunKey:
@@ -113,20 +163,18 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
     steady = epoch_stats(epochs, warmup)
     process = folder.samples("process")
     load = contention(process)
-    gpu = folder.samples("gpu")
-    cpu = _column(process, schema.CPU_PCT)
-    cores = _column(process, schema.CPU_CORES)
-    rss = _column(process, schema.RSS_MIB)
-    rss_pct = _column(process, schema.RSS_PCT_RAM)
-    threads = [int(t) for t in _column(process, "threads") if t > 0]
-    # A Jetson has no NVML: its GPU load is tegrastats' GR3D_FREQ.
-    gpu_util = _column(gpu, schema.UTIL_PCT) or _column(folder.samples(TEGRA_TABLE), schema.GPU_PCT)
-    gpu_mem = _column(gpu, schema.PROC_MEM_MIB) or _column(gpu, schema.MEM_USED_MIB)
     spec = record.spec
     splits = steps.epoch_splits(folder)  # the steps table, read once for the run and per epoch
     sources = energy(folder, epochs)
-    top = headline(sources)
-    peaks = [e.device_peak_mib for e in epochs if e.device_peak_mib is not None]
+    cut = from_marks([EpochMark(e.epoch, e.start_ns, e.end_ns) for e in epochs], warmup)
+    sampled = basis.Tables(process, folder.samples("gpu"), folder.samples(TEGRA_TABLE), folder.samples(TEMPS_TABLE))
+    whole = basis.phase_figures(cut.get(WHOLE) or Phase(WHOLE, None, None), epochs, sampled, splits, sources)
+    steady_phase = cut.steady
+    figures = (
+        basis.phase_figures(steady_phase, epochs, sampled, splits, sources)
+        if steady_phase is not None
+        else PhaseFigures(STEADY)
+    )
     return RunSummary(
         run_id=record.run_id,
         framework=spec.framework,
@@ -140,8 +188,6 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
         epochs_planned=spec.epochs,
         mean_epoch_s=mean_epoch_s(epochs),
         images_per_s=images_per_s(epochs),
-        data_wait_pct=_pct(steps.run_share(splits)),
-        steady_data_wait_pct=_pct(steps.share_over(splits, steady.steady_epoch_numbers)),
         data_wait_pct_by_epoch=tuple(_pct(s.data_wait_share) for s in splits),
         first_epoch_s=steady.first_epoch_s,
         steady_epoch_s=steady.steady_epoch_s,
@@ -151,23 +197,10 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
         steady_includes_warmup=steady.includes_warmup,
         other_cpu_pct=load.other_cpu_pct,
         contended=load.contended,
-        cpu_pct_mean=_mean(cpu),
-        cpu_pct_max=max(cpu) if cpu else None,
-        cpu_cores_mean=_mean(cores),
-        peak_rss_mib=max(rss) if rss else None,
-        peak_rss_pct_ram=max(rss_pct) if rss_pct else None,
-        threads_min=min(threads) if threads else None,
-        threads_median=statistics.median(threads) if threads else None,
-        threads_max=max(threads) if threads else None,
-        gpu_util_pct_mean=_mean(gpu_util),
-        gpu_mem_peak_mib=max(gpu_mem) if gpu_mem else None,
         samples=process.num_rows if process is not None else 0,
         trainable_params=record.model.trainable_params if record.model else None,
         folder=str(folder.path),
         energy=sources,
-        energy_source=top.source if top else None,
-        energy_j_per_epoch=top.j_per_epoch if top else None,
-        energy_j_per_image=top.j_per_image if top else None,
         energy_unavailable=record.environment.energy_unavailable,
         compile_s=compile_seconds(folder.events()),
         imported_from=record.imported.source if record.imported else "",
@@ -175,13 +208,14 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
         not_rankable_why=record.not_rankable_why,
         loss_by_epoch=tuple(e.loss for e in epochs),
         accuracy_by_epoch=tuple(e.accuracy for e in epochs),
-        device_peak_mib=max(peaks) if peaks else None,
         device_peak_source=next((e.device_peak_source for e in reversed(epochs) if e.device_peak_source), ""),
         gpu=record.environment.gpu_text,
         workload=workload_key(spec),
         not_recorded=record.imported.not_recorded if record.imported else (),
         data=spec.data,
         decode_s=decode_seconds(folder.events()),
+        steady=figures,
+        whole=whole,
         steady_step_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.total_s),
         steady_wait_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.data_wait_s),
         command=record.command.text if record.command else "",
@@ -253,17 +287,6 @@ def mean_epoch_s(epochs: list[EpochRecord]) -> float | None:
 def images_per_s(epochs: list[EpochRecord]) -> float | None:
     seconds = sum(e.duration_s for e in epochs)
     return sum(e.images for e in epochs) / seconds if seconds > 0 else None
-
-
-def _column(table: object, name: str) -> list[float]:
-    if table is None or name not in table.column_names:  # type: ignore[attr-defined]
-        return []
-    col = pc.drop_null(table.column(name))  # type: ignore[attr-defined]
-    return as_array(col, np.float64).tolist()  # through NumPy: to_pylist made a million objects one by one
-
-
-def _mean(values: list[float]) -> float | None:
-    return statistics.fmean(values) if values else None
 
 
 def _pct(share: float | None) -> float | None:

@@ -3,6 +3,13 @@
 The data-wait share of an epoch is the time its steps waited for their batch over the time of its
 steps (data wait + compute + sync): above about a half, the input pipeline, not the model, sets the
 pace. Every view that prints it (show, compare, report tables, viewer) takes it from here.
+
+A step's *compute* is the step minus its data wait (`COMPUTE_TOTAL_S`: the worker's `compute_s` plus
+`sync_s`), wherever the framework happens to block. The worker times the dispatch (`compute_s`) and the
+loss read (`sync_s`) apart, but an asynchronous framework (JAX on every device, MXNet's engine, CUDA
+under any framework) returns from the dispatch at once and waits at the read: JAX on a CPU showed
+"compute 0.03 s, loss sync 0.5 s" beside PyTorch's synchronous 0.5 s of compute, as if it computed
+20x faster. Only the sum compares across frameworks; `sync_s` says where the waiting happened.
 """
 
 from __future__ import annotations
@@ -11,10 +18,26 @@ from dataclasses import dataclass
 from typing import Collection
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tracer.core import schema
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import STEPS_TABLE
+
+STEP_S = "step_s"  # derived: data wait + compute + sync
+COMPUTE_TOTAL_S = "compute_total_s"  # derived: the step minus its data wait (compute_s + sync_s)
+
+
+def with_step_columns(table: pa.Table) -> pa.Table:
+    """The steps table with STEP_S and COMPUTE_TOTAL_S added (where its timing columns are there)."""
+    names = table.column_names
+    if not all(c in names for c in (schema.DATA_WAIT_S, schema.COMPUTE_S, schema.SYNC_S)):
+        return table
+    sync = pc.fill_null(table.column(schema.SYNC_S), 0.0)
+    compute = pc.add(pc.fill_null(table.column(schema.COMPUTE_S), 0.0), sync)
+    table = table.append_column(COMPUTE_TOTAL_S, compute) if COMPUTE_TOTAL_S not in names else table
+    step = pc.add(pc.fill_null(table.column(schema.DATA_WAIT_S), 0.0), compute)
+    return table.append_column(STEP_S, step) if STEP_S not in names else table
 
 
 @dataclass(frozen=True)
@@ -31,6 +54,11 @@ class EpochSplit:
     @property
     def total_s(self) -> float:
         return self.data_wait_s + self.compute_s + self.sync_s
+
+    @property
+    def compute_total_s(self) -> float:
+        """The steps' time minus their data wait: dispatch and the wait at the loss read together."""
+        return self.compute_s + self.sync_s
 
     @property
     def data_wait_share(self) -> float | None:

@@ -126,7 +126,7 @@ def thread_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int |
         per.setdefault(key, {}).setdefault(r["source"], {})[r["activity"]] = int(r["overlap_ns_sum"])
     rows = []
     for key in set(per) | set(cpu_s):
-        if key[1] == NO_THREAD:
+        if key[1] == NO_THREAD or names.get(key, "") == schema.LIFELINE_THREAD:  # the tool's watchdog, not training
             continue
         src = per.get(key, {})
         osrt, py = src.get(t.SOURCE_NSYS, {}), src.get(t.SOURCE_PYSPY, {})

@@ -75,8 +75,13 @@ def ctrl_c_reaches_python() -> None:
 
 
 def run_tracer(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """`tracer ARGS` as a user runs it (a real process, real exit code, real output)."""
-    return subprocess.run([sys.executable, "-m", "tracer", *args], capture_output=True, text=True, timeout=timeout)
+    """`tracer ARGS` as a user runs it (a real process, real exit code, real output), piped and with no
+    COLUMNS: the environment is passed explicitly, as the test process's C-level environment held a
+    COLUMNS=80 that no user set (curses' terminal set-up exports it), and piped output keeps within COLUMNS."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return subprocess.run(
+        [sys.executable, "-m", "tracer", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def framework_required(name: str) -> bool:

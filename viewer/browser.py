@@ -13,9 +13,13 @@ from tracer.core.errors import UserError
 from tracer.core.runfolder import list_runs
 from viewer.loader import Task, deliver
 
-COLUMNS = ("framework", "model", "dataset", "device", "batch", "status", "img/s", "id")
-"""The columns of `tracer runs` the browser shows (`analyzers.run_rows`), the run id last."""
-PICK = [run_rows.RUNS_HEADERS.index(c) for c in COLUMNS]
+PICKED = ("framework", "model", "dataset", "device", "batch", "status", "img/s")
+"""The columns of `tracer runs` the browser shows (`analyzers.run_rows`; img/s: the steady state's)."""
+PICK = [run_rows.RUNS_HEADERS.index(c) for c in PICKED]
+# Beside steady images/s, the steady state's figures (analyzers.basis); `tracer show` has the whole run's.
+FIGURES = (("data wait % steady", "data_wait_pct", ".0f"), ("GPU util % steady", "gpu_util_pct_mean", ".0f"),
+           ("J/epoch steady", "energy_j_per_epoch", ".0f"))  # fmt: skip
+COLUMNS = (*PICKED, *(name for name, _, _ in FIGURES), "id")
 STATUS = COLUMNS.index("status")
 
 
@@ -27,14 +31,20 @@ def browse(out_dir: Path) -> list[list[str]]:
         run = Run.open(folder)
         try:
             cells = list(run_rows.run_row(run))
+            figures = [_cell(getattr(run.summary.steady, name), spec) for _, name, spec in FIGURES]
         except (UserError, OSError, ValueError, KeyError, TypeError) as e:
             cells = list(run_rows.damaged_row(run.run_id, f"unreadable: {e}"))
-        row = [cells[i] for i in PICK]
+            figures = ["" for _ in FIGURES]
+        row = [cells[i] for i in PICK] + figures + [cells[run_rows.RUNS_HEADERS.index("id")]]
         run.release()  # one run's tables at a time
         if run.problems:
             row[STATUS] += f", damaged: {', '.join(Path(p.file).name for p in run.problems)}"
         rows.append([*row, str(run.path)])
     return rows
+
+
+def _cell(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
 
 
 class RunBrowser(QtWidgets.QWidget):

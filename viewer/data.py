@@ -32,7 +32,7 @@ from analyzers.kernels import KernelRow
 from analyzers.lane_index import LaneIndex
 from analyzers.run import Run
 from analyzers.run_summary import displayed_status
-from analyzers.steps import data_wait_shares
+from analyzers.steps import COMPUTE_TOTAL_S, STEP_S, data_wait_shares, with_step_columns
 from tracer.core import schema
 from tracer.core.errors import UserError
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
@@ -63,8 +63,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("gpu_power_w", "GPU power", "W", "gpu", (schema.POWER_W,)),
     # The per-step split (one point per step, at the step's start): analyzers.steps sums it per epoch.
     Metric("step_data_wait_s", "Step: waiting for data", "s", STEPS_TABLE, (schema.DATA_WAIT_S,)),
-    Metric("step_compute_s", "Step: compute", "s", STEPS_TABLE, (schema.COMPUTE_S,)),
-    Metric("step_sync_s", "Step: loss sync", "s", STEPS_TABLE, (schema.SYNC_S,)),
+    # compute: the step minus its data wait (analyzers.steps), so asynchronous frameworks compare; sync: the
+    # part of it the loop spent blocked reading the loss (where an asynchronous framework does its waiting).
+    Metric("step_compute_s", "Step: compute (step minus data wait)", "s", STEPS_TABLE, (COMPUTE_TOTAL_S,)),
+    Metric("step_sync_s", "Step: of it, blocked reading the loss", "s", STEPS_TABLE, (schema.SYNC_S,)),
 )
 STEP_TIME_COLUMN = "start_ns"
 METRIC_BY_KEY = {m.key: m for m in METRICS}
@@ -97,7 +99,8 @@ class Series:
         i = int(np.searchsorted(self.t_ns, np.int64(math.floor(t_ns)), side="right")) - 1
         while i + 1 < len(self) and float(self.t_ns[i + 1]) <= t_ns:
             i += 1
-        return float(self.y[max(i, 0)])
+        value = float(self.y[max(i, 0)])
+        return None if math.isnan(value) else value  # a gap between steps (step_shape): nothing to read
 
 
 @dataclass
@@ -256,7 +259,11 @@ def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
     wanted = ["t_ns", "gpu", schema.RANK, STEP_TIME_COLUMN] + [
         c for m in METRICS if m.table == table_name for c in m.columns
     ]
+    if table_name == STEPS_TABLE:
+        wanted += [schema.DATA_WAIT_S, schema.COMPUTE_S, schema.SYNC_S]
     table = read_samples(folder, table_name, wanted)
+    if table is not None and table_name == STEPS_TABLE:
+        table = with_step_columns(table)
     if table is not None and STEP_TIME_COLUMN in table.column_names and "t_ns" not in table.column_names:
         table = table.rename_columns(["t_ns" if c == STEP_TIME_COLUMN else c for c in table.column_names])
     if table is None or table.num_rows == 0 or "t_ns" not in table.column_names:
@@ -285,5 +292,26 @@ def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
             if np.all(np.isnan(y)):
                 continue
             tt, yy = (t, y) if order is None else (t[order], y[order])
+            if table_name == STEPS_TABLE and STEP_S in part.column_names:
+                took = as_array(part.column(STEP_S), np.float64)
+                tt, yy = step_shape(tt, took if order is None else took[order], yy)
             out.setdefault(metric.key, []).append(Series(metric.key, tt, yy, label))
     return out
+
+
+STEP_GAP_S = 0.01  # a pause longer than this between one step's end and the next one's start is not drawn
+
+
+def step_shape(start_ns: np.ndarray, took_s: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each step as a flat line over its own duration (its start and its end), and a gap (NaN) where the next
+    step starts more than STEP_GAP_S later: a line from one step's point to the next one's drew JAX's 10 s
+    compile step as a diagonal across those 10 s, and joined the last step of an epoch to the next epoch's."""
+    end = start_ns + np.round(np.nan_to_num(took_s) * 1e9).astype(np.int64)
+    end[:-1] = np.minimum(end[:-1], start_ns[1:])  # two clocks: never past the next step's start (x stays sorted)
+    gap = np.zeros(len(start_ns), dtype=bool)
+    gap[:-1] = start_ns[1:] - end[:-1] > STEP_GAP_S * 1e9
+    t = np.column_stack((start_ns, end, end)).ravel()
+    v = np.column_stack((y, y, np.where(gap, np.nan, y))).ravel()
+    keep = np.ones(len(t), dtype=bool)
+    keep[2::3] = gap  # the third point of a step only where it marks a gap
+    return t[keep], v[keep]

@@ -8,6 +8,9 @@ from itertools import combinations
 
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.verdict import Verdict
+from analyzers.noise import why_not_ordered
+from analyzers.sentences import Gap, gap_sentence, versus
+from analyzers.steady import Spread
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,7 @@ class Diagnosed:
     ok: bool
     verdicts: tuple[Verdict, ...]
     steady_images_per_s: float | None = None  # what runs of one case are ranked by (their epochs may differ)
+    contended: bool = False  # taken on a busy machine (analyzers.contention): its times are not ordered
 
     def verdict(self, rule: str) -> Verdict | None:
         return next((v for v in self.verdicts if v.rule == rule), None)
@@ -37,10 +41,13 @@ def ranked_runs(runs: list[Diagnosed]) -> list[Diagnosed]:
 
 
 def _value(v: Verdict) -> str:
+    """The verdict's number with its unit, and its ratios ('19 %, first epoch 26.1x a later one'): a
+    start-up share alone hid a first epoch 26x a later one."""
     if v.value is None:
         return v.state
     shown = f"{v.value:.0f}" if abs(v.value) >= 10 else f"{v.value:.2g}"
-    return f"{shown} {v.unit.split(' ')[0]}" + ("" if v.fired else " (quiet)")
+    ratios = [f"{e.name} {e.value:.1f}x" for e in v.evidence if e.unit == "x" and e.value is not None]
+    return f"{shown} {v.unit.split(' ')[0]}" + "".join(f", {r}" for r in ratios) + ("" if v.fired else " (quiet)")
 
 
 def differing(a: Diagnosed, b: Diagnosed) -> list[str]:
@@ -56,7 +63,7 @@ def differing(a: Diagnosed, b: Diagnosed) -> list[str]:
             apart = abs(va.value - vb.value) >= th.PAIR_DIFFERENCE_PCT
         if va.fired == vb.fired and not apart:
             continue
-        line = f"{a.label}: {va.title} {_value(va)} vs {b.label} {_value(vb)}"
+        line = versus(a.label, _value(va), b.label, _value(vb), va.title)
         if va.rule == "input-bound":
             line += _data_wait_gap(a, b, va, vb)
         out.append(line)
@@ -64,14 +71,17 @@ def differing(a: Diagnosed, b: Diagnosed) -> list[str]:
 
 
 def _data_wait_gap(a: Diagnosed, b: Diagnosed, va: Verdict, vb: Verdict) -> str:
+    """How much of the gap in steady epoch time the data wait explains (analyzers.sentences), slower run first."""
     wa, wb = _evidence(va, "data wait per epoch"), _evidence(vb, "data wait per epoch")
-    if None in (wa, wb, a.steady_epoch_s, b.steady_epoch_s):
+    if wa is None or wb is None or a.steady_epoch_s is None or b.steady_epoch_s is None:
         return ""
-    gap = (a.steady_epoch_s or 0) - (b.steady_epoch_s or 0)
-    wait_gap = (wa or 0) - (wb or 0)
-    if gap != 0 and wait_gap / gap > th.DATA_WAIT_GAP_SHARE:
-        return f": the gap in epoch time is mostly data wait ({wait_gap:.2f} of {gap:.2f} s)"
-    return f": data wait explains {wait_gap:.2f} of the {gap:.2f} s gap in epoch time"
+    (slow, slow_wait, slow_busy), (fast, fast_wait, fast_busy) = sorted(
+        ((a.steady_epoch_s, wa, a.contended), (b.steady_epoch_s, wb, b.contended)), reverse=True
+    )
+    noise = why_not_ordered(Spread(slow, slow, slow, 1), Spread(fast, fast, fast, 1), (slow_busy, fast_busy))
+    return ": " + gap_sentence(
+        Gap("epoch time", "data wait", slow, fast, slow_wait, fast_wait, noise, th.DATA_WAIT_GAP_SHARE)
+    )
 
 
 def _evidence(v: Verdict, name: str) -> float | None:
@@ -93,4 +103,9 @@ def diagnosed_folder(folder: object, label: str) -> Diagnosed:
     assert isinstance(folder, RunFolder)
     ok = folder.read_record().rankable
     stats = epoch_stats(folder.epochs())
-    return Diagnosed(label, folder.run_id, stats.steady_epoch_s, ok, tuple(diagnose(folder)), stats.steady_images_per_s)
+    from analyzers.contention import contention
+
+    busy = contention(folder.samples("process")).contended
+    return Diagnosed(
+        label, folder.run_id, stats.steady_epoch_s, ok, tuple(diagnose(folder)), stats.steady_images_per_s, busy
+    )

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 import pyarrow.parquet as pq
 
 from analyzers import tables as t
+from analyzers.contention import contention
 from analyzers.display import ratio_text
+from analyzers.noise import WITHIN_NOISE
 from analyzers.repeats import UNMEASURED
 from analyzers.steady import epoch_stats
 from tracer.core import schema
@@ -43,6 +45,7 @@ class Cost:
     traced_over_untraced_epoch: float | None  # steady (or window) epoch time, traced over untraced
     training_cpu_basis: str = "the worker's process tree, as the kernel charged it"
     ratio_basis: str = "steady"  # which epochs the ratio compares: "steady", or the trace window's label
+    no_ratio_why: str = ""  # why there is an untraced peer but no ratio (a contended run: analyzers.noise)
 
     def lines(self) -> list[str]:
         out = []
@@ -56,13 +59,24 @@ class Cost:
                 f"(training CPU: {self.training_cpu_basis})"
             )
         if self.trace_records is not None:
-            out.append(f"trace: {self.trace_records:,} records, {(self.trace_bytes or 0) / 2**20:.1f} MiB raw")
+            records = f"{self.trace_records:,} records" if self.trace_records else "no trace tables in the folder"
+            raw = _size(self.trace_bytes) + " raw" if self.trace_bytes else "the raw trace files not kept"
+            out.append(f"trace: {records}, {raw}")
         if self.traced_over_untraced_epoch is not None:
             out.append(
                 f"traced / untraced epoch time, {self.ratio_basis}: {ratio_text(self.traced_over_untraced_epoch)}"
                 f" ({self.untraced_run})"
             )
+        elif self.no_ratio_why:
+            out.append(f"traced / untraced epoch time: not measured here ({self.no_ratio_why})")
         return out
+
+
+def _size(n: int) -> str:
+    """'142.5 MiB', '38.2 KiB', '20 bytes': never '0.0 MiB' for a file that is there."""
+    if n >= 2**20 // 10:
+        return f"{n / 2**20:.1f} MiB"
+    return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} bytes"
 
 
 def _pct(v: float | None) -> str:
@@ -74,6 +88,7 @@ def measurement_cost(folder: RunFolder) -> Cost:
     m = record.measurement_cost
     records = bytes_ = None
     peer = ratio = None
+    no_ratio = ""
     ratio_basis = Cost.ratio_basis
     if record.spec.trace != "none":
         records = sum(
@@ -81,7 +96,7 @@ def measurement_cost(folder: RunFolder) -> Cost:
         )
         bytes_ = sum((folder.path / f).stat().st_size for f in record.trace_files if (folder.path / f).is_file())
         if not bytes_ and folder.raw_dir.is_dir():
-            bytes_ = sum(p.stat().st_size for p in folder.raw_dir.rglob("*") if p.is_file() and p.name != "worker.log")
+            bytes_ = sum(p.stat().st_size for p in folder.raw_dir.rglob("*") if p.is_file() and p.suffix != ".log")
         found = untraced_peer(folder, record)
         window = trace_window.of_record(record.spec)
         if found is not None:
@@ -92,7 +107,10 @@ def measurement_cost(folder: RunFolder) -> Cost:
                 mine, theirs = _window_epoch_s(folder, window), _window_epoch_s(found, window)
             else:
                 mine = theirs = None  # a few traced steps inside an untraced epoch: no epoch ratio
-            if mine and theirs:
+            busy = [f.run_id for f in (found, folder) if contention(f.samples("process")).contended]
+            if mine and theirs and busy:  # a contended run is never the baseline (nor the subject) of a cost ratio
+                peer, no_ratio = found.run_id, f"{' and '.join(busy)} contended: {WITHIN_NOISE}"
+            elif mine and theirs:
                 peer, ratio = found.run_id, mine / theirs
     training = m.training_cpu_s if m else None
     share = m.sampler_pct_of_training_cpu if m else None
@@ -113,6 +131,7 @@ def measurement_cost(folder: RunFolder) -> Cost:
         traced_over_untraced_epoch=ratio,
         training_cpu_basis=basis,
         ratio_basis=ratio_basis,
+        no_ratio_why=no_ratio,
     )
 
 

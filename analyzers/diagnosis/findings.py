@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from analyzers import palette
 from analyzers.diagnosis import thresholds as th
+from analyzers.noise import WITHIN_NOISE, why_not_ordered
 from analyzers.repeats import pool
 from analyzers.run_summary import RunSummary, summarise
 from analyzers.steady import Spread, spread
@@ -205,10 +206,22 @@ def _table_order(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> 
         names = {c.framework for _, c in timed}
         if len(timed) < 3 or not {"pytorch", "tensorflow"} <= names:
             continue
-        verdicts.append({c.framework for _, c in timed[:2]} == {"pytorch", "tensorflow"})
+        # the second and the third within noise (analyzers.noise): "the two fastest" is not decided there
+        (_, second), (_, third) = timed[1], timed[2]
+        noise = why_not_ordered(
+            second.value(lambda r: r.summary.steady_epoch_s),
+            third.value(lambda r: r.summary.steady_epoch_s),
+            (any(r.summary.contended for r in second.runs), any(r.summary.contended for r in third.runs)),
+        )
+        if not noise:
+            verdicts.append({c.framework for _, c in timed[:2]} == {"pytorch", "tensorflow"})
         used += _used([c for _, c in timed])
         order = " < ".join(c.text(lambda r: r.summary.steady_epoch_s, ".2f", "s") for _, c in timed)
+        if noise:
+            order += f" (the second and third {WITHIN_NOISE}: {noise}; no order judged)"
         parts.append(f"{_case_text(case)}, steady epoch: {order}")
+    if not verdicts and parts:  # every case within noise where it matters
+        return NOT_MEASURED, "; ".join(parts), used
     if not verdicts:
         present = sorted({c.framework for row in found.values() for c in row})
         return (

@@ -27,13 +27,34 @@ def setting(spec: RunSpec, what: Tuning) -> str | None:
     return info.setting(what, spec.device) if info is not None else None
 
 
-def knob(run: RunSpec | RunRecord, what: Tuning, advice: str = "") -> str:
+# Settings an older worker used instead of the declared one, named by the knob the run recorded: a JAX run
+# that read with grain.ReadOptions threads (no mp_prefetch workers) is told about the threads it used.
+AS_RUN: dict[tuple[str, Tuning], tuple[str, str, str]] = {
+    ("jax", Tuning.WORKERS): (
+        "grain.ReadOptions.num_threads",
+        "grain.MultiprocessingOptions.num_workers",
+        "grain.ReadOptions(num_threads=...) as this run read (newer runs: IterDataset.mp_prefetch workers)",
+    ),
+    ("jax", Tuning.PREFETCH): (
+        "grain.ReadOptions.prefetch_buffer_size",
+        "grain.MultiprocessingOptions.per_worker_buffer_size",
+        "grain.ReadOptions(prefetch_buffer_size=...) as this run read",
+    ),
+}
+
+
+def knob(run: RunSpec | RunRecord, what: Tuning, advice: str = "", knobs: Mapping[str, object] | None = None) -> str:
     """E.g. `more loader workers: torch.utils.data.DataLoader(num_workers=...) (tracer --workers)`;
     '' where neither the framework nor the tracer has a setting for it. Given a run's record, a run the
     tracer did not train itself (an imported trace, a user's command) gets no tracer option: none of
-    them would change that training."""
+    them would change that training. Where the run recorded an older setting instead of the declared one
+    (AS_RUN; `knobs`, else the record's), that one is named."""
     spec = run.spec if isinstance(run, RunRecord) else run
     own = setting(spec, what)
+    recorded = knobs if knobs is not None else (run.knobs if isinstance(run, RunRecord) else None)
+    used, declared, text_as_run = AS_RUN.get((spec.framework, what), ("", "", ""))
+    if recorded and used in recorded and declared not in recorded:
+        own = text_as_run
     ours = not isinstance(run, RunRecord) or isinstance(run.workload, BuiltinWorkload)
     option = _TRACER_OPTION.get(what) if ours else None
     if own is None and option is None:

@@ -44,7 +44,7 @@ def gpu_under_used(t: RunTables) -> Verdict:
     if wait is None:
         advice = "a larger --batch (input-bound and host-bound need per-step timing to say which side waits)"
     elif wait.share_pct > th.INPUT_BOUND_PCT:
-        advice = join(knob(spec, Tuning.WORKERS, "more loader workers"), "see input-bound")
+        advice = join(knob(spec, Tuning.WORKERS, "more loader workers", t.record.knobs), "see input-bound")
     else:
         advice = join("a larger --batch", knob(spec, Tuning.LAUNCH, "fewer host round trips"), "see host-bound")
     return Verdict(name, title, True, True, Severity.HIGH if mean < th.GPU_UNDERUSED_HIGH_PCT else Severity.MEDIUM,

@@ -84,7 +84,8 @@ def input_bound(t: RunTables) -> Verdict:
     if paired:  # a run beside it differing only in --data measured what the pipeline costs
         finding += f"; {paired}"
         evidence += _pair_evidence(t)
-    advice = join(knob(spec, Tuning.WORKERS, "more loader workers"), knob(spec, Tuning.PREFETCH, "deeper prefetch"),
+    advice = join(knob(spec, Tuning.WORKERS, "more loader workers", t.record.knobs),
+                  knob(spec, Tuning.PREFETCH, "deeper prefetch", t.record.knobs),
                   "or a smaller image pipeline (--image-size)")  # fmt: skip
     if spec.data != DATA_FILES:  # batches from memory: no loader workers or prefetch to give
         advice = "a larger --batch (fewer, larger batches to index and copy from memory)"
@@ -203,7 +204,7 @@ def cpu_under_used(t: RunTables) -> Verdict:
         advice = join(knob(spec, Tuning.WORKERS, "overlap input with compute"), "a larger --batch")
     elif others is not None and others > th.UNDERUSED_OTHERS_PCT:
         finding += " (the machine was busy with other work)"
-        advice = "run it alone: other processes took the cores"
+        advice = "running it alone (other processes took the cores)"
     else:
         finding += " (serial Python or I/O between the operators)"
         advice = join("a larger --batch (larger operators parallelise)", knob(spec, Tuning.THREADS, "intra-op threads"))
@@ -282,7 +283,7 @@ def startup_heavy(t: RunTables) -> Verdict:
         parts.append(f"the first epoch takes {ratio:.1f}x a later one")
     return Verdict(name, title, True, True, Severity.LOW, "; ".join(parts) + " (imports, graph tracing, autotuning)",
                    share, "% of run", th.STARTUP_SHARE_PCT, evidence,
-                   join("more epochs amortise it", knob(t.record.spec, Tuning.STARTUP)))  # fmt: skip
+                   join("more epochs, which amortise it", knob(t.record.spec, Tuning.STARTUP)))  # fmt: skip
 
 
 @rule("thread-per-image")

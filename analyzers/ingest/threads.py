@@ -129,8 +129,9 @@ def _pyspy_start_ns(folder: RunFolder) -> int:
         return 0
 
 
-def parse_speedscope(path: Path, start_ns: int) -> pa.Table:
-    """py-spy's speedscope JSON: one sampled profile per thread, weights in its unit."""
+def parse_speedscope(path: Path, start_ns: int, pid: int = -1) -> pa.Table:
+    """py-spy's speedscope JSON: one sampled profile per thread, weights in its unit. A profile that names
+    no process is the one py-spy attached to, `pid` (the worker's): the samples join its thread rows."""
     try:
         doc = json.loads(path.read_text())
         frames = doc["shared"]["frames"]
@@ -145,7 +146,7 @@ def parse_speedscope(path: Path, start_ns: int) -> pa.Table:
         m = _PYSPY_THREAD.search(label)
         pm = _PYSPY_PROCESS.search(label)
         tid, name = (int(m.group(1), 0), m.group(2) or "") if m else (-1, label)
-        pid = int(pm.group(1)) if pm else -1
+        prof_pid = int(pm.group(1)) if pm else pid
         unit = _UNITS_NS.get(str(prof.get("unit", "seconds")), 1e9)
         clock = float(prof.get("startValue", 0)) * unit
         for stack, weight in zip(prof.get("samples", []), prof.get("weights", [])):
@@ -156,7 +157,7 @@ def parse_speedscope(path: Path, start_ns: int) -> pa.Table:
             if cols[4] and cols[0][-1] == tid and cols[5][-1] == leaf and cols[4][-1] == s_ns:
                 cols[4][-1] = e_ns
                 continue
-            for col, value in zip(cols, (tid, pid, name, s_ns, e_ns, leaf)):
+            for col, value in zip(cols, (tid, prof_pid, name, s_ns, e_ns, leaf)):
                 col.append(value)
     return _table(cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], t.SOURCE_PYSPY)
 
@@ -166,7 +167,11 @@ def pyspy_intervals(folder: RunFolder) -> pa.Table:
     if not files:
         return t.empty(t.THREAD_TIMELINE_SCHEMA)
     start = _pyspy_start_ns(folder)
-    return pa.concat_tables([parse_speedscope(p, start) for p in files])
+    try:
+        pid = folder.read_record().worker_pid or -1
+    except UserError:
+        pid = -1
+    return pa.concat_tables([parse_speedscope(p, start, pid) for p in files])
 
 
 def one_name_per_thread(table: pa.Table) -> pa.Table:

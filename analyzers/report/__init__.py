@@ -28,7 +28,7 @@ def write_report(
     is called before each step (for progress). Returns the page and what was written."""
     out.mkdir(parents=True, exist_ok=True)
     outputs = []
-    warnings = [*warnings, *contention_warnings(runs)]
+    contended = contention_warnings(runs)
     for step in plan_report(runs, out, formats, warmup):
         if on_step is not None:
             on_step(step)
@@ -37,8 +37,8 @@ def write_report(
             outputs.append(result)
         for run in runs:  # what a step computed stays (summaries); the tables it read are read again if needed
             run.release()
-    warnings += [p.text() for p in problems_of(runs)]  # damaged files the steps met and skipped
-    return write_index(out, runs, outputs, warnings), outputs
+    warnings = [*warnings, *(p.text() for p in problems_of(runs))]  # damaged files the steps met and skipped
+    return write_index(out, runs, outputs, warnings, contended), outputs
 
 
 def contention_warnings(runs: Sequence[LoadedRun]) -> list[str]:

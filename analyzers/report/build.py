@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from analyzers import cuda_api, pairs
-from analyzers.report import charts, classes, series, tables
-from analyzers.report.runs import CaseKey, LoadedRun, by_case, latest_per_framework
+from analyzers.report import charts, classes, like, series, tables
+from analyzers.report.runs import CaseKey, LoadedRun, by_case
 from analyzers.steady import WARMUP_EPOCHS
 from tracer.core import output as out_file
 from tracer.core.schema import DATA_FILES, DATA_MODES
@@ -64,29 +64,28 @@ def plan_report(
                 Step(f"drawing throughput of {case.name}", _throughput_step(case, group, out, formats, warmup))
             )
     for case, group in cases.items():
-        chosen = latest_per_framework(r for r in group if _has_process_samples(r))
-        if chosen:
-            steps.append(Step(f"drawing resources of {case.name}", _resource_step(case, chosen, out, formats)))
+        choice = like.choose(group, _has_process_samples)
+        if choice:
+            steps.append(Step(f"drawing resources of {case.name}", _resource_step(case, choice, out, formats)))
     for case, group in cases.items():
-        chosen = latest_per_framework(r for r in group if _has_cuda(r))
-        if chosen:
-            steps.append(Step(f"summarising CUDA API calls of {case.name}", _cuda_step(case, chosen, out, formats)))
+        choice = like.choose(group, _has_cuda, traced_only=True)
+        if choice:
+            steps.append(Step(f"summarising CUDA API calls of {case.name}", _cuda_step(case, choice, out, formats)))
     for case, group in cases.items():
-        chosen = latest_per_framework(r for r in group if classes.has_classes(r))
-        if chosen:
+        choice = like.choose(group, classes.has_classes, traced_only=True)
+        if choice:
             steps.append(
-                Step(f"splitting GPU time by kernel class of {case.name}", _class_step(case, chosen, out, formats))
+                Step(
+                    f"splitting GPU time by kernel class of {case.name}",
+                    _class_step(case, choice.runs, out, formats),
+                )
             )
     if any(len({r.framework for r in group}) > 1 for group in cases.values()):
         steps.append(Step("explaining why frameworks differ", _diff_step(cases, out)))
     for case, group in cases.items():
-        chosen = latest_per_framework(
-            r
-            for r in group
-            if r.folder.samples_dir.joinpath("gpu.parquet").exists() or r.folder.sample_stream_path("gpu").exists()
-        )
-        if chosen:
-            steps.append(Step(f"computing GPU energy of {case.name}", _energy_step(case, chosen, out, formats)))
+        choice = like.choose(group, _has_gpu_samples)
+        if choice:
+            steps.append(Step(f"computing GPU energy of {case.name}", _energy_step(case, choice, out, formats)))
     if commands:
         steps.append(Step("summarising the commands", _commands_step(commands, out)))
     return steps
@@ -114,6 +113,11 @@ def _has_process_samples(run: LoadedRun) -> bool:
     return folder.sample_parquet_path("process").exists() or folder.sample_stream_path("process").exists()
 
 
+def _has_gpu_samples(run: LoadedRun) -> bool:
+    folder = run.folder
+    return folder.samples_dir.joinpath("gpu.parquet").exists() or folder.sample_stream_path("gpu").exists()
+
+
 def _has_cuda(run: LoadedRun) -> bool:
     from analyzers import tables as trace_tables
 
@@ -133,8 +137,8 @@ def _contended(run: LoadedRun) -> bool:
     return contention(run.folder.samples("process")).contended
 
 
-def _marks(chosen: dict[str, LoadedRun]) -> dict[str, str]:
-    return {fw: "contended" for fw, r in chosen.items() if _contended(r)}
+def _marks(choice: like.Choice) -> dict[str, str]:
+    return {fw: "contended" for fw in choice.contended}
 
 
 CONTENDED_NOTE = (
@@ -182,7 +186,8 @@ def _ranks_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
             if table is not None:
                 text.append((r.record.run_id, markdown_lines(r.record.run_id, table)))
         md_path = out / f"{RANKS_STEM}.md"
-        md_path.write_text(f"### {RANKS_TITLE}\n\n" + "\n\n".join("\n".join(lines) for _, lines in text) + "\n")
+        ranks_md = f"### {RANKS_TITLE}\n\n" + "\n\n".join("\n".join(lines) for _, lines in text) + "\n"
+        out_file.write_text(md_path, ranks_md, "report --out")
         return Output("section", RANKS_TITLE, [md_path], text=text)
 
     return step
@@ -199,9 +204,9 @@ def _diagnosis_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output
     return step
 
 
-def _resource_step(
-    case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: Sequence[str]
-) -> Callable[[], Output]:
+def _resource_step(case: CaseKey, choice: like.Choice, out: Path, formats: Sequence[str]) -> Callable[[], Output]:
+    chosen = choice.runs
+
     def step() -> Output:
         data = {fw: series.resource_series(r.folder) for fw, r in chosen.items()}
         env = {fw: r.record.environment for fw, r in chosen.items()}
@@ -211,6 +216,7 @@ def _resource_step(
             {fw: _note(r) for fw, r in chosen.items()},
             {fw: e.cpu_logical_cores for fw, e in env.items()},
             {fw: e.ram_total_mib / 1024 for fw, e in env.items()},
+            {fw: choice.title(fw) for fw in chosen},
         )
         files = charts.save(fig, out / f"fig-resources-{case.slug}", formats)
         hz = sorted({f"{r.record.spec.sample_hz:g}" for r in chosen.values()})
@@ -218,7 +224,7 @@ def _resource_step(
             f"The training process and its children, sampled at {' / '.join(hz)} Hz; shaded bands are epochs. "
             "All columns share one time axis (seconds since each run's start), so run lengths compare; "
             "'contended' under a name: other processes held a share of the CPU during that run. "
-            "Runs: " + ", ".join(r.folder.run_id for r in chosen.values()) + "."
+            "Each panel's title says how its run was measured: the figure draws runs of one kind. " + choice.caption()
         )
         return Output("figure", f"CPU %, RAM % and threads over time: {case.title}", files, caption)
 
@@ -263,7 +269,9 @@ def throughput_bars(group: Sequence[LoadedRun], warmup: int = WARMUP_EPOCHS) -> 
     return bars
 
 
-def _cuda_step(case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: Sequence[str]) -> Callable[[], Output]:
+def _cuda_step(case: CaseKey, choice: like.Choice, out: Path, formats: Sequence[str]) -> Callable[[], Output]:
+    chosen = choice.runs
+
     def step() -> Output:
         phases = {fw: series.cuda_phases(r.folder) for fw, r in chosen.items()}
         panels = []
@@ -272,17 +280,17 @@ def _cuda_step(case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: 
             names, grouped = series.group_shares(shares)
             panels.append((label, names, grouped))
         api = "/".join(dict.fromkeys(cuda_api.api_family(r.folder) for r in chosen.values())) + " API"
-        marks = _marks(chosen)
-        fig = charts.cuda_api_figure(f"Share of {api} time per function\n{case.title}", panels, api, marks)
+        marks = _marks(choice)
+        titles = {fw: choice.title(fw) for fw in chosen}
+        fig = charts.cuda_api_figure(f"Share of {api} time per function\n{case.title}", panels, api, marks, titles)
         files = charts.save(fig, out / f"fig-cuda-api-{case.slug}", formats)
         caption = (
             f"Functions with at least 1 % of the {api} time in some framework; the rest is grouped as 'other'. "
             "Steady state: the calls that start in the epochs after the warm-up (the NVTX epoch ranges; start-up "
             "and the warm-up epoch's module loading and pinned-memory allocation are left out)."
             + (CONTENDED_NOTE.replace(" (bars hatched)", "") if marks else "")
-            + " Runs: "
-            + ", ".join(r.folder.run_id for r in chosen.values())
-            + "."
+            + " "
+            + choice.caption()
         )
         return Output("figure", f"{api} time per function: {case.title}", files, caption)
 
@@ -311,22 +319,22 @@ def _diff_step(cases: dict[CaseKey, list[LoadedRun]], out: Path) -> Callable[[],
     return step
 
 
-def _energy_step(
-    case: CaseKey, chosen: dict[str, LoadedRun], out: Path, formats: Sequence[str]
-) -> Callable[[], Output | None]:
+def _energy_step(case: CaseKey, choice: like.Choice, out: Path, formats: Sequence[str]) -> Callable[[], Output | None]:
+    chosen = choice.runs
+
     def step() -> Output | None:
         energy = {fw: rows for fw, r in chosen.items() if (rows := series.epoch_energy(r.folder))}
         if not energy:
             return None
-        marks = _marks({fw: chosen[fw] for fw in energy})
-        fig = charts.energy_figure(f"GPU energy and power per epoch\n{case.title}", energy, marks)
+        marks = {fw: m for fw, m in _marks(choice).items() if fw in energy}
+        titles = {fw: choice.title(fw) for fw in energy}
+        fig = charts.energy_figure(f"GPU energy and power per epoch\n{case.title}", energy, marks, titles)
         files = charts.save(fig, out / f"fig-energy-{case.slug}", formats)
         caption = (
-            "Sum over the GPUs the run used."
+            "Sum over the GPUs the run used. Tables 1-2's energy per epoch is the mean of the steady epochs' bars."
             + (CONTENDED_NOTE.replace(" (bars hatched)", "") if marks else "")
-            + " Runs: "
-            + ", ".join(chosen[fw].folder.run_id for fw in energy)
-            + "."
+            + " "
+            + choice.caption()
         )
         return Output("figure", f"GPU energy and power per epoch: {case.title}", files, caption)
 

@@ -27,10 +27,11 @@ _RC: dict[str, Any] = {
 }
 
 
-def _label(fw: str, marks: Mapping[str, str] | None, sep: str = " ") -> str:
-    """The framework's name, with its mark ("contended", "2 of 3 contended") where it has one."""
+def _label(fw: str, marks: Mapping[str, str] | None, sep: str = " ", titles: Mapping[str, str] | None = None) -> str:
+    """The framework's name (its title where given: 'PyTorch (untraced)'), with its mark ("contended",
+    "2 of 3 contended") where it has one."""
     mark = (marks or {}).get(fw, "")
-    return palette.label(fw) + (f"{sep}({mark})" if mark else "")
+    return (titles or {}).get(fw, palette.label(fw)) + (f"{sep}({mark})" if mark else "")
 
 
 def _style() -> Any:
@@ -64,6 +65,7 @@ def resource_figure(
     notes: Mapping[str, str],
     cores: Mapping[str, int],
     ram_gib: Mapping[str, float],
+    titles: Mapping[str, str] | None = None,
 ) -> Figure:
     """Figures 1-2: CPU %, RSS (MiB, with % of RAM on the right) and threads over time, one column per
     framework, rows sharing their y axis and all columns one time axis (seconds since each run's start),
@@ -83,7 +85,7 @@ def resource_figure(
             top.plot(t, s.cpu_pct, color=c, lw=1.1)
             mid.plot(t, s.rss_mib, color=c, lw=1.1)
             bottom.step(t, s.threads, where="post", color=c, lw=1.1)
-            head = palette.label(fw) + (f"\n{notes[fw]}" if notes.get(fw) else "")
+            head = _label(fw, None, titles=titles) + (f"\n{notes[fw]}" if notes.get(fw) else "")
             top.set_title(head, color=c, fontweight="bold")
             for ax in (top, mid, bottom):
                 _epoch_bands(ax, s)
@@ -215,6 +217,7 @@ def cuda_api_figure(
     panels: Sequence[tuple[str, list[str], Mapping[str, list[float]]]],
     api: str = "CUDA API",
     marks: Mapping[str, str] | None = None,
+    titles: Mapping[str, str] | None = None,
 ) -> Figure:
     """Figure 3: per panel (e.g. whole run, steady state), the share of CUDA API time of each
     function as horizontal bars, one bar per framework in its colour, functions largest first;
@@ -233,7 +236,7 @@ def cuda_api_figure(
             ax.set_xlabel(f"share of {api} time (%)")
         fig.suptitle(title, fontweight="bold")
         fig.legend(
-            handles=[Patch(facecolor=palette.colour(fw), label=_label(fw, marks)) for fw in frameworks],
+            handles=[Patch(facecolor=palette.colour(fw), label=_label(fw, marks, titles=titles)) for fw in frameworks],
             loc="outside lower center",
             ncols=min(5, max(1, len(frameworks))),
             frameon=False,
@@ -266,7 +269,10 @@ def _hbars(ax: Axes, names: list[str], shares: Mapping[str, list[float]], api: s
 
 
 def energy_figure(
-    title: str, energy: Mapping[str, list[EpochEnergy]], marks: Mapping[str, str] | None = None
+    title: str,
+    energy: Mapping[str, list[EpochEnergy]],
+    marks: Mapping[str, str] | None = None,
+    titles: Mapping[str, str] | None = None,
 ) -> Figure:
     """Per-epoch GPU energy (J) and mean power (W), one bar per framework in each epoch."""
 
@@ -280,7 +286,8 @@ def energy_figure(
             by_epoch = {e.epoch: e for e in energy[fw]}
             xs = [epochs.index(k) - 0.4 + width * (i + 0.5) for k in by_epoch]
             c = palette.colour(fw)
-            left.bar(xs, [e.energy_j for e in by_epoch.values()], width=width * 0.92, color=c, label=_label(fw, marks))
+            label = _label(fw, marks, titles=titles)
+            left.bar(xs, [e.energy_j for e in by_epoch.values()], width=width * 0.92, color=c, label=label)
             right.bar(xs, [e.mean_power_w for e in by_epoch.values()], width=width * 0.92, color=c)
         for ax, ylabel, head in (
             (left, "energy per epoch (J)", "GPU energy per epoch"),

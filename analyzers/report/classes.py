@@ -14,9 +14,10 @@ from analyzers import kernel_classes as kc
 from analyzers import palette
 from analyzers import tables as trace_tables
 from analyzers.diff import diff_decompositions
-from analyzers.report import charts
-from analyzers.report.runs import CaseKey, LoadedRun, latest_per_framework
+from analyzers.report import charts, like
+from analyzers.report.runs import CaseKey, LoadedRun
 from analyzers.step_parts import BASIS_TRACED_STEPS, Decomposition, decompose
+from tracer.core import output as out_file
 from tracer.core.errors import UserError
 
 DIFF_STEM, DIFF_TITLE = "why-frameworks-differ", "Why frameworks differ: each against the fastest in its case"
@@ -59,16 +60,18 @@ def diff_sections(cases: dict[CaseKey, list[LoadedRun]], out: Path) -> tuple[Pat
     if not sections:
         return None
     md = out / f"{DIFF_STEM}.md"
-    md.write_text(
-        f"### {DIFF_TITLE}\n\n"
-        + "\n".join(f"#### {head}\n\n" + "\n".join(f"- {line}" for line in lines) + "\n" for head, lines in sections)
+    text = f"### {DIFF_TITLE}\n\n" + "\n".join(
+        f"#### {head}\n\n" + "\n".join(f"- {line}" for line in lines) + "\n" for head, lines in sections
     )
+    out_file.write_text(md, text, "report --out")
     return md, sections
 
 
 def case_diff_lines(group: Sequence[LoadedRun]) -> list[str]:
-    """`tracer diff` of each framework's newest finished run with steps against the fastest of them."""
-    chosen = latest_per_framework(r for r in group if r.ok and r.steps is not None)
+    """`tracer diff` of each framework's newest finished run with steps against the fastest of them, all of one
+    kind (analyzers.report.like: untraced first, a traced run only beside traced runs of its backend)."""
+    choice = like.choose(group, lambda r: r.ok and r.steps is not None)
+    chosen = choice.runs if choice is not None else {}
     parts: dict[str, Decomposition] = {}
     for fw, run in chosen.items():
         try:

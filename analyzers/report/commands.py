@@ -9,6 +9,7 @@ from pathlib import Path
 
 from analyzers.report.runs import LoadedRun
 from analyzers.run_summary import RunSummary, summarise
+from tracer.core import output as out_file
 
 TITLE = "Your own training: commands"
 STEM = "commands"
@@ -44,5 +45,5 @@ def write(runs: Sequence[LoadedRun], out: Path) -> tuple[Path, list[tuple[str, l
         md += [f"`{command}`", "", *rows, ""]
         text.append((command, rows))
     path = out / f"{STEM}.md"
-    path.write_text("\n".join(md) + "\n")
+    out_file.write_text(path, "\n".join(md) + "\n", "report --out")
     return path, text

@@ -6,11 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from analyzers.contention import contention
 from analyzers.diagnosis import diagnose, top
 from analyzers.diagnosis.across import Diagnosed, pair_lines, ranked_runs
 from analyzers.diagnosis.findings import findings, load_runs, to_markdown
+from analyzers.noise import WITHIN_NOISE, why_not_ordered
+from analyzers.report.like import UNTRACED, run_kind
 from analyzers.report.runs import LoadedRun, by_case
-from analyzers.steady import epoch_stats
+from analyzers.steady import Spread, epoch_stats
 from tracer.core import output as out_file
 from tracer.core.schema import DATA_FILES
 
@@ -36,6 +39,7 @@ def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
                 r.record.rankable,
                 tuple(diagnose(r.folder)),
                 stats.steady_images_per_s,
+                contention(r.folder.samples("process")).contended,
             )
         )
     return out
@@ -48,28 +52,50 @@ def _fed(run: LoadedRun) -> str:
 
 
 def case_sections(runs: Sequence[LoadedRun]) -> list[tuple[str, list[str]]]:
-    """(case title, lines) per case: ranking, top verdicts per run, then differing verdicts per pair."""
+    """(case title, lines) per case and kind of run (analyzers.report.like: untraced runs ranked among
+    themselves, each tracer's runs apart, as a tracer costs time): ranking, top verdicts per run, then
+    differing verdicts per pair."""
     out = []
-    for case, group in by_case(runs).items():
-        runs_d = ranked_runs(diagnosed(group))
-        lines = []
-        for i, d in enumerate(runs_d, 1):
-            epoch = (
-                "not ranked (failed or diverged)"
-                if not d.ok
-                else (
-                    f"{d.steady_images_per_s:.1f} images/s, {d.steady_epoch_s:.3f} s/epoch, steady"
-                    if d.steady_images_per_s and d.steady_epoch_s
-                    else "no epochs"
-                )
-            )
-            lines.append(f"{i}. {d.label}: {epoch}")
-            for v in top(list(d.verdicts)):
-                lines.append(f"   - {v.headline()}")
-        for _faster, _slower, diffs in pair_lines(runs_d):
-            lines += diffs
-        out.append((case.title, lines))
+    for case, whole_group in by_case(runs).items():
+        kinds: dict[str, list[LoadedRun]] = {}
+        for r in whole_group:
+            kinds.setdefault(run_kind(r.record), []).append(r)
+        for kind in sorted(kinds, key=lambda k: (k != UNTRACED, k)):
+            title = case.title if kind == UNTRACED else f"{case.title}, traced with {kind} (ranked apart)"
+            out.append((title, _kind_lines(kinds[kind])))
     return out
+
+
+def _kind_lines(group: Sequence[LoadedRun]) -> list[str]:
+    """The ranking; a run within noise of the one above it (analyzers.noise) is said to be, not ordered."""
+    runs_d = ranked_runs(diagnosed(group))
+    busy = {r.folder.run_id: contention(r.folder.samples("process")).contended for r in group}
+    lines = []
+    for i, d in enumerate(runs_d, 1):
+        epoch = (
+            "not ranked (failed or diverged)"
+            if not d.ok
+            else (
+                f"{d.steady_images_per_s:.1f} images/s, {d.steady_epoch_s:.3f} s/epoch, steady"
+                if d.steady_images_per_s and d.steady_epoch_s
+                else "no epochs"
+            )
+        )
+        above = runs_d[i - 2] if i > 1 else None
+        why = _noise(above, d, busy) if above is not None and d.ok and above.ok else ""
+        lines.append(f"{i}. {d.label}: {epoch}" + (f" ({WITHIN_NOISE} of {i - 1}.: {why})" if why else ""))
+        for v in top(list(d.verdicts)):
+            lines.append(f"   - {v.headline()}")
+    for _faster, _slower, diffs in pair_lines(runs_d):
+        lines += diffs
+    return lines
+
+
+def _noise(a: Diagnosed, b: Diagnosed, busy: dict[str, bool]) -> str:
+    if a.steady_images_per_s is None or b.steady_images_per_s is None:
+        return ""
+    ra, rb = a.steady_images_per_s, b.steady_images_per_s
+    return why_not_ordered(Spread(ra, ra, ra, 1), Spread(rb, rb, rb, 1), (busy[a.run_id], busy[b.run_id]))
 
 
 def write(runs: Sequence[LoadedRun], out: Path) -> tuple[Path, Path, list[tuple[str, list[str]]], str]:

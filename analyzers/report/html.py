@@ -39,7 +39,15 @@ nav a { margin-right: 1em; }
 test_page.py` renders the page in headless Chromium at 1,280 px and checks that nothing is wider."""
 
 
-def write_index(out: Path, runs: Sequence[LoadedRun], outputs: Sequence[Output], warnings: Sequence[str]) -> Path:
+def write_index(
+    out: Path,
+    runs: Sequence[LoadedRun],
+    outputs: Sequence[Output],
+    warnings: Sequence[str],
+    contended: Sequence[str] = (),
+) -> Path:
+    """The page. `warnings`: run folders that could not be read (left out: "Skipped"); `contended`: runs
+    taken on a busy machine, which are in the tables, marked (listed under their own heading)."""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -65,8 +73,15 @@ def write_index(out: Path, runs: Sequence[LoadedRun], outputs: Sequence[Output],
             parts.append(_figure(output, out))
     parts.append('<h2 id="runs">Runs</h2>')
     parts.append(_runs_table(runs))
+    if contended:
+        parts.append(
+            "<h3>Contended runs (in the tables above, marked contended: their times compare with no quiet run's)</h3>"
+            "<ul>" + "".join(f"<li>{_e(w)}</li>" for w in contended) + "</ul>"
+        )
     if warnings:
-        parts.append("<h3>Skipped</h3><ul>" + "".join(f"<li>{_e(w)}</li>" for w in warnings) + "</ul>")
+        parts.append(
+            "<h3>Skipped (unreadable, in no table)</h3><ul>" + "".join(f"<li>{_e(w)}</li>" for w in warnings) + "</ul>"
+        )
     parts.append("</body></html>\n")
     path = out / "index.html"
     out_file.write_text(path, "\n".join(parts), "report --out")

@@ -18,12 +18,14 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from analyzers import palette
+from analyzers.basis import WHOLE_RUN_PREFIX
 from analyzers.energy import NO_SOURCE
+from analyzers.noise import disagree, disagreement
 from analyzers.phases import STEADY
 from analyzers.repeats import Pool, pool
 from analyzers.report.runs import LoadedRun, by_case
 from analyzers.run_summary import summarise
-from analyzers.steady import WARMUP_EPOCHS, definition
+from analyzers.steady import WARMUP_EPOCHS, Spread, definition
 from tracer.core import output as out_file
 from tracer.core.records import RunSpec
 
@@ -51,7 +53,7 @@ class TableRow:
     first_epoch_s: float | None  # median over the ok runs
     steady_includes_warmup: bool  # some run had no epoch after its warm-up: its steady numbers count it
     data_wait_pct: float | None  # median over the runs of the steady steps' share waiting for data
-    cpu_pct_mean: float | None  # 100 = all logical cores
+    cpu_pct_mean: float | None  # 100 = all logical cores; this and every figure below: the steady state
     peak_rss_mib: float | None
     gpu_util_pct_mean: float | None
     gpu_mem_nvml_mib: float | None  # NVML's memory of the process (what its allocator holds), max over the runs
@@ -66,6 +68,12 @@ class TableRow:
     left_out: str = ""  # runs kept out of the median and why (diverged, failed ...), '; '-separated
     gpu: str = ""  # the GPU's name, driver and CUDA version from run.json
     data: str = "files"  # --data of the runs (files, memory, synthetic): one row per mode, paired in analyzers.pairs
+    # The same figures over the whole run (start-up and warm-up included), named so: never beside the above.
+    whole_run_cpu_pct_mean: float | None = None
+    whole_run_peak_rss_mib: float | None = None
+    whole_run_gpu_util_pct_mean: float | None = None
+    whole_run_energy_j_per_epoch: float | None = None
+    whole_run_energy_j_per_image: float | None = None
 
 
 @dataclass(frozen=True)
@@ -202,7 +210,22 @@ def _row(case_name: str, cp: CasePool, warmup: int) -> TableRow:
         left_out="; ".join(cp.pool.left_out),
         gpu=" / ".join(dict.fromkeys(r.record.environment.gpu_text for r in runs if r.record.environment.gpu_text)),
         data=spec.data,
+        whole_run_cpu_pct_mean=_fmean([s.whole.cpu_pct_mean for s in summaries]),
+        whole_run_peak_rss_mib=_max([s.whole.peak_rss_mib for s in summaries]),
+        whole_run_gpu_util_pct_mean=_fmean([s.whole.gpu_util_pct_mean for s in summaries]),
+        whole_run_energy_j_per_epoch=_fmean([s.whole.energy_j_per_epoch for s in summaries]),
+        whole_run_energy_j_per_image=_fmean([s.whole.energy_j_per_image for s in summaries]),
     )
+
+
+def _fmean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.fmean(present) if present else None
+
+
+def _max(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
 
 
 def _status(run: LoadedRun) -> str:
@@ -256,13 +279,13 @@ DISPLAY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("Epoch time, steady (s)", "steady_epoch_s", ".3f"),
     ("First epoch (s)", "first_epoch_s", ".3f"),
     ("Data wait % of step, steady", "data_wait_pct", ".0f"),
-    ("CPU % mean (100 = all cores)", "cpu_pct_mean", ".1f"),
-    ("Peak RSS (MiB)", "peak_rss_mib", ".0f"),
-    ("GPU util % mean", "gpu_util_pct_mean", ".1f"),
-    ("GPU memory, NVML: the process holds (MiB)", "gpu_mem_nvml_mib", ".0f"),
-    ("GPU memory, framework: peak in use (MiB)", "gpu_mem_framework_mib", ".0f"),
-    ("Energy/epoch (J)", "energy_j_per_epoch", ".1f"),
-    ("Energy/image (J)", "energy_j_per_image", ".3f"),
+    ("CPU % mean, steady (100 = all cores)", "cpu_pct_mean", ".1f"),
+    ("Peak RSS, steady (MiB)", "peak_rss_mib", ".0f"),
+    ("GPU util % mean, steady", "gpu_util_pct_mean", ".1f"),
+    ("GPU memory, NVML: the process holds, steady (MiB)", "gpu_mem_nvml_mib", ".0f"),
+    ("GPU memory, framework: peak in use, steady (MiB)", "gpu_mem_framework_mib", ".0f"),
+    ("Energy/epoch, steady (J)", "energy_j_per_epoch", ".1f"),
+    ("Energy/image, steady (J)", "energy_j_per_image", ".3f"),
     ("Energy source", "energy_source", ""),
     ("Runs ok/all", "runs_ok", "d"),
     ("Status", "status", ""),
@@ -281,7 +304,9 @@ def caption(warmup: int = WARMUP_EPOCHS, gpus: Sequence[str] = ()) -> str:
     the GPU its runs used (name, driver, CUDA from run.json)."""
     on = f"Runs on {' and '.join(gpus)}. " if gpus else ""
     return on + (
-        f"Images/s, epoch time and data wait cover the {STEADY} phase: {definition(warmup)}. "
+        f"Every figure but the first epoch covers the {STEADY} phase (images/s, epoch time, data wait, CPU, RSS, "
+        f"GPU utilisation and memory, energy): {definition(warmup)}; the whole run's figures are in the CSV's "
+        f"{WHOLE_RUN_PREFIX}* columns. "
         "A row pools the repeats of one spec (trace backend and knobs alike): the median over its runs with "
         "their range (min-max); diverged and failed runs stay out of it. "
         "GPU memory: NVML's figure is what the process holds (XLA and TensorFlow reserve ahead, PyTorch's "
@@ -318,6 +343,12 @@ def display_cells(row: TableRow, device: str) -> list[str]:
     return cells
 
 
+def _rate(row: TableRow) -> Spread | None:
+    if row.steady_images_per_s is None or row.steady_images_per_s_min is None or row.steady_images_per_s_max is None:
+        return None
+    return Spread(row.steady_images_per_s, row.steady_images_per_s_min, row.steady_images_per_s_max, row.runs_ok)
+
+
 def display_columns(device: str) -> tuple[tuple[str, str, str], ...]:
     if device == "gpu":
         return DISPLAY_COLUMNS
@@ -329,7 +360,10 @@ def status_text(row: TableRow) -> str:
         return "imported trace: CUDA API and kernels only (see the CUDA API figure)"
     if row.status == "ok":
         text = "ok" if not row.runs_failed else f"ok; left out: {row.left_out or row.cause}"
-        return text + (f"; {row.runs_contended} contended" if row.runs_contended else "")
+        text += f"; {row.runs_contended} contended" if row.runs_contended else ""
+        return text + (
+            f"; repeats disagree: {disagreement(rate, '.1f')}" if (rate := _rate(row)) and disagree(rate) else ""
+        )
     return f"{row.status}: {row.cause}" if row.cause else row.status
 
 

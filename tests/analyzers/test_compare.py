@@ -37,15 +37,17 @@ def test_ratios_equal_values_from_the_folders(
         rows = {r["metric"]: r for r in csv.DictReader(f)}
     assert (rows["run id"]["run_a"], rows["run id"]["run_b"]) == (a.name, b.name)
     cpu_a, cpu_b = x.process_column(a, "cpu_pct"), x.process_column(b, "cpu_pct")
+    steady_a, steady_b = x.steady_process_column(a, "cpu_pct"), x.steady_process_column(b, "cpu_pct")
     expected = {
         "images/s (steady)": (x.steady_images_per_s(a), x.steady_images_per_s(b)),
         "epoch time (steady)": (x.steady_epoch_s(a), x.steady_epoch_s(b)),
         "first epoch": (x.first_epoch_s(a), x.first_epoch_s(b)),
-        "mean epoch time (all epochs)": (x.mean_epoch_s(a), x.mean_epoch_s(b)),
-        "images/s (all epochs)": (x.images_per_s(a), x.images_per_s(b)),
-        "CPU % mean (100 = all cores)": (sum(cpu_a) / len(cpu_a), sum(cpu_b) / len(cpu_b)),
-        "peak RSS": (max(x.process_column(a, "rss_mib")), max(x.process_column(b, "rss_mib"))),
-        "threads max": (_threads_max(a), _threads_max(b)),
+        "CPU % mean (100 = all cores) (steady)": (sum(steady_a) / len(steady_a), sum(steady_b) / len(steady_b)),
+        "epoch time (whole run)": (x.mean_epoch_s(a), x.mean_epoch_s(b)),
+        "images/s (whole run)": (x.images_per_s(a), x.images_per_s(b)),
+        "CPU % mean (100 = all cores) (whole run)": (sum(cpu_a) / len(cpu_a), sum(cpu_b) / len(cpu_b)),
+        "peak RSS (whole run)": (max(x.process_column(a, "rss_mib")), max(x.process_column(b, "rss_mib"))),
+        "threads max (whole run)": (_threads_max(a), _threads_max(b)),
     }
     for metric, (va, vb) in expected.items():
         row = rows[metric]
@@ -53,7 +55,7 @@ def test_ratios_equal_values_from_the_folders(
         assert float(row["run_b"]) == pytest.approx(vb, rel=1e-12), metric
         assert float(row["ratio_b_over_a"]) == pytest.approx(vb / va, rel=1e-12), metric
         assert row["run_a_min"] == row["run_a_max"] == row["run_a"], metric  # one run: no spread
-    assert rows["GPU utilisation mean"]["ratio_b_over_a"] == ""  # no GPU here: no ratio, not a zero
+    assert rows["GPU utilisation mean (steady)"]["ratio_b_over_a"] == ""  # no GPU here: no ratio, not a zero
     ratio = vb / va  # the last one printed, as the console shows it
     assert f"{ratio:.2f}x" in result.stdout
 
@@ -145,4 +147,4 @@ def test_a_diverged_run_stays_out_of_a_groups_speed_median(shared_fixtures: Path
     assert rate.median == summarise(runs["a032"]).steady_images_per_s
     wait = rows["data-wait share of step time (steady)"].values[1]
     assert wait is not None and wait.median == summarise(runs["6573"]).steady_data_wait_pct
-    assert rows["CPU % mean (100 = all cores)"].values[0].n == 2  # not a speed: every run counts
+    assert rows["CPU % mean (100 = all cores) (steady)"].values[0].n == 2  # not a speed: every run counts

@@ -101,15 +101,17 @@ def test_energy_per_epoch_matches_the_sources_own_numbers(board_run: RunFolder) 
         assert package_j == pytest.approx(PACKAGE_W * e.duration_s, rel=0.05)
     assert sum(e.duration_s for e in epochs) * PACKAGE_W > 2 * WRAP_UJ / 1e6  # it did wrap, twice at least
     assert s.energy_source == "tegrastats VDD_IN (board input)"  # the board's input holds everything
-    assert s.energy_j_per_image == pytest.approx(board.j_per_image)
+    steady_board = {e.source: e for e in s.steady.energy}["tegrastats VDD_IN (board input)"]  # the headline
+    assert s.energy_j_per_image == pytest.approx(steady_board.j_per_image)
+    assert steady_board.epoch_j == board.epoch_j[len(epochs) - len(steady_board.epoch_j) :]
 
 
 def test_show_prints_each_source_and_a_plain_no_source(board_run: RunFolder, tiny_pytorch_run: RunFolder) -> None:
     shown = run_tracer("show", str(board_run.path))
     assert shown.returncode == 0, shown.stderr
     s = summarise(board_run)
-    for e in s.energy:
-        assert f"energy, {e.source}" in shown.stdout
+    for e in s.steady.energy:
+        assert f"energy, {e.source} (steady)" in shown.stdout
         assert f"{e.j_per_epoch:.3f} J/epoch, {e.j_per_image:.4f} J/image" in shown.stdout
     plain = run_tracer("show", str(tiny_pytorch_run.path))
     assert plain.returncode == 0, plain.stderr
@@ -123,13 +125,13 @@ def test_compare_names_the_source_and_the_run_without_one(
     table = tmp_path / "c.csv"  # outside the runs: compare writes nothing into a run folder
     result = run_tracer("compare", str(tiny_pytorch_run.path), str(board_run.path), "--csv", str(table))
     assert result.returncode == 0, result.stderr
-    assert "energy per epoch, tegrastats VDD_IN (board input) (J)" in result.stdout
-    assert "energy per image, RAPL package-0 (intel-rapl:0) (J)" in result.stdout
+    assert "energy per epoch, tegrastats VDD_IN (board input) (steady) (J)" in result.stdout
+    assert "energy per image, RAPL package-0 (intel-rapl:0) (steady) (J)" in result.stdout
     assert f"energy of A: {NO_SOURCE}" in result.stdout
     assert "energy of B" not in result.stdout
     with table.open() as f:
         rows = list(csv.reader(f))
-    (row,) = [r for r in rows if r[0] == "energy per epoch, tegrastats VDD_IN (board input)"]
+    (row,) = [r for r in rows if r[0] == "energy per epoch, tegrastats VDD_IN (board input) (steady)"]
     assert row[2] == "" and float(row[5]) > 0  # A (columns 2-4) had no such source: empty, not 0; B: 5
 
 
@@ -140,7 +142,7 @@ def test_report_tables_give_energy_per_epoch_and_per_image_per_framework(
     result = run_tracer("report", str(board_run.path), str(tiny_pytorch_run.path), "--out", str(out))
     assert result.returncode == 0, result.stderr
     table = (out / "table1-cpu.md").read_text()
-    assert "Energy/epoch (J)" in table and "Energy/image (J)" in table
+    assert "Energy/epoch, steady (J)" in table and "Energy/image, steady (J)" in table
     assert "tegrastats VDD_IN (board input)" in table
     assert NO_SOURCE in table
     s = summarise(board_run)

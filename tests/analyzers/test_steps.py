@@ -29,7 +29,7 @@ def test_shares_are_the_sums_of_the_rows(tiny_pytorch_run: RunFolder) -> None:
     all_total = sum(r["data_wait_s"] + r["compute_s"] + r["sync_s"] for r in rows)
     assert steps.run_data_wait_share(tiny_pytorch_run) == pytest.approx(all_wait / all_total)
     summary = summarise(tiny_pytorch_run)
-    assert summary.data_wait_pct == pytest.approx(100 * all_wait / all_total)
+    assert summary.whole.data_wait_pct == pytest.approx(100 * all_wait / all_total)
     assert len(summary.data_wait_pct_by_epoch) == len(shares)
 
 
@@ -41,7 +41,7 @@ def test_run_without_a_steps_table_has_no_share(tiny_pytorch_run: RunFolder, tmp
     assert steps.epoch_splits(old) == [] and steps.run_data_wait_share(old) is None
     assert summarise(old).data_wait_pct is None
     diffs = {d.metric: d for d in compare([[old], [tiny_pytorch_run]]).differences}
-    assert diffs["data-wait share of step time (all epochs)"].a is None
+    assert diffs["data-wait share of step time (whole run)"].a is None
     assert diffs["data-wait share of step time (steady)"].ratio(1) is None
     result = run_tracer("show", str(old.path))
     assert result.returncode == 0 and "data wait" in result.stdout
@@ -51,6 +51,12 @@ def test_show_prints_the_share_per_epoch(tiny_pytorch_run: RunFolder) -> None:
     result = run_tracer("show", str(tiny_pytorch_run.path))
     assert result.returncode == 0, result.stderr
     line = next(ln for ln in result.stdout.splitlines() if "data wait" in ln)
-    # the header's %, the steady share, the all-epoch share, then one per epoch
-    assert "per epoch" in line and line.count("%") == 1 + 2 + len(steps.data_wait_shares(tiny_pytorch_run))
-    assert line.split("(% of step time)")[1].strip().startswith("steady ")
+    # the header's %, the steady share, then one per epoch (the whole run's is on the line named for it)
+    assert "per epoch" in line and line.count("%") == 1 + 1 + len(steps.data_wait_shares(tiny_pytorch_run))
+    assert (
+        line.split("(steady, % of step time)")[1]
+        .strip()
+        .startswith(f"{summarise(tiny_pytorch_run).steady.data_wait_pct:.0f} %")
+    )
+    whole = next(ln for ln in result.stdout.splitlines() if ln.startswith("whole run"))
+    assert f"data-wait share of step time {summarise(tiny_pytorch_run).whole.data_wait_pct:.1f} %" in whole

@@ -64,7 +64,14 @@ def test_non_finite_and_absurd_values_are_refused(flag: str, value: str, tmp_pat
 
 def test_no_prefix_matching_of_options(tmp_path: Path) -> None:
     result = run_tracer(*PROFILE, "--epoch", "2", "--out", str(tmp_path))
-    assert result.returncode == 2 and "unrecognized arguments: --epoch" in result.stderr
+    assert result.returncode == 2 and "unrecognized option --epoch (did you mean --epochs?)" in result.stderr
+
+
+def test_a_mistyped_option_is_named_before_a_missing_required_one(tmp_path: Path) -> None:
+    """`--framwork pytorch` said '--framework required'; it names the typo and what it looks like."""
+    result = run_tracer("profile", "--framwork", "pytorch", "--out", str(tmp_path))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "unrecognized option --framwork (did you mean --framework?)" in result.stderr
 
 
 @pytest.mark.parametrize("args", [("analyze", "x", "--top", "-5"), ("compare", "a", "b", "--top", "0")])

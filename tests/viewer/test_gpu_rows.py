@@ -62,9 +62,27 @@ def _point(panel: ThreadPanel, x: float, y: float) -> QtCore.QPoint:
     return panel.mapFromScene(scene)
 
 
-def _move_mouse(panel: ThreadPanel, at: QtCore.QPoint) -> None:
-    """A real mouse move; after a pause, as pyqtgraph drops moves that come faster than its rate limit."""
+def _settled(panel: ThreadPanel) -> None:
+    """Waits until the plot's place on the screen stops changing: the window's layout settles after it is
+    shown (the panel's plot went from 277 to 87 px tall within 30 ms), and a point computed before that
+    lands on another row, which in the whole suite made the hover pick an NVTX range, not the kernel."""
+    view = panel.plot.getViewBox()
+    last = None
+    for _ in range(100):  # 5 s at most
+        QtWidgets.QApplication.processEvents()
+        now = (view.sceneBoundingRect(), panel.viewport().size(), view.viewRange())
+        if now == last:
+            return
+        last = now
+        QTest.qWait(50)
+
+
+def _move_mouse(panel: ThreadPanel, x: float, y: float) -> None:
+    """A real mouse move to plot point (x, y), after a pause (pyqtgraph drops moves that come faster than its
+    rate limit) and once the layout settled, the point mapped to pixels just before the move."""
     QTest.qWait(MOVE_PAUSE_MS)
+    _settled(panel)
+    at = _point(panel, x, y)
     event = QtGui.QMouseEvent(
         QtCore.QEvent.Type.MouseMove,
         QtCore.QPointF(at),
@@ -75,6 +93,17 @@ def _move_mouse(panel: ThreadPanel, at: QtCore.QPoint) -> None:
     )
     QtWidgets.QApplication.sendEvent(panel.viewport(), event)
     QtWidgets.QApplication.processEvents()
+
+
+def _zoom(panel: ThreadPanel, x0: float, x1: float, y: float) -> None:
+    """A few ms across and three rows high around row `y`, so the row under the mouse is tens of pixels tall
+    whatever size the window got: with every row of the run in view a row was a pixel or two, and in the
+    whole suite the mouse landed on the NVTX row below the kernel's."""
+    panel.plot.setXRange(x0, x1, padding=0)
+    panel.plot.setYRange(y - 1.5, y + 1.5, padding=0)
+    _settled(panel)
+    view = panel.plot.getViewBox()
+    assert view.height() / 3 >= 10, view.height()  # each row at least 10 px tall
 
 
 def test_hovering_a_kernel_or_its_launch_shows_both(open_window: Opener, nsys_run: RunFolder) -> None:
@@ -92,10 +121,9 @@ def test_hovering_a_kernel_or_its_launch_shows_both(open_window: Opener, nsys_ru
     item = int(np.flatnonzero(gpu.start_ns == kernel["start_ns"])[0])
     rows = panel.gpu_rows[run.run_id]
     t = (kernel["start_ns"] - anchor) / 1e9
-    panel.plot.setXRange(t - 0.002, t + 0.002, padding=0)  # a few ms: each kernel some pixels wide
-    QtWidgets.QApplication.processEvents()
     lane_y = -(rows.top + int(gpu.lane[item])) - 0.5
-    _move_mouse(panel, _point(panel, t + 1e-7, lane_y))
+    _zoom(panel, t - 0.002, t + 0.002, lane_y)  # a few ms: each kernel some pixels wide
+    _move_mouse(panel, t + 1e-7, lane_y)
     hover = panel.hover
     assert hover is not None and hover.item == item
     assert hover.call is not None and calls.name(hover.call) == launch["name"]
@@ -104,14 +132,15 @@ def test_hovering_a_kernel_or_its_launch_shows_both(open_window: Opener, nsys_ru
     assert xs is not None and np.isfinite(xs).sum() == 12  # two outlines and the line between them
     # and from the launch side: the call on its thread names the same kernel
     c = (launch["start_ns"] - anchor) / 1e9
-    panel.plot.setXRange(c - 0.0005, c + 0.0035, padding=0)
-    QtWidgets.QApplication.processEvents()
     call_y = -(panel.lanes[run.run_id].top + int(calls.lane[hover.call])) - 0.5
     call = hover.call
-    _move_mouse(panel, _point(panel, c + 1e-7, call_y))
+    _zoom(panel, c - 0.0005, c + 0.0035, call_y)
+    _move_mouse(panel, c + 1e-7, call_y)
     assert panel.hover is not None and panel.hover.call == call and panel.hover.item == item
     # away from everything: no hover, no link
-    _move_mouse(panel, _point(panel, c, -(rows.top - 1) - 0.5))  # the blank row between threads and GPU rows
+    blank_y = -(rows.top - 1) - 0.5  # the blank row between threads and GPU rows
+    _zoom(panel, c - 0.0005, c + 0.0035, blank_y)
+    _move_mouse(panel, c, blank_y)
     assert panel.hover is None
 
 

@@ -15,7 +15,7 @@ from PySide6 import QtWidgets
 from analyzers import view_store
 from analyzers.lane_index import GPU, THREADS
 from tests.analyzers.run_replica import replicate_run
-from tests.viewer.test_gpu_rows import _move_mouse, _point
+from tests.viewer.test_gpu_rows import _move_mouse, _zoom
 from tracer.core.runfolder import RunFolder
 from viewer.window import MainWindow
 
@@ -57,9 +57,9 @@ def test_the_window_draws_a_stored_view(open_window: Opener, stored_replica: Run
     item = int(linked[-len(linked) // 6])
     anchor = run.anchor_ns(window.align)
     t = (int(gpu.start_ns[item]) - anchor) / 1e9
-    panel.plot.setXRange(t - 0.002, t + 0.002, padding=0)
-    QtWidgets.QApplication.processEvents()
-    _move_mouse(panel, _point(panel, t + 1e-7, -(rows.top + int(gpu.lane[item])) - 0.5))
+    lane_y = -(rows.top + int(gpu.lane[item])) - 0.5
+    _zoom(panel, t - 0.002, t + 0.002, lane_y)
+    _move_mouse(panel, t + 1e-7, lane_y)
     hover = panel.hover
     assert hover is not None and hover.item == item and hover.call == int(links.call_of_item[item])
     assert calls.name(hover.call) in hover.text

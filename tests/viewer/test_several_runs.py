@@ -13,6 +13,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtTest import QTest
 
 from tracer.core.runfolder import RunFolder
+from viewer.browser import COLUMNS
 
 
 @pytest.fixture
@@ -86,7 +87,7 @@ def test_run_browser_is_filled_at_open(
     window = open_window([tiny_pytorch_run.path], out_dir=tiny_pytorch_run.path.parent)
     browser = window.browser  # type: ignore[attr-defined]
     qtbot.waitUntil(lambda: browser.visible_rows() == 1 and not browser.loading, timeout=30_000)  # type: ignore[attr-defined]
-    assert browser.proxy.index(0, 7).data() == tiny_pytorch_run.run_id
+    assert browser.proxy.index(0, COLUMNS.index("id")).data() == tiny_pytorch_run.run_id
 
 
 def test_column_mode_rows_share_a_range_that_holds_every_run(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from tracer.cli import analyze, campaign, compare, data, diagnose, diff, env, import_trace, profile, report, runs, view
 from tracer.core.errors import UserError
@@ -18,10 +18,42 @@ COMMAND_MODULES = [profile, runs, data, env, analyze, import_trace, report, comp
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """argparse's errors in one line, like every other bad input (its usage block is `--help`'s job)."""
+    """argparse's errors in one line, like every other bad input (its usage block is `--help`'s job). An
+    option it does not know is named first, with the one it looks like: argparse itself reports a missing
+    required option before an unknown one, so `--framwork pytorch` read "--framework required"."""
+
+    _args: Sequence[str] = ()
+
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        self._args = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        prog, unknown = self._unknown_option(self._args)
+        if unknown:
+            message = unknown
+        self.exit(2, f"{prog}: error: {message} (see {prog} --help)\n")
+
+    def _unknown_option(self, tokens: Sequence[str]) -> tuple[str, str]:
+        """(prog, 'unrecognized option --framwork (did you mean --framework?)') for the first option among
+        `tokens` that the parser (or the subcommand named in them) does not know; '' when all are known."""
+        import difflib
+
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for i, token in enumerate(tokens):
+                    child = action.choices.get(token)
+                    if isinstance(child, _OneLineParser):
+                        return child._unknown_option(tokens[i + 1 :])
+        known = [s for action in self._actions for s in action.option_strings]
+        for token in tokens:
+            if token == "--":
+                break
+            name = token.split("=", 1)[0]
+            if name.startswith("--") and name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                return self.prog, f"unrecognized option {name}" + (f" (did you mean {close[0]}?)" if close else "")
+        return self.prog, ""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import math
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,19 +97,35 @@ class _PipeConsole(Console):
         raise BrokenPipeError
 
 
+PIPED_WIDTH = 200  # piped without COLUMNS: wide, so tables are not cut to 80 columns in logs
+
+
+def columns_asked() -> int | None:
+    """The width a user asked for with COLUMNS (piped output keeps within it), or None."""
+    value = os.environ.get("COLUMNS", "")
+    return int(value) if value.isdigit() and int(value) >= 20 else None
+
+
+def fits(out: Console) -> bool:
+    """Whether output is fitted to a width: on a terminal, or piped with COLUMNS set (`COLUMNS=120 tracer
+    show ... | less` ran to 216 columns); piped without it, a line stays whole for grep."""
+    return out.is_terminal or columns_asked() is not None
+
+
 def console() -> Console:
-    """Wide when piped, so tables are not cut to 80 columns in logs."""
-    return _PipeConsole(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 200)
+    """Wide when piped (COLUMNS wide where set)."""
+    piped = columns_asked() or PIPED_WIDTH
+    return _PipeConsole(stderr=False, highlight=False, width=None if sys.stdout.isatty() else piped)
 
 
 def err_console() -> Console:
-    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+    return Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else columns_asked() or PIPED_WIDTH)
 
 
 def print_wrapped(out: Console, text: str, indent: str = "", hanging: str = "    ") -> None:
-    """One line of prose: on a terminal wrapped at its width at spaces (a long word folded, never cut),
-    later lines indented by `hanging`; piped, one line as it is (grep finds it whole, nothing pads it)."""
-    if not out.is_terminal:
+    """One line of prose: on a terminal (or piped with COLUMNS) wrapped at its width at spaces (a long word
+    folded, never cut), later lines indented by `hanging`; piped, one line as it is (grep finds it whole)."""
+    if not fits(out):
         out.print(indent + text, soft_wrap=True, markup=False, highlight=False)
         return
     import textwrap
@@ -145,7 +162,7 @@ def print_pairs(out: Console, rows: Sequence[tuple[str, str]], indent: str = "")
     key_width = max((len(k) for k, _ in rows), default=0) + 2
     for key, value in rows:
         head = f"{indent}{key:<{key_width}}"
-        if not out.is_terminal or len(head) + len(value) <= out.width:
+        if not fits(out) or len(head) + len(value) <= out.width:
             out.print(head + value, soft_wrap=True, markup=False, highlight=False)
             continue
         import textwrap

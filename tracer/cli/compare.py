@@ -11,7 +11,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tracer.cli.common import TOP_BOUND, add_runs_dir, add_warmup, check_bound, console, warn_problems
+from tracer.cli.common import (
+    TOP_BOUND,
+    add_runs_dir,
+    add_warmup,
+    check_bound,
+    console,
+    err_console,
+    print_wrapped,
+    warn_problems,
+)
 from tracer.cli.outputs import output_file, path_arg
 from tracer.core.errors import UserError
 
@@ -66,19 +75,26 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _compare(folders: list[Any], args: argparse.Namespace) -> int:
-    from analyzers.compare import compare, rows_for_print, write_csv
+    from analyzers.compare import compare, noise_notes, rows_for_print, write_csv
     from analyzers.energy import NO_SOURCE
+    from analyzers.noise import REPEATS_DISAGREE, disagreement
     from analyzers.repeats import group_repeats
 
-    specs = [folder.read_record().spec for folder in folders]  # a damaged run named alone: one line, exit 2
+    records = [folder.read_record() for folder in folders]  # a damaged run named alone: one line, exit 2
+    specs = [r.spec for r in records]
     differ = []
     for name in SETTINGS:
         values = list(dict.fromkeys(str(getattr(s, name)) for s in specs))
         if len(values) > 1:
             differ.append(f"{name} {' vs '.join(values)}")
+    # What the worker ran, where it differs from what was asked: JAX has no native pipeline (knobs: shared).
+    ran = list(dict.fromkeys(f"{r.spec.framework} {r.knobs.get('pipeline', r.spec.pipeline)}" for r in records))
+    if len({r.knobs.get("pipeline", r.spec.pipeline) for r in records}) > 1:
+        differ.append(f"input pipeline as run {' vs '.join(ran)} (a shared pipeline decodes with PIL for all)")
     if differ:
         said = ", ".join(differ)
-        print(f"tracer: warning: the runs differ in settings ({said}); ratios compare unlike runs", file=sys.stderr)
+        warning = f"tracer: warning: the runs differ in settings ({said}); ratios compare unlike runs"
+        print_wrapped(err_console(), warning)
     groups = [[f] for f in folders] if args.no_group else group_repeats(folders)
     if len(groups) < 2 <= len(folders):  # repeats of one spec, named one by one: compare them as runs
         groups = [[f] for f in folders]
@@ -105,6 +121,14 @@ def _compare(folders: list[Any], args: argparse.Namespace) -> int:
                 "(other processes held a large share of the CPU; see `tracer show`)",
                 markup=False,
             )
+        for letter, metric, value in result.disagreements():
+            if letter == column.letter:
+                out.print(
+                    f"   warning: {letter}: the repeats disagree: {metric} {disagreement(value)} (more than "
+                    f"{100 * REPEATS_DISAGREE:.0f} % of their median): their median stands for none of them, "
+                    f"and no ratio against {letter} is a finding",
+                    markup=False,
+                )
         if not s.energy:
             why = "; ".join(s.energy_unavailable)
             out.print(f"   energy of {column.letter}: {NO_SOURCE}" + (f" ({why})" if why else ""), markup=False)
@@ -115,11 +139,13 @@ def _compare(folders: list[Any], args: argparse.Namespace) -> int:
         "metric",
         *letters,
         *(f"{x} / A" for x in letters[1:]),
-        caption=f"(steady): {definition(args.warmup)}; the other rows cover the whole run",
+        caption=f"(steady): {definition(args.warmup)}; (whole run): every epoch, start-up and teardown included",
     )
     for row in rows_for_print(result):
         table.add_row(*row)
     out.print(table)
+    for note in noise_notes(result):
+        out.print(note, markup=False)
     for letter, gaps in result.learning_gaps:
         head = result.columns[0].head.framework, next(c.head.framework for c in result.columns if c.letter == letter)
         out.print(

@@ -17,6 +17,7 @@ from tracer.cli.common import (
     add_warmup,
     console,
     err_console,
+    fits,
     fmt,
     print_pairs,
     print_wrapped,
@@ -73,7 +74,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         for row in rows:
             table.add_row(ids[row[0]] if short else row[0], *(row[i] for i in shown[1:]))
         lines = table_lines(out, table)
-        if not out.is_terminal or max(line.cell_len for line in lines) <= out.width:  # piped: no width to fit
+        if not fits(out) or max(line.cell_len for line in lines) <= out.width:  # piped without COLUMNS: no width
             for table_line in lines:
                 out.print(table_line, highlight=False, soft_wrap=True)
             tail_ids = short
@@ -155,17 +156,24 @@ def print_problems(run: Any, out: Console) -> None:
         print_wrapped(out, f"- {problem.text()}", "  ", "  ")
 
 
-def _data_wait(steady_pct: float | None, run_pct: float | None, by_epoch: tuple[float | None, ...]) -> str:
-    """'steady 92 %; all epochs 47 %; per epoch 2 %, 92 %, 93 %', or '-' for a run without a per-step table.
-    The steady share leads: it is the one of the same epochs as the steady images/s."""
-    if run_pct is None:
+def _data_wait(steady_pct: float | None, by_epoch: tuple[float | None, ...]) -> str:
+    """'92 %; per epoch 2 %, 92 %, 93 %', or '-' for a run without a per-step table. The steady share
+    leads: it is the one of the same epochs as the steady images/s (the whole run's is in its own row)."""
+    if steady_pct is None:
         return "-"
-    head = f"steady {steady_pct:.0f} %; " if steady_pct is not None else ""
     per = ", ".join("-" if v is None else f"{v:.0f} %" for v in by_epoch)
-    return f"{head}all epochs {run_pct:.0f} %; per epoch {per}"
+    return f"{steady_pct:.0f} %; per epoch {per}"
+
+
+def power_text(p: object) -> str:
+    from analyzers.basis import PhaseFigures
+
+    assert isinstance(p, PhaseFigures)
+    return f"mean {fmt(p.power_w_mean, '.0f')} W, temperature max {fmt(p.gpu_temp_c_max, '.0f')} °C"
 
 
 def print_summary(s: object, console: Console) -> None:
+    from analyzers.basis import WHOLE_RUN, figures_text
     from analyzers.run_summary import RunSummary
 
     assert isinstance(s, RunSummary)
@@ -185,24 +193,28 @@ def print_summary(s: object, console: Console) -> None:
         ("images/s (steady)", steady_text(s)),
         ("epoch time (steady)", f"{fmt(s.steady_epoch_s, '.3f')} s"),
         ("first epoch", f"{fmt(s.first_epoch_s, '.3f')} s (warm-up: first {s.warmup_epochs} left out)"),
-        ("all epochs", f"mean {fmt(s.mean_epoch_s, '.3f')} s, {fmt(s.images_per_s, '.1f')} images/s"),
         *([("compile time, whole run", f"{s.compile_s:.3f} s")] if s.compile_s is not None else []),
         *([("data", f"--data {s.data}")] if s.data != DATA_FILES else []),
         *([("decode into memory", f"{s.decode_s:.3f} s, before the first epoch")] if s.decode_s is not None else []),
-        ("data wait (% of step time)", _data_wait(s.steady_data_wait_pct, s.data_wait_pct, s.data_wait_pct_by_epoch)),
-        ("CPU % (100 = all cores)", f"mean {fmt(s.cpu_pct_mean, '.1f')}, max {fmt(s.cpu_pct_max, '.1f')}"),
-        ("peak RSS", f"{fmt(s.peak_rss_mib, '.0f')} MiB ({fmt(s.peak_rss_pct_ram, '.1f')} % of RAM)"),
-        ("threads", f"min {fmt(s.threads_min)}, median {fmt(s.threads_median)}, max {fmt(s.threads_max)}"),
+        ("data wait (steady, % of step time)", _data_wait(s.steady.data_wait_pct, s.data_wait_pct_by_epoch)),
+        ("CPU % (steady, 100 = all cores)", f"mean {fmt(s.cpu_pct_mean, '.1f')}, max {fmt(s.cpu_pct_max, '.1f')}"),
+        ("peak RSS (steady)", f"{fmt(s.peak_rss_mib, '.0f')} MiB ({fmt(s.peak_rss_pct_ram, '.1f')} % of RAM)"),
+        ("threads (steady)", f"min {fmt(s.threads_min)}, median {fmt(s.threads_median)}, max {fmt(s.threads_max)}"),
         ("last loss, accuracy", learning_text(s)),
         *([("GPU", s.gpu)] if s.gpu else []),
-        ("GPU utilisation", "no GPU sampled" if s.gpu_util_pct_mean is None else f"mean {s.gpu_util_pct_mean:.1f} %"),
-        *([("GPU memory, peak", gpu_memory_text(s))] if s.device == "gpu" else []),
+        (
+            "GPU utilisation (steady)",
+            "no GPU sampled" if s.gpu_util_pct_mean is None else f"mean {s.gpu_util_pct_mean:.1f} %",
+        ),
+        *([("GPU memory, peak (steady)", gpu_memory_text(s))] if s.device == "gpu" else []),
+        *([("GPU power, temperature (steady)", power_text(s.steady))] if s.steady.power_w_mean is not None else []),
         *energy_rows(s),
+        (f"{WHOLE_RUN} (start-up to teardown)", figures_text(s.whole)),
         ("trainable parameters", fmt(s.trainable_params, ",")),
         ("samples", str(s.samples)),
     ]
     if imported and not s.samples and not s.epochs_done:  # a trace alone: no sampler, no epoch events
-        kept = ("run", "what", "status", "batch", "GPU utilisation", "trainable parameters")
+        kept = ("run", "what", "status", "batch", "GPU utilisation (steady)", "trainable parameters")
         rows = [r for r in rows if r[0] in kept] + [("samples", "none: an imported trace has its trace tables only")]
     if s.command:  # the script's own model, data and batch: the tool knows only what it measured
         seen = f"seen by the probe ({', '.join(s.probes)})" if s.probes else "none seen (no loop the probe knows)"
@@ -294,6 +306,17 @@ def print_repeats(summaries: list[Any], console: Console) -> None:
     ]
     contended = sum(s.contended for s in summaries)
     print_pairs(console, [("over the repeats", "median (min-max)"), *rows])
+    from analyzers.noise import REPEATS_DISAGREE, disagree, disagreement
+    from analyzers.steady import spread
+
+    rate = spread([s.steady_images_per_s for s in summaries])
+    if rate is not None and disagree(rate):
+        print_wrapped(
+            console,
+            f"warning: the repeats disagree: images/s (steady) {disagreement(rate, '.1f')} (more than "
+            f"{100 * REPEATS_DISAGREE:.0f} % of their median): their median stands for none of them; "
+            "rank nothing on it (a busy machine? `tracer runs` shows each run's load)",
+        )
     if contended:
         print_wrapped(console, f"warning: {contended} of {len(summaries)} repeats contended (see `tracer show`)")
 
@@ -315,14 +338,17 @@ def energy_rows(s: object) -> list[tuple[str, str]]:
         why = "; ".join(s.energy_unavailable)
         return [("energy", NO_SOURCE + (f" ({why})" if why else ""))]
     rows = []
-    for src in s.energy:
+    for src in s.steady.energy:
         rows.append(
-            (f"energy, {src.source}", f"{fmt(src.j_per_epoch, '.3f')} J/epoch, {fmt(src.j_per_image, '.4f')} J/image")
+            (
+                f"energy, {src.source} (steady)",
+                f"{fmt(src.j_per_epoch, '.3f')} J/epoch, {fmt(src.j_per_image, '.4f')} J/image",
+            )
         )
     if s.energy_source and " + " in s.energy_source:  # a sum of parts: its total as well
         rows.append(
             (
-                f"energy, {s.energy_source}",
+                f"energy, {s.energy_source} (steady)",
                 f"{fmt(s.energy_j_per_epoch, '.3f')} J/epoch, {fmt(s.energy_j_per_image, '.4f')} J/image",
             )
         )

@@ -43,6 +43,7 @@ from tracer.worker.schema import (
     EXIT_DIVERGED,
     FAULT_KINDS,
     KIND,
+    LIFELINE_THREAD,
     LOCAL_RANK_ENV,
     MASTER_ADDR_ENV,
     MASTER_PORT_ENV,
@@ -85,6 +86,7 @@ from tracer.worker.schema import (
 )
 
 __all__ = [
+    "LIFELINE_THREAD",
     "LOCAL_RANK_ENV",
     "MASTER_ADDR_ENV",
     "MASTER_PORT_ENV",

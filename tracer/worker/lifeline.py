@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from tracer.worker.schema import TRACER_PID_ENV
+from tracer.worker.schema import LIFELINE_THREAD, TRACER_PID_ENV
 
 PR_SET_PDEATHSIG = 1
 CHECK_EVERY_S = 0.5
@@ -80,6 +80,6 @@ def install() -> None:
             pass
     if not _alive(tracer):  # the tracer died before prctl took effect
         _end_group()
-    thread = threading.Thread(target=_watch, args=(tracer, parent), name="tracer-lifeline")
+    thread = threading.Thread(target=_watch, args=(tracer, parent), name=LIFELINE_THREAD)
     thread.daemon = True
     thread.start()

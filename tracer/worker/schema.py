@@ -255,3 +255,5 @@ CUPTI_STOP_FILE = "stop.json"
 CUPTI_KERNEL_NAMES_FILE = "kernel_names.json"
 CUPTI_CLOCK_FILE = "clock.json"
 CUPTI_LIBRARY_ENV = "TRACER_LIBCUPTI"  # a libcupti path that overrides the search (the worker and the probe)
+#: The worker's own watchdog thread (tracer.worker.lifeline): the tool's, not training; thread tables leave it out.
+LIFELINE_THREAD = "tracer-lifeline"

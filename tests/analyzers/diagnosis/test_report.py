@@ -70,6 +70,6 @@ def test_findings_on_the_h100_folder_compare_frameworks(shared_fixtures: Path, t
     gpu = "NVIDIA H100 80GB HBM3, driver 580.159.04, CUDA 13.0"
     table2 = (out / "table2-gpu.md").read_text()
     assert f"Runs on {gpu}." in table2 and gpu in (out / "index.html").read_text()
-    assert "GPU memory, NVML: the process holds (MiB)" in table2
-    assert "GPU memory, framework: peak in use (MiB)" in table2
+    assert "GPU memory, NVML: the process holds, steady (MiB)" in table2
+    assert "GPU memory, framework: peak in use, steady (MiB)" in table2
     assert "Data wait % of step, steady" in table2

@@ -86,3 +86,11 @@ def cuda_totals_ns(run: Path) -> dict[str, int]:
             name = r["name"][:-6] if re.search(r"_v\d{4}$", r["name"]) else r["name"]
             totals[name] = totals.get(name, 0) + r["dur_ns"]
     return totals
+
+
+def steady_process_column(run: Path, name: str, warmup: int = 1) -> list[float]:
+    """The process samples from the first steady epoch's start to the last epoch's end (the steady phase)."""
+    table = pq.read_table(run / "samples" / "process.parquet")
+    steady = steady_epochs(run, warmup)
+    lo, hi = steady[0][0], max(end for _, end, _ in epochs(run))
+    return [float(v) for t, v in zip(table.column("t_ns").to_pylist(), table.column(name).to_pylist()) if lo <= t <= hi]

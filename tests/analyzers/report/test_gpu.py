@@ -52,15 +52,20 @@ def test_gpu_table_and_energy_figure(tiny_pytorch_run: RunFolder, tmp_path: Path
     assert warnings == []
     table2 = next(o for o in outputs if o.title.startswith("Table 2"))
     (row,) = table2.rows
-    util = pq.read_table(run / "samples" / "gpu.parquet").column("util_pct").to_pylist()
-    assert row.gpu_util_pct_mean == pytest.approx(sum(util) / len(util), rel=1e-12)
+    gpu = pq.read_table(run / "samples" / "gpu.parquet")
+    util, t_ns = gpu.column("util_pct").to_pylist(), gpu.column("t_ns").to_pylist()
+    epochs = x.epochs(run)
+    lo, hi = epochs[min(1, len(epochs) - 1)][0], epochs[-1][1]  # the steady state: epochs after the first
+    steady = [u for t, u in zip(t_ns, util) if lo <= t <= hi]
+    assert row.gpu_util_pct_mean == pytest.approx(sum(steady) / len(steady), rel=1e-12)
+    assert row.whole_run_gpu_util_pct_mean == pytest.approx(sum(util) / len(util), rel=1e-12)
     assert row.steady_epoch_s == pytest.approx(x.steady_epoch_s(run), rel=1e-12)
     assert [o for o in outputs if o.title.startswith("Table 1")][0].rows == []
     (energy_png,) = out.glob("fig-energy-*.png")
     with Image.open(energy_png) as im:
         im.load()
         assert im.width > 400
-    assert "GPU util % mean" in (out / "table2-gpu.md").read_text()
+    assert "GPU util % mean, steady" in (out / "table2-gpu.md").read_text()
 
 
 @pytest.mark.parametrize("counter", [True, False], ids=["energy-counter", "power-samples"])

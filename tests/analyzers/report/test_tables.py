@@ -41,9 +41,11 @@ def test_ok_run_cells_equal_values_from_the_folder(report_dir: Path, report_runs
     assert float(row["first_epoch_s"]) == pytest.approx(x.first_epoch_s(run), rel=1e-12)
     assert float(row["steady_epoch_s"]) != pytest.approx(x.mean_epoch_s(run), rel=1e-9)  # warm-up left out
     assert row["steady_includes_warmup"] == "False" and int(row["warmup_epochs"]) == 1
-    cpu = x.process_column(run, "cpu_pct")
+    cpu = x.steady_process_column(run, "cpu_pct")  # every figure of the row: the steady state
     assert float(row["cpu_pct_mean"]) == pytest.approx(sum(cpu) / len(cpu), rel=1e-12)
-    assert float(row["peak_rss_mib"]) == pytest.approx(max(x.process_column(run, "rss_mib")), rel=1e-12)
+    assert float(row["peak_rss_mib"]) == pytest.approx(max(x.steady_process_column(run, "rss_mib")), rel=1e-12)
+    whole = x.process_column(run, "cpu_pct")  # the whole run's, in the column named for it
+    assert float(row["whole_run_cpu_pct_mean"]) == pytest.approx(sum(whole) / len(whole), rel=1e-12)
     assert row["gpu_util_pct_mean"] == ""
 
 
@@ -67,7 +69,7 @@ def test_markdown_cells_are_the_csv_values_formatted(report_dir: Path, report_ru
     header = [c.strip() for c in next(ln for ln in md if ln.startswith("| Framework")).strip("|").split("|")]
     (line,) = [ln for ln in md if "| 1/1 | ok" in ln]  # "ok", or "ok; 1 contended" on a busy machine
     cells = dict(zip(header, (c.strip() for c in line.strip("|").split("|"))))
-    cpu = x.process_column(run, "cpu_pct")
+    cpu = x.steady_process_column(run, "cpu_pct")  # the steady state, like every figure of the row
     assert cells["Framework"] == "PyTorch"
     assert cells["Batch"] == "1"
     assert cells["Epoch time, steady (s)"] == f"{x.steady_epoch_s(run):.3f}"
@@ -75,8 +77,8 @@ def test_markdown_cells_are_the_csv_values_formatted(report_dir: Path, report_ru
     assert cells["First epoch (s)"] == f"{x.first_epoch_s(run):.3f}"
     assert "Case" not in header  # the section title names the case
     assert "steady state = the epochs after the first 1" in "\n".join(md)  # the caption states the definition
-    assert cells["CPU % mean (100 = all cores)"] == f"{sum(cpu) / len(cpu):.1f}"
-    assert cells["Peak RSS (MiB)"] == f"{max(x.process_column(run, 'rss_mib')):.0f}"
+    assert cells["CPU % mean, steady (100 = all cores)"] == f"{sum(cpu) / len(cpu):.1f}"
+    assert cells["Peak RSS, steady (MiB)"] == f"{max(x.steady_process_column(run, 'rss_mib')):.0f}"
 
 
 def test_imported_gpu_traces_are_listed_in_table2_not_table1(report_dir: Path, report_runs: ReportRuns) -> None:
