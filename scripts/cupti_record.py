@@ -303,16 +303,9 @@ def _cupti_python_run(out, steps, timed, summary):
     """The same steps with cupti-python as the collector: counts per (kind, name) of its decoded records."""
     from cupti import cupti as c
 
-    noisy_rt = (
-        "cudaGetDevice_v3020",
-        "cudaSetDevice_v3020",
-        "cudaGetLastError_v3020",
-        "cudaPeekAtLastError_v3020",
-        "cudaEventCreate_v3020",
-        "cudaEventCreateWithFlags_v3020",
-        "cudaEventDestroy_v3020",
-    )
-    noisy_drv = ("cuDevicePrimaryCtxGetState", "cuCtxGetCurrent", "cuKernelGetAttribute")
+    from tracer.worker.cupti_trace import NOISY_DRIVER as noisy_drv
+    from tracer.worker.cupti_trace import NOISY_RUNTIME as noisy_rt
+
     counts = {}
     K = c.ActivityKind
     runtime, driver, kernel, memcpy, memset = (

@@ -27,15 +27,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from tracer.core.errors import UserError
+from tracer.core.reading import FILE_KINDS
 from tracer.core.schema import RUN_JSON
-
-_KINDS = {
-    stat.S_IFDIR: "a folder",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFIFO: "a FIFO (named pipe)",
-    stat.S_IFSOCK: "a socket",
-}
 
 
 def resolved(path: Path, what: str) -> Path:
@@ -74,7 +67,7 @@ def check_target(path: Path, what: str) -> Path:
     except OSError as e:
         raise UserError(f"{what} {path}: cannot use it ({e.strerror or e}); name a regular file") from None
     if st is not None and not stat.S_ISREG(st.st_mode):
-        kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+        kind = FILE_KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
         raise UserError(f"{what} {path} is {kind}: name a regular file to write")
     if st is not None and st.st_nlink > 1:
         raise UserError(

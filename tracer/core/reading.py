@@ -23,7 +23,7 @@ from tracer.core.problems import Problem
 MAX_TEXT_BYTES = 64 << 20
 """run.json, a manifest, a trace's metadata: small files; one larger than this is not one of ours."""
 
-_KINDS = {
+FILE_KINDS = {  # what a path that is not a regular file is, in words (output.py says it too)
     stat.S_IFDIR: "a folder",
     stat.S_IFCHR: "a character device",
     stat.S_IFBLK: "a block device",
@@ -43,7 +43,7 @@ def not_regular(path: Path) -> str | None:
         return e.strerror or type(e).__name__
     if stat.S_ISREG(mode):
         return None
-    return f"{_KINDS.get(stat.S_IFMT(mode), 'not a regular file')}, not a file"
+    return f"{FILE_KINDS.get(stat.S_IFMT(mode), 'not a regular file')}, not a file"
 
 
 def read_bytes(path: Path, limit: int = MAX_TEXT_BYTES) -> bytes | Problem | None:
