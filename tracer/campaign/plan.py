@@ -445,7 +445,10 @@ def _expand(
         if any(all(point.get(k) in vs for k, vs in rule.items()) for rule in exclusions):
             continue
         varying = {k: v for k, v in knob_values.items() if len(knobs[k]) > 1}
-        why = options.cross_field_problem({**fields, **{knob_fields()[k]: v for k, v in knob_values.items()}})
+        spec_knobs = knob_fields()  # a plan's own knobs (a Ray board) are not run options: no rule joins them
+        why = options.cross_field_problem(
+            {**fields, **{spec_knobs[k]: v for k, v in knob_values.items() if k in spec_knobs}}
+        )
         if why:
             raise c.fail(None, f"{'-'.join(str(v) for v in fields.values())}: {why}")
         cell = Cell(
