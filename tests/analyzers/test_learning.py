@@ -54,9 +54,9 @@ def test_compare_shows_loss_accuracy_and_both_memory_figures(shared_fixtures: Pa
         assert loss.values[0] is not None and loss.values[0].median == ea.loss
         assert loss.values[1] is not None and loss.values[1].median == eb.loss
         assert f"training accuracy, epoch {i}" in rows  # recorded by today's workers; absent in these folders
-    nvml = rows["GPU memory peak, NVML (what the process holds)"]
+    nvml = rows["GPU memory peak, NVML (what the process holds) (steady)"]
     assert nvml.values[1] is not None and nvml.values[1].median == 61450  # XLA's preallocation, as NVML saw it
-    assert "GPU memory peak, the framework's own (in use)" in rows
+    assert "GPU memory peak, the framework's own (in use) (steady)" in rows
     assert result.learning_gaps == ()  # both stay at ln 3 alike: no difference in learning
 
 
