@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ctrl_c_reaches_python, run_tracer
+from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "fixtures"
@@ -679,7 +680,7 @@ def test_d18_sigterm_to_a_campaign_prints_its_summary_and_records_the_cell(tmp_p
     "framework,args,words",
     [
         *[(fw, ["--model", "alexnet", "--image-size", "32"], "alexnet needs at least 64") for fw in
-          ("pytorch", "tensorflow", "jax", "mxnet")],
+          FRAMEWORKS if fw not in ("paddle", "singa")],  # the four the round's pass saw fail after their import
         ("pytorch", ["--model", "mobilenet_v2", "--image-size", "32"], "batch norm"),
         ("tensorflow", ["--model", "mobilenet_v2", "--image-size", "32", "--batch", "2"], "batch norm"),
         ("jax", ["--model", "resnet50", "--image-size", "32"], "batch norm"),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 400
-DATA_MAX_LINES = 300
+DATA_MAX_LINES = 330  # 300 until a run's ranks and problems reached the viewer (round of 2026-11-27)
 
 
 def test_no_viewer_module_is_over_400_lines() -> None:

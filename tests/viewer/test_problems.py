@@ -29,14 +29,14 @@ def test_a_damaged_table_is_a_problem_line_and_the_rest_is_drawn(
 def test_the_run_browser_shows_the_rows_of_tracer_runs(shared_fixtures: Path, tmp_path: Path) -> None:
     from analyzers.run import Run
     from analyzers.run_rows import RUNS_HEADERS, run_row
-    from viewer.browser import COLUMNS, browse
+    from viewer.browser import PICKED, STATUS, browse
 
     run = Path(shutil.copytree(shared_fixtures / CF98, tmp_path / Path(CF98).name))
     (run / "samples" / "gpu.parquet").write_bytes(os.urandom(4096))
     (row,) = browse(tmp_path)
     cells = run_row(Run.open(run))
-    expected = [cells[RUNS_HEADERS.index(c)] for c in COLUMNS]
-    status = COLUMNS.index("status")
-    assert row[status] == expected[status] + ", damaged: gpu.parquet"
-    assert [c for i, c in enumerate(row[:-1]) if i != status] == [c for i, c in enumerate(expected) if i != status]
-    assert row[-1] == str(run)
+    expected = [cells[RUNS_HEADERS.index(c)] for c in PICKED]
+    assert row[STATUS] == expected[STATUS] + ", damaged: gpu.parquet"
+    shown = row[: len(PICKED)]
+    assert [c for i, c in enumerate(shown) if i != STATUS] == [c for i, c in enumerate(expected) if i != STATUS]
+    assert row[-2] == cells[RUNS_HEADERS.index("id")] and row[-1] == str(run)
