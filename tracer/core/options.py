@@ -417,7 +417,8 @@ def cross_field_problem(values: Mapping[str, Any]) -> str:
     framework = value["framework"]
     for name, (_, opt, f) in fields.items():
         if opt.frameworks and framework not in opt.frameworks and value[name] != f.default:
-            return f"{flag_of(name)} applies to {', '.join(opt.frameworks)} only"
+            why = f": {opt.only_why}" if opt.only_why else ""
+            return f"{flag_of(name)} applies to {', '.join(opt.frameworks)} only{why}"
     if value["workers"] == AUTOTUNE and framework not in AUTOTUNE_FRAMEWORKS:
         return f"--workers autotune is tf.data's AUTOTUNE; {framework} has no such thing: give a worker count"
     if value["nsys_sampling"] and value["trace"] != "nsys":
