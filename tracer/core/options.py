@@ -388,12 +388,19 @@ def describe_error(error: Mapping[str, Any], spec_type: type = RunSpec) -> str:
 
 
 def check_fault(text: str | None) -> str | None:
-    """`--inject-fault KIND@EPOCH`: a kind the worker knows, an epoch from 1."""
+    """`--inject-fault KIND@EPOCH[:RANK]`: a kind the worker knows, an epoch from 1, with --nproc a rank."""
     if text is None or text == "":
         return text
-    kind, at, epoch = text.partition("@")
-    if kind not in FAULT_KINDS or (at and not (epoch.isascii() and epoch.isdigit() and int(epoch) >= 1)):
-        raise ValueError(f"{text!r}: give KIND@EPOCH, KIND one of {', '.join(FAULT_KINDS)}, EPOCH from 1")
+    kind, at, where = text.partition("@")
+    epoch, colon, rank = where.partition(":")
+
+    def counting(n: str, least: int) -> bool:
+        return n.isascii() and n.isdigit() and int(n) >= least
+
+    if kind not in FAULT_KINDS or (at and not counting(epoch, 1)) or (colon and not counting(rank, 0)):
+        raise ValueError(
+            f"{text!r}: give KIND@EPOCH[:RANK], KIND one of {', '.join(FAULT_KINDS)}, EPOCH from 1, RANK from 0"
+        )
     return text
 
 
