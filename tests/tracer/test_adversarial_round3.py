@@ -554,7 +554,7 @@ def test_d07_sighup_and_sigquit_to_profile_end_the_run_interrupted(sig: signal.S
 
     require_framework("pytorch")
     out = tmp_path / "runs"
-    tracer = _start_profile(out, "--epochs", "30")
+    tracer = _start_profile(out, "--epochs", "300")  # never done before the signal, however slow the machine
     try:
         _wait_for_epoch(out, tracer)
         tmpdirs = _worker_tmpdirs(tracer)

@@ -100,6 +100,9 @@ def test_torch_trace_is_refused_in_one_line(tmp_path: Path) -> None:
         str(tmp_path),
     )
     assert result.returncode == 2
-    assert "--trace torch is the PyTorch profiler and works only with --framework pytorch, not jax" in result.stderr
+    assert (
+        "--trace torch is the PyTorch profiler: it traces --framework pytorch only, not --framework jax"
+        in result.stderr
+    )
     assert "Traceback" not in result.stderr
     assert not list(tmp_path.iterdir())
