@@ -69,7 +69,7 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
         CLASSES_SECTION: [dataclasses.asdict(r) for r in kernels.class_summary(kernel_rows)],
         t.KERNELS: [dataclasses.asdict(r) for r in kernel_rows],
         t.MEMCPY: [
-            dataclasses.asdict(r) | {"kind": t.family_label(r.kind, run.api_family)}
+            dataclasses.asdict(r) | {"name": t.family_label(r.name, run.api_family)}
             for r in kernels.memcpy_summary(run, p.start_ns, p.end_ns)
         ],
         THREADS_SECTION: [dataclasses.asdict(r) for r in threads.thread_summary(run, p.start_ns, p.end_ns)],
