@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import statistics
 
-from analyzers.api_names import ALLOC_CALLS, LAUNCH_CALLS, SYNC_CALLS, match_name
-from analyzers.cuda_api import ApiRow
 from analyzers.diagnosis import rules_host  # noqa: F401 - the host rules are declared (and listed) first
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables, column, steady_data_wait, step_threads
 from analyzers.diagnosis.knobs import join, knob
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
-from analyzers.display import ratio_text
+from analyzers.render.display import ratio_text
+from analyzers.summaries.cuda_api import ApiRow
+from analyzers.trace.api_names import ALLOC_CALLS, LAUNCH_CALLS, SYNC_CALLS, match_name
 from tracer.core import schema
 from tracer.core.frameworks import Tuning
 
 
 def _total(rows: tuple[ApiRow, ...], names: frozenset[str]) -> tuple[int, int]:
-    """(total ns, calls) of the rows whose match name (`analyzers.api_names`: any `_vNNNN` suffix cut,
+    """(total ns, calls) of the rows whose match name (`analyzers.trace.api_names`: any `_vNNNN` suffix cut,
     which nsys keeps on cudaLaunchKernelExC_v11060) is in `names`."""
     chosen = [r for r in rows if match_name(r.name) in names]
     return sum(r.total_ns for r in chosen), sum(r.calls for r in chosen)
@@ -122,7 +122,7 @@ def sync_dominated(t: RunTables) -> Verdict:
 
 
 def steady_steps(t: RunTables) -> int | None:
-    """Steps in the steady phase (analyzers.phases), the phase `cuda_steady` covers, so a per-step rate
+    """Steps in the steady phase (analyzers.figures.phases), the phase `cuda_steady` covers, so a per-step rate
     divides counts and steps of one phase: the per-step table's rows of the steady epochs, else the
     NVTX step ranges that start in it, else images / batch of the steady epochs."""
     steady = {e.epoch for e in t.steady_epochs()}

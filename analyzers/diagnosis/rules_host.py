@@ -247,7 +247,7 @@ def memory_growth(t: RunTables) -> Verdict:
 
 
 def startup_share(t: RunTables) -> tuple[float, str] | None:
-    """Start-up as a share of the run (the start-up phase of analyzers.phases): the worker's start to
+    """Start-up as a share of the run (the start-up phase of analyzers.figures.phases): the worker's start to
     the first epoch over start to last epoch end; for a trace without epochs (an import), what comes
     before its steady state (start-up and the first, warm-up step) over the CUDA API calls' span."""
     if t.epochs:

@@ -1,4 +1,4 @@
-"""The rule for runs of several ranks: the straggler, named by arrival (analyzers.straggler), with the
+"""The rule for runs of several ranks: the straggler, named by arrival (analyzers.figures.straggler), with the
 part of its own step that made it late and the knob for that part."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables
 from analyzers.diagnosis.knobs import join, knob
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
-from analyzers.straggler import CAUSE_DATA, CAUSE_GPU, CAUSE_HOST
+from analyzers.figures.straggler import CAUSE_DATA, CAUSE_GPU, CAUSE_HOST
 from tracer.core.frameworks import Tuning
 
 NAME = TITLE = "straggler"

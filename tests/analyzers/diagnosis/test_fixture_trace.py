@@ -19,7 +19,7 @@ SELECT sum(CASE WHEN s.value GLOB 'cudaStreamSynchronize*' OR s.value GLOB 'cuda
            THEN r.end - r.start ELSE 0 END) * 100.0 / sum(r.end - r.start)
 FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
 """
-# start-up of a trace without epochs (analyzers.phases): the first CUDA API call to the start of the
+# start-up of a trace without epochs (analyzers.figures.phases): the first CUDA API call to the start of the
 # second `step…` NVTX range (the first step is the warm-up), over the calls' span
 STARTUP_SQL = """
 SELECT ((SELECT n.start FROM NVTX_EVENTS n WHERE n.text GLOB 'step*' ORDER BY n.start LIMIT 1 OFFSET 1)

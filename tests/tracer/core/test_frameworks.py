@@ -39,7 +39,7 @@ PROBE = """
 import sys
 sys.path.insert(0, "docs")
 import hooks
-from analyzers import palette
+from analyzers.render import palette
 from analyzers.diagnosis.knobs import knob
 from tracer.core.frameworks import Tuning
 from tracer.core.options import validate_spec, worker_config
