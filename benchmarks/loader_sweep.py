@@ -28,7 +28,7 @@ from pathlib import Path
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.measure import dataset
 from tracer.measure.environments import env_python
-from tracer.measure.runner import worker_pythonpath
+from tracer.measure.process import worker_pythonpath
 from tracer.measure.sysinfo import cpu_model
 
 PROBE = r"""

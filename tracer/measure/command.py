@@ -46,13 +46,9 @@ from tracer.core.schema import (
     STEPS_TABLE,
     Event,
 )
-from tracer.measure.runner import (
-    CRASH_SIGNALS,
-    STALL_STACKS,
-    Child,
-    Supervisor,
-    stderr_tail,
-)
+from tracer.measure.outcome import CRASH_SIGNALS, stderr_tail
+from tracer.measure.process import STALL_STACKS, Child
+from tracer.measure.supervisor import Supervisor
 from tracer.measure.tracing.base import TraceBackend
 from tracer.measure.tracing.pyspy import find_pyspy
 

@@ -20,7 +20,7 @@ from tests.conftest import TINY, require_framework, run_tracer
 from tests.tracer.measure.test_tegrastats import install_fake_tegrastats
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.core.schema import RAILS_TABLE, RAPL_TABLE
-from tracer.measure.runner import POWERCAP_ROOT_ENV
+from tracer.measure.supervisor import POWERCAP_ROOT_ENV
 
 PACKAGE_W = 10.0
 WRAP_UJ = 10_000_000  # a 10 J range: the counter wraps every second of the run

@@ -540,7 +540,7 @@ def _wait_for_epoch(out: Path, tracer: subprocess.Popen[bytes], within: float = 
 def _worker_tmpdirs(tracer: subprocess.Popen[bytes]) -> set[str]:
     import psutil
 
-    from tracer.measure.runner import WORKER_TMP_PREFIX
+    from tracer.measure.process import WORKER_TMP_PREFIX
 
     dirs = set()
     for child in psutil.Process(tracer.pid).children(recursive=True):
@@ -629,7 +629,7 @@ def _pgid(pid: int) -> int | None:
 def test_d18_a_signal_after_a_divergence_stop_keeps_it_diverged(runs: Path, tmp_path: Path) -> None:
     """And a run that trained every epoch, stopped by --timeout in its teardown, is ok."""
     from tracer.core.schema import EXIT_DIVERGED
-    from tracer.measure.runner import classify
+    from tracer.measure.outcome import classify
 
     folder = RunFolder(run_a(runs))
     spec = folder.read_record().spec
@@ -835,7 +835,7 @@ def test_d21_a_200_mb_operator_name_is_refused_in_bounded_memory(tmp_path: Path)
 
 
 def test_d23_causes_join_without_empty_parts() -> None:
-    from tracer.measure.runner import causes
+    from tracer.measure.outcome import causes
 
     full = "disk full: 10 KiB free under /x; what was written before is kept"
     assert causes(full, "", "sampler stopped early: ENOSPC") == f"{full}; sampler stopped early: ENOSPC"

@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import ctrl_c_reaches_python, require_framework
 
 LONG = ["--epochs", "30", "--limit", "16", "--image-size", "64", "--dataset", "small", "--model", "alexnet"]
-SETTLE_S = 8.0  # worker grace on SIGTERM is 5 s (runner.TERMINATE_GRACE_S)
+SETTLE_S = 8.0  # worker grace on SIGTERM is 5 s (process.TERMINATE_GRACE_S)
 
 
 def _start(out: Path, *extra: str) -> subprocess.Popen[bytes]:

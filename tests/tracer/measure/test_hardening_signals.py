@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import ctrl_c_reaches_python, require_framework
 from tracer.core.schema import PROCESS, SAMPLES_DIR, STEPS, THREADS_TABLE
-from tracer.measure.runner import STALL_STACKS, WORKER_TMP_PREFIX
+from tracer.measure.process import STALL_STACKS, WORKER_TMP_PREFIX
 
 TINY = ["--model", "alexnet", "--dataset", "small", "--image-size", "64", "--limit", "16"]
 

@@ -14,7 +14,7 @@ from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import STEP_COLUMNS, STEPS_TABLE
 from tracer.measure.environments import env_python, find_python, status
-from tracer.measure.runner import worker_pythonpath
+from tracer.measure.process import worker_pythonpath
 
 
 def run_in_framework(framework: str, code: str, *args: str, timeout: float = 600) -> str:

@@ -80,7 +80,7 @@ def test_a_worker_that_cannot_load_cupti_fails_at_start_with_exit_4(tmp_path: Pa
     (run_dir / "worker_config.json").write_text(
         json.dumps({"framework": "pytorch", "model": "alexnet", "dataset_dir": str(tmp_path), "device": "gpu"})
     )
-    from tracer.measure.runner import worker_pythonpath
+    from tracer.measure.process import worker_pythonpath
 
     env = dict(
         os.environ,
