@@ -14,12 +14,11 @@ NAME = TITLE = "straggler"
 
 
 def _knob(t: RunTables, cause: str | None, rank: int) -> str:
-    spec = t.record.spec
     if cause == CAUSE_DATA:
-        return knob(spec, Tuning.WORKERS, f"rank {rank}'s input pipeline: more loader workers")
+        return knob(t.record, Tuning.WORKERS, f"rank {rank}'s input pipeline: more loader workers")
     if cause == CAUSE_HOST:
         return join(
-            knob(spec, Tuning.THREADS, f"rank {rank}'s host threads"),
+            knob(t.record, Tuning.THREADS, f"rank {rank}'s host threads"),
             f"give rank {rank}'s process cores of its own (nothing else running on them)",
         )
     if cause == CAUSE_GPU:
