@@ -256,7 +256,7 @@ def startup_share(t: RunTables) -> tuple[float, str] | None:
             return 100 * (first - lo) / (hi - lo), "worker start to the first epoch"
     if t.trace_span_ns is not None and t.steady_cut_ns is not None:
         lo, hi = t.trace_span_ns
-        if hi > lo:
+        if hi > lo and lo <= t.steady_cut_ns <= hi:  # a cut outside the calls' span: the trace missed start-up
             return 100 * (t.steady_cut_ns - lo) / (hi - lo), "CUDA API span before the steady steps"
     return None
 
@@ -266,7 +266,7 @@ def startup_heavy(t: RunTables) -> Verdict:
     name, title = "startup-heavy", "start-up heavy"
     found = startup_share(t)
     if found is None:
-        return not_measured(name, title, "no epochs and no traced steps")
+        return not_measured(name, title, "no epochs, and no traced steps within the CUDA API calls' span")
     share, basis = found
     ratio = None
     if len(t.epochs) > 1:

@@ -35,7 +35,7 @@ def straggler(t: RunTables) -> Verdict:
         return not_measured(NAME, TITLE, "a run of one process")
     s = t.straggler
     if s is None or s.collectives == 0:
-        return not_measured(NAME, TITLE, "no collective was recorded on every rank")
+        return not_measured(NAME, TITLE, (s.why_not if s else "") or "no collective was recorded on every rank")
     last = ", ".join(f"rank {r}: {n}" for r, n in sorted(s.last_counts.items()))
     evidence = [Evidence("collectives matched on every rank", float(s.collectives), "")]
     if s.rank is None:
