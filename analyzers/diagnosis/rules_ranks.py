@@ -14,12 +14,11 @@ NAME = TITLE = "straggler"
 
 
 def _knob(t: RunTables, cause: str | None, rank: int) -> str:
-    spec = t.record.spec
     if cause == CAUSE_DATA:
-        return knob(spec, Tuning.WORKERS, f"rank {rank}'s input pipeline: more loader workers")
+        return knob(t.record, Tuning.WORKERS, f"rank {rank}'s input pipeline: more loader workers")
     if cause == CAUSE_HOST:
         return join(
-            knob(spec, Tuning.THREADS, f"rank {rank}'s host threads"),
+            knob(t.record, Tuning.THREADS, f"rank {rank}'s host threads"),
             f"give rank {rank}'s process cores of its own (nothing else running on them)",
         )
     if cause == CAUSE_GPU:
@@ -36,7 +35,7 @@ def straggler(t: RunTables) -> Verdict:
         return not_measured(NAME, TITLE, "a run of one process")
     s = t.straggler
     if s is None or s.collectives == 0:
-        return not_measured(NAME, TITLE, "no collective was recorded on every rank")
+        return not_measured(NAME, TITLE, (s.why_not if s else "") or "no collective was recorded on every rank")
     last = ", ".join(f"rank {r}: {n}" for r, n in sorted(s.last_counts.items()))
     evidence = [Evidence("collectives matched on every rank", float(s.collectives), "")]
     if s.rank is None:

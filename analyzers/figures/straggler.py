@@ -72,6 +72,11 @@ def straggler(folder: RunFolder) -> Straggler | None:
 
 def attribute(data: RanksInput) -> Straggler:
     ranks = data.ranks
+    if len(ranks) < 2:  # one rank's trace of a larger job (its record says the world size): nobody to compare
+        held = ", ".join(str(r.rank) for r in ranks) or "none"
+        return Straggler(None, 0, {}, None, None, basis=data.basis,
+                         why_not=f"the run holds rank {held}'s trace only: import every rank's trace as one run "
+                                 "(`tracer import rank0.json.gz rank1.json.gz ...`)")  # fmt: skip
     by_key = [{a.key: a for a in r.arrivals} for r in ranks]
     common = set(by_key[0])
     for keys in by_key[1:]:

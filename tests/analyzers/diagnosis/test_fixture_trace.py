@@ -53,6 +53,8 @@ def test_launch_bound_on_the_real_trace(imported_nsys: RunFolder, shared_fixture
         ).fetchone()[0]
     v = next(v for v in diagnose(imported_nsys) if v.rule == "launch-bound")
     assert v.fired and v.value == pytest.approx(launch_ns / kernel_ns, rel=1e-9)
+    # The tracer did not train this run: the advice names the training's own batch size, no tracer option.
+    assert "a larger batch size" in v.knob and "--" not in v.knob, v.knob
 
 
 def test_no_steady_cudamalloc_in_the_real_trace(imported_nsys: RunFolder) -> None:
