@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import require_framework, run_tracer
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.core.schema import KIND, PROBE, STEPS_TABLE, Event, Probe
-from tracer.environments import status
+from tracer.measure.environments import status
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
