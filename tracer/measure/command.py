@@ -130,10 +130,6 @@ class CommandRunner(Supervisor):
         super().__init__(launch.backend, console)
         self.launch = launch
 
-    def run(self) -> tuple[RunFolder, RunRecord]:
-        with self.signals:
-            return self._run()
-
     def _run(self) -> tuple[RunFolder, RunRecord]:
         launch = self.launch
         resolve_executable(launch.argv[0], launch.cwd)

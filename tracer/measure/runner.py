@@ -54,10 +54,6 @@ class Runner(Supervisor):
         super().__init__(launch.backend, console)
         self.launch = launch
 
-    def run(self) -> tuple[RunFolder, RunRecord]:
-        with self.signals:
-            return self._run()
-
     def _run(self) -> tuple[RunFolder, RunRecord]:
         spec = self._with_window(self.launch.spec)
         self.backend.check(spec, self.launch.python.python)

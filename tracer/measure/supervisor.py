@@ -80,6 +80,14 @@ class Supervisor:
         self.signals = Signals()
         self._ranks: tuple[RankInfo, ...] = ()
 
+    def run(self) -> tuple[RunFolder, RunRecord]:
+        """The run, the terminal's signals counted from its first step (acted on where the run can)."""
+        with self.signals:
+            return self._run()
+
+    def _run(self) -> tuple[RunFolder, RunRecord]:
+        raise NotImplementedError  # what is run: the built-in worker (Runner) or a command (CommandRunner)
+
     @property
     def signalled(self) -> bool:
         """Whether SIGINT or SIGTERM came during the run (its folder is final all the same)."""
