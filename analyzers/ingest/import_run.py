@@ -27,7 +27,7 @@ from analyzers.ingest import (
     trace_kind,
 )
 from analyzers.ingest import ranks as rank_ingest
-from analyzers.tables import (
+from analyzers.trace.tables import (
     ALIGNMENT_FACT,
     BATCH_FACT,
     RANKS_FACT,
