@@ -61,10 +61,10 @@ class FileSummary:
 
 
 def readable(path: Path) -> bool:
-    """Whether `path` is an export this module reads (SQLite, or an nsys Arrow export)."""
+    """Whether `path` is an nsys export this module reads (SQLite or Arrow), or a report (.nsys-rep)."""
     from analyzers.ingest.sniff import sniff
 
-    return sniff(path).kind in (tf.NSYS_SQLITE, tf.NSYS_ARROW)
+    return sniff(path).kind in (tf.NSYS_SQLITE, tf.NSYS_ARROW, tf.NSYS_REP)
 
 
 def cache_key(path: Path) -> str:
@@ -99,10 +99,14 @@ def cached_summary(path: Path) -> FileSummary:
 
 
 def summarise(path: Path) -> FileSummary:
-    """The summaries of one SQLite or Arrow export; UserError (one line) for a damaged or foreign file."""
+    """The summaries of one SQLite or Arrow export, or of a report through its export (the one beside it,
+    else one made in a scratch folder); UserError (one line) for a damaged or foreign file."""
     from analyzers.ingest.sniff import sniff
 
-    if sniff(path).kind == tf.NSYS_ARROW:
+    kind = sniff(path).kind
+    if kind == tf.NSYS_REP:
+        return _summarise_report(path)
+    if kind == tf.NSYS_ARROW:
         return _summarise_arrow(path)
     from analyzers.ingest import nsys_duckdb
 
@@ -123,6 +127,30 @@ def summarise(path: Path) -> FileSummary:
             return _summaries(con, db, names)
         finally:
             con.close()
+
+
+def _summarise_report(path: Path) -> FileSummary:
+    """A report read as the import reads it (`analyzers.ingest._write_nsys`): its export beside it, else
+    exported to Arrow where this nsys offers it (SQLite where not, or where that Arrow cannot be read)."""
+    from analyzers.ingest import export_nsys_rep, sibling_export
+    from tracer.tracing import nsys as tracing_nsys
+
+    beside = sibling_export(path)
+    if beside is not None:
+        return summarise(beside)
+    nsys_bin = tracing_nsys.nsys_if_any()  # with none, export_nsys_rep says so in one line
+    kinds = [tracing_nsys.best_export(str(nsys_bin)) if nsys_bin is not None else "sqlite"]
+    kinds += ["sqlite"] if kinds[0] != "sqlite" else []
+    with tempfile.TemporaryDirectory(prefix="tracer-summary-") as scratch:
+        for i, kind in enumerate(kinds):
+            export = Path(scratch) / f"{tf.stem(path.name)}.{kind}"
+            export_nsys_rep(path, export, kind)
+            try:
+                return summarise(export)
+            except UserError:
+                if i == len(kinds) - 1:
+                    raise
+    raise AssertionError("unreachable")
 
 
 def _summarise_arrow(path: Path) -> FileSummary:
