@@ -104,7 +104,10 @@ def main() -> int:
     ap.add_argument("--hta-python", default=sys.executable, help="a Python that has holistictraceanalysis")
     ap.add_argument("--hog", action="store_true", help="one CPU-bound Python process running throughout")
     args = ap.parse_args()
-    up = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip
+
+    def up() -> str:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
     hog = subprocess.Popen([sys.executable, "-c", "while 1: pass"]) if args.hog else None
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} CPUs; hog: {bool(hog)}; {up()}")
     try:
