@@ -262,7 +262,7 @@ def _threads(con: Any, db: ex.Export, names: set[str]) -> list[tuple[Any, ...]]:
     if ex.OSRT not in names:
         return []
     from analyzers.threads import NO_THREAD
-    from tracer.worker.schema import LIFELINE_THREAD
+    from tracer.core.schema import LIFELINE_THREAD
 
     calls = con.execute(
         f'SELECT o.globalTid AS g, o.nameId AS k, sum(o."end" - o.start) AS ns, min(o.start) AS first '
