@@ -4,7 +4,7 @@ Why: `tracer analyze trace.sqlite` asks for three small tables of statistics. Im
 (`nsys_duckdb.write_sqlite`: every column of every table sorted into Parquet) costs several times the
 summary itself; here DuckDB's sqlite scanner (or the Arrow export mapped in place, `nsys_arrow`) reads
 only the columns the statistics need (name id, start, end, event class) and aggregates them as it
-scans, on every core, with no row in Python. The statistics are the ones `analyzers.cuda_api.
+scans, on every core, with no row in Python. The statistics are the ones `analyzers.summaries.cuda_api.
 summarise_ranges` computes over the imported tables (same DuckDB aggregates, same rounding), grouped by
 the export's ids and named afterwards with the export's own labels (`nsys_export`), so the rows equal
 the imported path's and `nsys stats`'. The result is kept in the tool's cache (`summary_cache`) under
@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzers import tables as t
 from analyzers.ingest import nsys_export as ex
+from analyzers.trace import tables as t
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 
@@ -34,7 +34,7 @@ STATS = (
     "sum(d) AS total, count(*) AS n, avg(d) AS avg, median(d) AS med, min(d) AS mn, max(d) AS mx, "
     "coalesce(stddev_samp(d), 0) AS sd"
 )
-"""The nsys *_sum statistics of a duration column `d`, as `analyzers.cuda_api.summarise_ranges` has them."""
+"""The nsys *_sum statistics of a duration column `d`, as `analyzers.summaries.cuda_api.summarise_ranges` has them."""
 
 Stat = tuple[Any, float, int, int, float, float, int, int, float]
 """(group id, % of all, total, count, avg, median, min, max, stddev) as DuckDB returns them."""
@@ -42,8 +42,8 @@ Stat = tuple[Any, float, int, int, float, float, int, int, float]
 
 @dataclass(frozen=True)
 class FileSummary:
-    """The summaries of one export, as `analyzers.cuda_api.ApiRow`, `analyzers.kernels.KernelRow`,
-    `MemcpyRow` and `analyzers.threads.ThreadRow` take them, rows in the order those summaries give."""
+    """The summaries of one export, as `analyzers.summaries.cuda_api.ApiRow`, `analyzers.summaries.kernels.KernelRow`,
+    `MemcpyRow` and `analyzers.summaries.threads.ThreadRow` take them, rows in the order those summaries give."""
 
     cuda_api: list[tuple[Any, ...]]
     kernels: list[tuple[Any, ...]]
@@ -133,7 +133,7 @@ def _summarise_report(path: Path) -> FileSummary:
     """A report read as the import reads it (`analyzers.ingest._write_nsys`): its export beside it, else
     exported to Arrow where this nsys offers it (SQLite where not, or where that Arrow cannot be read)."""
     from analyzers.ingest import export_nsys_rep, sibling_export
-    from tracer.tracing import nsys as tracing_nsys
+    from tracer.measure.tracing import nsys as tracing_nsys
 
     beside = sibling_export(path)
     if beside is not None:
@@ -221,10 +221,11 @@ def _cuda_api(con: Any, db: ex.Export, names: set[str]) -> list[tuple[Any, ...]]
 
 
 def _kernels(con: Any, db: ex.Export, names: set[str]) -> list[tuple[Any, ...]]:
-    """`analyzers.kernels.kernel_summary`'s rows: grouped by demangled name, with its short label and class."""
+    """`analyzers.summaries.kernels.kernel_summary`'s rows: grouped by demangled name, with its short label
+    and class."""
     if ex.KERNEL not in names:
         return []
-    from analyzers import kernel_classes, kernel_names
+    from analyzers.trace import kernel_classes, kernel_names
 
     stats = _grouped(
         con, f'SELECT k.demangledName AS k, k."end" - k.start AS d FROM nsys.{ex.KERNEL} k WHERE {_timed("k")}'
@@ -237,7 +238,7 @@ def _kernels(con: Any, db: ex.Export, names: set[str]) -> list[tuple[Any, ...]]:
 
 
 def _memcpy(con: Any, db: ex.Export, names: set[str]) -> list[tuple[Any, ...]]:
-    """`analyzers.kernels.memcpy_summary`'s rows: copies by kind, memsets as one kind."""
+    """`analyzers.summaries.kernels.memcpy_summary`'s rows: copies by kind, memsets as one kind."""
     parts = []
     if ex.MEMCPY in names:
         parts.append(f'SELECT m.copyKind AS k, m."end" - m.start AS d FROM nsys.{ex.MEMCPY} m WHERE {_timed("m")}')
@@ -255,13 +256,13 @@ def _memcpy(con: Any, db: ex.Export, names: set[str]) -> list[tuple[Any, ...]]:
 
 
 def _threads(con: Any, db: ex.Export, names: set[str]) -> list[tuple[Any, ...]]:
-    """`analyzers.threads.thread_summary`'s rows for an export, whose only thread source is its OS runtime
+    """`analyzers.summaries.threads.thread_summary`'s rows for an export, whose only thread source is its OS runtime
     calls: per thread, the time in calls that last (`osrt_ns`) and the call that took most of it. A thread
     is named by its first named call (`analyzers.ingest.threads.one_name_per_thread`); tid 0 (nsys's
     process-wide events) and the tool's own lifeline thread are left out, as there."""
     if ex.OSRT not in names:
         return []
-    from analyzers.threads import NO_THREAD
+    from analyzers.summaries.threads import NO_THREAD
     from tracer.core.schema import LIFELINE_THREAD
 
     calls = con.execute(
