@@ -29,7 +29,7 @@ from tracer.core.errors import UserError
 VERSION = 1
 """Of the cached summary's layout and rules: a cache written by another version is recomputed."""
 SUMMARIES_DIR = "summaries"
-"""Under the tool's cache (`tracer.paths.cache_root`): one JSON file per summarised trace file."""
+"""Under the tool's cache (`tracer.core.paths.cache_root`): one JSON file per summarised trace file."""
 STATS = (
     "sum(d) AS total, count(*) AS n, avg(d) AS avg, median(d) AS med, min(d) AS mn, max(d) AS mx, "
     "coalesce(stddev_samp(d), 0) AS sd"
@@ -77,7 +77,7 @@ def cached_summary(path: Path) -> FileSummary:
     """The summaries of `path`, from the cache where an earlier call left them, else computed and kept
     there (written to a scratch file and renamed: a crash never leaves half a file). A cache that cannot be
     written (a read-only home) only costs the next call the computation."""
-    from tracer.paths import cache_root
+    from tracer.core.paths import cache_root
 
     path = Path(path)
     stored = cache_root() / SUMMARIES_DIR / f"{tf.stem(path.name) or 'trace'}-{cache_key(path)}.json"
@@ -258,12 +258,10 @@ def _memcpy(con: Any, db: ex.Export, names: set[str]) -> list[tuple[Any, ...]]:
 def _threads(con: Any, db: ex.Export, names: set[str]) -> list[tuple[Any, ...]]:
     """`analyzers.summaries.threads.thread_summary`'s rows for an export, whose only thread source is its OS runtime
     calls: per thread, the time in calls that last (`osrt_ns`) and the call that took most of it. A thread
-    is named by its first named call (`analyzers.ingest.threads.one_name_per_thread`); tid 0 (nsys's
-    process-wide events) and the tool's own lifeline thread are left out, as there."""
+    is named by its first named call (`analyzers.ingest.threads.one_name_per_thread`). Every thread is here:
+    which get a row is the summary's rule (`analyzers.summaries.threads.shown`), applied by the reader."""
     if ex.OSRT not in names:
         return []
-    from analyzers.summaries.threads import NO_THREAD
-    from tracer.core.schema import LIFELINE_THREAD
 
     calls = con.execute(
         f'SELECT o.globalTid AS g, o.nameId AS k, sum(o."end" - o.start) AS ns, min(o.start) AS first '
@@ -284,8 +282,6 @@ def _threads(con: Any, db: ex.Export, names: set[str]) -> list[tuple[Any, ...]]:
     rows = []
     for key, osrt in per.items():
         label = named.get(key, (0, ""))[1]
-        if key[1] == NO_THREAD or label == LIFELINE_THREAD:
-            continue
         top = max(osrt, key=lambda n: osrt[n])
         rows.append((key[0], key[1], label, 0.0, 0, sum(osrt.values()), top, 0, ""))
     return sorted(rows, key=lambda r: (-r[5], r[0], r[1]))

@@ -201,7 +201,7 @@ def file_summary(args: argparse.Namespace) -> int | None:
     from analyzers.figures.phases import WHOLE, Phase
     from analyzers.summaries.cuda_api import ApiRow
     from analyzers.summaries.kernels import KernelRow, MemcpyRow, class_summary
-    from analyzers.summaries.threads import ThreadRow
+    from analyzers.summaries.threads import ThreadRow, shown
 
     found = nsys_summary.cached_summary(path)
     api = [ApiRow(*r) for r in found.cuda_api]
@@ -216,7 +216,7 @@ def file_summary(args: argparse.Namespace) -> int | None:
             dataclasses.asdict(r) | {"kind": t.family_label(r.kind, family)}
             for r in (MemcpyRow(*m) for m in found.memcpy)
         ],
-        THREADS_SECTION: [dataclasses.asdict(ThreadRow(*r)) for r in found.threads],
+        THREADS_SECTION: [dataclasses.asdict(ThreadRow(*r)) for r in found.threads if shown(r[1], r[2])],
     }
     whole = Phase(WHOLE, None, None)
     run_id = f"{tf.stem(path.name) or 'trace'}-{nsys_summary.cache_key(path)}"
