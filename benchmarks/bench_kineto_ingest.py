@@ -109,7 +109,9 @@ def main() -> int:
         return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
     hog = subprocess.Popen([sys.executable, "-c", "while 1: pass"]) if args.hog else None
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} CPUs; hog: {bool(hog)}; {up()}")
+    model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if "model name" in ln), "unknown CPU")
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} CPUs ({model}); hog: {bool(hog)}")
+    print(f"load: {up()}")
     try:
         with tempfile.TemporaryDirectory() as tmp:
             _bench(Path(tmp), args.copies, args.hta_python)
