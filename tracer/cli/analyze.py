@@ -213,7 +213,7 @@ def file_summary(args: argparse.Namespace) -> int | None:
         CLASSES_SECTION: [dataclasses.asdict(r) for r in class_summary(kernel_rows)],
         t.KERNELS: [dataclasses.asdict(r) for r in kernel_rows],
         t.MEMCPY: [
-            dataclasses.asdict(r) | {"kind": t.family_label(r.kind, family)}
+            dataclasses.asdict(r) | {"name": t.family_label(r.name, family)}
             for r in (MemcpyRow(*m) for m in found.memcpy)
         ],
         THREADS_SECTION: [dataclasses.asdict(ThreadRow(*r)) for r in found.threads if shown(r[1], r[2])],
