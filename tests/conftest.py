@@ -68,10 +68,12 @@ def _describe(p: Any) -> str:
 
 
 def ctrl_c_reaches_python() -> None:
-    """`preexec_fn` of a child a test will Ctrl-C: a test run in the background (a shell's `&`) ignores
-    SIGINT, and its children inherit that; Python only turns SIGINT into KeyboardInterrupt where it was
-    not ignored at start-up, so the child would train on."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    """`preexec_fn` of a child a test will signal as a terminal would: a test run in the background (a
+    shell's `&`) ignores SIGINT and SIGQUIT, one under `nohup` SIGHUP, and its children inherit that; the
+    tracer keeps a signal ignored at its start ignored (as a background job's should be), so the child would
+    train on. The child starts as a foreground job of a terminal does: all four at their defaults."""
+    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def run_tracer(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
