@@ -20,7 +20,7 @@ TINY_PYTORCH = (
     "batches = [1, 2]\nepochs = 1\n" + KNOBS
 )
 TINY_TWO_FRAMEWORKS = (
-    'name = "tiny2"\nframeworks = ["pytorch", "tensorflow"]\nmodels = ["alexnet", "mobilenet_v2"]\n'
+    'name = "tiny2"\nframeworks = ["pytorch", "tensorflow"]\nmodels = ["alexnet"]\n'
     'datasets = ["small"]\nepochs = 1\n' + KNOBS
 )
 
