@@ -17,6 +17,7 @@ from tracer.core import schema
 from viewer.cursor import TimeCursor
 from viewer.data import METRICS, Metric, RunData, Series
 from viewer.panels.curve import EnvelopeCurve
+from viewer.panels.frame import BeforePaint
 from viewer.panels.markers import EpochMarkers
 from viewer.style import LEFT_AXIS_WIDTH, RIGHT_AXIS_WIDTH, run_colour
 
@@ -48,6 +49,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         self._x_group: list[pg.PlotItem] = []
         self._syncing = False
         self.ci.setSpacing(2)
+        self.before_paint = BeforePaint(self)  # one paint per pan or zoom, not two
         cursor.moved.connect(self._on_cursor)
         self.scene().sigMouseMoved.connect(self._on_mouse)
 
@@ -320,6 +322,10 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         width = max(120.0, self.width() / max(columns, 1) - LEFT_AXIS_WIDTH - RIGHT_AXIS_WIDTH - 40)
         label.item.setTextWidth(width)
         label.updateMin()
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        self.before_paint.attach()
 
     def resizeEvent(self, event: QtGui.QResizeEvent | None) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
