@@ -115,14 +115,19 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         else:  # no "kMiB" or "k%": these units stay as they are
             plot.getAxis("left").enableAutoSIPrefix(False)
             plot.setLabel("left", metric.unit)
-        # the wheel and drags move time only; y follows the curves in view, so zooming never clips them
+        # the wheel and drags move time only; y fits every curve whole (each reports its whole series'
+        # bounds), so zooming never clips them and a pan never recomputes the y range
         plot.getViewBox().setMouseEnabled(x=True, y=False)
-        plot.getViewBox().setAutoVisible(y=True)
+        plot.getViewBox().setAutoVisible(y=False)
         plot.enableAutoRange(y=True)
         if metric.unit == "%" and metric.key == schema.CPU_PCT:
             plot.setYRange(0, 100, padding=0.02)
         if metric.key == schema.RSS_MIB and col == self._columns() - 1:  # only the last column: no overlap
             self._add_ram_axis(plot)
+        # pyqtgraph rewrites an axis's label on every range change where it may take an SI prefix: only the
+        # one time axis shown needs it (17 hidden ones did it on every pan)
+        plot.getAxis("top").enableAutoSIPrefix(False)
+        plot.getAxis("bottom").enableAutoSIPrefix(last_row)
         if last_row:
             plot.showAxis("bottom")
             plot.setLabel("bottom", ALIGN_LABELS[self.align])
