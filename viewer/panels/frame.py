@@ -5,13 +5,10 @@ paint, from inside the paint event; the items that move then ask for a second pa
 painted the time panels twice (profiled: 2 paint events per drag step, each repainting every curve, epoch
 line and axis). `BeforePaint` filters the top-level window's update request, which Qt sends just before it
 paints, and does that work there: the scene's item updates it causes are handed to the view at once, so they
-join the same paint. A panel scrolled out of view can also leave its own redraw to the first frame it is seen
-in (`defer`).
+join the same paint.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
@@ -24,7 +21,6 @@ class BeforePaint(QtCore.QObject):
         super().__init__(view)
         self.view = view
         self._window: QtWidgets.QWidget | None = None
-        self._deferred: dict[str, Callable[[], None]] = {}
 
     def attach(self) -> None:
         """Filters the update requests of the view's current top-level window (call from showEvent: a panel
@@ -37,30 +33,13 @@ class BeforePaint(QtCore.QObject):
         window.installEventFilter(self)
         self._window = window
 
-    def scrolled_out(self) -> bool:
-        """Shown, but no part of the view is on screen (scrolled out of the panels' scroll area)."""
-        return self.view.isVisible() and self.view.visibleRegion().isEmpty()
-
-    def defer(self, key: str, redraw: Callable[[], None]) -> None:
-        """Runs `redraw` before the next paint that shows the view (once, however often it was deferred)."""
-        self._deferred[key] = redraw
-
-    def run_deferred(self) -> None:
-        """The deferred redraws, now: before any paint of the view, on screen or into a grab or an export."""
-        deferred, self._deferred = self._deferred, {}
-        for redraw in deferred.values():
-            redraw()
-
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 - Qt's name
         if event.type() == QtCore.QEvent.Type.UpdateRequest:
             self.prepare()
         return False
 
     def prepare(self) -> None:
-        """The deferred redraws (where the view is now seen), the views' range work, and the scene's item
-        updates, so that the paint that follows is the only one."""
-        if self._deferred and not self.scrolled_out():
-            self.run_deferred()
+        """The views' range work and the scene's item updates, so that the paint that follows is the only one."""
         scene = self.view.scene()
         scene.prepareForPaint()
         QtCore.QCoreApplication.sendPostedEvents(scene, 0)

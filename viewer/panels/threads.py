@@ -59,8 +59,8 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
         self.cursor_line.sigPositionChanged.connect(lambda ln: self.time_cursor.set(ln.value()))
         cursor.moved.connect(self._on_cursor)
         self.before_paint = BeforePaint(self)
-        self.plot.sigXRangeChanged.connect(self._on_range)
-        self.plot.getViewBox().sigResized.connect(self._on_range)
+        self.plot.sigXRangeChanged.connect(self._redraw)
+        self.plot.getViewBox().sigResized.connect(self._redraw)
         self.plot.getViewBox().sigResized.connect(lambda *_: self._thin_ticks())
         self.gpu_rows: dict[str, _GpuRows] = {}
         self.hover: Hover | None = None
@@ -241,18 +241,6 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
     def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 - Qt's name
         super().showEvent(event)
         self.before_paint.attach()
-
-    def paintEvent(self, event: QtGui.QPaintEvent) -> None:  # noqa: N802 - Qt's name
-        self.before_paint.run_deferred()  # a grab or export of the panel while it is scrolled out
-        super().paintEvent(event)
-
-    def _on_range(self) -> None:
-        """The lanes follow the x axis at once where they are on screen (or not shown at all: tests, exports);
-        scrolled out of view, only when they are next seen (the time panels above pan without paying for them)."""
-        if self.before_paint.scrolled_out():
-            self.before_paint.defer("lanes", self._redraw)
-        else:
-            self._redraw()
 
     def _redraw(self) -> None:
         """Rebuilds each run's lane image for the visible range, one column per pixel."""
