@@ -53,6 +53,10 @@ class EnvelopeCurve(pg.GraphicsObject):
         """The whole series' bounds, not the slice drawn now, so auto-range and linked axes see the run."""
         return self._bounds[ax]
 
+    def pixelPadding(self) -> float:  # noqa: N802 - pyqtgraph's name
+        """The pen's half width the y auto-range adds around the curves, as for pyqtgraph's own curves."""
+        return self.pen.widthF() * 0.7072
+
     def boundingRect(self) -> QtCore.QRectF:  # noqa: N802 - Qt's name
         return self._rect
 
