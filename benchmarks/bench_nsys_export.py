@@ -47,7 +47,7 @@ def timed(cmd: list[str]) -> tuple[float, str]:
 
 
 def main() -> int:
-    from tracer.tracing.nsys import nsys_export_types, nsys_if_any
+    from tracer.measure.tracing.nsys import nsys_export_types, nsys_if_any
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--report", type=Path)

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.analyzers.nsys_replica import replicate  # noqa: E402
-from tracer.tracing.nsys import nsys_if_any  # noqa: E402
+from tracer.measure.tracing.nsys import nsys_if_any  # noqa: E402
 
 FIXTURE = ROOT.parent / "shared/fixtures/extra-p/con_kernel.sqlite"
 

@@ -119,7 +119,7 @@ def make_run(out: Path, index: int, samples: int) -> Path:
 
 def long_trace(root: Path, events: int) -> tuple[Path, int]:
     """The replicated H100 run (kept under `root` for reruns) with its view stored, as the ingest leaves it."""
-    from analyzers import view_store
+    from analyzers.timeline import view_store
     from tests.analyzers.run_replica import replicate_run, trace_events
 
     out = root / f"trace-{events}"
@@ -139,8 +139,8 @@ def untraced_copy(path: Path, root: Path) -> Path:
     """The run folder without its trace tables, thread timeline and view: what an untraced run of it holds."""
     import shutil
 
-    from analyzers import tables as t
-    from analyzers import view_store
+    from analyzers.timeline import view_store
+    from analyzers.trace import tables as t
 
     dst = root / "untraced" / path.name
     if not dst.exists():

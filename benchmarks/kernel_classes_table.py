@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from analyzers import kernel_classes
-from analyzers import tables as t
 from analyzers.ingest import read_trace
+from analyzers.trace import kernel_classes
+from analyzers.trace import tables as t
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 TRACES = (

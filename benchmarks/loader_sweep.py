@@ -25,11 +25,11 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tracer import dataset
 from tracer.core.frameworks import FRAMEWORKS
-from tracer.environments import env_python
-from tracer.runner import worker_pythonpath
-from tracer.sysinfo import cpu_model
+from tracer.measure import dataset
+from tracer.measure.environments import env_python
+from tracer.measure.process import worker_pythonpath
+from tracer.measure.sysinfo import cpu_model
 
 PROBE = r"""
 import json, os, sys, time

@@ -22,11 +22,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzers.steady import throughput
+from analyzers.figures.steady import throughput
 from tracer.core.frameworks import FRAMEWORKS as DECLARED
 from tracer.core.options import MODELS
 from tracer.core.runfolder import list_runs
-from tracer.sysinfo import cpu_model
+from tracer.measure.sysinfo import cpu_model
 
 FRAMEWORKS = tuple(DECLARED)  # every declared framework (tracer.core.frameworks)
 

@@ -5,7 +5,7 @@
 #   scripts/install_nsys.sh            # prints the path of the nsys it installed (or found cached)
 #
 # Idempotent: a complete install is reused. Cache: ${TRACER_CACHE:-~/.cache/dl-tracer}/nsys
-# (tracer/tracing/nsys.py looks there). Mirror: the first Debian mirror in /etc/apt/sources.list*,
+# (tracer/measure/tracing/nsys.py looks there). Mirror: the first Debian mirror in /etc/apt/sources.list*,
 # or $NSYS_DEB_MIRROR. Suite: $NSYS_DEB_SUITE, else the system's codename.
 set -euo pipefail
 

@@ -38,7 +38,7 @@ if [ "$every" = 1 ]; then  # every framework declared in tracer/core/frameworks.
   read -r -a frameworks <<< "$("$venv/bin/python" -c 'from tracer.core.frameworks import FRAMEWORKS; print(*FRAMEWORKS)')"
 fi
 for fw in "${frameworks[@]}"; do
-  if "$venv/bin/python" -c "import sys; from tracer.environments import status; sys.exit(0 if status('$fw').installed else 1)"; then
+  if "$venv/bin/python" -c "import sys; from tracer.measure.environments import status; sys.exit(0 if status('$fw').installed else 1)"; then
     echo "setup: $fw environment ready"
   else
     echo "setup: creating the $fw environment (once; cached in $cache/envs/$fw)"

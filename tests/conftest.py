@@ -15,7 +15,7 @@ import pytest
 
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder, list_runs
-from tracer.environments import status
+from tracer.measure.environments import status
 
 TINY = ["--epochs", "2", "--limit", "16", "--image-size", "64", "--dataset", "small"]
 

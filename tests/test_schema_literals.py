@@ -33,7 +33,7 @@ COMMON_WORDS = {
     "sensor",
     "rail",
     "mhz",
-    "probe",  # also a function's name (tracer.tracing.cupti.probe) and the probe's package folder
+    "probe",  # also a function's name (tracer.measure.tracing.cupti.probe) and the probe's package folder
     "rank",
 }
 
@@ -97,15 +97,16 @@ def test_no_column_or_event_kind_is_spelled_outside_the_schema() -> None:
 # after what it is (a `table`, a `source`, an `activity` or its colour). "nsys" the `--trace` backend and
 # "python" the interpreter are other words, spelled freely.
 TRACE_DECLARING = {
-    ROOT / "analyzers" / "tables.py",
-    ROOT / "analyzers" / "gpu_timeline.py",
-    ROOT / "analyzers" / "threads.py",  # declares the OS-runtime call kinds
+    ROOT / "analyzers" / "trace" / "tables.py",
+    ROOT / "analyzers" / "timeline" / "gpu_timeline.py",
+    ROOT / "analyzers" / "summaries" / "threads.py",  # declares the OS-runtime call kinds
 }
 
 
 def _trace_vocabularies() -> dict[str, tuple[set[str], tuple[str, ...]]]:
-    from analyzers import gpu_timeline, threads
-    from analyzers import tables as t
+    from analyzers.summaries import threads
+    from analyzers.timeline import gpu_timeline
+    from analyzers.trace import tables as t
 
     tables = {*t.SCHEMAS, t.THREAD_TIMELINE}
     sources = {t.SOURCE_NSYS, t.SOURCE_KINETO, t.SOURCE_CUPTI, t.SOURCE_SAMPLER, t.SOURCE_PYSPY}
@@ -158,7 +159,7 @@ def test_no_trace_table_source_or_activity_is_spelled_outside_its_declaration() 
                 for what, (names, words) in vocabularies.items():
                     if node.value in names and _is_vocabulary_use(node, parent, parents.get(parent), words):  # type: ignore[arg-type]
                         offences.append(f"{path.relative_to(ROOT)}:{node.lineno}: {what} {node.value!r}")
-    assert not offences, "use the names of analyzers.tables (and gpu_timeline, threads):\n" + "\n".join(offences)
+    assert not offences, "use the names of analyzers.trace.tables (and gpu_timeline, threads):\n" + "\n".join(offences)
 
 
 def test_no_environment_variable_of_the_worker_boundary_is_spelled_outside_the_worker_schema() -> None:

@@ -7,16 +7,15 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from analyzers import run_rows
-from analyzers.run import Run
+from analyzers.run import Run, run_rows
 from tracer.core.errors import UserError
 from tracer.core.runfolder import list_runs
 from viewer.loader import Task, deliver
 
 PICKED = ("framework", "model", "dataset", "device", "batch", "status", "img/s")
-"""The columns of `tracer runs` the browser shows (`analyzers.run_rows`; img/s: the steady state's)."""
+"""The columns of `tracer runs` the browser shows (`analyzers.run.run_rows`; img/s: the steady state's)."""
 PICK = [run_rows.RUNS_HEADERS.index(c) for c in PICKED]
-# Beside steady images/s, the steady state's figures (analyzers.basis); `tracer show` has the whole run's.
+# Beside steady images/s, the steady state's figures (analyzers.figures.basis); `tracer show` has the whole run's.
 FIGURES = (("data wait % steady", "data_wait_pct", ".0f"), ("GPU util % steady", "gpu_util_pct_mean", ".0f"),
            ("J/epoch steady", "energy_j_per_epoch", ".0f"))  # fmt: skip
 COLUMNS = (*PICKED, *(name for name, _, _ in FIGURES), "id")
@@ -24,7 +23,7 @@ STATUS = COLUMNS.index("status")
 
 
 def browse(out_dir: Path) -> list[list[str]]:
-    """One row per run folder, as `tracer runs` builds it (`analyzers.run_rows`), then the folder's path;
+    """One row per run folder, as `tracer runs` builds it (`analyzers.run.run_rows`), then the folder's path;
     an unreadable one says why in its status column, a damaged file is named there."""
     rows = []
     for folder in list_runs(out_dir):

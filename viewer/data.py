@@ -4,8 +4,8 @@ the zoom indexes the panels draw from.
 `load_run` opens the folder as a `Run` (analyzers.run) and never raises for a damaged, failed or
 half-written folder: what it could not read, and every damaged file the run met (`Run.problems`),
 becomes a line in `RunData.messages`, and the panels show what is there. What the viewer shows is the analyzers'
-(lanes and labels: `analyzers.lanes`; the CUDA API split: `analyzers.cuda_api`; kernels:
-`analyzers.kernels`; labels and facts: `analyzers.facts`); this module loads them and indexes them for
+(lanes and labels: `analyzers.timeline.lanes`; the CUDA API split: `analyzers.summaries.cuda_api`; kernels:
+`analyzers.summaries.kernels`; labels and facts: `analyzers.render.facts`); this module loads them and indexes them for
 zooming. Times stay Unix-epoch ns (`*_ns`) until a panel asks for seconds from an anchor (`RunData.anchor_ns`).
 """
 
@@ -24,15 +24,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analyzers import lanes as ln
-from analyzers.arrays import as_array
-from analyzers.cuda_api import ApiRow
-from analyzers.facts import run_facts, run_label, unique_labels
-from analyzers.kernels import KernelRow
-from analyzers.lane_index import LaneIndex
+from analyzers.figures.run_summary import displayed_status
+from analyzers.figures.steps import COMPUTE_TOTAL_S, STEP_S, data_wait_shares, with_step_columns
+from analyzers.render.facts import run_facts, run_label, unique_labels
 from analyzers.run import Run
-from analyzers.run_summary import displayed_status
-from analyzers.steps import COMPUTE_TOTAL_S, STEP_S, data_wait_shares, with_step_columns
+from analyzers.summaries.cuda_api import ApiRow
+from analyzers.summaries.kernels import KernelRow
+from analyzers.timeline import lanes as ln
+from analyzers.timeline.lane_index import LaneIndex
+from analyzers.trace.arrays import as_array
 from tracer.core import schema
 from tracer.core.errors import UserError
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
@@ -61,9 +61,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("gpu_util_pct", "GPU utilisation", "%", "gpu", (schema.UTIL_PCT, "gpu_util_pct")),
     Metric("gpu_mem_mib", "GPU memory", "MiB", "gpu", (schema.PROC_MEM_MIB, schema.MEM_USED_MIB)),
     Metric("gpu_power_w", "GPU power", "W", "gpu", (schema.POWER_W,)),
-    # The per-step split (one point per step, at the step's start): analyzers.steps sums it per epoch.
+    # The per-step split (one point per step, at the step's start): analyzers.figures.steps sums it per epoch.
     Metric("step_data_wait_s", "Step: waiting for data", "s", STEPS_TABLE, (schema.DATA_WAIT_S,)),
-    # compute: the step minus its data wait (analyzers.steps), so asynchronous frameworks compare; sync: the
+    # compute: the step minus its data wait (analyzers.figures.steps), so asynchronous frameworks compare; sync: the
     # part of it the loop spent blocked reading the loss (where an asynchronous framework does its waiting).
     Metric("step_compute_s", "Step: compute (step minus data wait)", "s", STEPS_TABLE, (COMPUTE_TOTAL_S,)),
     Metric("step_sync_s", "Step: of it, blocked reading the loss", "s", STEPS_TABLE, (schema.SYNC_S,)),
@@ -111,13 +111,14 @@ class RunData:
     path: Path
     record: RunRecord | None = None
     epochs: list[EpochRecord] = field(default_factory=list)
-    data_wait_by_epoch: dict[int, float | None] = field(default_factory=dict)  # share 0..1 (analyzers.steps)
+    data_wait_by_epoch: dict[int, float | None] = field(default_factory=dict)  # share 0..1 (analyzers.figures.steps)
     series: dict[str, list[Series]] = field(default_factory=dict)
     lanes: ln.Lanes = field(default_factory=lambda: ln.Lanes(None, None, None, None))
-    indexes: dict[str, LaneIndex] = field(default_factory=dict)  # `analyzers.lane_index`, via `analyzers.view_store`
-    api_phases: dict[str, list[ApiRow]] = field(default_factory=dict)  # analyzers.cuda_api.phase_summaries
+    # `analyzers.timeline.lane_index`, via `analyzers.timeline.view_store`
+    indexes: dict[str, LaneIndex] = field(default_factory=dict)
+    api_phases: dict[str, list[ApiRow]] = field(default_factory=dict)  # analyzers.summaries.cuda_api.phase_summaries
     kernels: list[KernelRow] = field(default_factory=list)
-    api_label: str = "CUDA API"  # "HIP API" for a ROCm trace (analyzers.cuda_api.api_family)
+    api_label: str = "CUDA API"  # "HIP API" for a ROCm trace (analyzers.summaries.cuda_api.api_family)
     messages: list[str] = field(default_factory=list)  # what could not be read, the run's problems among them
     name: str = ""  # set by the viewer where two runs would otherwise share a label
     run: Run | None = field(default=None, repr=False)  # the run these were drawn from (analyzers.run)
@@ -128,7 +129,7 @@ class RunData:
 
     @property
     def label(self) -> str:
-        """Legend text (`analyzers.facts.run_label`), made unique among the runs shown by `name_runs`."""
+        """Legend text (`analyzers.render.facts.run_label`), made unique among the runs shown by `name_runs`."""
         return self.name or self.default_label
 
     @property
@@ -229,7 +230,7 @@ def _guard(data: RunData, what: str, fn: Callable[[], Any], default: Any) -> Any
 
 def _load_view(run: Run, data: RunData) -> None:
     """Lanes, their zoom indexes, the CUDA API split per phase and the kernel summary, as the analyzers
-    computed them (`Run.view`, from `analyzers.view_store`: stored for a big trace, so a 10 M-event run
+    computed them (`Run.view`, from `analyzers.timeline.view_store`: stored for a big trace, so a 10 M-event run
     opens at once)."""
     view = run.view
     data.lanes, data.indexes, data.api_phases = view.lanes, view.indexes, view.api_phases

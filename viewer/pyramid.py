@@ -3,7 +3,7 @@
 `Envelope`: one series' min/max at decimations 1, 4, 16, ... samples per bucket; `view` picks the coarsest
 level that still has a bucket per pixel and returns only the visible slice of it (two points per bucket or per
 pixel column, so no peak is lost). Built off the GUI thread; Qt-free. The lanes' zoom index is
-`analyzers.lane_index`: it is precomputed with the run's view (`analyzers.view_store`).
+`analyzers.timeline.lane_index`: it is precomputed with the run's view (`analyzers.timeline.view_store`).
 """
 
 from __future__ import annotations

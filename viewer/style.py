@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 import pyqtgraph as pg
 from PySide6 import QtGui
 
-from analyzers import palette
-from analyzers import tables as t
-from analyzers.gpu_timeline import GPU_ACTIVITIES, NVTX_ACTIVITIES
-from analyzers.threads import OSRT_KINDS, OTHER_OSRT, PYTHON
+from analyzers.render import palette
+from analyzers.summaries.threads import OSRT_KINDS, OTHER_OSRT, PYTHON
+from analyzers.timeline.gpu_timeline import GPU_ACTIVITIES, NVTX_ACTIVITIES
+from analyzers.trace import tables as t
 
 if TYPE_CHECKING:
     from viewer.data import RunData
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 SHADES = ((0, 100), (0, 175), (-35, 120), (30, 150), (-20, 230))  # (hue shift in degrees, QColor.darker factor)
 """How a framework's 2nd, 3rd ... run in the viewer differs from its first, still of its colour's family."""
 
-# What analyzers.lanes draws: the sampler's levels, the OS-runtime call kinds, py-spy, GPU items, NVTX rows
+# What analyzers.timeline.lanes draws: the sampler's levels, the OS-runtime call kinds, py-spy, GPU items, NVTX rows
 ACTIVITY_COLOURS = {
     t.ACTIVITY_BUSY: "#d62728",
     t.ACTIVITY_ACTIVE: "#ffbf00",
@@ -40,7 +40,7 @@ RIGHT_AXIS_WIDTH = 55
 
 
 def run_colour(runs: Sequence[RunData], index: int) -> str:
-    """A run's colour: its framework's, as in the report (`analyzers.palette`); a second run of the same
+    """A run's colour: its framework's, as in the report (`analyzers.render.palette`); a second run of the same
     framework among `runs` a darker shade, a third a neighbouring hue, and so on (`SHADES`)."""
     framework = _framework(runs[index])
     repeat = sum(_framework(r) == framework for r in runs[:index])

@@ -40,7 +40,7 @@ def diagnose_tables(tables: RunTables) -> list[Verdict]:
 
 def diagnose(folder: RunFolder) -> list[Verdict]:
     """Every rule's verdict on the run (its inputs: a `Run`'s `diagnosis_inputs`, made once; else made now)."""
-    from analyzers.parts import part
+    from analyzers.figures.parts import part
 
     return diagnose_tables(part(folder, "diagnosis_inputs", lambda: load(folder)))
 

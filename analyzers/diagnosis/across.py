@@ -8,9 +8,9 @@ from itertools import combinations
 
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.verdict import Verdict
-from analyzers.noise import why_not_ordered
-from analyzers.sentences import Gap, gap_sentence, versus
-from analyzers.steady import Spread
+from analyzers.figures.noise import why_not_ordered
+from analyzers.figures.steady import Spread
+from analyzers.render.sentences import Gap, gap_sentence, versus
 
 
 @dataclass(frozen=True)
@@ -19,11 +19,11 @@ class Diagnosed:
 
     label: str  # the framework, or the run id where frameworks repeat
     run_id: str
-    steady_epoch_s: float | None  # mean steady epoch time (analyzers.phases)
+    steady_epoch_s: float | None  # mean steady epoch time (analyzers.figures.phases)
     ok: bool
     verdicts: tuple[Verdict, ...]
     steady_images_per_s: float | None = None  # what runs of one case are ranked by (their epochs may differ)
-    contended: bool = False  # taken on a busy machine (analyzers.contention): its times are not ordered
+    contended: bool = False  # taken on a busy machine (analyzers.figures.contention): its times are not ordered
 
     def verdict(self, rule: str) -> Verdict | None:
         return next((v for v in self.verdicts if v.rule == rule), None)
@@ -71,7 +71,8 @@ def differing(a: Diagnosed, b: Diagnosed) -> list[str]:
 
 
 def _data_wait_gap(a: Diagnosed, b: Diagnosed, va: Verdict, vb: Verdict) -> str:
-    """How much of the gap in steady epoch time the data wait explains (analyzers.sentences), slower run first."""
+    """How much of the gap in steady epoch time the data wait explains (analyzers.render.sentences),
+    slower run first."""
     wa, wb = _evidence(va, "data wait per epoch"), _evidence(vb, "data wait per epoch")
     if wa is None or wb is None or a.steady_epoch_s is None or b.steady_epoch_s is None:
         return ""
@@ -97,13 +98,13 @@ def pair_lines(runs: list[Diagnosed]) -> list[tuple[str, str, list[str]]]:
 def diagnosed_folder(folder: object, label: str) -> Diagnosed:
     """One run folder, diagnosed, for `tracer compare`."""
     from analyzers.diagnosis import diagnose
-    from analyzers.steady import epoch_stats
+    from analyzers.figures.steady import epoch_stats
     from tracer.core.runfolder import RunFolder
 
     assert isinstance(folder, RunFolder)
     ok = folder.read_record().rankable
     stats = epoch_stats(folder.epochs())
-    from analyzers.contention import contention
+    from analyzers.figures.contention import contention
 
     busy = contention(folder.samples("process")).contended
     return Diagnosed(

@@ -5,8 +5,8 @@ The training's CPU is the worker's process tree under every backend. The tracer 
 kernel charged its reaped children; where a backend launches the worker itself (nsys wraps it:
 `TraceBackend.wraps_process`), that is the launcher's CPU, not the training's, so the tree's CPU is
 read from the sampler's own samples of the worker's tree instead. The traced/untraced ratio compares
-steady epochs (analyzers.phases) of runs whose spec differs only in what measures them
-(analyzers.repeats.UNMEASURED): warm-up epochs hold tracing start-up, not its running cost. A run traced
+steady epochs (analyzers.figures.phases) of runs whose spec differs only in what measures them
+(analyzers.figures.repeats.UNMEASURED): warm-up epochs hold tracing start-up, not its running cost. A run traced
 in a window of epochs (`--trace-window`) compares those epochs with the same epochs of its peer (its
 other epochs ran untraced); a window of steps inside one epoch gives no epoch ratio."""
 
@@ -18,17 +18,17 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
-from analyzers import tables as t
-from analyzers.contention import contention
-from analyzers.display import ratio_text
-from analyzers.noise import WITHIN_NOISE
-from analyzers.repeats import UNMEASURED
-from analyzers.steady import epoch_stats
+from analyzers.figures.contention import contention
+from analyzers.figures.noise import WITHIN_NOISE
+from analyzers.figures.repeats import UNMEASURED
+from analyzers.figures.steady import epoch_stats
+from analyzers.render.display import ratio_text
+from analyzers.trace import tables as t
 from tracer.core import schema
 from tracer.core import window as trace_window
 from tracer.core.records import RunRecord
 from tracer.core.runfolder import RunFolder, list_runs
-from tracer.tracing import BACKENDS
+from tracer.measure.tracing import BACKENDS
 
 TRACE_TABLES = (t.CUDA_API, t.KERNELS, t.MEMCPY, t.NVTX, t.OSRT)
 
@@ -45,7 +45,7 @@ class Cost:
     traced_over_untraced_epoch: float | None  # steady (or window) epoch time, traced over untraced
     training_cpu_basis: str = "the worker's process tree, as the kernel charged it"
     ratio_basis: str = "steady"  # which epochs the ratio compares: "steady", or the trace window's label
-    no_ratio_why: str = ""  # why there is an untraced peer but no ratio (a contended run: analyzers.noise)
+    no_ratio_why: str = ""  # why there is an untraced peer but no ratio (a contended run: analyzers.figures.noise)
 
     def lines(self) -> list[str]:
         out = []

@@ -3,7 +3,7 @@ the numbers and the runs they came from. The claims and their sources are listed
 docs/guide/diagnosis.md.
 
 Claims compare frameworks, so runs are pooled first: per framework and case (model, dataset, device,
-batch), the repeats of one spec (analyzers.repeats.pool; an untraced spec before a traced one), a value
+batch), the repeats of one spec (analyzers.figures.repeats.pool; an untraced spec before a traced one), a value
 being the median over its rankable runs with their range and n. A claim is judged only on runs of the
 kind it is about (`Claim.device`, `Claim.batch`: the study's CPU figures on CPU runs, its batch-100
 claims at batch 100); where there are none, it is "not measured" with the reason read from the runs.
@@ -16,12 +16,12 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from analyzers import palette
 from analyzers.diagnosis import thresholds as th
-from analyzers.noise import WITHIN_NOISE, why_not_ordered
-from analyzers.repeats import pool
-from analyzers.run_summary import RunSummary, summarise
-from analyzers.steady import Spread, spread
+from analyzers.figures.noise import WITHIN_NOISE, why_not_ordered
+from analyzers.figures.repeats import pool
+from analyzers.figures.run_summary import RunSummary, summarise
+from analyzers.figures.steady import Spread, spread
+from analyzers.render import palette
 from tracer.core.records import RunRecord
 from tracer.core.runfolder import RunFolder
 
@@ -72,7 +72,7 @@ class Run:
     @property
     def run_id(self) -> str:
         """The run's one identity, as every consumer keys it: its folder's name (`RunFolder.run_id`, what
-        `find_run` looks up and `analyzers.repeats` pools by), which run.json's `run_id` need not match
+        `find_run` looks up and `analyzers.figures.repeats` pools by), which run.json's `run_id` need not match
         (a renamed or copied folder, a damaged id)."""
         return self.folder.run_id if self.folder is not None else self.record.run_id
 
@@ -156,7 +156,7 @@ def _none_of_kind(claim: Claim, all_runs: Sequence[Run]) -> str:
 
 def cells(runs: Sequence[Run]) -> dict[tuple[str, str, str, int], list[Cell]]:
     """Per case, one Cell per framework: its rankable runs of one spec (an untraced spec first, then the
-    one with the most runs), pooled as analyzers.repeats pools them."""
+    one with the most runs), pooled as analyzers.figures.repeats pools them."""
     by_case: dict[tuple[str, str, str, int], dict[str, list[Run]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
         if r.ok and r.folder is not None:
@@ -206,7 +206,7 @@ def _table_order(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> 
         names = {c.framework for _, c in timed}
         if len(timed) < 3 or not {"pytorch", "tensorflow"} <= names:
             continue
-        # the second and the third within noise (analyzers.noise): "the two fastest" is not decided there
+        # the second and the third within noise (analyzers.figures.noise): "the two fastest" is not decided there
         (_, second), (_, third) = timed[1], timed[2]
         noise = why_not_ordered(
             second.value(lambda r: r.summary.steady_epoch_s),

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzers.cuda_api import ApiRow
-from analyzers.pairs import DataPair
-from analyzers.phases import RunPhases, split_epochs
-from analyzers.ranks import RankTable, rank_table
-from analyzers.straggler import Straggler, straggler
+from analyzers.comparison.pairs import DataPair
+from analyzers.figures.phases import RunPhases, split_epochs
+from analyzers.figures.ranks import RankTable, rank_table
+from analyzers.figures.straggler import Straggler, straggler
+from analyzers.summaries.cuda_api import ApiRow
 from tracer.core import schema
 from tracer.core.records import EpochRecord, RunRecord
 from tracer.core.runfolder import RunFolder
@@ -30,10 +30,10 @@ class RunTables:
     steps: pa.Table | None
     gpu: pa.Table | None
     threads: pa.Table | None  # the sampler's per-thread cumulative CPU (samples/threads)
-    cuda_startup: tuple[ApiRow, ...]  # calls before the first epoch (analyzers.phases, on the trace's clock)
+    cuda_startup: tuple[ApiRow, ...]  # calls before the first epoch (analyzers.figures.phases, on the trace's clock)
     cuda_steady: tuple[ApiRow, ...]  # calls starting in the steady epochs
     cuda_whole: tuple[ApiRow, ...]
-    startup_cut_ns: int | None  # the end of start-up on the trace's clock (analyzers.phases)
+    startup_cut_ns: int | None  # the end of start-up on the trace's clock (analyzers.figures.phases)
     trace_span_ns: tuple[int, int] | None  # first CUDA API call's start, last one's end
     kernel_count: int
     kernel_total_ns: int
@@ -44,16 +44,16 @@ class RunTables:
     phases: RunPhases  # the run's phases on the sampler's clock: which epochs are warm-up and steady
     nvtx_steady_steps: int = 0  # NVTX step ranges that start in the steady phase (trace clock)
     steady_cut_ns: int | None = None  # where the steady phase starts on the trace's clock
-    pair: DataPair | None = None  # the runs beside it differing only in --data (analyzers.pairs), if any
-    ranks: RankTable | None = None  # a run of several ranks: each rank's row (analyzers.ranks)
-    straggler: Straggler | None = None  # ... and who arrived last at its collectives (analyzers.straggler)
+    pair: DataPair | None = None  # the runs beside it differing only in --data (analyzers.comparison.pairs), if any
+    ranks: RankTable | None = None  # a run of several ranks: each rank's row (analyzers.figures.ranks)
+    straggler: Straggler | None = None  # ... and who arrived last at its collectives (analyzers.figures.straggler)
 
     @property
     def cores(self) -> int:
         return max(1, self.record.environment.cpu_logical_cores)
 
     def steady_epochs(self) -> list[EpochRecord]:
-        """The steady epochs as analyzers.phases splits them (all of them when none follows the warm-up)."""
+        """The steady epochs as analyzers.figures.phases splits them (all of them when none follows the warm-up)."""
         steady = set(self.phases.split.steady)
         return [e for e in self.epochs if e.epoch in steady]
 
@@ -76,11 +76,11 @@ class RunTables:
 def load(folder: RunFolder) -> RunTables:
     """The rules' inputs, taken from the run's parts (`analyzers.run.Run`: phases, the CUDA API split
     per phase and the samples are computed once per run, for the diagnosis and every other view)."""
-    from analyzers import phases as ph
-    from analyzers import tables as t
-    from analyzers.cuda_api import connect, phase_summaries
-    from analyzers.pairs import pair_beside
-    from analyzers.parts import part
+    from analyzers.comparison.pairs import pair_beside
+    from analyzers.figures import phases as ph
+    from analyzers.figures.parts import part
+    from analyzers.summaries.cuda_api import connect, phase_summaries
+    from analyzers.trace import tables as t
 
     run = folder
     record = run.read_record()
@@ -168,7 +168,8 @@ def column(table: pa.Table | None, name: str) -> list[float]:
 
 @dataclass(frozen=True)
 class DataWait:
-    """Data wait over the steady steps (the steady epochs of analyzers.phases; every step of a one-epoch run)."""
+    """Data wait over the steady steps (the steady epochs of analyzers.figures.phases; every step of a
+    one-epoch run)."""
 
     share_pct: float  # data wait / (data wait + compute + sync)
     wait_s: float

@@ -65,6 +65,14 @@ def knob(run: RunSpec | RunRecord, what: Tuning, advice: str = "", knobs: Mappin
     return f"{text} (tracer {flag_of(option)})" if text else f"tracer {flag_of(option)}"
 
 
+def larger_batch(run: RunSpec | RunRecord, why: str = "") -> str:
+    """`a larger --batch (why)` for the tracer's own workload; a run it did not train (an imported trace, a
+    user's command) is told of its own batch size, which no tracer option sets."""
+    ours = not isinstance(run, RunRecord) or isinstance(run.workload, BuiltinWorkload)
+    text = "a larger --batch" if ours else "a larger batch size (the training's own setting)"
+    return f"{text} ({why})" if why else text
+
+
 def join(*parts: str) -> str:
     """Advice parts in order, the empty ones left out."""
     return "; ".join(p for p in parts if p)

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import statistics
 
-from analyzers.api_names import ALLOC_CALLS, LAUNCH_CALLS, SYNC_CALLS, match_name
-from analyzers.cuda_api import ApiRow
 from analyzers.diagnosis import rules_host  # noqa: F401 - the host rules are declared (and listed) first
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables, column, steady_data_wait, step_threads
-from analyzers.diagnosis.knobs import join, knob
+from analyzers.diagnosis.knobs import join, knob, larger_batch
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
-from analyzers.display import ratio_text
+from analyzers.render.display import ratio_text
+from analyzers.summaries.cuda_api import ApiRow
+from analyzers.trace.api_names import ALLOC_CALLS, LAUNCH_CALLS, SYNC_CALLS, match_name
 from tracer.core import schema
 from tracer.core.frameworks import Tuning
 
 
 def _total(rows: tuple[ApiRow, ...], names: frozenset[str]) -> tuple[int, int]:
-    """(total ns, calls) of the rows whose match name (`analyzers.api_names`: any `_vNNNN` suffix cut,
+    """(total ns, calls) of the rows whose match name (`analyzers.trace.api_names`: any `_vNNNN` suffix cut,
     which nsys keeps on cudaLaunchKernelExC_v11060) is in `names`."""
     chosen = [r for r in rows if match_name(r.name) in names]
     return sum(r.total_ns for r in chosen), sum(r.calls for r in chosen)
@@ -39,14 +39,13 @@ def gpu_under_used(t: RunTables) -> Verdict:
     evidence = (Evidence("GPU utilisation", mean, "%"), Evidence("samples", float(len(util)), ""))
     if mean >= th.GPU_UNDERUSED_PCT:
         return quiet(name, title, "the GPU is busy in the steady epochs", mean, "%", th.GPU_UNDERUSED_PCT, evidence)
-    spec = t.record.spec
     wait = steady_data_wait(t)
     if wait is None:
-        advice = "a larger --batch (input-bound and host-bound need per-step timing to say which side waits)"
+        advice = larger_batch(t.record, "input-bound and host-bound need per-step timing to say which side waits")
     elif wait.share_pct > th.INPUT_BOUND_PCT:
-        advice = join(knob(spec, Tuning.WORKERS, "more loader workers", t.record.knobs), "see input-bound")
+        advice = join(knob(t.record, Tuning.WORKERS, "more loader workers"), "see input-bound")
     else:
-        advice = join("a larger --batch", knob(spec, Tuning.LAUNCH, "fewer host round trips"), "see host-bound")
+        advice = join(larger_batch(t.record), knob(t.record, Tuning.LAUNCH, "fewer host round trips"), "see host-bound")
     return Verdict(name, title, True, True, Severity.HIGH if mean < th.GPU_UNDERUSED_HIGH_PCT else Severity.MEDIUM,
                    f"the GPU is busy {mean:.0f} % of the steady epochs", mean, "%", th.GPU_UNDERUSED_PCT, evidence,
                    advice)  # fmt: skip
@@ -91,7 +90,7 @@ def host_bound(t: RunTables) -> Verdict:
                     f"({busiest.label()}) {busiest.cores:.2f}")  # fmt: skip
     return Verdict(name, title, True, True, Severity.HIGH if mean < th.GPU_UNDERUSED_PCT else Severity.MEDIUM,
                    finding + ")", mean, "%", th.HOST_BOUND_GPU_PCT, evidence,
-                   join("a larger --batch (the same launches carry more images)",
+                   join(larger_batch(t.record, "the same launches carry more images"),
                         knob(t.record, Tuning.LAUNCH, "fewer host round trips per step")))  # fmt: skip
 
 
@@ -122,7 +121,7 @@ def sync_dominated(t: RunTables) -> Verdict:
 
 
 def steady_steps(t: RunTables) -> int | None:
-    """Steps in the steady phase (analyzers.phases), the phase `cuda_steady` covers, so a per-step rate
+    """Steps in the steady phase (analyzers.figures.phases), the phase `cuda_steady` covers, so a per-step rate
     divides counts and steps of one phase: the per-step table's rows of the steady epochs, else the
     NVTX step ranges that start in it, else images / batch of the steady epochs."""
     steady = {e.epoch for e in t.steady_epochs()}
@@ -191,4 +190,4 @@ def launch_bound(t: RunTables) -> Verdict:
     return Verdict(name, title, True, True, Severity.MEDIUM,
                    f"launching takes {ratio_text(ratio)} the kernels' own time{each}, median kernel {median_us:.1f} µs",
                    ratio, "launch time / kernel time", th.LAUNCH_TO_KERNEL_RATIO, evidence,
-                   join("a larger --batch", knob(t.record, Tuning.LAUNCH, "fewer, larger kernels")))  # fmt: skip
+                   join(larger_batch(t.record), knob(t.record, Tuning.LAUNCH, "fewer, larger kernels")))  # fmt: skip

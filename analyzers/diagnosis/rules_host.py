@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables, column, steady_data_wait
-from analyzers.diagnosis.knobs import command_input_knobs, join, knob
+from analyzers.diagnosis.knobs import command_input_knobs, join, knob, larger_batch
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
 from tracer.core import schema
 from tracer.core.frameworks import FRAMEWORKS, FrameworkInfo, Tuning
@@ -84,11 +84,11 @@ def input_bound(t: RunTables) -> Verdict:
     if paired:  # a run beside it differing only in --data measured what the pipeline costs
         finding += f"; {paired}"
         evidence += _pair_evidence(t)
-    advice = join(knob(spec, Tuning.WORKERS, "more loader workers", t.record.knobs),
-                  knob(spec, Tuning.PREFETCH, "deeper prefetch", t.record.knobs),
+    advice = join(knob(t.record, Tuning.WORKERS, "more loader workers"),
+                  knob(t.record, Tuning.PREFETCH, "deeper prefetch"),
                   "or a smaller image pipeline (--image-size)")  # fmt: skip
     if spec.data != DATA_FILES:  # batches from memory: no loader workers or prefetch to give
-        advice = "a larger --batch (fewer, larger batches to index and copy from memory)"
+        advice = larger_batch(t.record, "fewer, larger batches to index and copy from memory")
     if t.record.command is not None:  # the user's own script: its pipeline's settings, not the tracer's flags
         advice = command_input_knobs(step_probes(t), t.record.knobs) or "overlap loading with the steps"
     return Verdict(name, title, True, True, severity, finding, share, "% of step time", th.INPUT_BOUND_PCT,
@@ -159,7 +159,7 @@ def oversubscription(t: RunTables) -> Verdict:
     return Verdict(name, title, True, True, Severity.HIGH if own else Severity.MEDIUM,
                    f"threads are preempted {rate:.0f} times a second per core ({why})", rate,
                    "switches/s per core", th.OVERSUB_INVOLUNTARY_PER_CORE_S, evidence,
-                   knob(t.record.spec, Tuning.THREADS, f"at most {t.cores} intra-op threads"))  # fmt: skip
+                   knob(t.record, Tuning.THREADS, f"at most {t.cores} intra-op threads"))  # fmt: skip
 
 
 def _others_pct(table: pa.Table | None) -> float | None:
@@ -197,17 +197,17 @@ def cpu_under_used(t: RunTables) -> Verdict:
     if share >= th.UNDERUSED_CPU_PCT:
         return quiet(name, title, f"{busy:.2f} of {allowed} allowed cores busy", share, "% of allowed cores",
                      th.UNDERUSED_CPU_PCT, evidence)  # fmt: skip
-    spec = t.record.spec
     finding = f"only {busy:.2f} of the {allowed} cores it may use are busy"
     if wait is not None and wait.share_pct > th.INPUT_BOUND_PCT:
         finding += f" (steps wait for data {wait.share_pct:.0f} % of the time)"
-        advice = join(knob(spec, Tuning.WORKERS, "overlap input with compute"), "a larger --batch")
+        advice = join(knob(t.record, Tuning.WORKERS, "overlap input with compute"), larger_batch(t.record))
     elif others is not None and others > th.UNDERUSED_OTHERS_PCT:
         finding += " (the machine was busy with other work)"
         advice = "running it alone (other processes took the cores)"
     else:
         finding += " (serial Python or I/O between the operators)"
-        advice = join("a larger --batch (larger operators parallelise)", knob(spec, Tuning.THREADS, "intra-op threads"))
+        advice = join(larger_batch(t.record, "larger operators parallelise"),
+                      knob(t.record, Tuning.THREADS, "intra-op threads"))  # fmt: skip
     return Verdict(name, title, True, True, Severity.MEDIUM, finding, share, "% of allowed cores",
                    th.UNDERUSED_CPU_PCT, evidence, advice)  # fmt: skip
 
@@ -247,7 +247,7 @@ def memory_growth(t: RunTables) -> Verdict:
 
 
 def startup_share(t: RunTables) -> tuple[float, str] | None:
-    """Start-up as a share of the run (the start-up phase of analyzers.phases): the worker's start to
+    """Start-up as a share of the run (the start-up phase of analyzers.figures.phases): the worker's start to
     the first epoch over start to last epoch end; for a trace without epochs (an import), what comes
     before its steady state (start-up and the first, warm-up step) over the CUDA API calls' span."""
     if t.epochs:
@@ -256,7 +256,7 @@ def startup_share(t: RunTables) -> tuple[float, str] | None:
             return 100 * (first - lo) / (hi - lo), "worker start to the first epoch"
     if t.trace_span_ns is not None and t.steady_cut_ns is not None:
         lo, hi = t.trace_span_ns
-        if hi > lo:
+        if hi > lo and lo <= t.steady_cut_ns <= hi:  # a cut outside the calls' span: the trace missed start-up
             return 100 * (t.steady_cut_ns - lo) / (hi - lo), "CUDA API span before the steady steps"
     return None
 
@@ -266,7 +266,7 @@ def startup_heavy(t: RunTables) -> Verdict:
     name, title = "startup-heavy", "start-up heavy"
     found = startup_share(t)
     if found is None:
-        return not_measured(name, title, "no epochs and no traced steps")
+        return not_measured(name, title, "no epochs, and no traced steps within the CUDA API calls' span")
     share, basis = found
     ratio = None
     if len(t.epochs) > 1:
@@ -283,7 +283,7 @@ def startup_heavy(t: RunTables) -> Verdict:
         parts.append(f"the first epoch takes {ratio:.1f}x a later one")
     return Verdict(name, title, True, True, Severity.LOW, "; ".join(parts) + " (imports, graph tracing, autotuning)",
                    share, "% of run", th.STARTUP_SHARE_PCT, evidence,
-                   join("more epochs, which amortise it", knob(t.record.spec, Tuning.STARTUP)))  # fmt: skip
+                   join("more epochs, which amortise it", knob(t.record, Tuning.STARTUP)))  # fmt: skip
 
 
 @rule("thread-per-image")
@@ -309,7 +309,7 @@ def thread_per_image(t: RunTables) -> Verdict:
     return Verdict(name, title, True, True, Severity.HIGH,
                    f"{slope:.1f} new threads per 100 images ({growth:.0f} gained): threads started per image",
                    slope, "threads/100 images", th.THREADS_PER_100_IMAGES, evidence,
-                   knob(t.record.spec, Tuning.THREADS, "a fixed thread pool"))  # fmt: skip
+                   knob(t.record, Tuning.THREADS, "a fixed thread pool"))  # fmt: skip
 
 
 def images_done(t: RunTables, times_ns: list[float]) -> list[float]:

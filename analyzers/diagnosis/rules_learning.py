@@ -7,8 +7,8 @@ import math
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
-from analyzers.learning import at_chance, chance_loss
-from analyzers.steady import WARMUP_EPOCHS
+from analyzers.figures.learning import at_chance, chance_loss
+from analyzers.figures.steady import WARMUP_EPOCHS
 
 
 @rule("chance-level")
@@ -16,7 +16,7 @@ def chance_level(t: RunTables) -> Verdict:
     """The last epoch after the warm-up still has the loss of a uniform guess: the model learned nothing
     (too few steps, a learning rate too small or too large, labels that do not match the images)."""
     name, title = "chance-level", "learning: still at chance level"
-    split = t.phases.split  # the steady epochs of analyzers.phases, none when the run has only its warm-up
+    split = t.phases.split  # the steady epochs of analyzers.figures.phases, none when the run has only its warm-up
     after = [] if split.includes_warmup else [e for e in t.epochs if e.epoch in split.steady]
     if not after:
         return not_measured(name, title, f"no epoch after the first {WARMUP_EPOCHS} (warm-up)")

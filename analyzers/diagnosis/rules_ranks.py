@@ -1,4 +1,4 @@
-"""The rule for runs of several ranks: the straggler, named by arrival (analyzers.straggler), with the
+"""The rule for runs of several ranks: the straggler, named by arrival (analyzers.figures.straggler), with the
 part of its own step that made it late and the knob for that part."""
 
 from __future__ import annotations
@@ -7,19 +7,18 @@ from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables
 from analyzers.diagnosis.knobs import join, knob
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
-from analyzers.straggler import CAUSE_DATA, CAUSE_GPU, CAUSE_HOST
+from analyzers.figures.straggler import CAUSE_DATA, CAUSE_GPU, CAUSE_HOST
 from tracer.core.frameworks import Tuning
 
 NAME = TITLE = "straggler"
 
 
 def _knob(t: RunTables, cause: str | None, rank: int) -> str:
-    spec = t.record.spec
     if cause == CAUSE_DATA:
-        return knob(spec, Tuning.WORKERS, f"rank {rank}'s input pipeline: more loader workers")
+        return knob(t.record, Tuning.WORKERS, f"rank {rank}'s input pipeline: more loader workers")
     if cause == CAUSE_HOST:
         return join(
-            knob(spec, Tuning.THREADS, f"rank {rank}'s host threads"),
+            knob(t.record, Tuning.THREADS, f"rank {rank}'s host threads"),
             f"give rank {rank}'s process cores of its own (nothing else running on them)",
         )
     if cause == CAUSE_GPU:
@@ -36,7 +35,7 @@ def straggler(t: RunTables) -> Verdict:
         return not_measured(NAME, TITLE, "a run of one process")
     s = t.straggler
     if s is None or s.collectives == 0:
-        return not_measured(NAME, TITLE, "no collective was recorded on every rank")
+        return not_measured(NAME, TITLE, (s.why_not if s else "") or "no collective was recorded on every rank")
     last = ", ".join(f"rank {r}: {n}" for r, n in sorted(s.last_counts.items()))
     evidence = [Evidence("collectives matched on every rank", float(s.collectives), "")]
     if s.rank is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzers import learning
+from analyzers.figures import learning
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ def _t(name: str, value: float, unit: str, meaning: str) -> float:
 # input-bound (TensorBoard's input-pipeline analyser calls 20-50 % "moderately", above 50 % "highly")
 INPUT_BOUND_PCT = _t("INPUT_BOUND_PCT", 20.0, "% of step time", "data wait above this: input-bound")
 INPUT_BOUND_HIGH_PCT = _t("INPUT_BOUND_HIGH_PCT", 50.0, "% of step time", "data wait above this: severity high")
-# straggler (analyzers/straggler.py): the last rank to arrive holds every other rank back by this much
+# straggler (analyzers/figures/straggler.py): the last rank to arrive holds every other rank back by this much
 STRAGGLER_LATE_PCT = _t(
     "STRAGGLER_LATE_PCT", 5.0, "% of the mean step", "the straggler's median lateness above this: the verdict fires"
 )
@@ -77,7 +77,7 @@ MEM_GROWTH_HIGH_PCT_PER_EPOCH = _t(
 STARTUP_SHARE_PCT = _t(
     "STARTUP_SHARE_PCT", 30.0, "% of run", "start-up (to the first step or epoch) above this share of the run"
 )
-# learning (declared in analyzers.learning, which compare uses too): a loss this close to ln(classes) is a guess
+# learning (declared in analyzers.figures.learning, which compare uses too): a loss this close to ln(classes) is a guess
 CHANCE_LOSS_PCT = _t(
     "CHANCE_LOSS_PCT", learning.CHANCE_LOSS_PCT, "% of ln(classes)", "loss after the warm-up within this: at chance"
 )

@@ -1,4 +1,4 @@
-"""Ingest foreign traces into a run folder's normalised tables (`analyzers.tables`).
+"""Ingest foreign traces into a run folder's normalised tables (`analyzers.trace.tables`).
 
 `ingest_file` reads one trace (nsys .sqlite or Arrow export, .nsys-rep when an `nsys` binary is
 found, Kineto .json/.json.gz, or a `raw/cupti/` folder of our CUPTI batches) and writes `<run>/<table>.parquet`
@@ -21,13 +21,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analyzers import tables as t
-from analyzers.clock import Clock
 from analyzers.ingest.sniff import sniff
+from analyzers.trace import tables as t
+from analyzers.trace.clock import Clock
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder, write_json_atomic
-from tracer.tracing import nsys as tracing_nsys
+from tracer.measure.tracing import nsys as tracing_nsys
 
 
 def trace_kind(path: Path) -> str | None:
@@ -65,7 +65,7 @@ def import_target(path: Path) -> Path:
 
 
 def export_nsys_rep(path: Path, out: Path, kind: str = "sqlite") -> None:
-    """`nsys export --type kind` of a report into `out`, with the nsys `tracer.tracing.nsys` finds;
+    """`nsys export --type kind` of a report into `out`, with the nsys `tracer.measure.tracing.nsys` finds;
     UserError (one line) when that fails."""
     try:
         nsys = tracing_nsys.find_nsys()
@@ -173,7 +173,7 @@ def write_tables(
 ) -> list[str]:
     """Writes (or appends to) `<run>/<table>.parquet` atomically and records the clock per source, with
     what the trace said of its run (`facts`, e.g. its batch size).
-    Dictionary-encoded string columns (see `analyzers.tables`) go to the Parquet writer as they are,
+    Dictionary-encoded string columns (see `analyzers.trace.tables`) go to the Parquet writer as they are,
     without the Arrow schema in the file, so the file reads back with the declared plain-string schema."""
     written = []
     for name, table in tables.items():
@@ -319,7 +319,7 @@ def run_traces(folder: RunFolder) -> list[Path]:
 
 def ingest_run(folder: RunFolder) -> list[str]:
     """Ingests every known trace under raw/, then writes the thread timeline from them and the samples
-    (`analyzers.ingest.threads`) and, for a big trace, the run's view (`analyzers.view_store`); returns
+    (`analyzers.ingest.threads`) and, for a big trace, the run's view (`analyzers.timeline.view_store`); returns
     the distinct table names written. A run traced in a window says
     so in TRACE_META, under each source: `window` (its --trace-window) and `window_ns`."""
     from analyzers.ingest import threads
@@ -337,9 +337,9 @@ def ingest_run(folder: RunFolder) -> list[str]:
 
 
 def _store_view(folder: RunFolder) -> None:
-    """The run's view for the viewer (`analyzers.view_store`), stored for a big trace so that it opens at
+    """The run's view for the viewer (`analyzers.timeline.view_store`), stored for a big trace so that it opens at
     once; a failure here loses nothing (the viewer builds the view itself): one line, not a failed ingest."""
-    from analyzers import view_store  # here: view_store reads the tables this package writes
+    from analyzers.timeline import view_store  # here: view_store reads the tables this package writes
 
     try:
         view_store.store_if_big(folder)
@@ -365,13 +365,13 @@ def ingest_if_needed(folder: RunFolder) -> RunFolder:
 
 
 INGESTED_DIR = "ingested"
-"""Under the tool's cache (`tracer.paths.cache_root`): the tables of read-only run folders."""
+"""Under the tool's cache (`tracer.core.paths.cache_root`): the tables of read-only run folders."""
 
 
 def _ingested_in_cache(folder: RunFolder) -> RunFolder:
     import hashlib
 
-    from tracer.paths import cache_root
+    from tracer.core.paths import cache_root
 
     st = folder.run_json.stat()
     key = hashlib.sha256(f"{folder.path.resolve()}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
@@ -395,7 +395,7 @@ def _ingested_in_cache(folder: RunFolder) -> RunFolder:
 
 
 def _record_window(folder: RunFolder) -> None:
-    from analyzers.trace_window import window_span
+    from analyzers.trace.trace_window import window_span
 
     meta_path = folder.path / t.TRACE_META
     span = window_span(folder)
@@ -408,7 +408,7 @@ def _record_window(folder: RunFolder) -> None:
 
 
 IMPORTS_DIR = "imports"
-"""Under the tool's cache (`tracer.paths.cache_root`): the tables of trace files analysed directly."""
+"""Under the tool's cache (`tracer.core.paths.cache_root`): the tables of trace files analysed directly."""
 
 
 def cached_import(path: Path) -> RunFolder:
@@ -418,7 +418,7 @@ def cached_import(path: Path) -> RunFolder:
     interrupted import is never taken for a finished one."""
     import hashlib
 
-    from tracer.paths import cache_root
+    from tracer.core.paths import cache_root
 
     path = Path(path)
     if not path.exists():

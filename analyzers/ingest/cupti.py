@@ -1,4 +1,4 @@
-"""Our own CUPTI records (format in `analyzers.tables`' docstring) into the normalised tables.
+"""Our own CUPTI records (format in `analyzers.trace.tables`' docstring) into the normalised tables.
 
 Batches are read one file at a time; a JSONL line cut short by a crash is skipped, so a worker that
 died mid-run still yields what it flushed.
@@ -13,9 +13,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analyzers import tables as t
-from analyzers.clock import UNIX_NS, Clock
-from analyzers.kernel_names import demangle
+from analyzers.trace import tables as t
+from analyzers.trace.clock import UNIX_NS, Clock
+from analyzers.trace.kernel_names import demangle
 from tracer.core.errors import UserError
 
 API_KINDS = {"runtime", "driver"}

@@ -7,7 +7,7 @@ with 3 decimals become exact ns.
 Both category spellings are understood: 2021 (`Runtime`, `Kernel`, `Memcpy`, `Memset`) and current
 (`cuda_runtime`, `cuda_driver`, `kernel`, `gpu_memcpy`, `gpu_memset`); `user_annotation` ranges
 become NVTX-like ranges (PyTorch's `record_function`); `cpu_op` events (aten::conv2d, autograd's
-ConvolutionBackward0 ...) become the `operators` table (`analyzers.operators` summarises it).
+ConvolutionBackward0 ...) become the `operators` table (`analyzers.summaries.operators` summarises it).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzers import arrow_build as build
-from analyzers import tables as t
-from analyzers.clock import Clock, kineto_clock
 from analyzers.ingest.trace_events import Args, Event, TraceEvents, TraceFormatError
+from analyzers.trace import arrow_build as build
+from analyzers.trace import tables as t
+from analyzers.trace.clock import Clock, kineto_clock
 from tracer.core.errors import UserError
 
 RUNTIME_CATS = {"cuda_runtime": "runtime", "Runtime": "runtime", "cuda_driver": "driver"}
@@ -96,7 +96,7 @@ class _Columns:
     """Kept rows of one table: Python tuples for the last few thousand rows, Arrow arrays before them,
     so a long trace never sits in memory as Python objects (peak memory is the goal here). Strings are
     kept as int32 codes into one dictionary per column (a trace repeats a few thousand names), made
-    plain strings only in `table`. Arrays are built from raw buffers (`analyzers.arrow_build`): no
+    plain strings only in `table`. Arrays are built from raw buffers (`analyzers.trace.arrow_build`): no
     pandas probe."""
 
     BATCH_ROWS = 8192

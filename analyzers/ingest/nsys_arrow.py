@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
-from analyzers.clock import Clock
 from analyzers.ingest import nsys_duckdb
 from analyzers.ingest import nsys_export as ex
+from analyzers.trace.clock import Clock
 from tracer.core.errors import UserError
 
 TABLE_NAME = b"table_name"

@@ -22,9 +22,9 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analyzers import tables as t
-from analyzers.clock import Clock
 from analyzers.ingest import nsys_export as ex
+from analyzers.trace import tables as t
+from analyzers.trace.clock import Clock
 from tracer.core.errors import UserError
 
 MEMORY_LIMIT = "512MB"

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from analyzers import tables as t
-from analyzers.clock import Clock, nsys_clock
+from analyzers.trace import tables as t
+from analyzers.trace.clock import Clock, nsys_clock
 from tracer.core.errors import UserError
 
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"

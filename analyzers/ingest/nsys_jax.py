@@ -21,9 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analyzers import tables as t
-from analyzers.clock import Clock, kineto_clock
 from analyzers.ingest.sniff import NSYS_JAX_TRACE
+from analyzers.trace import tables as t
+from analyzers.trace.clock import Clock, kineto_clock
 from tracer.core.errors import UserError
 
 THUNK = re.compile(r"^(?:TSL:)?Thunk:#(?:name=.*?,|)hlo_op=([^#,]+)#$")

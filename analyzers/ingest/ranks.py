@@ -25,10 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analyzers import collectives
-from analyzers import tables as t
-from analyzers.clock import UNIX_NS, Clock
 from analyzers.ingest import trace_steps
+from analyzers.trace import collectives
+from analyzers.trace import tables as t
+from analyzers.trace.clock import UNIX_NS, Clock
 from tracer.core import schema
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError

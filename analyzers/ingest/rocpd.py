@@ -7,7 +7,7 @@ description is the kernel's name), copies (`CopyHostToDevice`, `CopyDeviceToHost
 `rocpd_api_ops(api_id, op_id)` ties a call to the work it launched (the correlation id here), and
 `rocpd_copyapi(api_ptr_id, size, ...)` gives a copy's bytes. Times are ns on the profiler's clock,
 kept relative. The calls keep their HIP names (`hipLaunchKernel`), so every table and figure says HIP
-(`analyzers.tables.api_family`). Rows are read in time order.
+(`analyzers.trace.tables.api_family`). Rows are read in time order.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from analyzers import tables as t
-from analyzers.clock import Clock, kineto_clock
+from analyzers.trace import tables as t
+from analyzers.trace.clock import Clock, kineto_clock
 from tracer.core.errors import UserError
 
 KERNEL_OP = "KernelExecution"

@@ -1,6 +1,6 @@
 """The thread timeline of a run: what every thread did when, from every source that says so, written
-once by the ingest as `<run>/thread_timeline.parquet` (`analyzers.tables.THREAD_TIMELINE_SCHEMA`) and
-read by `analyze`'s thread table, the Perfetto export and the viewer's lanes (`analyzers.threads`).
+once by the ingest as `<run>/thread_timeline.parquet` (`analyzers.trace.tables.THREAD_TIMELINE_SCHEMA`) and
+read by `analyze`'s thread table, the Perfetto export and the viewer's lanes (`analyzers.summaries.threads`).
 
 Sources, all on the Unix ns clock:
 - `sampler` (always): the per-thread CPU times the tracer samples. An interval between two samples of
@@ -28,8 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analyzers import tables as t
-from analyzers.arrays import as_array, codes
+from analyzers.trace import tables as t
+from analyzers.trace.arrays import as_array, codes
 from tracer.core import schema
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError

@@ -14,7 +14,7 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzers import tables as t
+from analyzers.trace import tables as t
 from tracer.core import schema
 
 PROBE_KINETO = "kineto.ProfilerStep"

@@ -30,10 +30,10 @@ from typing import IO, Any
 
 import pyarrow as pa
 
-from analyzers import tables as t
-from analyzers.clock import Clock, kineto_clock
 from analyzers.ingest.kineto import _Columns, _first_line, _int, _ns, _open
 from analyzers.ingest.trace_events import Args, TraceEvents, TraceFormatError
+from analyzers.trace import tables as t
+from analyzers.trace.clock import Clock, kineto_clock
 from tracer.core.errors import UserError
 
 HOST_PREFIX = "/host:"

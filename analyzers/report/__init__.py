@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
+from analyzers.figures.steady import WARMUP_EPOCHS
 from analyzers.report import charts
 from analyzers.report.build import Output, Step, plan_report
 from analyzers.report.html import write_index
 from analyzers.report.runs import LoadedRun, collect_runs
 from analyzers.run import problems_of
-from analyzers.steady import WARMUP_EPOCHS
 
 __all__ = ["Output", "Step", "collect_runs", "contention_warnings", "plan_report", "write_report"]
 
@@ -42,8 +42,8 @@ def write_report(
 
 
 def contention_warnings(runs: Sequence[LoadedRun]) -> list[str]:
-    """One line per run taken on a busy machine (analyzers.contention), shown at the top of the page."""
-    from analyzers.contention import contention
+    """One line per run taken on a busy machine (analyzers.figures.contention), shown at the top of the page."""
+    from analyzers.figures.contention import contention
 
     out = []
     for run in runs:

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from analyzers import cuda_api, pairs
+from analyzers.comparison import pairs
+from analyzers.figures.steady import WARMUP_EPOCHS
 from analyzers.report import charts, classes, like, series, tables
 from analyzers.report.runs import CaseKey, LoadedRun, by_case
-from analyzers.steady import WARMUP_EPOCHS
+from analyzers.summaries import cuda_api
 from tracer.core import output as out_file
 from tracer.core.schema import DATA_FILES, DATA_MODES
 
@@ -119,7 +120,7 @@ def _has_gpu_samples(run: LoadedRun) -> bool:
 
 
 def _has_cuda(run: LoadedRun) -> bool:
-    from analyzers import tables as trace_tables
+    from analyzers.trace import tables as trace_tables
 
     return trace_tables.present(run.folder, trace_tables.CUDA_API)
 
@@ -131,8 +132,9 @@ def _note(run: LoadedRun) -> str:
 
 
 def _contended(run: LoadedRun) -> bool:
-    """Taken while other processes held a share of the CPU (analyzers.contention), as the page's warnings say."""
-    from analyzers.contention import contention
+    """Taken while other processes held a share of the CPU (analyzers.figures.contention), as the page's
+    warnings say."""
+    from analyzers.figures.contention import contention
 
     return contention(run.folder.samples("process")).contended
 
@@ -175,10 +177,10 @@ RANKS_TITLE, RANKS_STEM = "Ranks side by side", "ranks"
 
 
 def _ranks_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
-    """Each run of several ranks: its ranks' step time, data wait and communication (analyzers.ranks)."""
+    """Each run of several ranks: its ranks' step time, data wait and communication (analyzers.figures.ranks)."""
 
     def step() -> Output:
-        from analyzers.ranks import markdown_lines, rank_table
+        from analyzers.figures.ranks import markdown_lines, rank_table
 
         text = []
         for r in runs:

@@ -12,7 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from analyzers import palette
+from analyzers.render import palette
 from analyzers.report.series import OTHER, EpochEnergy, ResourceSeries, ThroughputBar
 from tracer.core import output as out_file
 
@@ -310,7 +310,7 @@ def kernel_class_figure(
     """GPU time per image by kernel class: one horizontal bar per framework (`bars`: framework ->
     class key -> seconds per image), its classes stacked in the taxonomy's order and colours, the total
     at the bar's end; classes no framework has are left out of the legend."""
-    from analyzers import kernel_classes as kc
+    from analyzers.trace import kernel_classes as kc
 
     frameworks = palette.order(list(bars))
     present = [c for c in kc.CLASSES if any(bars[fw].get(c.key, 0) > 0 for fw in frameworks)]

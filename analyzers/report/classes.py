@@ -1,8 +1,8 @@
 """The report's kernel-class figure and its "why frameworks differ" section: per case, GPU time per image by
 kernel class (one bar per framework) and `tracer diff` of each framework against the fastest one.
 
-`analyzers.report.build` wraps both into report steps; they compute through `analyzers.step_parts` and
-`analyzers.diff` and draw through `analyzers.report.charts`.
+`analyzers.report.build` wraps both into report steps; they compute through `analyzers.figures.step_parts` and
+`analyzers.comparison.diff` and draw through `analyzers.report.charts`.
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from analyzers import kernel_classes as kc
-from analyzers import palette
-from analyzers import tables as trace_tables
-from analyzers.diff import diff_decompositions
+from analyzers.comparison.diff import diff_decompositions
+from analyzers.figures.step_parts import BASIS_TRACED_STEPS, Decomposition, decompose
+from analyzers.render import palette
 from analyzers.report import charts, like
 from analyzers.report.runs import CaseKey, LoadedRun
-from analyzers.step_parts import BASIS_TRACED_STEPS, Decomposition, decompose
+from analyzers.trace import kernel_classes as kc
+from analyzers.trace import tables as trace_tables
 from tracer.core import output as out_file
 from tracer.core.errors import UserError
 
@@ -48,7 +48,7 @@ def class_figure(
     )
     caption = (
         "Kernels and memory operations that start inside the traced steady steps, summed by class "
-        "(analyzers.kernel_classes) and divided by those steps' images; streams that overlap count each. "
+        "(analyzers.trace.kernel_classes) and divided by those steps' images; streams that overlap count each. "
         f"GPU time left in class 'other': {other}. Runs: " + ", ".join(chosen[fw].run_id for fw in bars) + "."
     )
     return files, caption

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from analyzers.figures.run_summary import RunSummary, summarise
 from analyzers.report.runs import LoadedRun
-from analyzers.run_summary import RunSummary, summarise
 from tracer.core import output as out_file
 
 TITLE = "Your own training: commands"

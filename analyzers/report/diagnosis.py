@@ -6,14 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from analyzers.contention import contention
 from analyzers.diagnosis import diagnose, top
 from analyzers.diagnosis.across import Diagnosed, pair_lines, ranked_runs
 from analyzers.diagnosis.findings import findings, load_runs, to_markdown
-from analyzers.noise import WITHIN_NOISE, why_not_ordered
+from analyzers.figures.contention import contention
+from analyzers.figures.noise import WITHIN_NOISE, why_not_ordered
+from analyzers.figures.steady import Spread, epoch_stats
 from analyzers.report.like import UNTRACED, run_kind
 from analyzers.report.runs import LoadedRun, by_case
-from analyzers.steady import Spread, epoch_stats
 from tracer.core import output as out_file
 from tracer.core.schema import DATA_FILES
 
@@ -67,7 +67,7 @@ def case_sections(runs: Sequence[LoadedRun]) -> list[tuple[str, list[str]]]:
 
 
 def _kind_lines(group: Sequence[LoadedRun]) -> list[str]:
-    """The ranking; a run within noise of the one above it (analyzers.noise) is said to be, not ordered."""
+    """The ranking; a run within noise of the one above it (analyzers.figures.noise) is said to be, not ordered."""
     runs_d = ranked_runs(diagnosed(group))
     busy = {r.folder.run_id: contention(r.folder.samples("process")).contended for r in group}
     lines = []

@@ -10,7 +10,7 @@ import html
 from pathlib import Path
 from typing import Sequence
 
-from analyzers import palette
+from analyzers.render import palette
 from analyzers.report import tables
 from analyzers.report.build import Output
 from analyzers.report.runs import LoadedRun

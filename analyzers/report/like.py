@@ -2,7 +2,7 @@
 
 A tracer costs time and resources (CUPTI at batch 1 made the steady epoch 8.9x the untraced one), so a
 figure must not draw a traced PyTorch run beside an untraced JAX run. The kind of a run is how it was
-measured (`analyzers.repeats.UNMEASURED`: trace backend, py-spy, nsys sampling). A figure takes untraced
+measured (`analyzers.figures.repeats.UNMEASURED`: trace backend, py-spy, nsys sampling). A figure takes untraced
 runs wherever there are any; a traced run only beside traced runs of the same backend (a figure of traces,
 the CUDA API one, takes the backend that covers most frameworks). Within the kind, a quiet run before a
 contended one, then the newest. Every run left out is named with why, for the caption.
@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from analyzers import palette
-from analyzers.contention import contention
+from analyzers.figures.contention import contention
+from analyzers.render import palette
 from analyzers.report.runs import LoadedRun
 from tracer.core.records import RunRecord
 

@@ -14,7 +14,7 @@ from tracer.core.errors import UserError
 from tracer.core.runfolder import list_runs
 from tracer.core.schema import RUN_JSON
 
-__all__ = ["IMPORTED", "CaseKey", "LoadedRun", "by_case", "collect_runs", "latest_per_framework"]
+__all__ = ["IMPORTED", "CaseKey", "LoadedRun", "by_case", "collect_runs"]
 LoadedRun = Run  # the report's name for a run: the one loaded form (analyzers.run)
 
 
@@ -58,13 +58,3 @@ def by_case(runs: Iterable[LoadedRun]) -> dict[CaseKey, list[LoadedRun]]:
     for run in runs:
         groups.setdefault(run.case, []).append(run)
     return {key: groups[key] for key in sorted(groups, key=CaseKey.sort_key)}
-
-
-def latest_per_framework(runs: Iterable[LoadedRun]) -> dict[str, LoadedRun]:
-    """One run per framework for a figure: the newest that finished, else the newest of any status."""
-    chosen: dict[str, LoadedRun] = {}
-    for run in runs:
-        current = chosen.get(run.framework)
-        if current is None or run.ok or not current.ok:
-            chosen[run.framework] = run
-    return chosen

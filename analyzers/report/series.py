@@ -8,12 +8,13 @@ from typing import Mapping
 import numpy as np
 import pyarrow as pa
 
-from analyzers.shares import OTHER, group_shares
-from analyzers.steady import Throughput
+from analyzers.figures.steady import Throughput
+from analyzers.summaries.shares import OTHER, group_shares
 from tracer.core import schema
 from tracer.core.runfolder import RunFolder
 
-__all__ = ["OTHER", "group_shares"]  # the rule lives in analyzers.shares (the viewer's CUDA panel uses it too)
+# the rule lives in analyzers.summaries.shares (the viewer's CUDA panel uses it too)
+__all__ = ["OTHER", "group_shares"]
 
 
 @dataclass(frozen=True)
@@ -155,12 +156,12 @@ class ApiShare:
 
 def cuda_phases(folder: RunFolder) -> dict[str, list[ApiShare]]:
     """The share of CUDA API time per function, per phase ("whole", "steady", ...), as
-    `analyzers.cuda_api.phase_summaries` computes it; empty when the run has no CUDA API trace."""
-    from analyzers import tables as trace_tables
+    `analyzers.summaries.cuda_api.phase_summaries` computes it; empty when the run has no CUDA API trace."""
+    from analyzers.trace import tables as trace_tables
 
     if not trace_tables.present(folder, trace_tables.CUDA_API):
         return {}
-    from analyzers.cuda_api import phase_summaries
+    from analyzers.summaries.cuda_api import phase_summaries
 
     return {
         phase: [ApiShare(row.name, float(row.time_pct)) for row in rows]

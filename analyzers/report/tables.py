@@ -1,8 +1,8 @@
 """Table 1 (CPU) and Table 2 (GPU) of the study: one row per case and framework, from run folders.
 
-A row pools the repeats of one spec (`analyzers.repeats.pool`: the whole spec, trace backend and knobs
+A row pools the repeats of one spec (`analyzers.figures.repeats.pool`: the whole spec, trace backend and knobs
 included, alike) of one framework on one case (model, dataset, device, batch): each rankable run's
-steady state (the epochs after its warm-up, `analyzers.phases`), then the median and range over the
+steady state (the epochs after its warm-up, `analyzers.figures.phases`), then the median and range over the
 runs; the first epoch is a column of its own. The report's throughput figure draws the same pools
 (`case_pools`), so figure and table agree. A case whose runs all failed or diverged is kept, shown with
 the newest run's cause.
@@ -17,15 +17,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from analyzers import palette
-from analyzers.basis import WHOLE_RUN_PREFIX
-from analyzers.energy import NO_SOURCE
-from analyzers.noise import disagree, disagreement
-from analyzers.phases import STEADY
-from analyzers.repeats import Pool, pool
+from analyzers.figures.basis import WHOLE_RUN_PREFIX
+from analyzers.figures.energy import NO_SOURCE
+from analyzers.figures.noise import disagree, disagreement
+from analyzers.figures.phases import STEADY
+from analyzers.figures.repeats import Pool, pool
+from analyzers.figures.run_summary import summarise
+from analyzers.figures.steady import WARMUP_EPOCHS, Spread, definition
+from analyzers.render import palette
 from analyzers.report.runs import LoadedRun, by_case
-from analyzers.run_summary import summarise
-from analyzers.steady import WARMUP_EPOCHS, Spread, definition
 from tracer.core import output as out_file
 from tracer.core.records import RunSpec
 
@@ -41,7 +41,7 @@ class TableRow:
     status: str  # "ok" when at least one run finished, else the newest run's status
     runs_ok: int
     runs_failed: int
-    runs_contended: int  # ok runs taken while other processes held a share of the CPU (analyzers.contention)
+    runs_contended: int  # ok runs taken while other processes held a share of the CPU (analyzers.figures.contention)
     epochs: int  # epochs of the ok runs, warm-up included
     warmup_epochs: int
     steady_epoch_s: float | None  # median over the ok runs of each one's steady mean epoch time
@@ -58,7 +58,7 @@ class TableRow:
     gpu_util_pct_mean: float | None
     gpu_mem_nvml_mib: float | None  # NVML's memory of the process (what its allocator holds), max over the runs
     gpu_mem_framework_mib: float | None  # the framework's own peak in use, max over the runs
-    energy_j_per_epoch: float | None  # analyzers.energy.headline, mean over the finished runs
+    energy_j_per_epoch: float | None  # analyzers.figures.energy.headline, mean over the finished runs
     energy_j_per_image: float | None
     energy_source: str  # what the energy figures add up, or "no energy source"
     cause: str  # why the newest failed run failed
@@ -67,7 +67,8 @@ class TableRow:
     imported: bool = False  # a `tracer import`ed GPU trace: CUDA API and kernels, no epochs or samples
     left_out: str = ""  # runs kept out of the median and why (diverged, failed ...), '; '-separated
     gpu: str = ""  # the GPU's name, driver and CUDA version from run.json
-    data: str = "files"  # --data of the runs (files, memory, synthetic): one row per mode, paired in analyzers.pairs
+    # --data of the runs (files, memory, synthetic): one row per mode, paired in analyzers.comparison.pairs
+    data: str = "files"
     # The same figures over the whole run (start-up and warm-up included), named so: never beside the above.
     whole_run_cpu_pct_mean: float | None = None
     whole_run_peak_rss_mib: float | None = None
@@ -88,7 +89,7 @@ class CasePool:
 
 
 def case_pools(group: Sequence[LoadedRun], warmup: int = WARMUP_EPOCHS) -> list[CasePool]:
-    """The runs of one case as pools of repeats (analyzers.repeats.pool), frameworks in the palette's
+    """The runs of one case as pools of repeats (analyzers.figures.repeats.pool), frameworks in the palette's
     order: THE grouping the table rows and the throughput figure are drawn from."""
     out = []
     for fw in palette.order({r.framework for r in group}):

@@ -7,9 +7,9 @@ L=$OUT/log.txt  # at most 8 files come back: one log, the pytest and CUPTI outpu
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nproc; uptime; } > $L 2>&1
 # In parallel first (none of them is timed against another): the big set, the GPU-only tests, CUPTI buffers.
 ( timeout 200 $T data make big > /tmp/data_make.txt 2>&1 ) &
-( timeout 200 ${T% -m tracer} -m pytest -q -m gpu -p no:cacheprovider tests/tracer/tracing/test_cupti.py \
-  tests/tracer/tracing/test_nsys.py tests/tracer/tracing/test_torch_profiler.py tests/tracer/worker/test_decode_capacity.py \
-  tests/tracer/tracing/test_cupti_decode.py > $OUT/pytest_gpu.txt 2>&1 ) &
+( timeout 200 ${T% -m tracer} -m pytest -q -m gpu -p no:cacheprovider tests/tracer/measure/tracing/test_cupti.py \
+  tests/tracer/measure/tracing/test_nsys.py tests/tracer/measure/tracing/test_torch_profiler.py tests/tracer/worker/test_decode_capacity.py \
+  tests/tracer/measure/tracing/test_cupti_decode.py > $OUT/pytest_gpu.txt 2>&1 ) &
 timeout 170 ${T% -m tracer} scripts/cupti_record.py /tmp/cupti > $OUT/cupti_record.txt 2>&1
 tar czf $OUT/cupti.tar.gz -C /tmp cupti
 wait; tail -4 $OUT/pytest_gpu.txt; tail -2 /tmp/data_make.txt >> $L; tail -15 $OUT/cupti_record.txt

@@ -25,8 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analyzers import tables as t
 from analyzers.ingest import threads
+from analyzers.trace import tables as t
 from tracer.core.runfolder import RunFolder
 
 SOURCE_RUN = "gpu-h100/20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"

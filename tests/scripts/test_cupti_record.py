@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
-from tests.tracer.tracing.cupti_here import api, kernel, libcupti_path, memcpy, memset
+from tests.tracer.measure.tracing.cupti_here import api, kernel, libcupti_path, memcpy, memset
 from tracer.core.schema import CUPTI_LAYOUT
 from tracer.worker import cupti_trace
 

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from analyzers.cuda_api import phase_summaries
-from analyzers.kernels import kernel_summary
-from analyzers.shares import OTHER, group_shares, other_label
+from analyzers.summaries.cuda_api import phase_summaries
+from analyzers.summaries.kernels import kernel_summary
+from analyzers.summaries.shares import OTHER, group_shares, other_label
 from tracer.core.runfolder import RunFolder
 from viewer.window import MainWindow
 

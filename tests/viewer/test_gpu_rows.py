@@ -13,8 +13,8 @@ import pytest
 from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtTest import QTest
 
-from analyzers.correlation import launch_links
-from analyzers.tables import CUDA_API, KERNELS, MEMCPY, NVTX
+from analyzers.trace.correlation import launch_links
+from analyzers.trace.tables import CUDA_API, KERNELS, MEMCPY, NVTX
 from tests.viewer.conftest import import_trace
 from tracer.core.runfolder import RunFolder
 from viewer.panels.threads import ThreadPanel

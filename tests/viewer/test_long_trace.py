@@ -1,4 +1,4 @@
-"""A long traced run opened from its stored view (`analyzers.view_store`): the H100 nsys run laid end to
+"""A long traced run opened from its stored view (`analyzers.timeline.view_store`): the H100 nsys run laid end to
 end (three copies, about 400 k events, its view stored as the ingest stores it). The window draws its
 lanes from the memory-mapped arrays and the raster pyramid: the whole run's GPU rows at full view, each
 kernel when zoomed in, a launch and its kernel linked on hover, and the CUDA tab has every epoch."""
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from PySide6 import QtWidgets
 
-from analyzers import view_store
-from analyzers.lane_index import GPU, THREADS
+from analyzers.timeline import view_store
+from analyzers.timeline.lane_index import GPU, THREADS
 from tests.analyzers.run_replica import replicate_run
 from tests.viewer.test_gpu_rows import _move_mouse, _zoom
 from tracer.core.runfolder import RunFolder

@@ -28,7 +28,7 @@ def test_a_damaged_table_is_a_problem_line_and_the_rest_is_drawn(
 
 def test_the_run_browser_shows_the_rows_of_tracer_runs(shared_fixtures: Path, tmp_path: Path) -> None:
     from analyzers.run import Run
-    from analyzers.run_rows import RUNS_HEADERS, run_row
+    from analyzers.run.run_rows import RUNS_HEADERS, run_row
     from viewer.browser import PICKED, STATUS, browse
 
     run = Path(shutil.copytree(shared_fixtures / CF98, tmp_path / Path(CF98).name))

@@ -1,5 +1,5 @@
 """Zoom levels of the sample curves: what the time panels draw must show every peak, while handing Qt about
-as many points as the plot has pixels (the lanes' index: tests/analyzers/test_lane_index.py)."""
+as many points as the plot has pixels (the lanes' index: tests/analyzers/timeline/test_lane_index.py)."""
 
 from __future__ import annotations
 

@@ -16,19 +16,19 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from analyzers import tables as t
+from analyzers.trace import tables as t
 from tracer.cli.common import TOP_BOUND, add_runs_dir, check_bound, console, warn_problems
 from tracer.cli.outputs import output_file, path_arg
 from tracer.core import schema
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 
-THREADS_SECTION = "threads"  # per-thread sums of the thread timeline (analyzers.threads.thread_summary)
-CLASSES_SECTION = "kernel_classes"  # kernel time by what the kernels do (analyzers.kernels.class_summary)
+THREADS_SECTION = "threads"  # per-thread sums of the thread timeline (analyzers.summaries.threads.thread_summary)
+CLASSES_SECTION = "kernel_classes"  # kernel time by what the kernels do (analyzers.summaries.kernels.class_summary)
 SECTIONS = (t.OPERATORS, t.CUDA_API, CLASSES_SECTION, t.KERNELS, t.MEMCPY, THREADS_SECTION)
 """The sections of `analyze`'s output, each named after the table it sums."""
 RANKS_SECTION = "ranks"
-"""For a run of several ranks: one row per rank (analyzers.ranks.RankRow)."""
+"""For a run of several ranks: one row per rank (analyzers.figures.ranks.RankRow)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -59,7 +59,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
     """Every section as plain rows, for one phase of a `Run` (analyzers.run) on the trace's clock."""
-    from analyzers import kernels, operators, threads
+    from analyzers.summaries import kernels, operators, threads
 
     p = trace_phase(run, phase)
     kernel_rows = kernels.kernel_summary(run, p.start_ns, p.end_ns)
@@ -87,7 +87,7 @@ def trace_phase(run: Any, phase: str) -> Any:
 
 def _api_rows(run: Any, p: Any) -> list[Any]:
     """The CUDA API split of one phase: the run's per-phase split (one scan for every phase)."""
-    from analyzers.cuda_api import api_summary
+    from analyzers.summaries.cuda_api import api_summary
 
     if p.name in run.api_phases:
         return list(run.api_phases[p.name])
@@ -116,8 +116,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
-    from analyzers import display
-    from analyzers.ranks import rank_table, rank_view
+    from analyzers.figures.ranks import rank_table, rank_view
+    from analyzers.render import display
     from analyzers.run import Run
 
     by_rank = rank_table(run) if run.run_json.exists() else None  # a trace file analysed directly has no record
@@ -152,7 +152,7 @@ def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
                 writer.writerow([section, *(display.csv_value(r[c]) if c in r else "" for c in columns)])
     else:
         title = f"{run.run_id}, {cut.label()}{'; ' + cut.note if cut.note else ''}"
-        from analyzers.operator_compare import operator_source
+        from analyzers.summaries.operator_compare import operator_source
 
         if args.rank is not None:
             title = f"{title}, rank {args.rank}"
@@ -175,12 +175,12 @@ def print_tables(
     window: str = "",
     operators_from: str = "",
 ) -> None:
-    """Durations in one adaptive unit per column (the unit in the header), names shortened (analyzers.display);
-    a ROCm trace's tables say HIP (`family`, from analyzers.cuda_api.api_family). `window` ("window: epoch 2")
+    """Durations in one adaptive unit per column (the unit in the header), names shortened (analyzers.render.display);
+    a ROCm trace's tables say HIP (`family`, from analyzers.summaries.cuda_api.api_family). `window` ("window: epoch 2")
     is added to the title of every trace table: a run traced in a window has trace rows only there (the
     threads table's CPU times come from the sampler, which saw the whole run)."""
-    from analyzers import display
-    from analyzers.tables import family_label
+    from analyzers.render import display
+    from analyzers.trace.tables import family_label
 
     out = console()
     titles = {
@@ -212,7 +212,7 @@ def print_tables(
 
 def other_pct(rows: list[dict[str, Any]]) -> float:
     """The share (%) of kernel time no class took (the `kernel_classes` rows of `analysis`)."""
-    from analyzers.kernel_classes import OTHER
+    from analyzers.trace.kernel_classes import OTHER
 
     total = sum(r["total_ns"] for r in rows)
     return 100.0 * sum(r["total_ns"] for r in rows if r["kernel_class"] == OTHER) / total if total else 0.0
@@ -220,7 +220,7 @@ def other_pct(rows: list[dict[str, Any]]) -> float:
 
 def other_line(rows: list[dict[str, Any]]) -> str:
     """The share of kernel time no class took: printed under every class table, 0 % included."""
-    from analyzers.kernel_classes import OTHER, label
+    from analyzers.trace.kernel_classes import OTHER, label
 
     return f"kernel time in '{label(OTHER)}' (no class): {other_pct(rows):.1f} %"
 
@@ -243,9 +243,9 @@ def _finite(value: Any) -> Any:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from analyzers import chrome_trace
     from analyzers.ingest import ingest_if_needed
     from analyzers.run import Run
+    from analyzers.timeline import chrome_trace
     from tracer.core.runfolder import find_run
 
     folder = find_run(args.runs_dir, args.run)

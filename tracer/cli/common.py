@@ -66,8 +66,8 @@ def add_out_dir(parser: argparse.ArgumentParser, what: str = "run folders", requ
 
 
 def add_warmup(parser: argparse.ArgumentParser) -> None:
-    """`--warmup N`: leading epochs left out of the steady-state headline (analyzers.steady)."""
-    from analyzers.steady import WARMUP_EPOCHS
+    """`--warmup N`: leading epochs left out of the steady-state headline (analyzers.figures.steady)."""
+    from analyzers.figures.steady import WARMUP_EPOCHS
 
     parser.add_argument(
         "--warmup",

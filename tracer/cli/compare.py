@@ -75,10 +75,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _compare(folders: list[Any], args: argparse.Namespace) -> int:
-    from analyzers.compare import compare, noise_notes, rows_for_print, write_csv
-    from analyzers.energy import NO_SOURCE
-    from analyzers.noise import REPEATS_DISAGREE, disagreement
-    from analyzers.repeats import group_repeats
+    from analyzers.comparison.compare import compare, noise_notes, rows_for_print, write_csv
+    from analyzers.figures.energy import NO_SOURCE
+    from analyzers.figures.noise import REPEATS_DISAGREE, disagreement
+    from analyzers.figures.repeats import group_repeats
 
     records = [folder.read_record() for folder in folders]  # a damaged run named alone: one line, exit 2
     specs = [r.spec for r in records]
@@ -133,7 +133,7 @@ def _compare(folders: list[Any], args: argparse.Namespace) -> int:
             why = "; ".join(s.energy_unavailable)
             out.print(f"   energy of {column.letter}: {NO_SOURCE}" + (f" ({why})" if why else ""), markup=False)
     letters = [c.letter for c in result.columns]
-    from analyzers.steady import definition
+    from analyzers.figures.steady import definition
 
     table = Table(
         "metric",
@@ -170,7 +170,7 @@ def _compare(folders: list[Any], args: argparse.Namespace) -> int:
 
 def print_data_pairs(pairs: Any, out: Console) -> None:
     """Runs that differ only in --data, side by side: the three throughputs and the input pipeline's share."""
-    from analyzers.pairs import input_share_table
+    from analyzers.comparison.pairs import input_share_table
 
     if not pairs:
         return
@@ -186,7 +186,7 @@ def print_data_pairs(pairs: Any, out: Console) -> None:
 
 def print_ranks(columns: Any, groups: list[list[Any]], out: Console) -> None:
     """Each column of several ranks (its first run) with its ranks side by side."""
-    from analyzers.ranks import RANK_COLUMNS, cells, rank_table
+    from analyzers.figures.ranks import RANK_COLUMNS, cells, rank_table
 
     for column, group in zip(columns, groups):
         ranks = rank_table(group[0])
@@ -202,8 +202,8 @@ def print_ranks(columns: Any, groups: list[list[Any]], out: Console) -> None:
 def print_top_operators(columns: list[tuple[str, Any]], out: Console) -> None:
     """Each column's top framework operators by self time per traced image, named as its own profiler
     names them (only where two columns or more have an operator table)."""
-    from analyzers.display import duration_unit, significant
-    from analyzers.operator_compare import TOP_OPERATORS, operator_source, top_operators
+    from analyzers.render.display import duration_unit, significant
+    from analyzers.summaries.operator_compare import TOP_OPERATORS, operator_source, top_operators
 
     tops = {letter: top_operators(folder) for letter, folder in columns}
     shown = [letter for letter, rows in tops.items() if rows]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tracer import dataset
 from tracer.cli.common import console, err_console
 from tracer.cli.outputs import output_dir, path_arg
 from tracer.core.errors import UserError
+from tracer.measure import dataset
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

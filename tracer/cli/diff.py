@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from analyzers.diff import diff
+    from analyzers.comparison.diff import diff
     from tracer.cli.analyze import open_run
 
     runs = [open_run(args.a, args.runs_dir), open_run(args.b, args.runs_dir)]
@@ -49,7 +49,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def print_diff(result: Any) -> None:
-    from analyzers import sentences as say
+    from analyzers.render import sentences as say
 
     out = console()
     for letter, d in (("A", result.a), ("B", result.b)):
@@ -88,16 +88,16 @@ def print_diff(result: Any) -> None:
 
 
 def _signed(value: float) -> str:
-    from analyzers import sentences as say
+    from analyzers.render import sentences as say
 
     return "0" if value == 0 else ("+" if value > 0 else "-") + say.seconds(abs(value))
 
 
 def print_step_parts(run: Any, out: Any) -> None:
-    """`tracer show`'s line on where the steady step's time goes per image (analyzers.step_parts); nothing
+    """`tracer show`'s line on where the steady step's time goes per image (analyzers.figures.step_parts); nothing
     for a run with neither steps nor a trace."""
-    from analyzers import sentences as say
-    from analyzers.step_parts import decompose
+    from analyzers.figures.step_parts import decompose
+    from analyzers.render import sentences as say
     from tracer.core.errors import UserError
 
     try:

@@ -6,10 +6,10 @@ import argparse
 
 from rich.table import Table
 
-from tracer import environments
 from tracer.cli.common import console, print_wrapped
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS
+from tracer.measure import environments
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -53,7 +53,7 @@ def cmd_env_list(args: argparse.Namespace) -> int:
 def cmd_env_nsys(args: argparse.Namespace) -> int:
     """The nsys that `--trace nsys` and `import x.nsys-rep` use, its version (an nsys reads reports of its
     own version and older), the export it makes, and how to choose another."""
-    from tracer.tracing import nsys
+    from tracer.measure.tracing import nsys
 
     out = console()
     found = nsys.nsys_if_any()

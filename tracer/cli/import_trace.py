@@ -128,7 +128,7 @@ def _import_into(
     """Ingests into the staging `folder`, copies the files into raw/, writes run.json, renames it `run_id`."""
     from analyzers.ingest import _source_of, ingest_file, sibling_export, span_ns, trace_kind
     from analyzers.ingest import ranks as rank_ingest
-    from analyzers.tables import (
+    from analyzers.trace.tables import (
         ALIGNMENT_FACT,
         BATCH_FACT,
         RANKS_FACT,

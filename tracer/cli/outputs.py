@@ -17,8 +17,8 @@ from pathlib import Path
 from tracer.core.errors import UserError
 from tracer.core.output import check_target
 from tracer.core.output import resolved as resolved_path
+from tracer.core.paths import writable_dir
 from tracer.core.schema import RUN_JSON
-from tracer.paths import writable_dir
 
 
 def path_arg(text: str) -> Path:
@@ -31,8 +31,8 @@ def path_arg(text: str) -> Path:
 def protected_owner(path: Path, datasets: Iterable[Path] = (), flag: str = "the path") -> tuple[str, Path] | None:
     """('run folder' or 'dataset', its folder) that `path` (resolved) is or lies in; None for neither.
     A dataset is one this command reads (`datasets`), a generated one, or a user's folder a run here
-    has trained from (`tracer.dataset.is_dataset`)."""
-    from tracer.dataset import datasets_root, is_dataset  # NumPy and PIL: only when a path is checked
+    has trained from (`tracer.measure.dataset.is_dataset`)."""
+    from tracer.measure.dataset import datasets_root, is_dataset  # NumPy and PIL: only when a path is checked
 
     resolved = resolved_path(path, flag)
     named = {resolved_path(Path(d), "--dataset") for d in datasets}

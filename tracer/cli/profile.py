@@ -10,7 +10,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from tracer import dataset, environments, tracing
 from tracer.cli.common import add_out_dir, console, err_console
 from tracer.cli.compare import print_data_pairs
 from tracer.cli.diagnose import print_block
@@ -23,8 +22,9 @@ from tracer.core.output import resolved
 from tracer.core.records import RunSpec, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import DATA_MEMORY, DATA_MODES
-from tracer.nvml import Nvml
-from tracer.tegrastats import find_tegrastats
+from tracer.measure import dataset, environments, tracing
+from tracer.measure.nvml import Nvml
+from tracer.measure.tegrastats import find_tegrastats
 
 EXIT_RUN_FAILED = 1
 EXIT_INTERRUPTED = 130
@@ -126,9 +126,9 @@ def check_device(spec: RunSpec) -> None:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
+    from analyzers.figures.run_summary import summarise
     from analyzers.run import Run
-    from analyzers.run_summary import summarise
-    from tracer.runner import Launch, Runner
+    from tracer.measure.runner import Launch, Runner
 
     if args.repeat < 1:
         raise UserError(f"--repeat must be 1 or more (got {args.repeat})")
@@ -183,7 +183,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         if len(mine) > 1:
             print_repeats([summarise(f) for f in mine], console())
     if len(specs) > 1:
-        from analyzers.pairs import data_pairs
+        from analyzers.comparison.pairs import data_pairs
 
         print_data_pairs(data_pairs(folders), console())
     return 0
@@ -201,7 +201,7 @@ def ingest_traces(folder: RunFolder, err: Console) -> list[str]:
     log = folder.raw_dir / INGEST_LOG
     try:
         from analyzers.ingest import ingest_run
-        from analyzers.tables import THREAD_TIMELINE
+        from analyzers.trace.tables import THREAD_TIMELINE
 
         tables = ingest_run(folder)
     except Exception as e:  # noqa: BLE001 - the run folder is complete without its tables
@@ -211,7 +211,7 @@ def ingest_traces(folder: RunFolder, err: Console) -> list[str]:
     log.write_text(f"ingested: {', '.join(tables) or 'no tables'}\n")
     traced = [name for name in tables if name != THREAD_TIMELINE]
     if traced:
-        from analyzers.trace_window import window_span
+        from analyzers.trace.trace_window import window_span
 
         span = window_span(folder)
         err.print(f"trace tables: {', '.join(traced)}{f' ({span.label})' if span else ''}")
@@ -235,8 +235,8 @@ def builtin_options_given(args: argparse.Namespace) -> list[str]:
 
 def profile_command(args: argparse.Namespace) -> int:
     """`tracer profile [measuring options] -- COMMAND ...`: the user's command as the measured child."""
-    from analyzers.run_summary import summarise
-    from tracer.command import COMMAND_TRACES, CommandLaunch, CommandRunner, command_spec, resolve_executable
+    from analyzers.figures.run_summary import summarise
+    from tracer.measure.command import COMMAND_TRACES, CommandLaunch, CommandRunner, command_spec, resolve_executable
 
     given = builtin_options_given(args)
     if given:

@@ -42,11 +42,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    """The columns, each run's row, its marks and their legend are analyzers.run_rows' (the viewer's run
+    """The columns, each run's row, its marks and their legend are analyzers.run.run_rows' (the viewer's run
     browser shows the same rows)."""
-    from analyzers import run_rows
-    from analyzers.run import Run
-    from analyzers.run_rows import LEGEND, RUNS_HEADERS
+    from analyzers.run import Run, run_rows
+    from analyzers.run.run_rows import LEGEND, RUNS_HEADERS
     from tracer.core.runfolder import list_runs, short_ids
 
     runs = [Run.open(f) for f in list_runs(args.runs_dir)]
@@ -93,7 +92,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def _split_shared(rows: list[tuple[str, ...]]) -> tuple[list[int], list[tuple[str, str]]]:
     """The columns that differ between rows (the id always), and (header, value) of those all rows share."""
     shown, shared = [], []
-    from analyzers.run_rows import RUN_COLUMNS
+    from analyzers.run.run_rows import RUN_COLUMNS
 
     for i, column in enumerate(RUN_COLUMNS):
         values = {row[i] for row in rows}
@@ -166,15 +165,15 @@ def _data_wait(steady_pct: float | None, by_epoch: tuple[float | None, ...]) -> 
 
 
 def power_text(p: object) -> str:
-    from analyzers.basis import PhaseFigures
+    from analyzers.figures.basis import PhaseFigures
 
     assert isinstance(p, PhaseFigures)
     return f"mean {fmt(p.power_w_mean, '.0f')} W, temperature max {fmt(p.gpu_temp_c_max, '.0f')} °C"
 
 
 def print_summary(s: object, console: Console) -> None:
-    from analyzers.basis import WHOLE_RUN, figures_text
-    from analyzers.run_summary import RunSummary
+    from analyzers.figures.basis import WHOLE_RUN, figures_text
+    from analyzers.figures.run_summary import RunSummary
 
     assert isinstance(s, RunSummary)
     imported = bool(s.imported_from)
@@ -236,7 +235,7 @@ def print_summary(s: object, console: Console) -> None:
 
 def learning_text(s: object) -> str:
     """'loss 0.6401, accuracy 71.2 % (epoch 2)'; a non-finite loss as itself; '-' without epochs."""
-    from analyzers.run_summary import RunSummary, last_learning
+    from analyzers.figures.run_summary import RunSummary, last_learning
 
     assert isinstance(s, RunSummary)
     loss, accuracy = last_learning(s)
@@ -248,7 +247,7 @@ def learning_text(s: object) -> str:
 
 def gpu_memory_text(s: object) -> str:
     """NVML's process memory (what the allocator holds) beside the framework's own peak in use."""
-    from analyzers.run_summary import RunSummary
+    from analyzers.figures.run_summary import RunSummary
 
     assert isinstance(s, RunSummary)
     own = (
@@ -261,7 +260,7 @@ def gpu_memory_text(s: object) -> str:
 
 def steady_text(s: object) -> str:
     """Steady-state images/s with how many epochs it counts, marked when it had to count the warm-up."""
-    from analyzers.run_summary import RunSummary
+    from analyzers.figures.run_summary import RunSummary
 
     assert isinstance(s, RunSummary)
     if s.steady_images_per_s is None:
@@ -273,16 +272,16 @@ def steady_text(s: object) -> str:
 
 
 def contention_line(s: object) -> str:
-    from analyzers.contention import Contention
-    from analyzers.run_summary import RunSummary
+    from analyzers.figures.contention import Contention
+    from analyzers.figures.run_summary import RunSummary
 
     assert isinstance(s, RunSummary)
     return Contention(s.other_cpu_pct, None, s.contended).warning()
 
 
 def repeats_of(folder: Any) -> list[Any]:
-    """The run and its repeats (runs of the same spec, analyzers.repeats) in the same folder of runs."""
-    from analyzers.repeats import repeat_key
+    """The run and its repeats (runs of the same spec, analyzers.figures.repeats) in the same folder of runs."""
+    from analyzers.figures.repeats import repeat_key
     from tracer.core.runfolder import list_runs
 
     key = repeat_key(folder.read_record())
@@ -306,8 +305,8 @@ def print_repeats(summaries: list[Any], console: Console) -> None:
     ]
     contended = sum(s.contended for s in summaries)
     print_pairs(console, [("over the repeats", "median (min-max)"), *rows])
-    from analyzers.noise import REPEATS_DISAGREE, disagree, disagreement
-    from analyzers.steady import spread
+    from analyzers.figures.noise import REPEATS_DISAGREE, disagree, disagreement
+    from analyzers.figures.steady import spread
 
     rate = spread([s.steady_images_per_s for s in summaries])
     if rate is not None and disagree(rate):
@@ -322,7 +321,7 @@ def print_repeats(summaries: list[Any], console: Console) -> None:
 
 
 def _spread(values: list[float | None], spec: str) -> str:
-    from analyzers.steady import spread
+    from analyzers.figures.steady import spread
 
     result = spread(values)
     return "-" if result is None else result.text(spec)
@@ -330,8 +329,8 @@ def _spread(values: list[float | None], spec: str) -> str:
 
 def energy_rows(s: object) -> list[tuple[str, str]]:
     """One row per energy source, named; a run without any says so (never 0 J)."""
-    from analyzers.energy import NO_SOURCE
-    from analyzers.run_summary import RunSummary
+    from analyzers.figures.energy import NO_SOURCE
+    from analyzers.figures.run_summary import RunSummary
 
     assert isinstance(s, RunSummary)
     if not s.energy:

@@ -1,7 +1,7 @@
 """Every framework the tool trains with, declared once: its environment recipe, its worker module, its
 colour and name in charts, the knobs the diagnosis names and the words its settings are written in.
 
-The CLI's choices, `tracer env`, the worker config, `analyzers.palette` and `analyzers.diagnosis.knobs`
+The CLI's choices, `tracer env`, the worker config, `analyzers.render.palette` and `analyzers.diagnosis.knobs`
 all read `FRAMEWORKS`; adding a framework is one entry here and one worker module. A lookup of a name
 that is not here is an error (`framework_info`), never a silent default.
 """

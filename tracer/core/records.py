@@ -32,7 +32,7 @@ class RunStatus(str, enum.Enum):
     TIMEOUT = "timeout"
     INTERRUPTED = "interrupted"
     DIVERGED = "diverged"  # the loss became NaN or infinite (tracer.core.divergence)
-    STALLED = "stalled"  # no progress (no event, step or CPU) for --stall-after seconds (tracer.stall)
+    STALLED = "stalled"  # no progress (no event, step or CPU) for --stall-after seconds (tracer.measure.stall)
 
 
 #: The end states whose speed may be ranked, pooled into medians and compared: the run trained every
@@ -74,11 +74,11 @@ class EnvironmentInfo:
     nvidia_driver: str = ""
     cuda_driver_version: str = ""
     nvml: str = "not available"
-    # Energy sources sampled in this run (analyzers/energy.py names them the same way), and why each
+    # Energy sources sampled in this run (analyzers/figures/energy.py names them the same way), and why each
     # kind missing is missing: "no energy source" is said plainly, never shown as 0 J.
     energy_sources: tuple[str, ...] = ()
     energy_unavailable: tuple[str, ...] = ()
-    # NVML readings this run did not get, each with why (`tracer.nvml`: not supported, GPU lost,
+    # NVML readings this run did not get, each with why (`tracer.measure.nvml`: not supported, GPU lost,
     # driver/library missing, ...), recorded once per field and run: "measured none" is not "none".
     nvml_unavailable: Mapping[str, str] = field(default_factory=dict)
 

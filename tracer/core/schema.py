@@ -264,7 +264,8 @@ GPUS = SampleTable(
     "NVML readings of each GPU (only where NVML finds one), one row per GPU per sample",
 )
 
-# --- energy and Jetson boards (tracer/rapl.py, tracer/tegrastats.py write them; analyzers/energy.py reads)
+# --- energy and Jetson boards (tracer/measure/rapl.py, tracer/measure/tegrastats.py write them;
+# analyzers/figures/energy.py reads)
 ZONE = "zone"
 DOMAIN = "domain"
 ENERGY_UJ = "energy_uj"  # RAPL's raw counter; it wraps at max_energy_range_uj
@@ -379,7 +380,7 @@ COLLECTIVES = SampleTable(
     pa.schema(list(zip(COLLECTIVE_COLUMNS, (pa.int64(), pa.int64(), pa.string(), pa.int64(), pa.int64(), pa.int64())))),
     "one row per collective a rank of a data-parallel run entered (`--nproc`: each DDP gradient bucket's "
     "all-reduce): epoch, step, what it was, when the rank arrived and when it completed there (Unix ns), and "
-    "the rank; the straggler analysis (analyzers/straggler.py) reads who arrived last",
+    "the rank; the straggler analysis (analyzers/figures/straggler.py) reads who arrived last",
     defaults={RANK: 0},
 )
 

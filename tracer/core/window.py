@@ -7,7 +7,7 @@ epochs traces epoch DEFAULT_EPOCH only (a whole 100-epoch run under nsys would w
 millions of records); shorter runs are traced whole, as before.
 
 This module parses and checks the text; the worker gets the parsed bounds (`worker_bounds`), and
-`analyzers.trace_window` maps a run's window to its time range.
+`analyzers.trace.trace_window` maps a run's window to its time range.
 """
 
 from __future__ import annotations

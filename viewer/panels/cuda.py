@@ -11,8 +11,8 @@ from collections.abc import Sequence
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
-from analyzers.facts import NO_TRACE
-from analyzers.shares import OTHER, group_shares, other_label
+from analyzers.render.facts import NO_TRACE
+from analyzers.summaries.shares import OTHER, group_shares, other_label
 from viewer.data import RunData
 from viewer.style import run_colour
 
@@ -99,7 +99,7 @@ class CudaPanel(QtWidgets.QWidget):
             plot.setTitle(NO_TRACE if self.runs else "no runs loaded", size="10pt")
             plot.getAxis("left").setTicks(None)
             return
-        # the report's Figure 3 rule (analyzers.shares): a function listed once any run reaches 1 %
+        # the report's Figure 3 rule (analyzers.summaries.shares): a function listed once any run reaches 1 %
         grouped_names, grouped = group_shares({r.run_id: r.api_phases[phase] for _, r in traced})
         names = [other_label() if n == OTHER else n for n in grouped_names]
         splits = {run_id: dict(zip(names, values)) for run_id, values in grouped.items()}

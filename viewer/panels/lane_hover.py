@@ -1,5 +1,5 @@
 """Hovering the thread lanes: the launch call or GPU item under the mouse, its peer (the correlation
-id's, `analyzers.correlation` via `analyzers.lanes`), a tooltip naming both and the link drawn between
+id's, `analyzers.trace.correlation` via `analyzers.timeline.lanes`), a tooltip naming both and the link drawn between
 them. A mixin of `ThreadPanel`, which owns the rows it reads; kept apart so each module stays small."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 
-from analyzers.gpu_timeline import NVTX_ACTIVITIES
-from analyzers.lane_index import LaneIndex
-from analyzers.lanes import GpuLanes
+from analyzers.timeline.gpu_timeline import NVTX_ACTIVITIES
+from analyzers.timeline.lane_index import LaneIndex
+from analyzers.timeline.lanes import GpuLanes
 from viewer.data import RunData
 
 HOVER_PX = 4  # how far from an item the mouse may be and still pick it

@@ -9,7 +9,7 @@ seconds, the CUDA API calls of runs with a trace appear as a black stripe on the
 Under a traced run's threads, its GPU rows (one lane per device and stream: kernels, copies, memsets)
 and NVTX rows (epoch and step ranges, one lane per nesting depth) are drawn the same way, so 100k
 kernels cost what their pixels cost. Hovering a launch call or a GPU operation names it and its peer
-(the correlation id's, `analyzers.correlation`) and draws the link between them (`viewer.panels.lane_hover`).
+(the correlation id's, `analyzers.trace.correlation`) and draws the link between them (`viewer.panels.lane_hover`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from analyzers.gpu_timeline import NVTX_ACTIVITIES
-from analyzers.lane_index import CALLS as CALL_INDEX
-from analyzers.lane_index import GPU, THREADS
-from analyzers.lanes import GpuLanes, activity_priority
+from analyzers.timeline.gpu_timeline import NVTX_ACTIVITIES
+from analyzers.timeline.lane_index import CALLS as CALL_INDEX
+from analyzers.timeline.lane_index import GPU, THREADS
+from analyzers.timeline.lanes import GpuLanes, activity_priority
 from viewer.cursor import TimeCursor
 from viewer.data import RunData
 from viewer.panels.frame import BeforePaint

@@ -16,7 +16,7 @@ from analyzers.diagnosis.cost import measurement_cost
 from tests.conftest import run_tracer
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import CTX_INVOLUNTARY, CTX_VOLUNTARY
-from tracer.sampler import Sampler
+from tracer.measure.sampler import Sampler
 
 
 def test_sampler_cpu_is_its_threads_cpu_clock(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_trace_volume_of_an_imported_trace(imported_nsys: RunFolder) -> None:
 def test_traced_run_reports_volume_and_ratio_to_an_untraced_twin(tmp_path: Path) -> None:
     """Two real runs of one spec in one folder, one under the PyTorch profiler: the traced one says
     how many records and bytes its trace holds and how much slower its epochs were."""
-    from analyzers.steady import epoch_stats
+    from analyzers.figures.steady import epoch_stats
     from tests.conftest import TINY, require_framework
     from tracer.core.runfolder import list_runs
 
@@ -98,7 +98,7 @@ def test_traced_run_reports_volume_and_ratio_to_an_untraced_twin(tmp_path: Path)
 
 
 def _contended(*folders: RunFolder) -> bool:
-    from analyzers.contention import contention
+    from analyzers.figures.contention import contention
 
     return any(contention(f.samples("process")).contended for f in folders)
 

@@ -19,7 +19,7 @@ SELECT sum(CASE WHEN s.value GLOB 'cudaStreamSynchronize*' OR s.value GLOB 'cuda
            THEN r.end - r.start ELSE 0 END) * 100.0 / sum(r.end - r.start)
 FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
 """
-# start-up of a trace without epochs (analyzers.phases): the first CUDA API call to the start of the
+# start-up of a trace without epochs (analyzers.figures.phases): the first CUDA API call to the start of the
 # second `step…` NVTX range (the first step is the warm-up), over the calls' span
 STARTUP_SQL = """
 SELECT ((SELECT n.start FROM NVTX_EVENTS n WHERE n.text GLOB 'step*' ORDER BY n.start LIMIT 1 OFFSET 1)
@@ -53,6 +53,8 @@ def test_launch_bound_on_the_real_trace(imported_nsys: RunFolder, shared_fixture
         ).fetchone()[0]
     v = next(v for v in diagnose(imported_nsys) if v.rule == "launch-bound")
     assert v.fired and v.value == pytest.approx(launch_ns / kernel_ns, rel=1e-9)
+    # The tracer did not train this run: the advice names the training's own batch size, no tracer option.
+    assert "a larger batch size" in v.knob and "--" not in v.knob, v.knob
 
 
 def test_no_steady_cudamalloc_in_the_real_trace(imported_nsys: RunFolder) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analyzers.diagnosis.findings import AGREES, CLAIMS, DISAGREES, NOT_MEASURED, findings, load_runs
-from analyzers.run_summary import summarise
+from analyzers.figures.run_summary import summarise
 from tests.conftest import run_tracer
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder
@@ -40,7 +40,7 @@ def test_findings_on_the_h100_folder_compare_frameworks(shared_fixtures: Path, t
     """`tracer report` on the H100 runs (PyTorch and JAX, GPU only): no claim compares a framework with
     itself, no CPU claim is judged on GPU runs, data loading is judged at batch 100 with its numbers,
     every judged claim names its runs, and no row carries stale text."""
-    from analyzers import palette
+    from analyzers.render import palette
 
     out = tmp_path / "report"
     result = run_tracer("report", str(shared_fixtures / "gpu-h100"), "--out", str(out))

@@ -13,11 +13,11 @@ import pyarrow.csv as pacsv
 import pytest
 from PIL import Image
 
-from analyzers.cuda_api import ApiRow
 from analyzers.diagnosis import RULES, diagnose, diagnose_tables, load, top
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables
 from analyzers.diagnosis.verdict import Verdict
+from analyzers.summaries.cuda_api import ApiRow
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.records import RunSpec
 from tracer.core.runfolder import RunFolder

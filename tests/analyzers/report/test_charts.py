@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from analyzers import palette
+from analyzers.render import palette
 from analyzers.report.series import OTHER, cuda_phases, group_shares
 from tests.analyzers.report import _expected as x
 from tests.analyzers.report.conftest import ReportRuns

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from analyzers.figures.step_parts import decompose
 from analyzers.report import collect_runs, write_report
 from analyzers.report.classes import DIFF_STEM, case_diff_lines
-from analyzers.step_parts import decompose
 from tracer.core.runfolder import RunFolder
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from analyzers.pairs import data_pairs
+from analyzers.comparison.pairs import data_pairs
 from tests.conftest import run_tracer
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import DATA_MODES

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from analyzers import kernel_classes as kc
-from analyzers import sentences as say
-from analyzers.steady import epoch_stats
+from analyzers.figures.steady import epoch_stats
+from analyzers.render import sentences as say
+from analyzers.trace import kernel_classes as kc
 from tests.conftest import run_tracer
 from tracer.core.runfolder import RunFolder, list_runs
 

@@ -109,7 +109,7 @@ def test_rocm_trace_is_named_hip(shared_fixtures: Path, tmp_path: Path) -> None:
     data = json.loads(run_tracer("analyze", "rocm_mi210", "--runs", str(tmp_path / "runs"), "--format", "json").stdout)
     assert data["api"] == "HIP" and all("CUDA" not in r["kind"] for r in data["memcpy"])
     (folder,) = list_runs(tmp_path / "runs")
-    from analyzers.compare import cuda_differences
+    from analyzers.comparison.compare import cuda_differences
     from viewer.data import load_run
 
     assert cuda_differences([folder, folder])[0].metric == "HIP API total time"

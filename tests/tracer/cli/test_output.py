@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.display import short_name
-from analyzers.kernel_names import WORDS_WIDTH
+from analyzers.render.display import short_name
+from analyzers.trace.kernel_names import WORDS_WIDTH
 from tests.conftest import run_tracer
 from tracer.core.runfolder import RunFolder, list_runs, short_ids
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_tracer
-from tests.tracer.test_hardening_inputs import PROFILE, assert_one_line
-from tracer import dataset
+from tests.tracer.cli.test_hardening_inputs import PROFILE, assert_one_line
 from tracer.cli.outputs import protected_owner
+from tracer.measure import dataset
 
 FIXTURE_RUN = "20261125-000240-pytorch-vgg16-small-gpu-b100-7ff0"
 

@@ -39,7 +39,7 @@ PROBE = """
 import sys
 sys.path.insert(0, "docs")
 import hooks
-from analyzers import palette
+from analyzers.render import palette
 from analyzers.diagnosis.knobs import knob
 from tracer.core.frameworks import Tuning
 from tracer.core.options import validate_spec, worker_config
@@ -64,7 +64,7 @@ def test_a_framework_added_in_one_place_reaches_cli_palette_knobs_worker_and_doc
     anchor = '    FrameworkInfo(\n        "jax",'
     assert anchor in text
     decl.write_text(text.replace(anchor, FAKE + anchor, 1))
-    env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin"}  # the copy first; analyzers from here
     help_text = subprocess.run(
         [sys.executable, "-m", "tracer", "profile", "--help"], cwd=tmp_path, env=env, capture_output=True, text=True
     )

@@ -42,7 +42,7 @@ def test_one_added_declaration_reaches_cli_plan_and_worker(tmp_path: Path) -> No
     anchor = "    inject_fault: Annotated["
     assert anchor in text
     decl.write_text(text.replace(anchor, NEW_FIELD + anchor, 1))
-    env = {"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin"}  # the copy first; analyzers from here
     help_text = subprocess.run(
         [sys.executable, "-m", "tracer", "profile", "--help"], cwd=tmp_path, env=env, capture_output=True, text=True
     )

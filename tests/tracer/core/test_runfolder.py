@@ -15,7 +15,7 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 
-from analyzers.run_summary import summarise
+from analyzers.figures.run_summary import summarise
 from tracer.core.errors import UserError
 from tracer.core.records import EnvironmentInfo, Outcome, RunRecord, RunSpec, RunStatus
 from tracer.core.runfolder import CsvStream, RunFolder, find_run, read_csv_stream, read_jsonl, write_json_atomic

@@ -11,8 +11,8 @@ from tests.conftest import TINY, run_tracer
 from tracer.core import options
 from tracer.core.errors import UserError
 from tracer.core.window import TraceWindow, parse, resolve
-from tracer.runner import Launch, Runner
-from tracer.tracing.base import TraceBackend
+from tracer.measure.runner import Launch, Runner
+from tracer.measure.tracing.base import TraceBackend
 
 
 @pytest.mark.parametrize(

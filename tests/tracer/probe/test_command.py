@@ -156,7 +156,7 @@ def test_nor_when_the_tracer_itself_is_killed(tmp_path: Path) -> None:
 def test_the_probe_needs_nothing_of_the_tool_on_the_path(tmp_path: Path) -> None:
     """In an interpreter where no `tracer` package is importable (the machine's own Python, not the tool's
     environment), the probe starts, times the marked loop, and leaves no `tracer` module behind."""
-    from tracer.command import probe_pythonpath
+    from tracer.measure.command import probe_pythonpath
 
     bare = Path(sys.base_prefix) / "bin" / "python3"
     script = "import sys\nfrom dltracer_probe import steps\nfor _ in steps(range(5)):\n    pass\n"

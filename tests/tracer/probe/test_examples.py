@@ -20,7 +20,7 @@ from tests.conftest import ctrl_c_reaches_python, require_framework, run_tracer
 from tracer.core.records import RunStatus
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.core.schema import PROBE, RANK, STEPS_TABLE, Probe
-from tracer.environments import status
+from tracer.measure.environments import status
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 

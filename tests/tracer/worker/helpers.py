@@ -8,13 +8,13 @@ import subprocess
 
 import pytest
 
-from analyzers import steps
+from analyzers.figures import steps
 from tests.conftest import framework_required, require_framework
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import STEP_COLUMNS, STEPS_TABLE
-from tracer.environments import env_python, find_python, status
-from tracer.runner import worker_pythonpath
+from tracer.measure.environments import env_python, find_python, status
+from tracer.measure.process import worker_pythonpath
 
 
 def run_in_framework(framework: str, code: str, *args: str, timeout: float = 600) -> str:

@@ -9,9 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.tracer.tracing.cupti_here import VERSION, api, kernel, libcupti_path, memcpy, memset, next_record_offsets
+from tests.tracer.measure.tracing.cupti_here import (
+    VERSION,
+    api,
+    kernel,
+    libcupti_path,
+    memcpy,
+    memset,
+    next_record_offsets,
+)
 from tracer.core.schema import CUPTI_INDEX_FILE, CUPTI_LAYOUT, CUPTI_LIBRARY_ENV, CUPTI_META_FILE
-from tracer.environments import has_nvidia_gpu
+from tracer.measure.environments import has_nvidia_gpu
 from tracer.worker import cupti_trace
 from tracer.worker.reporting import Reporter
 

@@ -13,14 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzers import steps
-from analyzers.run_summary import summarise
+from analyzers.figures import steps
+from analyzers.figures.run_summary import summarise
 from tests.conftest import require_framework, run_tracer
 from tests.tracer.worker.helpers import assert_steps_add_up, require_singa, run_in_framework
-from tracer import dataset
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.core.schema import DATA_MEMORY, DATA_SYNTHETIC, Event
+from tracer.measure import dataset
 
 MODES = (DATA_MEMORY, DATA_SYNTHETIC)
 LIMIT, BATCH = 8, 4

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from analyzers.threads import thread_summary
+from analyzers.summaries.threads import thread_summary
 from tests.conftest import require_framework
-from tests.tracer.tracing.helpers import require_gpu
+from tests.tracer.measure.tracing.helpers import require_gpu
 from tests.tracer.worker.helpers import require_singa, run_in_framework
 from tracer.core.frameworks import FRAMEWORKS as DECLARED
 from tracer.core.runfolder import RunFolder
@@ -140,7 +140,7 @@ print(json.dumps({"ops": ops, "parallel_calls": [const(m.input[-1]) for m in map
 def test_tensorflow_decodes_with_parallel_graph_ops(runs: dict[str, RunFolder]) -> None:
     """tf.data runs graph ops on its own threads without the interpreter lock: the graph holds a parallel
     map with 2 calls in flight, a prefetch of at least 2 batches, and no Python callback (PyFunc)."""
-    from tracer import dataset
+    from tracer.measure import dataset
 
     _run(runs, "tensorflow")
     small = str(dataset.ensure_generated("small"))

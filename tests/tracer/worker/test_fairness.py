@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzers import steps
+from analyzers.figures import steps
 from tests.conftest import photo_folder, require_framework, run_tracer
 from tests.tracer.worker.helpers import assert_steps_add_up, run_in_framework
 from tracer.core.frameworks import FRAMEWORKS as DECLARED
@@ -77,7 +77,7 @@ print(json.dumps(out))
 def test_tensorflow_default_pipeline_has_no_python_callback(tmp_path: Path) -> None:
     """The default tf.data graph holds no PyFunc (numpy_function) node; --pipeline shared still does."""
     require_framework("tensorflow")
-    from tracer import dataset
+    from tracer.measure import dataset
 
     data = dataset.ensure_generated("small")
     out = run_in_framework("tensorflow", TF_GRAPH_PROBE, str(data))

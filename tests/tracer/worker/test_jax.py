@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from analyzers.run_summary import summarise
+from analyzers.figures.run_summary import summarise
 from tests.conftest import require_framework, run_tracer
 from tests.tracer.worker.helpers import assert_steps_add_up
 from tracer.core.runfolder import RunFolder

@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import require_framework
 from tests.tracer.worker.helpers import run_in_framework
-from tracer import dataset
+from tracer.measure import dataset
 from tracer.worker.workload import STD, list_images
 
 IMAGES = 12

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import ast
-import subprocess
 import sys
 from pathlib import Path
 
 import tracer.worker
+from tests.python36 import absolute_imports, vermin_violations
 from tracer.core.frameworks import FRAMEWORKS
 
 WORKER = Path(tracer.worker.__file__).resolve().parent
@@ -22,36 +21,14 @@ NOT_3_6: dict[str, str] = {}
 
 
 def test_worker_code_is_python_3_6() -> None:
-    vermin = Path(sys.executable).parent / "vermin"
-    files = sorted(str(p) for p in WORKER.rglob("*.py") if p.name not in NOT_3_6)
+    files = sorted(p for p in WORKER.rglob("*.py") if p.name not in NOT_3_6)
     assert len(files) > 10
-    result = subprocess.run(
-        # dataclasses: the 3.6 environments install its backport (see tracer/core/frameworks.py, singa).
-        [
-            str(vermin),
-            "-t=3.6-",
-            "--no-tips",
-            "--violations",
-            "--eval-annotations",
-            "--backport",
-            "dataclasses",
-            *files,
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    # dataclasses: the 3.6 environments install its backport (see tracer/core/frameworks.py, singa).
+    assert vermin_violations(files, backports=["dataclasses"]) == ""
 
 
 def test_worker_imports_only_stdlib_numpy_pillow_and_its_framework() -> None:
     for path in WORKER.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-            else:
-                continue
-            for name in names:
-                top = name.split(".")[0]
-                assert top in ALLOWED_TOP_LEVEL or top in sys.stdlib_module_names, f"{path.name} imports {name}"
+        for name in absolute_imports(path):
+            top = name.split(".")[0]
+            assert top in ALLOWED_TOP_LEVEL or top in sys.stdlib_module_names, f"{path.name} imports {name}"

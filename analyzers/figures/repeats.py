@@ -1,0 +1,105 @@
+"""Which runs are repeats of one another, and THE pooled value of a group of them.
+
+Runs are repeats only when their whole spec matches: what was trained (framework, model, dataset,
+limit, image size, batch, epochs, optimiser), how it was fed (workers, prefetch, pipeline, threads ...),
+how it was measured (trace backend, py-spy, nsys sampling, sample rate) and every knob the worker
+reported. So a traced run never pools with an untraced one, a `--limit 300` run never with a full one.
+`pool` is the one function every table and figure takes its pooled numbers from (median and range of
+the per-run steady state, `analyzers.figures.steady.throughput`), so they agree; runs whose speed may not be
+ranked (diverged, failed, cut short: `RunRecord.rankable`) stay in the group but out of its median.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from analyzers.figures.steady import WARMUP_EPOCHS, Throughput, throughput
+from tracer.core.records import ImportOrigin, RunRecord, RunSpec
+from tracer.core.runfolder import RunFolder
+
+# Spec fields that do not change what is measured (limits on how long a run may take, a label):
+# runs differing only there are repeats
+# (`case` is the study's name of model + dataset, a label: older runs lack it).
+NOT_PART_OF_THE_EXPERIMENT = ("timeout_s", "stall_s", "case")
+# Knobs that are bookkeeping, not settings.
+NOT_A_SETTING = ImportOrigin.KNOBS
+# Spec fields that say how a run was measured, not what it trained, with their unmeasured values
+# (analyzers.diagnosis.cost pairs a traced run with the run that differs only there).
+UNMEASURED: dict[str, Any] = {"trace": "none", "trace_window": None, "pyspy": False, "nsys_sampling": False}
+
+
+def spec_key(record: RunRecord) -> dict[str, Any]:
+    """What the run was asked to do: its spec without NOT_PART_OF_THE_EXPERIMENT (an imported trace
+    keeps its source: nothing says two imports measured the same thing)."""
+    spec = {k: v for k, v in dataclasses.asdict(record.spec).items() if k not in NOT_PART_OF_THE_EXPERIMENT}
+    if record.imported is not None:
+        spec[ImportOrigin.SOURCE_KNOB] = record.imported.source
+    if record.command is not None:  # a command is its argv where it ran: the same command repeated
+        spec["command"] = [*record.command.argv, record.command.cwd, record.command.probe]
+    return spec
+
+
+def repeat_key(record: RunRecord) -> str:
+    """Equal for repeats: the same spec (`spec_key`) and the same settings the worker reported."""
+    knobs = {k: v for k, v in record.knobs.items() if k not in NOT_A_SETTING}
+    return json.dumps({"spec": spec_key(record), "knobs": knobs}, sort_keys=True, default=str)
+
+
+def group_repeats(folders: Iterable[RunFolder]) -> list[list[RunFolder]]:
+    """Runs grouped by spec, groups in the order their first run was given, runs by id within a group."""
+    groups: dict[str, list[RunFolder]] = {}
+    for folder in folders:
+        groups.setdefault(repeat_key(folder.read_record()), []).append(folder)
+    return [sorted(g, key=lambda f: f.run_id) for g in groups.values()]
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One group of repeats and its pooled steady state."""
+
+    key: str  # repeat_key of every run in it
+    folders: tuple[RunFolder, ...]  # every run of the spec, in the order given
+    records: tuple[RunRecord, ...]
+    counted: tuple[str, ...]  # run ids whose speed went into the median (rankable runs with epochs)
+    left_out: tuple[str, ...]  # 'RUN: why' for the runs kept out of the median
+    throughput: Throughput
+
+    @property
+    def run_ids(self) -> tuple[str, ...]:
+        return tuple(f.run_id for f in self.folders)
+
+    @property
+    def spec(self) -> RunSpec:
+        return self.records[0].spec
+
+
+def pool(runs: Iterable[tuple[RunFolder, RunRecord]], warmup: int = WARMUP_EPOCHS) -> list[Pool]:
+    """The runs grouped into repeats (same `repeat_key`), each group pooled: the median and range over
+    its rankable runs of each one's steady state. Groups in the order their first run was given."""
+    groups: dict[str, list[tuple[RunFolder, RunRecord]]] = {}
+    for folder, record in runs:
+        groups.setdefault(repeat_key(record), []).append((folder, record))
+    return [_pool(key, members, warmup) for key, members in groups.items()]
+
+
+def _pool(key: str, members: Sequence[tuple[RunFolder, RunRecord]], warmup: int) -> Pool:
+    counted, left_out, epochs = [], [], []
+    for folder, record in members:
+        if not record.rankable:
+            left_out.append(f"{folder.run_id}: {record.not_rankable_why}")
+            continue
+        mine = folder.epochs()
+        if mine:
+            counted.append(folder.run_id)
+            epochs.append(mine)
+    return Pool(
+        key=key,
+        folders=tuple(f for f, _ in members),
+        records=tuple(r for _, r in members),
+        counted=tuple(counted),
+        left_out=tuple(left_out),
+        throughput=throughput(epochs, warmup),
+    )

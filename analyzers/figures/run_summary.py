@@ -1,0 +1,294 @@
+"""The headline numbers of one run, computed from its folder (never stored: always re-derived)."""
+
+from __future__ import annotations
+
+import socket
+import statistics
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+import psutil
+
+from analyzers.figures import basis, steps
+from analyzers.figures.basis import PhaseFigures
+from analyzers.figures.contention import contention
+from analyzers.figures.energy import SourceEnergy, energy
+from analyzers.figures.learning import workload_key
+from analyzers.figures.phases import STEADY, WHOLE, EpochMark, Phase, from_marks
+from analyzers.figures.steady import WARMUP_EPOCHS, epoch_stats
+from tracer.core.cases import RunKey
+from tracer.core.records import EpochRecord, RunRecord, RunStatus
+from tracer.core.runfolder import RunFolder
+from tracer.core.schema import KIND, TEGRA_TABLE, TEMPS_TABLE, Event
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    framework: str
+    model: str
+    dataset: str
+    device: str
+    batch: int
+    status: str
+    cause: str
+    epochs_done: int
+    epochs_planned: int
+    mean_epoch_s: float | None  # over every epoch, warm-up included
+    images_per_s: float | None  # over every epoch, warm-up included
+    # The headline (analyzers.figures.steady): epochs after the warm-up, the first epoch apart.
+    first_epoch_s: float | None
+    steady_epoch_s: float | None
+    steady_images_per_s: float | None
+    steady_epochs: int
+    warmup_epochs: int
+    steady_includes_warmup: bool  # too few epochs: the steady numbers count every epoch
+    # Machine load (analyzers.figures.contention), judged from the samples.
+    other_cpu_pct: float | None  # median CPU % of other processes (100 = all cores)
+    contended: bool
+    data_wait_pct_by_epoch: tuple[float | None, ...]
+    samples: int
+    trainable_params: int | None
+    folder: str
+    energy: tuple[SourceEnergy, ...] = ()  # one per source; empty: no energy source
+    energy_unavailable: tuple[str, ...] = ()  # why each kind of source is absent (from run.json)
+    # Seconds spent compiling (frameworks that report `compile` events: JAX), also inside the epoch times.
+    compile_s: float | None = None
+    imported_from: str = ""  # the trace file of a `tracer import`ed run
+    # Whether the speed may be ranked beside other runs (RunRecord.rankable), and why not.
+    rankable: bool = True
+    not_rankable_why: str = ""
+    # Learning (issue 24 item 10): per epoch, the mean training loss (NaN where it diverged) and accuracy.
+    loss_by_epoch: tuple[float, ...] = ()
+    accuracy_by_epoch: tuple[float | None, ...] = ()
+    # The framework's own peak device memory in use (MiB) over the run, beside NVML's gpu_mem_peak_mib.
+    device_peak_source: str = ""  # the call it came from, or "not measured: why"
+    workload: str = ""  # what decides the learning curve (analyzers.figures.learning.workload_key)
+    gpu: str = ""  # the GPU's name, driver and CUDA version from run.json ('' on a machine without one)
+    not_recorded: tuple[str, ...] = ()  # spec fields the run does not know (an import's epochs, maybe its batch)
+    # --data: files, memory or synthetic (analyzers.comparison.pairs pairs runs differing only here)
+    data: str = "files"
+    decode_s: float | None = None  # --data memory: seconds decoding the set into memory, before the first epoch
+    # The steady steps' mean time and data wait per step (ms): what a command's own steps compare on.
+    steady_step_ms: float | None = None
+    steady_wait_ms: float | None = None
+    command: str = ""  # `tracer profile -- COMMAND`: the command (then model, dataset and batch are the script's)
+    probes: tuple[str, ...] = ()  # who saw the steps (worker; torch.DataLoader, keras.fit, marker ... in a command)
+    # Every resource figure per phase (analyzers.figures.basis): the steady state is the headline (the properties
+    # below read it); the whole run only where a row or column is named for it.
+    steady: PhaseFigures = PhaseFigures(STEADY)
+    whole: PhaseFigures = PhaseFigures(WHOLE)
+
+    # The headline figures: the steady state's, so they stand beside steady images/s.
+    @property
+    def data_wait_pct(self) -> float | None:
+        return self.steady.data_wait_pct
+
+    @property
+    def steady_data_wait_pct(self) -> float | None:
+        return self.steady.data_wait_pct
+
+    @property
+    def cpu_pct_mean(self) -> float | None:
+        return self.steady.cpu_pct_mean
+
+    @property
+    def cpu_pct_max(self) -> float | None:
+        return self.steady.cpu_pct_max
+
+    @property
+    def cpu_cores_mean(self) -> float | None:
+        return self.steady.cpu_cores_mean
+
+    @property
+    def peak_rss_mib(self) -> float | None:
+        return self.steady.peak_rss_mib
+
+    @property
+    def peak_rss_pct_ram(self) -> float | None:
+        return self.steady.peak_rss_pct_ram
+
+    @property
+    def threads_min(self) -> int | None:
+        return self.steady.threads_min
+
+    @property
+    def threads_median(self) -> float | None:
+        return self.steady.threads_median
+
+    @property
+    def threads_max(self) -> int | None:
+        return self.steady.threads_max
+
+    @property
+    def gpu_util_pct_mean(self) -> float | None:
+        return self.steady.gpu_util_pct_mean
+
+    @property
+    def gpu_mem_peak_mib(self) -> float | None:
+        return self.steady.gpu_mem_peak_mib
+
+    @property
+    def device_peak_mib(self) -> float | None:
+        return self.steady.framework_mem_peak_mib
+
+    @property
+    def energy_source(self) -> str | None:
+        return self.steady.energy_source
+
+    @property
+    def energy_j_per_epoch(self) -> float | None:
+        return self.steady.energy_j_per_epoch
+
+    @property
+    def energy_j_per_image(self) -> float | None:
+        return self.steady.energy_j_per_image
+
+    @property
+    def key(self) -> RunKey:
+        """The run's identity (`tracer.core.cases.RunKey`), as its Run, its data pair and its plan cell have it."""
+        return RunKey.of(self)
+
+
+def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
+    """The run's summary: a `Run`'s, computed once (`Run.summary`); a bare folder's, computed now."""
+    from analyzers.figures.parts import part
+
+    return part(folder, "summary", lambda: compute_summary(folder, warmup), warmup)
+
+
+def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
+    """What `Run.summary` holds, computed from the run's parts."""
+    record = folder.read_record()
+    epochs = folder.epochs()
+    steady = epoch_stats(epochs, warmup)
+    process = folder.samples("process")
+    load = contention(process)
+    spec = record.spec
+    splits = steps.epoch_splits(folder)  # the steps table, read once for the run and per epoch
+    sources = energy(folder, epochs)
+    cut = from_marks([EpochMark(e.epoch, e.start_ns, e.end_ns) for e in epochs], warmup)
+    sampled = basis.Tables(process, folder.samples("gpu"), folder.samples(TEGRA_TABLE), folder.samples(TEMPS_TABLE))
+    whole = basis.phase_figures(cut.get(WHOLE) or Phase(WHOLE, None, None), epochs, sampled, splits, sources)
+    steady_phase = cut.steady
+    figures = (
+        basis.phase_figures(steady_phase, epochs, sampled, splits, sources)
+        if steady_phase is not None
+        else PhaseFigures(STEADY)
+    )
+    return RunSummary(
+        run_id=record.run_id,
+        framework=spec.framework,
+        model=spec.model,
+        dataset=spec.dataset,
+        device=spec.device,
+        batch=spec.batch,
+        status=displayed_status(record),
+        cause=record.outcome.cause,
+        epochs_done=len(epochs),
+        epochs_planned=spec.epochs,
+        mean_epoch_s=mean_epoch_s(epochs),
+        images_per_s=images_per_s(epochs),
+        data_wait_pct_by_epoch=tuple(_pct(s.data_wait_share) for s in splits),
+        first_epoch_s=steady.first_epoch_s,
+        steady_epoch_s=steady.steady_epoch_s,
+        steady_images_per_s=steady.steady_images_per_s,
+        steady_epochs=steady.steady_epochs,
+        warmup_epochs=steady.warmup,
+        steady_includes_warmup=steady.includes_warmup,
+        other_cpu_pct=load.other_cpu_pct,
+        contended=load.contended,
+        samples=process.num_rows if process is not None else 0,
+        trainable_params=record.model.trainable_params if record.model else None,
+        folder=str(folder.path),
+        energy=sources,
+        energy_unavailable=record.environment.energy_unavailable,
+        compile_s=compile_seconds(folder.events()),
+        imported_from=record.imported.source if record.imported else "",
+        rankable=record.rankable,
+        not_rankable_why=record.not_rankable_why,
+        loss_by_epoch=tuple(e.loss for e in epochs),
+        accuracy_by_epoch=tuple(e.accuracy for e in epochs),
+        device_peak_source=next((e.device_peak_source for e in reversed(epochs) if e.device_peak_source), ""),
+        gpu=record.environment.gpu_text,
+        workload=workload_key(spec),
+        not_recorded=record.imported.not_recorded if record.imported else (),
+        data=spec.data,
+        decode_s=decode_seconds(folder.events()),
+        steady=figures,
+        whole=whole,
+        steady_step_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.total_s),
+        steady_wait_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.data_wait_s),
+        command=record.command.text if record.command else "",
+        probes=steps.probes(folder),
+    )
+
+
+def _per_step_ms(
+    splits: list[steps.EpochSplit], epochs: Collection[int], seconds: Callable[[steps.EpochSplit], float]
+) -> float | None:
+    """The mean over the steps of `epochs` of one part of a step's time (all of it, its data wait), in ms."""
+    chosen = [s for s in splits if s.epoch in epochs]
+    count = sum(s.steps for s in chosen)
+    return 1000 * sum(seconds(s) for s in chosen) / count if count else None
+
+
+def last_learning(s: RunSummary) -> tuple[float | None, float | None]:
+    """The last epoch's loss and accuracy (None where the run has no epoch or no accuracy)."""
+    loss = s.loss_by_epoch[-1] if s.loss_by_epoch else None
+    accuracy = s.accuracy_by_epoch[-1] if s.accuracy_by_epoch else None
+    return loss, accuracy
+
+
+def compile_seconds(events: list[dict[str, object]]) -> float | None:
+    """The sum of the worker's `compile` spans; None when it reported none (it does not compile ahead)."""
+    spans = [float(e["seconds"]) for e in events if e.get(KIND) == Event.COMPILE and e.get("state") == "end"]  # type: ignore[arg-type]
+    return sum(spans) if spans else None
+
+
+def decode_seconds(events: list[dict[str, object]]) -> float | None:
+    """--data memory's decode (its `decode` end event); None for a run that decoded nothing ahead."""
+    spans = [float(e["seconds"]) for e in events if e.get(KIND) == Event.DECODE and e.get("state") == "end"]  # type: ignore[arg-type]
+    return sum(spans) if spans else None
+
+
+def displayed_status(record: RunRecord) -> str:
+    """A folder still saying `running` whose tracer is gone on this host was abandoned (the tracer
+    itself was killed): its samples are readable, but nobody will finish it."""
+    status = record.outcome.status.value
+    if record.outcome.status is not RunStatus.RUNNING or record.tracer_pid is None:
+        return status
+    if record.environment.hostname != socket.gethostname():
+        return status
+    return status if _tracer_alive(record.tracer_pid, record.wall_start_ns) else "abandoned"
+
+
+PID_LIMIT = 1 << 22
+"""Linux never hands out a pid above this (`/proc/sys/kernel/pid_max` is at most 2^22): one beyond is damage."""
+START_SLACK_S = 5.0
+"""A tracer starts before its run's wall-clock start; a process born more than this after it is another one."""
+
+
+def _tracer_alive(pid: int, wall_start_ns: int) -> bool:
+    """Whether the run's tracer is still this live process: its pid exists and was not handed to a
+    process started after the run (pids are reused)."""
+    if not 0 < pid < PID_LIMIT:
+        return False
+    try:
+        born_s = psutil.Process(pid).create_time()
+    except (psutil.Error, OverflowError, ValueError):
+        return False
+    return not (wall_start_ns > 0 and born_s > wall_start_ns / 1e9 + START_SLACK_S)
+
+
+def mean_epoch_s(epochs: list[EpochRecord]) -> float | None:
+    return statistics.fmean(e.duration_s for e in epochs) if epochs else None
+
+
+def images_per_s(epochs: list[EpochRecord]) -> float | None:
+    seconds = sum(e.duration_s for e in epochs)
+    return sum(e.images for e in epochs) / seconds if seconds > 0 else None
+
+
+def _pct(share: float | None) -> float | None:
+    return None if share is None else 100.0 * share

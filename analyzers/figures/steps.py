@@ -1,0 +1,130 @@
+"""Where a step's time goes: the per-step table (data wait, compute, sync) summed per epoch.
+
+The data-wait share of an epoch is the time its steps waited for their batch over the time of its
+steps (data wait + compute + sync): above about a half, the input pipeline, not the model, sets the
+pace. Every view that prints it (show, compare, report tables, viewer) takes it from here.
+
+A step's *compute* is the step minus its data wait (`COMPUTE_TOTAL_S`: the worker's `compute_s` plus
+`sync_s`), wherever the framework happens to block. The worker times the dispatch (`compute_s`) and the
+loss read (`sync_s`) apart, but an asynchronous framework (JAX on every device, MXNet's engine, CUDA
+under any framework) returns from the dispatch at once and waits at the read: JAX on a CPU showed
+"compute 0.03 s, loss sync 0.5 s" beside PyTorch's synchronous 0.5 s of compute, as if it computed
+20x faster. Only the sum compares across frameworks; `sync_s` says where the waiting happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Collection
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tracer.core import schema
+from tracer.core.runfolder import RunFolder
+from tracer.core.schema import STEPS_TABLE
+
+STEP_S = "step_s"  # derived: data wait + compute + sync
+COMPUTE_TOTAL_S = "compute_total_s"  # derived: the step minus its data wait (compute_s + sync_s)
+
+
+def with_step_columns(table: pa.Table) -> pa.Table:
+    """The steps table with STEP_S and COMPUTE_TOTAL_S added (where its timing columns are there)."""
+    names = table.column_names
+    if not all(c in names for c in (schema.DATA_WAIT_S, schema.COMPUTE_S, schema.SYNC_S)):
+        return table
+    sync = pc.fill_null(table.column(schema.SYNC_S), 0.0)
+    compute = pc.add(pc.fill_null(table.column(schema.COMPUTE_S), 0.0), sync)
+    table = table.append_column(COMPUTE_TOTAL_S, compute) if COMPUTE_TOTAL_S not in names else table
+    step = pc.add(pc.fill_null(table.column(schema.DATA_WAIT_S), 0.0), compute)
+    return table.append_column(STEP_S, step) if STEP_S not in names else table
+
+
+@dataclass(frozen=True)
+class EpochSplit:
+    """The steps of one epoch, summed."""
+
+    epoch: int
+    steps: int
+    images: int
+    data_wait_s: float
+    compute_s: float
+    sync_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.data_wait_s + self.compute_s + self.sync_s
+
+    @property
+    def compute_total_s(self) -> float:
+        """The steps' time minus their data wait: dispatch and the wait at the loss read together."""
+        return self.compute_s + self.sync_s
+
+    @property
+    def data_wait_share(self) -> float | None:
+        """Data wait over the steps' time (0..1); None for an epoch whose steps took no time."""
+        return self.data_wait_s / self.total_s if self.total_s > 0 else None
+
+
+def steps_table(folder: RunFolder) -> pa.Table | None:
+    """The run's per-step rows (Parquet once finalised, else the worker's CSV), or None for runs
+    made before the table existed or that never reached a step."""
+    table = folder.samples(STEPS_TABLE)
+    return table if table is not None and table.num_rows > 0 else None
+
+
+def epoch_splits(folder: RunFolder) -> list[EpochSplit]:
+    """One EpochSplit per epoch that has steps, in epoch order."""
+    table = steps_table(folder)
+    if table is None:
+        return []
+    sums = table.group_by("epoch").aggregate(
+        [
+            ("step", "count"),
+            ("images", "sum"),
+            (schema.DATA_WAIT_S, "sum"),
+            (schema.COMPUTE_S, "sum"),
+            (schema.SYNC_S, "sum"),
+        ]
+    )
+    sums = sums.sort_by("epoch")
+    return [
+        EpochSplit(
+            epoch=int(row["epoch"]),
+            steps=int(row["step_count"]),
+            images=int(row["images_sum"] or 0),  # an imported trace's steps record no images (null)
+            data_wait_s=float(row["data_wait_s_sum"]),
+            compute_s=float(row["compute_s_sum"]),
+            sync_s=float(row["sync_s_sum"]),
+        )
+        for row in sums.to_pylist()
+    ]
+
+
+def probes(folder: RunFolder) -> tuple[str, ...]:
+    """Who saw the run's steps (the steps table's PROBE column: `worker`, `torch.DataLoader`, `marker` ...)."""
+    table = steps_table(folder)
+    if table is None or schema.PROBE not in table.column_names:
+        return ()
+    return tuple(sorted(str(p) for p in table.column(schema.PROBE).unique().to_pylist() if p))
+
+
+def data_wait_shares(folder: RunFolder) -> dict[int, float | None]:
+    """Epoch number -> its data-wait share (0..1)."""
+    return {s.epoch: s.data_wait_share for s in epoch_splits(folder)}
+
+
+def run_share(splits: list[EpochSplit]) -> float | None:
+    """The whole run's data-wait share from its epochs' sums: every step's wait over every step's time."""
+    total = sum(s.total_s for s in splits)
+    return sum(s.data_wait_s for s in splits) / total if total > 0 else None
+
+
+def share_over(splits: list[EpochSplit], epochs: Collection[int]) -> float | None:
+    """The data-wait share over the steps of `epochs` (the steady state: `analyzers.figures.phases` picks them)."""
+    return run_share([s for s in splits if s.epoch in epochs])
+
+
+def run_data_wait_share(folder: RunFolder) -> float | None:
+    """The whole run's data-wait share: every step's wait over every step's time."""
+    return run_share(epoch_splits(folder))

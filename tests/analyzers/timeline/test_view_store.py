@@ -1,0 +1,123 @@
+"""A run's stored view (`analyzers.timeline.view_store`) on the H100 nsys run laid end to end (three copies, about
+400 k events): written by the ingest for a big trace and not for a small one, read back memory-mapped and
+equal to a fresh build, rebuilt when a table changed or the store is damaged, and kept in the cache
+where the run folder is read-only."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analyzers.ingest import threads
+from analyzers.timeline import view_store
+from analyzers.trace import tables as t
+from tests.analyzers.run_replica import replicate_run
+from tracer.core.runfolder import RunFolder
+
+COPIES_EVENTS = 300_000  # trace rows asked for: three copies of the 110 k-row run
+
+
+@pytest.fixture(scope="module")
+def replica(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFolder:
+    source = shared_fixtures / "gpu-h100" / "20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"
+    return RunFolder(replicate_run(tmp_path_factory.mktemp("replica"), COPIES_EVENTS, source))
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TRACER_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def _same(a: object, b: object) -> None:
+    """Two views' records hold equal values, field by field (arrays by value, of any integer width)."""
+    assert type(a) is type(b)
+    if a is None:
+        return
+    for f in dataclasses.fields(a):  # type: ignore[arg-type]
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            assert np.array_equal(x, y), f.name
+        elif isinstance(x, tuple) and x and isinstance(x[0], np.ndarray):
+            assert len(x) == len(y) and all(np.array_equal(p, q) for p, q in zip(x, y)), f.name
+        else:
+            assert x == y, f.name
+
+
+def test_stored_view_reads_back_as_built(replica: RunFolder, cache: Path) -> None:
+    built = view_store.build(replica)
+    assert built.events >= view_store.STORE_MIN_EVENTS
+    place = view_store.write(replica, built)  # (DuckDB's parallel sums may differ in the last bit between builds)
+    assert place == replica.path / view_store.VIEW_DIR and (place / view_store.MANIFEST).exists()
+    stored = view_store.load(replica)
+    assert stored.stored == place
+    for name in view_store.LANE_SETS:
+        _same(getattr(built.lanes, name), getattr(stored.lanes, name))
+    assert built.indexes.keys() == stored.indexes.keys() == {"threads", "calls", "gpu"}
+    for name in built.indexes:
+        _same(built.indexes[name], stored.indexes[name])
+    assert stored.api_phases == built.api_phases and "epoch 6" in stored.api_phases  # the third copy's epochs
+    assert stored.kernels == built.kernels and stored.api_label == "CUDA API"
+    assert isinstance(stored.lanes.api_calls.start_ns, np.memmap)  # type: ignore[union-attr]
+    lanes = stored.indexes["threads"]
+    assert lanes.pyramid and isinstance(lanes.pyramid[0], np.memmap)
+    assert stored.lanes.threads.lane.dtype.itemsize < 8  # type: ignore[union-attr]  # narrow codes and lanes
+    for name, index in stored.indexes.items():  # what is drawn from the store is what a fresh build draws
+        for view in ((index.span[0], index.span[1]), (30.0, 31.0)):
+            assert np.array_equal(index.raster(*view, 1500), built.indexes[name].raster(*view, 1500)), name
+
+
+def test_the_ingest_stores_a_big_traces_view(replica: RunFolder, cache: Path) -> None:
+    import shutil
+
+    from analyzers.ingest import ingest_run
+
+    shutil.rmtree(replica.path / view_store.VIEW_DIR, ignore_errors=True)
+    ingest_run(replica)  # (no raw trace left to read: the thread timeline and the view)
+    assert view_store.load(replica).stored == replica.path / view_store.VIEW_DIR
+
+
+def test_a_changed_table_or_a_damaged_store_is_rebuilt(replica: RunFolder, cache: Path) -> None:
+    assert view_store.store_if_big(replica) == replica.path / view_store.VIEW_DIR
+    manifest = replica.path / view_store.VIEW_DIR / view_store.MANIFEST
+    before = manifest.stat().st_mtime_ns
+    assert view_store.load(replica).stored == manifest.parent and manifest.stat().st_mtime_ns == before
+    threads.write(replica)  # the ingest wrote the thread timeline again: its mtime changed
+    again = view_store.load(replica)
+    assert again.stored == manifest.parent and manifest.stat().st_mtime_ns != before
+    manifest.write_text(manifest.read_text()[:100])  # cut short
+    assert view_store.load(replica).stored == manifest.parent
+    assert view_store.load(replica).lanes.gpu is not None
+
+
+def test_a_run_folder_it_cannot_write_keeps_its_view_in_the_cache(
+    replica: RunFolder, cache: Path, tmp_path: Path
+) -> None:
+    """A read-only folder (the shared fixtures, an archive) as root, who may write anywhere: the view's
+    scratch folder is taken by a file, so writing into the run fails with a real OSError."""
+    import shutil
+
+    skip_view = shutil.ignore_patterns(view_store.VIEW_DIR)
+    copy = RunFolder(Path(shutil.copytree(replica.path, tmp_path / replica.path.name, ignore=skip_view)))
+    (copy.path / f"{view_store.VIEW_DIR}.tmp-{os.getpid()}").write_text("in the way")
+    view = view_store.load(copy)
+    assert view.stored is not None and view.stored.is_relative_to(cache)
+    assert not (copy.path / view_store.VIEW_DIR).exists()
+    assert view_store.load(copy).stored == view.stored  # read from the cache the next time
+
+
+def test_a_small_run_is_not_stored(shared_fixtures: Path, cache: Path, tmp_path: Path) -> None:
+    import shutil
+
+    source = shared_fixtures / "gpu-h100" / "20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"
+    folder = RunFolder(Path(shutil.copytree(source, tmp_path / source.name)))
+    folder.path.chmod(0o755)
+    assert view_store.store_if_big(folder) is None
+    view = view_store.load(folder)
+    assert view.stored is None and view.events < view_store.STORE_MIN_EVENTS and view.lanes.gpu is not None
+    assert not (folder.path / view_store.VIEW_DIR).exists() and not cache.exists()
+    assert (folder.path / f"{t.CUDA_API}.parquet").exists()

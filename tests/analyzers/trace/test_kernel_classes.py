@@ -1,0 +1,122 @@
+"""Kernel classes: every fixture's kernel time classified (at most 5 % left in `other`), the docs table
+equal to what the fixtures give, and the names of frameworks no fixture covers."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from analyzers.trace import kernel_classes as kc
+
+ROOT = Path(__file__).resolve().parents[3]
+DOCS_TABLE = ROOT / "docs" / "results" / "kernel-classes.md"
+
+
+def _table_script():  # type: ignore[no-untyped-def]
+    path = ROOT / "benchmarks" / "kernel_classes_table.py"
+    spec = importlib.util.spec_from_file_location("kernel_classes_table", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def totals(shared_fixtures: Path) -> dict[str, dict[str, int]]:
+    return dict(_table_script().fixture_totals(shared_fixtures))
+
+
+def test_every_fixture_leaves_at_most_5_pct_in_other(totals: dict[str, dict[str, int]]) -> None:
+    assert len(totals) == 22  # 18 traces (8 DLRM ranks), 3 H100 run folders and the H200 CUPTI run
+    for fixture, by_class in totals.items():
+        total = sum(by_class.values())
+        assert total > 0, fixture
+        assert by_class.get(kc.OTHER, 0) <= kc.OTHER_LIMIT * total, (fixture, by_class)
+
+
+def test_docs_table_is_what_the_fixtures_give(totals: dict[str, dict[str, int]]) -> None:
+    script = _table_script()
+    rows = [line for line in DOCS_TABLE.read_text().splitlines() if line.startswith("| ") and "---" not in line]
+    assert rows[0] == script.HEADER
+    assert rows[1:] == [script.row(fixture, by_class) for fixture, by_class in totals.items()]
+
+
+# fmt: off
+NAMES = [
+    # XLA (JAX, TensorFlow with jit): fusions, custom calls that run cuBLAS/cuDNN/Triton
+    ("loop_multiply_fusion", "fused"),
+    ("input_reduce_fusion_3", "reduction"),
+    ("fusion_42", "fused"),
+    ("loop_convert_fusion", "fused"),
+    ("wrapped_transpose", "memory"),
+    ("gemm_fusion_dot_12", "matmul"),
+    ("triton_gemm_dot_3", "matmul"),
+    ("input_scatter_fusion", "indexing"),
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", "matmul"),  # noqa: E501
+    # TensorFlow / Eigen
+    ("void Eigen::internal::EigenMetaKernel<Eigen::TensorEvaluator<Eigen::TensorAssignOp<Eigen::TensorMap<Eigen::Tensor<float, 1, 1, long>, 16>, Eigen::TensorCwiseBinaryOp<Eigen::internal::scalar_sum_op<float, float>, Eigen::TensorMap<Eigen::Tensor<float const, 1, 1, long>, 16> const> const> const, Eigen::GpuDevice>, long>(Eigen::TensorEvaluator<float, Eigen::GpuDevice>, long)", "elementwise"),  # noqa: E501
+    ("void tensorflow::functor::ColumnReduceKernel<float const*, float*, cub::Sum>(float const*, float*, int, int, cub::Sum, std::iterator_traits<float const*>::value_type)", "reduction"),  # noqa: E501
+    ("void tensorflow::functor::SwapDimension1And2InTensor3UsingTiles<unsigned int, 256, 32, 32, false>(unsigned int const*, tensorflow::functor::Dimension<3>, unsigned int*)", "memory"),  # noqa: E501
+    ("void tensorflow::BiasNHWCKernel<float>(int, float const*, float const*, float*, int)", "elementwise"),
+    ("void tensorflow::(anonymous namespace)::GenerateNormalizedProb<float, float, 4>(float const*, float const*, float const*, float*, int, int, bool)", "softmax_loss"),  # noqa: E501
+    ("void tensorflow::functor::ApplyAdamKernel<float>(int, float*, float*, float*, float const*, float const*, float const*, float const*, float const*, float const*, float const*, bool)", "optimizer"),  # noqa: E501
+    # cuBLAS / cuBLASLt / CUTLASS 3
+    ("nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT", "matmul"),
+    ("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, cutlass::gemm::collective::CollectiveMma<cute::SM90_TMA_LOAD, cute::Copy_Atom<cute::SM75_U32x4_LDSM_N, cutlass::half_t>>>>(T1::Params)", "matmul"),  # noqa: E501
+    ("void cublasLt::splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, false>(cublasLt::cublasSplitKParams<float>, float const*)", "matmul"),  # noqa: E501
+    # cuDNN, named by direction, or not
+    ("sm86_xmma_fprop_implicit_gemm_indexed_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize64x64x64_stage4_warpsize2x2x1_g1_tensor16x8x16_kernel", "conv_fwd"),  # noqa: E501
+    ("void cudnn::detail::dgrad2d_alg1_1<float, 0, 6, 6, 5, 4, 4, false, true>(int, int, int, float const*, int)", "conv_bwd_data"),  # noqa: E501
+    ("void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>(int, int, int, float const*, int)", "conv_bwd_filter"),  # noqa: E501
+    ("volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1", "conv"),
+    # PyTorch's native kernels, nsys's and CUPTI's spelling
+    ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)", "softmax_loss"),  # noqa: E501
+    ("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13BinaryFunctorIfffZNS0_67_GLOBAL__N__06c19b41_28_ActivationThresholdKernel_cu_751192d7_1581121threshold_kernel_implIfEEvRNS_18TensorIteratorBaseET_S7_EUlffE_EESt5arrayIPcLm3EEE", "elementwise"),  # noqa: E501
+    ("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>>(int, T1)", "memory"),  # noqa: E501
+    ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float, false>(int, float, c10::BFloat16 const*)", "normalization"),  # noqa: E501
+    ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>>(T1, T2)", "optimizer"),  # noqa: E501
+    ("void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, false, false, cutlass::bfloat16_t>>(Flash_bwd_params)", "attention"),  # noqa: E501
+    ("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)", "attention"),  # noqa: E501
+    # Triton (torch.compile)
+    ("triton_poi_fused_add_cos_sin_0", "fused"),
+    ("triton_red_fused__to_copy_mean_pow_0", "reduction"),
+    ("triton_per_fused__native_batch_norm_legit_functional_1", "normalization"),
+    ("triton_tem_fused_addmm_relu_0", "matmul"),
+    # ROCm: rocBLAS/hipBLASLt (Tensile), MIOpen, RCCL
+    ("Cijk_Ailk_Bljk_SB_MT64x64x8_SN_1LDSB0_APM1_ABV0_ACED0_AF0EM1_AF1EM1_AMAS3_ASE_ASGT_ASAE01_ASCE01_ASEM1_AAC0", "matmul"),  # noqa: E501
+    ("miopenSp3AsmConv_v21_1_3_gfx9_fp32_stride1", "conv"),
+    ("naive_conv_fwd_nchw_float_double_float", "conv_fwd"),
+    ("igemm_bwd_gtcx_nchw_fp32_bx0_ex1_bt64x64x16_wt32x32x2_ws1x1_wr1x1_ta1x4x1x1_1x4x1x16_tb1x4x1x1_1x4x1x16", "conv_bwd_data"),  # noqa: E501
+    ("igemm_wrw_gtcx_nchw_fp32_bx0_ex0_bt64x64x16_wt32x32x2_ws1x1_wr1x1_ta1x1x4x1_1x16x1x16_tb1x1x4x1_1x16x1x16", "conv_bwd_filter"),  # noqa: E501
+    ("MIOpenBatchNormFwdTrainSpatial", "normalization"),
+    ("MIOpenPoolingForward", "reduction"),
+    ("__amd_rocclr_copyBuffer", "memory"),
+    ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "communication"),
+    ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "communication"),
+    ("test2(double *, unsigned long long, unsigned long long)", "other"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize(("name", "expected"), NAMES, ids=[n[:40] for n, _ in NAMES])
+def test_names_of_every_library(name: str, expected: str) -> None:
+    assert kc.classify_distinct([name]) == [expected]
+
+
+def test_the_column_whatever_the_name_array() -> None:
+    """Plain, chunked and dictionary-encoded name columns give one class per row, in row order."""
+    names = ["ncclDevKernel_SendRecv(x)", "volta_sgemm_64x64_nt", "ncclDevKernel_SendRecv(x)", None]
+    chunked = pa.chunked_array([names[:2], names[2:]], pa.string())
+    for column in (pa.array(names, pa.string()), chunked, pa.array(names, pa.string()).dictionary_encode()):
+        table = kc.with_classes(pa.table({"name": column, "dur_ns": [1, 2, 3, 4]}))
+        assert table[kc.KERNEL_CLASS].to_pylist() == ["communication", "matmul", "communication", "other"]
+    assert kc.class_totals(pa.table({"name": names[:3], "dur_ns": [1, 2, 3]})) == {"communication": 4, "matmul": 2}
+
+
+def test_every_class_is_declared_once() -> None:
+    keys = [c.key for c in kc.CLASSES]
+    assert len(keys) == len(set(keys)) and keys[-1] == kc.OTHER
+    assert {cls for cls, _ in kc.RULES} == set(keys) - {kc.OTHER}

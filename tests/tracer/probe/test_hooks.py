@@ -1,0 +1,49 @@
+"""The probe's hooks in the frameworks other than PyTorch, each on a plain user script under
+`tracer profile --` (tests/tracer/probe/scripts/): a Gluon DataLoader loop, a paddle.io.DataLoader loop,
+paddle.Model.fit and a custom tf.data loop give their steps, epochs and loader settings with no edit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require_framework, run_tracer
+from tracer.core.runfolder import RunFolder, list_runs
+from tracer.core.schema import KIND, PROBE, STEPS_TABLE, Event, Probe
+from tracer.measure.environments import status
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+# (framework, script and its arguments, the probe that must see the steps, loader settings it must report)
+CASES = [
+    ("mxnet", ("gluon_loop.py",), Probe.GLUON_DATALOADER, {"num_workers": 0}),
+    ("paddle", ("paddle_loop.py",), Probe.PADDLE_DATALOADER, {"num_workers": 0}),
+    ("paddle", ("paddle_loop.py", "fit"), Probe.PADDLE_FIT, {"batch_size": 8}),
+    ("tensorflow", ("tf_data_loop.py",), Probe.TF_DATA, {"prefetch": True, "parallel_map": False}),
+]
+
+
+@pytest.mark.parametrize(("framework", "script", "probe", "knobs"), CASES, ids=[" ".join(c[1]) for c in CASES])
+def test_a_plain_loop_gives_its_steps_epochs_and_loader_settings(
+    framework: str, script: tuple[str, ...], probe: str, knobs: dict[str, object], tmp_path: Path
+) -> None:
+    require_framework(framework)
+    out = tmp_path / "runs"
+    name, *args = script
+    result = run_tracer("profile", "--out", str(out), "--", status(framework).python, str(SCRIPTS / name), *args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (folder,) = list_runs(out)
+    assert isinstance(folder, RunFolder)
+    steps = folder.samples(STEPS_TABLE)
+    assert steps is not None
+    # 32 samples in batches of 8, two passes: four steps an epoch, each of 8 images, seen by that probe only.
+    assert set(steps.column(PROBE).to_pylist()) == {probe}
+    assert steps.column("epoch").to_pylist() == [1] * 4 + [2] * 4
+    assert steps.column("images").to_pylist() == [8] * 8
+    assert [e.epoch for e in folder.epochs()] == [1, 2]
+    record = folder.read_record()
+    assert record.command is not None and framework in record.command.frameworks_imported
+    (loader,) = [e for e in folder.events() if e.get(KIND) == Event.LOADER]
+    assert loader[PROBE] == probe and knobs.items() <= loader["knobs"].items()
+    assert {f"{probe}.{key}": value for key, value in knobs.items()}.items() <= record.knobs.items()

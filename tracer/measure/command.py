@@ -1,0 +1,313 @@
+"""`tracer profile -- COMMAND`: a user's own training as the measured child, measured as the built-in
+workload is (the runner's `Supervisor`: sampler over the whole process tree, NVML, energy, nsys,
+py-spy, timeout, stall watch, Ctrl-C, the lifeguard) and ending in the same states.
+
+The command's stdout and stderr reach our terminal unchanged and are kept in raw/. Every Python process
+it starts gets the probe (tracer/probe/, staged by `probe_pythonpath`), which writes the steps table
+(one file per process, joined here when the run ends) and epoch events into the run folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import shutil
+import signal
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+from rich.console import Console
+
+import tracer
+from tracer.core.cases import UNKNOWN_MODEL
+from tracer.core.divergence import diverged_outcome, divergence
+from tracer.core.errors import UserError
+from tracer.core.paths import cache_root
+from tracer.core.records import CommandInfo, Outcome, RankInfo, RunRecord, RunSpec, RunStatus
+from tracer.core.runfolder import RunFolder, read_csv_stream
+from tracer.core.schema import (
+    KIND,
+    PROBE,
+    PROBE_MODULE,
+    PROBE_RUN_DIR_ENV,
+    PROBE_SOURCE_DIR,
+    PROBE_STEPS_SEPARATOR,
+    PROBED_IMPORTS,
+    RANK,
+    SAMPLE_TABLES,
+    STEPS_TABLE,
+    Event,
+)
+from tracer.measure.outcome import CRASH_SIGNALS, stderr_tail
+from tracer.measure.process import STALL_STACKS, Child
+from tracer.measure.supervisor import Supervisor
+from tracer.measure.tracing.base import TraceBackend
+from tracer.measure.tracing.pyspy import find_pyspy
+
+STDOUT_LOG = "raw/stdout.log"
+STDERR_LOG = "raw/stderr.log"
+#: Trace backends that work on any process tree; the others run inside the built-in worker.
+COMMAND_TRACES = ("none", "nsys")
+NO_FRAMEWORK = "unknown"  # spec.framework of a command whose processes imported no framework we know
+PROBE_OFF = "off"
+PROBE_ON = "on"
+
+
+@dataclass(frozen=True)
+class CommandLaunch:
+    """A command to measure: argv as the user typed it, where it runs, and how it is measured."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    spec: RunSpec  # its measuring options (trace, sampling, timeout, stall); its workload fields are unused
+    out_dir: Path
+    backend: TraceBackend
+    probe: bool = True
+
+
+def resolve_executable(argv0: str, cwd: Path) -> str:
+    """The file `argv0` starts, or a UserError saying why it cannot start (before any run folder)."""
+    if "/" in argv0:
+        path = Path(os.path.abspath(cwd / argv0))  # not resolved: a venv's python is a link that must stay one
+        if not path.exists():
+            raise UserError(f"cannot start the command: {argv0} does not exist")
+        if path.is_dir() or not os.access(path, os.X_OK):
+            raise UserError(
+                f"cannot start the command: {argv0} is not executable (chmod +x it, or run it with its interpreter)"
+            )
+        return str(path)
+    found = shutil.which(argv0)
+    if found is None:
+        raise UserError(f"cannot start the command: '{argv0}' is not found on PATH")
+    return found
+
+
+def probe_pythonpath() -> Path:
+    """A folder holding only `sitecustomize.py` and the probe as `dltracer_probe` (links into this
+    source tree), put first on the command's PYTHONPATH: none of the tool's own packages come with it."""
+    source = Path(tracer.__file__).resolve().parent / PROBE_SOURCE_DIR
+    stage = cache_root() / "probe-path" / hashlib.sha256(str(source).encode()).hexdigest()[:16]
+    stage.mkdir(parents=True, exist_ok=True)
+    for name, target in ((PROBE_MODULE, source), ("sitecustomize.py", source / "sitecustomize.py")):
+        link = stage / name
+        if link.is_symlink() and link.resolve() == target:
+            continue
+        tmp = stage / f"{name}.{os.getpid()}.tmp"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(target, target_is_directory=target.is_dir())
+        os.replace(tmp, link)
+    return stage
+
+
+def label_of(argv: Sequence[str]) -> str:
+    """A short name for a command in run ids: its script's stem (`train` for `torchrun ... train.py`)."""
+    scripts = [a for a in argv if a.endswith((".py", ".sh"))]
+    if "-m" in argv[:-1]:
+        name = argv[list(argv).index("-m") + 1]
+    else:
+        name = Path(scripts[-1] if scripts else argv[0]).stem
+    return re.sub(r"[^A-Za-z0-9_]+", "-", name).strip("-")[:40] or "command"
+
+
+def command_text(argv: Sequence[str], limit: int = 80) -> str:
+    """The command as one line, shortened in the middle past `limit` characters."""
+    import shlex
+
+    text = shlex.join(argv)
+    return text if len(text) <= limit else text[: limit // 2 - 2] + " ... " + text[-(limit // 2 - 3) :]
+
+
+class CommandRunner(Supervisor):
+    def __init__(self, launch: CommandLaunch, console: Console | None = None) -> None:
+        super().__init__(launch.backend, console)
+        self.launch = launch
+
+    def _run(self) -> tuple[RunFolder, RunRecord]:
+        launch = self.launch
+        resolve_executable(launch.argv[0], launch.cwd)
+        spec = launch.spec
+        self.backend.check(spec)
+        pyspy = find_pyspy() if spec.pyspy else None
+        nvml, env = self.open_machine("", "")
+        if self.signals.count:
+            raise KeyboardInterrupt
+        spec = dataclasses.replace(spec, device="gpu" if env.gpus else "cpu")
+        info = CommandInfo(
+            argv=launch.argv, cwd=str(launch.cwd), interpreter="", probe=PROBE_ON if launch.probe else PROBE_OFF
+        )
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        record = RunRecord(
+            run_id=f"{stamp}-cmd-{label_of(launch.argv)}-{uuid.uuid4().hex[:4]}",
+            spec=spec,
+            environment=env,
+            outcome=Outcome(RunStatus.RUNNING, "training"),
+            wall_start_ns=time.time_ns(),
+            tracer_pid=os.getpid(),
+            command=info,
+        )
+        folder = self.start_folder(launch.out_dir, record, None)
+        self.console.print(f"run {folder.run_id}: {command_text(launch.argv)}")
+        child_env = dict(os.environ)
+        if launch.probe:
+            child_env[PROBE_RUN_DIR_ENV] = str(folder.path)
+            path = os.environ.get("PYTHONPATH")
+            child_env["PYTHONPATH"] = str(probe_pythonpath()) + (os.pathsep + path if path else "")
+        child_env.setdefault("PYTHONUNBUFFERED", "1")  # a pipe, not a terminal: output still comes as it is written
+        child = Child(
+            list(launch.argv),
+            child_env,
+            cwd=str(launch.cwd),
+            tee=(folder.path / STDOUT_LOG, folder.path / STDERR_LOG),
+            interrupt_signal=signal.SIGINT,
+            pid_file=False,
+            progress_files=(folder.path / STDOUT_LOG, folder.path / STDERR_LOG),
+            sweep=True,
+            mark=f"{PROBE_RUN_DIR_ENV}={folder.path}" if launch.probe else "",
+        )
+        try:
+            ended = self.supervise(folder, child, spec, nvml, pyspy)
+        finally:
+            if nvml is not None:
+                nvml.close()
+        join_probe_steps(folder)
+        events = folder.events()
+        returncode = self.backend.worker_returncode(ended.returncode, [])
+        outcome = self._with_sampler_error(classify_command(returncode, ended.ended_by, events, folder, spec), ended)
+
+        def complete(outcome: Outcome, trace_files: list[str]) -> RunRecord:
+            return _completed(record, events, outcome, ended.sampling, trace_files)
+
+        return folder, self.finish_folder(folder, outcome, complete, nvml)
+
+
+def join_probe_steps(folder: RunFolder) -> None:
+    """The probed processes' step files (samples/steps-<pid>.csv) as the one steps stream, ordered by
+    rank and start time; the per-process files are removed once it is written."""
+    parts = sorted(folder.samples_dir.glob(f"{STEPS_TABLE}{PROBE_STEPS_SEPARATOR}*.csv"))
+    if not parts:
+        return
+    declared = SAMPLE_TABLES[STEPS_TABLE].schema
+    tables = []
+    for part in parts:
+        try:
+            tables.append(read_csv_stream(part, declared))
+        except (pa.ArrowException, OSError, ValueError):
+            continue
+    if tables:
+        table = pa.concat_tables(tables).sort_by([(RANK, "ascending"), (declared.names[3], "ascending")])
+        pacsv.write_csv(table, folder.sample_stream_path(STEPS_TABLE))
+    for part in parts:
+        part.unlink(missing_ok=True)
+
+
+def classify_command(
+    returncode: int, ended_by: str | None, events: Sequence[Mapping[str, Any]], folder: RunFolder, spec: RunSpec
+) -> Outcome:
+    """How a command ended, in the states of a built-in run: its exit status is the only word it has
+    (no `end` event), a divergence the probe saw makes it `diverged`."""
+    tail = stderr_tail(folder, path=folder.path / STDERR_LOG)
+    if ended_by == "timeout":
+        return Outcome(RunStatus.TIMEOUT, f"ran past --timeout {spec.timeout_s:g} s", returncode, None, tail)
+    if ended_by == "interrupted":
+        return Outcome(RunStatus.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM to the tracer)", returncode, None, tail)
+    if ended_by == "stalled":
+        cause = f"no progress for {spec.stall_s:g} s (no output, step or CPU): ended; stacks in {STALL_STACKS}"
+        return Outcome(RunStatus.STALLED, cause, returncode, None, tail)
+    found = divergence(events)
+    if found is not None:
+        return diverged_outcome(Outcome(RunStatus.OK, "", returncode, None, tail), found)
+    if returncode == 0:
+        return Outcome(RunStatus.OK, "", 0)
+    if returncode < 0:
+        sig = signal.Signals(-returncode)
+        if sig in CRASH_SIGNALS:
+            return Outcome(RunStatus.FAILED, f"the command crashed with {sig.name}", returncode, sig.name, tail)
+        hint = " (the kernel's out-of-memory killer sends SIGKILL)" if sig == signal.SIGKILL else ""
+        return Outcome(RunStatus.KILLED, f"the command was killed by {sig.name}{hint}", returncode, sig.name, tail)
+    last = tail[-1] if tail else "no output on stderr"
+    return Outcome(RunStatus.FAILED, f"the command exited with code {returncode}: {last}", returncode, None, tail)
+
+
+def frameworks_of(events: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The declared frameworks the probe saw imported, in the order it saw them, with their versions."""
+    seen: dict[str, None] = {}
+    for e in events:
+        if e.get(KIND) == Event.VERSIONS:
+            for module in e.get("versions") or {}:
+                if module in PROBED_IMPORTS:
+                    seen[PROBED_IMPORTS[module]] = None
+    return tuple(seen)
+
+
+def _versions(events: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for e in events:
+        if e.get(KIND) == Event.VERSIONS:
+            out.update({str(k): str(v) for k, v in (e.get("versions") or {}).items()})
+    return out
+
+
+def _ranks(events: Sequence[Mapping[str, Any]], host: str) -> tuple[RankInfo, ...]:
+    """The ranks of a data-parallel command (processes whose environment gave a world size over 1)."""
+    by_rank: dict[int, RankInfo] = {}
+    for e in events:
+        if e.get(KIND) != Event.START or int(e.get("world_size") or 1) <= 1:
+            continue
+        rank = int(e.get(RANK) or 0)
+        by_rank.setdefault(rank, RankInfo(rank, rank, int(e["world_size"]), host, pid=e.get("pid")))
+    return tuple(by_rank[r] for r in sorted(by_rank))
+
+
+def _completed(
+    record: RunRecord, events: Sequence[Mapping[str, Any]], outcome: Outcome, sampling: Any, trace_files: list[str]
+) -> RunRecord:
+    """What the probe reported (interpreter, frameworks, versions, ranks) and how the command ended."""
+    starts = [e for e in events if e.get(KIND) == Event.START]
+    frameworks = frameworks_of(events)
+    assert record.command is not None
+    python = str(starts[0].get("python") or "") if starts else ""
+    command = dataclasses.replace(record.command, interpreter=python, frameworks_imported=frameworks)
+    env = dataclasses.replace(
+        record.environment,
+        framework_versions=_versions(events),
+        worker_python=python,
+        worker_python_version=str(starts[0].get("python_version") or "") if starts else "",
+    )
+    spec = dataclasses.replace(record.spec, framework=frameworks[0] if frameworks else NO_FRAMEWORK)
+    return dataclasses.replace(
+        record,
+        spec=spec,
+        environment=env,
+        outcome=outcome,
+        wall_end_ns=time.time_ns(),
+        sampling=sampling,
+        worker_pid=starts[0].get("pid") if starts else None,
+        trace_files=tuple(trace_files),
+        command=command,
+        ranks=_ranks(events, env.hostname),
+        knobs=_loader_knobs(events),
+    )
+
+
+def _loader_knobs(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The input pipeline's settings the probe read (num_workers, pin_memory ...), under its name."""
+    out: dict[str, Any] = {}
+    for e in events:
+        if e.get(KIND) == Event.LOADER and isinstance(e.get("knobs"), Mapping):
+            for key, value in e["knobs"].items():
+                out.setdefault(f"{e.get(PROBE)}.{key}", value)
+    return out
+
+
+def command_spec(values: Mapping[str, Any]) -> RunSpec:
+    """The spec of a command run: its measuring options; the workload fields hold no made-up facts
+    (framework is filled from what the probe saw, model and dataset stay `unknown`)."""
+    return RunSpec(framework=NO_FRAMEWORK, model=UNKNOWN_MODEL, dataset=UNKNOWN_MODEL, **values)  # type: ignore[arg-type]

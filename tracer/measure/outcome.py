@@ -1,0 +1,98 @@
+"""How a run ended, as one status and a cause a person can read: from the worker's exit status, what
+ended it (timeout, Ctrl-C, a stall, a failed rank), its events and the tail of its log."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tracer.core.divergence import diverged_outcome, divergence
+from tracer.core.records import (
+    Outcome,
+    RunSpec,
+    RunStatus,
+)
+from tracer.core.runfolder import RunFolder
+from tracer.core.schema import EXIT_DIVERGED, KIND, Event
+from tracer.measure import rank_launch
+from tracer.measure.process import STALL_STACKS
+
+STDERR_TAIL_LINES = 25
+CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
+
+
+def causes(*parts: str) -> str:
+    """Several reasons as one cause, `; ` between those that say something (never "kept; ; sampler")."""
+    return "; ".join(p.strip().strip(";").strip() for p in parts if p and p.strip().strip(";").strip())
+
+
+def stderr_tail(folder: RunFolder, lines: int = STDERR_TAIL_LINES, path: Path | None = None) -> tuple[str, ...]:
+    """The last non-empty lines of the worker's log (or of `path`)."""
+    try:
+        with (path or folder.worker_log).open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 64 * 1024))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ()
+    kept = [line.rstrip() for line in text.splitlines() if line.strip()]
+    return tuple(kept[-lines:])
+
+
+def classify(
+    returncode: int, ended_by: str | None, events: Sequence[Mapping[str, Any]], folder: RunFolder, spec: RunSpec
+) -> Outcome:
+    """Turns how the process ended into a status and a cause a person can read; a non-finite loss
+    makes a run that otherwise ended well (or stopped at it) `diverged`."""
+    return diverged_outcome(_ended(returncode, ended_by, events, folder, spec), divergence(events, spec.lr))
+
+
+def _ended(
+    returncode: int, ended_by: str | None, events: Sequence[Mapping[str, Any]], folder: RunFolder, spec: RunSpec
+) -> Outcome:
+    finished = any(e.get(KIND) == Event.END for e in events)
+    errors = [e for e in events if e.get(KIND) == Event.ERROR]
+    tail = stderr_tail(folder)
+    if returncode == 0 and finished:  # every epoch trained, whatever came after (a signal as it exited)
+        return Outcome(RunStatus.OK, "", 0)
+    if finished and ended_by in ("timeout", "interrupted"):  # every epoch trained; stopped in its teardown
+        return Outcome(RunStatus.OK, f"every epoch trained; {ended_by} during the worker's teardown", returncode)
+    if returncode == EXIT_DIVERGED and any(e.get(KIND) == Event.DIVERGED for e in events):
+        return Outcome(RunStatus.DIVERGED, "", returncode, None, tail)  # before a signal that came after the stop
+    if ended_by == "timeout":
+        return Outcome(RunStatus.TIMEOUT, f"ran past --timeout {spec.timeout_s:g} s", returncode, None, tail)
+    if ended_by == "interrupted":
+        cause = "interrupted (Ctrl-C, or SIGTERM, SIGHUP or SIGQUIT to the tracer)"
+        return Outcome(RunStatus.INTERRUPTED, cause, returncode, None, tail)
+    if ended_by == "stalled":
+        cause = (
+            f"no progress for {spec.stall_s:g} s (no event, no step, no CPU): ended; where each process waited"
+            f" is in {STALL_STACKS}"
+        )
+        return Outcome(RunStatus.STALLED, cause, returncode, None, tail)
+    if returncode < 0:
+        sig = signal.Signals(-returncode)
+        if sig in CRASH_SIGNALS:
+            return Outcome(RunStatus.FAILED, f"worker crashed with {sig.name}", returncode, sig.name, tail)
+        hint = " (by another process, or by the kernel's out-of-memory killer)" if sig == signal.SIGKILL else ""
+        return Outcome(RunStatus.KILLED, f"worker killed by {sig.name}{hint}", returncode, sig.name, tail)
+    if errors:
+        return Outcome(RunStatus.FAILED, errors[-1].get("error", "worker error"), returncode, None, tail)
+    if returncode == 0 and not folder.events_path.exists():
+        cause = f"{folder.events_path} is gone (the run folder was deleted during the run?): the worker exited 0"
+        return Outcome(RunStatus.FAILED, cause, 0, None, tail)
+    if returncode == 0:
+        return Outcome(RunStatus.FAILED, "worker exited 0 without finishing its epochs", 0, None, tail)
+    last = tail[-1] if tail else "no output"
+    return Outcome(RunStatus.FAILED, f"worker exited with code {returncode}: {last}", returncode, None, tail)
+
+
+def rank_failed(rank: int, returncode: int, folder: RunFolder, spec: RunSpec) -> Outcome:
+    """A run whose rank `rank` ended badly: failed, naming the rank and that rank's own cause."""
+    where = rank_launch.rank_folder(folder, rank)
+    own = _ended(returncode, None, where.events(), where, spec)
+    return dataclasses.replace(own, status=RunStatus.FAILED, cause=f"rank {rank} failed: {own.cause}")
