@@ -29,8 +29,11 @@ SOURCE_PREFERENCE = (t.SOURCE_NSYS, t.SOURCE_CUPTI, t.SOURCE_KINETO)
 
 
 @dataclass(frozen=True)
-class ApiRow:
-    """One line of cuda_api_sum. Times in ns; `name` is nsys's display name."""
+class DurationStats:
+    """The durations of one group (a CUDA call's name, a kernel, a memory operation's kind) as nsys's
+    summaries give them and `summarise_durations` computes them: times in ns, `calls` as nsys's Count or
+    Instances, `med_ns` the usual median, `stddev_ns` the sample standard deviation (0 for one). Declared
+    once: the API, kernel and memcpy rows extend it (tests/analyzers/summaries/test_duration_stats.py holds it so)."""
 
     name: str
     time_pct: float
@@ -41,6 +44,11 @@ class ApiRow:
     min_ns: int
     max_ns: int
     stddev_ns: float
+
+
+@dataclass(frozen=True)
+class ApiRow(DurationStats):
+    """One line of cuda_api_sum; `name` is nsys's display name."""
 
 
 def connect() -> duckdb.DuckDBPyConnection:

@@ -15,42 +15,24 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow.parquet as pq
 
-from analyzers.summaries.cuda_api import summarise_durations
+from analyzers.summaries.cuda_api import DurationStats, summarise_durations
 from analyzers.trace import kernel_classes, kernel_names
 from analyzers.trace import tables as t
 from tracer.core.runfolder import RunFolder
 
 
 @dataclass(frozen=True)
-class KernelRow:
-    """One line of cuda_gpu_kern_sum (times in ns; `calls` is nsys's "Instances")."""
+class KernelRow(DurationStats):
+    """One line of cuda_gpu_kern_sum (`name` demangled; `calls` is nsys's "Instances")."""
 
-    name: str
-    time_pct: float
-    total_ns: int
-    calls: int
-    avg_ns: float
-    med_ns: float
-    min_ns: int
-    max_ns: int
-    stddev_ns: float
     short_name: str  # unique among the rows (analyzers.trace.kernel_names.short_names)
     kernel_class: str = ""  # what it does (analyzers.trace.kernel_classes)
 
 
 @dataclass(frozen=True)
-class MemcpyRow:
-    """One line of cuda_gpu_mem_time_sum: an operation kind such as "[CUDA memcpy Host-to-Device]"."""
-
-    kind: str
-    time_pct: float
-    total_ns: int
-    count: int
-    avg_ns: float
-    med_ns: float
-    min_ns: int
-    max_ns: int
-    stddev_ns: float
+class MemcpyRow(DurationStats):
+    """One line of cuda_gpu_mem_time_sum: `name` is an operation kind such as "[CUDA memcpy Host-to-Device]",
+    `calls` nsys's "Count"."""
 
 
 def kernel_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[KernelRow]:

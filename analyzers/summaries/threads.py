@@ -99,6 +99,11 @@ def _cpu_seconds(folder: RunFolder, lo: int, hi: int, whole: bool) -> dict[tuple
     return out
 
 
+def shown(tid: int, name: str) -> bool:
+    """Whether a thread gets a row: not tid 0 (`NO_THREAD`) nor the tool's own watchdog (not training)."""
+    return tid != NO_THREAD and name != schema.LIFELINE_THREAD
+
+
 def thread_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[ThreadRow]:
     """One row per thread seen by any source, busiest (CPU seconds, then OSRT time) first; between
     `start_ns` and `end_ns` when given (a phase): CPU seconds are the growth of the thread's CPU time
@@ -126,7 +131,7 @@ def thread_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int |
         per.setdefault(key, {}).setdefault(r["source"], {})[r["activity"]] = int(r["overlap_ns_sum"])
     rows = []
     for key in set(per) | set(cpu_s):
-        if key[1] == NO_THREAD or names.get(key, "") == schema.LIFELINE_THREAD:  # the tool's watchdog, not training
+        if not shown(key[1], names.get(key, "")):
             continue
         src = per.get(key, {})
         osrt, py = src.get(t.SOURCE_NSYS, {}), src.get(t.SOURCE_PYSPY, {})

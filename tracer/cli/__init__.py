@@ -11,10 +11,21 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from tracer.cli import analyze, campaign, compare, data, diagnose, diff, env, import_trace, profile, report, runs, view
 from tracer.core.errors import UserError
 
-COMMAND_MODULES = [profile, runs, data, env, analyze, import_trace, report, compare, diff, campaign, view, diagnose]
+COMMAND_MODULES = (
+    "profile", "runs", "data", "env", "analyze", "import_trace", "report", "compare", "diff", "campaign", "view",
+    "diagnose",
+)  # fmt: skip
+"""The modules under tracer.cli that register subcommands, in the order `--help` lists them."""
+COMMANDS = {
+    "profile": "profile", "runs": "runs", "show": "runs", "data": "data", "env": "env", "analyze": "analyze",
+    "export-trace": "analyze", "import": "import_trace", "report": "report", "compare": "compare", "diff": "diff",
+    "campaign": "campaign", "view": "view", "diagnose": "diagnose",
+}  # fmt: skip
+"""The module that registers each subcommand: a command line that names one imports only that module, not
+every other command's (their imports are most of a quick command's start-up: `tracer analyze FILE` is
+timed against `nsys stats`). tests/tracer/cli/test_commands.py checks it against the parsers."""
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -56,12 +67,15 @@ class _OneLineParser(argparse.ArgumentParser):
         return self.prog, ""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every subcommand's parser; only `command`'s (its module's) where one of COMMANDS is named."""
+    import importlib
+
     parser = _OneLineParser(prog="tracer", description="Profile deep-learning training across frameworks.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in COMMAND_MODULES:
-        module.add_parser(sub)
+    for name in (COMMANDS[command],) if command in COMMANDS else COMMAND_MODULES:
+        importlib.import_module(f"tracer.cli.{name}").add_parser(sub)
     _no_abbreviations(parser)
     return parser
 
@@ -76,7 +90,8 @@ def _no_abbreviations(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    tokens = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(tokens[0] if tokens else None).parse_args(tokens)
     try:
         return int(args.func(args))
     except UserError as e:

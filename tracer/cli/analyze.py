@@ -69,7 +69,7 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
         CLASSES_SECTION: [dataclasses.asdict(r) for r in kernels.class_summary(kernel_rows)],
         t.KERNELS: [dataclasses.asdict(r) for r in kernel_rows],
         t.MEMCPY: [
-            dataclasses.asdict(r) | {"kind": t.family_label(r.kind, run.api_family)}
+            dataclasses.asdict(r) | {"name": t.family_label(r.name, run.api_family)}
             for r in kernels.memcpy_summary(run, p.start_ns, p.end_ns)
         ],
         THREADS_SECTION: [dataclasses.asdict(r) for r in threads.thread_summary(run, p.start_ns, p.end_ns)],
@@ -107,6 +107,9 @@ def open_run(ref: str, runs_dir: Path) -> Any:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     check_bound(TOP_BOUND, args.top)
+    direct = file_summary(args)
+    if direct is not None:
+        return direct
     run = open_run(args.run, args.runs_dir)
     try:
         with tempfile.TemporaryDirectory(prefix="tracer-rank-") as scratch:
@@ -132,12 +135,41 @@ def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
             data = {k: [row | {schema.RANK: args.rank} for row in rows] for k, rows in data.items()}
     span = run.window
     cut = trace_phase(run, args.phase)
+    head: dict[str, Any] = {"run": run.run_id, "phase": args.phase, "covers": cut.label(), "api": run.api_family}
+    if by_rank is not None:
+        head |= {schema.RANK: args.rank, "ranks_basis": by_rank.basis, "comm_source": by_rank.comm_source}
+    head |= {"window": span.window.text, "window_ns": [span.start_ns, span.end_ns]} if span else {}
+    title = window = operators_from = ""
+    if args.format == "table":
+        from analyzers.summaries.operator_compare import operator_source
+
+        title = f"{run.run_id}, {cut.label()}{'; ' + cut.note if cut.note else ''}"
+        title = f"{title}, rank {args.rank}" if args.rank is not None else title
+        window = span.label if span and not cut.window else ""
+        operators_from = operator_source(run)
+    emit(data, args, head, title, window, operators_from)
+    if args.format == "table" and by_rank is not None:
+        headers, cells = display.table(data[RANKS_SECTION])
+        table = Table(*headers, title=f"ranks — {by_rank.basis}; communication: {by_rank.comm_source}")
+        for row in cells:
+            table.add_row(*row)
+        console().print(table)
+    return 0
+
+
+def emit(
+    data: dict[str, list[dict[str, Any]]],
+    args: argparse.Namespace,
+    head: dict[str, Any],
+    title: str,
+    window: str = "",
+    operators_from: str = "",
+) -> None:
+    """`data` printed in `args.format`: JSON (`head`, then every section), one CSV table, or the tables."""
+    from analyzers.render import display
+
     if args.format == "json":
-        head = {"run": run.run_id, "phase": args.phase, "covers": cut.label(), "api": run.api_family}
-        if by_rank is not None:
-            head |= {schema.RANK: args.rank, "ranks_basis": by_rank.basis, "comm_source": by_rank.comm_source}
-        head |= {"window": span.window.text, "window_ns": [span.start_ns, span.end_ns]} if span else {}
-        head |= {"kernel_other_pct": other_pct(data[CLASSES_SECTION])} if data[CLASSES_SECTION] else {}
+        head = head | ({"kernel_other_pct": other_pct(data[CLASSES_SECTION])} if data[CLASSES_SECTION] else {})
         json.dump(_finite(head | data), sys.stdout, indent=1, allow_nan=False)
         print()
     elif args.format == "csv":
@@ -151,19 +183,45 @@ def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
             for r in data[section]:
                 writer.writerow([section, *(display.csv_value(r[c]) if c in r else "" for c in columns)])
     else:
-        title = f"{run.run_id}, {cut.label()}{'; ' + cut.note if cut.note else ''}"
-        from analyzers.summaries.operator_compare import operator_source
+        print_tables(data, args.top, title, head["api"], window, operators_from)
 
-        if args.rank is not None:
-            title = f"{title}, rank {args.rank}"
-        window = span.label if span and not cut.window else ""
-        print_tables(data, args.top, title, run.api_family, window, operator_source(run))
-        if by_rank is not None:
-            headers, cells = display.table(data[RANKS_SECTION])
-            table = Table(*headers, title=f"ranks — {by_rank.basis}; communication: {by_rank.comm_source}")
-            for row in cells:
-                table.add_row(*row)
-            console().print(table)
+
+def file_summary(args: argparse.Namespace) -> int | None:
+    """`analyze FILE` of a whole nsys export: the CUDA API, kernel, memory and thread summaries straight
+    from the file (`analyzers.ingest.nsys_summary`, cached by the file's identity), with no import, as the
+    imported run would print them (an export has no framework operators). None where that path does not
+    apply: another format, a phase or a rank asked for."""
+    path = Path(args.run)
+    if args.rank is not None or " ".join(args.phase.split()) != "whole" or not path.is_file():
+        return None
+    from analyzers.ingest import nsys_summary
+
+    if not nsys_summary.readable(path):
+        return None
+    from analyzers.figures.phases import WHOLE, Phase
+    from analyzers.summaries.cuda_api import ApiRow
+    from analyzers.summaries.kernels import KernelRow, MemcpyRow, class_summary
+    from analyzers.summaries.threads import ThreadRow, shown
+
+    found = nsys_summary.cached_summary(path)
+    api = [ApiRow(*r) for r in found.cuda_api]
+    kernel_rows = [KernelRow(*r) for r in found.kernels]
+    family = t.api_family(r.name for r in api)
+    data = {
+        t.OPERATORS: [],
+        t.CUDA_API: [dataclasses.asdict(r) for r in api],
+        CLASSES_SECTION: [dataclasses.asdict(r) for r in class_summary(kernel_rows)],
+        t.KERNELS: [dataclasses.asdict(r) for r in kernel_rows],
+        t.MEMCPY: [
+            dataclasses.asdict(r) | {"name": t.family_label(r.name, family)}
+            for r in (MemcpyRow(*m) for m in found.memcpy)
+        ],
+        THREADS_SECTION: [dataclasses.asdict(ThreadRow(*r)) for r in found.threads if shown(r[1], r[2])],
+    }
+    whole = Phase(WHOLE, None, None)
+    run_id = f"{tf.stem(path.name) or 'trace'}-{nsys_summary.cache_key(path)}"
+    head = {"run": run_id, "phase": args.phase, "covers": whole.label(), "api": family}
+    emit(data, args, head, f"{run_id}, {whole.label()}")
     return 0
 
 

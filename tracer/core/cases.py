@@ -72,3 +72,5 @@ def make_run_id(spec: RunSpec) -> str:
 
 UNKNOWN_MODEL = "unknown"
 """The model label of an imported trace when the user names none (`tracer import --model`)."""
+IMPORTED_FRAMEWORK = "imported"
+"""The framework label of an imported trace when the user names none and its format names none (`tracer import`)."""

@@ -58,6 +58,9 @@ class FrameworkInfo:
     intra_op_knob: str | None = None
     workers_knob: str | None = None
     note: str = ""
+    # The module of its models (tracer/worker/models/), one entry per model of `options.MODELS`; the trainer
+    # imports it itself, the parity test reads it from here.
+    models_module: str = ""
     # The interpreter the environment must be made from ("3.6": SINGA's only PyPI wheel is cp36);
     # empty: the tool's own interpreter.
     python_version: str = ""
@@ -100,6 +103,7 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
         intra_op_knob="torch.set_num_threads",
         workers_knob="DataLoader.num_workers",
         note="the 2.14.1 wheel is a CUDA build: the same environment serves CPU and GPU",
+        models_module="tracer.worker.models.pytorch",
     ),
     FrameworkInfo(
         "tensorflow",
@@ -122,6 +126,7 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
         ("tf.", "tf_", "tensorflow"),
         intra_op_knob="tf.config.threading.intra_op_parallelism_threads",
         workers_knob="tf.data.map.num_parallel_calls",
+        models_module="tracer.worker.models.tensorflow",
     ),
     FrameworkInfo(
         "mxnet",
@@ -146,6 +151,7 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
         intra_op_knob="MXSetNumOMPThreads",
         workers_knob="gluon.data.DataLoader.num_workers",
         asynchronous=True,
+        models_module="tracer.worker.models.mxnet",
     ),
     FrameworkInfo(
         "paddle",
@@ -168,6 +174,7 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
         ("paddle", "flags_"),
         intra_op_knob="paddle.base.core.set_num_threads",
         workers_knob="paddle.io.DataLoader.num_workers",
+        models_module="tracer.worker.models.paddle",
     ),
     FrameworkInfo(
         "singa",
@@ -196,6 +203,7 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
         # pip 18.1 (Python 3.6's own) rejects the manylinux2014 tag; 21.3.1 is the last pip for 3.6.
         pip_bootstrap=("pip<22",),
         amp=False,
+        models_module="tracer.worker.models.singa",
     ),
     FrameworkInfo(
         "jax",
@@ -222,6 +230,7 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
         workers_knob="grain.MultiprocessingOptions.num_workers",
         note="the CUDA build is the jax[cuda13] extra: it needs an NVIDIA driver for CUDA 13",
         asynchronous=True,
+        models_module="tracer.worker.models.jax",
     ),
 )
 

@@ -1,28 +1,31 @@
 """The small interface every framework's worker module implements.
 
 A framework module defines `class Trainer(base.Trainer)`; `tracer.worker.main` drives it:
-`versions()`, then `build()` (model, optimiser, input pipeline), `prepare_data()` (--data memory and
-synthetic, memory_data.DataModes), then `train_epoch()` per epoch.
+`versions()`, then `build()` (the prologue every framework shares, then the framework's
+`build_training()`: model, optimiser, input pipeline), `prepare_data()` (--data memory and synthetic,
+memory_data.DataModes), then `train_epoch()` per epoch. Its models live apart, in
+`tracer.worker.models.<framework>`.
 """
 
 import abc
 import math
 import os
+import random
 import time
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
 
+import numpy as np
+
 from tracer.worker.clock import time_ns as wall_ns
-from tracer.worker.memory_data import DataModes
+from tracer.worker.memory_data import DataModes, MemorySet
+from tracer.worker.models import ParamCount
 from tracer.worker.nvtx import Nvtx
 from tracer.worker.reporting import Reporter, StepLog
 from tracer.worker.schema import AUTOTUNE, ON_DIVERGENCE, PIPELINES, Event, nonfinite_name
 from tracer.worker.window import Gate
 from tracer.worker.workload import ImageList, WorkloadConfig
 
-
-class ParamCount(NamedTuple):
-    trainable: int
-    total: int
+__all__ = ["Diverged", "EpochStats", "MemoryPeak", "ParamCount", "Trainer"]
 
 
 class EpochStats(NamedTuple):
@@ -71,6 +74,10 @@ class Trainer(DataModes, abc.ABC):
     NATIVE_RESIZE = ""
     # The framework's call for its peak device memory in use ("" where it has none), for MemoryPeak.
     PEAK_MEMORY_SOURCE = ""
+    # What --amp computes in, by device ({}: the framework refuses --amp, in its `check_knobs`).
+    AMP_DTYPES: Dict[str, str] = {"gpu": "float16", "cpu": "bfloat16"}
+    # --gpu-thread-mode's values where the framework has the setting (TensorFlow's alone).
+    GPU_THREAD_MODES: Tuple[str, ...] = ()
 
     def __init__(self, cfg: WorkloadConfig, images: ImageList, reporter: Reporter) -> None:
         self.cfg = cfg
@@ -82,14 +89,66 @@ class Trainer(DataModes, abc.ABC):
         self.window = Gate(None, reporter)  # the run's trace window (tracer/worker/window.py); main sets it
         self.last_finite_loss: Optional[float] = None
         self.diverged = False
+        self.device: Any = None  # the framework's device (or context) that `use_device` picks
+        # What --amp computes in here (None without --amp); a refused --amp is `check_knobs`' to say.
+        self.amp_dtype: Optional[str] = self.AMP_DTYPES.get(cfg.device) if cfg.amp else None
+        self.memory_set: Optional[MemorySet] = None
+        self.synthetic_cache: Dict[int, Any] = {}  # --data synthetic: the device batch of each step size
 
     @abc.abstractmethod
     def versions(self) -> Dict[str, str]:
         """Framework and key package versions, for run.json."""
 
-    @abc.abstractmethod
     def build(self) -> ParamCount:
-        """Build model, loss, optimiser and the framework's native input pipeline."""
+        """The prologue every framework shares, in the order each needs it (threads before the framework
+        starts its runtime; the device before any tensor; seeds on the chosen device), then the
+        framework's `build_training()`."""
+        cfg = self.cfg
+        self.check_knobs()
+        threads = cfg.threads or self.default_threads()
+        if threads:
+            self.set_threads(threads)
+        if cfg.device == "gpu":
+            missing = self.gpu_missing()
+            if missing:
+                raise RuntimeError("--device gpu, but %s" % missing)
+        self.use_device(cfg.device == "gpu")
+        random.seed(cfg.seed)
+        np.random.seed(cfg.seed)
+        self.seed(cfg.seed)
+        return self.build_training()
+
+    def check_knobs(self) -> None:
+        """Refuses, in one line, a setting the framework does not have; frameworks add their own."""
+        cfg = self.cfg
+        if cfg.gpu_thread_mode and not self.GPU_THREAD_MODES:
+            raise ValueError("--gpu-thread-mode is a TensorFlow setting; %s has no equivalent" % cfg.framework)
+        if cfg.threads is not None and cfg.threads < 1:
+            raise ValueError("--threads %d: give at least 1" % cfg.threads)
+
+    def default_threads(self) -> Optional[int]:
+        """Intra-op threads without --threads (None: the framework's own default)."""
+        return None
+
+    @abc.abstractmethod
+    def set_threads(self, threads: int) -> None:
+        """Sets the framework's intra-op threads (before its runtime starts)."""
+
+    @abc.abstractmethod
+    def gpu_missing(self) -> str:
+        """Why the framework sees no GPU, in its own words ("" where it sees one)."""
+
+    @abc.abstractmethod
+    def use_device(self, gpu: bool) -> None:
+        """Sets `self.device` to the framework's GPU (or CPU) and makes it the framework's default."""
+
+    @abc.abstractmethod
+    def seed(self, seed: int) -> None:
+        """Seeds the framework's own generators (Python's and NumPy's are seeded already)."""
+
+    @abc.abstractmethod
+    def build_training(self) -> ParamCount:
+        """Builds model, loss, optimiser and the framework's native input pipeline; their counts."""
 
     @abc.abstractmethod
     def train_epoch(self, epoch: int) -> EpochStats:
@@ -296,12 +355,6 @@ class Trainer(DataModes, abc.ABC):
     def _peak_memory_bytes(self) -> Optional[float]:
         """Bytes in use at the peak, by PEAK_MEMORY_SOURCE (frameworks that declare one override this)."""
         return None
-
-    def _amp_dtype(self) -> Optional[str]:
-        """What --amp means here: float16 on a GPU, bfloat16 on a CPU; None without --amp."""
-        if not self.cfg.amp:
-            return None
-        return "float16" if self.cfg.device == "gpu" else "bfloat16"
 
     def knobs(self) -> Dict[str, object]:
         """The framework settings each CLI knob was mapped to, for run.json."""

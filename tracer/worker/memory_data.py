@@ -99,18 +99,23 @@ def shared_decode_uint8(path: str, size: int) -> Any:
 
 class DataModes(object):
     """The three data modes as hooks of `base.Trainer`. A framework module overrides `decode_uint8`
-    (its native decoder), `memory_batches`, `memory_to_device` and `synthetic_batch`, and routes its
-    epoch through `epoch_input`; everything else (the decode phase, its events, the batch cache) is here."""
+    (its native decoder), `prepare_memory`, `memory_batches`, `memory_to_device` and `synthetic_batch`,
+    and routes its epoch through `epoch_input`; everything else (the decode phase, its events, the batch
+    cache) is here. `base.Trainer.__init__` sets the attributes declared below."""
 
     MEMORY_LOADER = ""  # what batches the set in memory, for run.json ("" : the framework has no memory mode)
     DECODE_THREADS = 0  # threads decoding the set; 0: the loader budget; 1 where the decoder is not thread-safe
     flip_memory = True  # random horizontal flips of --data memory (off in the first-batch agreement test)
 
-    memory_set: Optional[MemorySet] = None
-    _synthetic: Optional[Dict[int, Any]] = None
+    cfg: Any  # the run's WorkloadConfig
+    images: Any  # its ImageList
+    reporter: Any
+    nvtx: Any
+    memory_set: Optional[MemorySet]  # --data memory: the decoded set, once prepare_data made it
+    synthetic_cache: Dict[int, Any]  # --data synthetic: the device batch of each step size
 
     def data_mode(self) -> str:
-        mode = getattr(self.cfg, "data", None) or DATA_FILES  # type: ignore[attr-defined]
+        mode = self.cfg.data or DATA_FILES
         if mode not in DATA_MODES:
             raise ValueError("--data %s: give one of %s" % (mode, ", ".join(DATA_MODES)))
         return str(mode)
@@ -131,34 +136,34 @@ class DataModes(object):
         """After build, before the first epoch: memory decodes the set (the `decode` phase), synthetic
         makes its batch (or its two, when the last step is short) on the device; files does nothing."""
         mode = self.data_mode()
-        cfg = self.cfg  # type: ignore[attr-defined]
-        images = self.images  # type: ignore[attr-defined]
+        cfg = self.cfg
+        images = self.images
         if mode == DATA_MEMORY:
-            reporter = self.reporter  # type: ignore[attr-defined]
+            reporter = self.reporter
             reporter.emit(Event.PHASE, name=DECODE_PHASE)
             reporter.emit(Event.DECODE, state="start", images=len(images))
             threads = self.DECODE_THREADS or max(1, _int_or(self._loader_workers(), os.cpu_count() or 1))  # type: ignore[attr-defined]
             size = cfg.image_size
-            with self.nvtx.range(DECODE_PHASE):  # type: ignore[attr-defined]
-                self.memory_set = decode_set(
+            with self.nvtx.range(DECODE_PHASE):
+                held = decode_set(
                     list(images.files), list(images.labels), size, lambda p: self.decode_uint8(p, size), threads
                 )
+            self.memory_set = held
             self._release_files_input()
-            self.memory_batches(0)  # builds the framework's dataset and loader here, not in the first epoch
+            self.prepare_memory(held)  # the framework's dataset and loader over the set, not in the first epoch
             reporter.emit(
                 Event.DECODE,
                 state="end",
                 images=len(images),
-                bytes=self.memory_set.nbytes,
-                seconds=self.memory_set.seconds,
+                bytes=held.nbytes,
+                seconds=held.seconds,
                 threads=threads,
-                shape=list(self.memory_set.images.shape),
+                shape=list(held.images.shape),
             )
         elif mode == DATA_SYNTHETIC:
             self._release_files_input()
-            self._synthetic = {}
             for n in sorted(set(step_sizes(len(images), cfg.batch))):
-                self._synthetic[n] = self.synthetic_batch(n)
+                self.synthetic_cache[n] = self.synthetic_batch(n)
 
     def epoch_input(
         self, epoch: int, files_batches: Callable[[], Iterable[Any]], files_step: Callable[[Any], Tuple[Any, int]]
@@ -178,14 +183,14 @@ class DataModes(object):
         return files_batches(), files_step
 
     def _synthetic_batches(self) -> Iterator[Any]:
-        cache = self._synthetic or {}
-        for n in step_sizes(len(self.images), self.cfg.batch):  # type: ignore[attr-defined]
-            yield cache[n]
+        for n in step_sizes(len(self.images), self.cfg.batch):
+            yield self.synthetic_cache[n]
 
     def _release_files_input(self) -> None:
         """The files pipeline is not used in this mode: drop it (a gluon DataLoader's worker pool with it)."""
         for name in ("loader", "dataset"):
-            self.__dict__.pop(name, None)
+            if getattr(self, name, None) is not None:
+                setattr(self, name, None)
 
     # --- per framework
     def decode_uint8(self, path: str, size: int) -> Any:
@@ -193,7 +198,12 @@ class DataModes(object):
         unless the framework decodes natively (its files pipeline's decoder, so the pixels are the same)."""
         return shared_decode_uint8(path, size)
 
+    def prepare_memory(self, held: MemorySet) -> None:
+        """Builds the framework's dataset and loader over the decoded set (once, before the first epoch)."""
+        raise NotImplementedError("--data memory is not implemented for this framework")
+
     def memory_batches(self, epoch: int) -> Iterable[Any]:
+        """This epoch's batches of the set, shuffled and batched by what `prepare_memory` built."""
         raise NotImplementedError("--data memory is not implemented for this framework")
 
     def memory_to_device(self, batch: Any) -> Any:

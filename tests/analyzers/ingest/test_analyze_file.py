@@ -1,8 +1,11 @@
-"""`tracer analyze FILE`: a trace file analysed directly, imported once into the cache."""
+"""`tracer analyze FILE`: a trace file analysed directly (an nsys export summarised straight from the file,
+other formats imported once into the cache)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -11,8 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.ingest import IMPORTS_DIR
-from analyzers.summaries import cuda_api
+from analyzers.ingest import IMPORTS_DIR, nsys_summary
+from analyzers.summaries import cuda_api, kernels, threads
+from analyzers.summaries.cuda_api import ApiRow
+from analyzers.summaries.kernels import KernelRow, MemcpyRow
+from analyzers.summaries.threads import ThreadRow
+from tests.analyzers.conftest import NSYS_FILES
+from tracer.core.runfolder import RunFolder
 
 FIXTURE = "extra-p/con_kernel.sqlite"
 
@@ -28,7 +36,9 @@ def _analyze(path: Path, cache: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_analyze_sqlite_file_imports_once(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_analyze_sqlite_file_summarised_once(shared_fixtures: Path, tmp_path: Path) -> None:
+    """No import: the summaries come straight from the file, are kept in the cache by the file's identity
+    and read from there by the next call; a changed file is summarised afresh."""
     trace = tmp_path / "con_kernel.sqlite"
     shutil.copyfile(shared_fixtures / FIXTURE, trace)
     cache = tmp_path / "cache"
@@ -39,14 +49,61 @@ def test_analyze_sqlite_file_imports_once(shared_fixtures: Path, tmp_path: Path)
     assert [(r["name"], r["total_ns"], r["calls"], r["med_ns"]) for r in data["cuda_api"]] == [
         (r.name, r.total_ns, r.calls, r.med_ns) for r in expected
     ]
-    (folder,) = (cache / IMPORTS_DIR).iterdir()
-    made = (folder / "cuda_api.parquet").stat().st_mtime_ns
+    assert not (cache / IMPORTS_DIR).exists()  # nothing imported
+    (stored,) = (cache / nsys_summary.SUMMARIES_DIR).iterdir()
+    made = stored.stat().st_mtime_ns
     again = _analyze(trace, cache)
     assert again.returncode == 0 and json.loads(again.stdout) == data
-    assert (folder / "cuda_api.parquet").stat().st_mtime_ns == made  # reused, not re-imported
-    os.utime(trace, ns=(made, made + 10**9))  # a changed file is imported afresh
+    assert stored.stat().st_mtime_ns == made  # read, not computed again
+    os.utime(trace, ns=(made, made + 10**9))  # a changed file is summarised afresh
     assert _analyze(trace, cache).returncode == 0
-    assert len(list((cache / IMPORTS_DIR).iterdir())) == 2
+    assert len(list((cache / nsys_summary.SUMMARIES_DIR).iterdir())) == 2
+
+
+def test_analyze_file_with_no_writable_cache(shared_fixtures: Path, tmp_path: Path) -> None:
+    """A cache that cannot be made (here under a plain file) costs the next call the computation, nothing else."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    proc = _analyze(shared_fixtures / FIXTURE, blocker / "cache")
+    assert proc.returncode == 0, proc.stderr
+    assert [r["name"] for r in json.loads(proc.stdout)["cuda_api"]] == [
+        r.name for r in cuda_api.api_summary_sqlite(shared_fixtures / FIXTURE)
+    ]
+
+
+@pytest.mark.parametrize("rel", NSYS_FILES)
+def test_direct_summary_equals_the_imported_run(
+    shared_fixtures: Path, ingested: dict[str, RunFolder], rel: str
+) -> None:
+    """Every row of the direct summaries equals the imported run's (`analyzers.summaries.cuda_api`, `kernels`,
+    `threads`), floats to 1e-12 (DuckDB's standard deviation depends on the order it meets the rows in)."""
+    found = nsys_summary.summarise(shared_fixtures / rel)
+    folder = ingested[rel]
+    assert _close([ApiRow(*r) for r in found.cuda_api], cuda_api.api_summary(folder))
+    assert _close([KernelRow(*r) for r in found.kernels], kernels.kernel_summary(folder))
+    assert _close([MemcpyRow(*r) for r in found.memcpy], kernels.memcpy_summary(folder))
+    rows = [ThreadRow(*r) for r in found.threads if threads.shown(r[1], r[2])]
+    assert _close(rows, threads.thread_summary(folder))
+    assert found.cuda_api and (found.threads or rel != "extra-p/ex-gpu.s10.sqlite")
+
+
+def test_direct_summary_of_arrow_export_equals_sqlite(shared_fixtures: Path, tmp_path: Path) -> None:
+    from tests.analyzers.ingest.test_nsys_arrow import _as_nsys_arrow
+
+    arrow = tmp_path / "con_kernel.arrow"
+    _as_nsys_arrow(shared_fixtures / FIXTURE, arrow)
+    assert nsys_summary.readable(arrow)
+    assert _close(nsys_summary.summarise(arrow), nsys_summary.summarise(shared_fixtures / FIXTURE))
+
+
+def _close(a: object, b: object) -> bool:
+    if dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b):
+        return type(a) is type(b) and _close(dataclasses.astuple(a), dataclasses.astuple(b))  # type: ignore[arg-type]
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-12)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    return a == b
 
 
 def test_analyze_non_trace_file_is_one_line(tmp_path: Path) -> None:

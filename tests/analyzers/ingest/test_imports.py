@@ -105,7 +105,7 @@ def test_a_rocpd_database_imports_as_hip(tmp_path: Path) -> None:
     (kernel,) = data["kernels"]
     assert kernel["total_ns"] == expected["kernel_ns"] and kernel["name"] == KERNEL
     (copy,) = data["memcpy"]
-    assert copy["kind"] == "[HIP memcpy Host-to-Device]" and copy["total_ns"] == expected["copy_ns"]
+    assert copy["name"] == "[HIP memcpy Host-to-Device]" and copy["total_ns"] == expected["copy_ns"]
     corr = pq.read_table(run.table_path(t.KERNELS), columns=["correlation_id"])["correlation_id"].to_pylist()
     launches = pq.read_table(run.table_path(t.CUDA_API), columns=["correlation_id", "name"]).to_pylist()
     assert set(corr) <= {r["correlation_id"] for r in launches if r["name"] == "hipLaunchKernel"}

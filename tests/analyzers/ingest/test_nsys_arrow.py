@@ -176,3 +176,17 @@ def test_bad_arrow_files_are_one_line_user_errors(shared_fixtures: Path, tmp_pat
             ingest_file(path, folder)
         assert "\n" not in str(info.value) and str(path) in str(info.value)
         assert not list(folder.path.glob("*.parquet"))
+
+
+@pytest.mark.nsys
+def test_a_report_is_summarised_as_its_import_is(report: Path, tmp_path: Path) -> None:
+    """`tracer analyze x.nsys-rep` summarises the report's export directly: the rows of the imported run."""
+    from analyzers.ingest import nsys_summary
+    from analyzers.summaries import threads
+
+    folder = RunFolder(tmp_path / "run")
+    ingest_file(report, folder)
+    found = nsys_summary.summarise(report)
+    rows = [threads.ThreadRow(*r) for r in found.threads if threads.shown(r[1], r[2])]
+    assert rows and rows == threads.thread_summary(folder)
+    assert found.cuda_api == found.kernels == found.memcpy == []  # OS runtime traced only

@@ -48,7 +48,7 @@ def test_memcpy_summary_equals_plain_sql(rel: str, shared_fixtures: Path, ingest
         for (d,) in con.execute("SELECT end - start FROM CUPTI_ACTIVITY_KIND_MEMSET"):
             durs["[CUDA memset]"].append(d)
     con.close()
-    got = {r.kind: (r.total_ns, r.count, r.min_ns, r.max_ns, r.med_ns) for r in kernels.memcpy_summary(ingested[rel])}
+    got = {r.name: (r.total_ns, r.calls, r.min_ns, r.max_ns, r.med_ns) for r in kernels.memcpy_summary(ingested[rel])}
     assert got == _stats(durs)
 
 

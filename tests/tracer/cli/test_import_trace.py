@@ -107,7 +107,7 @@ def test_rocm_trace_is_named_hip(shared_fixtures: Path, tmp_path: Path) -> None:
     # every family label says HIP (a kernel's own name, `CUDAFunctor_add`, is the kernel's and stays)
     assert "CUDA API" not in table.stdout and "[CUDA memcpy" not in table.stdout
     data = json.loads(run_tracer("analyze", "rocm_mi210", "--runs", str(tmp_path / "runs"), "--format", "json").stdout)
-    assert data["api"] == "HIP" and all("CUDA" not in r["kind"] for r in data["memcpy"])
+    assert data["api"] == "HIP" and all("CUDA" not in r["name"] for r in data["memcpy"])
     (folder,) = list_runs(tmp_path / "runs")
     from analyzers.comparison.compare import cuda_differences
     from viewer.data import load_run

@@ -1,9 +1,5 @@
-"""MXNet 1.9 Gluon: gluon.model_zoo.vision models, gluon.data.DataLoader as the input pipeline.
-
-Gluon's AlexNet and VGG16 size their first Dense layer from the flattened feature map (9216 and 25088 at
-224 px); an adaptive average pool to torchvision's 6x6 / 7x7 is inserted before it, as torchvision has,
-so that the parameter count does not depend on the image size.
-"""
+"""MXNet 1.9 Gluon: gluon.model_zoo.vision models (tracer/worker/models/mxnet.py), gluon.data.DataLoader
+as the input pipeline."""
 
 import ctypes
 import random
@@ -13,55 +9,13 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 from mxnet.gluon.data.vision import transforms
-from mxnet.gluon.model_zoo import vision
 
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
-from tracer.worker.workload import MEAN, STD, ImageList, load_normalised
-
-ZOO_NAMES = {"alexnet": "alexnet", "mobilenet_v2": "mobilenetv2_1.0", "resnet50": "resnet50_v1", "vgg16": "vgg16"}
-ADAPTIVE_POOL = {"alexnet": 6, "vgg16": 7}
-
-
-class AdaptiveAvgPool(gluon.HybridBlock):
-    def __init__(self, size: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.size = size
-
-    def hybrid_forward(self, F: Any, x: Any) -> Any:
-        return F.contrib.AdaptiveAvgPooling2D(x, output_size=self.size)
-
-
-def build_model(name: str, num_classes: int) -> Any:
-    net = vision.get_model(ZOO_NAMES[name], classes=num_classes, pretrained=False)
-    if name in ADAPTIVE_POOL:
-        layers = list(net.features._children.values())
-        features = gluon.nn.HybridSequential(prefix="")
-        for layer in layers:
-            first_flat = isinstance(layer, (gluon.nn.Flatten, gluon.nn.Dense))
-            if first_flat and not any(isinstance(c, AdaptiveAvgPool) for c in features):
-                features.add(AdaptiveAvgPool(ADAPTIVE_POOL[name]))
-            features.add(layer)
-        net.features = features
-    return net
-
-
-def initialise(net: Any, image_size: int, ctx: Any) -> ParamCount:
-    """Initialises the (deferred-shape) parameters with one forward pass and counts them."""
-    net.initialize(mx.init.Xavier(), ctx=ctx)
-    net(mx.nd.zeros((1, 3, image_size, image_size), ctx=ctx))
-    trainable = total = 0
-    for p in net.collect_params().values():
-        n = int(np.prod(p.shape))
-        total += n
-        if p.grad_req != "null":
-            trainable += n
-    return ParamCount(trainable, total)
-
-
-def model_params(name: str, num_classes: int = 3, image_size: int = 224) -> ParamCount:
-    """For the parity test: the counts of the model exactly as a run builds it."""
-    return initialise(build_model(name, num_classes), image_size, mx.cpu())
+from tracer.worker.memory_data import MemorySet
+from tracer.worker.models.mxnet import build_model, initialise
+from tracer.worker.reporting import Reporter
+from tracer.worker.workload import MEAN, STD, ImageList, WorkloadConfig, load_normalised
 
 
 class ImageDataset(gluon.data.Dataset):
@@ -128,6 +82,12 @@ class Trainer(base.Trainer):
     NATIVE_DECODER = "mx.image.imread (OpenCV imdecode)"
     NATIVE_RESIZE = "gluon transforms.Resize keep_ratio (OpenCV INTER_LINEAR, no antialias), shorter side, CenterCrop"
 
+    def __init__(self, cfg: WorkloadConfig, images: ImageList, reporter: Reporter) -> None:
+        base.Trainer.__init__(self, cfg, images, reporter)
+        self._memory_loader: Any = None
+        self._mean: Any = None
+        self._std: Any = None
+
     def versions(self) -> Dict[str, str]:
         features = mx.runtime.Features()
         return {
@@ -144,34 +104,33 @@ class Trainer(base.Trainer):
             "gluon.data.DataLoader.num_workers": self._workers(),
             "gluon.data.DataLoader.prefetch": self._prefetch() * self._workers(),
             "MXSetNumOMPThreads": cfg.threads,
-            "mxnet.contrib.amp.target_dtype": self._amp_dtype(),
+            "mxnet.contrib.amp.target_dtype": self.amp_dtype,
             "hybridize": True,
         }
 
-    def build(self) -> ParamCount:
+    def set_threads(self, threads: int) -> None:
+        if mx.base._LIB.MXSetNumOMPThreads(ctypes.c_int(threads)) != 0:
+            raise RuntimeError(
+                "MXSetNumOMPThreads(%d) failed: %s" % (threads, mx.base.py_str(mx.base._LIB.MXGetLastError()))
+            )
+
+    def gpu_missing(self) -> str:
+        return "" if mx.context.num_gpus() else "mxnet.context.num_gpus() is 0"
+
+    def use_device(self, gpu: bool) -> None:
+        self.device = mx.gpu(0) if gpu else mx.cpu()
+
+    def seed(self, seed: int) -> None:
+        mx.random.seed(seed)
+
+    def build_training(self) -> ParamCount:
         cfg = self.cfg
-        if cfg.gpu_thread_mode:
-            raise ValueError("--gpu-thread-mode is a TensorFlow setting; MXNet has no equivalent")
-        if cfg.threads:
-            if mx.base._LIB.MXSetNumOMPThreads(ctypes.c_int(cfg.threads)) != 0:
-                raise RuntimeError(
-                    "MXSetNumOMPThreads(%d) failed: %s" % (cfg.threads, mx.base.py_str(mx.base._LIB.MXGetLastError()))
-                )
-        mx.random.seed(cfg.seed)
-        np.random.seed(cfg.seed)
-        random.seed(cfg.seed)
-        if cfg.device == "gpu":
-            if mx.context.num_gpus() == 0:
-                raise RuntimeError("--device gpu, but mxnet.context.num_gpus() is 0")
-            self.ctx = mx.gpu(0)
-        else:
-            self.ctx = mx.cpu()
-        if cfg.amp:
+        if self.amp_dtype:
             from mxnet.contrib import amp
 
-            amp.init(target_dtype=self._amp_dtype())
+            amp.init(target_dtype=self.amp_dtype)
         self.net = build_model(cfg.model, cfg.num_classes)
-        params = initialise(self.net, cfg.image_size, self.ctx)
+        params = initialise(self.net, cfg.image_size, self.device)
         self.net.hybridize()
         self.loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
         self.trainer = gluon.Trainer(
@@ -207,42 +166,41 @@ class Trainer(base.Trainer):
             return base.Trainer.decode_uint8(self, path, size)
         return native_resize(size)(mx.image.imread(path)).asnumpy().astype(np.uint8)
 
+    def prepare_memory(self, held: MemorySet) -> None:
+        self._memory_loader = gluon.data.DataLoader(
+            gluon.data.ArrayDataset(held.images, held.labels),
+            batch_size=self.cfg.batch,
+            shuffle=True,
+            last_batch="keep",
+            num_workers=0,
+            pin_memory=self.cfg.device == "gpu",
+        )
+        self._mean = mx.nd.array(MEAN, ctx=self.device).reshape((1, 3, 1, 1))
+        self._std = mx.nd.array(STD, ctx=self.device).reshape((1, 3, 1, 1))
+
     def memory_batches(self, epoch: int) -> Any:
-        if getattr(self, "_memory_loader", None) is None:
-            held = self.memory_set
-            assert held is not None
-            self._memory_loader = gluon.data.DataLoader(
-                gluon.data.ArrayDataset(held.images, held.labels),
-                batch_size=self.cfg.batch,
-                shuffle=True,
-                last_batch="keep",
-                num_workers=0,
-                pin_memory=self.cfg.device == "gpu",
-            )
-            self._mean = mx.nd.array(MEAN, ctx=self.ctx).reshape((1, 3, 1, 1))
-            self._std = mx.nd.array(STD, ctx=self.ctx).reshape((1, 3, 1, 1))
         return self._memory_loader
 
     def memory_to_device(self, batch: Any) -> Tuple[Any, Any]:
         """uint8 NHWC to the device, then ToTensor's and Normalize's arithmetic and a random flip there."""
         x, y = batch
-        x = x.as_in_context(self.ctx).transpose((0, 3, 1, 2)).astype("float32") / 255
+        x = x.as_in_context(self.device).transpose((0, 3, 1, 2)).astype("float32") / 255
         if self.flip_memory:
-            flip = mx.nd.random.uniform(shape=(x.shape[0],), ctx=self.ctx) < 0.5
+            flip = mx.nd.random.uniform(shape=(x.shape[0],), ctx=self.device) < 0.5
             x = mx.nd.where(flip, mx.nd.flip(x, axis=3), x)
         x = mx.nd.broadcast_div(mx.nd.broadcast_sub(x, self._mean), self._std)
-        return x, y.as_in_context(self.ctx).astype("float32")
+        return x, y.as_in_context(self.device).astype("float32")
 
     def synthetic_batch(self, n: int) -> Tuple[Any, Any]:
         size = self.cfg.image_size
-        x = mx.nd.random.normal(shape=(n, 3, size, size), ctx=self.ctx)
-        y = mx.nd.random.randint(0, self.cfg.num_classes, shape=(n,), ctx=self.ctx).astype("float32")
+        x = mx.nd.random.normal(shape=(n, 3, size, size), ctx=self.device)
+        y = mx.nd.random.randint(0, self.cfg.num_classes, shape=(n,), ctx=self.device).astype("float32")
         return x, y
 
     def _train_step(self, batch: Any) -> Tuple[Any, int]:
         x, y = batch
-        x = x.as_in_context(self.ctx)
-        y = y.as_in_context(self.ctx)
+        x = x.as_in_context(self.device)
+        y = y.as_in_context(self.device)
         with autograd.record():
             logits = self.net(x)
             loss = self.loss_fn(logits, y)

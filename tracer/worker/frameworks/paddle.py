@@ -1,58 +1,20 @@
-"""PaddlePaddle (dynamic graph): paddle.vision.models, paddle.io.DataLoader as the input pipeline.
-
-paddle.vision's AlexNet flattens its last feature map straight into a 9216-wide Linear, which only fits
-224 px input; an adaptive average pool to 6x6 is added before it, as torchvision has it.
-"""
+"""PaddlePaddle (dynamic graph): paddle.vision.models (tracer/worker/models/paddle.py), paddle.io.DataLoader
+as the input pipeline."""
 
 import random
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 import paddle
-from paddle.vision import models, transforms
+from paddle.vision import transforms
 
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
+from tracer.worker.memory_data import MemorySet
+from tracer.worker.models.paddle import build_model, count_params
 from tracer.worker.nvtx import Nvtx
-from tracer.worker.workload import MEAN, STD, ImageList, load_normalised
-
-
-class AlexNet(models.AlexNet):
-    """paddle.vision.models.AlexNet with torchvision's AdaptiveAvgPool2d((6, 6)) before the classifier."""
-
-    def __init__(self, num_classes: int) -> None:
-        super().__init__(num_classes=num_classes)
-        self._pool6 = paddle.nn.AdaptiveAvgPool2D((6, 6))
-
-    def forward(self, inputs: Any) -> Any:
-        x = self._conv1(inputs)
-        x = self._conv2(x)
-        x = paddle.nn.functional.relu(self._conv3(x))
-        x = paddle.nn.functional.relu(self._conv4(x))
-        x = self._pool6(self._conv5(x))
-        x = paddle.flatten(x, start_axis=1, stop_axis=-1)
-        x = paddle.nn.functional.relu(self._fc6(self._drop1(x)))
-        x = paddle.nn.functional.relu(self._fc7(self._drop2(x)))
-        return self._fc8(x)
-
-
-def build_model(name: str, num_classes: int) -> Any:
-    if name == "alexnet":
-        return AlexNet(num_classes)
-    zoo = {"mobilenet_v2": models.mobilenet_v2, "resnet50": models.resnet50, "vgg16": models.vgg16}
-    return zoo[name](pretrained=False, num_classes=num_classes)
-
-
-def count_params(model: Any) -> ParamCount:
-    params = list(model.parameters())
-    trainable = sum(int(np.prod(p.shape)) for p in params if not p.stop_gradient)
-    total = sum(int(np.prod(p.shape)) for p in params) + sum(int(np.prod(b.shape)) for b in model.buffers())
-    return ParamCount(trainable, total)
-
-
-def model_params(name: str, num_classes: int = 3, image_size: int = 224) -> ParamCount:
-    """For the parity test: the counts of the model exactly as a run builds it (size-independent)."""
-    return count_params(build_model(name, num_classes))
+from tracer.worker.reporting import Reporter
+from tracer.worker.workload import MEAN, STD, ImageList, WorkloadConfig, load_normalised
 
 
 class ImageDataset(paddle.io.Dataset):  # type: ignore[misc]
@@ -122,6 +84,12 @@ class Trainer(base.Trainer):
     NATIVE_RESIZE = "paddle.vision.transforms.Resize (PIL bilinear, antialiased), shorter side, CenterCrop"
     PEAK_MEMORY_SOURCE = "paddle.device.cuda.max_memory_allocated"
 
+    def __init__(self, cfg: WorkloadConfig, images: ImageList, reporter: Reporter) -> None:
+        base.Trainer.__init__(self, cfg, images, reporter)
+        self._memory_loader: Any = None
+        self._mean: Any = None
+        self._std: Any = None
+
     def versions(self) -> Dict[str, str]:
         return {
             "paddlepaddle": paddle.__version__,
@@ -136,35 +104,33 @@ class Trainer(base.Trainer):
             "paddle.io.DataLoader.num_workers": self._workers(),
             "paddle.io.DataLoader.prefetch_factor": self._prefetch(),
             "paddle.base.core.set_num_threads": cfg.threads,
-            "paddle.amp.auto_cast": self._amp_dtype(),
+            "paddle.amp.auto_cast": self.amp_dtype,
         }
 
-    def build(self) -> ParamCount:
+    def set_threads(self, threads: int) -> None:
+        paddle.base.core.set_num_threads(threads)
+
+    def gpu_missing(self) -> str:
+        if paddle.device.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0:
+            return ""
+        return "this PaddlePaddle has no CUDA device (a CPU build, or no GPU)"
+
+    def use_device(self, gpu: bool) -> None:
+        self.device = paddle.set_device("gpu:0" if gpu else "cpu")
+        if gpu and hasattr(paddle.base.core, "nvprof_nvtx_push"):
+            self.nvtx = Nvtx(paddle.base.core.nvprof_nvtx_push, paddle.base.core.nvprof_nvtx_pop)
+
+    def seed(self, seed: int) -> None:
+        paddle.seed(seed)
+
+    def build_training(self) -> ParamCount:
         cfg = self.cfg
-        if cfg.gpu_thread_mode:
-            raise ValueError("--gpu-thread-mode is a TensorFlow setting; PaddlePaddle has no equivalent")
-        if cfg.threads:
-            paddle.base.core.set_num_threads(cfg.threads)
-        if cfg.device == "gpu":
-            if not paddle.device.is_compiled_with_cuda() or paddle.device.cuda.device_count() == 0:
-                raise RuntimeError("--device gpu, but this PaddlePaddle has no CUDA device (a CPU build, or no GPU)")
-            paddle.set_device("gpu:0")
-            self.nvtx = (
-                Nvtx(paddle.base.core.nvprof_nvtx_push, paddle.base.core.nvprof_nvtx_pop)
-                if hasattr(paddle.base.core, "nvprof_nvtx_push")
-                else self.nvtx
-            )
-        else:
-            paddle.set_device("cpu")
-        paddle.seed(cfg.seed)
-        np.random.seed(cfg.seed)
-        random.seed(cfg.seed)
         self.model = build_model(cfg.model, cfg.num_classes)
         self.loss_fn = paddle.nn.CrossEntropyLoss()
         self.optimizer = paddle.optimizer.Momentum(
             learning_rate=cfg.lr, momentum=cfg.momentum, parameters=self.model.parameters()
         )
-        self.scaler = paddle.amp.GradScaler() if cfg.amp and cfg.device == "gpu" else None
+        self.scaler = paddle.amp.GradScaler() if self.amp_dtype == "float16" else None  # bfloat16 needs no scaling
         workers = self._workers()
         self.loader = paddle.io.DataLoader(
             NativeImageDataset(self.images, cfg.image_size)
@@ -196,22 +162,21 @@ class Trainer(base.Trainer):
             return base.Trainer.decode_uint8(self, path, size)
         return np.asarray(native_resize(size)(_load(path)), dtype=np.uint8)
 
-    def memory_batches(self, epoch: int) -> Any:
+    def prepare_memory(self, held: MemorySet) -> None:
         """The set as CPU tensors sharing the decoded array's memory (DLPack; paddle.to_tensor would copy it)."""
-        if getattr(self, "_memory_loader", None) is None:
-            held = self.memory_set
-            assert held is not None
-            tensors = [paddle.utils.dlpack.from_dlpack(held.images), paddle.utils.dlpack.from_dlpack(held.labels)]
-            self._memory_loader = paddle.io.DataLoader(
-                paddle.io.TensorDataset(tensors),
-                batch_size=self.cfg.batch,
-                shuffle=True,
-                drop_last=False,
-                num_workers=0,
-                use_shared_memory=False,
-            )
-            self._mean = paddle.to_tensor(MEAN, dtype="float32").reshape([1, 3, 1, 1])
-            self._std = paddle.to_tensor(STD, dtype="float32").reshape([1, 3, 1, 1])
+        tensors = [paddle.utils.dlpack.from_dlpack(held.images), paddle.utils.dlpack.from_dlpack(held.labels)]
+        self._memory_loader = paddle.io.DataLoader(
+            paddle.io.TensorDataset(tensors),
+            batch_size=self.cfg.batch,
+            shuffle=True,
+            drop_last=False,
+            num_workers=0,
+            use_shared_memory=False,
+        )
+        self._mean = paddle.to_tensor(MEAN, dtype="float32").reshape([1, 3, 1, 1])
+        self._std = paddle.to_tensor(STD, dtype="float32").reshape([1, 3, 1, 1])
+
+    def memory_batches(self, epoch: int) -> Any:
         return self._memory_loader
 
     def memory_to_device(self, batch: Any) -> Tuple[Any, Any]:
@@ -231,7 +196,7 @@ class Trainer(base.Trainer):
 
     def _train_step(self, batch: Any) -> Tuple[Any, int]:
         x, y = batch
-        dtype = self._amp_dtype()
+        dtype = self.amp_dtype
         with paddle.amp.auto_cast(enable=dtype is not None, dtype=dtype or "float16"):
             logits = self.model(x)
             loss = self.loss_fn(logits, y)

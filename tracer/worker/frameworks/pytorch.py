@@ -1,4 +1,5 @@
-"""PyTorch: torchvision models and transforms, torch.utils.data.DataLoader as the input pipeline."""
+"""PyTorch: torchvision models (tracer/worker/models/pytorch.py) and transforms,
+torch.utils.data.DataLoader as the input pipeline."""
 
 import os
 import random
@@ -14,17 +15,13 @@ from torchvision import transforms
 from tracer.worker import base
 from tracer.worker.base import EpochStats, ParamCount
 from tracer.worker.clock import time_ns as wall_ns
+from tracer.worker.memory_data import MemorySet
+from tracer.worker.models.pytorch import build_model, count_params
 from tracer.worker.nvtx import Nvtx
 from tracer.worker.ranks import RankEnv, slow_ms, slowed
+from tracer.worker.reporting import Reporter
 from tracer.worker.schema import DATA_FILES
-from tracer.worker.workload import MEAN, STD, ImageList, load_normalised
-
-MODELS = {
-    "alexnet": torchvision.models.alexnet,
-    "mobilenet_v2": torchvision.models.mobilenet_v2,
-    "resnet50": torchvision.models.resnet50,
-    "vgg16": torchvision.models.vgg16,
-}
+from tracer.worker.workload import MEAN, STD, ImageList, WorkloadConfig, load_normalised
 
 
 class ImageFolderList(Dataset):  # type: ignore[type-arg]
@@ -74,17 +71,6 @@ def native_pixels(path: str, size: int) -> Any:
         return native_transform(size, flip=False)(im.convert("RGB")).numpy()
 
 
-def count_params(model: Any) -> ParamCount:
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    total = sum(p.numel() for p in model.parameters()) + sum(b.numel() for b in model.buffers())
-    return ParamCount(trainable, total)
-
-
-def model_params(name: str, num_classes: int = 3, image_size: int = 224) -> ParamCount:
-    """For the parity test: the counts of the model exactly as a run builds it."""
-    return count_params(MODELS[name](weights=None, num_classes=num_classes))
-
-
 def _seed_worker(worker_id: int) -> None:
     seed = torch.initial_seed() % 2**32
     np.random.seed(seed)
@@ -105,42 +91,56 @@ class Trainer(base.Trainer):
             "numpy": np.__version__,
         }
 
+    def __init__(self, cfg: WorkloadConfig, images: ImageList, reporter: Reporter) -> None:
+        base.Trainer.__init__(self, cfg, images, reporter)
+        self.ranks = RankEnv.from_environ()
+        self.sampler: Any = None  # a --nproc rank's DistributedSampler
+        self._at = (0, 0)  # (epoch, step) of the step being dispatched, for the all-reduce hook's rows
+        self._memory_loader: Any = None
+        self._mean: Any = None
+        self._std: Any = None
+
     def knobs(self) -> Dict[str, object]:
-        cfg = self.cfg
         return {
             "DataLoader.num_workers": self._workers(),
             "DataLoader.prefetch_factor": self._prefetch() if self._workers() > 0 else None,
             "torch.set_num_threads": torch.get_num_threads(),
-            "autocast": "bfloat16" if cfg.device == "cpu" and cfg.amp else ("float16" if cfg.amp else None),
+            "autocast": self.amp_dtype,
         }
 
-    def build(self) -> ParamCount:
-        cfg = self.cfg
-        torch.manual_seed(cfg.seed)
-        random.seed(cfg.seed)
-        np.random.seed(cfg.seed)
-        self.ranks = RankEnv.from_environ()
-        if cfg.threads:
-            torch.set_num_threads(cfg.threads)
-        elif self.ranks.world_size > 1:  # the ranks share the cores (torchrun sets OMP_NUM_THREADS=1 alike)
-            torch.set_num_threads(max(1, (os.cpu_count() or 1) // self.ranks.world_size))
-        if cfg.gpu_thread_mode:
-            raise ValueError("--gpu-thread-mode is a TensorFlow setting; PyTorch has no equivalent")
-        if cfg.device == "gpu":
-            if not torch.cuda.is_available():
-                raise RuntimeError("--device gpu, but torch.cuda.is_available() is False")
-            self.device = torch.device("cuda")
-            if self.ranks.world_size > 1:  # one GPU per rank when there are enough
-                self.device = torch.device("cuda", self.ranks.local_rank % torch.cuda.device_count())
-                torch.cuda.set_device(self.device)
-            torch.backends.cudnn.benchmark = True
-            self.nvtx = Nvtx(torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop)
-        else:
+    def default_threads(self) -> Optional[int]:
+        """The ranks of a --nproc run share the cores (torchrun sets OMP_NUM_THREADS=1 alike)."""
+        if self.ranks.world_size > 1:
+            return max(1, (os.cpu_count() or 1) // self.ranks.world_size)
+        return None
+
+    def set_threads(self, threads: int) -> None:
+        torch.set_num_threads(threads)
+
+    def gpu_missing(self) -> str:
+        return "" if torch.cuda.is_available() else "torch.cuda.is_available() is False"
+
+    def use_device(self, gpu: bool) -> None:
+        if not gpu:
             self.device = torch.device("cpu")
-        self.model = MODELS[cfg.model](weights=None, num_classes=cfg.num_classes).to(self.device)
+            return
+        self.device = torch.device("cuda")
+        if self.ranks.world_size > 1:  # one GPU per rank when there are enough
+            self.device = torch.device("cuda", self.ranks.local_rank % torch.cuda.device_count())
+            torch.cuda.set_device(self.device)
+        torch.backends.cudnn.benchmark = True
+        self.nvtx = Nvtx(torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop)
+
+    def seed(self, seed: int) -> None:
+        torch.manual_seed(seed)
+
+    def build_training(self) -> ParamCount:
+        cfg = self.cfg
+        # autocast takes a dtype even when off: the device's, so that a CPU never sees float16
+        self.autocast_dtype = getattr(torch, self.AMP_DTYPES[cfg.device])
+        self.model = build_model(cfg.model, cfg.num_classes).to(self.device)
         self.loss_fn = torch.nn.CrossEntropyLoss()
         params = count_params(self.model)
-        self.sampler = None  # type: Any
         if self.ranks.world_size > 1:
             self._data_parallel()
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=cfg.lr, momentum=cfg.momentum)
@@ -185,13 +185,12 @@ class Trainer(base.Trainer):
         # broadcast_buffers=False: the gradient all-reduces (recorded below) are then the step's only collectives;
         # with it, rank 0 would wait in a buffer broadcast at every forward that no hook sees
         self.model = DistributedDataParallel(self.model, device_ids=ids, broadcast_buffers=False)
-        self._at = (0, 0)
         world = self.ranks.world_size
 
         def timed_allreduce(state, bucket):  # type: ignore[no-untyped-def]  # torch checks the annotations
             arrive = wall_ns()
             epoch, step = self._at
-            log = getattr(self, "collective_log", None)
+            log = self.collective_log
             future = dist.all_reduce(bucket.buffer().div_(world), async_op=True).get_future()
 
             def done(f: Any) -> Any:
@@ -207,13 +206,12 @@ class Trainer(base.Trainer):
         self.model.train()
         if self.sampler is not None:
             self.sampler.set_epoch(epoch)
-        self._epoch, self._step = epoch, 0
+        self._at = (epoch, 0)
         ms = slow_ms(self.cfg.slow_loader, self.ranks.rank)
         batches, step = self.epoch_input(epoch, lambda: slowed(self.loader, ms), self._train_step)
         stats = self.run_epoch(epoch, batches, step, _read)
-        log = getattr(self, "collective_log", None)
-        if log is not None:
-            log.flush()
+        if self.collective_log is not None:
+            self.collective_log.flush()
         return stats
 
     # --- --data memory / synthetic (tracer.worker.memory_data)
@@ -225,24 +223,23 @@ class Trainer(base.Trainer):
         with Image.open(path) as im:
             return np.asarray(native_resize(size)(im.convert("RGB")), dtype=np.uint8)
 
-    def memory_batches(self, epoch: int) -> Any:
+    def prepare_memory(self, held: MemorySet) -> None:
         """The uint8 set as tensors (no copy), batched by a worker-less DataLoader that shuffles with the
         files loader's seeded generator (so the order is the files pipeline's)."""
-        if getattr(self, "_memory_loader", None) is None:
-            held = self.memory_set
-            assert held is not None
-            generator = torch.Generator()
-            generator.manual_seed(self.cfg.seed)
-            self._memory_loader = DataLoader(
-                TensorDataset(torch.from_numpy(held.images), torch.from_numpy(held.labels)),
-                batch_size=self.cfg.batch,
-                shuffle=True,
-                num_workers=0,
-                pin_memory=self.device.type == "cuda",
-                generator=generator,
-            )
-            self._mean = torch.tensor(MEAN, device=self.device).view(1, 3, 1, 1)
-            self._std = torch.tensor(STD, device=self.device).view(1, 3, 1, 1)
+        generator = torch.Generator()
+        generator.manual_seed(self.cfg.seed)
+        self._memory_loader = DataLoader(
+            TensorDataset(torch.from_numpy(held.images), torch.from_numpy(held.labels)),
+            batch_size=self.cfg.batch,
+            shuffle=True,
+            num_workers=0,
+            pin_memory=self.device.type == "cuda",
+            generator=generator,
+        )
+        self._mean = torch.tensor(MEAN, device=self.device).view(1, 3, 1, 1)
+        self._std = torch.tensor(STD, device=self.device).view(1, 3, 1, 1)
+
+    def memory_batches(self, epoch: int) -> Any:
         return self._memory_loader
 
     def memory_to_device(self, batch: Any) -> Tuple[Any, Any]:
@@ -260,18 +257,16 @@ class Trainer(base.Trainer):
         return x, torch.randint(0, self.cfg.num_classes, (n,), device=self.device)
 
     def _train_step(self, batch: Any) -> Tuple[Any, int]:
-        self._at = (getattr(self, "_epoch", 0), getattr(self, "_step", 0))
-        self._step = self._at[1] + 1
         x, y = batch
-        amp_dtype = torch.bfloat16 if self.device.type == "cpu" else torch.float16
         x = x.to(self.device, non_blocking=True)
         y = y.to(self.device, non_blocking=True)
         self.optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(self.device.type, dtype=amp_dtype, enabled=self.cfg.amp):
+        with torch.autocast(self.device.type, dtype=self.autocast_dtype, enabled=self.cfg.amp):
             logits = self.model(x)
             loss = self.loss_fn(logits, y)
         loss.backward()
         self.optimizer.step()
+        self._at = (self._at[0], self._at[1] + 1)
         return (loss.detach(), logits.detach(), y), int(y.shape[0])
 
     def _peak_memory_bytes(self) -> Optional[float]:

@@ -1,12 +1,7 @@
-"""TensorFlow 2 / Keras: keras.applications models, tf.data (parallel map + prefetch) as the input pipeline.
-
-Keras has no AlexNet, and its VGG16 head is sized for 224 px (Flatten of 7x7x512); both are defined here
-to match torchvision, including torchvision's adaptive average pooling, so that the parameter count does
-not depend on the image size.
-"""
+"""TensorFlow 2 / Keras: keras.applications models (tracer/worker/models/tensorflow.py), tf.data
+(parallel map + prefetch) as the input pipeline."""
 
 import os
-import random
 from typing import Any, Dict, Optional, Tuple
 
 # GPU memory on demand (TensorFlow's "memory growth"), as PyTorch's caching allocator takes it, unless the
@@ -22,92 +17,14 @@ import tensorflow as tf  # noqa: E402
 
 from tracer.worker import base  # noqa: E402
 from tracer.worker.base import EpochStats, ParamCount  # noqa: E402
-from tracer.worker.workload import MEAN, STD, adaptive_pool_matrix, load_normalised  # noqa: E402
+from tracer.worker.memory_data import MemorySet  # noqa: E402
+from tracer.worker.models.tensorflow import MODELS, count_params  # noqa: E402
+from tracer.worker.reporting import Reporter  # noqa: E402
+from tracer.worker.workload import MEAN, STD, ImageList, WorkloadConfig, load_normalised  # noqa: E402
 
 keras = tf.keras
 
 GPU_THREAD_MODES = ("global", "gpu_private", "gpu_shared")
-
-
-class AdaptiveAveragePooling2D(keras.layers.Layer):
-    """torch.nn.AdaptiveAvgPool2d for channels-last input: separable, so two constant matrices suffice."""
-
-    def __init__(self, output_size: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.output_size = output_size
-
-    def build(self, input_shape: Any) -> None:
-        self._rows = tf.constant(adaptive_pool_matrix(int(input_shape[1]), self.output_size))
-        self._cols = tf.constant(adaptive_pool_matrix(int(input_shape[2]), self.output_size))
-
-    def call(self, x: Any) -> Any:
-        rows = tf.cast(self._rows, x.dtype)
-        cols = tf.cast(self._cols, x.dtype)
-        return tf.einsum("oh,bhwc,pw->bopc", rows, x, cols)
-
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return (input_shape[0], self.output_size, self.output_size, input_shape[3])
-
-
-def _classifier(x: Any, num_classes: int, width: int, name: str) -> Any:
-    """torchvision's AlexNet/VGG head: Dropout, Linear, ReLU, Dropout, Linear, ReLU, Linear."""
-    layers = keras.layers
-    x = layers.Flatten(name=name + "_flatten")(x)
-    x = layers.Dropout(0.5)(x)
-    x = layers.Dense(width, activation="relu", name=name + "_fc1")(x)
-    x = layers.Dropout(0.5)(x)
-    x = layers.Dense(width, activation="relu", name=name + "_fc2")(x)
-    return layers.Dense(num_classes, name=name + "_predictions", dtype="float32")(x)
-
-
-def alexnet(image_size: int, num_classes: int) -> Any:
-    """torchvision.models.alexnet in Keras (channels last)."""
-    layers = keras.layers
-    inputs = keras.Input((image_size, image_size, 3))
-    x = layers.ZeroPadding2D(2)(inputs)
-    x = layers.Conv2D(64, 11, strides=4, activation="relu")(x)
-    x = layers.MaxPooling2D(3, strides=2)(x)
-    x = layers.Conv2D(192, 5, padding="same", activation="relu")(x)
-    x = layers.MaxPooling2D(3, strides=2)(x)
-    x = layers.Conv2D(384, 3, padding="same", activation="relu")(x)
-    x = layers.Conv2D(256, 3, padding="same", activation="relu")(x)
-    x = layers.Conv2D(256, 3, padding="same", activation="relu")(x)
-    x = layers.MaxPooling2D(3, strides=2)(x)
-    x = AdaptiveAveragePooling2D(6)(x)
-    return keras.Model(inputs, _classifier(x, num_classes, 4096, "alexnet"), name="alexnet")
-
-
-def vgg16(image_size: int, num_classes: int) -> Any:
-    """keras.applications.VGG16's convolutional base with torchvision's head (adaptive pool to 7x7)."""
-    conv = keras.applications.VGG16(include_top=False, weights=None, input_shape=(image_size, image_size, 3))
-    x = AdaptiveAveragePooling2D(7)(conv.output)
-    return keras.Model(conv.input, _classifier(x, num_classes, 4096, "vgg16"), name="vgg16")
-
-
-def mobilenet_v2(image_size: int, num_classes: int) -> Any:
-    return keras.applications.MobileNetV2(
-        input_shape=(image_size, image_size, 3), weights=None, classes=num_classes, classifier_activation=None
-    )
-
-
-def resnet50(image_size: int, num_classes: int) -> Any:
-    return keras.applications.ResNet50(
-        input_shape=(image_size, image_size, 3), weights=None, classes=num_classes, classifier_activation=None
-    )
-
-
-MODELS = {"alexnet": alexnet, "mobilenet_v2": mobilenet_v2, "resnet50": resnet50, "vgg16": vgg16}
-
-
-def count_params(model: Any) -> ParamCount:
-    trainable = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
-    total = trainable + sum(int(np.prod(w.shape)) for w in model.non_trainable_weights)
-    return ParamCount(trainable, total)
-
-
-def model_params(name: str, num_classes: int = 3, image_size: int = 224) -> ParamCount:
-    """For the parity test: the counts of the model exactly as a run builds it."""
-    return count_params(MODELS[name](image_size, num_classes))
 
 
 def native_image(path: Any, size: int) -> Any:
@@ -145,6 +62,12 @@ class Trainer(base.Trainer):
     NATIVE_DECODER = "tf.io.read_file + tf.io.decode_jpeg"
     NATIVE_RESIZE = "tf.image.resize bilinear antialias, shorter side, central crop"
     PEAK_MEMORY_SOURCE = "tf.config.experimental.get_memory_info('GPU:0')['peak']"
+    GPU_THREAD_MODES = GPU_THREAD_MODES
+
+    def __init__(self, cfg: WorkloadConfig, images: ImageList, reporter: Reporter) -> None:
+        base.Trainer.__init__(self, cfg, images, reporter)
+        self._memory_images: Any = None  # --data memory: the set as one tensor (DLPack, no copy)
+        self._memory_dataset: Any = None
 
     def versions(self) -> Dict[str, str]:
         build = tf.sysconfig.get_build_info()
@@ -168,7 +91,8 @@ class Trainer(base.Trainer):
             "tf.config.experimental.set_memory_growth": memory_growth() if self.cfg.device == "gpu" else None,
         }
 
-    def _check_knobs(self) -> None:
+    def check_knobs(self) -> None:
+        base.Trainer.check_knobs(self)
         cfg = self.cfg
         if cfg.gpu_thread_mode is not None:
             if cfg.gpu_thread_mode not in GPU_THREAD_MODES:
@@ -177,8 +101,6 @@ class Trainer(base.Trainer):
                 )
             if cfg.device != "gpu":
                 raise ValueError("--gpu-thread-mode sets TF_GPU_THREAD_MODE, which only matters with --device gpu")
-        if cfg.threads is not None and cfg.threads < 1:
-            raise ValueError("--threads %d: TensorFlow's thread pools need at least 1" % cfg.threads)
         self._prefetch_buffer()
 
     def _parallel_calls(self) -> Tuple[Any, object]:
@@ -199,33 +121,40 @@ class Trainer(base.Trainer):
         depth = self._prefetch() * int(workers)
         return depth, depth
 
-    def build(self) -> ParamCount:
-        cfg = self.cfg
-        self._check_knobs()
-        if cfg.gpu_thread_mode:
-            os.environ["TF_GPU_THREAD_MODE"] = cfg.gpu_thread_mode  # read when the GPU device is created
-        if cfg.threads:
-            tf.config.threading.set_intra_op_parallelism_threads(cfg.threads)
+    def set_threads(self, threads: int) -> None:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+
+    def gpu_missing(self) -> str:
+        if tf.config.list_physical_devices("GPU"):
+            return ""
+        return "tf.config.list_physical_devices('GPU') is empty"
+
+    def use_device(self, gpu: bool) -> None:
+        """Before TensorFlow creates its devices, i.e. before any tensor: the GPU thread mode and memory
+        growth on a GPU; on a CPU, the GPUs hidden."""
         gpus = tf.config.list_physical_devices("GPU")
-        if cfg.device == "gpu":
-            for gpu in gpus:  # before the devices are created, i.e. before any tensor
-                tf.config.experimental.set_memory_growth(gpu, memory_growth())
-        keras.utils.set_random_seed(cfg.seed)
-        random.seed(cfg.seed)
-        if cfg.device == "gpu":
-            if not gpus:
-                raise RuntimeError("--device gpu, but tf.config.list_physical_devices('GPU') is empty")
+        if gpu:
+            if self.cfg.gpu_thread_mode:
+                os.environ["TF_GPU_THREAD_MODE"] = self.cfg.gpu_thread_mode  # read when the GPU device is created
+            for one in gpus:
+                tf.config.experimental.set_memory_growth(one, memory_growth())
             self.device = "/GPU:0"
         else:
             if gpus:
                 tf.config.set_visible_devices([], "GPU")
             self.device = "/CPU:0"
-        if cfg.amp:
-            keras.mixed_precision.set_global_policy("mixed_float16" if cfg.device == "gpu" else "mixed_bfloat16")
+
+    def seed(self, seed: int) -> None:
+        keras.utils.set_random_seed(seed)
+
+    def build_training(self) -> ParamCount:
+        cfg = self.cfg
+        if self.amp_dtype:
+            keras.mixed_precision.set_global_policy("mixed_" + self.amp_dtype)
         with tf.device(self.device):
             self.model = MODELS[cfg.model](cfg.image_size, cfg.num_classes)
             optimizer = keras.optimizers.SGD(learning_rate=cfg.lr, momentum=cfg.momentum)
-            if cfg.amp and cfg.device == "gpu":
+            if self.amp_dtype == "float16":  # float16 needs its loss scaled; bfloat16 does not
                 optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
             self.optimizer = optimizer
         self.loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -303,18 +232,17 @@ class Trainer(base.Trainer):
         resized = native_resized(tf.constant(path), size)
         return tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8).numpy()
 
+    def prepare_memory(self, held: MemorySet) -> None:
+        """The set handed over by DLPack (no copy; tf.data would copy it twice: a graph constant, and a
+        shuffle buffer of every image, as would tf.convert_to_tensor); tf.data shuffles and batches indices."""
+        self._memory_images = tf.experimental.dlpack.from_dlpack(held.images.__dlpack__())
+        indices = np.arange(len(held.labels), dtype=np.int64)
+        dataset = tf.data.Dataset.from_tensor_slices((indices, held.labels))
+        dataset = dataset.shuffle(len(held.labels), seed=self.cfg.seed, reshuffle_each_iteration=True)
+        self._memory_dataset = dataset.batch(self.cfg.batch)
+
     def memory_batches(self, epoch: int) -> Any:
-        """Shuffled, batched indices from tf.data, gathered from the set held as one tensor. The set is
-        handed over by DLPack (no copy); tf.data would copy it twice (a graph constant, and a shuffle
-        buffer of every image), as would tf.convert_to_tensor."""
-        held = self.memory_set
-        assert held is not None
-        if getattr(self, "_memory_dataset", None) is None:
-            self._memory_images = tf.experimental.dlpack.from_dlpack(held.images.__dlpack__())
-            indices = np.arange(len(held.labels), dtype=np.int64)
-            dataset = tf.data.Dataset.from_tensor_slices((indices, held.labels))
-            dataset = dataset.shuffle(len(held.labels), seed=self.cfg.seed, reshuffle_each_iteration=True)
-            self._memory_dataset = dataset.batch(self.cfg.batch)
+        """Shuffled, batched indices from tf.data, gathered from the set held as one tensor."""
         for index, label in self._memory_dataset:
             yield tf.gather(self._memory_images, index), label
 

@@ -1,0 +1,238 @@
+"""`tracer import`'s work: a run folder made from traces someone already has (an nsys export or report,
+Kineto JSON, XPlane, rocpd, nsys-jax: `tracer.core.trace_formats`; several ranks' Kineto traces), so it can be
+analysed, viewed and compared like a run of ours. The CLI parses, calls `import_trace` and prints its result.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analyzers.ingest import (
+    _source_of,
+    import_target,
+    ingest_file,
+    not_readable,
+    sibling_export,
+    span_ns,
+    trace_kind,
+)
+from analyzers.ingest import ranks as rank_ingest
+from analyzers.trace.tables import (
+    ALIGNMENT_FACT,
+    BATCH_FACT,
+    RANKS_FACT,
+    SOURCE_KINETO,
+    SOURCE_MXNET,
+    SOURCE_PADDLE,
+    TRACE_META,
+    TRACE_OF_SOURCE,
+)
+from tracer.core import trace_formats as tf
+from tracer.core.cases import IMPORTED_FRAMEWORK, UNKNOWN_MODEL
+from tracer.core.errors import UserError
+from tracer.core.records import EnvironmentInfo, ImportOrigin, Outcome, RankInfo, RunRecord, RunSpec, RunStatus
+from tracer.core.runfolder import RunFolder
+
+
+@dataclass(frozen=True)
+class ImportLabels:
+    """What the user says the trace is of: recorded as given, not checked as run options."""
+
+    framework: str = IMPORTED_FRAMEWORK
+    model: str = UNKNOWN_MODEL
+    device: str = "gpu"
+
+
+@dataclass(frozen=True)
+class Imported:
+    """A finished import: the run folder, what it was made from, its tables and ranks."""
+
+    folder: RunFolder
+    label: Path  # what the user named (the folder or archive of several ranks' traces, or the one file)
+    tables: tuple[str, ...]
+    ranks: int  # ranks on one clock (0: a trace of one process)
+    alignment: str | None  # how the ranks' clocks were put on one, where there are several
+
+
+# The framework a trace format can only come from (Kineto is PyTorch's profiler, nsys-jax wraps JAX);
+# nsys, rocprof and XPlane (JAX and TensorFlow both write it) trace any.
+FRAMEWORK_OF_FORMAT = {tf.NSYS_JAX: "jax"}
+NOT_RECORDED = ("batch", "epochs")  # spec fields an imported trace does not carry: shown as "not recorded"
+
+
+RUN_ID_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_RUN_ID = 120
+
+
+def _run_id(path: Path) -> str:
+    """The time, then the file's whole stem (anything but letters, digits, `.`, `_`, `-` as `-`), so
+    files of one folder (`run_nsys2024.5.sqlite`, `run_nsys2024.6.sqlite`) get ids that tell them apart."""
+    stem = RUN_ID_CHARS.sub("-", tf.stem(path.name)).strip("-.") or "trace"
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-imported-{stem}"[:MAX_RUN_ID]
+
+
+def import_trace(paths: list[Path], out: Path, labels: ImportLabels) -> Imported:
+    """One run folder under `out` from `paths`: one trace (a file, a folder that is a trace, a profile folder's
+    newest XPlane), or several ranks' traces (files, a folder of them, an archive). `out` exists; a failure
+    leaves nothing of the run behind."""
+    if len(paths) == 1 and not rank_ingest.is_archive(paths[0]) and not _several_traces(paths[0]):
+        path = import_target(paths[0])
+        if trace_kind(path) not in tf.FILE_KINDS:
+            raise not_readable(path)
+        return _import(labels, out, path, [path])
+    with tempfile.TemporaryDirectory(prefix="tracer-ranks-") as scratch:
+        files = rank_ingest.expand(paths, Path(scratch))
+        if len(files) == 1:
+            return _import(labels, out, files[0], paths)
+        return _import(labels, out, files[0], paths, files)
+
+
+def _several_traces(path: Path) -> bool:
+    """A folder holding two or more trace files (several ranks' traces), not itself a trace."""
+    if not path.is_dir() or trace_kind(path) is not None:
+        return False
+    return sum(1 for p in path.iterdir() if p.is_file() and trace_kind(p) in tf.FILE_KINDS) > 1
+
+
+def _import(
+    labels: ImportLabels, out: Path, path: Path, named: list[Path], ranks_files: list[Path] | None = None
+) -> Imported:
+    """One run folder from `path` (one trace: Kineto, with its rank where it names one, nsys, split by
+    process, XPlane, rocpd, nsys-jax) or from `ranks_files` (several ranks' Kineto traces); `named` is what
+    the user gave."""
+    label = named[0] if len(named) == 1 else path
+    run_id = _run_id(label)
+    n = 1
+    while (out / run_id).exists():
+        n += 1
+        run_id = f"{_run_id(label)}-{n}"
+    # Built under a hidden name and renamed into place once its run.json is written: a signal or a crash
+    # at any instant leaves a whole run or none (after SIGKILL, a hidden folder that holds no run.json).
+    folder = RunFolder.create(out, f".{run_id}{STAGING_SUFFIX}")
+    try:
+        return _import_into(labels, out, folder, run_id, label, path, ranks_files)
+    except BaseException as e:
+        shutil.rmtree(folder.path, ignore_errors=True)
+        full = disk_full(out, e) if isinstance(e, Exception) else ""
+        if full:
+            raise UserError(f"{full}: free some space and import {label} again") from None
+        raise
+
+
+STAGING_SUFFIX = ".importing"
+
+
+def _import_into(
+    labels: ImportLabels,
+    out: Path,
+    folder: RunFolder,
+    run_id: str,
+    label: Path,
+    path: Path,
+    ranks_files: list[Path] | None,
+) -> Imported:
+    """Ingests into the staging `folder`, copies the files into raw/, writes run.json, renames it `run_id`."""
+    files = ranks_files or [path]
+    rank_infos: tuple[RankInfo, ...] = ()
+    gpus: tuple[Any, ...] = ()
+    # streamed straight into the folder (memory flat in the rows); a bad file leaves nothing behind
+    if trace_kind(path) == tf.KINETO:
+        read = rank_ingest.read_kineto_ranks(files)
+        written = rank_ingest.write_ranks(folder, read, rank_ingest.align(read))
+        if len(read) > 1 or read[0].info.world_size > 1:
+            rank_infos = tuple(r.info for r in read)
+        gpus = _used_gpus(read)
+    else:
+        if ranks_files:
+            raise UserError(f"{path}: several nsys exports are not one run; import one export holding every rank")
+        written = ingest_file(path, folder)
+        rank_infos = tuple(rank_ingest.split_nsys(folder, written)[0])
+    try:
+        for f in files:
+            if f.is_dir():
+                shutil.copytree(f, folder.raw_dir / f.name)
+            else:
+                shutil.copyfile(f, folder.raw_dir / f.name)
+        beside = sibling_export(path) if trace_kind(path) == tf.NSYS_REP else None
+        if beside is not None:  # what was read: the folder is re-ingested from it, with no nsys needed
+            shutil.copyfile(beside, folder.raw_dir / beside.name)
+    except OSError as e:
+        raise UserError(f"{disk_full(out, e) or e}: {label} was not imported") from None
+    meta = json.loads((folder.path / TRACE_META).read_text())
+    source = _source_of(path) if _source_of(path) in meta else next(iter(meta))  # Kineto's JSON, or paddle's ...
+    clock = meta[source]
+    clock.pop("tables", None)
+    clock.pop(RANKS_FACT, None)  # each rank's file and shift stay in trace_meta.json; the run says how
+    alignment = clock.get(ALIGNMENT_FACT)
+    batch = clock.pop(BATCH_FACT, None)  # Kineto with recorded shapes names it; nothing else does
+    starts, ends = span_ns(folder, written)
+    framework = labels.framework
+    if framework == IMPORTED_FRAMEWORK:
+        # the framework whose own profiler wrote the rows
+        of_source = {SOURCE_KINETO: "pytorch", SOURCE_PADDLE: "paddle", SOURCE_MXNET: "mxnet"}
+        framework = of_source.get(source, FRAMEWORK_OF_FORMAT.get(trace_kind(path) or "", framework))
+    record = RunRecord(
+        run_id=run_id,
+        # An imported trace's labels are whatever the user says; they are recorded, not checked as options.
+        spec=RunSpec(
+            framework=framework,  # type: ignore[arg-type]
+            model=labels.model,  # type: ignore[arg-type]
+            dataset=str(label),
+            device=labels.device,  # type: ignore[arg-type]
+            trace=TRACE_OF_SOURCE.get(source, "none"),  # type: ignore[arg-type]
+            batch=int(batch) if batch is not None else RunSpec.batch,
+        ),
+        # The trace was made elsewhere: this machine's facts would mislead, so they stay unknown; the
+        # GPUs a trace names (Kineto's deviceProperties, those its ranks used) are the trace's own facts.
+        environment=EnvironmentInfo("unknown", "unknown", "unknown", 0, 0, 0.0, sys.version.split()[0], gpus=gpus),
+        outcome=Outcome(status=RunStatus.OK, cause=f"imported from {label.name}"),
+        wall_start_ns=starts if starts is not None else 0,
+        wall_end_ns=ends,
+        trace_files=tuple(f"raw/{f.name}" for f in files),
+        knobs={
+            **ImportOrigin(
+                str(label.resolve()), tuple(f for f in NOT_RECORDED if not (f == "batch" and batch is not None))
+            ).to_knobs(),
+            "clock": json.dumps(clock),
+            **({"batch_from": "the trace's first convolution input (recorded shapes)"} if batch is not None else {}),
+        },
+        ranks=rank_infos,
+    )
+    folder.write_record(record)
+    os.rename(folder.path, out / run_id)
+    ranks = len(rank_infos) if len(rank_infos) > 1 else 0
+    return Imported(RunFolder(out / run_id), label, tuple(written), ranks, alignment if ranks else None)
+
+
+def _used_gpus(read: list[Any]) -> tuple[Any, ...]:
+    """The GPUs the ranks ran on, as their traces' deviceProperties name them (each once)."""
+    used = {r.info.local_rank for r in read}
+    by_index = {g.index: g for r in read for g in r.gpus}
+    return tuple(by_index[i] for i in sorted(used) if i in by_index)
+
+
+LOW_SPACE_BYTES = 1 << 20
+
+
+def disk_full(out: Path, error: BaseException) -> str:
+    """'disk full ...' when the import failed for want of space under `out` (its file system is nearly
+    full, or the error says so): a full disk is not a damaged input file."""
+    said = f"{error} {getattr(error, 'strerror', '') or ''}"
+    where = next((p for p in (out, *out.parents) if p.exists()), out)  # `out` may have been removed again
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return ""
+    if free >= LOW_SPACE_BYTES and "No space left" not in said and getattr(error, "errno", None) != errno.ENOSPC:
+        return ""
+    return f"disk full: {free // 1024} KiB free under {out}"
