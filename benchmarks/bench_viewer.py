@@ -8,7 +8,10 @@ Two cases, each timed the same way:
   4 sampled runs (of `--samples` each). Goal (issue #29): open <= 3 s, redraw <= 16 ms.
 Timed: open, from creating the window to every run loaded, every panel built and the window painted once;
 redraw, one zoom or pan of the linked x axis plus a full repaint of the time panels and thread lanes.
-Run: `python benchmarks/bench_viewer.py [--samples N] [--runs N] [--trace-events N] [--dir D]`.
+Run: `python benchmarks/bench_viewer.py [--samples N] [--runs N] [--trace-events N] [--dir D] [--against REV]`.
+`--against REV` (e.g. `main`) also times the viewer package of that git revision in a child process on the same
+runs, before this one, and prints the ratio of each figure (the previous implementation, measured in the same run).
+On screen, the GUI thread's CPU time (`time.thread_time`) of the repaint is given beside its wall time.
 Wall and CPU time (`time.process_time`, all threads of this process) are both reported: on a shared, loaded
 machine the CPU figure is the steadier one. `--compare-downsampling` times one plot of 4 curves drawn by
 pyqtgraph's own clip-to-view and peak downsampling against the viewer's min/max pyramid.
@@ -31,7 +34,9 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+if ROOT not in [Path(p).resolve() for p in sys.path if p]:  # `--against` puts an older viewer package before it
+    sys.path.insert(0, str(ROOT))
 
 from tracer.core import schema  # noqa: E402
 from tracer.core.frameworks import FRAMEWORKS  # noqa: E402
@@ -206,8 +211,9 @@ def measure(
     redraw_goal_ms: float,
     args: object,
     shot: Path | None = None,
-) -> None:
-    """Opens `paths` in a main window, then times redraws after zooms and pans; prints the figures."""
+) -> dict[str, float]:
+    """Opens `paths` in a main window, then times redraws after zooms and pans; prints the figures and
+    returns them by name (ms; the open in s)."""
     from viewer.window import MainWindow  # noqa: TID251 - a benchmark of the viewer
 
     t0, cpu0, gui0 = time.perf_counter(), time.process_time(), time.thread_time()
@@ -241,6 +247,8 @@ def measure(
     cpu_times: list[float] = []
     lane_times: list[float] = []
     screen_times: list[float] = []
+    screen_cpu: list[float] = []
+    figures = {"open wall s": t_open - t0}
 
     def redraw(x0: float, x1: float) -> float:
         """One range change and one synchronous paint of the whole linked panels, scrolled-out parts too
@@ -250,10 +258,11 @@ def measure(
         app.processEvents()  # type: ignore[attr-defined]
         master.setXRange(x1, x1 + (x1 - x0), padding=0)  # elsewhere first, so the range below is a change
         app.processEvents()  # type: ignore[attr-defined]
-        shown = time.perf_counter()
+        shown, shown_cpu = time.perf_counter(), time.thread_time()
         master.setXRange(x0, x1, padding=0)
         app.processEvents()  # type: ignore[attr-defined]
         screen_times.append(time.perf_counter() - shown)
+        screen_cpu.append(time.thread_time() - shown_cpu)
         master.setXRange(x1, x1 + (x1 - x0), padding=0)
         app.processEvents()  # type: ignore[attr-defined]
         start, cpu = time.perf_counter(), time.process_time()
@@ -277,16 +286,19 @@ def measure(
         "zoom to 1 minute": [(lo + span * 0.5 + 60 * i, lo + span * 0.5 + 60 * (i + 1)) for i in range(repeat)],
     }
     for kind, ranges in kinds.items():
-        cpu_times.clear()
-        lane_times.clear()
-        screen_times.clear()
+        for figures_of_kind in (cpu_times, lane_times, screen_times, screen_cpu):
+            figures_of_kind.clear()
         times = [redraw(a, b) for a, b in ranges]
         print(
-            f"redraw after {kind}: median {median_ms(times):.1f} ms wall, {median_ms(cpu_times):.1f} ms CPU, "
-            f"max {max(times) * 1000:.1f} ms wall; on screen {median_ms(screen_times):.1f} ms; "
-            f"thread and GPU lanes alone {median_ms(lane_times):.1f} ms "
-            f"(goal <= {redraw_goal_ms:g} ms)"
+            f"redraw after {kind}: on screen {median_ms(screen_times):.1f} ms wall, {median_ms(screen_cpu):.1f} ms "
+            f"CPU on the GUI thread (least {min(screen_cpu) * 1000:.1f}) (goal <= {redraw_goal_ms:g} ms); "
+            f"both panels whole (grab) median {median_ms(times):.1f} ms wall, {median_ms(cpu_times):.1f} ms CPU, "
+            f"max {max(times) * 1000:.1f} ms wall; thread and GPU lanes alone {median_ms(lane_times):.1f} ms"
         )
+        figures[f"{kind}: on screen, wall"] = median_ms(screen_times)
+        figures[f"{kind}: on screen, GUI thread CPU"] = median_ms(screen_cpu)
+        figures[f"{kind}: both panels whole, wall"] = median_ms(times)
+        figures[f"{kind}: lanes alone, wall"] = median_ms(lane_times)
     gpu = window.runs[0].lanes.gpu
     if shot is not None and gpu is not None:  # the traced run, zoomed in
         middle = (int(gpu.start_ns[len(gpu.start_ns) // 2]) - window.runs[0].anchor_ns(window.align)) / 1e9
@@ -296,6 +308,37 @@ def measure(
         window.threads.grab().save(str(zoom_shot))
         print(f"screenshot zoomed to 100 ms: {zoom_shot}")
     window.close()
+    return figures
+
+
+def _without(argv: list[str], *options: str) -> list[str]:
+    """`argv` without these options and their values."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in options:
+            skip = True
+        elif not a.startswith(tuple(f"{o}=" for o in options)):
+            out.append(a)
+    return out
+
+
+def against(rev: str, argv: list[str], root: Path) -> dict[str, float]:
+    """The same benchmark with the `viewer` package of git revision `rev`, in a child process: its figures."""
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[1]
+    base = root / f"viewer-{rev.replace('/', '-')}"
+    base.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "viewer"], check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
+    out = root / f"figures-{rev.replace('/', '-')}.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(base), str(repo)]), "BENCH_VIEWER_FIGURES": str(out)}
+    print(f"--- the viewer of {rev} (child process) ---", flush=True)
+    subprocess.run([sys.executable, __file__, *argv], env=env, check=True)
+    print("--- this tree's viewer ---", flush=True)
+    return json.loads(out.read_text())
 
 
 def main() -> int:
@@ -308,6 +351,7 @@ def main() -> int:
         "--trace-events", type=int, default=0, help="also open a traced run of this many trace events (e.g. 10000000)"
     )
     parser.add_argument("--screenshot", type=Path, help="save the window, as opened, to this PNG")
+    parser.add_argument("--against", metavar="REV", help="also time the viewer of this git revision (e.g. main)")
     parser.add_argument(
         "--compare-downsampling",
         action="store_true",
@@ -322,6 +366,13 @@ def main() -> int:
         compare_downsampling(app, args.samples)
         return 0
     with tempfile.TemporaryDirectory(prefix="bench-viewer-") as tmp:
+        previous: dict[str, float] = {}
+        if args.against:
+            argv = _without(sys.argv[1:], "--against", "--screenshot")
+            if args.dir is None:  # the child makes the runs; both must time the same ones
+                argv += ["--dir", str(Path(tmp) / "runs")]
+                args.dir = Path(tmp) / "runs"
+            previous = against(args.against, argv, Path(tmp))
         out = args.dir / f"{args.runs}x{args.samples}" if args.dir else Path(tmp)
         paths = sorted(out.glob("bench-*")) if out.is_dir() else []
         if len(paths) != args.runs:
@@ -336,13 +387,21 @@ def main() -> int:
 
         if events:
             what = f"{args.runs} sampled runs beside a traced run of {events:,} events"
-            measure(app, out, paths, what, 3, 16, args, args.screenshot)
+            figures = measure(app, out, paths, what, 3, 16, args, args.screenshot)
             print()
             peer = untraced_copy(paths[0], Path(tmp))
             what = "the same runs, the traced one without its trace tables (the peer: same panels, same samples)"
             measure(app, out, [peer, *paths[1:]], what, 3, 16, args)
         else:
-            measure(app, out, paths, f"{args.runs} runs x {args.samples:,} samples", 2, 50, args, args.screenshot)
+            what = f"{args.runs} runs x {args.samples:,} samples"
+            figures = measure(app, out, paths, what, 2, 50, args, args.screenshot)
+    if os.environ.get("BENCH_VIEWER_FIGURES"):
+        Path(os.environ["BENCH_VIEWER_FIGURES"]).write_text(json.dumps(figures))
+    if previous:
+        print(f"\nthis tree against {args.against} (its figure / this one; > 1: this tree is faster):")
+        for name, value in figures.items():
+            if name in previous and value > 0:
+                print(f"  {name}: {previous[name]:.1f} -> {value:.1f} ({previous[name] / value:.2f}x)")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (shared machines make this noisy)")
     return 0
 

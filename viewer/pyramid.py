@@ -1,17 +1,20 @@
 """Precomputed zoom levels, so that a redraw costs what the screen's pixels cost, not what the run's samples cost.
 
 `Envelope`: one series' min/max at decimations 1, 4, 16, ... samples per bucket; `view` picks the coarsest
-level that still has a bucket per pixel and returns only the visible slice of it (two points per bucket, so
-no peak is lost). Built off the GUI thread; Qt-free. The lanes' zoom index is `analyzers.timeline.lane_index`: it
-is precomputed with the run's view (`analyzers.timeline.view_store`).
+level that still has a bucket per pixel and returns only the visible slice of it (two points per bucket or per
+pixel column, so no peak is lost). Built off the GUI thread; Qt-free. The lanes' zoom index is
+`analyzers.timeline.lane_index`: it is precomputed with the run's view (`analyzers.timeline.view_store`).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 FACTOR = 4
 COARSEST = 1024  # buckets in the coarsest level: fewer than any plot is wide
+POINTS_PER_PIXEL = 2  # more points than this are drawn per pixel column (its min and max)
 
 
 class Envelope:
@@ -58,17 +61,33 @@ class Envelope:
 
     def view(self, x0: float, x1: float, pixels: float) -> tuple[np.ndarray, np.ndarray]:
         """What to draw for the x range [x0, x1] on `pixels` screen pixels: the samples themselves where
-        there are fewer than about two per pixel, else each bucket's min and max at the bucket's start."""
+        are few enough, else each bucket's min and max at the bucket's start; where that is more than
+        POINTS_PER_PIXEL points a pixel, each pixel column's min and max (from the level's buckets) at its first
+        and its last bucket's start: no peak is lost, the line reaches both ends, and Qt strokes half the points."""
         step, first, end = self.level_for(x0, x1, pixels)
         if step == 1:
-            return self.x[first:end], self.y[first:end]
-        k = self.steps.index(step)
-        b0, b1 = first // step, -(-end // step)
-        xs = self.x[b0 * step : b1 * step : step]
-        y = np.empty(2 * len(xs))
-        y[0::2] = self.lo[k][b0:b1]
-        y[1::2] = self.hi[k][b0:b1]
-        return np.repeat(xs, 2), y
+            xs, lo, hi = self.x[first:end], self.y[first:end], self.y[first:end]
+        else:
+            k = self.steps.index(step)
+            b0, b1 = first // step, -(-end // step)
+            xs, lo, hi = self.x[b0 * step : b1 * step : step], self.lo[k][b0:b1], self.hi[k][b0:b1]
+        points = len(xs) if step == 1 else 2 * len(xs)
+        if points <= POINTS_PER_PIXEL * pixels or not (math.isfinite(x0) and math.isfinite(x1) and x1 > x0):
+            if step == 1:
+                return xs, lo
+            y = np.empty(2 * len(xs))
+            y[0::2], y[1::2] = lo, hi
+            return np.repeat(xs, 2), y
+        column = np.floor((xs - x0) * (pixels / (x1 - x0))).astype(np.int64)  # -1: the sample before the view
+        starts = np.flatnonzero(np.diff(column, prepend=column[0] - 1))
+        last = np.append(starts[1:] - 1, len(xs) - 1)
+        with np.errstate(all="ignore"):
+            col_lo, col_hi = np.fmin.reduceat(lo, starts), np.fmax.reduceat(hi, starts)
+        x = np.empty(2 * len(starts))
+        y = np.empty(2 * len(starts))
+        x[0::2], x[1::2] = xs[starts], xs[last]
+        y[0::2], y[1::2] = col_lo, col_hi
+        return x, y
 
 
 def _reduce(a: np.ndarray, op: np.ufunc) -> np.ndarray:

@@ -63,3 +63,14 @@ def test_curve_hands_qt_about_a_point_per_pixel(qtbot: object, series: tuple[np.
     widget.getPlotItem().setXRange(110.0, 111.0, padding=0)
     drawn_x, _ = curve.getData()
     assert drawn_x[0] <= 110.0 and drawn_x[-1] >= 111.0 and len(drawn_x) <= 14
+
+
+def test_a_wide_view_hands_qt_two_points_per_pixel_column(series: tuple[np.ndarray, np.ndarray]) -> None:
+    """Wider than the samples' pixels, the view is drawn per pixel column: its min and max, the spike kept."""
+    x, y = series
+    for x0, x1 in ((0.0, N * 0.1), (20_000.0, 90_000.0)):
+        xs, ys = Envelope(x, y).view(x0, x1, 1600)
+        assert len(xs) <= 2 * 1600 + 4
+        assert np.all(np.diff(xs) >= 0)  # left to right
+        inside = (x >= x0) & (x <= x1)
+        assert np.nanmax(ys) == np.nanmax(y[inside]) and np.nanmin(ys) == np.nanmin(y[inside])

@@ -1,7 +1,10 @@
 """Epoch markers: one item per run and plot that paints every epoch's line (and label) itself.
 
 A pyqtgraph InfiniteLine per epoch recomputes its geometry in Python on every range change; with ten
-epochs, four runs and six rows that was most of the cost of a pan. This item does one paint call.
+epochs, four runs and six rows that was most of the cost of a pan. This item does one paint call, and keeps
+between frames what a pan does not change: the lines as one path in plot units (redrawn by the painter's
+transform, rebuilt only when the plot's height in units changes) and, per zoom scale, which row each label
+takes (a pan only picks the labels in view, and labels no longer jump between rows while the view moves).
 """
 
 from __future__ import annotations
@@ -39,6 +42,12 @@ class EpochMarkers(pg.GraphicsObject):
         self.pen.setCosmetic(True)
         self.text_pen = QtGui.QPen(QtGui.QColor(colour))
         self.font = label_font(8)
+        metrics = QtGui.QFontMetricsF(self.font)
+        self._ascent, self._line_height = metrics.ascent(), metrics.height()
+        self._widths = np.array([metrics.horizontalAdvance(text) for text in self.labels], dtype=np.float64)
+        self._texts: dict[int, QtGui.QStaticText] = {}  # laid out once per label, on its first paint
+        self._path: tuple[tuple[float, float], QtGui.QPainterPath] | None = None  # (view's y span, lines)
+        self._rows: tuple[float, np.ndarray] | None = None  # (pixels per unit of x, each label's row or -1)
         self.setZValue(20)
 
     def __len__(self) -> int:
@@ -55,35 +64,48 @@ class EpochMarkers(pg.GraphicsObject):
     def dataBounds(self, ax: int, frac: float = 1.0, orthoRange: Any = None) -> tuple[None, None]:  # noqa: N802,N803
         return None, None  # markers never widen the auto range
 
+    def label_rows(self, px_per_unit: float) -> np.ndarray:
+        """Each label's text row at this zoom scale, -1 where it has no room (close epochs keep their lines,
+        not their labels): a label goes in the first row whose last label ends LABEL_GAP_PX before it."""
+        if self._rows is not None and math.isclose(self._rows[0], px_per_unit, rel_tol=1e-6):  # a pan: same scale
+            return self._rows[1]
+        rows = np.full(len(self.labels), -1, dtype=np.int64)
+        ends = [-math.inf] * LABEL_ROWS  # right end of the last label placed in each row, in pixels
+        for i, (x, width) in enumerate(zip((self.starts * px_per_unit).tolist(), self._widths.tolist())):
+            x_px = x + LABEL_GAP_PX
+            row = next((r for r, end in enumerate(ends) if x_px > end + LABEL_GAP_PX), None)
+            if row is not None:
+                ends[row] = x_px + width
+                rows[i] = row
+        self._rows = (px_per_unit, rows)
+        return rows
+
     def paint(self, painter: QtGui.QPainter, *args: Any) -> None:
         rect = self.viewRect()
         if rect is None or not len(self.lines):
             return
-        left, right = rect.left(), rect.right()
-        seen = (self.lines >= left) & (self.lines <= right)
-        if not seen.any():
-            return
+        left, right, top, bottom = rect.left(), rect.right(), rect.top(), rect.bottom()
+        if self._path is None or self._path[0] != (top, bottom):
+            y = np.tile([top, bottom], len(self.lines))
+            self._path = ((top, bottom), pg.arrayToQPath(np.repeat(self.lines, 2), y, connect="pairs"))
         painter.setPen(self.pen)
-        top, bottom = rect.top(), rect.bottom()
-        painter.drawLines([QtCore.QLineF(x, top, x, bottom) for x in self.lines[seen].tolist()])  # one call
+        painter.drawPath(self._path[1])  # one call; the painter clips the lines out of view
         if not self.labels:
             return
-        to_device = painter.transform()
-        y = bottom  # the view's y grows upwards: bottom() is its highest value, the top of the plot
+        to_device = painter.transform()  # x' = m11 x + dx: the view is never rotated
+        rows = self.label_rows(to_device.m11())
+        shown = np.flatnonzero((self.starts >= left) & (self.starts <= right) & (rows >= 0))
+        if not len(shown):
+            return
+        y_px = to_device.map(QtCore.QPointF(left, bottom)).y()  # the view's y grows upwards: bottom() is its top
+        x_px = self.starts[shown] * to_device.m11() + to_device.dx() + LABEL_GAP_PX
         painter.save()
         painter.resetTransform()  # text in pixels, not in the plot's stretched units
         painter.setPen(self.text_pen)
         painter.setFont(self.font)
-        metrics = QtGui.QFontMetricsF(self.font)
-        ends = [-math.inf] * LABEL_ROWS  # right end of the last label written in each row, in pixels
-        for x, text in zip(self.starts, self.labels):
-            if not left <= x <= right:
-                continue
-            at = to_device.map(QtCore.QPointF(x, y))
-            x_px = at.x() + LABEL_GAP_PX
-            row = next((i for i, end in enumerate(ends) if x_px > end + LABEL_GAP_PX), None)
-            if row is None:  # no room in any row: close epochs keep their lines, not their labels
-                continue
-            ends[row] = x_px + metrics.horizontalAdvance(text)
-            painter.drawText(QtCore.QPointF(x_px, at.y() + metrics.ascent() + row * metrics.height()), text)
+        for i, x in zip(shown.tolist(), x_px.tolist()):
+            text = self._texts.get(i)
+            if text is None:
+                text = self._texts[i] = QtGui.QStaticText(self.labels[i])
+            painter.drawStaticText(QtCore.QPointF(x, y_px + rows[i] * self._line_height), text)
         painter.restore()

@@ -28,6 +28,7 @@ from analyzers.timeline.lane_index import GPU, THREADS
 from analyzers.timeline.lanes import GpuLanes, activity_priority
 from viewer.cursor import TimeCursor
 from viewer.data import RunData
+from viewer.panels.frame import BeforePaint
 from viewer.panels.lane_hover import Hover, LaneHover, _GpuRows, _RunLanes
 from viewer.style import LEFT_AXIS_WIDTH, LINK_COLOUR, RIGHT_AXIS_WIDTH, activity_colour, label_font, run_colour
 
@@ -57,6 +58,7 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
         self.cursor_line = pg.InfiniteLine(angle=90, movable=True, pen=dash)
         self.cursor_line.sigPositionChanged.connect(lambda ln: self.time_cursor.set(ln.value()))
         cursor.moved.connect(self._on_cursor)
+        self.before_paint = BeforePaint(self)
         self.plot.sigXRangeChanged.connect(self._redraw)
         self.plot.getViewBox().sigResized.connect(self._redraw)
         self.plot.getViewBox().sigResized.connect(lambda *_: self._thin_ticks())
@@ -235,6 +237,10 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
     def lane_count(self, run_id: str) -> int:
         lanes = self.lanes.get(run_id)
         return lanes.lanes if lanes is not None else 0
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        self.before_paint.attach()
 
     def _redraw(self) -> None:
         """Rebuilds each run's lane image for the visible range, one column per pixel."""

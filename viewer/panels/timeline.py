@@ -17,6 +17,7 @@ from tracer.core import schema
 from viewer.cursor import TimeCursor
 from viewer.data import METRICS, Metric, RunData, Series
 from viewer.panels.curve import EnvelopeCurve
+from viewer.panels.frame import BeforePaint
 from viewer.panels.markers import EpochMarkers
 from viewer.style import LEFT_AXIS_WIDTH, RIGHT_AXIS_WIDTH, run_colour
 
@@ -48,6 +49,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         self._x_group: list[pg.PlotItem] = []
         self._syncing = False
         self.ci.setSpacing(2)
+        self.before_paint = BeforePaint(self)  # one paint per pan or zoom, not two
         cursor.moved.connect(self._on_cursor)
         self.scene().sigMouseMoved.connect(self._on_mouse)
 
@@ -113,14 +115,19 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         else:  # no "kMiB" or "k%": these units stay as they are
             plot.getAxis("left").enableAutoSIPrefix(False)
             plot.setLabel("left", metric.unit)
-        # the wheel and drags move time only; y follows the curves in view, so zooming never clips them
+        # the wheel and drags move time only; y fits every curve whole (each reports its whole series'
+        # bounds), so zooming never clips them and a pan never recomputes the y range
         plot.getViewBox().setMouseEnabled(x=True, y=False)
-        plot.getViewBox().setAutoVisible(y=True)
+        plot.getViewBox().setAutoVisible(y=False)
         plot.enableAutoRange(y=True)
         if metric.unit == "%" and metric.key == schema.CPU_PCT:
             plot.setYRange(0, 100, padding=0.02)
         if metric.key == schema.RSS_MIB and col == self._columns() - 1:  # only the last column: no overlap
             self._add_ram_axis(plot)
+        # pyqtgraph rewrites an axis's label on every range change where it may take an SI prefix: only the
+        # one time axis shown needs it (17 hidden ones did it on every pan)
+        plot.getAxis("top").enableAutoSIPrefix(False)
+        plot.getAxis("bottom").enableAutoSIPrefix(last_row)
         if last_row:
             plot.showAxis("bottom")
             plot.setLabel("bottom", ALIGN_LABELS[self.align])
@@ -320,6 +327,10 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         width = max(120.0, self.width() / max(columns, 1) - LEFT_AXIS_WIDTH - RIGHT_AXIS_WIDTH - 40)
         label.item.setTextWidth(width)
         label.updateMin()
+
+    def showEvent(self, event: QtGui.QShowEvent) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        self.before_paint.attach()
 
     def resizeEvent(self, event: QtGui.QResizeEvent | None) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(event)
