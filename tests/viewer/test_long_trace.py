@@ -30,16 +30,16 @@ def stored_replica(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFacto
     return folder
 
 
-def test_the_window_draws_a_stored_view(open_window: Opener, stored_replica: RunFolder) -> None:
+def test_the_window_draws_a_stored_view(open_window: Opener, stored_replica: RunFolder, qtbot: object) -> None:
     window = open_window([stored_replica.path])
     (run,) = window.runs
     gpu, calls, links = run.lanes.gpu, run.lanes.api_calls, run.lanes.links
     assert gpu is not None and calls is not None and links is not None
     assert isinstance(gpu.start_ns, np.memmap) and run.indexes[THREADS].pyramid  # read from the store
     panel = window.threads
-    QtWidgets.QApplication.processEvents()
-    # one run of 78 thread lanes and 8 GPU rows: the panel grows (the window scrolls) so every lane keeps its label
-    assert len(panel.shown_ticks) == len(panel.all_ticks) > 80
+    # one run of 78 thread lanes and 8 GPU rows: the panel grows (the window scrolls) so every lane keeps its
+    # label, once the layout has settled (on a busy machine that takes more than one pass of the event loop)
+    qtbot.waitUntil(lambda: len(panel.shown_ticks) == len(panel.all_ticks) > 80, timeout=30_000)  # type: ignore[attr-defined]
     rows = panel.gpu_rows[run.run_id]
     full = panel.full_x_range()
     assert full is not None
