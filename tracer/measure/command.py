@@ -46,7 +46,7 @@ from tracer.core.schema import (
     STEPS_TABLE,
     Event,
 )
-from tracer.measure.outcome import CRASH_SIGNALS, stderr_tail
+from tracer.measure.outcome import ended_by_signal, stderr_tail
 from tracer.measure.process import STALL_STACKS, Child
 from tracer.measure.supervisor import Supervisor
 from tracer.measure.tracing.base import TraceBackend
@@ -227,11 +227,7 @@ def classify_command(
     if returncode == 0:
         return Outcome(RunStatus.OK, "", 0)
     if returncode < 0:
-        sig = signal.Signals(-returncode)
-        if sig in CRASH_SIGNALS:
-            return Outcome(RunStatus.FAILED, f"the command crashed with {sig.name}", returncode, sig.name, tail)
-        hint = " (the kernel's out-of-memory killer sends SIGKILL)" if sig == signal.SIGKILL else ""
-        return Outcome(RunStatus.KILLED, f"the command was killed by {sig.name}{hint}", returncode, sig.name, tail)
+        return ended_by_signal(returncode, "the command", tail)
     last = tail[-1] if tail else "no output on stderr"
     return Outcome(RunStatus.FAILED, f"the command exited with code {returncode}: {last}", returncode, None, tail)
 

@@ -75,11 +75,7 @@ def _ended(
         )
         return Outcome(RunStatus.STALLED, cause, returncode, None, tail)
     if returncode < 0:
-        sig = signal.Signals(-returncode)
-        if sig in CRASH_SIGNALS:
-            return Outcome(RunStatus.FAILED, f"worker crashed with {sig.name}", returncode, sig.name, tail)
-        hint = " (by another process, or by the kernel's out-of-memory killer)" if sig == signal.SIGKILL else ""
-        return Outcome(RunStatus.KILLED, f"worker killed by {sig.name}{hint}", returncode, sig.name, tail)
+        return ended_by_signal(returncode, "worker", tail)
     if errors:
         return Outcome(RunStatus.FAILED, errors[-1].get("error", "worker error"), returncode, None, tail)
     if returncode == 0 and not folder.events_path.exists():
@@ -96,3 +92,14 @@ def rank_failed(rank: int, returncode: int, folder: RunFolder, spec: RunSpec) ->
     where = rank_launch.rank_folder(folder, rank)
     own = _ended(returncode, None, where.events(), where, spec)
     return dataclasses.replace(own, status=RunStatus.FAILED, cause=f"rank {rank} failed: {own.cause}")
+
+
+def ended_by_signal(returncode: int, who: str, tail: tuple[str, ...]) -> Outcome:
+    """A process the signal `-returncode` ended: a crash signal (SIGSEGV ...) fails the run with its name,
+    any other killed it (SIGKILL is named for both senders it may have: a process, or the kernel's
+    out-of-memory killer)."""
+    sig = signal.Signals(-returncode)
+    if sig in CRASH_SIGNALS:
+        return Outcome(RunStatus.FAILED, f"{who} crashed with {sig.name}", returncode, sig.name, tail)
+    hint = ", from another process or the kernel's out-of-memory killer" if sig == signal.SIGKILL else ""
+    return Outcome(RunStatus.KILLED, f"{who} was killed by {sig.name}{hint}", returncode, sig.name, tail)

@@ -193,3 +193,19 @@ def test_repeat_makes_one_folder_per_run_of_the_command(tmp_path: Path) -> None:
     assert result.stdout.count("hi\n") == 2
     runs = list_runs(out)
     assert len(runs) == 2 and all(r.read_record().command.argv[-1] == "print('hi')" for r in runs)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("signal_name", "status", "cause"),
+    [
+        ("SIGSEGV", RunStatus.FAILED, "the command crashed with SIGSEGV"),
+        ("SIGKILL", RunStatus.KILLED, "the command was killed by SIGKILL, from another process or the kernel's"),
+    ],
+)
+def test_a_signal_that_ends_a_command_is_named(signal_name: str, status: RunStatus, cause: str, tmp_path: Path) -> None:
+    code = f"import os, signal; print('up', flush=True); os.kill(os.getpid(), signal.{signal_name})"
+    result = run_tracer("profile", "--out", str(tmp_path / "runs"), "--", sys.executable, "-c", code)
+    assert result.returncode != 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    (folder,) = list_runs(tmp_path / "runs")
+    outcome = folder.read_record().outcome
+    assert outcome.status is status and outcome.signal == signal_name and outcome.cause.startswith(cause)
