@@ -25,6 +25,7 @@ from analyzers.ingest import nsys_export as ex
 from analyzers.trace import tables as t
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
+from tracer.core.reading import read_bytes
 
 VERSION = 1
 """Of the cached summary's layout and rules: a cache written by another version is recomputed."""
@@ -81,20 +82,25 @@ def cached_summary(path: Path) -> FileSummary:
 
     path = Path(path)
     stored = cache_root() / SUMMARIES_DIR / f"{tf.stem(path.name) or 'trace'}-{cache_key(path)}.json"
-    try:
-        found = FileSummary.from_json(json.loads(stored.read_text()))
-        if found is not None:
-            return found
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    kept = read_bytes(stored)  # None when absent; a FIFO or other odd file planted there is not opened
+    if isinstance(kept, bytes):
+        try:
+            found = FileSummary.from_json(json.loads(kept))
+            if found is not None:
+                return found
+        except (ValueError, KeyError, TypeError):
+            pass
     summary = summarise(path)
+    scratch: str | None = None
     try:
         stored.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=stored.parent, prefix=".", suffix=".tmp", delete=False) as f:
+            scratch = f.name
             json.dump(summary.to_json(), f)
-        os.replace(f.name, stored)
+        os.replace(scratch, stored)  # a link planted at `stored` is replaced, never written through
     except OSError:
-        pass
+        if scratch is not None:
+            Path(scratch).unlink(missing_ok=True)
     return summary
 
 

@@ -32,7 +32,7 @@ def _analyze(path: Path, cache: Path) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=120,
     )
 
 
@@ -69,6 +69,28 @@ def test_analyze_file_with_no_writable_cache(shared_fixtures: Path, tmp_path: Pa
     assert [r["name"] for r in json.loads(proc.stdout)["cuda_api"]] == [
         r.name for r in cuda_api.api_summary_sqlite(shared_fixtures / FIXTURE)
     ]
+
+
+def test_a_fifo_or_link_planted_in_the_cache_is_never_read_or_written_through(
+    shared_fixtures: Path, tmp_path: Path
+) -> None:
+    """The cache entry's name is predictable: a FIFO there would hang a plain read, a link there would
+    have the summary written into whatever it points at (a run's run.json)."""
+    trace = tmp_path / "con_kernel.sqlite"
+    shutil.copyfile(shared_fixtures / FIXTURE, trace)
+    cache = tmp_path / "cache"
+    entry = cache / nsys_summary.SUMMARIES_DIR / f"con_kernel-{nsys_summary.cache_key(trace)}.json"
+    entry.parent.mkdir(parents=True)
+    os.mkfifo(entry)
+    first = _analyze(trace, cache)  # subprocess.run's timeout fails the test if the FIFO is opened
+    assert first.returncode == 0, first.stderr
+    assert entry.is_file()  # the FIFO was replaced by the summary
+    victim = tmp_path / "run.json"
+    victim.write_text("{}")
+    entry.unlink()
+    entry.symlink_to(victim)
+    assert _analyze(trace, cache).returncode == 0
+    assert victim.read_text() == "{}" and not entry.is_symlink()
 
 
 @pytest.mark.parametrize("rel", NSYS_FILES)
