@@ -416,23 +416,20 @@ def cached_import(path: Path) -> RunFolder:
     path, size and mtime (a changed or replaced file gets a fresh import; nothing is written beside the
     file, which may sit in a read-only place). Made in a scratch folder and renamed into place, so an
     interrupted import is never taken for a finished one."""
-    import hashlib
-
-    from tracer.core.paths import cache_root
+    from tracer.core.paths import cache_name, cache_root
 
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path}: no such file or folder")
     if trace_kind(path) not in tf.FILE_KINDS:
         raise not_readable(path)
-    st = path.stat()
-    key = hashlib.sha256(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
     root = cache_root() / IMPORTS_DIR
-    final = root / f"{tf.stem(path.name) or 'trace'}-{key}"
+    name = cache_name(path)
+    final = root / name
     if (final / t.TRACE_META).exists():
         return RunFolder(final)
     root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{key}-", dir=root) as tmp:
+    with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root) as tmp:
         scratch = Path(tmp) / "run"
         scratch.mkdir()
         ingest_file(path, RunFolder(scratch))

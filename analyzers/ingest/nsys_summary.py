@@ -13,7 +13,6 @@ a key of the file's resolved path, size and mtime, so a second call reads a smal
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
@@ -68,20 +67,14 @@ def readable(path: Path) -> bool:
     return sniff(path).kind in (tf.NSYS_SQLITE, tf.NSYS_ARROW, tf.NSYS_REP)
 
 
-def cache_key(path: Path) -> str:
-    """The file's identity: resolved path, size and mtime (a changed or replaced file gets a new key)."""
-    st = path.stat()
-    return hashlib.sha256(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
-
-
 def cached_summary(path: Path) -> FileSummary:
     """The summaries of `path`, from the cache where an earlier call left them, else computed and kept
     there (written to a scratch file and renamed: a crash never leaves half a file). A cache that cannot be
     written (a read-only home) only costs the next call the computation."""
-    from tracer.core.paths import cache_root
+    from tracer.core.paths import cache_name, cache_root
 
     path = Path(path)
-    stored = cache_root() / SUMMARIES_DIR / f"{tf.stem(path.name) or 'trace'}-{cache_key(path)}.json"
+    stored = cache_root() / SUMMARIES_DIR / f"{cache_name(path)}.json"
     kept = read_bytes(stored)  # None when absent; a FIFO or other odd file planted there is not opened
     if isinstance(kept, bytes):
         try:

@@ -22,6 +22,7 @@ from tracer.cli.outputs import output_file, path_arg
 from tracer.core import schema
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
+from tracer.core.paths import cache_name
 
 THREADS_SECTION = "threads"  # per-thread sums of the thread timeline (analyzers.summaries.threads.thread_summary)
 CLASSES_SECTION = "kernel_classes"  # kernel time by what the kernels do (analyzers.summaries.kernels.class_summary)
@@ -219,7 +220,7 @@ def file_summary(args: argparse.Namespace) -> int | None:
         THREADS_SECTION: [dataclasses.asdict(ThreadRow(*r)) for r in found.threads if shown(r[1], r[2])],
     }
     whole = Phase(WHOLE, None, None)
-    run_id = f"{tf.stem(path.name) or 'trace'}-{nsys_summary.cache_key(path)}"
+    run_id = cache_name(path)
     head = {"run": run_id, "phase": args.phase, "covers": whole.label(), "api": family}
     emit(data, args, head, f"{run_id}, {whole.label()}")
     return 0

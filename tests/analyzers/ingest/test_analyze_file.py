@@ -20,6 +20,7 @@ from analyzers.summaries.cuda_api import ApiRow
 from analyzers.summaries.kernels import KernelRow, MemcpyRow
 from analyzers.summaries.threads import ThreadRow
 from tests.analyzers.conftest import NSYS_FILES
+from tracer.core.paths import cache_name
 from tracer.core.runfolder import RunFolder
 
 FIXTURE = "extra-p/con_kernel.sqlite"
@@ -79,7 +80,7 @@ def test_a_fifo_or_link_planted_in_the_cache_is_never_read_or_written_through(
     trace = tmp_path / "con_kernel.sqlite"
     shutil.copyfile(shared_fixtures / FIXTURE, trace)
     cache = tmp_path / "cache"
-    entry = cache / nsys_summary.SUMMARIES_DIR / f"con_kernel-{nsys_summary.cache_key(trace)}.json"
+    entry = cache / nsys_summary.SUMMARIES_DIR / f"{cache_name(trace)}.json"
     entry.parent.mkdir(parents=True)
     os.mkfifo(entry)
     first = _analyze(trace, cache)  # subprocess.run's timeout fails the test if the FIFO is opened
