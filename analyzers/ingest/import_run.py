@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,17 +82,26 @@ def _run_id(path: Path) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-imported-{stem}"[:MAX_RUN_ID]
 
 
-def import_trace(paths: list[Path], out: Path, labels: ImportLabels) -> Imported:
+def _made(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def import_trace(
+    paths: list[Path], out: Path, labels: ImportLabels, prepare_out: Callable[[Path], object] = _made
+) -> Imported:
     """One run folder under `out` from `paths`: one trace (a file, a folder that is a trace, a profile folder's
-    newest XPlane), or several ranks' traces (files, a folder of them, an archive). `out` exists; a failure
-    leaves nothing of the run behind."""
+    newest XPlane), or several ranks' traces (files, a folder of them, an archive). `prepare_out(out)` makes
+    the folder once the inputs are known to be traces (a wrong input is named before a wrong `--out`); a
+    failure leaves nothing of the run behind."""
     if len(paths) == 1 and not rank_ingest.is_archive(paths[0]) and not _several_traces(paths[0]):
         path = import_target(paths[0])
         if trace_kind(path) not in tf.FILE_KINDS:
             raise not_readable(path)
+        prepare_out(out)
         return _import(labels, out, path, [path])
     with tempfile.TemporaryDirectory(prefix="tracer-ranks-") as scratch:
         files = rank_ingest.expand(paths, Path(scratch))
+        prepare_out(out)
         if len(files) == 1:
             return _import(labels, out, files[0], paths)
         return _import(labels, out, files[0], paths, files)

@@ -123,6 +123,13 @@ def excluded_event_classes(db: Export, names: set[str]) -> list[int]:
     return [BACKTRACE_EVENT_CLASS]
 
 
+def text(value: Any) -> str:
+    """A StringIds value as text: one stored as a BLOB is decoded as UTF-8, strictly (a value that is not
+    UTF-8 raises UnicodeDecodeError, which the direct summary turns into a one-line "damaged export", as the
+    import does when DuckDB reads the same value)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def thread_names(db: Export, names: set[str]) -> dict[int, str]:
     """globalTid -> thread name (the last name recorded wins: threads are renamed after start)."""
     if "ThreadNames" not in names:

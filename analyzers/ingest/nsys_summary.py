@@ -292,7 +292,7 @@ def _labels(db: ex.Export, ids: list[Any]) -> dict[int, str]:
     if not wanted:
         return {}
     return {
-        int(i): str(v)
+        int(i): ex.text(v)
         for i, v in db.rows(f"SELECT id, value FROM StringIds WHERE id IN ({','.join(map(str, wanted))})")
     }
 

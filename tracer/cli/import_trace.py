@@ -37,9 +37,9 @@ def cmd_import(args: argparse.Namespace) -> int:
     if args.framework != IMPORTED_FRAMEWORK:
         framework_info(args.framework)
     out_existed = args.out.exists()
-    output_dir(args.out)
     try:
-        done = import_trace(list(args.files), args.out, ImportLabels(args.framework, args.model, args.device))
+        labels = ImportLabels(args.framework, args.model, args.device)
+        done = import_trace(list(args.files), args.out, labels, prepare_out=output_dir)
     except BaseException:
         if not out_existed and args.out.is_dir() and not any(args.out.iterdir()):
             args.out.rmdir()  # made for this import, which left nothing in it
