@@ -115,7 +115,9 @@ def test_pytorch_beside_jax_compares_steps_cpu_memory_and_threads(
     profile_example: Callable[..., RunFolder],
 ) -> None:
     torch_run = profile_example("pytorch", "gpt_pytorch.py", "--samples", "64", "--epochs", "2")
-    jax_run = profile_example("jax", "gpt_jax.py", "--samples", "64", "--epochs", "2")
+    # JAX's steady epoch of 64 samples takes 33 ms on an idle machine, under the sampler's 100 ms: every
+    # window of its text (about 540, 0.1 s an epoch) and seven steady epochs give those rows several samples.
+    jax_run = profile_example("jax", "gpt_jax.py", "--samples", "1024", "--epochs", "8")
     assert probes(torch_run) == {Probe.TORCH_DATALOADER} and probes(jax_run) == {Probe.GRAIN}
     result = run_tracer("compare", str(torch_run.path), str(jax_run.path))
     assert result.returncode == 0, result.stderr
