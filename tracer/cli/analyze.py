@@ -63,17 +63,30 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
     from analyzers.summaries import kernels, operators, threads
 
     p = trace_phase(run, phase)
-    kernel_rows = kernels.kernel_summary(run, p.start_ns, p.end_ns)
+    return sections(
+        operators.operator_summary(run, p.start_ns, p.end_ns),
+        _api_rows(run, p),
+        kernels.kernel_summary(run, p.start_ns, p.end_ns),
+        kernels.memcpy_summary(run, p.start_ns, p.end_ns),
+        threads.thread_summary(run, p.start_ns, p.end_ns),
+        run.api_family,
+    )
+
+
+def sections(
+    operator_rows: Any, api_rows: Any, kernel_rows: Any, memcpy_rows: Any, thread_rows: Any, family: str
+) -> dict[str, list[dict[str, Any]]]:
+    """The sections of `analyze`'s output from their rows, whether a run's tables or a file's summary gave
+    them: kernel classes from the kernel rows, copy kinds labelled for the API family (CUDA or HIP)."""
+    from analyzers.summaries.kernels import class_summary
+
     return {
-        t.OPERATORS: [dataclasses.asdict(r) for r in operators.operator_summary(run, p.start_ns, p.end_ns)],
-        t.CUDA_API: [dataclasses.asdict(r) for r in _api_rows(run, p)],
-        CLASSES_SECTION: [dataclasses.asdict(r) for r in kernels.class_summary(kernel_rows)],
+        t.OPERATORS: [dataclasses.asdict(r) for r in operator_rows],
+        t.CUDA_API: [dataclasses.asdict(r) for r in api_rows],
+        CLASSES_SECTION: [dataclasses.asdict(r) for r in class_summary(kernel_rows)],
         t.KERNELS: [dataclasses.asdict(r) for r in kernel_rows],
-        t.MEMCPY: [
-            dataclasses.asdict(r) | {"name": t.family_label(r.name, run.api_family)}
-            for r in kernels.memcpy_summary(run, p.start_ns, p.end_ns)
-        ],
-        THREADS_SECTION: [dataclasses.asdict(r) for r in threads.thread_summary(run, p.start_ns, p.end_ns)],
+        t.MEMCPY: [dataclasses.asdict(r) | {"name": t.family_label(r.name, family)} for r in memcpy_rows],
+        THREADS_SECTION: [dataclasses.asdict(r) for r in thread_rows],
     }
 
 
@@ -201,24 +214,20 @@ def file_summary(args: argparse.Namespace) -> int | None:
         return None
     from analyzers.figures.phases import WHOLE, Phase
     from analyzers.summaries.cuda_api import ApiRow
-    from analyzers.summaries.kernels import KernelRow, MemcpyRow, class_summary
+    from analyzers.summaries.kernels import KernelRow, MemcpyRow
     from analyzers.summaries.threads import ThreadRow, shown
 
     found = nsys_summary.cached_summary(path)
     api = [ApiRow(*r) for r in found.cuda_api]
-    kernel_rows = [KernelRow(*r) for r in found.kernels]
     family = t.api_family(r.name for r in api)
-    data = {
-        t.OPERATORS: [],
-        t.CUDA_API: [dataclasses.asdict(r) for r in api],
-        CLASSES_SECTION: [dataclasses.asdict(r) for r in class_summary(kernel_rows)],
-        t.KERNELS: [dataclasses.asdict(r) for r in kernel_rows],
-        t.MEMCPY: [
-            dataclasses.asdict(r) | {"name": t.family_label(r.name, family)}
-            for r in (MemcpyRow(*m) for m in found.memcpy)
-        ],
-        THREADS_SECTION: [dataclasses.asdict(ThreadRow(*r)) for r in found.threads if shown(r[1], r[2])],
-    }
+    data = sections(
+        [],
+        api,
+        [KernelRow(*r) for r in found.kernels],
+        [MemcpyRow(*m) for m in found.memcpy],
+        [ThreadRow(*r) for r in found.threads if shown(r[1], r[2])],
+        family,
+    )
     whole = Phase(WHOLE, None, None)
     run_id = cache_name(path)
     head = {"run": run_id, "phase": args.phase, "covers": whole.label(), "api": family}
