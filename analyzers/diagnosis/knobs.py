@@ -20,6 +20,12 @@ _TRACER_OPTION = {Tuning.WORKERS: "workers", Tuning.PREFETCH: "prefetch", Tuning
                   Tuning.SYNC: "sync_every"}  # fmt: skip
 
 
+def tracer_trained(run: RunSpec | RunRecord) -> bool:
+    """Whether the tracer's own options can change this run: its built-in workload (a bare spec is one),
+    not an imported trace or a user's command."""
+    return not isinstance(run, RunRecord) or isinstance(run.workload, BuiltinWorkload)
+
+
 def setting(spec: RunSpec, what: Tuning) -> str | None:
     """The run's framework's own setting on the run's device, or None (also for an undeclared
     framework: an imported trace's framework is whatever its user typed)."""
@@ -55,7 +61,7 @@ def knob(run: RunSpec | RunRecord, what: Tuning, advice: str = "", knobs: Mappin
     used, declared, text_as_run = AS_RUN.get((spec.framework, what), ("", "", ""))
     if recorded and used in recorded and declared not in recorded:
         own = text_as_run
-    ours = not isinstance(run, RunRecord) or isinstance(run.workload, BuiltinWorkload)
+    ours = tracer_trained(run)
     option = _TRACER_OPTION.get(what) if ours else None
     if own is None and option is None:
         return ""
@@ -68,7 +74,7 @@ def knob(run: RunSpec | RunRecord, what: Tuning, advice: str = "", knobs: Mappin
 def larger_batch(run: RunSpec | RunRecord, why: str = "") -> str:
     """`a larger --batch (why)` for the tracer's own workload; a run it did not train (an imported trace, a
     user's command) is told of its own batch size, which no tracer option sets."""
-    ours = not isinstance(run, RunRecord) or isinstance(run.workload, BuiltinWorkload)
+    ours = tracer_trained(run)
     text = "a larger --batch" if ours else "a larger batch size (the training's own setting)"
     return f"{text} ({why})" if why else text
 
