@@ -107,8 +107,8 @@ def test_a_long_nested_array_is_cut_in_linear_time(monkeypatch: pytest.MonkeyPat
     200 k-object array costs a few dozen decodes, not 200 k."""
     monkeypatch.setattr(trace_events, "CHUNK_BYTES", 64)
     calls = []
-    real = trace_events._decode_piece
-    monkeypatch.setattr(trace_events, "_decode_piece", lambda piece: calls.append(len(piece)) or real(piece))
+    real = trace_events.decode_piece
+    monkeypatch.setattr(trace_events, "decode_piece", lambda piece: calls.append(len(piece)) or real(piece))
     big = {"ph": "X", "name": "big", "ts": 1, "dur": 1, "args": {"list": [{"i": i} for i in range(200_000)]}}
     events, _ = _read(json.dumps(_doc([big, {"ph": "X", "name": "after", "ts": 2}])).encode())
     assert [ev.name for ev in events] == ["big", "after"]
