@@ -95,7 +95,7 @@ class TraceEvents:
         self.bare = False  # a bare array of events: no header, and the closing `]` is optional
 
     def _more(self, buf: bytes) -> bytes:
-        data = self.f.read(READ_BYTES)
+        data = self.f.read(max(READ_BYTES, self.chunk_bytes))  # a piece in one read: `buf + data` copies
         if not data:
             self.eof = True
         return buf + data
@@ -291,4 +291,6 @@ def arrow_piece(piece: bytes) -> pa.StructArray | None:
 def _read_arrow(piece: bytes) -> pa.ChunkedArray:
     doc = b'{"e":[' + piece + b"]}"  # one row: the piece's events as a list (no cut to make between them)
     read = pa_json.ReadOptions(use_threads=False, block_size=len(doc) + 1)
-    return pa_json.read_json(pa.py_buffer(doc), read_options=read, parse_options=_ARROW_OPTIONS)["e"]
+    # malloc's pool: these arrays live for one piece, and malloc gives their memory back when they go
+    pool = pa.system_memory_pool()
+    return pa_json.read_json(pa.py_buffer(doc), read_options=read, parse_options=_ARROW_OPTIONS, memory_pool=pool)["e"]
