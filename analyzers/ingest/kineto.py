@@ -12,18 +12,16 @@ ConvolutionBackward0 ...) become the `operators` table (`analyzers.summaries.ope
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gzip
 import logging
 import re
-import threading
 import zlib
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from queue import Full, Queue
 from typing import IO, Any
 
 import numpy as np
@@ -234,20 +232,19 @@ def parse_with_header(path: Path) -> tuple[dict[str, pa.Table], Clock, int | Non
     world size of a data-parallel job; `deviceProperties`: its GPUs)."""
     reader = _Reader()
     try:
-        with _open(path) as raw:
-            events = TraceEvents(raw, _decode, ARROW_CHUNK_BYTES)
-            with contextlib.closing(_ahead(events)) as pieces:
-                for chunk in pieces:
-                    if isinstance(chunk, _Piece):
-                        if reader.piece(chunk.events, chunk.raw):
-                            continue
-                        log.debug("%s: a piece of %d bytes read event by event", path, len(chunk.raw))
-                        decoded = decode_piece(chunk.raw)
-                        if decoded is None:  # Arrow read the piece, so it closes: not reached
-                            raise TraceFormatError("an event does not close")
-                        chunk = decoded
-                    for ev in chunk:
-                        reader.event(ev)
+        with _open(path) as raw, ThreadPoolExecutor(READERS, thread_name_prefix="kineto-json") as pool:
+            events = TraceEvents(raw, _decode, ARROW_CHUNK_BYTES, pool, depth=READERS)
+            for chunk in events:
+                if isinstance(chunk, _Piece):
+                    if reader.piece(chunk.events, chunk.raw):
+                        continue
+                    log.debug("%s: a piece of %d bytes read event by event", path, len(chunk.raw))
+                    decoded = decode_piece(chunk.raw)
+                    if decoded is None:  # Arrow read the piece, so it closes: not reached
+                        raise TraceFormatError("an event does not close")
+                    chunk = decoded
+                for ev in chunk:
+                    reader.event(ev)
     except TraceFormatError as e:
         raise UserError(f"{path}: not a Chrome/Kineto trace ({_first_line(e)})") from None
     except (OSError, EOFError, zlib.error) as e:
@@ -287,48 +284,9 @@ def parse_with_header(path: Path) -> tuple[dict[str, pa.Table], Clock, int | Non
 
 ARROW_CHUNK_BYTES = 2 << 20
 """The bytes of JSON handed to the Arrow reader at once: large enough that its per-call cost is small."""
-AHEAD = 1
-"""Pieces read ahead of the one being made into columns (each a few MB of JSON and its Arrow arrays)."""
-
-
-def _ahead(pieces: Iterable[Any]) -> Generator[Any, None, None]:
-    """`pieces` iterated in a thread of its own, up to `AHEAD` ahead: the file read, gunzip and Arrow's JSON
-    reader release the GIL, so the next piece is read while this one becomes columns. An exception there
-    is raised here; closing this generator stops the thread."""
-    queue: Queue[tuple[str, Any]] = Queue(maxsize=AHEAD)
-    stop = threading.Event()
-
-    def put(kind: str, value: Any) -> bool:
-        while not stop.is_set():
-            try:
-                queue.put((kind, value), timeout=0.05)
-                return True
-            except Full:
-                continue
-        return False
-
-    def run() -> None:
-        try:
-            for piece in pieces:
-                if not put("piece", piece):
-                    return
-            put("end", None)
-        except BaseException as e:  # noqa: BLE001 - handed to the reading thread, which raises it
-            put("error", e)
-
-    thread = threading.Thread(target=run, name="kineto-read-ahead", daemon=True)
-    thread.start()
-    try:
-        while True:
-            kind, value = queue.get()
-            if kind == "end":
-                return
-            if kind == "error":
-                raise value
-            yield value
-    finally:
-        stop.set()
-        thread.join()
+READERS = 2
+"""Pieces read by Arrow at once, in threads of their own (its reader releases the GIL), while this
+thread makes the previous one into columns."""
 
 
 @dataclass(frozen=True)

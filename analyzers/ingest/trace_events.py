@@ -17,7 +17,9 @@ after it) are decoded as JSON too, so nothing is searched for in strings.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections import deque
+from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Executor, Future
 from decimal import Decimal
 from typing import IO, Any
 
@@ -81,15 +83,29 @@ _ANY = msgspec.json.Decoder()
 
 class TraceEvents:
     """Iterate to get lists of `Event` (or what `decode` makes of each piece); afterwards `header` holds
-    the object's other top-level keys."""
+    the object's other top-level keys.
 
-    def __init__(self, f: IO[bytes], decode: Callable[[bytes], Any] | None = None, chunk_bytes: int = 0) -> None:
+    With a `pool`, the pieces between the first and the last are decoded there, up to `depth` at once,
+    each cut taken as right until its decode says otherwise (None: a wrong cut). Then every piece cut
+    after it is dropped and the bytes are cut again from that piece on, twice as far in, as without a
+    pool: the pieces come out in order and the same."""
+
+    def __init__(
+        self,
+        f: IO[bytes],
+        decode: Callable[[bytes], Any] | None = None,
+        chunk_bytes: int = 0,
+        pool: Executor | None = None,
+        depth: int = 2,
+    ) -> None:
         self.f = f
         self.decode = decode
         """A piece's bytes (`{...}, ..., {...}`) to what the iterator yields, None for a wrong cut; else
         `decode_piece`."""
         self.chunk_bytes = chunk_bytes
         """The bytes decoded at once; else `CHUNK_BYTES`."""
+        self.pool = pool
+        self.depth = depth
         self.header: dict[str, Any] = {}
         self.eof = False
         self.bare = False  # a bare array of events: no header, and the closing `]` is optional
@@ -109,15 +125,31 @@ class TraceEvents:
             return
         search_from = 0
         chunk = self.chunk_bytes or CHUNK_BYTES
+        pending: deque[tuple[bytes, bytes, Future[Any]]] = deque()  # (piece, bytes after it, its decode)
         while True:
             m = _BETWEEN.search(buf, max(search_from, min(chunk, len(buf))))
             if m is None:
                 if self.eof:
-                    break
+                    if not pending:
+                        break
+                    back = yield from self._confirm(pending, len(pending))
+                    if back is not None:
+                        buf, search_from = back[0] + buf, back[1]
+                    continue
                 if len(buf) > MAX_EVENT_BYTES:
                     raise TraceFormatError(f"an event runs over {MAX_EVENT_BYTES >> 20} MiB")
                 search_from = max(0, len(buf) - 64)
                 buf = self._more(buf)
+                continue
+            if self.pool is not None:
+                piece = buf[: m.start() + 1]
+                pending.append((piece, buf[m.start() + 1 : m.end() - 1], self.pool.submit(self._decode, piece)))
+                buf = buf[m.end() - 1 :]
+                search_from = 0
+                if len(pending) > self.depth:
+                    back = yield from self._confirm(pending, 1)
+                    if back is not None:
+                        buf, search_from = back[0] + buf, back[1]
                 continue
             events = self._decode(buf[: m.start() + 1])
             if events is None:  # the cut was inside a nested value: try one twice as far, so that a
@@ -127,6 +159,25 @@ class TraceEvents:
             buf = buf[m.end() - 1 :]
             search_from = 0
         yield from self._last(buf)
+
+    @staticmethod
+    def _confirm(
+        pending: deque[tuple[bytes, bytes, Future[Any]]], n: int
+    ) -> Generator[Any, None, tuple[bytes, int] | None]:
+        """Yields the decodes of the `n` oldest pending pieces, in order. At a wrong cut, drops every pending
+        piece and returns their bytes (to go before the buffer) and where to cut them next."""
+        for _ in range(n):
+            piece, between, future = pending[0]
+            events = future.result()
+            if events is None:
+                back = b"".join(p + b for p, b, _ in pending)
+                for _, _, dropped in pending:
+                    dropped.cancel()
+                pending.clear()
+                return back, 2 * (len(piece) + len(between) + 1)
+            pending.popleft()
+            yield events
+        return None
 
     def _find_events(self) -> bytes | None:
         """Reads until `"traceEvents": [` at the top level; the bytes after `[`, or None if the array is empty."""
