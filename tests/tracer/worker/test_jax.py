@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +28,19 @@ def events(folder: RunFolder, kind: str) -> list[dict[str, Any]]:
     return [e for e in folder.events() if e["kind"] == kind]
 
 
+@pytest.fixture(scope="module")
+def model_runs(make_run: Callable[..., RunFolder]) -> dict[str, RunFolder]:
+    """One tiny run per model, two at a time (XLA compiles on one thread; nothing here is timed against
+    another run). All made before the first test: the child guard ends what a test leaves running."""
+    with ThreadPoolExecutor(2) as pool:
+        runs = {m: pool.submit(make_run, "jax", "--model", m, *TINY_JAX) for m in sorted(REFERENCE_PARAMS)}
+        return {m: future.result() for m, future in runs.items()}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("model", sorted(REFERENCE_PARAMS))
-def test_tiny_run_ends_ok_with_compile_events(model: str, make_run: Callable[..., RunFolder]) -> None:
-    folder = make_run("jax", "--model", model, *TINY_JAX)
+def test_tiny_run_ends_ok_with_compile_events(model: str, model_runs: dict[str, RunFolder]) -> None:
+    folder = model_runs[model]
     record = folder.read_record()
     assert record.outcome.status.value == "ok", record.outcome
     epochs = folder.epochs()
