@@ -28,6 +28,7 @@ BOTTOM_AXIS_PX = 50
 ROW_MARGIN_PX = 12  # a plot's own margins and the layout's spacing, per row
 UNIT_FORMAT = {"%": ".1f", "MiB": ".0f", "count": ".0f", "W": ".1f"}
 CACHED = QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache
+NO_INDEX = QtWidgets.QGraphicsScene.ItemIndexMethod.NoIndex  # every item moves on every pan: an index only costs
 
 
 class TimelinePanel(pg.GraphicsLayoutWidget):
@@ -51,6 +52,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         self._syncing = False
         self.ci.setSpacing(2)
         self.before_paint = BeforePaint(self)  # one paint per pan or zoom, not two
+        self.scene().setItemIndexMethod(NO_INDEX)
         cursor.moved.connect(self._on_cursor)
         self.scene().sigMouseMoved.connect(self._on_mouse)
 
