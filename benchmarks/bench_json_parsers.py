@@ -6,7 +6,10 @@ The trace is `bench_kineto_ingest.generate`'s (the kineto-h100 fixture repeated:
 --copies 10). Each parser runs in a child process of its own; wall time, CPU time and peak RSS (VmHWM)
 are its own, and MB/s is the trace's size over the wall time. Each reads every event's `ts`, `dur`,
 `name` and `cat` (the least any ingest needs), so a lazy parser pays for what it hands over:
-  msgspec-chunks   what `tracer import` uses (`analyzers.ingest.trace_events`: typed records, 1 MB pieces)
+  arrow-pieces     what `tracer import` uses since issue #42 (`analyzers.ingest.trace_events.arrow_piece`:
+                   2 MB pieces read by pyarrow's C++ reader into Arrow columns, every field the tables use,
+                   two pieces at once in threads)
+  msgspec-chunks   the fallback (and the ingest before): typed records, 1 MB pieces
   msgspec-whole    the same records from one decode of the whole file (no bound on memory)
   orjson           `orjson.loads` of the whole file (a dict per event)
   simdjson         pysimdjson's parser, fields read through its lazy proxies
@@ -35,6 +38,20 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_kineto_ingest import generate  # noqa: E402
 
 PARSERS = {
+    "arrow-pieces": """
+from concurrent.futures import ThreadPoolExecutor
+from analyzers.ingest.trace_events import TraceEvents, arrow_piece, decode_piece
+def decode(piece):
+    events = arrow_piece(piece)
+    return decode_piece(piece) if events is None else events
+n = 0
+with open(PATH, "rb") as f, ThreadPoolExecutor(2) as pool:
+    for events in TraceEvents(f, decode, 2 << 20, pool):
+        if isinstance(events, list):
+            n += sum(e.ts is not None and e.dur is not None and bool(e.name) and e.cat is not None for e in events)
+        else:
+            n += len(events) - events.field("dur").null_count
+""",
     "msgspec-chunks": """
 from analyzers.ingest.trace_events import TraceEvents
 n = 0

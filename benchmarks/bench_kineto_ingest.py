@@ -133,14 +133,14 @@ def _bench(tmp: Path, copies: int, hta_python: str) -> None:
     tracer_import = [sys.executable, "-m", "tracer", "import", str(path)]
     timed([*tracer_import[:4], str(FIXTURE), "--out", str(tmp / "warm")], env)  # bytecode cache warm, as a user's
     rows = {
-        "ours, parse (msgspec chunks)": run_child(OURS.format(root=str(ROOT), path=str(path))),
+        "ours, parse (Arrow pieces)": run_child(OURS.format(root=str(ROOT), path=str(path))),
         "ours, tracer import": timed([*tracer_import, "--out", str(tmp / "runs")], env),
         "HTA parse_trace_file": run_child(HTA.format(path=str(path)), hta_python),
     }
     for label, (wall, rss, out, cpu) in rows.items():
         print(
             f"{label:30s} {wall:6.1f} s wall {cpu:6.1f} s CPU  peak RSS {rss:6.0f} MiB  "
-            f"{size_mb / wall:6.1f} MB/s ({out})"
+            f"{size_mb / wall:6.1f} MB/s, {size_mb / cpu:6.1f} MB per CPU s ({out})"
         )
     hta = rows["HTA parse_trace_file"]
     if hta[1] == hta[1]:

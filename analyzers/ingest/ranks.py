@@ -214,7 +214,11 @@ def write_ranks(folder: RunFolder, ranks: list[RankTrace], alignment: Alignment)
         for name, table in r.tables.items():
             table = _shifted(table, shift)
             merged.setdefault(name, []).append(t.with_rank(table, r.info.rank) if several else table)
-    tables = {name: pa.concat_tables(parts).sort_by("start_ns") for name, parts in merged.items()}
+    # one rank's table is in order already (the reader sorts it, and a shift keeps it): no copy to sort
+    tables = {
+        name: parts[0] if len(parts) == 1 else pa.concat_tables(parts).sort_by("start_ns")
+        for name, parts in merged.items()
+    }
     batches = {r.batch for r in ranks}
     facts = {t.BATCH_FACT: batches.pop()} if len(batches) == 1 and None not in batches else {}
     written = write_tables(folder, tables, t.SOURCE_KINETO, ranks[0].clock, facts)  # type: ignore[arg-type]
@@ -342,15 +346,22 @@ def _gpus(props: Any) -> tuple[GpuInfo, ...]:
 def _main_device(kernels: pa.Table | None) -> int | None:
     if kernels is None or not kernels.num_rows:
         return None
-    counts = Counter(kernels["device"].to_pylist())
-    return int(counts.most_common(1)[0][0])
+    return int(_most_common(kernels["device"]))
+
+
+def _most_common(values: pa.ChunkedArray) -> Any:
+    """`Counter(values).most_common(1)`'s value (the first seen of equally common ones), counted by Arrow:
+    the column never becomes a Python list."""
+    counts = pc.value_counts(values)  # in the order each value is first seen
+    numbers = counts.field("counts").to_pylist()
+    return counts.field("values")[max(range(len(numbers)), key=numbers.__getitem__)].as_py()
 
 
 def _main_pid(tables: dict[str, pa.Table]) -> int | None:
     for name in (t.OPERATORS, t.CUDA_API, t.NVTX):
         table = tables.get(name)
         if table is not None and table.num_rows and "pid" in table.column_names:
-            return int(Counter(table["pid"].to_pylist()).most_common(1)[0][0])
+            return int(_most_common(table["pid"]))
     return None
 
 

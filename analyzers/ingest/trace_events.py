@@ -17,11 +17,15 @@ after it) are decoded as JSON too, so nothing is searched for in strings.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Generator, Iterator
+from concurrent.futures import Executor, Future
 from decimal import Decimal
 from typing import IO, Any
 
 import msgspec
+import pyarrow as pa
+import pyarrow.json as pa_json
 
 CHUNK_BYTES = 1 << 20
 """Roughly the bytes decoded at once (one piece of the events array)."""
@@ -78,36 +82,76 @@ _ANY = msgspec.json.Decoder()
 
 
 class TraceEvents:
-    """Iterate to get lists of `Event`; afterwards `header` holds the object's other top-level keys."""
+    """Iterate to get lists of `Event` (or what `decode` makes of each piece); afterwards `header` holds
+    the object's other top-level keys.
 
-    def __init__(self, f: IO[bytes]) -> None:
+    With a `pool`, the pieces between the first and the last are decoded there, up to `depth` at once,
+    each cut taken as right until its decode says otherwise (None: a wrong cut). Then every piece cut
+    after it is dropped and the bytes are cut again from that piece on, twice as far in, as without a
+    pool: the pieces come out in order and the same."""
+
+    def __init__(
+        self,
+        f: IO[bytes],
+        decode: Callable[[bytes], Any] | None = None,
+        chunk_bytes: int = 0,
+        pool: Executor | None = None,
+        depth: int = 2,
+    ) -> None:
         self.f = f
+        self.decode = decode
+        """A piece's bytes (`{...}, ..., {...}`) to what the iterator yields, None for a wrong cut; else
+        `decode_piece`."""
+        self.chunk_bytes = chunk_bytes
+        """The bytes decoded at once; else `CHUNK_BYTES`."""
+        self.pool = pool
+        self.depth = depth
         self.header: dict[str, Any] = {}
         self.eof = False
         self.bare = False  # a bare array of events: no header, and the closing `]` is optional
 
     def _more(self, buf: bytes) -> bytes:
-        data = self.f.read(READ_BYTES)
+        data = self.f.read(max(READ_BYTES, self.chunk_bytes))  # a piece in one read: `buf + data` copies
         if not data:
             self.eof = True
         return buf + data
 
-    def __iter__(self) -> Iterator[list[Event]]:
+    def _decode(self, piece: bytes) -> Any:
+        return (self.decode or decode_piece)(piece)
+
+    def __iter__(self) -> Iterator[Any]:
         buf = self._find_events()
         if buf is None:
             return
         search_from = 0
+        chunk = self.chunk_bytes or CHUNK_BYTES
+        pending: deque[tuple[bytes, bytes, Future[Any]]] = deque()  # (piece, bytes after it, its decode)
         while True:
-            m = _BETWEEN.search(buf, max(search_from, min(CHUNK_BYTES, len(buf))))
+            m = _BETWEEN.search(buf, max(search_from, min(chunk, len(buf))))
             if m is None:
                 if self.eof:
-                    break
+                    if not pending:
+                        break
+                    back = yield from self._confirm(pending, len(pending))
+                    if back is not None:
+                        buf, search_from = back[0] + buf, back[1]
+                    continue
                 if len(buf) > MAX_EVENT_BYTES:
                     raise TraceFormatError(f"an event runs over {MAX_EVENT_BYTES >> 20} MiB")
                 search_from = max(0, len(buf) - 64)
                 buf = self._more(buf)
                 continue
-            events = _decode_piece(buf[: m.start() + 1])
+            if self.pool is not None:
+                piece = buf[: m.start() + 1]
+                pending.append((piece, buf[m.start() + 1 : m.end() - 1], self.pool.submit(self._decode, piece)))
+                buf = buf[m.end() - 1 :]
+                search_from = 0
+                if len(pending) > self.depth:
+                    back = yield from self._confirm(pending, 1)
+                    if back is not None:
+                        buf, search_from = back[0] + buf, back[1]
+                continue
+            events = self._decode(buf[: m.start() + 1])
             if events is None:  # the cut was inside a nested value: try one twice as far, so that a
                 search_from = 2 * m.end()  # long nested array costs linear time, not quadratic
                 continue
@@ -115,6 +159,25 @@ class TraceEvents:
             buf = buf[m.end() - 1 :]
             search_from = 0
         yield from self._last(buf)
+
+    @staticmethod
+    def _confirm(
+        pending: deque[tuple[bytes, bytes, Future[Any]]], n: int
+    ) -> Generator[Any, None, tuple[bytes, int] | None]:
+        """Yields the decodes of the `n` oldest pending pieces, in order. At a wrong cut, drops every pending
+        piece and returns their bytes (to go before the buffer) and where to cut them next."""
+        for _ in range(n):
+            piece, between, future = pending[0]
+            events = future.result()
+            if events is None:
+                back = b"".join(p + b for p, b, _ in pending)
+                for _, _, dropped in pending:
+                    dropped.cancel()
+                pending.clear()
+                return back, 2 * (len(piece) + len(between) + 1)
+            pending.popleft()
+            yield events
+        return None
 
     def _find_events(self) -> bytes | None:
         """Reads until `"traceEvents": [` at the top level; the bytes after `[`, or None if the array is empty."""
@@ -154,7 +217,7 @@ class TraceEvents:
             search_from = max(0, len(buf) - 64)
             buf = self._more(buf)
 
-    def _last(self, buf: bytes) -> Iterator[list[Event]]:
+    def _last(self, buf: bytes) -> Iterator[Any]:
         """The events after the last cut: up to the array's closing `]`, then the header's tail."""
         search_from = 0
         while True:
@@ -164,7 +227,7 @@ class TraceEvents:
                 return
             if m is None:
                 raise TraceFormatError("the traceEvents array does not close (truncated?)")
-            events = _decode_piece(buf[: m.start() + 1])
+            events = self._decode(buf[: m.start() + 1])
             if events is None:
                 search_from = m.end()
                 continue
@@ -172,10 +235,10 @@ class TraceEvents:
             self._tail(buf[m.end() :])
             return
 
-    def _unclosed(self, buf: bytes) -> Iterator[list[Event]]:
+    def _unclosed(self, buf: bytes) -> Iterator[Any]:
         """A bare array may end after its last event, with or without a comma: no `]`."""
         piece = buf.rstrip().rstrip(b",").rstrip()
-        events = _decode_piece(piece) if piece.endswith(b"}") else None
+        events = self._decode(piece) if piece.endswith(b"}") else None
         if events is None:
             raise TraceFormatError("the events array ends inside an event (truncated?)")
         yield events
@@ -194,7 +257,7 @@ class TraceEvents:
         self.header.update(tail)
 
 
-def _decode_piece(piece: bytes) -> list[Event] | None:
+def decode_piece(piece: bytes) -> list[Event] | None:
     """The events of `{...}, ..., {...}`; None when the piece ends inside a value (a wrong cut)."""
     doc = b"[" + piece + b"]"
     try:
@@ -208,3 +271,77 @@ def _decode_piece(piece: bytes) -> list[Event] | None:
         if "truncated" in str(e) or (at is not None and int(at.group(1)) == len(doc) - 1):
             return None
         raise TraceFormatError(f"not valid JSON ({e})") from None
+
+
+_TEXT_ID = re.compile(rb'"([pt]id)"(\s*:\s*")')
+TEXT_ID = "\u0001"
+"""Suffix of the key a string-valued `pid` or `tid` is renamed to before the Arrow reader sees it."""
+PID_TEXT, TID_TEXT = "pid" + TEXT_ID, "tid" + TEXT_ID
+TIME = pa.decimal128(38, 3)
+"""µs as the trace writes them: the unscaled value is exact integer ns (more decimals: the reader refuses)."""
+_INT = pa.int64()
+ARROW_ARGS = pa.struct(
+    [
+        ("correlation", _INT),
+        ("device", _INT),
+        ("stream", _INT),
+        ("bytes", _INT),
+        ("grid", pa.list_(_INT)),
+        ("block", pa.list_(_INT)),
+        ("External id", _INT),
+        ("external id", _INT),
+    ]
+)
+ARROW_EVENT = pa.struct(
+    [
+        ("ph", pa.string()),
+        ("cat", pa.string()),
+        ("name", pa.string()),
+        ("pid", _INT),
+        ("tid", _INT),
+        (PID_TEXT, pa.string()),
+        (TID_TEXT, pa.string()),
+        ("ts", TIME),
+        ("dur", TIME),
+        ("args", ARROW_ARGS),
+    ]
+)
+"""The fields of `Event` and `Args` the Kineto tables use, one type each; any other field is skipped."""
+_ARROW_OPTIONS = pa_json.ParseOptions(
+    explicit_schema=pa.schema([("e", pa.list_(ARROW_EVENT))]),
+    newlines_in_values=True,
+    unexpected_field_behavior="ignore",
+)
+
+
+def arrow_piece(piece: bytes) -> pa.StructArray | None:
+    """The events of `{...}, ..., {...}` as one Arrow struct array (`ARROW_EVENT`) read by pyarrow's C++
+    JSON reader, no Python object per event; None where it refuses the piece (a field of another type
+    than declared, a number past int64, a time with more than 3 decimals, a wrong cut): the caller then
+    decodes it with `decode_piece`, which reads anything and says what is wrong.
+
+    A `pid` or `tid` is a number or a string (Kineto's "Spans"); where a piece has a string one, the
+    reader refuses it and it is read again with each string one's key renamed to `PID_TEXT` or
+    `TID_TEXT` (searching every piece first would cost more: a trace has a few). The match cannot be
+    inside a string: a quote there is escaped."""
+    try:
+        events = _read_arrow(piece)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        if _TEXT_ID.search(piece) is None:
+            return None
+        try:
+            events = _read_arrow(_TEXT_ID.sub(rb'"\1\\u0001"\2', piece))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+    if events.num_chunks != 1 or events.null_count:
+        return None
+    values = events.chunk(0).values
+    return values if values.null_count == 0 else None
+
+
+def _read_arrow(piece: bytes) -> pa.ChunkedArray:
+    doc = b'{"e":[' + piece + b"]}"  # one row: the piece's events as a list (no cut to make between them)
+    read = pa_json.ReadOptions(use_threads=False, block_size=len(doc) + 1)
+    # malloc's pool: these arrays live for one piece, and malloc gives their memory back when they go
+    pool = pa.system_memory_pool()
+    return pa_json.read_json(pa.py_buffer(doc), read_options=read, parse_options=_ARROW_OPTIONS, memory_pool=pool)["e"]

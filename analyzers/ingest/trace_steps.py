@@ -19,16 +19,25 @@ from tracer.core import schema
 
 PROBE_KINETO = "kineto.ProfilerStep"
 """The steps table's probe for steps read from a Kineto trace's `ProfilerStep#N` ranges."""
-STEP_RANGE = re.compile(r"^ProfilerStep#(\d+)$")
-DATALOADER_NEXT = re.compile(r"^enumerate\(DataLoader\)#.*__next__$")
+STEP_PREFIX, DATALOADER_PREFIX = "ProfilerStep#", "enumerate(DataLoader)#"
+STEP_RANGE = re.compile(rf"^{re.escape(STEP_PREFIX)}(\d+)$")
+DATALOADER_NEXT = re.compile(rf"^{re.escape(DATALOADER_PREFIX)}.*__next__$")
 IMPORTED_EPOCH = 1
 """A trace records no epochs: its steps are all filed under this one."""
 
 
 def _ranges(tables: dict[str, pa.Table]) -> pa.Table | None:
-    parts = [
-        tables[name].select(["start_ns", "end_ns", "name", "pid"]) for name in (t.OPERATORS, t.NVTX) if name in tables
-    ]
+    """The operator and NVTX ranges that may be steps or DataLoader fetches (only those become Python
+    objects: a trace has hundreds of thousands of operators)."""
+    parts = []
+    for name in (t.OPERATORS, t.NVTX):
+        if name in tables:
+            ranges = tables[name].select(["start_ns", "end_ns", "name", "pid"])
+            names = ranges["name"]
+            names = names.cast(pa.string()) if pa.types.is_dictionary(names.type) else names
+            parts.append(
+                ranges.filter(pc.or_(pc.starts_with(names, STEP_PREFIX), pc.starts_with(names, DATALOADER_PREFIX)))
+            )
     parts = [p for p in parts if p.num_rows]
     if not parts:
         return None

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzers.trace import kernel_names
+from analyzers.trace import arrow_build, kernel_names
 
 KERNEL_CLASS = "kernel_class"
 """The column `with_classes` adds to a kernels table: one of `CLASSES`' keys."""
@@ -97,25 +97,25 @@ assert {c for c, _ in RULES} | {OTHER} == set(BY_KEY), "every class has a rule, 
 
 def classify(names: pa.Array | pa.ChunkedArray | Iterable[str]) -> pa.Array:
     """The class key of every name (a string array of the same length)."""
-    array = names if isinstance(names, (pa.Array, pa.ChunkedArray)) else pa.array(list(names), pa.string())
+    array = names if isinstance(names, (pa.Array, pa.ChunkedArray)) else arrow_build.strings(list(names))
     if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks() if array.num_chunks else pa.array([], pa.string())
+        array = array.combine_chunks() if array.num_chunks else arrow_build.strings([])
     if isinstance(array.type, pa.DictionaryType):
         array = array.cast(pa.string())
-    encoded = pc.dictionary_encode(array.fill_null(""))
+    encoded = pc.dictionary_encode(array.fill_null(arrow_build.strings([""])[0]))
     distinct = encoded.dictionary
     classes = classify_distinct(distinct.to_pylist())
-    return pc.take(pa.array(classes, pa.string()), encoded.indices)
+    return pc.take(arrow_build.strings(classes), encoded.indices)
 
 
 def classify_distinct(names: list[str]) -> list[str]:
     """The class of each of `names` (each matched once per rule)."""
-    keys = pa.array([kernel_names.key(n) for n in names], pa.string())
+    keys = arrow_build.strings([kernel_names.key(n) for n in names])
     found = pa.nulls(len(names), pa.string())
     for cls, pattern in RULES:
         hit = pc.match_substring_regex(keys, pattern, ignore_case=True)
-        found = pc.if_else(pc.and_(pc.is_null(found), hit), pa.scalar(cls), found)
-    return found.fill_null(OTHER).to_pylist()
+        found = pc.if_else(pc.and_(pc.is_null(found), hit), arrow_build.strings([cls])[0], found)
+    return found.fill_null(arrow_build.strings([OTHER])[0]).to_pylist()
 
 
 def with_classes(table: pa.Table, name_column: str = "name") -> pa.Table:

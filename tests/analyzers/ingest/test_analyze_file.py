@@ -61,6 +61,27 @@ def test_analyze_sqlite_file_summarised_once(shared_fixtures: Path, tmp_path: Pa
     assert len(list((cache / nsys_summary.SUMMARIES_DIR).iterdir())) == 2
 
 
+STARTUP_EXCLUDED = ("pandas",)
+"""Modules `tracer analyze FILE` must not import: pandas is pulled in by pyarrow's probe for it when an array or
+a scalar is made from Python values (`analyzers.trace.arrow_build` avoids it), 0.45 s of a 2.5 s summary."""
+
+
+def test_analyze_file_imports_no_pandas(shared_fixtures: Path, tmp_path: Path) -> None:
+    """The direct summary's start-up is part of what a user waits for on every file (issue #42)."""
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = ['tracer', 'analyze', {str(shared_fixtures / FIXTURE)!r}, '--format', 'json']\n"
+        "try:\n    runpy.run_module('tracer', run_name='__main__')\n"
+        "except SystemExit as e:\n    assert not e.code, e.code\n"
+        f"print(sorted(m for m in {STARTUP_EXCLUDED!r} if m in sys.modules), file=sys.stderr)\n"
+    )
+    env = os.environ | {"TRACER_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["cuda_api"]  # it did summarise
+    assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
 def test_analyze_file_with_no_writable_cache(shared_fixtures: Path, tmp_path: Path) -> None:
     """A cache that cannot be made (here under a plain file) costs the next call the computation, nothing else."""
     blocker = tmp_path / "not-a-folder"

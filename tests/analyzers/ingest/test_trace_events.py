@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -107,9 +108,38 @@ def test_a_long_nested_array_is_cut_in_linear_time(monkeypatch: pytest.MonkeyPat
     200 k-object array costs a few dozen decodes, not 200 k."""
     monkeypatch.setattr(trace_events, "CHUNK_BYTES", 64)
     calls = []
-    real = trace_events._decode_piece
-    monkeypatch.setattr(trace_events, "_decode_piece", lambda piece: calls.append(len(piece)) or real(piece))
+    real = trace_events.decode_piece
+    monkeypatch.setattr(trace_events, "decode_piece", lambda piece: calls.append(len(piece)) or real(piece))
     big = {"ph": "X", "name": "big", "ts": 1, "dur": 1, "args": {"list": [{"i": i} for i in range(200_000)]}}
     events, _ = _read(json.dumps(_doc([big, {"ph": "X", "name": "after", "ts": 2}])).encode())
     assert [ev.name for ev in events] == ["big", "after"]
     assert len(calls) < 40, len(calls)
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+@pytest.mark.parametrize("depth", [1, 3])
+def test_pieces_decoded_in_a_pool_come_out_the_same(tiny_chunks: None, indent: int | None, depth: int) -> None:
+    """Cuts inside nested values and strings are taken as right in the pool until their decode says
+    otherwise; the pieces cut after one are dropped and cut again: the same events, in order."""
+    doc = {"traceEvents": TRICKY, "baseTimeNanoseconds": 5, "traceName": "x.json"}
+    data = json.dumps(doc, indent=indent).encode()
+    wrong = []
+
+    def decode(piece: bytes) -> list[trace_events.Event] | None:
+        events = trace_events.decode_piece(piece)
+        wrong.append(events is None)
+        return events
+
+    with ThreadPoolExecutor(2) as pool:
+        reader = TraceEvents(io.BytesIO(data), decode, pool=pool, depth=depth)
+        pieces = list(reader)
+    expected, header = _read(data)
+    assert [ev for piece in pieces for ev in piece] == expected
+    assert reader.header == header == {"baseTimeNanoseconds": 5, "traceName": "x.json"}
+    assert any(wrong) and not all(wrong)  # some cuts were wrong, and were cut again
+
+
+def test_a_broken_file_says_the_same_with_a_pool(tiny_chunks: None) -> None:
+    data = json.dumps(_doc(TRICKY)).encode().replace(b'"pid": 1, "tid": 7', b'"pid": 1 "tid": 7', 1)
+    with ThreadPoolExecutor(2) as pool, pytest.raises(TraceFormatError, match="not valid JSON"):
+        list(TraceEvents(io.BytesIO(data), pool=pool))
