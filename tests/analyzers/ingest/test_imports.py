@@ -265,8 +265,9 @@ def test_a_tensorflow_profile_has_xprofs_own_operator_totals(tmp_path: Path) -> 
     assert set(ours) == set(theirs)
     assert all(abs(ours[k] - theirs[k] * 1000) <= 1 for k in ours), (ours, theirs)
     assert viewer_op_totals(xplane) == ours
-    top = max(ours, key=ours.__getitem__)
-    assert "Conv2D" in top or "MatMul" in top, ours
+    # the model's own ops are there (which one is largest is not asked: on a busy machine tf.data's `Range`
+    # can outlast them)
+    assert any("Conv2D" in k for k in ours) and any("MatMul" in k for k in ours), ours
 
 
 def _refusal(path: Path, tmp: Path) -> str:
