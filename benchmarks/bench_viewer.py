@@ -9,8 +9,9 @@ Two cases, each timed the same way:
 Timed: open, from creating the window to every run loaded, every panel built and the window painted once;
 redraw, one zoom or pan of the linked x axis plus a full repaint of the time panels and thread lanes.
 Run: `python benchmarks/bench_viewer.py [--samples N] [--runs N] [--trace-events N] [--dir D] [--against REV]`.
-`--against REV` (e.g. `main`) also times the viewer package of that git revision in a child process on the same
-runs, before this one, and prints the ratio of each figure (the previous implementation, measured in the same run).
+`--against REV` (e.g. `main`) also times the viewer and analyzers packages of that git revision in a child process
+on the same runs, before this one, and prints the ratio of each figure (the previous implementation, measured in the
+same run).
 On screen, the GUI thread's CPU time (`time.thread_time`) of the repaint is given beside its wall time.
 Wall and CPU time (`time.process_time`, all threads of this process) are both reported: on a shared, loaded
 machine the CPU figure is the steadier one. `--compare-downsampling` times one plot of 4 curves drawn by
@@ -331,7 +332,10 @@ def against(rev: str, argv: list[str], root: Path) -> dict[str, float]:
     repo = Path(__file__).resolve().parents[1]
     base = root / f"viewer-{rev.replace('/', '-')}"
     base.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "viewer"], check=True, capture_output=True)
+    # the viewer and the analyzers it draws from (the stored view's reader among them) as they were at `rev`
+    archive = subprocess.run(
+        ["git", "-C", str(repo), "archive", rev, "viewer", "analyzers"], check=True, capture_output=True
+    )
     subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
     out = root / f"figures-{rev.replace('/', '-')}.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(base), str(repo)]), "BENCH_VIEWER_FIGURES": str(out)}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -66,15 +67,20 @@ class ThreadLanes:
     source_code: np.ndarray  # each segment's source, into `sources`
     sources: list[str]
 
-    @property
+    @cached_property
     def activities(self) -> list[str]:
         """The kinds present, lowest priority first."""
         used = set(np.unique(self.code).tolist())
         return [n for i, n in enumerate(self.names) if i in used]
 
-    @property
+    @cached_property
     def origin_ns(self) -> int:
         return int(self.start_ns.min()) if len(self.start_ns) else 0
+
+    @cached_property
+    def span_ns(self) -> tuple[int, int]:
+        """(first start, last end); (0, 0) without segments."""
+        return (int(self.start_ns.min()), int(self.end_ns.max())) if len(self.start_ns) else (0, 0)
 
     @property
     def source(self) -> str:
@@ -125,14 +131,19 @@ class GpuLanes:
     api_row: np.ndarray  # the cuda_api row that launched each item, -1 for none
     nvtx_lanes: int  # the last lanes are NVTX rows
 
-    @property
+    @cached_property
     def origin_ns(self) -> int:
         return int(self.start_ns.min()) if len(self.start_ns) else 0
 
-    @property
+    @cached_property
     def activities(self) -> list[str]:
         used = set(np.unique(self.code).tolist())
         return [n for i, n in enumerate(self.names) if i in used]
+
+    @cached_property
+    def span_ns(self) -> tuple[int, int]:
+        """(first start, last end); (0, 0) without items."""
+        return (int(self.start_ns.min()), int(self.end_ns.max())) if len(self.start_ns) else (0, 0)
 
     def label(self, item: int) -> str:
         return self.labels[int(self.label_code[item])]

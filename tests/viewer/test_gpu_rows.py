@@ -50,7 +50,7 @@ def test_gpu_and_nvtx_rows_hold_every_operation(open_window: Opener, nsys_run: R
     s0, s1 = ((int(gpu.start_ns[step]) - anchor) / 1e9, (int(gpu.end_ns[step]) - anchor) / 1e9)
     panel.plot.setXRange(s0 - 0.1 * (s1 - s0), s1 + 0.1 * (s1 - s0), padding=0)
     QtWidgets.QApplication.processEvents()
-    image = panel.gpu_rows[run.run_id].image.image
+    image = panel.current().gpu_rows[run.run_id].image.image
     assert image is not None and (image[1:4, :, 3] > 0).any()  # the bottom lane (NVTX) has opaque pixels
     labels = [item.textItem.toPlainText() for item in panel.nvtx_labels if item.isVisible()]
     assert gpu.label(step) in labels

@@ -45,6 +45,7 @@ def test_the_window_draws_a_stored_view(open_window: Opener, stored_replica: Run
     assert full is not None
     panel.plot.setXRange(*full, padding=0)
     QtWidgets.QApplication.processEvents()
+    panel.current()
     image = rows.image.image
     assert image is not None
     kernel_lanes = len(gpu.lane_names) - gpu.nvtx_lanes

@@ -10,16 +10,21 @@ join the same paint.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 
 class BeforePaint(QtCore.QObject):
-    """Attached to one pyqtgraph view (`pg.GraphicsView`); installs itself on the view's window when shown."""
+    """Attached to one pyqtgraph view (`pg.GraphicsView`); installs itself on the view's window when shown.
+    `first` (optional) runs before the view's own range work: a panel's items brought up to date there are
+    painted in the same frame."""
 
-    def __init__(self, view: pg.GraphicsView) -> None:
+    def __init__(self, view: pg.GraphicsView, first: Callable[[], None] | None = None) -> None:
         super().__init__(view)
         self.view = view
+        self.first = first
         self._window: QtWidgets.QWidget | None = None
 
     def attach(self) -> None:
@@ -40,6 +45,8 @@ class BeforePaint(QtCore.QObject):
 
     def prepare(self) -> None:
         """The views' range work and the scene's item updates, so that the paint that follows is the only one."""
+        if self.first is not None:
+            self.first()
         scene = self.view.scene()
         scene.prepareForPaint()
         QtCore.QCoreApplication.sendPostedEvents(scene, 0)

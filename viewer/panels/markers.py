@@ -48,6 +48,7 @@ class EpochMarkers(pg.GraphicsObject):
         self._texts: dict[int, QtGui.QStaticText] = {}  # laid out once per label, on its first paint
         self._path: tuple[tuple[float, float], QtGui.QPainterPath] | None = None  # (view's y span, lines)
         self._rows: tuple[float, np.ndarray] | None = None  # (pixels per unit of x, each label's row or -1)
+        self._rect: QtCore.QRectF | None = None  # boundingRect until the view changes
         self.setZValue(20)
 
     def __len__(self) -> int:
@@ -55,11 +56,19 @@ class EpochMarkers(pg.GraphicsObject):
         return int(self.starts.shape[0])
 
     def boundingRect(self) -> QtCore.QRectF:  # noqa: N802 - Qt's name
-        rect = self.viewRect()
-        return QtCore.QRectF() if rect is None else rect
+        """The view's rect, kept until the view changes: Qt asks for it some 200 times a frame over 45 items."""
+        if self._rect is None:
+            rect = self.viewRect()
+            self._rect = QtCore.QRectF() if rect is None else rect
+        return self._rect
 
     def viewRangeChanged(self, *args: Any) -> None:  # noqa: N802 - pyqtgraph's name
         self.prepareGeometryChange()
+        self._rect = None
+
+    def viewTransformChanged(self) -> None:  # noqa: N802 - pyqtgraph's name
+        super().viewTransformChanged()
+        self._rect = None
 
     def dataBounds(self, ax: int, frac: float = 1.0, orthoRange: Any = None) -> tuple[None, None]:  # noqa: N802,N803
         return None, None  # markers never widen the auto range

@@ -58,9 +58,11 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
         self.cursor_line = pg.InfiniteLine(angle=90, movable=True, pen=dash)
         self.cursor_line.sigPositionChanged.connect(lambda ln: self.time_cursor.set(ln.value()))
         cursor.moved.connect(self._on_cursor)
-        self.before_paint = BeforePaint(self)
-        self.plot.sigXRangeChanged.connect(self._redraw)
-        self.plot.getViewBox().sigResized.connect(self._redraw)
+        self.stale = False  # the images, calls count and NVTX labels are not yet those of the current view
+        self.redraws = 0  # lane images built (tests: a panel out of view builds none)
+        self.before_paint = BeforePaint(self, self._draw_if_seen)
+        self.plot.sigXRangeChanged.connect(self._view_changed)
+        self.plot.getViewBox().sigResized.connect(self._view_changed)
         self.plot.getViewBox().sigResized.connect(lambda *_: self._thin_ticks())
         self.gpu_rows: dict[str, _GpuRows] = {}
         self.hover: Hover | None = None
@@ -113,14 +115,14 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
                 self.lanes[run.run_id] = self._prepare(run, y)
                 shown.update(lanes.activities)
                 if len(lanes.start_ns):
-                    spans.append((int(lanes.start_ns.min()), int(lanes.end_ns.max())))
+                    spans.append(lanes.span_ns)
             if gpu is not None:
                 top = y + 1 + thread_lanes
                 for i, name in enumerate(gpu.lane_names):
                     ticks.append((-(top + i) - 0.6, name[:24], False))
                 self.gpu_rows[run.run_id] = self._prepare_gpu(run, gpu, top)
                 shown.update(a for a in gpu.activities if a != NVTX_ACTIVITIES[1])
-                spans.append((int(gpu.start_ns.min()), int(gpu.end_ns.max())))
+                spans.append(gpu.span_ns)
                 thread_lanes += len(gpu.lane_names) + 1  # a blank row between threads and GPU rows
             anchor = run.anchor_ns(align)
             if spans:
@@ -163,7 +165,7 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
             link(plot)
         self._thin_ticks()  # after the y range is set: thinning is in pixels of the final view
         QtCore.QTimer.singleShot(0, self, self._thin_ticks)  # again once the layout settled (dropped if closed)
-        self._redraw()
+        self._view_changed()
 
     def _prepare(self, run: RunData, top: int) -> _RunLanes:
         lanes = run.lanes.threads
@@ -242,8 +244,31 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
         super().showEvent(event)
         self.before_paint.attach()
 
+    def current(self) -> ThreadPanel:
+        """The panel with its lane images, `visible_calls` and NVTX labels drawn for the current view: what
+        reads them right after a range change calls this (a panel out of view draws them when it is seen)."""
+        if self.stale:
+            self._redraw()
+        return self
+
+    def _view_changed(self) -> None:
+        """A range change or resize: the lanes are drawn before the next paint that shows them, once, however
+        many range changes came before it (9-23 ms a pan went to lanes scrolled out below the time panels)."""
+        self.stale = True  # the range change itself asks the panel for a paint (none comes while out of view)
+
+    def _draw_if_seen(self) -> None:
+        """Before the window paints: the lanes, where they changed and some of the panel is on screen."""
+        if self.stale and self.isVisible() and not self.viewport().visibleRegion().isEmpty():
+            self._redraw()
+
+    def paintEvent(self, event: QtGui.QPaintEvent) -> None:  # noqa: N802 - Qt's name
+        self.current()  # a grab or an export paints the panel whether it is on screen or not
+        super().paintEvent(event)
+
     def _redraw(self) -> None:
         """Rebuilds each run's lane image for the visible range, one column per pixel."""
+        self.stale = False
+        self.redraws += 1
         (x0, x1), _ = self.plot.viewRange()
         if not x1 > x0:
             return

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 
 import pyqtgraph as pg
-from PySide6 import QtCore, QtGui
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from tracer.core import schema
 from viewer.cursor import TimeCursor
@@ -27,6 +27,8 @@ PLOT_MIN_PX = 80  # a plot's data area never shrinks below this: the window scro
 BOTTOM_AXIS_PX = 50
 ROW_MARGIN_PX = 12  # a plot's own margins and the layout's spacing, per row
 UNIT_FORMAT = {"%": ".1f", "MiB": ".0f", "count": ".0f", "W": ".1f"}
+CACHED = QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache
+NO_INDEX = QtWidgets.QGraphicsScene.ItemIndexMethod.NoIndex  # every item moves on every pan: an index only costs
 
 
 class TimelinePanel(pg.GraphicsLayoutWidget):
@@ -50,6 +52,7 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         self._syncing = False
         self.ci.setSpacing(2)
         self.before_paint = BeforePaint(self)  # one paint per pan or zoom, not two
+        self.scene().setItemIndexMethod(NO_INDEX)
         cursor.moved.connect(self._on_cursor)
         self.scene().sigMouseMoved.connect(self._on_mouse)
 
@@ -96,6 +99,10 @@ class TimelinePanel(pg.GraphicsLayoutWidget):
         plot = self._pool.get((metric.key, col))
         if plot is None:
             plot = self._pool[(metric.key, col)] = pg.PlotItem()
+            # what a pan does not change is painted from a pixmap: the title (rewritten only when the cursor
+            # moves) and the y axes (redrawn only when the y range or the size changes)
+            for item in (plot.titleLabel.item, plot.getAxis("left"), plot.getAxis("right")):
+                item.setCacheMode(CACHED)
         else:
             plot.clear()
             plot.setXLink(None)

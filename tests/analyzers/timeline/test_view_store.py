@@ -121,3 +121,40 @@ def test_a_small_run_is_not_stored(shared_fixtures: Path, cache: Path, tmp_path:
     assert view.stored is None and view.events < view_store.STORE_MIN_EVENTS and view.lanes.gpu is not None
     assert not (folder.path / view_store.VIEW_DIR).exists() and not cache.exists()
     assert (folder.path / f"{t.CUDA_API}.parquet").exists()
+
+
+def _mapped_bytes(place: Path) -> tuple[int, int]:
+    """Of the files under `place` that this process maps: the bytes resident in its memory and the bytes
+    mapped (Linux's /proc/self/smaps: a page counts once this process touched it)."""
+    resident = mapped = 0
+    current = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:  # a mapping's header line
+            current = len(fields) >= 6 and fields[5].startswith(str(place))
+        elif current and fields[0] in ("Rss:", "Size:"):
+            kib = int(fields[1]) * 1024
+            resident += kib if fields[0] == "Rss:" else 0
+            mapped += kib if fields[0] == "Size:" else 0
+    return resident, mapped
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc/self/smaps")
+def test_opening_a_stored_view_reads_none_of_its_arrays(replica: RunFolder, cache: Path) -> None:
+    """What the viewer asks at open (the first start, the kinds present, the span) comes from the manifest,
+    and the arrays written are not scanned again: opening costs what the first view needs, not the events."""
+    place = view_store.store_if_big(replica)
+    assert place is not None
+    view = view_store.load(replica)
+    assert view.stored == place
+    lanes = view.lanes
+    assert lanes.threads is not None and lanes.gpu is not None
+    facts = [(lanes.threads.origin_ns, lanes.threads.activities, lanes.threads.span_ns)]
+    facts.append((lanes.gpu.origin_ns, lanes.gpu.activities, lanes.gpu.span_ns))
+    resident, mapped = _mapped_bytes(place)
+    assert mapped > 10 * 2**20  # the view's arrays are mapped (three copies of the run: tens of MB)
+    assert resident < mapped / 20, (resident, mapped)  # and next to none of them read
+    for record, (origin, activities, span) in zip((lanes.threads, lanes.gpu), facts):  # the facts are the arrays'
+        assert origin == int(np.min(record.start_ns)) and span == (origin, int(np.max(record.end_ns)))
+        assert activities == [n for i, n in enumerate(record.names) if i in set(np.unique(record.code).tolist())]
+    assert _mapped_bytes(place)[0] > resident  # (the check above can see pages read)
