@@ -136,7 +136,7 @@ def _refuse_negative_durations(path: Path, folder: RunFolder, names: list[str]) 
             if stats is not None and stats.has_min_max and stats.min >= 0:
                 continue
             durations = parquet.read_row_group(group, columns=["dur_ns"])["dur_ns"]
-            negative += pc.sum(pc.less(durations, 0)).as_py() or 0
+            negative += pc.sum(pc.less(durations, build.int_scalar(0))).as_py() or 0
         if negative:
             raise UserError(f"{path}: {negative} {name} events end before they start: the trace is damaged")
 

@@ -14,6 +14,7 @@ import dataclasses
 import io
 import json
 import os
+import struct
 import tempfile
 import time
 from dataclasses import dataclass
@@ -444,13 +445,16 @@ def _impossible_as_null(table: pa.Table, declared: pa.Schema) -> pa.Table:
     missing: a damaged or foreign table never shows CPU % inf or an RSS of -1e300 MiB."""
     import pyarrow.compute as pc
 
+    # scalars made from buffers: a Python 0 or None in a compute call makes pyarrow probe for pandas, and the
+    # probe imports it (0.5-1 s of every viewer open)
+    zero = pa.Array.from_buffers(pa.float64(), 1, [None, pa.py_buffer(struct.pack("d", 0.0))])[0]
     for field in declared:
         if not pa.types.is_floating(field.type) or not field.name.endswith(NON_NEGATIVE_SUFFIXES):
             continue
         column = table.column(field.name)
-        bad = pc.or_(pc.invert(pc.is_finite(column)), pc.less(column, 0))
+        bad = pc.or_(pc.invert(pc.is_finite(column)), pc.less(column, zero.cast(field.type)))
         if pc.any(bad).as_py():
-            fixed = pc.if_else(bad, pa.scalar(None, field.type), column)
+            fixed = pc.if_else(bad, pa.nulls(1, field.type)[0], column)
             table = table.set_column(table.schema.get_field_index(field.name), field, fixed)
     return table
 
