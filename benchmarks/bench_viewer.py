@@ -309,6 +309,11 @@ def measure(
         window.threads.grab().save(str(zoom_shot))
         print(f"screenshot zoomed to 100 ms: {zoom_shot}")
     window.close()
+    # the Diagnosis tab's rules run in Qt's global pool (about 10 s on the 10 M-event trace): the next window's
+    # open is timed only once they are done, not beside them
+    from PySide6 import QtCore
+
+    QtCore.QThreadPool.globalInstance().waitForDone()
     return figures
 
 
