@@ -497,11 +497,11 @@ def _piece_rows(events: pa.StructArray) -> dict[int, list[pa.Array]] | None:
     return out
 
 
-_X = build.strings(["X"])[0]
+_X = build.string_scalar("X")
 _FALSE = pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(b"\x00")])[0]
 _BEGIN_END = build.strings(["B", "E"])
 _MEMSET_CATS = build.strings(sorted(MEMSET_CATS))
-_MEMSET_KIND = build.strings([t.MEMSET_KIND])[0]
+_MEMSET_KIND = build.string_scalar(t.MEMSET_KIND)
 _KIND_SCALARS = {k: build.ints([k], pa.int8())[0] for k in range(6)}
 _ZERO, _MINUS_ONE, _MAX = build.int_scalar(0), build.int_scalar(-1), build.int_scalar(MAX_NS)
 

@@ -50,3 +50,8 @@ def column(values: Sequence[object], type: pa.DataType) -> pa.Array:
 def int_scalar(value: int) -> pa.Scalar:
     """An int64 scalar for compute calls (a bare Python int there is converted with the probe)."""
     return ints([value])[0]
+
+
+def string_scalar(value: str) -> pa.Scalar:
+    """A string scalar for compute calls (a bare Python str there is converted with the probe)."""
+    return strings([value])[0]

@@ -102,7 +102,7 @@ def classify(names: pa.Array | pa.ChunkedArray | Iterable[str]) -> pa.Array:
         array = array.combine_chunks() if array.num_chunks else arrow_build.strings([])
     if isinstance(array.type, pa.DictionaryType):
         array = array.cast(pa.string())
-    encoded = pc.dictionary_encode(array.fill_null(arrow_build.strings([""])[0]))
+    encoded = pc.dictionary_encode(array.fill_null(arrow_build.string_scalar("")))
     distinct = encoded.dictionary
     classes = classify_distinct(distinct.to_pylist())
     return pc.take(arrow_build.strings(classes), encoded.indices)
@@ -114,8 +114,8 @@ def classify_distinct(names: list[str]) -> list[str]:
     found = pa.nulls(len(names), pa.string())
     for cls, pattern in RULES:
         hit = pc.match_substring_regex(keys, pattern, ignore_case=True)
-        found = pc.if_else(pc.and_(pc.is_null(found), hit), arrow_build.strings([cls])[0], found)
-    return found.fill_null(arrow_build.strings([OTHER])[0]).to_pylist()
+        found = pc.if_else(pc.and_(pc.is_null(found), hit), arrow_build.string_scalar(cls), found)
+    return found.fill_null(arrow_build.string_scalar(OTHER)).to_pylist()
 
 
 def with_classes(table: pa.Table, name_column: str = "name") -> pa.Table:
