@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,24 @@ import pytest
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.measure.environments import status
+
+JAX_CACHE_ENV = {
+    # The suite's JAX runs compile the same few steps again and again (XLA on a CPU: 10-40 s a model). One
+    # persistent compilation cache per test session, cold at its start, turns every repeat into a read.
+    # The runs record it (knob jax_compilation_cache_dir); nothing here times a compile.
+    "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+    "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every child of the session (tracer, workers, probes) inherits the session's JAX compilation cache."""
+    if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="dl-tracer-tests-jax-cache-")
+        config.add_cleanup(lambda: shutil.rmtree(os.environ.pop("JAX_COMPILATION_CACHE_DIR"), ignore_errors=True))
+    for name, value in JAX_CACHE_ENV.items():
+        os.environ.setdefault(name, value)
+
 
 TINY = ["--epochs", "2", "--limit", "16", "--image-size", "64", "--dataset", "small"]
 

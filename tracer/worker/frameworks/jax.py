@@ -103,6 +103,8 @@ class Trainer(base.Trainer):
             "grain.ReadOptions.prefetch_buffer_size": 0,
             "input dtype": INPUT_DTYPE,
             "XLA_FLAGS": os.environ.get("XLA_FLAGS") or None,
+            # A persistent compilation cache turns the first epoch's compile into a read: say which was used.
+            "jax_compilation_cache_dir": jax.config.jax_compilation_cache_dir or None,
             PREALLOCATE_ENV: os.environ.get(PREALLOCATE_ENV),
             PREALLOCATE_ENV + " from": PREALLOCATE_FROM,
             "compute_dtype": self.amp_dtype or "float32",
