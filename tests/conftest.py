@@ -37,6 +37,45 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.setdefault(name, value)
 
 
+SHARED_PROCESS = {
+    # README's test command runs the suite in two processes (pytest-xdist -n 2). They share out groups of
+    # tests: by default a module (its module fixtures' runs made once); these share one: prefix -> group.
+    # -- a conftest's session fixtures (real runs) made once:
+    "tests/viewer/": "viewer runs",
+    "tests/analyzers/report/": "report runs",
+    "tests/analyzers/diagnosis/": "diagnosis runs",
+    "tests/analyzers/comparison/test_pairs.py": "data_all_runs",
+    "tests/tracer/cli/test_data_all.py": "data_all_runs",
+    # -- one at a time on the machine: two `nsys profile` at once fail a report fixture, and two Ray
+    #    clusters would both take Ray's fixed agent ports.
+    "tests/tracer/measure/tracing/test_nsys.py": "nsys profile",
+    "tests/tracer/measure/tracing/test_nsys_versions.py": "nsys profile",
+    "tests/tracer/measure/tracing/test_trace_window.py": "nsys profile",
+    "tests/analyzers/ingest/test_nsys_arrow.py": "nsys profile",
+    "tests/tracer/campaign/test_ray.py": "ray cluster",
+    "tests/tracer/campaign/test_ray_boards.py": "ray cluster",
+}
+
+
+def process_group(nodeid: str) -> str:
+    """The group a test runs in, under pytest-xdist: SHARED_PROCESS's, else its module's."""
+    module = nodeid.split("::")[0]
+    return next((group for prefix, group in SHARED_PROCESS.items() if module.startswith(prefix)), module)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scheduling by scope, with process_group as the scope (its loadgroup reads a node id that
+    pytest 9 no longer lets it change)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return process_group(nodeid)
+
+    return GroupScheduling(config, log)
+
+
 TINY = ["--epochs", "2", "--limit", "16", "--image-size", "64", "--dataset", "small"]
 
 
