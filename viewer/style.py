@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import pyqtgraph as pg
-from PySide6 import QtGui
+from PySide6 import QtGui, QtWidgets
 
 from analyzers.render import palette
 from analyzers.summaries.threads import OSRT_KINDS, OTHER_OSRT, PYTHON
@@ -16,6 +16,10 @@ from analyzers.trace import tables as t
 
 if TYPE_CHECKING:
     from viewer.data import RunData
+
+# What a pan does not change (titles, y axes, legends) is painted from a pixmap of it, redrawn only when the
+# item itself changes: every item of a panel is painted again on each pan or zoom otherwise.
+CACHED = QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache
 
 SHADES = ((0, 100), (0, 175), (-35, 120), (30, 150), (-20, 230))  # (hue shift in degrees, QColor.darker factor)
 """How a framework's 2nd, 3rd ... run in the viewer differs from its first, still of its colour's family."""

@@ -30,7 +30,7 @@ from viewer.cursor import TimeCursor
 from viewer.data import RunData
 from viewer.panels.frame import BeforePaint
 from viewer.panels.lane_hover import Hover, LaneHover, _GpuRows, _RunLanes
-from viewer.style import LEFT_AXIS_WIDTH, LINK_COLOUR, RIGHT_AXIS_WIDTH, activity_colour, label_font, run_colour
+from viewer.style import CACHED, LEFT_AXIS_WIDTH, LINK_COLOUR, RIGHT_AXIS_WIDTH, activity_colour, label_font, run_colour
 
 CALLS_BELOW_S = 2.0
 SUBROWS = 5  # image rows per lane: 4 painted, 1 left blank between lanes
@@ -86,6 +86,8 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
         if self.legend is None:  # below the lanes, in rows: over the plot it hid the end of the run (GPU work)
             self.legend = pg.LegendItem(labelTextSize="9pt", colCount=LEGEND_COLUMNS)
             self.ci.addItem(self.legend, row=1, col=0)
+            for item in (plot.getAxis("left"), plot.getAxis("right")):  # the lane names: a pan changes neither axis
+                item.setCacheMode(CACHED)
         self.legend.clear()
         left = plot.getAxis("left")
         left.setWidth(LEFT_AXIS_WIDTH)

@@ -19,7 +19,7 @@ from viewer.data import METRICS, Metric, RunData, Series
 from viewer.panels.curve import EnvelopeCurve
 from viewer.panels.frame import BeforePaint
 from viewer.panels.markers import EpochMarkers
-from viewer.style import LEFT_AXIS_WIDTH, RIGHT_AXIS_WIDTH, run_colour
+from viewer.style import CACHED, LEFT_AXIS_WIDTH, RIGHT_AXIS_WIDTH, run_colour
 
 ALIGN_LABELS = {"start": "time since run start (s)", "epoch": "time since first epoch start (s)"}
 TITLE_HEIGHT = 34  # two lines of 9 pt
@@ -27,7 +27,6 @@ PLOT_MIN_PX = 80  # a plot's data area never shrinks below this: the window scro
 BOTTOM_AXIS_PX = 50
 ROW_MARGIN_PX = 12  # a plot's own margins and the layout's spacing, per row
 UNIT_FORMAT = {"%": ".1f", "MiB": ".0f", "count": ".0f", "W": ".1f"}
-CACHED = QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache
 NO_INDEX = QtWidgets.QGraphicsScene.ItemIndexMethod.NoIndex  # every item moves on every pan: an index only costs
 
 
