@@ -29,7 +29,13 @@ JAX_CACHE_ENV = {
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Every child of the session (tracer, workers, probes) inherits the session's JAX compilation cache."""
+    """Every child of the session (tracer, workers, probes) inherits the session's JAX compilation cache.
+    And none inherits the terminal size GNU readline (imported by pytest) wrote into the C-level environment
+    of this process, unseen by os.environ: xdist's test processes started with COLUMNS=80 and LINES=24, so
+    the CLI's piped output, 200 columns wide, was folded at 80."""
+    for name in ("COLUMNS", "LINES"):
+        if name not in os.environ:
+            os.unsetenv(name)
     if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
         os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="dl-tracer-tests-jax-cache-")
         config.add_cleanup(lambda: shutil.rmtree(os.environ.pop("JAX_COMPILATION_CACHE_DIR"), ignore_errors=True))

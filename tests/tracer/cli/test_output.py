@@ -106,7 +106,8 @@ def test_runs_on_a_60_column_terminal_names_the_run_without_cutting(tiny_pytorch
     """The whole id, or its tail that every command takes (said under the table); never an id cut short."""
     shown = _in_terminal(["runs", "--runs", str(tiny_pytorch_run.path.parent)], 60)
     tail = short_ids([r.run_id for r in list_runs(tiny_pytorch_run.path.parent)])[tiny_pytorch_run.run_id]
-    assert tiny_pytorch_run.run_id in shown or (tail in shown.split() and "id: the run id's" in shown), shown
+    words = " ".join(shown.split())  # the note under the table wraps where the folder's path ends
+    assert tiny_pytorch_run.run_id in shown or (tail in shown.split() and "id: the run id's" in words), shown
     assert all(len(line) <= 60 for line in shown.splitlines()), shown
     assert "…" not in shown
     show = _in_terminal(["show", str(tiny_pytorch_run.path)], 60)
