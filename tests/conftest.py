@@ -52,12 +52,14 @@ SHARED_PROCESS = {
     "tests/analyzers/diagnosis/": "diagnosis runs",
     "tests/analyzers/comparison/test_pairs.py": "data_all_runs",
     "tests/tracer/cli/test_data_all.py": "data_all_runs",
-    # -- one at a time on the machine: two `nsys profile` at once fail a report fixture, and two Ray
-    #    clusters would both take Ray's fixed agent ports.
-    "tests/tracer/measure/tracing/test_nsys.py": "nsys profile",
-    "tests/tracer/measure/tracing/test_nsys_versions.py": "nsys profile",
-    "tests/tracer/measure/tracing/test_trace_window.py": "nsys profile",
-    "tests/analyzers/ingest/test_nsys_arrow.py": "nsys profile",
+    # -- one at a time on the machine: two `nsys profile` at once fail a report fixture (nsys stats and
+    #    export kept apart from them too), and two Ray clusters would both take Ray's fixed agent ports.
+    "tests/tracer/measure/tracing/test_nsys.py": "nsys",
+    "tests/tracer/measure/tracing/test_nsys_versions.py": "nsys",
+    "tests/tracer/measure/tracing/test_trace_window.py": "nsys",
+    "tests/analyzers/ingest/test_nsys_arrow.py": "nsys",
+    "tests/analyzers/ingest/test_ingest_errors.py": "nsys",
+    "tests/analyzers/summaries/test_against_nsys.py": "nsys",
     "tests/tracer/campaign/test_ray.py": "ray cluster",
     "tests/tracer/campaign/test_ray_boards.py": "ray cluster",
 }

@@ -242,7 +242,7 @@ class Sampler:
             seen = set(self._state.thread_names) & set(new_threads)
             self._state.thread_names = {tid: self._state.thread_names[tid] for tid in seen}
         self._state.cpu_s = new_cpu
-        cores = self._cores_over_window(mono, cpu_delta_s)
+        cores = self._cores_over_window(mono, time.monotonic(), cpu_delta_s)
         vm = psutil.virtual_memory()
         if mono - self._per_core_at >= CPU_WINDOW_S or not self._per_core:  # the same ticks, machine-wide
             self._per_core, self._per_core_at = psutil.cpu_percent(percpu=True), mono
@@ -275,16 +275,18 @@ class Sampler:
             self.rapl.append(streams[schema.RAPL.name], t_ns)
         self._gaps.add(t_ns)
 
-    def _cores_over_window(self, mono: float, cpu_delta_s: float) -> float:
+    def _cores_over_window(self, read_from: float, read_to: float, cpu_delta_s: float) -> float:
         """Cores busy over the last CPU_WINDOW_S at least (from the newest sample that old), not over
-        the last sample period alone."""
+        the last sample period alone. The CPU times were read between `read_from` and `read_to`: the span
+        is taken from the start of the oldest read to the end of this one, so a sampler thread that waits
+        for a core mid-read (a busy machine) reads low, never above what the tree could burn."""
         self._cpu_total_s += cpu_delta_s
         marks = self._cpu_marks
-        marks.append((mono, self._cpu_total_s))
-        while len(marks) > 2 and mono - marks[1][0] >= CPU_WINDOW_S:
+        marks.append((read_from, self._cpu_total_s))
+        while len(marks) > 2 and read_from - marks[1][0] >= CPU_WINDOW_S:
             marks.popleft()
         start, total = marks[0]
-        return (self._cpu_total_s - total) / (mono - start) if mono > start else 0.0
+        return (self._cpu_total_s - total) / (read_to - start) if read_to > start else 0.0
 
     def _thread_name(self, pid: int, tid: int, refresh: bool) -> str:
         name = self._state.thread_names.get(tid)

@@ -77,6 +77,9 @@ def test_fixtures_in_arrow_form_ingest_as_sqlite_does(rel: str, shared_fixtures:
     _same_tables(from_arrow, a_names, from_sqlite, s_names)
 
 
+NSYS_ATTEMPTS, NSYS_ATTEMPT_S = 4, 60
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real report: a Python process sleeping and reading a few hundred times, OS runtime traced."""
@@ -84,7 +87,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report") / "r"
     code = "import time\nfor _ in range(300):\n    time.sleep(0.001)\n    open('/proc/self/stat').read()"
     log = out.with_name("nsys.log")  # a file, not a pipe: nsys's helper agent inherits it and may outlive nsys
-    for _attempt in range(2):  # Debian's nsys 2022.4 now and then hangs in its shutdown on a loaded machine
+    # Debian's nsys 2022.4 now and then hangs in its shutdown on a loaded machine, printing nothing (twice in a
+    # row once, in CI with two test processes): a run takes 12 s idle, so a hung one is ended at 60 s and tried again
+    for _attempt in range(NSYS_ATTEMPTS):
         with take_session_lock(), log.open("w") as said:  # nsys runs one session at a time on a machine
             proc = subprocess.Popen(
                 [str(nsys_bin), "profile", "-t", "osrt", "-f", "true", "-o", str(out), sys.executable, "-c", code],
@@ -92,7 +97,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 stderr=subprocess.STDOUT,
             )
             try:
-                proc.wait(timeout=150)
+                proc.wait(timeout=NSYS_ATTEMPT_S)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
