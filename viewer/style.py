@@ -17,8 +17,8 @@ from analyzers.trace import tables as t
 if TYPE_CHECKING:
     from viewer.data import RunData
 
-# What a pan does not change (titles, y axes, legends) is painted from a pixmap of it, redrawn only when the
-# item itself changes: every item of a panel is painted again on each pan or zoom otherwise.
+# What a pan does not change (plot titles, y axes) is painted from a pixmap of it, redrawn only when the item
+# itself changes: every item of a panel is painted again on each pan or zoom otherwise.
 CACHED = QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache
 
 SHADES = ((0, 100), (0, 175), (-35, 120), (30, 150), (-20, 230))  # (hue shift in degrees, QColor.darker factor)

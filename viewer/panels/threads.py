@@ -52,6 +52,8 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
         self.runs: list[RunData] = []
         self.align = "start"
         self.plot: pg.PlotItem = self.addPlot(row=0, col=0)
+        for side in ("left", "right"):  # the lane names and the frame's edge: a pan or zoom changes neither axis
+            self.plot.getAxis(side).setCacheMode(CACHED)
         self.lanes: dict[str, _RunLanes] = {}
         self.visible_calls = 0
         dash = pg.mkPen("#444444", style=QtCore.Qt.PenStyle.DashLine)
@@ -86,8 +88,6 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
         if self.legend is None:  # below the lanes, in rows: over the plot it hid the end of the run (GPU work)
             self.legend = pg.LegendItem(labelTextSize="9pt", colCount=LEGEND_COLUMNS)
             self.ci.addItem(self.legend, row=1, col=0)
-            for item in (plot.getAxis("left"), plot.getAxis("right")):  # the lane names: a pan changes neither axis
-                item.setCacheMode(CACHED)
         self.legend.clear()
         left = plot.getAxis("left")
         left.setWidth(LEFT_AXIS_WIDTH)
