@@ -24,7 +24,7 @@ from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analyzers.ingest import ingest_file  # noqa: E402
+from analyzers.ingest.pipeline import ingest_file  # noqa: E402
 from analyzers.summaries.cuda_api import api_summary, api_summary_sqlite  # noqa: E402
 from tracer.core.runfolder import RunFolder  # noqa: E402
 

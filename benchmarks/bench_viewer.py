@@ -8,7 +8,9 @@ Two cases, each timed the same way:
   4 sampled runs (of `--samples` each). Goal (issue #29): open <= 3 s, redraw <= 16 ms.
 Timed: open, from creating the window to every run loaded, every panel built and the window painted once;
 redraw, one zoom or pan of the linked x axis plus a full repaint of the time panels and thread lanes, timed once
-the background work the open started (the Diagnosis tab's rules) is done.
+the background work the open started (the Diagnosis tab's rules) is done. A pan is timed two ways: as a jump
+(from a view a whole width away: all of it new) and as a drag step (1 % of the width on from the last view); the
+"zoom to ..." kinds are jumps between views of that width, and "zoom in from the whole run to 10 %" a zoom.
 Run: `python benchmarks/bench_viewer.py [--samples N] [--runs N] [--trace-events N] [--dir D] [--against REV]`.
 `--against REV` (e.g. `main`) also times the viewer and analyzers packages of that git revision in a child process
 on the same runs, before this one, and prints the ratio of each figure (the previous implementation, measured in the
@@ -37,6 +39,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+DRAG_STEP = 0.01  # of the view's width: one step of a mouse drag (about 13 pixels of a 1,300-pixel plot)
+JUMP, DRAG, ZOOM_IN = "jump", "drag", "zoom in"  # the view a timed redraw comes from (`redraw`)
 if ROOT not in [Path(p).resolve() for p in sys.path if p]:  # `--against` puts an older viewer package before it
     sys.path.insert(0, str(ROOT))
 
@@ -113,7 +117,7 @@ def make_run(out: Path, index: int, samples: int) -> Path:
         }
     )
     pq.write_table(threads, folder.sample_parquet_path("threads"))
-    from analyzers.ingest import ingest_run
+    from analyzers.ingest.pipeline import ingest_run
 
     ingest_run(folder)  # as `tracer profile` leaves every run: its thread timeline and, this big, its view
     return folder.path
@@ -247,6 +251,9 @@ def measure(
     from PySide6 import QtCore
 
     waited = time.perf_counter()
+    while window.after_paint.pending:  # started after the first paint (viewer.after_paint)
+        app.processEvents()  # type: ignore[attr-defined]
+        time.sleep(0.001)
     QtCore.QThreadPool.globalInstance().waitForDone()
     print(f"background work after the open (the diagnosis): {time.perf_counter() - waited:.1f} s more")
     master = window.timeline.master
@@ -259,20 +266,24 @@ def measure(
     screen_cpu: list[float] = []
     figures = {"open wall s": t_open - t0}
 
-    def redraw(x0: float, x1: float) -> float:
+    def redraw(x0: float, x1: float, came_from: str) -> float:
         """One range change and one synchronous paint of the whole linked panels, scrolled-out parts too
         (what the figures on this page have always been); then the same range change painted on screen
-        (the visible part of the window, as a drag step costs a user); then the thread lanes' own redraw
-        for that range again, alone (raster from the pyramid, images)."""
+        (the visible part of the window, what a user waits for); then the thread lanes' own redraw for that
+        range again, alone (raster from the pyramid, images). `came_from` the view before it: a jump comes
+        from a view a whole width away, so all of it is new; a drag step from the view `DRAG_STEP` of a width
+        before it; a zoom in from the whole run."""
         app.processEvents()  # type: ignore[attr-defined]
-        master.setXRange(x1, x1 + (x1 - x0), padding=0)  # elsewhere first, so the range below is a change
+        width = x1 - x0  # elsewhere first, so the range below is a change
+        before = {JUMP: (x1, x1 + width), DRAG: (x0 - width * DRAG_STEP, x1 - width * DRAG_STEP), ZOOM_IN: (lo, hi)}
+        master.setXRange(*before[came_from], padding=0)
         app.processEvents()  # type: ignore[attr-defined]
         shown, shown_cpu = time.perf_counter(), time.thread_time()
         master.setXRange(x0, x1, padding=0)
         app.processEvents()  # type: ignore[attr-defined]
         screen_times.append(time.perf_counter() - shown)
         screen_cpu.append(time.thread_time() - shown_cpu)
-        master.setXRange(x1, x1 + (x1 - x0), padding=0)
+        master.setXRange(*before[came_from], padding=0)
         app.processEvents()  # type: ignore[attr-defined]
         start, cpu = time.perf_counter(), time.process_time()
         master.setXRange(x0, x1, padding=0)
@@ -285,19 +296,23 @@ def measure(
         lane_times.append(time.perf_counter() - lanes)
         return wall
 
-    redraw(lo, hi)
+    redraw(lo, hi, JUMP)
     repeat = getattr(args, "repeat", 15)
-    kinds = {
-        "zoom to 10 % of the run": [
-            (lo + span * (0.1 + 0.02 * i), lo + span * (0.2 + 0.02 * i)) for i in range(repeat)
-        ],
-        "pan at full view": [(lo + span * 0.01 * (i % 3), hi + span * 0.01 * (i % 3)) for i in range(repeat)],
-        "zoom to 1 minute": [(lo + span * 0.5 + 60 * i, lo + span * 0.5 + 60 * (i + 1)) for i in range(repeat)],
+    tenth = [(lo + span * (0.1 + 0.02 * i), lo + span * (0.2 + 0.02 * i)) for i in range(repeat)]
+    full = [(lo + span * 0.01 * (i % 3), hi + span * 0.01 * (i % 3)) for i in range(repeat)]
+    minute = [(lo + span * 0.5 + 60 * i, lo + span * 0.5 + 60 * (i + 1)) for i in range(repeat)]
+    kinds = {  # name: (ranges, the view before each)
+        "zoom to 10 % of the run": (tenth, JUMP),
+        "pan at full view": (full, JUMP),
+        "zoom to 1 minute": (minute, JUMP),
+        "drag step at full view": (full, DRAG),
+        "drag step at 10 %": (tenth, DRAG),
+        "zoom in from the whole run to 10 %": (tenth, ZOOM_IN),
     }
-    for kind, ranges in kinds.items():
+    for kind, (ranges, came_from) in kinds.items():
         for figures_of_kind in (cpu_times, lane_times, screen_times, screen_cpu):
             figures_of_kind.clear()
-        times = [redraw(a, b) for a, b in ranges]
+        times = [redraw(a, b, came_from) for a, b in ranges]
         print(
             f"redraw after {kind}: on screen {median_ms(screen_times):.1f} ms wall, {median_ms(screen_cpu):.1f} ms "
             f"CPU on the GUI thread (least {min(screen_cpu) * 1000:.1f}) (goal <= {redraw_goal_ms:g} ms); "

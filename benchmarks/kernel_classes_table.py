@@ -9,9 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analyzers.ingest import read_trace
+from analyzers.ingest.pipeline import read_trace
 from analyzers.trace import kernel_classes
 from analyzers.trace import tables as t
 
@@ -38,19 +39,24 @@ REPO_RUNS = ("tests/data/gpu-h200/*-cd88",)
 HEADER = "| fixture | kernel time (ms) | other (%) | classes (% of kernel time, 1 % and more) |"
 
 
-def fixture_totals(fixtures: Path = FIXTURES) -> dict[str, dict[str, int]]:
-    """Fixture (its path under `fixtures`) -> kernel time (ns) by class."""
+def fixture_kernels(fixtures: Path = FIXTURES) -> dict[str, pa.Table]:
+    """Fixture (its path under `fixtures`, or the run folder's in the repository) -> its kernels table."""
     out = {}
     for rel in TRACES:
         tables, _clock = read_trace(fixtures / rel)
-        out[rel] = kernel_classes.class_totals(tables[t.KERNELS])
+        out[rel] = tables[t.KERNELS]
     for short in RUN_FOLDERS:
         folder = next((fixtures / "gpu-h100").glob(f"*-{short}"))
-        out[f"gpu-h100/{folder.name}"] = kernel_classes.class_totals(pq.read_table(folder / f"{t.KERNELS}.parquet"))
+        out[f"gpu-h100/{folder.name}"] = pq.read_table(folder / f"{t.KERNELS}.parquet")
     for pattern in REPO_RUNS:
         folder = next(REPO.glob(pattern))
-        out[str(folder.relative_to(REPO))] = kernel_classes.class_totals(pq.read_table(folder / f"{t.KERNELS}.parquet"))
+        out[str(folder.relative_to(REPO))] = pq.read_table(folder / f"{t.KERNELS}.parquet")
     return out
+
+
+def fixture_totals(fixtures: Path = FIXTURES) -> dict[str, dict[str, int]]:
+    """Fixture -> kernel time (ns) by class."""
+    return {name: kernel_classes.class_totals(kernels) for name, kernels in fixture_kernels(fixtures).items()}
 
 
 def row(fixture: str, totals: dict[str, int]) -> str:

@@ -97,6 +97,7 @@ def test_no_column_or_event_kind_is_spelled_outside_the_schema() -> None:
 # after what it is (a `table`, a `source`, an `activity` or its colour). "nsys" the `--trace` backend and
 # "python" the interpreter are other words, spelled freely.
 TRACE_DECLARING = {
+    ROOT / "analyzers" / "trace" / "table_names.py",
     ROOT / "analyzers" / "trace" / "tables.py",
     ROOT / "analyzers" / "timeline" / "gpu_timeline.py",
     ROOT / "analyzers" / "summaries" / "threads.py",  # declares the OS-runtime call kinds

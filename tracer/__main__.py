@@ -13,12 +13,22 @@ def entry() -> int:
 
         return main()
     except KeyboardInterrupt as e:
-        code = getattr(e, "exit_code", 130)
-        try:
-            print("tracer: interrupted", file=sys.stderr)
-        except OSError:  # the terminal that sent SIGHUP is gone
-            pass
-        return code
+        return _interrupted(getattr(e, "exit_code", 130))
+    except RuntimeError as e:  # a signal inside a class's __set_name__ while a module is imported
+        from tracer.core.signals import interrupt_in
+
+        cause = interrupt_in(e)
+        if cause is None:
+            raise
+        return _interrupted(cause.exit_code)
+
+
+def _interrupted(code: int) -> int:
+    try:
+        print("tracer: interrupted", file=sys.stderr)
+    except OSError:  # the terminal that sent SIGHUP is gone
+        pass
+    return code
 
 
 if __name__ == "__main__":

@@ -21,19 +21,17 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers.figures.run_summary import displayed_status
 from analyzers.figures.steps import COMPUTE_TOTAL_S, STEP_S, data_wait_shares, with_step_columns
 from analyzers.render.facts import run_facts, run_label, unique_labels
 from analyzers.run import Run
-from analyzers.summaries.cuda_api import ApiRow
-from analyzers.summaries.kernels import KernelRow
+from analyzers.summaries.rows import ApiRow, KernelRow
 from analyzers.timeline import lanes as ln
 from analyzers.timeline.lane_index import LaneIndex
 from analyzers.trace.arrays import as_array
-from tracer.core import schema
+from tracer.core import arrow_build, schema
 from tracer.core.errors import UserError
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
@@ -274,12 +272,13 @@ def _load_series(folder: RunFolder, table_name: str) -> dict[str, list[Series]]:
     for column, label in (("gpu", "GPU"), (schema.RANK, "rank ")):  # a series per GPU, and per rank
         if column not in table.column_names:
             continue
-        values = as_array(pc.fill_null(table.column(column), 0), np.int64)
+        values = np.nan_to_num(as_array(table.column(column), np.float64), nan=0.0).astype(np.int64)  # null: 0
         ids = np.unique(values)
-        groups = [
-            (f"{label}{int(g)}" if len(ids) > 1 else "", table.filter(pc.equal(table.column(column), g.item())))
-            for g in ids
-        ]
+        groups = (
+            [(f"{label}{int(g)}", table.take(arrow_build.indices(np.flatnonzero(values == g)))) for g in ids]
+            if len(ids) > 1
+            else [("", table)]
+        )
     for label, part in groups:
         t = as_array(part.column("t_ns"), np.int64)
         order = None if np.all(t[1:] >= t[:-1]) else np.argsort(t, kind="stable")

@@ -10,6 +10,7 @@ from pathlib import Path
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from tracer.core.errors import UserError
+from viewer.after_paint import AfterPaint
 from viewer.browser import RunBrowser
 from viewer.cursor import TimeCursor
 from viewer.data import RunData, name_runs
@@ -56,7 +57,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.diagnosis = DiagnosisPanel()
         self.browser = RunBrowser(out_dir)
         self.browser.open_runs.connect(self.add_runs)
-        QtCore.QTimer.singleShot(0, self._fill_browser)  # filled at open, after the first paint
+        self.after_paint = AfterPaint(self.timeline.viewport())  # background work waits for the first paint
+        self.after_paint.call(self._fill_browser)  # filled at open
 
         self.tabs = QtWidgets.QTabWidget()
         self.tabs.addTab(self.epochs, "Epochs")
@@ -157,7 +159,9 @@ class MainWindow(QtWidgets.QMainWindow):
         """The browser summarises every run of the folder: it waits until the runs being opened are loaded,
         so that they do not share the cores with it (with four 1 M-sample runs beside them it doubled the open)."""
         if self.loader.pending:
-            self.loader.idle.connect(self._fill_browser, QtCore.Qt.ConnectionType.SingleShotConnection)
+            self.loader.idle.connect(
+                lambda: self.after_paint.call(self._fill_browser), QtCore.Qt.ConnectionType.SingleShotConnection
+            )
             return
         self.browser.refresh()
 
@@ -183,7 +187,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.epochs.set_runs(runs)
         self.facts.set_runs(runs)
         self.cuda.set_runs(runs)
-        self.diagnosis.set_runs(runs)
+        self.diagnosis.set_runs(runs, start=False)
+        self.after_paint.call(self.diagnosis.start)
         self._show_messages()
         self.reset_zoom()  # every run whole, traced GPU work included (the curves alone may end sooner)
         if self.time_cursor.x is None:

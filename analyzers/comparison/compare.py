@@ -278,7 +278,8 @@ def cuda_differences(folders: Sequence[RunFolder], top: int = TOP_CUDA) -> list[
 def class_differences(folders: Sequence[RunFolder]) -> list[Difference]:
     """GPU kernel time by class (analyzers.trace.kernel_classes) over the whole run, in ms, every class some
     run has, then the share left in `other`; empty unless every run has a kernels table."""
-    from analyzers.summaries.kernels import class_summary, kernel_summary
+    from analyzers.summaries.kernels import kernel_summary
+    from analyzers.summaries.rows import class_summary
     from analyzers.trace import tables as trace_tables
     from analyzers.trace.kernel_classes import CLASSES, OTHER
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -14,7 +15,7 @@ from analyzers.comparison.pairs import DataPair
 from analyzers.figures.phases import RunPhases, split_epochs
 from analyzers.figures.ranks import RankTable, rank_table
 from analyzers.figures.straggler import Straggler, straggler
-from analyzers.summaries.cuda_api import ApiRow
+from analyzers.summaries.rows import ApiRow
 from tracer.core import schema
 from tracer.core.records import EpochRecord, RunRecord
 from tracer.core.runfolder import RunFolder
@@ -58,19 +59,54 @@ class RunTables:
         return [e for e in self.epochs if e.epoch in steady]
 
     def in_epochs(self, table: pa.Table | None, epochs: list[EpochRecord]) -> pa.Table | None:
-        """Rows of a sample table whose t_ns falls inside one of `epochs` (vectorised: hours of
-        samples over a hundred epochs stay cheap)."""
-        if table is None or not epochs or "t_ns" not in table.column_names:
+        """Rows of a sample table whose t_ns falls inside one of `epochs` ([start, end]), in the table's
+        order. One binary search per epoch over the sorted times: an OR of one test per epoch cost 0.13 s
+        a call at 920 epochs of a 100 M-event run, and the rules call it once per epoch."""
+        timed = _timed(table)
+        if timed is None or not epochs:
             return None
-        t = table.column("t_ns")
-        keep = pc.and_(pc.greater_equal(t, epochs[0].start_ns), pc.less_equal(t, epochs[0].end_ns))
-        for e in epochs[1:]:
-            keep = pc.or_(keep, pc.and_(pc.greater_equal(t, e.start_ns), pc.less_equal(t, e.end_ns)))
-        return table.filter(keep)
+        table, t, order = timed
+        lo, hi = _bounds(t if order is None else t[order], epochs)
+        inside = np.zeros(len(t) + 1, dtype=np.int64)
+        np.add.at(inside, lo, 1)
+        np.add.at(inside, hi, -1)
+        keep = np.cumsum(inside[:-1]) > 0
+        if order is not None:
+            keep[order] = keep.copy()
+        return table.filter(pa.array(keep))
+
+    def epoch_parts(self, table: pa.Table | None, epochs: list[EpochRecord]) -> list[pa.Table] | None:
+        """`in_epochs(table, [e])` for each of `epochs`, from one sort and one binary search per epoch."""
+        timed = _timed(table)
+        if timed is None:
+            return None
+        table, t, order = timed
+        if order is not None:
+            table, t = table.take(pa.array(order)), t[order]
+        lo, hi = _bounds(t, epochs)
+        return [table.slice(a, b - a) for a, b in zip(lo.tolist(), hi.tolist())]
 
     def median_epoch_s(self) -> float | None:
         steady = self.steady_epochs()
         return statistics.median(e.duration_s for e in steady) if steady else None
+
+
+def _timed(table: pa.Table | None) -> tuple[pa.Table, np.ndarray, np.ndarray | None] | None:
+    """(table without rows of no time, its t_ns, the order that sorts them or None when sorted)."""
+    if table is None or "t_ns" not in table.column_names:
+        return None
+    if table.column("t_ns").null_count:
+        table = table.filter(pc.is_valid(table.column("t_ns")))
+    t = table.column("t_ns").to_numpy()
+    ordered = len(t) < 2 or bool(np.all(t[1:] >= t[:-1]))
+    return table, t, None if ordered else np.argsort(t, kind="stable")
+
+
+def _bounds(sorted_t: np.ndarray, epochs: list[EpochRecord]) -> tuple[np.ndarray, np.ndarray]:
+    """The first and one past the last index of each epoch's rows in `sorted_t` ([start, end])."""
+    lo = np.searchsorted(sorted_t, np.array([e.start_ns for e in epochs], dtype=np.int64), side="left")
+    hi = np.searchsorted(sorted_t, np.array([e.end_ns for e in epochs], dtype=np.int64), side="right")
+    return lo, np.maximum(hi, lo)
 
 
 def load(folder: RunFolder) -> RunTables:
@@ -230,9 +266,8 @@ def step_threads(t: RunTables) -> list[ThreadCpu]:
     seconds = sum(e.duration_s for e in steady)
     gained: dict[int, float] = {}
     names: dict[int, str] = {}
-    for e in steady:
-        part = t.in_epochs(table, [e])
-        if part is None or part.num_rows == 0:
+    for part in t.epoch_parts(table, steady) or []:
+        if part.num_rows == 0:
             continue
         agg = part.group_by(schema.TID, use_threads=False).aggregate(
             [("cpu_s", "min"), ("cpu_s", "max"), (schema.THREAD_NAME, "last")]

@@ -10,7 +10,7 @@ from analyzers.diagnosis.inputs import RunTables, column, steady_data_wait, step
 from analyzers.diagnosis.knobs import join, knob, larger_batch
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
 from analyzers.render.display import ratio_text
-from analyzers.summaries.cuda_api import ApiRow
+from analyzers.summaries.rows import ApiRow
 from analyzers.trace.api_names import ALLOC_CALLS, LAUNCH_CALLS, SYNC_CALLS, match_name
 from tracer.core import schema
 from tracer.core.frameworks import Tuning

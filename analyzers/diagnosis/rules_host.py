@@ -219,8 +219,8 @@ def memory_growth(t: RunTables) -> Verdict:
     name, title = "memory-growth", "memory growth"
     steady = t.steady_epochs()
     peaks = []
-    for e in steady if len(t.epochs) >= 3 else []:
-        rss = column(t.in_epochs(t.process, [e]), schema.RSS_MIB)
+    for part in (t.epoch_parts(t.process, steady) or []) if len(t.epochs) >= 3 else []:
+        rss = column(part, schema.RSS_MIB)
         if rss:
             peaks.append(max(rss))
     if len(peaks) < 2:

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from analyzers.trace import api_names
-from analyzers.trace import tables as t
-from analyzers.trace.trace_window import window_span
-from tracer.core.runfolder import RunFolder
+from analyzers.trace import table_names as t
+
+if TYPE_CHECKING:  # read where a run is cut, so that a phase's name and label cost no Arrow (`analyze FILE`)
+    from tracer.core.runfolder import RunFolder
 
 WARMUP_EPOCHS = 1  # leading epochs left out of the steady state unless a caller declares another number
 
@@ -199,6 +200,8 @@ def trace_phases(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunPhases:
 def windowed_phases(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunPhases | None:
     """A window-traced run's phases on the trace's clock (None for a run traced whole): the window, the
     window as the steady state when it starts after the warm-up epochs, and the epochs it overlaps."""
+    from analyzers.trace.trace_window import window_span
+
     span = window_span(folder)
     if span is None:
         return None
@@ -225,8 +228,10 @@ def nvtx_ranges(folder: RunFolder) -> list[tuple[str, int, int]]:
     """The run's NVTX ranges (name, start, end), oldest first; empty without an NVTX table."""
     import duckdb
 
+    from analyzers.trace.tables import present
+
     path = folder.table_path(t.NVTX)
-    if not t.present(folder, t.NVTX):
+    if not present(folder, t.NVTX):
         return []
     sql = f"SELECT name, start_ns, end_ns FROM read_parquet('{_sql_path(path)}') ORDER BY start_ns"
     rows = duckdb.connect().execute(sql).fetchall()
@@ -237,8 +242,10 @@ def launch_span(folder: RunFolder) -> tuple[int, int] | None:
     """The first kernel launch's start and the last one's end, from the CUDA API table."""
     import duckdb
 
+    from analyzers.trace.tables import present
+
     path = folder.table_path(t.CUDA_API)
-    if not t.present(folder, t.CUDA_API):
+    if not present(folder, t.CUDA_API):
         return None
     where = api_names.sql_in("name", api_names.LAUNCH_CALLS)
     sql = f"SELECT min(start_ns), max(end_ns) FROM read_parquet('{_sql_path(path)}') WHERE {where}"

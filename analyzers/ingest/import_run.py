@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzers.ingest import (
+from analyzers.ingest import ranks as rank_ingest
+from analyzers.ingest.pipeline import (
     _source_of,
     import_target,
     ingest_file,
@@ -27,7 +28,6 @@ from analyzers.ingest import (
     span_ns,
     trace_kind,
 )
-from analyzers.ingest import ranks as rank_ingest
 from analyzers.trace.tables import (
     ALIGNMENT_FACT,
     BATCH_FACT,

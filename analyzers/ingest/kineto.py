@@ -39,9 +39,9 @@ from analyzers.ingest.trace_events import (
     arrow_piece,
     decode_piece,
 )
-from analyzers.trace import arrow_build as build
 from analyzers.trace import tables as t
 from analyzers.trace.clock import Clock, kineto_clock
+from tracer.core import arrow_build as build
 from tracer.core.errors import UserError
 
 RUNTIME_CATS = {"cuda_runtime": "runtime", "Runtime": "runtime", "cuda_driver": "driver"}
@@ -112,7 +112,7 @@ class _Columns:
     """Kept rows of one table: Python tuples for the last few thousand rows, Arrow arrays before them,
     so a long trace never sits in memory as Python objects (peak memory is the goal here). Strings are
     kept as int32 codes into one dictionary per column (a trace repeats a few thousand names), made
-    plain strings only in `table`. Arrays are built from raw buffers (`analyzers.trace.arrow_build`): no
+    plain strings only in `table`. Arrays are built from raw buffers (`tracer.core.arrow_build`): no
     pandas probe."""
 
     BATCH_ROWS = 8192

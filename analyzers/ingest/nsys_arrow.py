@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
-from analyzers.ingest import nsys_duckdb
+from analyzers.ingest import duckdb_sqlite, nsys_duckdb
 from analyzers.ingest import nsys_export as ex
 from analyzers.trace.clock import Clock
 from tracer.core.errors import UserError
@@ -71,7 +71,7 @@ class ArrowDb:
     def __init__(self, path: Path, scratch: Path) -> None:
         self.path = path
         self.streams = read_streams(path)
-        self.con = nsys_duckdb.connect(scratch)
+        self.con = duckdb_sqlite.connect(scratch)
         self.con.execute("ATTACH ':memory:' AS nsys")
         self.con.execute("USE nsys")
         self.con.execute("SET preserve_insertion_order = true")  # rowid = file order for `ORDERED`

@@ -14,7 +14,6 @@ says which package to install.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,33 +22,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analyzers.ingest import nsys_export as ex
+from analyzers.ingest.duckdb_sqlite import attach_sqlite, connect, quoted, sqlite_scanner
 from analyzers.trace import tables as t
 from analyzers.trace.clock import Clock
 from tracer.core.errors import UserError
 
-MEMORY_LIMIT = "512MB"
-"""DuckDB's cap while copying (an unordered copy of 10 M calls peaks near 120 MiB; the cap bounds the rest)."""
-EXTENSION_PACKAGE = "duckdb_extension_sqlite_scanner"
 STRINGS, THREADS = "strings", "threads"
 """The two label tables a Copier makes from the export's maps."""
 LITERAL_LABELS = 5_000
 """Label maps up to this size go to DuckDB as SQL literals (under 0.1 s), bigger ones as parameters."""
-
-
-def sqlite_scanner() -> Path | None:
-    """The sqlite_scanner extension file built for the DuckDB imported here, or None."""
-    spec = importlib.util.find_spec(EXTENSION_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for root in spec.submodule_search_locations:
-        found = Path(root) / "extensions" / f"v{duckdb.__version__}" / "sqlite_scanner.duckdb_extension"
-        if found.is_file():
-            return found
-    return None
-
-
-def _quoted(path: Path) -> str:
-    return str(path).replace("'", "''")
 
 
 def _quoted_text(value: str) -> str:
@@ -58,24 +39,6 @@ def _quoted_text(value: str) -> str:
 
 def _literal_list(items: list[str]) -> str:
     return "[" + ", ".join(items) + "]"
-
-
-def connect(scratch: Path) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection capped at MEMORY_LIMIT that spills under `scratch` (its default is `.tmp`
-    in the cwd) and may write rows in any order."""
-    config: dict[str, str | bool | int | float | list[str]] = {
-        "memory_limit": MEMORY_LIMIT,
-        "temp_directory": str(scratch / ".duckdb_tmp"),
-    }
-    con = duckdb.connect(config=config)
-    con.execute("SET preserve_insertion_order = false")
-    return con
-
-
-def attach_sqlite(con: duckdb.DuckDBPyConnection, db_path: Path, extension: Path) -> None:
-    """The SQLite export as schema `nsys`, read-only, through the sqlite_scanner `extension` file."""
-    con.execute(f"LOAD '{_quoted(extension)}'")
-    con.execute(f"ATTACH '{_quoted(db_path)}' AS nsys (TYPE sqlite, READ_ONLY)")
 
 
 class Copier:
@@ -102,12 +65,13 @@ class Copier:
         straight into Parquet, about a third of the copy's cost saved against VARCHAR). A row without a
         start or an end (a NULL in a damaged or unfinished export) cannot be placed in time: left out."""
         cols = ", ".join(
-            f.name if f.type == pa.string() else f"CAST({f.name} AS {_SQL_TYPES[f.type]}) AS {f.name}" for f in schema
+            f.name if f.type == pa.string() else f"CAST({f.name} AS {_SQL_TYPES[str(f.type)]}) AS {f.name}"
+            for f in schema
         )
         timed = " WHERE start_ns IS NOT NULL AND end_ns IS NOT NULL" if "end_ns" in schema.names else ""
         order = " ORDER BY start_ns" if "start_ns" in schema.names else ""  # nsys 2025.6+ exports rows unordered
         done = self.con.execute(
-            f"COPY (SELECT {cols} FROM ({select}){timed}{order}) TO '{_quoted(out)}' (FORMAT parquet)"
+            f"COPY (SELECT {cols} FROM ({select}){timed}{order}) TO '{quoted(out)}' (FORMAT parquet)"
         )
         rows = int((done.fetchone() or (0,))[0])
         if not rows:
@@ -273,7 +237,7 @@ def _memcpy_unknown() -> str:
     return f"'{prefix}' || m.copyKind || '{suffix}'"
 
 
-_SQL_TYPES = {pa.int64(): "BIGINT", pa.string(): "VARCHAR"}
+_SQL_TYPES = {"int64": "BIGINT", "string": "VARCHAR"}  # by the Arrow type's name
 
 
 def write_sqlite(path: Path, out_dir: Path) -> tuple[list[str], Clock]:

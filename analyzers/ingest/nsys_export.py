@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from analyzers.trace import tables as t
+from analyzers.trace import table_names as t
 from analyzers.trace.clock import Clock, nsys_clock
 from tracer.core.errors import UserError
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.ingest import nsys_export as ex
-from analyzers.trace import tables as t
+from analyzers.trace import table_names as t
+from analyzers.trace.duration_stats import STATS
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 from tracer.core.reading import read_bytes
@@ -30,11 +31,6 @@ VERSION = 1
 """Of the cached summary's layout and rules: a cache written by another version is recomputed."""
 SUMMARIES_DIR = "summaries"
 """Under the tool's cache (`tracer.core.paths.cache_root`): one JSON file per summarised trace file."""
-STATS = (
-    "sum(d) AS total, count(*) AS n, avg(d) AS avg, median(d) AS med, min(d) AS mn, max(d) AS mx, "
-    "coalesce(stddev_samp(d), 0) AS sd"
-)
-"""The nsys *_sum statistics of a duration column `d`, as `analyzers.summaries.cuda_api.summarise_ranges` has them."""
 
 Stat = tuple[Any, float, int, int, float, float, int, int, float]
 """(group id, % of all, total, count, avg, median, min, max, stddev) as DuckDB returns them."""
@@ -42,8 +38,8 @@ Stat = tuple[Any, float, int, int, float, float, int, int, float]
 
 @dataclass(frozen=True)
 class FileSummary:
-    """The summaries of one export, as `analyzers.summaries.cuda_api.ApiRow`, `analyzers.summaries.kernels.KernelRow`,
-    `MemcpyRow` and `analyzers.summaries.threads.ThreadRow` take them, rows in the order those summaries give."""
+    """The summaries of one export, as `analyzers.summaries.rows`' `ApiRow`, `KernelRow`, `MemcpyRow` and
+    `ThreadRow` take them, rows in the order the summaries of an imported run give."""
 
     cuda_api: list[tuple[Any, ...]]
     kernels: list[tuple[Any, ...]]
@@ -107,21 +103,21 @@ def summarise(path: Path) -> FileSummary:
         return _summarise_report(path)
     if kind == tf.NSYS_ARROW:
         return _summarise_arrow(path)
-    from analyzers.ingest import nsys_duckdb
+    from analyzers.ingest import duckdb_sqlite
 
-    extension = nsys_duckdb.sqlite_scanner()
+    extension = duckdb_sqlite.sqlite_scanner()
     if extension is None:
         raise UserError(
             f"{path}: reading nsys SQLite needs DuckDB's sqlite scanner: "
-            f"pip install duckdb-extension-sqlite-scanner=={nsys_duckdb.duckdb.__version__}"
+            f"pip install duckdb-extension-sqlite-scanner=={duckdb_sqlite.duckdb.__version__}"
         )
     with ex.open_readonly(path) as db, tempfile.TemporaryDirectory(prefix="tracer-summary-") as scratch:
         names = ex.check_nsys(path, db)
-        con = nsys_duckdb.connect(Path(scratch))
+        con = duckdb_sqlite.connect(Path(scratch))
         try:
             try:
-                nsys_duckdb.attach_sqlite(con, db.path, extension)
-            except nsys_duckdb.duckdb.Error as e:
+                duckdb_sqlite.attach_sqlite(con, db.path, extension)
+            except duckdb_sqlite.duckdb.Error as e:
                 raise UserError(f"{path}: damaged or truncated SQLite file ({_first_line(e)})") from None
             return _summaries(con, db, names)
         finally:
@@ -129,9 +125,9 @@ def summarise(path: Path) -> FileSummary:
 
 
 def _summarise_report(path: Path) -> FileSummary:
-    """A report read as the import reads it (`analyzers.ingest._write_nsys`): its export beside it, else
+    """A report read as the import reads it (`analyzers.ingest.pipeline._write_nsys`): its export beside it, else
     exported to Arrow where this nsys offers it (SQLite where not, or where that Arrow cannot be read)."""
-    from analyzers.ingest import export_nsys_rep, sibling_export
+    from analyzers.ingest.pipeline import export_nsys_rep, sibling_export
     from tracer.measure.tracing import nsys as tracing_nsys
 
     beside = sibling_export(path)
@@ -258,7 +254,7 @@ def _threads(con: Any, db: ex.Export, names: set[str]) -> list[tuple[Any, ...]]:
     """`analyzers.summaries.threads.thread_summary`'s rows for an export, whose only thread source is its OS runtime
     calls: per thread, the time in calls that last (`osrt_ns`) and the call that took most of it. A thread
     is named by its first named call (`analyzers.ingest.threads.one_name_per_thread`). Every thread is here:
-    which get a row is the summary's rule (`analyzers.summaries.threads.shown`), applied by the reader."""
+    which get a row is the summary's rule (`analyzers.summaries.rows.shown`), applied by the reader."""
     if ex.OSRT not in names:
         return []
 

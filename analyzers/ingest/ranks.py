@@ -50,7 +50,7 @@ def is_archive(path: Path) -> bool:
 def expand(paths: list[Path], scratch: Path) -> list[Path]:
     """The trace files named by `paths`: files as they are, a folder's trace files (not recursive), an
     archive's trace files extracted flat into `scratch` (regular members only: no path leaves it)."""
-    from analyzers.ingest import trace_kind
+    from analyzers.ingest.pipeline import trace_kind
 
     found: list[Path] = []
     for path in paths:
@@ -73,7 +73,7 @@ def expand(paths: list[Path], scratch: Path) -> list[Path]:
 
 
 def _extract(archive: Path, scratch: Path) -> list[Path]:
-    from analyzers.ingest import trace_kind
+    from analyzers.ingest.pipeline import trace_kind
 
     out = scratch / tf.stem(archive.name).replace(".tar", "")
     out.mkdir(parents=True, exist_ok=True)
@@ -119,7 +119,8 @@ class RankTrace:
 
 def read_kineto_rank(path: Path) -> RankTrace:
     """One rank's Kineto file, with its rank from `distributedInfo` (rank 0 of 1 without it)."""
-    from analyzers.ingest import _refuse_negative, kineto
+    from analyzers.ingest import kineto
+    from analyzers.ingest.pipeline import _refuse_negative
 
     tables, clock, batch, header = kineto.parse_with_header(path)
     _refuse_negative(path, tables)
@@ -149,7 +150,7 @@ def read_kineto_ranks(paths: list[Path]) -> list[RankTrace]:
     """Every file as one rank of one job: each names a different rank, all of the same world size."""
     ranks = []
     for path in paths:
-        from analyzers.ingest import trace_kind
+        from analyzers.ingest.pipeline import trace_kind
 
         if trace_kind(path) != tf.KINETO:
             raise UserError(
@@ -205,7 +206,7 @@ def align(ranks: list[RankTrace]) -> Alignment:
 
 def write_ranks(folder: RunFolder, ranks: list[RankTrace], alignment: Alignment) -> list[str]:
     """Every rank's tables as one table each (RANK column, shifted onto one clock) and the steps table."""
-    from analyzers.ingest import write_tables
+    from analyzers.ingest.pipeline import write_tables
 
     several = len(ranks) > 1 or ranks[0].info.world_size > 1  # a lone process's tables stay without ranks
     merged: dict[str, list[pa.Table]] = {}

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from analyzers.comparison.pairs import DataPair
     from analyzers.diagnosis.inputs import RunTables
     from analyzers.figures.run_summary import RunSummary
-    from analyzers.summaries.cuda_api import ApiRow
+    from analyzers.summaries.rows import ApiRow
     from analyzers.timeline.view_store import RunView
 
 T = TypeVar("T")
@@ -222,9 +222,14 @@ class Run(RunFolder):
 
     @cached_property
     def api_phases(self) -> dict[str, list[ApiRow]]:
-        """The CUDA API split per phase on the trace's clock (`analyzers.summaries.cuda_api.phase_summaries`)."""
+        """The CUDA API split per phase on the trace's clock (`analyzers.summaries.cuda_api.phase_summaries`),
+        from the stored view where one is current and the warm-up is the one it was made with."""
         from analyzers.summaries.cuda_api import phase_summaries
+        from analyzers.timeline import view_store
 
+        stored = view_store.stored_api_phases(self) if self.warmup == ph.WARMUP_EPOCHS else None
+        if stored is not None:
+            return {name: [] for name in ph.PHASES} | stored
         return phase_summaries(self, self.warmup)
 
     @cached_property

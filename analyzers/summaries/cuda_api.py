@@ -13,49 +13,33 @@ their totals add up to the whole.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analyzers.figures import phases as ph
+from analyzers.summaries.rows import ApiRow
 from analyzers.trace import tables as t
+from analyzers.trace.duration_stats import STATS
 from tracer.core.runfolder import RunFolder
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     import duckdb
+    import pyarrow as pa
 
 SOURCE_PREFERENCE = (t.SOURCE_NSYS, t.SOURCE_CUPTI, t.SOURCE_KINETO)
 
 
-@dataclass(frozen=True)
-class DurationStats:
-    """The durations of one group (a CUDA call's name, a kernel, a memory operation's kind) as nsys's
-    summaries give them and `summarise_durations` computes them: times in ns, `calls` as nsys's Count or
-    Instances, `med_ns` the usual median, `stddev_ns` the sample standard deviation (0 for one). Declared
-    once: the API, kernel and memcpy rows extend it (tests/analyzers/summaries/test_duration_stats.py holds it so)."""
-
-    name: str
-    time_pct: float
-    total_ns: int
-    calls: int
-    avg_ns: float
-    med_ns: float
-    min_ns: int
-    max_ns: int
-    stddev_ns: float
-
-
-@dataclass(frozen=True)
-class ApiRow(DurationStats):
-    """One line of cuda_api_sum; `name` is nsys's display name."""
-
-
 def connect() -> duckdb.DuckDBPyConnection:
-    """Imported here: the viewer reads a stored view of a run without paying for DuckDB's import."""
+    """Imported here: the viewer reads a stored view of a run without paying for DuckDB's import. No
+    progress bar: DuckDB draws one on the terminal for a query past two seconds, over our own output."""
     import duckdb
 
-    return duckdb.connect(config={"threads": max(1, min(4, _cpus()))})
+    con = duckdb.connect(config={"threads": max(1, min(4, _cpus()))})
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def _cpus() -> int:
@@ -122,39 +106,108 @@ def summarise_ranges(
     path: Path, name_col: str, display: str, ranges: list[Range], source: str | None = None
 ) -> list[list[Summary]]:
     """`summarise_durations` for each [start, end) of `ranges` (a row counts where its start falls), in one
-    scan: a run of 200 epochs is one query, not 200 (3.6 s -> well under one at 10 M calls)."""
+    scan: a run of 200 epochs is one query, not 200 (3.6 s -> well under one at 10 M calls).
+
+    Why not a join on `start >= lo AND start < hi`: DuckDB compared every row with every range, 8 s of
+    CPU at 10 M events and 189 phases, 100 s (the viewer's Diagnosis) at 100 M and 920. The ranges are
+    dealt into layers whose ranges do not overlap (`range_layers`: the whole run, the named phases, the
+    epochs); the file is read in batches, and NumPy gives each row, in each layer, the one range it
+    falls in by a binary search over the layer's starts; DuckDB aggregates the stream, so only the
+    medians' values are held. One range is a plain filter that DuckDB scans on every core."""
     if not t.present_file(path) or not ranges:
         return [[] for _ in ranges]
     if source is None:
         present = sources(path)
         source = present[0] if present else None
-    cond = f"WHERE source = '{source}'" if source is not None else ""
-    bounds = ", ".join(
-        f"({i}, {-(1 << 62) if a is None else int(a)}, {1 << 62 if b is None else int(b)})"
-        for i, (a, b) in enumerate(ranges)
-    )
+    bounded = [(-(1 << 62) if a is None else int(a), (1 << 62) if b is None else int(b)) for a, b in ranges]
+    layers = range_layers(bounded)
+    out: list[list[Summary]] = [[] for _ in ranges]
+    if not layers:
+        return out
+    con = connect()
+    picked = f"{name_col} AS key, {display} AS shown, dur_ns AS d"
+    only = f"source = '{source}'" if source is not None else "true"
+    if len(layers) == 1 and len(layers[0]) == 1:
+        (i,) = layers[0]
+        lo, hi = bounded[i]
+        rows = f"SELECT {i} AS i, {picked} FROM read_parquet('{_sql_path(path)}') "
+        rows += f"WHERE start_ns >= {lo} AND start_ns < {hi} AND {only}"
+    else:
+        columns = list(dict.fromkeys([name_col, display, "dur_ns", *(["source"] if source is not None else [])]))
+        con.register("ranged", _ranged_batches(path, columns, bounded, layers))
+        indices = ", ".join(f"{_LAYER}{k}" for k in range(len(layers)))
+        rows = f"SELECT unnest([{indices}]) AS i, {picked} FROM ranged WHERE {only}"
     sql = f"""
-        WITH r(i, lo, hi) AS (VALUES {bounds}),
-        c AS (
-            SELECT {name_col} AS key, {display} AS shown, start_ns, dur_ns
-            FROM read_parquet('{_sql_path(path)}') {cond}
-        ),
-        s AS (
-            SELECT r.i AS i, c.key AS key, any_value(c.shown) AS shown, sum(c.dur_ns) AS total, count(*) AS n,
-                   avg(c.dur_ns) AS avg, median(c.dur_ns) AS med, min(c.dur_ns) AS mn, max(c.dur_ns) AS mx,
-                   coalesce(stddev_samp(c.dur_ns), 0) AS sd
-            FROM c JOIN r ON c.start_ns >= r.lo AND c.start_ns < r.hi
-            GROUP BY 1, 2
-        )
+        WITH c AS ({rows}),
+        s AS (SELECT i, key, any_value(shown) AS shown, {STATS} FROM c WHERE i >= 0 GROUP BY 1, 2)
         SELECT i, shown, total * 100.0 / sum(total) OVER (PARTITION BY i), total, n, avg, med, mn, mx, sd
         FROM s ORDER BY i, total DESC, shown, key
     """
-    out: list[list[Summary]] = [[] for _ in ranges]
-    for r in connect().execute(sql).fetchall():
+    for r in con.execute(sql).fetchall():
         out[int(r[0])].append(
             (str(r[1]), float(r[2]), int(r[3]), int(r[4]), float(r[5]), float(r[6]), int(r[7]), int(r[8]), float(r[9]))
         )
     return out
+
+
+_LAYER = "range_in_layer_"
+"""Prefix of the columns `_ranged_batches` adds: the index into `ranges` of a row's range in layer k, -1 for none."""
+_BATCH_ROWS = 1 << 17
+
+
+def _ranged_batches(
+    path: Path, columns: list[str], ranges: list[tuple[int, int]], layers: list[list[int]]
+) -> pa.RecordBatchReader:
+    """`columns` of the table at `path` in batches, each with one column per layer (`_LAYER` k): the index
+    of the range of that layer the row's start falls in, or -1."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    searched = []
+    for layer in layers:
+        order = sorted(layer, key=lambda i: ranges[i][0])
+        los = np.array([ranges[i][0] for i in order], dtype=np.int64)
+        his = np.array([ranges[i][1] for i in order], dtype=np.int64)
+        searched.append((los, his, np.array(order, dtype=np.int32)))
+    file = pq.ParquetFile(path)
+    names = [*columns, *(f"{_LAYER}{k}" for k in range(len(layers)))]
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        with file:
+            for batch in file.iter_batches(batch_size=_BATCH_ROWS, columns=[*columns, "start_ns"]):
+                column = batch.column(len(columns))
+                if column.null_count:  # a row without a start is in no range, as a join left it out
+                    column = pc.fill_null(column, pa.scalar(-(1 << 63), pa.int64()))
+                start = column.to_numpy()
+                found = []
+                for los, his, ids in searched:
+                    at = np.maximum(np.searchsorted(los, start, side="right") - 1, 0)
+                    hit = (start >= los[at]) & (start < his[at])
+                    found.append(pa.array(np.where(hit, ids[at], -1), type=pa.int32()))
+                yield pa.RecordBatch.from_arrays([*batch.columns[: len(columns)], *found], names=names)
+
+    arrow_schema = file.schema_arrow
+    fields = [arrow_schema.field(c) for c in columns] + [pa.field(n, pa.int32()) for n in names[len(columns) :]]
+    return pa.RecordBatchReader.from_batches(pa.schema(fields), batches())
+
+
+def range_layers(ranges: list[tuple[int, int]]) -> list[list[int]]:
+    """The indices of the non-empty `ranges` ([lo, hi)) dealt into as few layers as the overlaps allow,
+    none overlapping another in its layer (each to the first layer whose last range ends by its start,
+    taken by start: the fewest layers an interval graph can be coloured with)."""
+    layers: list[list[int]] = []
+    ends: list[int] = []
+    for i in sorted((i for i, (lo, hi) in enumerate(ranges) if lo < hi), key=lambda i: ranges[i]):
+        lo, hi = ranges[i]
+        k = next((k for k, end in enumerate(ends) if end <= lo), len(layers))
+        if k == len(layers):
+            layers.append([])
+            ends.append(hi)
+        layers[k].append(i)
+        ends[k] = hi
+    return layers
 
 
 def api_summary(

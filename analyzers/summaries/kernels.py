@@ -10,29 +10,14 @@ of the span from the first to the last GPU activity on that device, summed over 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pyarrow.parquet as pq
 
-from analyzers.summaries.cuda_api import DurationStats, summarise_durations
+from analyzers.summaries.cuda_api import summarise_durations
+from analyzers.summaries.rows import KernelRow, MemcpyRow
 from analyzers.trace import kernel_classes, kernel_names
 from analyzers.trace import tables as t
 from tracer.core.runfolder import RunFolder
-
-
-@dataclass(frozen=True)
-class KernelRow(DurationStats):
-    """One line of cuda_gpu_kern_sum (`name` demangled; `calls` is nsys's "Instances")."""
-
-    short_name: str  # unique among the rows (analyzers.trace.kernel_names.short_names)
-    kernel_class: str = ""  # what it does (analyzers.trace.kernel_classes)
-
-
-@dataclass(frozen=True)
-class MemcpyRow(DurationStats):
-    """One line of cuda_gpu_mem_time_sum: `name` is an operation kind such as "[CUDA memcpy Host-to-Device]",
-    `calls` nsys's "Count"."""
 
 
 def kernel_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[KernelRow]:
@@ -45,38 +30,6 @@ def kernel_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int |
         KernelRow(kernel_names.demangle(r[0]), *r[1:], short_name=labels[r[0]], kernel_class=c)
         for r, c in zip(rows, classes)
     ]
-
-
-@dataclass(frozen=True)
-class ClassRow:
-    """Kernel time of one class (analyzers.trace.kernel_classes), summed over its kernels."""
-
-    kernel_class: str
-    label: str
-    time_pct: float  # of all kernel time
-    total_ns: int
-    calls: int
-    kernels: int  # distinct kernel names in it
-
-
-def class_summary(rows: list[KernelRow]) -> list[ClassRow]:
-    """The kernel rows summed by class, largest first; classes without a kernel left out."""
-    total = sum(r.total_ns for r in rows)
-    out = []
-    for c in kernel_classes.CLASSES:
-        members = [r for r in rows if r.kernel_class == c.key]
-        if members:
-            ns = sum(r.total_ns for r in members)
-            pct = 100.0 * ns / total if total else 0.0
-            out.append(ClassRow(c.key, c.label, pct, ns, sum(r.calls for r in members), len(members)))
-    return sorted(out, key=lambda r: -r.total_ns)
-
-
-def other_share(rows: list[ClassRow]) -> float | None:
-    """The share (0..1) of kernel time the classifier left in `other`; None without kernel time."""
-    total = sum(r.total_ns for r in rows)
-    other = sum(r.total_ns for r in rows if r.kernel_class == kernel_classes.OTHER)
-    return other / total if total else None
 
 
 def memcpy_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[MemcpyRow]:

@@ -8,16 +8,15 @@ what a thread in it is doing) and sums the table per thread (`thread_summary`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from analyzers.summaries.rows import ThreadRow, shown
 from analyzers.trace import tables as t
 from analyzers.trace.arrays import as_array
-from tracer.core import schema
+from tracer.core import reading, schema
 from tracer.core.runfolder import RunFolder
 
 # nsys OS-runtime calls by what a thread in them is doing; a lane shows the kind, not each call's name
@@ -52,31 +51,12 @@ def activity_kind(activity: str, source: str) -> str:
     return activity
 
 
-NO_THREAD = 0  # tid 0 is no thread of the process: nsys puts process-wide events there (shown as "[Unknown]")
-
-
-@dataclass(frozen=True)
-class ThreadRow:
-    """One thread: CPU seconds it used (sampler), time seen busy or active, time in OS-runtime calls,
-    and what it did most (the OSRT call or Python function with the most time)."""
-
-    pid: int
-    tid: int
-    thread_name: str
-    cpu_s: float
-    active_ns: int
-    osrt_ns: int
-    top_osrt: str
-    pyspy_ns: int
-    top_python: str
-
-
 def thread_timeline(folder: RunFolder) -> pa.Table:
     """The run's thread timeline (`tables.THREAD_TIMELINE_SCHEMA`, sorted by pid, tid, start): the
     ingest's table, or, for a folder ingested before there was one (or read-only), made the same way."""
     path = folder.table_path(t.THREAD_TIMELINE)
     if t.present(folder, t.THREAD_TIMELINE):  # a damaged one is made again, as for a read-only folder
-        return pq.ParquetFile(path).read()  # not read_table: its pyarrow.dataset import brings pandas (0.2 s)
+        return reading.parquet(path)
     from analyzers.ingest import threads
 
     return threads.build(folder)
@@ -97,11 +77,6 @@ def _cpu_seconds(folder: RunFolder, lo: int, hi: int, whole: bool) -> dict[tuple
         first.setdefault(key, 0.0 if whole else cpu)  # a phase counts from its first sample
         out[key] = max(out.get(key, 0.0), cpu - first[key])
     return out
-
-
-def shown(tid: int, name: str) -> bool:
-    """Whether a thread gets a row: not tid 0 (`NO_THREAD`) nor the tool's own watchdog (not training)."""
-    return tid != NO_THREAD and name != schema.LIFELINE_THREAD
 
 
 def thread_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[ThreadRow]:

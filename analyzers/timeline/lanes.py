@@ -22,7 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analyzers.summaries.threads import NO_THREAD, activity_kind, thread_timeline
+from analyzers.summaries.rows import NO_THREAD
+from analyzers.summaries.threads import activity_kind, thread_timeline
 from analyzers.timeline.gpu_timeline import GPU_ACTIVITIES, NVTX_ACTIVITIES, gpu_activity, nvtx_depth, stream_label
 from analyzers.trace import tables as t
 from analyzers.trace.arrays import as_array, codes

@@ -3,7 +3,7 @@ phase, the kernel top list), computed once and kept on disk as memory-mapped Num
 
 Why: a one-hour traced run holds 10 M events; building its lanes, links and rasters takes seconds, and
 the viewer must open it in under three. A run with at least `STORE_MIN_EVENTS` events gets its view
-written by the ingest (`analyzers.ingest.ingest_run`) into `<run>/view/`, or, where the run folder is
+written by the ingest (`analyzers.ingest.pipeline.ingest_run`) into `<run>/view/`, or, where the run folder is
 read-only, into the tool's cache. `load` maps the arrays (`numpy.load(mmap_mode="r")`: the OS reads
 only the pages a view touches) and rebuilds when the run's tables changed since (their sizes and
 mtimes are the key) or the format did. A small run is built in memory on every open: it is cheap.
@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from analyzers.summaries.cuda_api import ApiRow
-from analyzers.summaries.kernels import KernelRow
+from analyzers.summaries.rows import ApiRow, KernelRow
 from analyzers.timeline import lanes as ln
 from analyzers.timeline.lane_index import LaneIndex, lane_indexes
 from analyzers.trace import tables as t
@@ -107,6 +106,23 @@ def load(folder: RunFolder) -> RunView:
     return view
 
 
+def stored_api_phases(folder: RunFolder) -> dict[str, list[ApiRow]] | None:
+    """The CUDA API split per phase of a current stored view (`cuda_api.phase_summaries` with the default
+    warm-up, phases with no call left out), from its manifest alone; None where no view is stored or it
+    is stale. Why: at 100 M events the split is the costliest part of a diagnosis (23 s of CPU), and
+    the ingest computed it when it stored the view."""
+    key = signature(folder)
+    for place in (folder.path / VIEW_DIR, _cache_place(folder)):
+        manifest = _current_manifest(place, key)
+        if manifest is None:
+            continue
+        try:
+            return _api_phases(manifest)
+        except (KeyError, TypeError, AttributeError):
+            continue
+    return None
+
+
 def store_if_big(folder: RunFolder) -> Path | None:
     """Writes the view of a run whose tables hold at least `STORE_MIN_EVENTS` rows (read from the Parquet
     footers: a small run costs nothing here); where it went, else None."""
@@ -181,7 +197,9 @@ def _write(place: Path, view: RunView, key: dict[str, Any]) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _read(place: Path, key: dict[str, Any], problems: Problems | None = None) -> RunView | None:
+def _current_manifest(place: Path, key: dict[str, Any]) -> dict[str, Any] | None:
+    """The manifest stored at `place` where it was written for `key` (the run's files as they are now);
+    None where it is absent, not a regular file, not JSON, or stale."""
     raw = read_bytes(place / MANIFEST)
     if not isinstance(raw, bytes):  # absent, or no regular file (a FIFO would block the viewer)
         return None
@@ -189,12 +207,21 @@ def _read(place: Path, key: dict[str, Any], problems: Problems | None = None) ->
         manifest = json.loads(raw)
     except (ValueError, RecursionError):
         return None
-    if manifest.get("key") != key:
+    return manifest if isinstance(manifest, dict) and manifest.get("key") == key else None
+
+
+def _api_phases(manifest: dict[str, Any]) -> dict[str, list[ApiRow]]:
+    return {p: [ApiRow(**r) for r in rows] for p, rows in manifest["api_phases"].items()}
+
+
+def _read(place: Path, key: dict[str, Any], problems: Problems | None = None) -> RunView | None:
+    manifest = _current_manifest(place, key)
+    if manifest is None:
         return None
     try:
         lanes = ln.Lanes(*(_undump(place, manifest["lanes"][name], _LANE_TYPES[name]) for name in LANE_SETS))
         indexes = {name: _undump(place, spec, LaneIndex) for name, spec in manifest["indexes"].items()}
-        phases = {p: [ApiRow(**r) for r in rows] for p, rows in manifest["api_phases"].items()}
+        phases = _api_phases(manifest)
         kernels = [KernelRow(**k) for k in manifest["kernels"]]
         api_label = str(manifest["api_label"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):  # damaged: built again

@@ -10,6 +10,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tracer.core import arrow_build
+
+NAN = arrow_build.float_scalar(math.nan)  # not a bare float: pyarrow would probe for (and import) pandas
+
 _NUMPY_OF = {
     pa.int8(): np.int8,
     pa.int16(): np.int16,
@@ -33,7 +37,7 @@ def one_chunk(column: pa.ChunkedArray) -> pa.Array:
 def as_array(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
     """A column as numpy; nulls become NaN."""
     if column.null_count:
-        column = pc.fill_null(column.cast(pa.float64()), math.nan)
+        column = pc.fill_null(column.cast(pa.float64()), NAN)
     arr = one_chunk(column)
     kind = _NUMPY_OF.get(arr.type)
     if kind is None:

@@ -10,21 +10,25 @@ implicit GEMM is a convolution, not a matrix multiply; a CUTLASS GEMM whose temp
 a `Copy_Atom` is a matrix multiply, not a copy). Rules read the name without its parameter list
 (`kernel_names.key`: CUPTI's mangled symbols demangled), so `(cudnnTensorStruct, float*)` says nothing.
 
-`classify` is vectorised: the distinct names of a column are matched once per rule (RE2, in Arrow)
-and the classes spread back to the rows. `with_classes` adds the `kernel_class` column to a kernels
-table at read time, so every run folder, old or new, has it. Memory operations of the memcpy table
-(copies and sets the runtime did without a kernel) count as `memory` wherever GPU time is split by class.
+`classify` is vectorised: the distinct names of a column are classified once each (`classify_distinct`,
+Python's `re`, a few thousand names at most) and the classes spread back to the rows in Arrow.
+`with_classes` adds the `kernel_class` column to a kernels table at read time, so every run folder, old
+or new, has it. Memory operations of the memcpy table (copies and sets the runtime did without a kernel)
+count as `memory` wherever GPU time is split by class. The rules are written in the syntax Python's `re`
+and RE2 share (a test reads them with both, on every fixture's kernel names).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.compute as pc
+from analyzers.trace import kernel_names
 
-from analyzers.trace import arrow_build, kernel_names
+if TYPE_CHECKING:  # Arrow only where a column is classified: `tracer analyze FILE` names classes without it
+    import pyarrow as pa
 
 KERNEL_CLASS = "kernel_class"
 """The column `with_classes` adds to a kernels table: one of `CLASSES`' keys."""
@@ -62,7 +66,7 @@ OTHER_LIMIT = 0.05
 """The share of kernel time in `other` the classifier is held to on every fixture (tests)."""
 
 _CONV = r"conv([^e]|$)|fprop|xmma_fprop|implicit_convolve|scudnn|winograd|fft2d_|fft_|cudnn::cnn::|cask_cudnn"
-# (class, RE2 pattern, case-insensitive), first match wins: see the module docstring.
+# (class, pattern, case-insensitive), first match wins: see the module docstring.
 RULES: tuple[tuple[str, str], ...] = (
     ("communication", r"nccl|rccl|msccl|nvshmem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv"
      r"|cross_device_reduce"),
@@ -93,10 +97,16 @@ RULES: tuple[tuple[str, str], ...] = (
      r"|convert|scale|bias|activation|eigenmetakernel|where|compare|abs|neg|sign|cos|sin|tensorop|op2dtensor|scal_kernel"),
 )  # fmt: skip
 assert {c for c, _ in RULES} | {OTHER} == set(BY_KEY), "every class has a rule, every rule a class"
+_COMPILED = tuple((cls, re.compile(pattern, re.IGNORECASE)) for cls, pattern in RULES)
 
 
 def classify(names: pa.Array | pa.ChunkedArray | Iterable[str]) -> pa.Array:
     """The class key of every name (a string array of the same length)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from tracer.core import arrow_build
+
     array = names if isinstance(names, (pa.Array, pa.ChunkedArray)) else arrow_build.strings(list(names))
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks else arrow_build.strings([])
@@ -109,13 +119,12 @@ def classify(names: pa.Array | pa.ChunkedArray | Iterable[str]) -> pa.Array:
 
 
 def classify_distinct(names: list[str]) -> list[str]:
-    """The class of each of `names` (each matched once per rule)."""
-    keys = arrow_build.strings([kernel_names.key(n) for n in names])
-    found = pa.nulls(len(names), pa.string())
-    for cls, pattern in RULES:
-        hit = pc.match_substring_regex(keys, pattern, ignore_case=True)
-        found = pc.if_else(pc.and_(pc.is_null(found), hit), arrow_build.string_scalar(cls), found)
-    return found.fill_null(arrow_build.string_scalar(OTHER)).to_pylist()
+    """The class of each of `names`: the first rule that matches its key, else OTHER."""
+    return [_class_of(kernel_names.key(n)) for n in names]
+
+
+def _class_of(key: str) -> str:
+    return next((cls for cls, pattern in _COMPILED if pattern.search(key)), OTHER)
 
 
 def with_classes(table: pa.Table, name_column: str = "name") -> pa.Table:
@@ -137,6 +146,8 @@ def order(key: str) -> int:
 
 def class_totals(table: pa.Table, name_column: str = "name", duration_column: str = "dur_ns") -> dict[str, int]:
     """Summed durations by class of a table of kernels (rows need a name and a duration)."""
+    import pyarrow as pa
+
     if table.num_rows == 0:
         return {}
     grouped = (

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.ingest import ingest_file
+from analyzers.ingest.pipeline import ingest_file
 from tracer.core.runfolder import RunFolder
 
 NSYS_FILES = [

@@ -8,6 +8,7 @@ from pathlib import Path
 from analyzers.diagnosis import diagnose
 from tracer.core.runfolder import RunFolder
 from viewer.export import export_widget
+from viewer.panels.diagnosis import DIAGNOSING, WAITING
 from viewer.window import MainWindow
 
 Opener = Callable[..., MainWindow]
@@ -19,7 +20,8 @@ def test_diagnosis_tab_lists_the_measured_verdicts(
     window = open_window([tiny_pytorch_run.path, failed_run.path])
     panel = window.diagnosis
     assert window.tabs.tabText(window.tabs.indexOf(panel)) == "Diagnosis"
-    qtbot.waitUntil(lambda: all("diagnosing" not in r[4] for r in panel.rows()), timeout=60_000)  # type: ignore[attr-defined]
+    waiting = (WAITING, DIAGNOSING)
+    qtbot.waitUntil(lambda: all(r[4] not in waiting for r in panel.rows()), timeout=60_000)  # type: ignore[attr-defined]
     rows = panel.rows()
     for index, folder in enumerate((tiny_pytorch_run, failed_run)):
         expected = [v for v in diagnose(folder) if v.measured]

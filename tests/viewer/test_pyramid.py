@@ -74,3 +74,26 @@ def test_a_wide_view_hands_qt_two_points_per_pixel_column(series: tuple[np.ndarr
         assert np.all(np.diff(xs) >= 0)  # left to right
         inside = (x >= x0) & (x <= x1)
         assert np.nanmax(ys) == np.nanmax(y[inside]) and np.nanmin(ys) == np.nanmin(y[inside])
+
+
+@pytest.mark.parametrize(
+    "part", [(32_000.0, 32_500.0), (30_000.0, 45_000.0), (41_000.0, 43_000.0), (31_000.0, 32_100.0)]
+)
+def test_a_part_is_drawn_as_the_whole_view_draws_it(
+    series: tuple[np.ndarray, np.ndarray], part: tuple[float, float]
+) -> None:
+    """A strip that a pan exposes (inside the view, or reaching beyond it) gets the view's level and pixel
+    columns: inside both, its points are the view's points; it covers the strip and keeps its extremes."""
+    x, y = series
+    env = Envelope(x, y)
+    x0, x1, pixels = 32_000.3, 42_000.7, 1303.0
+    whole_x, whole_y = env.view(x0, x1, pixels)
+    part_x, part_y = env.view(x0, x1, pixels, part=part)
+    inside_both = (max(x0, part[0]) + 20.0, min(x1, part[1]) - 20.0)  # a few columns in from either edge
+    keep_whole = (whole_x >= inside_both[0]) & (whole_x <= inside_both[1])
+    keep_part = (part_x >= inside_both[0]) & (part_x <= inside_both[1])
+    assert keep_whole.sum() > 2 and np.array_equal(whole_x[keep_whole], part_x[keep_part])
+    assert np.array_equal(whole_y[keep_whole], part_y[keep_part], equal_nan=True)
+    assert part_x[0] <= part[0] and part_x[-1] >= part[1] - env.level_for(x0, x1, pixels)[0] * 0.1
+    inside = (x >= part[0]) & (x <= part[1])
+    assert np.nanmax(part_y) >= np.nanmax(y[inside]) and np.nanmin(part_y) <= np.nanmin(y[inside])

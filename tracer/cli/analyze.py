@@ -16,7 +16,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from analyzers.trace import tables as t
+from analyzers.trace import table_names as t
 from tracer.cli.common import TOP_BOUND, add_runs_dir, check_bound, console, warn_problems
 from tracer.cli.outputs import output_file, path_arg
 from tracer.core import schema
@@ -25,7 +25,7 @@ from tracer.core.errors import UserError
 from tracer.core.paths import cache_name
 
 THREADS_SECTION = "threads"  # per-thread sums of the thread timeline (analyzers.summaries.threads.thread_summary)
-CLASSES_SECTION = "kernel_classes"  # kernel time by what the kernels do (analyzers.summaries.kernels.class_summary)
+CLASSES_SECTION = "kernel_classes"  # kernel time by what the kernels do (analyzers.summaries.rows.class_summary)
 SECTIONS = (t.OPERATORS, t.CUDA_API, CLASSES_SECTION, t.KERNELS, t.MEMCPY, THREADS_SECTION)
 """The sections of `analyze`'s output, each named after the table it sums."""
 RANKS_SECTION = "ranks"
@@ -78,7 +78,7 @@ def sections(
 ) -> dict[str, list[dict[str, Any]]]:
     """The sections of `analyze`'s output from their rows, whether a run's tables or a file's summary gave
     them: kernel classes from the kernel rows, copy kinds labelled for the API family (CUDA or HIP)."""
-    from analyzers.summaries.kernels import class_summary
+    from analyzers.summaries.rows import class_summary
 
     return {
         t.OPERATORS: [dataclasses.asdict(r) for r in operator_rows],
@@ -111,7 +111,7 @@ def _api_rows(run: Any, p: Any) -> list[Any]:
 def open_run(ref: str, runs_dir: Path) -> Any:
     """The run `ref` names (an id, a folder, or a trace file imported into the cache), ingested where its
     raw traces have no tables yet, opened as a `Run`."""
-    from analyzers.ingest import cached_import, ingest_if_needed
+    from analyzers.ingest.pipeline import cached_import, ingest_if_needed
     from analyzers.run import Run
     from tracer.core.runfolder import find_run
 
@@ -213,9 +213,7 @@ def file_summary(args: argparse.Namespace) -> int | None:
     if not nsys_summary.readable(path):
         return None
     from analyzers.figures.phases import WHOLE, Phase
-    from analyzers.summaries.cuda_api import ApiRow
-    from analyzers.summaries.kernels import KernelRow, MemcpyRow
-    from analyzers.summaries.threads import ThreadRow, shown
+    from analyzers.summaries.rows import ApiRow, KernelRow, MemcpyRow, ThreadRow, shown
 
     found = nsys_summary.cached_summary(path)
     api = [ApiRow(*r) for r in found.cuda_api]
@@ -311,7 +309,7 @@ def _finite(value: Any) -> Any:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from analyzers.ingest import ingest_if_needed
+    from analyzers.ingest.pipeline import ingest_if_needed
     from analyzers.run import Run
     from analyzers.timeline import chrome_trace
     from tracer.core.runfolder import find_run

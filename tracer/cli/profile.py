@@ -200,7 +200,7 @@ def ingest_traces(folder: RunFolder, err: Console) -> list[str]:
     """Trace files -> the run's tables. A failure is one printed line and `raw/ingest.log`, never a lost run."""
     log = folder.raw_dir / INGEST_LOG
     try:
-        from analyzers.ingest import ingest_run
+        from analyzers.ingest.pipeline import ingest_run
         from analyzers.trace.tables import THREAD_TIMELINE
 
         tables = ingest_run(folder)

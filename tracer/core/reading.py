@@ -14,11 +14,12 @@ import functools
 import os
 import stat
 from pathlib import Path
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING
 
 from tracer.core.problems import Problem
+
+if TYPE_CHECKING:  # imported where a table is read: a command that reads only bytes starts without Arrow
+    import pyarrow as pa
 
 MAX_TEXT_BYTES = 64 << 20
 """run.json, a manifest, a trace's metadata: small files; one larger than this is not one of ours."""
@@ -64,6 +65,8 @@ def read_bytes(path: Path, limit: int = MAX_TEXT_BYTES) -> bytes | Problem | Non
 
 
 def _compatible(found: pa.DataType, declared: pa.DataType) -> bool:
+    import pyarrow as pa
+
     if pa.types.is_dictionary(found):
         found = found.value_type
     if found == declared:
@@ -111,6 +114,9 @@ def table_problem(path: Path, declared: pa.Schema, optional: frozenset[str] = fr
 def _table_problem(
     path: str, ino: int, size: int, mtime_ns: int, declared: pa.Schema, optional: frozenset[str]
 ) -> str | None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     if size == 0:
         return "empty (0 bytes)"
     try:
@@ -120,17 +126,27 @@ def _table_problem(
     return schema_problem(found, declared, optional)
 
 
+def parquet(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """The Parquet file at `path` (only `columns` when given). Not `pq.read_table`: its pyarrow.dataset import
+    brings pandas (0.2-0.4 s of CPU)."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as file:
+        return file.read(columns=columns)
+
+
 def read_table(
     path: Path, declared: pa.Schema, columns: list[str] | None = None, optional: frozenset[str] = frozenset()
 ) -> pa.Table | Problem | None:
     """The table at `path` (only `columns` when given), None when absent, a Problem when damaged."""
+    import pyarrow as pa
+
     why = table_problem(path, declared, optional)
     if why is not None:
         return Problem(str(path), why)
     if not path.exists():
         return None
     try:
-        with pq.ParquetFile(path) as file:  # not read_table: its pyarrow.dataset import brings pandas
-            return file.read(columns=columns)
+        return parquet(path, columns)
     except (pa.ArrowException, OSError, ValueError) as e:
         return Problem(str(path), (str(e).splitlines() or [type(e).__name__])[0])

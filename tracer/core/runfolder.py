@@ -26,10 +26,12 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from tracer.core import arrow_build
 from tracer.core.divergence import diverged_outcome, divergence, loss_value
 from tracer.core.errors import UserError
 from tracer.core.problems import Problem, Problems
 from tracer.core.reading import not_regular, read_bytes
+from tracer.core.reading import parquet as read_parquet
 from tracer.core.records import EpochRecord, RunRecord, RunStatus, validate_record
 from tracer.core.schema import (
     EVENTS_FILE,
@@ -352,7 +354,7 @@ class RunFolder:
             self.problems.add(path, why)
             return None
         try:
-            table = pq.read_table(parquet) if path == parquet else read_csv_stream(path, declared)
+            table = read_parquet(parquet) if path == parquet else read_csv_stream(path, declared)
             return conform(table, declared, SAMPLE_TABLES[name].defaults) if declared is not None else table
         except (pa.ArrowException, OSError, ValueError) as e:
             self.problems.add(path, str(e).splitlines()[0] if str(e) else type(e).__name__)
@@ -420,7 +422,7 @@ def conform(table: pa.Table, declared: pa.Schema, defaults: Mapping[str, Any] | 
     for field in declared:
         if field.name not in table.column_names:
             if defaults and field.name in defaults:
-                filler = pa.array([defaults[field.name]] * table.num_rows, field.type)
+                filler = arrow_build.filled(defaults[field.name], table.num_rows, field.type)
             else:
                 filler = pa.nulls(table.num_rows, field.type)
             table = table.append_column(field, filler)

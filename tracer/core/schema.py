@@ -9,10 +9,12 @@ it runs in the framework's interpreter); this module re-exports them so nothing 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 from tracer.worker.schema import (
     ARRIVE_NS,
@@ -191,75 +193,84 @@ TEMP_C = "temp_c"
 PROC_MEM_MIB = "proc_mem_mib"
 
 
+INT64, FLOAT64, STRING = "int64", "float64", "string"
+"""The sample tables' column types, by pyarrow's names for them: a table's Arrow schema is made when first
+asked for, so that a command that reads no table imports these names without pyarrow."""
+
+
 @dataclass(frozen=True)
 class SampleTable:
     """One sample table: `samples/<name>.csv` while the run goes, `samples/<name>.parquet` after."""
 
     name: str
-    schema: pa.Schema
+    fields: tuple[tuple[str, str], ...]  # (column, type: INT64, FLOAT64 or STRING)
     description: str
     # What a column that an older writer did not have reads as (else nulls): old steps tables are rank 0.
     defaults: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def columns(self) -> tuple[str, ...]:
-        return tuple(self.schema.names)
+        return tuple(name for name, _ in self.fields)
+
+    @functools.cached_property
+    def schema(self) -> pa.Schema:
+        import pyarrow as pa
+
+        return pa.schema([(name, getattr(pa, kind)()) for name, kind in self.fields])
 
 
 PROCESS = SampleTable(
     "process",
-    pa.schema(
-        [
-            (T_NS, pa.int64()),
-            (CPU_PCT, pa.float64()),
-            (CPU_CORES, pa.float64()),
-            (RSS_MIB, pa.float64()),
-            (RSS_PCT_RAM, pa.float64()),
-            (THREADS, pa.int64()),
-            (PROCESSES, pa.int64()),
-            (SYS_CPU_PCT, pa.float64()),
-            (SYS_RAM_USED_PCT, pa.float64()),
-            (SYS_RAM_USED_MIB, pa.float64()),
-            (CTX_VOLUNTARY, pa.int64()),
-            (CTX_INVOLUNTARY, pa.int64()),
-        ]
+    (
+        (T_NS, INT64),
+        (CPU_PCT, FLOAT64),
+        (CPU_CORES, FLOAT64),
+        (RSS_MIB, FLOAT64),
+        (RSS_PCT_RAM, FLOAT64),
+        (THREADS, INT64),
+        (PROCESSES, INT64),
+        (SYS_CPU_PCT, FLOAT64),
+        (SYS_RAM_USED_PCT, FLOAT64),
+        (SYS_RAM_USED_MIB, FLOAT64),
+        (CTX_VOLUNTARY, INT64),
+        (CTX_INVOLUNTARY, INT64),
     ),
     "the training's process tree (worker and loader processes) and the whole machine, one row per sample",
 )
 THREADS_TABLE = SampleTable(
     "threads",
-    pa.schema(
-        [
-            (T_NS, pa.int64()),
-            (PID, pa.int64()),
-            (TID, pa.int64()),
-            (THREAD_NAME, pa.string()),
-            (USER_S, pa.float64()),
-            (SYSTEM_S, pa.float64()),
-        ]
+    (
+        (T_NS, INT64),
+        (PID, INT64),
+        (TID, INT64),
+        (THREAD_NAME, STRING),
+        (USER_S, FLOAT64),
+        (SYSTEM_S, FLOAT64),
     ),
     "cumulative CPU seconds of every thread of the tree, one row per thread per sample",
 )
 CORES = SampleTable(
     "cores",
-    pa.schema([(T_NS, pa.int64()), (CORE, pa.int64()), (SYS_CORE_PCT, pa.float64())]),
+    (
+        (T_NS, INT64),
+        (CORE, INT64),
+        (SYS_CORE_PCT, FLOAT64),
+    ),
     "busy % of each logical core of the machine, one row per core per sample",
 )
 GPUS = SampleTable(
     "gpu",
-    pa.schema(
-        [
-            (T_NS, pa.int64()),
-            (GPU, pa.int64()),
-            (UTIL_PCT, pa.float64()),
-            (MEM_UTIL_PCT, pa.float64()),
-            (MEM_USED_MIB, pa.float64()),
-            (MEM_TOTAL_MIB, pa.float64()),
-            (POWER_W, pa.float64()),
-            (ENERGY_MJ, pa.float64()),
-            (TEMP_C, pa.float64()),
-            (PROC_MEM_MIB, pa.float64()),
-        ]
+    (
+        (T_NS, INT64),
+        (GPU, INT64),
+        (UTIL_PCT, FLOAT64),
+        (MEM_UTIL_PCT, FLOAT64),
+        (MEM_USED_MIB, FLOAT64),
+        (MEM_TOTAL_MIB, FLOAT64),
+        (POWER_W, FLOAT64),
+        (ENERGY_MJ, FLOAT64),
+        (TEMP_C, FLOAT64),
+        (PROC_MEM_MIB, FLOAT64),
     ),
     "NVML readings of each GPU (only where NVML finds one), one row per GPU per sample",
 )
@@ -289,56 +300,58 @@ BOARD_INPUT = "board_input"  # 1 on the rail that feeds the whole board (or the 
 
 RAPL = SampleTable(
     "rapl",
-    pa.schema(
-        [
-            (T_NS, pa.int64()),
-            (ZONE, pa.string()),
-            (DOMAIN, pa.string()),
-            (ENERGY_UJ, pa.int64()),
-            (MAX_ENERGY_RANGE_UJ, pa.int64()),
-        ]
+    (
+        (T_NS, INT64),
+        (ZONE, STRING),
+        (DOMAIN, STRING),
+        (ENERGY_UJ, INT64),
+        (MAX_ENERGY_RANGE_UJ, INT64),
     ),  # fmt: skip
     "RAPL energy counters of each package and DRAM zone (Intel and AMD, where /sys/class/powercap is readable)",
 )
 TEGRA = SampleTable(
     "tegra",
-    pa.schema(
-        [
-            (T_NS, pa.int64()),
-            (RAM_USED_MIB, pa.float64()),
-            (RAM_TOTAL_MIB, pa.float64()),
-            (SWAP_USED_MIB, pa.float64()),
-            (SWAP_TOTAL_MIB, pa.float64()),
-            (EMC_PCT, pa.float64()),
-            (EMC_MHZ, pa.float64()),
-            (GPU_PCT, pa.float64()),
-            (GPU_MHZ, pa.float64()),
-        ]
+    (
+        (T_NS, INT64),
+        (RAM_USED_MIB, FLOAT64),
+        (RAM_TOTAL_MIB, FLOAT64),
+        (SWAP_USED_MIB, FLOAT64),
+        (SWAP_TOTAL_MIB, FLOAT64),
+        (EMC_PCT, FLOAT64),
+        (EMC_MHZ, FLOAT64),
+        (GPU_PCT, FLOAT64),
+        (GPU_MHZ, FLOAT64),
     ),  # fmt: skip
     "a Jetson board's tegrastats line: RAM, swap, memory controller and GPU load",
 )
 TEGRA_CORES = SampleTable(
     "tegra_cores",
-    pa.schema(
-        [(T_NS, pa.int64()), (CORE, pa.int64()), (ONLINE, pa.int64()), (LOAD_PCT, pa.float64()), (MHZ, pa.float64())]
+    (
+        (T_NS, INT64),
+        (CORE, INT64),
+        (ONLINE, INT64),
+        (LOAD_PCT, FLOAT64),
+        (MHZ, FLOAT64),
     ),
     "a Jetson board's CPU cores as tegrastats reports them (an `off` core is online 0)",
 )
 TEMPS = SampleTable(
     "temps",
-    pa.schema([(T_NS, pa.int64()), (SENSOR, pa.string()), (TEMP_C, pa.float64())]),
+    (
+        (T_NS, INT64),
+        (SENSOR, STRING),
+        (TEMP_C, FLOAT64),
+    ),
     "a Jetson board's temperature sensors",
 )
 RAILS = SampleTable(
     "rails",
-    pa.schema(
-        [
-            (T_NS, pa.int64()),
-            (RAIL, pa.string()),
-            (INSTANT_MW, pa.float64()),
-            (AVERAGE_MW, pa.float64()),
-            (BOARD_INPUT, pa.int64()),
-        ]
+    (
+        (T_NS, INT64),
+        (RAIL, STRING),
+        (INSTANT_MW, FLOAT64),
+        (AVERAGE_MW, FLOAT64),
+        (BOARD_INPUT, INT64),
     ),  # fmt: skip
     "a Jetson board's power rails, instant and average, with the board's input marked",
 )
@@ -348,24 +361,7 @@ RAPL_TABLE, TEGRA_TABLE, TEGRA_CORES_TABLE, TEMPS_TABLE, RAILS_TABLE = (
 
 STEPS = SampleTable(
     STEPS_TABLE,
-    pa.schema(
-        list(
-            zip(
-                STEP_COLUMNS,
-                (
-                    pa.int64(),
-                    pa.int64(),
-                    pa.int64(),
-                    pa.int64(),
-                    pa.float64(),
-                    pa.float64(),
-                    pa.float64(),
-                    pa.int64(),
-                    pa.string(),
-                ),
-            )
-        )
-    ),
+    tuple(zip(STEP_COLUMNS, (INT64, INT64, INT64, INT64, FLOAT64, FLOAT64, FLOAT64, INT64, STRING), strict=True)),
     "one row per training step, written by the worker: epoch (from 1), step (from 0 in the epoch), images, "
     "start_ns (when the step began waiting for its batch), then seconds waiting for data, computing, and "
     "in the host-device sync that reads the loss (null where the probe could not see it: optimizer-counted steps),"
@@ -377,7 +373,7 @@ STEPS = SampleTable(
 
 COLLECTIVES = SampleTable(
     COLLECTIVES_TABLE,
-    pa.schema(list(zip(COLLECTIVE_COLUMNS, (pa.int64(), pa.int64(), pa.string(), pa.int64(), pa.int64(), pa.int64())))),
+    tuple(zip(COLLECTIVE_COLUMNS, (INT64, INT64, STRING, INT64, INT64, INT64), strict=True)),
     "one row per collective a rank of a data-parallel run entered (`--nproc`: each DDP gradient bucket's "
     "all-reduce): epoch, step, what it was, when the rank arrived and when it completed there (Unix ns), and "
     "the rank; the straggler analysis (analyzers/figures/straggler.py) reads who arrived last",

@@ -24,6 +24,20 @@ class Interrupted(KeyboardInterrupt):
         return 128 + self.signum
 
 
+def interrupt_in(error: BaseException) -> Interrupted | None:
+    """The `Interrupted` that `error` was raised from, where one was: a signal that lands while Python runs a
+    class's `__set_name__` (a dataclass field, during an import) reaches the caller as a RuntimeError
+    caused by it (Python 3.11)."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, Interrupted):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def _raise(signum: int, frame: Any) -> None:
     raise Interrupted(signum)
 

@@ -7,6 +7,7 @@ RSS is the sum over the tree. Per-thread CPU times feed the thread timelines.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -41,6 +42,22 @@ class _TreeState:
     root_pid: int | None = None
     scanned_ns: int = 0
     born_since_last_scan: set[int] = field(default_factory=set)
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _age_s(pid: int) -> float | None:
+    """Seconds since `pid` started, on the kernel's own clocks (CLOCK_BOOTTIME against the start in
+    ticks in /proc/PID/stat): exact to a tick, where psutil's create_time rounds the boot time to a
+    whole second. None when it cannot be read (the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            after_name = f.read().rsplit(b")", 1)[1].split()
+        start_ticks = int(after_name[19])  # field 22, starttime; the fields after the name start at 3
+    except (OSError, ValueError, IndexError):
+        return None
+    return time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / CLK_TCK
 
 
 def _unknown_children(procs: dict[int, psutil.Process]) -> bool:
@@ -226,7 +243,7 @@ class Sampler:
             if prev is not None:
                 cpu_delta_s += max(0.0, total - prev)
             elif p.pid in self._state.born_since_last_scan:
-                cpu_delta_s += total  # all its CPU time is new
+                cpu_delta_s += total * self._share_since_last_read(p.pid, mono)
             new_cpu[p.pid] = total
             rss += mem.rss
             threads += nthreads
@@ -275,18 +292,33 @@ class Sampler:
             self.rapl.append(streams[schema.RAPL.name], t_ns)
         self._gaps.add(t_ns)
 
+    def _share_since_last_read(self, pid: int, now: float) -> float:
+        """Of a process found since the last tree scan, the share of its CPU time spent since the last
+        sample's read (its CPU taken as spread evenly over its life). A process forked by a thread other
+        than its parent's main one is found only at the next rescan (`_unknown_children`), up to
+        TREE_RESCAN_S late: nsys starts a user's command so, and its second of start-up landed in one
+        100 ms window (2.7 cores read on a 2-core machine). What it spent before that read is not put in
+        this window: those earlier readings stay low rather than this one reading high."""
+        age = _age_s(pid)
+        if not self._cpu_marks or age is None or age <= 0:
+            return 1.0
+        return min(1.0, max(0.0, now - self._cpu_marks[-1][0]) / age)
+
     def _cores_over_window(self, read_from: float, read_to: float, cpu_delta_s: float) -> float:
         """Cores busy over the last CPU_WINDOW_S at least (from the newest sample that old), not over
         the last sample period alone. The CPU times were read between `read_from` and `read_to`: the span
         is taken from the start of the oldest read to the end of this one, so a sampler thread that waits
-        for a core mid-read (a busy machine) reads low, never above what the tree could burn."""
+        for a core mid-read (a busy machine) reads low, never above what the tree could burn. In the first
+        CPU_WINDOW_S of a run the span is shorter than a window, and one clock tick over the 3 ms since the
+        first read was 3.6 cores of one busy thread: the rate is taken over a whole window at least, so
+        the first readings are low rather than high."""
         self._cpu_total_s += cpu_delta_s
         marks = self._cpu_marks
         marks.append((read_from, self._cpu_total_s))
         while len(marks) > 2 and read_from - marks[1][0] >= CPU_WINDOW_S:
             marks.popleft()
         start, total = marks[0]
-        return (self._cpu_total_s - total) / (read_to - start) if read_to > start else 0.0
+        return (self._cpu_total_s - total) / max(read_to - start, CPU_WINDOW_S)
 
     def _thread_name(self, pid: int, tid: int, refresh: bool) -> str:
         name = self._state.thread_names.get(tid)

@@ -156,7 +156,7 @@ class Supervisor:
         sampler over its whole process tree, NVML, energy, py-spy, the timeout, the stall watch and
         Ctrl-C; no process of its group outlives this call. The one child-process path of the built-in
         worker and a user's command."""
-        cmd = self.backend.command(child.argv, folder, spec)
+        cmd = self.backend.command(child.argv, folder, spec, child.pid_file)
         env = {**child.env, **self.backend.environment(folder, spec)}
         tmp_dir = worker_tmp()
         env["TMPDIR"] = str(tmp_dir)  # PyTorch's /tmp/pymp-* land here and go with it

@@ -9,9 +9,12 @@ from pathlib import Path
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from analyzers.diagnosis import Verdict, diagnose, ranked
-from tracer.core.runfolder import RunFolder
+from analyzers.run import Run
 from viewer.data import RunData
 from viewer.style import run_colour
+
+WAITING = "diagnosis waits for the window's first paint"
+DIAGNOSING = "diagnosing…"
 
 
 class _Signals(QtCore.QObject):
@@ -25,7 +28,7 @@ class _Diagnose(QtCore.QRunnable):
 
     def run(self) -> None:
         try:
-            result: object = ranked(diagnose(RunFolder(self.path)))
+            result: object = ranked(diagnose(Run.open(self.path)))  # a Run reads a stored view's parts
         except Exception as e:  # noqa: BLE001 - one run's broken tables must not break the tab
             result = f"{type(e).__name__}: {e}"
         try:
@@ -50,12 +53,22 @@ class DiagnosisPanel(QtWidgets.QTableWidget):
         self._runs: list[RunData] = []
         self._results: dict[str, object] = {}
 
-    def set_runs(self, runs: Sequence[RunData]) -> None:
+    def set_runs(self, runs: Sequence[RunData], start: bool = True) -> None:
+        """Shows `runs`; the rules of a run not diagnosed yet start now, or at `start()` (the window holds
+        them back until it has painted what it opened: `viewer.after_paint`)."""
         self._runs = list(runs)
         for run in self._runs:
+            self._results.setdefault(str(run.path), WAITING)
+        self._fill()
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        """Starts the rules of every shown run that waits for them, off the GUI thread."""
+        for run in self._runs:
             key = str(run.path)
-            if key not in self._results:
-                self._results[key] = "diagnosing…"
+            if self._results.get(key) == WAITING:
+                self._results[key] = DIAGNOSING
                 QtCore.QThreadPool.globalInstance().start(_Diagnose(run.path, self._signals))
         self._fill()
 

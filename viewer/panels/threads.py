@@ -74,6 +74,7 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
         self.legend: pg.LegendItem | None = None
         self.message = ""
         self.all_ticks: list[tuple[float, str, bool]] = []  # (y, text, is a run header) before thinning
+        self._thinning = False  # inside _thin_ticks (its resize calls it back)
         self.shown_ticks: list[tuple[float, str]] = []
 
     def set_runs(self, runs: Sequence[RunData], align: str, link: Callable[[pg.PlotItem], None] | None) -> None:
@@ -197,15 +198,32 @@ class ThreadPanel(LaneHover, pg.GraphicsLayoutWidget):
     def _thin_ticks(self) -> None:
         """Lane labels that fit the panel's height: every run header, then as many thread labels as leave
         `LABEL_GAP_PX` between neighbours (with 30 threads in 200 px, every third), never two on each other."""
+        if self._thinning:  # the resize below calls back (sigResized) before it returns: done once, after it
+            return
+        self._thinning = True
+        line_px = QtGui.QFontMetricsF(label_font(8)).height() + LABEL_GAP_PX  # a label's line and its gap
+        try:
+            self._fit_height(line_px)
+            self._thin_ticks_to_height(line_px)
+        finally:
+            self._thinning = False
+
+    def _fit_height(self, line_px: float) -> None:
+        """Tall enough for a line per lane (one run's too): the window scrolls rather than squeeze."""
+        if not self.all_ticks:
+            return
         view = self.plot.getViewBox()
         (_, _), (y0, y1) = view.viewRange()
         height_px = max(view.height(), 1.0)
-        px_per_unit = height_px / max(y1 - y0, 1e-9)
-        line_px = QtGui.QFontMetricsF(label_font(8)).height() + LABEL_GAP_PX
-        if self.all_ticks:  # tall enough for a line per lane (one run's too): the window scrolls rather than squeeze
-            overhead = self.height() - height_px if self.height() > height_px > 1 else AXES_PX
-            need = line_px * (y1 - y0) + overhead + line_px  # a line to spare
-            self.setMinimumHeight(math.ceil(min(MAX_MIN_HEIGHT_PX, max(MIN_HEIGHT_PX, need))))
+        overhead = self.height() - height_px if self.height() > height_px > 1 else AXES_PX
+        need = line_px * (y1 - y0) + overhead + line_px  # a line to spare
+        self.setMinimumHeight(math.ceil(min(MAX_MIN_HEIGHT_PX, max(MIN_HEIGHT_PX, need))))
+
+    def _thin_ticks_to_height(self, line_px: float) -> None:
+        """The labels that fit the view's height now (after any resize `_fit_height` made)."""
+        view = self.plot.getViewBox()
+        (_, _), (y0, y1) = view.viewRange()
+        px_per_unit = max(view.height(), 1.0) / max(y1 - y0, 1e-9)
         kept: list[tuple[float, str]] = []
         taken: list[float] = []
         for want_header in (True, False):

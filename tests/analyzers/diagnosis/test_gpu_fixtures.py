@@ -216,3 +216,38 @@ def test_a266_allocator_churn_divides_calls_and_steps_of_one_phase(
     assert calls.get("cudaMalloc") == 14 and "cudaFree" not in calls
     whole = {r.name: r.calls for r in h100["a266"].cuda_whole}
     assert (whole["cudaMalloc"], whole["cudaFree"]) == (90, 58)
+
+
+def test_rows_in_epochs_are_those_a_plain_test_of_each_row_keeps(h100: dict[str, RunTables]) -> None:
+    """`in_epochs` and `epoch_parts` (sorted times, one binary search per epoch) keep the rows that a test
+    of each row against each epoch keeps, in the table's order: on every H100 run's process, GPU and
+    thread samples, as recorded and shuffled, with epochs that touch or overlap added."""
+    import random
+
+    checked = 0
+    for tables in h100.values():
+        epochs = list(tables.epochs)
+        if len(epochs) < 2:
+            continue
+        a, b = epochs[0], epochs[1]
+        odd = [
+            dataclasses.replace(b, start_ns=a.end_ns),  # touches the first epoch's end
+            dataclasses.replace(a, start_ns=(a.start_ns + a.end_ns) // 2, end_ns=b.start_ns + 1),  # overlaps both
+        ]
+        for table in (tables.process, tables.gpu, tables.threads):
+            if table is None or table.num_rows == 0:
+                continue
+            shuffled = table.take(pa.array(random.Random(7).sample(range(table.num_rows), table.num_rows)))
+            for t in (table, shuffled):
+                times = t.column("t_ns").to_pylist()
+                for chosen in (epochs, epochs[1:2], odd, epochs[::-1] + odd):
+                    kept = tables.in_epochs(t, chosen)
+                    plain = [i for i, x in enumerate(times) if any(e.start_ns <= x <= e.end_ns for e in chosen)]
+                    assert kept is not None and kept.to_pylist() == t.take(pa.array(plain, pa.int64())).to_pylist()
+                parts = tables.epoch_parts(t, epochs + odd)
+                assert parts is not None and len(parts) == len(epochs) + 2
+                for e, part in zip(epochs + odd, parts):
+                    mine = sorted(part.column("t_ns").to_pylist())
+                    assert mine == sorted(x for x in times if e.start_ns <= x <= e.end_ns)
+                checked += 1
+    assert checked >= 12

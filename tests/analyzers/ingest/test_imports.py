@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analyzers.ingest import ingest_file, trace_kind
+from analyzers.ingest.pipeline import ingest_file, trace_kind
 from analyzers.summaries.operators import operator_summary
 from analyzers.trace import tables as t
 from tests.conftest import require_framework, run_tracer

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.ingest import ingest_file, ingest_run
+from analyzers.ingest.pipeline import ingest_file, ingest_run
 from tests.conftest import run_tracer
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder

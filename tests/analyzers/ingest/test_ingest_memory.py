@@ -20,7 +20,7 @@ in-memory `read_sqlite` measured 179 -> 217 MB on the development VM, 23 Nov 202
 CHILD = """
 import resource, sys
 from pathlib import Path
-from analyzers.ingest import ingest_file
+from analyzers.ingest.pipeline import ingest_file
 from tracer.core.runfolder import RunFolder
 ingest_file(Path(sys.argv[1]), RunFolder(Path(sys.argv[2])))
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)

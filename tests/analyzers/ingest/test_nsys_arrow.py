@@ -13,7 +13,8 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
 
-from analyzers.ingest import ingest_file, nsys_arrow, nsys_duckdb, run_traces, trace_kind
+from analyzers.ingest import nsys_arrow, nsys_duckdb
+from analyzers.ingest.pipeline import ingest_file, run_traces, trace_kind
 from analyzers.trace import tables
 from tests.analyzers.conftest import NSYS_FILES
 from tests.tracer.measure.tracing.helpers import require_nsys
@@ -78,6 +79,7 @@ def test_fixtures_in_arrow_form_ingest_as_sqlite_does(rel: str, shared_fixtures:
 
 
 NSYS_ATTEMPTS, NSYS_ATTEMPT_S = 4, 60
+NO_SAMPLING = ("--sample=none", "--cpuctxsw=none")
 
 
 @pytest.fixture(scope="module")
@@ -87,12 +89,16 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report") / "r"
     code = "import time\nfor _ in range(300):\n    time.sleep(0.001)\n    open('/proc/self/stat').read()"
     log = out.with_name("nsys.log")  # a file, not a pipe: nsys's helper agent inherits it and may outlive nsys
-    # Debian's nsys 2022.4 now and then hangs in its shutdown on a loaded machine, printing nothing (twice in a
-    # row once, in CI with two test processes): a run takes 12 s idle, so a hung one is ended at 60 s and tried again
+    # Debian's nsys 2022.4 now and then hangs in its shutdown ("Generating ...qdstrm", its agent spinning a core)
+    # when it samples the CPU: four tries in a row in two fresh-clone runs of 28 Nov, and once in two sessions
+    # started by hand on the idle machine. The rows wanted are the OS runtime's, so the CPU is not sampled (as
+    # the tool's own CPU runs do not, tracing.nsys.profile_args). A run takes 12 s idle: a hung one is ended
+    # at 60 s and tried again.
     for _attempt in range(NSYS_ATTEMPTS):
         with take_session_lock(), log.open("w") as said:  # nsys runs one session at a time on a machine
             proc = subprocess.Popen(
-                [str(nsys_bin), "profile", "-t", "osrt", "-f", "true", "-o", str(out), sys.executable, "-c", code],
+                [str(nsys_bin), "profile", "-t", "osrt", *NO_SAMPLING, "-f", "true", "-o", str(out)]
+                + [sys.executable, "-c", code],
                 stdout=said,
                 stderr=subprocess.STDOUT,
             )

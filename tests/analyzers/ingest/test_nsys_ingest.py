@@ -146,7 +146,7 @@ def test_sql_summary_of_generated_file(tmp_path: Path) -> None:
     _generated(path, 999)
     folder = RunFolder(tmp_path / "run")
     folder.path.mkdir()
-    from analyzers.ingest import ingest_file
+    from analyzers.ingest.pipeline import ingest_file
 
     ingest_file(path, folder)
     _same(cuda_api.api_summary_sqlite(path), cuda_api.api_summary(folder))

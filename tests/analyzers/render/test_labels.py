@@ -39,7 +39,7 @@ def _analyze(path: Path, tmp_path: Path, *extra: str) -> str:
 @pytest.fixture(scope="module")
 def analyses(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[dict]]]:
     """What `tracer analyze` shows of each fixture, as rows (its tables are made from them)."""
-    from analyzers.ingest import ingest_file
+    from analyzers.ingest.pipeline import ingest_file
     from analyzers.run import Run
     from tracer.cli.analyze import analysis
     from tracer.core.runfolder import RunFolder

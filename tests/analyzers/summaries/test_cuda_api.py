@@ -211,3 +211,64 @@ def test_a_trace_without_markers_gets_the_stated_fallback(ingested: dict[str, Ru
     assert steady.end_ns == max(r["end_ns"] for r in launches)
     summaries = cuda_api.phase_summaries(folder)
     assert summaries["steady"] and sum(r.calls for r in summaries["steady"]) <= sum(r.calls for r in summaries["whole"])
+
+
+def test_overlapping_ranges_in_one_scan_equal_each_range_alone(
+    ingested: dict[str, RunFolder], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ranges of one scan (`summarise_ranges`: layers, binary search, streamed batches) give each
+    range the rows a plain filter on that range alone gives: nested, touching, empty and outside ranges,
+    in batches of 997 rows so that ranges cross batches."""
+    monkeypatch.setattr(cuda_api, "_BATCH_ROWS", 997)
+    path = ingested[KINETO_FILES[1]].table_path(CUDA_API)
+    starts = pq.read_table(path, columns=["start_ns"])["start_ns"].to_pylist()
+    assert len(starts) > 5 * 997
+    lo, hi = min(starts), max(starts)
+    cuts = [lo + (hi + 1 - lo) * k // 7 for k in range(8)]  # seven ranges that partition the rows
+    ranges: list[cuda_api.Range] = [(None, None), (cuts[0], cuts[3]), (cuts[3], cuts[7]), (cuts[5], cuts[5])]
+    ranges += [(a, b) for a, b in zip(cuts, cuts[1:])] + [(cuts[1], cuts[6]), (None, cuts[2]), (hi + 1, None)]
+    together = cuda_api.summarise_ranges(path, "name", "api", ranges)
+    alone = [cuda_api.summarise_ranges(path, "name", "api", [r]) for r in ranges]
+    bounded = [(-(1 << 62) if a is None else a, 1 << 62 if b is None else b) for a, b in ranges]
+    assert len(cuda_api.range_layers(bounded)) > 1
+    for rows, (only,) in zip(together, alone):
+        assert [r[:5] + r[6:8] for r in rows] == [r[:5] + r[6:8] for r in only]
+        assert [r[5] for r in rows] == pytest.approx([r[5] for r in only], rel=1e-12)
+        assert [r[8] for r in rows] == pytest.approx([r[8] for r in only], rel=1e-9, abs=1e-6)
+    assert together[0] and not together[3] and not together[-1]
+    assert sum(sum(r[3] for r in rows) for rows in together[4:11]) == sum(r[3] for r in together[0])
+
+
+@pytest.mark.parametrize(
+    ("ranges", "layers"),
+    [
+        ([(0, 100), (0, 10), (10, 90), (90, 100)], [[1, 2, 3], [0]]),
+        ([(5, 6), (0, 3), (3, 5)], [[1, 2, 0]]),
+        ([(0, 10), (2, 8), (4, 6), (10, 12)], [[0, 3], [1], [2]]),
+        ([(4, 4), (7, 3)], []),
+    ],
+)
+def test_ranges_are_dealt_into_layers_without_overlaps(ranges: list[tuple[int, int]], layers: list[list[int]]) -> None:
+    assert cuda_api.range_layers(ranges) == layers
+
+
+def test_a_call_without_a_start_is_in_no_range(ingested: dict[str, RunFolder], tmp_path: Path) -> None:
+    """A table with null starts (a damaged or foreign file): those rows count in no range, in one scan of
+    several ranges as in a filter on one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = pq.read_table(ingested[KINETO_FILES[1]].table_path(CUDA_API))
+    starts = table.column("start_ns")
+    blank = pa.array([i % 5 == 0 for i in range(table.num_rows)])
+    holed = table.set_column(table.schema.get_field_index("start_ns"), "start_ns", pc.if_else(blank, None, starts))
+    path = tmp_path / "cuda_api.parquet"
+    pq.write_table(holed, path)
+    lo, hi = pc.min(starts).as_py(), pc.max(starts).as_py() + 1
+    mid = (lo + hi) // 2
+    together = cuda_api.summarise_ranges(path, "name", "api", [(None, None), (lo, mid), (mid, hi)])
+    kept = table.num_rows - sum(1 for i in range(table.num_rows) if i % 5 == 0)
+    assert sum(r[3] for r in together[0]) == kept == sum(r[3] for rows in together[1:] for r in rows)
+    (alone,) = cuda_api.summarise_ranges(path, "name", "api", [(None, None)])
+    assert [r[:5] + r[6:8] for r in together[0]] == [r[:5] + r[6:8] for r in alone]
+    assert [r[8] for r in together[0]] == pytest.approx([r[8] for r in alone], rel=1e-9, abs=1e-6)

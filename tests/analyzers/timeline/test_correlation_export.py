@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from analyzers.ingest import ingest_file
+from analyzers.ingest.pipeline import ingest_file
 from analyzers.timeline import chrome_trace
 from analyzers.timeline.gpu_timeline import stream_label
 from analyzers.trace.correlation import GPU_TABLES, launch_links

@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analyzers.ingest import ingest_run
+from analyzers.ingest.pipeline import ingest_run
 from analyzers.ingest.threads import sampler_intervals
-from analyzers.summaries.cuda_api import ApiRow
+from analyzers.summaries.rows import ApiRow
 from analyzers.summaries.shares import OTHER, group_shares, other_label
 from analyzers.timeline import chrome_trace, lanes
 from analyzers.trace.tables import (

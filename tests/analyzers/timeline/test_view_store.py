@@ -74,7 +74,7 @@ def test_stored_view_reads_back_as_built(replica: RunFolder, cache: Path) -> Non
 def test_the_ingest_stores_a_big_traces_view(replica: RunFolder, cache: Path) -> None:
     import shutil
 
-    from analyzers.ingest import ingest_run
+    from analyzers.ingest.pipeline import ingest_run
 
     shutil.rmtree(replica.path / view_store.VIEW_DIR, ignore_errors=True)
     ingest_run(replica)  # (no raw trace left to read: the thread timeline and the view)
@@ -158,3 +158,32 @@ def test_opening_a_stored_view_reads_none_of_its_arrays(replica: RunFolder, cach
         assert origin == int(np.min(record.start_ns)) and span == (origin, int(np.max(record.end_ns)))
         assert activities == [n for i, n in enumerate(record.names) if i in set(np.unique(record.code).tolist())]
     assert _mapped_bytes(place)[0] > resident  # (the check above can see pages read)
+
+
+def test_a_runs_api_split_is_read_from_a_current_stored_view(
+    replica: RunFolder, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Run.api_phases` takes the split the stored view holds (the same rows `phase_summaries` computes), and
+    computes it where the view is stale or the warm-up is not the one the view was made with."""
+    from analyzers.figures import phases as ph
+    from analyzers.run import Run
+    from analyzers.summaries import cuda_api
+
+    assert view_store.store_if_big(replica) == replica.path / view_store.VIEW_DIR
+    computed = cuda_api.phase_summaries(replica)
+    calls: list[int] = []
+    real = cuda_api.phase_summaries
+    monkeypatch.setattr(cuda_api, "phase_summaries", lambda *a, **k: calls.append(1) or real(*a, **k))
+    stored = Run.open(replica.path).api_phases
+    assert not calls and set(ph.PHASES) <= set(stored) and stored["steady"]
+    shown = {k: v for k, v in computed.items() if v}
+    assert {k: v for k, v in stored.items() if v}.keys() == shown.keys()
+    for phase, rows in shown.items():  # DuckDB's parallel sums may differ in the last bit between two runs
+        assert [(r.name, r.total_ns, r.calls, r.med_ns) for r in stored[phase]] == [
+            (r.name, r.total_ns, r.calls, r.med_ns) for r in rows
+        ]
+        assert [r.stddev_ns for r in stored[phase]] == pytest.approx([r.stddev_ns for r in rows], rel=1e-12)
+    assert Run.open(replica.path, warmup=2).api_phases and calls == [1]
+    threads.write(replica)  # a table written again: the stored view is stale until it is stored again
+    assert view_store.stored_api_phases(replica) is None
+    assert Run.open(replica.path).api_phases and calls == [1, 1]

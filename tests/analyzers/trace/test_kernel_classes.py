@@ -25,8 +25,31 @@ def _table_script():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def totals(shared_fixtures: Path) -> dict[str, dict[str, int]]:
-    return dict(_table_script().fixture_totals(shared_fixtures))
+def kernels(shared_fixtures: Path) -> dict[str, pa.Table]:
+    return dict(_table_script().fixture_kernels(shared_fixtures))
+
+
+@pytest.fixture(scope="module")
+def totals(kernels: dict[str, pa.Table]) -> dict[str, dict[str, int]]:
+    return {name: kc.class_totals(table) for name, table in kernels.items()}
+
+
+def test_the_rules_read_alike_by_re2_and_pythons_re(kernels: dict[str, pa.Table]) -> None:
+    """The classes come from Python's `re` (`classify_distinct`); RE2 (Arrow's regex) reads the same rules
+    to the same classes on every fixture's kernel names, so the rules hold to the syntax both share."""
+    import pyarrow.compute as pc
+
+    from analyzers.trace import kernel_names
+
+    names = sorted({n for table in kernels.values() for n in table["name"].to_pylist() if n is not None})
+    assert len(names) > 500  # 538 distinct names on 28 Nov 2026
+    keys = pa.array([kernel_names.key(n) for n in names], pa.string())
+    by_re2 = pa.nulls(len(names), pa.string())
+    for cls, pattern in kc.RULES:
+        hit = pc.match_substring_regex(keys, pattern, ignore_case=True)
+        by_re2 = pc.if_else(pc.and_(pc.is_null(by_re2), hit), pa.scalar(cls, pa.string()), by_re2)
+    expected = by_re2.fill_null(pa.scalar(kc.OTHER, pa.string())).to_pylist()
+    assert kc.classify_distinct(names) == expected
 
 
 def test_every_fixture_leaves_at_most_5_pct_in_other(totals: dict[str, dict[str, int]]) -> None:

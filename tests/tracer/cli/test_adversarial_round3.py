@@ -847,7 +847,7 @@ def test_d20_a_read_only_run_is_ingested_into_the_cache(
 ) -> None:
     """Root may write anywhere, so the read-only case is the cache path itself, called as
     `ingest_if_needed` calls it for a folder this process cannot write."""
-    from analyzers.ingest import _ingested_in_cache
+    from analyzers.ingest.pipeline import _ingested_in_cache
     from analyzers.trace import tables
 
     monkeypatch.setenv("TRACER_CACHE", str(tmp_path / "cache"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.ingest import run_traces, sibling_export
+from analyzers.ingest.pipeline import run_traces, sibling_export
 from tracer.core import trace_formats as tf
 from tracer.core.runfolder import RunFolder
 

@@ -21,7 +21,10 @@ class TraceBackend:
         """Raise UserError when the backend cannot work here (tool or GPU missing); `python` is
         the worker's interpreter, for backends that need something inside it."""
 
-    def command(self, worker_cmd: list[str], folder: RunFolder, spec: RunSpec) -> list[str]:
+    def command(self, worker_cmd: list[str], folder: RunFolder, spec: RunSpec, writes_pid: bool) -> list[str]:
+        """The command that starts `worker_cmd` (under this backend's wrapper, if it has one); `writes_pid`:
+        whether the measured process writes worker.pid as it starts (the built-in worker does, a user's
+        command does not)."""
         return worker_cmd
 
     def environment(self, folder: RunFolder, spec: RunSpec) -> dict[str, str]:

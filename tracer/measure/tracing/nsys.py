@@ -29,7 +29,7 @@ from tracer.core.runfolder import RunFolder
 from tracer.core.schema import KIND, NSYS_WINDOW_TRACE, NVTX_WINDOW_RANGE, TRACE_ENV, Event
 from tracer.measure.lifeguard import end_nsys_agents
 from tracer.measure.tracing.base import TraceBackend
-from tracer.measure.tracing.nsys_launch import take_session_lock
+from tracer.measure.tracing.nsys_launch import NO_START_MARK, WORKER_PID, take_session_lock
 
 REPORT = "raw/trace.nsys-rep"
 SQLITE = "raw/trace.sqlite"
@@ -240,12 +240,13 @@ class NsysBackend(TraceBackend):
         except UserError as e:
             raise UserError(f"--trace nsys: {e}") from None
 
-    def command(self, worker_cmd: list[str], folder: RunFolder, spec: RunSpec) -> list[str]:
+    def command(self, worker_cmd: list[str], folder: RunFolder, spec: RunSpec, writes_pid: bool) -> list[str]:
         output = folder.path / REPORT
         return [
             sys.executable,
             str(LAUNCHER),
             str(folder.path),
+            WORKER_PID if writes_pid else NO_START_MARK,
             str(self.nsys),
             "profile",
             *profile_args(spec),

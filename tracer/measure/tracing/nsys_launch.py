@@ -1,11 +1,16 @@
 """Runs `nsys profile ...` for the nsys backend: retries a launch that failed, and stops an nsys
 that hangs after the worker has exited.
 
-Run as a script by path (`python nsys_launch.py RUN_DIR NSYS_ARGS...`), so it imports only the
-standard library. Why:
+Run as a script by path (`python nsys_launch.py RUN_DIR START_MARK NSYS_ARGS...`), so it imports only
+the standard library. START_MARK says whether the app announces its start: WORKER_PID (the built-in
+worker writes RUN_DIR/worker.pid first) or NO_START_MARK (a user's command). Why:
 - under heavy CPU load nsys sometimes dies at launch (`sem_open ... No such file or directory` from
   its ProcessWaiter, seen with Debian's 2022.4 on a loaded 2-core machine), before the worker wrote
-  `worker.pid`; training never began, so running nsys again is safe (3 tries);
+  `worker.pid`; training never began, so running nsys again is safe (3 tries). The same holds for an
+  nsys that exits 0 without having started the worker (CI of 28 Nov: a TensorFlow run under a capture
+  range, nsys 2022.4 on a loaded 2-core machine; not reproduced in 40 tries with two CPU hogs).
+  A user's command announces nothing: its own quick failure cannot be told from nsys's, and it is
+  never run twice;
 - with CPU sampling on (`--nsys-sampling`) Debian's nsys 2022.4 was seen to hang for good in
   "Generating ...qdstrm" after the worker had finished. Once the worker has exited, nsys gets
   $TRACER_NSYS_REPORT_TIMEOUT_S (default 600) to write its report; then it is stopped and this
@@ -21,8 +26,9 @@ The nsys pid goes to `raw/nsys.pid`: its helper agent (`nsys --start-agent --ses
 leaves the process group, and the backend ends it after the run.
 
 Exit status: nsys's own (the app's code, or 128+N for a signal N), and 128+N when nsys itself dies
-of signal N. SIGTERM/SIGINT (the runner ending the run) reach nsys through the process group; this
-wrapper outlives them so that the runner waits until nsys has written its report.
+of signal N; 1 when nsys exited 0 in every try without starting the worker. SIGTERM/SIGINT (the
+runner ending the run) reach nsys through the process group; this wrapper outlives them so that the
+runner waits until nsys has written its report.
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ RETRY_PAUSE_S = 2.0
 STOP_GRACE_S = 15.0
 #: Held by every `nsys profile` this tool starts (and by tests that run nsys directly), machine-wide.
 SESSION_LOCK = os.path.join(tempfile.gettempdir(), "dl-tracer-nsys-session.lock")
+#: START_MARK: the app writes RUN_DIR/worker.pid as it starts (a launch without it failed), or nothing.
+WORKER_PID, NO_START_MARK = "worker-pid", "no-start-mark"
 
 
 def take_session_lock(say: IO[str] | None = None) -> IO[str]:
@@ -109,7 +117,10 @@ def _wait(proc: subprocess.Popen[bytes], run_dir: str, report_timeout_s: float) 
 
 
 def main(argv: list[str]) -> int:
-    run_dir, cmd = argv[0], argv[1:]
+    run_dir, start_mark, cmd = argv[0], argv[1], argv[2:]
+    if start_mark not in (WORKER_PID, NO_START_MARK):
+        sys.stderr.write(f"usage: nsys_launch.py RUN_DIR {WORKER_PID}|{NO_START_MARK} NSYS_ARGS...\n")
+        return 2
     report_timeout_s = float(os.environ.get("TRACER_NSYS_REPORT_TIMEOUT_S", "600"))
     stopping: list[int] = []
 
@@ -130,19 +141,22 @@ def main(argv: list[str]) -> int:
         if rc < 0:
             rc = 128 - rc
         launch_failed = (
-            rc != 0
+            start_mark == WORKER_PID
             and not stopping
             and not os.path.exists(pid_file)
             and time.monotonic() - started < LAUNCH_FAILURE_WITHIN_S
         )
-        if not launch_failed or attempt == ATTEMPTS:
+        if not launch_failed:
             return rc
-        sys.stderr.write(
-            f"dl-tracer: nsys exited with code {rc} before the worker started; retrying ({attempt + 1}/{ATTEMPTS})\n"
-        )
+        if attempt < ATTEMPTS:
+            say = f"nsys exited with code {rc} before the worker started; retrying ({attempt + 1}/{ATTEMPTS})"
+        else:
+            say = f"nsys never started the worker in {ATTEMPTS} tries (its last exit code: {rc})"
+        sys.stderr.write(f"dl-tracer: {say}\n")
         sys.stderr.flush()
-        time.sleep(RETRY_PAUSE_S)
-    return rc
+        if attempt < ATTEMPTS:
+            time.sleep(RETRY_PAUSE_S)
+    return rc or 1  # an nsys that ran nothing has not succeeded, whatever it says
 
 
 if __name__ == "__main__":

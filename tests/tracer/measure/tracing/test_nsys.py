@@ -23,6 +23,7 @@ from tracer.core.records import RunSpec, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.measure.tracing import nsys as nsys_module
 from tracer.measure.tracing.nsys import LAUNCHER, NsysBackend, find_nsys, nsys_export_types, profile_args, stop_agents
+from tracer.measure.tracing.nsys_launch import NO_START_MARK, WORKER_PID
 
 
 def _spec(**kw: object) -> RunSpec:
@@ -102,12 +103,12 @@ def test_worker_status_recovered_from_nsys_exit_code(tmp_path: Path) -> None:
     assert backend.worker_returncode(0, finished.events()) == 0
 
 
-def _launch(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProcess[str]:
+def _launch(tmp_path: Path, script: str, start_mark: str = WORKER_PID, **env: str) -> subprocess.CompletedProcess[str]:
     fake = tmp_path / "fake_nsys.py"
     fake.write_text(script)
     (tmp_path / "raw").mkdir(exist_ok=True)
     return subprocess.run(
-        [sys.executable, str(LAUNCHER), str(tmp_path), sys.executable, str(fake)],
+        [sys.executable, str(LAUNCHER), str(tmp_path), start_mark, sys.executable, str(fake)],
         env=dict(os.environ, **env),
         capture_output=True,
         text=True,
@@ -115,20 +116,65 @@ def _launch(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProc
     )
 
 
-def test_launcher_retries_an_nsys_that_died_before_the_worker_started(tmp_path: Path) -> None:
-    script = f"""
-import os, sys
+def _counting(tmp_path: Path) -> str:
+    """The start of a fake nsys that counts its launches in tmp_path/count (`n`: the launches before it)."""
+    return f"""import os, sys
 count = {str(tmp_path / "count")!r}
 n = int(open(count).read()) if os.path.exists(count) else 0
 open(count, "w").write(str(n + 1))
+"""
+
+
+def test_launcher_retries_an_nsys_that_died_before_the_worker_started(tmp_path: Path) -> None:
+    script = (
+        _counting(tmp_path)
+        + f"""
 if n == 0:
     sys.exit(1)  # like nsys's sem_open failure: no worker.pid written
 open({str(tmp_path / "worker.pid")!r}, "w").write("1")
 sys.exit(0)
 """
+    )
     done = _launch(tmp_path, script)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "count").read_text() == "2" and "retrying (2/3)" in done.stderr
+
+
+def test_launcher_retries_an_nsys_that_exited_0_without_starting_the_worker(tmp_path: Path) -> None:
+    """CI of 28 Nov: nsys 2022.4 exited 0 under a capture range and never ran the worker."""
+    script = (
+        _counting(tmp_path)
+        + f"""
+if n == 1:
+    open({str(tmp_path / "worker.pid")!r}, "w").write("1")
+sys.exit(0)
+"""
+    )
+    done = _launch(tmp_path, script)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "count").read_text() == "2"
+    assert "exited with code 0 before the worker started; retrying (2/3)" in done.stderr
+
+
+def test_launcher_fails_an_nsys_that_never_started_the_worker(tmp_path: Path) -> None:
+    done = _launch(tmp_path, "import sys; sys.exit(0)")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "dl-tracer: nsys never started the worker in 3 tries (its last exit code: 0)"
+    )
+
+
+def test_launcher_never_runs_a_command_that_announces_no_start_twice(tmp_path: Path) -> None:
+    """A user's command writes no worker.pid: its own quick failure looks like nsys's, so it runs once."""
+    script = (
+        _counting(tmp_path)
+        + """
+sys.exit(1)
+"""
+    )
+    done = _launch(tmp_path, script, NO_START_MARK)
+    assert done.returncode == 1 and (tmp_path / "count").read_text() == "1"
+    assert "retrying" not in done.stderr and "never started" not in done.stderr
 
 
 def test_launcher_does_not_retry_once_the_worker_ran_and_keeps_its_status(tmp_path: Path) -> None:
@@ -209,6 +255,39 @@ def test_cpu_run_under_debian_nsys_ends_ok_with_an_osrt_timeline(make_run: Calla
     assert n_osrt > 0
     osrt = pq.read_table(folder.table_path("osrt")).to_pylist()
     assert osrt and worker_pid in {r["pid"] for r in osrt}
+
+
+COUNTING_SCRIPT = """\
+import os, sys
+count = os.path.join(os.path.dirname(os.path.abspath(__file__)), "count")
+n = int(open(count).read()) if os.path.exists(count) else 0
+open(count, "w").write(str(n + 1))
+sys.exit(int(sys.argv[1]))
+"""
+
+
+@pytest.mark.nsys
+@pytest.mark.parametrize("code", [0, 1])
+def test_a_users_command_under_nsys_runs_once_and_keeps_its_status(code: int, tmp_path: Path) -> None:
+    """A user's command that ends at once, well or badly, ran once (the launcher had run a failing one three
+    times, taking its quick exit for nsys's launch failure) and is judged by its own exit code."""
+    from tracer.core.runfolder import list_runs
+
+    require_nsys()
+    script = tmp_path / "count.py"
+    script.write_text(COUNTING_SCRIPT)
+    out = tmp_path / "runs"
+    done = run_tracer("profile", "--trace", "nsys", "--out", str(out), "--", sys.executable, str(script), str(code))
+    assert done.returncode == (0 if code == 0 else 1), done.stderr[-3000:]
+    assert (tmp_path / "count").read_text() == "1"
+    (folder,) = list_runs(out)
+    record = folder.read_record()
+    if code == 0:
+        assert record.outcome.status is RunStatus.OK, record.outcome
+        assert record.trace_files and (folder.path / record.trace_files[0]).exists()
+    else:
+        assert record.outcome.status is RunStatus.FAILED
+        assert "retrying" not in record.outcome.cause and "exited with code 1" in record.outcome.cause
 
 
 @pytest.mark.nsys

@@ -1,4 +1,4 @@
-"""One duration-statistics record (`analyzers.summaries.cuda_api.DurationStats`): the CUDA API, kernel and
+"""One duration-statistics record (`analyzers.summaries.rows.DurationStats`): the CUDA API, kernel and
 memory-operation rows extend it, and no other class declares those fields again."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.summaries.cuda_api import ApiRow, DurationStats
-from analyzers.summaries.kernels import KernelRow, MemcpyRow
+from analyzers.summaries.rows import ApiRow, DurationStats, KernelRow, MemcpyRow
 
 ROOT = Path(__file__).resolve().parents[3]
 STATS_FIELDS = {"avg_ns", "med_ns", "min_ns", "max_ns", "stddev_ns"}  # what marks a second declaration
@@ -41,4 +40,4 @@ def test_no_second_declaration_of_the_fields() -> None:
         for name, own in declarations(path)
         if len(own) >= 2
     ]
-    assert found == ["analyzers/summaries/cuda_api.py: DurationStats declares " + str(sorted(STATS_FIELDS))]
+    assert found == ["analyzers/summaries/rows.py: DurationStats declares " + str(sorted(STATS_FIELDS))]

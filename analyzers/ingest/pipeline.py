@@ -1,0 +1,453 @@
+"""The ingest of a trace file, or of a run's traces, into a run folder's tables (the package's docstring
+says what it reads); apart from the package so that its submodules (`nsys_summary`, which answers
+`tracer analyze FILE` from the file) can be imported without Arrow."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from analyzers.ingest.sniff import sniff
+from analyzers.trace import tables as t
+from analyzers.trace.clock import Clock
+from tracer.core import arrow_build as build
+from tracer.core import trace_formats as tf
+from tracer.core.errors import UserError
+from tracer.core.runfolder import RunFolder, write_json_atomic
+from tracer.measure.tracing import nsys as tracing_nsys
+
+
+def trace_kind(path: Path) -> str | None:
+    """One of `tracer.core.trace_formats`' kinds, or None: read from the content (`analyzers.ingest.sniff`)."""
+    return sniff(Path(path)).kind
+
+
+def not_readable(path: Path) -> UserError:
+    """The refusal of a file or folder that is no trace this tracer reads, naming what it is."""
+    return UserError(f"{path}: {sniff(Path(path)).what}, not a trace this tracer reads ({tf.READABLE})")
+
+
+def import_target(path: Path) -> Path:
+    """The trace `tracer import PATH` reads: a file as it is; a folder that is a trace (our CUPTI
+    records, an unpacked nsys-jax archive); the newest XPlane of a profile folder (`logdir/plugins/
+    profile/<run>/<host>.xplane.pb`, as jax.profiler and TensorFlow write it); else the one trace
+    file in the folder. UserError (one line) for anything else, saying what was found."""
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file or folder")
+    if not path.is_dir() or trace_kind(path) is not None:
+        return path
+    from analyzers.ingest.sniff import xplanes
+
+    found = xplanes(path)
+    if found:
+        return found[0]
+    inside = sorted(p for p in path.iterdir() if p.is_file() and trace_kind(p) in tf.FILE_KINDS)
+    if len(inside) == 1:
+        return inside[0]
+    if inside:
+        names = ", ".join(p.name for p in inside[:4]) + (", ..." if len(inside) > 4 else "")
+        raise UserError(f"{path}: a folder of {len(inside)} traces ({names}): import one of them")
+    raise UserError(f"{path}: a folder with no trace this tracer reads in it ({tf.READABLE})")
+
+
+def export_nsys_rep(path: Path, out: Path, kind: str = "sqlite") -> None:
+    """`nsys export --type kind` of a report into `out`, with the nsys `tracer.measure.tracing.nsys` finds;
+    UserError (one line) when that fails."""
+    try:
+        nsys = tracing_nsys.find_nsys()
+    except UserError as e:
+        raise UserError(f"{path}: reading a .nsys-rep needs Nsight Systems: {e}") from None
+    tracing_nsys.check_can_read(nsys, path)
+    failed = tracing_nsys.export(nsys, path, out, kind)
+    if failed:
+        made = tracing_nsys.report_version(path)
+        have = tracing_nsys.version_text(tracing_nsys.nsys_version(str(nsys)))
+        origin = "" if made is None else f"; the report is from nsys {tracing_nsys.version_text(made)}"
+        raise UserError(
+            f"{path}: `nsys export` by nsys {have} ({nsys}) failed ({failed}){origin}: for a report from a "
+            "newer nsys, set NSYS to one at least as new, or export .sqlite where the report was made"
+        )
+
+
+def sibling_export(report: Path) -> Path | None:
+    """An export of the report beside it (`x.nsys-rep` -> `x.arrow`, else `x.sqlite`, as `nsys export`
+    names them): read instead of exporting again, which needs an nsys at least as new as the report's."""
+    for suffix in (".arrow", ".sqlite"):
+        candidate = _beside(report, suffix)
+        if candidate is not None and trace_kind(candidate) in (tf.NSYS_ARROW, tf.NSYS_SQLITE):
+            return candidate
+    return None
+
+
+def _beside(trace: Path, suffix: str) -> Path | None:
+    """The file of the same whole stem (`tf.stem`, which keeps every dot of the name) with
+    `suffix`, when it is a file written no earlier than `trace`: an export is made from its report, so
+    an older file of that name is another trace, never this one's export."""
+    candidate = trace.with_name(tf.stem(trace.name) + suffix)
+    try:
+        return candidate if candidate.is_file() and candidate.stat().st_mtime >= trace.stat().st_mtime else None
+    except OSError:
+        return None
+
+
+def read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
+    """The normalised tables of one trace, without writing anything; a trace whose events end before
+    they start is refused rather than summed (a negative share would pass for a real one)."""
+    tables, clock = _read_trace(path)
+    _refuse_negative(path, tables)
+    return tables, clock
+
+
+def _refuse_negative(path: Path, tables: dict[str, pa.Table]) -> None:
+    zero = build.int_scalar(0)  # a bare 0 makes pyarrow probe for pandas, and the probe imports it (0.5 s)
+    for name, table in tables.items():
+        if "dur_ns" in table.column_names and table.num_rows:
+            negative = pc.sum(pc.less(table["dur_ns"], zero)).as_py() or 0
+            if negative:
+                raise UserError(f"{path}: {negative} {name} events end before they start: the trace is damaged")
+
+
+def _refuse_negative_durations(path: Path, folder: RunFolder, names: list[str]) -> None:
+    """The streamed path's version of `read_trace`'s check: the row groups' statistics say where a
+    negative duration can be, and only those row groups are read."""
+    import pyarrow.parquet as pq
+
+    for name in names:
+        parquet = pq.ParquetFile(folder.table_path(name))
+        if "dur_ns" not in parquet.schema_arrow.names:
+            continue
+        negative = 0
+        for group, stats in enumerate(t.row_group_statistics(parquet, "dur_ns")):
+            if stats is not None and stats.has_min_max and stats.min >= 0:
+                continue
+            durations = parquet.read_row_group(group, columns=["dur_ns"])["dur_ns"]
+            negative += pc.sum(pc.less(durations, build.int_scalar(0))).as_py() or 0
+        if negative:
+            raise UserError(f"{path}: {negative} {name} events end before they start: the trace is damaged")
+
+
+def _read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
+    from analyzers.ingest import cupti, kineto
+
+    kind = trace_kind(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file")
+    if kind == tf.KINETO:
+        return kineto.read_json(path)
+    if kind == tf.CUPTI:
+        return cupti.read_dir(path)
+    if kind in (tf.XPLANE, tf.XPROF_JSON):
+        from analyzers.ingest import xprof
+
+        return xprof.read_xplane(path) if kind == tf.XPLANE else xprof.read_json(path)
+    if kind == tf.ROCPD:
+        from analyzers.ingest import rocpd
+
+        return rocpd.read(path)
+    if kind == tf.NSYS_JAX:
+        from analyzers.ingest import nsys_jax
+
+        return nsys_jax.read(path)
+    if kind in tf.NSYS_KINDS:
+        with tempfile.TemporaryDirectory(prefix="tracer-nsys-") as tmp:
+            names, clock = _write_nsys(path, Path(tmp))
+            return {name: pq.read_table(Path(tmp) / f"{name}.parquet") for name in names}, clock
+    raise not_readable(path)
+
+
+def write_tables(
+    folder: RunFolder, tables: dict[str, pa.Table], source: str, clock: Clock, facts: dict[str, int] | None = None
+) -> list[str]:
+    """Writes (or appends to) `<run>/<table>.parquet` atomically and records the clock per source, with
+    what the trace said of its run (`facts`, e.g. its batch size).
+    Dictionary-encoded string columns (see `analyzers.trace.tables`) go to the Parquet writer as they are,
+    without the Arrow schema in the file, so the file reads back with the declared plain-string schema."""
+    written = []
+    for name, table in tables.items():
+        path = folder.table_path(name)
+        if path.exists():
+            table = _merged(path, table, source)
+        tmp = path.with_suffix(".parquet.tmp")
+        pq.write_table(table, tmp, store_schema=not t.has_dictionaries(table))
+        os.replace(tmp, path)
+        written.append(name)
+    _record_clock(folder, source, clock, written, facts)
+    return written
+
+
+def _merged(path: Path, table: pa.Table, source: str) -> pa.Table:
+    """The rows already in `path` from other sources, then `table`'s, ordered by start."""
+    old = pq.read_table(path)
+    table = t.plain(table, old.schema)
+    table = pa.concat_tables([old.filter(pa.compute.not_equal(old["source"], source)), table])
+    return table.sort_by("start_ns")
+
+
+def _record_clock(
+    folder: RunFolder, source: str, clock: Clock, written: list[str], facts: dict[str, int] | None = None
+) -> None:
+    meta_path = folder.path / t.TRACE_META
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    meta[source] = clock.to_json() | {"tables": sorted(written)} | (facts or {})
+    write_json_atomic(meta_path, meta)
+
+
+def install_parts(folder: RunFolder, staged: Path, names: list[str], source: str, clock: Clock) -> list[str]:
+    """Moves `staged/<table>.parquet` files (written by a streaming ingest) into the run folder; a table
+    the run already has from another source is merged in memory as `write_tables` does."""
+    for name in names:
+        part, path = staged / f"{name}.parquet", folder.table_path(name)
+        if path.exists():
+            table = _merged(path, pq.read_table(part), source)
+            pq.write_table(table, part)
+        os.replace(part, path)
+    _record_clock(folder, source, clock, names)
+    return names
+
+
+def ingest_nsys(path: Path, folder: RunFolder) -> list[str]:
+    """An nsys export (or a .nsys-rep, exported first) streamed into the run folder's tables: memory
+    stays flat in the number of rows (see `nsys_duckdb.write_sqlite`)."""
+    folder.path.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".ingest-", dir=folder.path) as tmp:
+        names, clock = _write_nsys(path, Path(tmp))
+        return install_parts(folder, Path(tmp), names, t.SOURCE_NSYS, clock)
+
+
+def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
+    """The tables of an nsys export written under `staged`. A .nsys-rep with an export beside it
+    (`sibling_export`) is read from that; else it is exported there first, to Arrow where this nsys
+    offers it, else to SQLite. An Arrow export this reader cannot take (another
+    nsys release may lay it out otherwise) is replaced by a SQLite export of its report, when the
+    report is there: `--trace nsys` leaves `raw/trace.nsys-rep` beside `raw/trace.arrow`."""
+    from analyzers.ingest import nsys_arrow, nsys_duckdb
+
+    kind = trace_kind(path)
+    report = path if kind == tf.NSYS_REP else path.with_name(tf.stem(path.name) + ".nsys-rep")
+    sibling = sibling_export(path) if kind == tf.NSYS_REP else None
+    if sibling is not None:
+        path = sibling
+    elif kind == tf.NSYS_REP:
+        nsys_bin = tracing_nsys.nsys_if_any()
+        # with no nsys, export_nsys_rep says so in one line
+        export = tracing_nsys.best_export(str(nsys_bin)) if nsys_bin is not None else "sqlite"
+        path = staged / f"{tf.stem(path.name)}.{export}"
+        export_nsys_rep(report, path, export)
+    if trace_kind(path) == tf.NSYS_ARROW:
+        try:
+            return nsys_arrow.write_arrow(path, staged)
+        except UserError:
+            beside = _beside(report if report.is_file() else path, ".sqlite")
+            if beside is not None and trace_kind(beside) == tf.NSYS_SQLITE:
+                path = beside
+            elif not report.is_file() or tracing_nsys.nsys_if_any() is None:
+                raise
+            else:
+                path = staged / (tf.stem(report.name) + ".sqlite")
+                export_nsys_rep(report, path, "sqlite")
+    return nsys_duckdb.write_sqlite(path, staged)
+
+
+def _source_of(path: Path) -> str:
+    kind = trace_kind(path)
+    if kind in tf.NSYS_KINDS:
+        return t.SOURCE_NSYS
+    sources = {
+        tf.KINETO: t.SOURCE_KINETO,
+        tf.CUPTI: t.SOURCE_CUPTI,
+        tf.XPLANE: t.SOURCE_XPROF,
+        tf.XPROF_JSON: t.SOURCE_XPROF,
+        tf.ROCPD: t.SOURCE_ROCPD,
+        tf.NSYS_JAX: t.SOURCE_NSYS_JAX,
+    }
+    return sources.get(kind or "", "other")
+
+
+def ingest_file(path: Path, folder: RunFolder) -> list[str]:
+    """Reads one trace and writes its tables into the run folder; returns the table names written."""
+    if trace_kind(Path(path)) in tf.NSYS_KINDS:
+        if not Path(path).exists():
+            raise UserError(f"{path}: no such file")
+        written = ingest_nsys(Path(path), folder)
+        _refuse_negative_durations(Path(path), folder, written)
+        return written
+    facts: dict[str, int] = {}
+    if trace_kind(Path(path)) == tf.KINETO and Path(path).exists():  # the one format that may name its batch
+        from analyzers.ingest import kineto
+
+        tables, clock, batch = kineto.parse(Path(path))
+        _refuse_negative(Path(path), tables)
+        facts = {t.BATCH_FACT: batch} if batch is not None else {}
+    else:
+        tables, clock = read_trace(Path(path))
+    return write_tables(folder, tables, _written_by(tables) or _source_of(Path(path)), clock, facts)
+
+
+def _written_by(tables: dict[str, pa.Table]) -> str | None:
+    """The `source` the reader gave the rows (a Chrome-trace JSON may be Kineto's, paddle's or MXNet's)."""
+    for table in tables.values():
+        if table.num_rows and "source" in table.column_names:
+            return str(table["source"][0].as_py())
+    return None
+
+
+def run_traces(folder: RunFolder) -> list[Path]:
+    """The traces under raw/ worth ingesting: an export (.arrow or .sqlite) wins over the .nsys-rep it
+    was exported from, and Arrow over SQLite."""
+    raw = folder.raw_dir
+    if not raw.is_dir():
+        return []
+    found = [p for p in sorted(raw.iterdir()) if trace_kind(p) in (*tf.FILE_KINDS, tf.CUPTI)]
+    found = [p for p in found if not tf.is_pyspy(p.name)]  # read by the thread timeline
+    stems = {kind: {tf.stem(p.name) for p in found if trace_kind(p) == kind} for kind in tf.NSYS_KINDS}
+    shadowed = {tf.NSYS_REP: stems[tf.NSYS_SQLITE] | stems[tf.NSYS_ARROW], tf.NSYS_SQLITE: stems[tf.NSYS_ARROW]}
+    return [p for p in found if tf.stem(p.name) not in shadowed.get(trace_kind(p) or "", set())]
+
+
+def ingest_run(folder: RunFolder) -> list[str]:
+    """Ingests every known trace under raw/, then writes the thread timeline from them and the samples
+    (`analyzers.ingest.threads`) and, for a big trace, the run's view (`analyzers.timeline.view_store`); returns
+    the distinct table names written. A run traced in a window says
+    so in TRACE_META, under each source: `window` (its --trace-window) and `window_ns`."""
+    from analyzers.ingest import threads
+
+    written: list[str] = []
+    for path in run_traces(folder):
+        for name in ingest_file(path, folder):
+            if name not in written:
+                written.append(name)
+    _record_window(folder)
+    if threads.write(folder):
+        written.append(t.THREAD_TIMELINE)
+    _store_view(folder)
+    return written
+
+
+def _store_view(folder: RunFolder) -> None:
+    """The run's view for the viewer (`analyzers.timeline.view_store`), stored for a big trace so that it opens at
+    once; a failure here loses nothing (the viewer builds the view itself): one line, not a failed ingest."""
+    from analyzers.timeline import view_store  # here: view_store reads the tables this package writes
+
+    try:
+        view_store.store_if_big(folder)
+    except Exception as e:  # noqa: BLE001 - the tables are written; the view is an optimisation
+        print(
+            f"tracer: warning: the viewer's view of {folder.path.name} was not stored ({type(e).__name__}: {e})",
+            file=sys.stderr,
+        )
+
+
+def ingest_if_needed(folder: RunFolder) -> RunFolder:
+    """The folder to read a run's tables from: the run's own, ingested first where its raw traces have no
+    tables yet (a run whose ingest failed or was never done); nothing is done for one already ingested,
+    whose tables (its thread timeline with what py-spy said) stay as the ingest wrote them. A run folder
+    that cannot be written (read-only, another user's) is ingested into the tool's cache instead, as the
+    view store does: a folder there that links to every file of the run and holds the tables beside them."""
+    if not run_traces(folder) or (folder.path / t.TRACE_META).exists():  # every ingested trace records its clock
+        return folder
+    if os.access(folder.path, os.W_OK):
+        ingest_run(folder)
+        return folder
+    return _ingested_in_cache(folder)
+
+
+INGESTED_DIR = "ingested"
+"""Under the tool's cache (`tracer.core.paths.cache_root`): the tables of read-only run folders."""
+
+
+def _ingested_in_cache(folder: RunFolder) -> RunFolder:
+    import hashlib
+
+    from tracer.core.paths import cache_root
+
+    st = folder.run_json.stat()
+    key = hashlib.sha256(f"{folder.path.resolve()}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    final = cache_root() / INGESTED_DIR / key / folder.run_id
+    if (final / t.TRACE_META).exists():
+        return RunFolder(final)
+    final.parent.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{key}-", dir=final.parent.parent) as tmp:
+        scratch = Path(tmp) / folder.run_id
+        scratch.mkdir()
+        for entry in folder.path.iterdir():  # links: nothing of the run is copied, or ever written
+            (scratch / entry.name).symlink_to(entry.resolve())
+        ingest_run(RunFolder(scratch))
+        final.parent.mkdir(exist_ok=True)
+        try:
+            os.replace(scratch, final)
+        except OSError:  # another process finished first: theirs is as good
+            if not (final / t.TRACE_META).exists():
+                raise
+    return RunFolder(final)
+
+
+def _record_window(folder: RunFolder) -> None:
+    from analyzers.trace.trace_window import window_span
+
+    meta_path = folder.path / t.TRACE_META
+    span = window_span(folder)
+    if span is None or not meta_path.exists():
+        return
+    meta = json.loads(meta_path.read_text())
+    for entry in meta.values():
+        entry |= {t.WINDOW_FACT: span.window.text, t.WINDOW_NS_FACT: [span.start_ns, span.end_ns]}
+    write_json_atomic(meta_path, meta)
+
+
+IMPORTS_DIR = "imports"
+"""Under the tool's cache (`tracer.core.paths.cache_root`): the tables of trace files analysed directly."""
+
+
+def cached_import(path: Path) -> RunFolder:
+    """The tables of one trace file, ingested once and kept in the cache under a key of its resolved
+    path, size and mtime (a changed or replaced file gets a fresh import; nothing is written beside the
+    file, which may sit in a read-only place). Made in a scratch folder and renamed into place, so an
+    interrupted import is never taken for a finished one."""
+    from tracer.core.paths import cache_name, cache_root
+
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"{path}: no such file or folder")
+    if trace_kind(path) not in tf.FILE_KINDS:
+        raise not_readable(path)
+    root = cache_root() / IMPORTS_DIR
+    name = cache_name(path)
+    final = root / name
+    if (final / t.TRACE_META).exists():
+        return RunFolder(final)
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root) as tmp:
+        scratch = Path(tmp) / "run"
+        scratch.mkdir()
+        ingest_file(path, RunFolder(scratch))
+        try:
+            os.replace(scratch, final)
+        except OSError:  # another process finished the same import first: theirs is as good
+            if not (final / t.TRACE_META).exists():
+                raise
+    return RunFolder(final)
+
+
+def span_ns(folder: RunFolder, names: list[str]) -> tuple[int | None, int | None]:
+    """First start and last end over the given tables, from the Parquet footers' statistics (no rows
+    read: an imported file may hold tens of millions)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    for name in names:
+        meta = pq.ParquetFile(folder.table_path(name)).metadata
+        cols = {meta.schema.column(i).name: i for i in range(meta.num_columns)}
+        for g in range(meta.num_row_groups):
+            rg = meta.row_group(g)
+            for col, out, pick in (("start_ns", starts, "min"), ("end_ns", ends, "max")):
+                stats = rg.column(cols[col]).statistics
+                if stats is not None and stats.has_min_max:
+                    out.append(int(getattr(stats, pick)))
+    return (min(starts) if starts else None, max(ends) if ends else None)
