@@ -15,7 +15,6 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from analyzers.timeline import lanes as ln
 from analyzers.timeline.lane_index import LaneIndex
 from analyzers.trace.arrays import as_array
 from tracer.core import arrow_build, schema
+from tracer.core.cached import cached_property
 from tracer.core.errors import UserError
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder

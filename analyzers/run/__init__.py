@@ -13,7 +13,6 @@ being written is opened again to see what came since.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
@@ -21,6 +20,7 @@ import pyarrow as pa
 
 from analyzers.figures import phases as ph
 from analyzers.trace.trace_window import WindowSpan, window_span
+from tracer.core.cached import cached_property
 from tracer.core.cases import CASES, RunKey
 from tracer.core.errors import UserError
 from tracer.core.problems import Problem

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +28,7 @@ from analyzers.trace import tables as t
 from analyzers.trace.arrays import as_array, codes
 from analyzers.trace.correlation import GPU_TABLES, launch_links
 from tracer.core import schema
+from tracer.core.cached import cached_property
 from tracer.core.runfolder import RunFolder
 
 LOW_PRIORITY = (t.ACTIVITY_IDLE, "waiting")
