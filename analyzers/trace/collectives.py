@@ -35,7 +35,11 @@ def kind_of(name: str) -> str:
 
 
 def nccl_mask(names: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Which of a kernel table's names are NCCL's (either era)."""
+    """Which of a kernel table's names are NCCL's (either era). Dictionary-encoded names (a reader's
+    in-memory tables) are tested once per distinct name."""
+    if pa.types.is_dictionary(names.type):
+        chunks = names.chunks if isinstance(names, pa.ChunkedArray) else [names]
+        return pa.chunked_array([pc.take(nccl_mask(chunk.dictionary), chunk.indices) for chunk in chunks], pa.bool_())
     masks = [pc.starts_with(names, prefix) for prefix in NCCL_KERNEL_PREFIXES]
     out = masks[0]
     for m in masks[1:]:

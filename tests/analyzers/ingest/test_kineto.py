@@ -270,3 +270,34 @@ def test_times_are_exact_ns(tmp_path: Path) -> None:
     api = tables[t.CUDA_API]
     assert api["start_ns"][0].as_py() - clock.offset_ns == 4544699557751704
     assert api["dur_ns"][0].as_py() == 1
+
+
+def test_strings_stay_codes_in_memory_and_files_read_back_plain(
+    shared_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader hands string columns over dictionary-encoded (each distinct kernel name once); the run
+    folder's files read back with the declared plain schemas and the same values, in row groups of at most
+    `TABLE_ROW_GROUP_ROWS` rows (the writer's buffers stay one group's; made small here, so that the
+    fixture's tables are cut)."""
+    import pyarrow.parquet as pq
+
+    from analyzers.ingest import pipeline
+    from tracer.core.runfolder import RunFolder
+
+    monkeypatch.setattr(pipeline, "TABLE_ROW_GROUP_ROWS", 4096)
+
+    path = shared_fixtures / FIXTURES[0]
+    tables, _clock, _batch = kineto.parse(path)
+    kernels = tables[t.KERNELS]
+    names = kernels["name"].combine_chunks()
+    assert t.has_dictionaries(kernels) and len(names.dictionary) < len(names) / 10
+    assert kernels["short_name"].equals(kernels["name"])
+    folder = RunFolder.create(tmp_path, "run")
+    pipeline.ingest_file(path, folder)
+    for name, table in tables.items():
+        stored = pq.ParquetFile(folder.table_path(name))
+        back = stored.read()
+        assert back.schema == t.SCHEMAS[name] and back.equals(t.plain(table, t.SCHEMAS[name])), name
+        groups = [stored.metadata.row_group(i).num_rows for i in range(stored.num_row_groups)]
+        assert max(groups) <= 4096 and sum(groups) == table.num_rows
+    assert pq.ParquetFile(folder.table_path(t.KERNELS)).num_row_groups > 1
