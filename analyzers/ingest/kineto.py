@@ -306,9 +306,12 @@ pieces read no faster and held 24 MiB more at the peak of the 167 MB trace, 28 N
 TRIM_EVERY_PIECES = 16
 """Freed memory is given back to the OS every this many pieces (`tracer.core.memory`): 9 MiB off the peak of
 the 167 MB trace for 20 ms of CPU."""
-READERS = 2
+READERS = 3
 """Pieces read by Arrow at once, in threads of their own (its reader releases the GIL), while this
-thread makes the previous one into columns."""
+thread makes the previous one into columns. Three on two cores: with another process busy on one, a third
+reading thread keeps the import's share of the cores (`tracer import` of the 167 MB trace with one CPU hog:
+94-116 MB/s with three, 86-102 MB/s with two, alternated; idle 123-125 against 132-137; 4 MiB more at
+the peak; AMD EPYC VM, 28 Nov 2026)."""
 
 
 @dataclass(frozen=True)
