@@ -15,6 +15,7 @@ from viewer.browser import RunBrowser
 from viewer.cursor import TimeCursor
 from viewer.data import RunData, name_runs
 from viewer.export import export_widget
+from viewer.gui_gc import collect_on_the_event_loop
 from viewer.loader import RunLoader
 from viewer.panels.cuda import CudaPanel
 from viewer.panels.diagnosis import DiagnosisPanel
@@ -31,6 +32,7 @@ REBUILD_DELAY_MS = 1000  # runs still loading after this show the ones already l
 class MainWindow(QtWidgets.QMainWindow):
     def __init__(self, out_dir: Path = Path("runs")) -> None:
         use_light_theme()
+        collect_on_the_event_loop()
         super().__init__()
         self.setWindowTitle("dl-tracer viewer")
         self.setAcceptDrops(True)

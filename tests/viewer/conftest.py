@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,15 @@ def missing_files_run(tiny_pytorch_run: RunFolder, tmp_path: Path) -> RunFolder:
     shutil.rmtree(path / "samples")
     (path / "events.jsonl").unlink()
     return RunFolder(path)
+
+
+@pytest.fixture(autouse=True)
+def collected_between_tests() -> Iterator[None]:
+    """A viewer test's closed windows are collected here, on the GUI thread between two tests, and automatic
+    collection is back on for the tests after it in this process (a window turns it off: `viewer.gui_gc`)."""
+    yield
+    gc.collect()
+    gc.enable()
 
 
 @pytest.fixture
