@@ -41,9 +41,13 @@ def missing_files_run(tiny_pytorch_run: RunFolder, tmp_path: Path) -> RunFolder:
 
 
 @pytest.fixture(autouse=True)
-def collected_between_tests() -> Iterator[None]:
-    """A viewer test's closed windows are collected here, on the GUI thread between two tests, and automatic
-    collection is back on for the tests after it in this process (a window turns it off: `viewer.gui_gc`)."""
+def collected_between_tests(qapp: object) -> Iterator[None]:
+    """A viewer test runs as the viewer does, its garbage collected from the event loop only (`viewer.gui_gc`:
+    a collection inside a Qt call can hang); what it leaves is collected here, between two tests, and automatic
+    collection is back on for the tests after it in this process."""
+    from viewer.gui_gc import collect_on_the_event_loop
+
+    collect_on_the_event_loop()
     yield
     gc.collect()
     gc.enable()

@@ -22,6 +22,7 @@ class Cyclic(QtCore.QObject):
 def test_a_window_turns_automatic_collection_off_and_the_event_loop_collects(qtbot: Any) -> None:
     from viewer.window import MainWindow
 
+    gc.enable()  # as in a process that has not opened a window (this folder's tests start with it off)
     window = MainWindow()
     qtbot.addWidget(window)
     assert not gc.isenabled()
