@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from cpu_hog import cpu_hog
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT.parent / "shared/fixtures/kineto-h100/resnet50_bs100_train_torch2.11.json.gz"
 
@@ -108,17 +110,12 @@ def main() -> int:
     def up() -> str:
         return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
-    hog = subprocess.Popen([sys.executable, "-c", "while 1: pass"]) if args.hog else None
     model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if "model name" in ln), "unknown CPU")
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} CPUs ({model}); hog: {bool(hog)}")
-    print(f"load: {up()}")
-    try:
+    with cpu_hog(args.hog) as hog:
+        print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} CPUs ({model}); hog: {hog}")
+        print(f"load: {up()}")
         with tempfile.TemporaryDirectory() as tmp:
             _bench(Path(tmp), args.copies, args.hta_python)
-    finally:
-        if hog is not None:
-            hog.kill()
-            hog.wait()
     print(f"after: {up()}")
     return 0
 

@@ -35,6 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from cpu_hog import cpu_hog  # noqa: E402
+
 from tests.analyzers.nsys_replica import replicate  # noqa: E402
 from tracer.measure.tracing.nsys import nsys_if_any  # noqa: E402
 
@@ -121,18 +123,15 @@ def main() -> int:
         return 0
     version = subprocess.run([nsys, "--version"], capture_output=True, text=True).stdout.strip()
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; {version}")
-    hog = subprocess.Popen([sys.executable, "-c", "while 1: pass"]) if args.hog else None
     pycache = Path(tempfile.mkdtemp(prefix="bench-pycache-"))
     user_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     user_env |= {"PYTHONPYCACHEPREFIX": str(pycache), "PYTHONPATH": str(ROOT)}
     try:
-        print(f"load: {'one CPU hog running' if hog else 'no hog'}; {uptime()}")
-        for rows in args.rows:
-            _bench(nsys, rows, args.repeat, user_env)
+        with cpu_hog(args.hog) as hog:
+            print(f"load: {'one CPU hog running' if hog else 'no hog'}; {uptime()}")
+            for rows in args.rows:
+                _bench(nsys, rows, args.repeat, user_env)
     finally:
-        if hog is not None:
-            hog.kill()
-            hog.wait()
         shutil.rmtree(pycache, ignore_errors=True)
     return 0
 

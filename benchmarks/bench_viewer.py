@@ -11,7 +11,8 @@ redraw, one zoom or pan of the linked x axis plus a full repaint of the time pan
 the background work the open started (the Diagnosis tab's rules) is done. A pan is timed two ways: as a jump
 (from a view a whole width away: all of it new) and as a drag step (1 % of the width on from the last view); the
 "zoom to ..." kinds are jumps between views of that width, and "zoom in from the whole run to 10 %" a zoom.
-Run: `python benchmarks/bench_viewer.py [--samples N] [--runs N] [--trace-events N] [--dir D] [--against REV]`.
+Run: `python benchmarks/bench_viewer.py [--samples N] [--runs N] [--trace-events N] [--dir D] [--against REV] [--hog]`.
+`--hog` runs one busy-looping Python process while the window is measured (the issues' "one CPU hog" load).
 `--against REV` (e.g. `main`) also times the viewer and analyzers packages of that git revision in a child process
 on the same runs, before this one, and prints the ratio of each figure (the previous implementation, measured in the
 same run).
@@ -43,6 +44,8 @@ DRAG_STEP = 0.01  # of the view's width: one step of a mouse drag (about 13 pixe
 JUMP, DRAG, ZOOM_IN = "jump", "drag", "zoom in"  # the view a timed redraw comes from (`redraw`)
 if ROOT not in [Path(p).resolve() for p in sys.path if p]:  # `--against` puts an older viewer package before it
     sys.path.insert(0, str(ROOT))
+
+from cpu_hog import cpu_hog  # noqa: E402
 
 from tracer.core import schema  # noqa: E402
 from tracer.core.frameworks import FRAMEWORKS  # noqa: E402
@@ -378,6 +381,7 @@ def main() -> int:
         "--trace-events", type=int, default=0, help="also open a traced run of this many trace events (e.g. 10000000)"
     )
     parser.add_argument("--screenshot", type=Path, help="save the window, as opened, to this PNG")
+    parser.add_argument("--hog", action="store_true", help="one CPU-bound Python process while the window is measured")
     parser.add_argument("--against", metavar="REV", help="also time the viewer of this git revision (e.g. main)")
     parser.add_argument(
         "--compare-downsampling",
@@ -412,16 +416,18 @@ def main() -> int:
             traced, events = long_trace(args.dir or Path(tmp), args.trace_events)
             paths = [traced, *paths]
 
-        if events:
-            what = f"{args.runs} sampled runs beside a traced run of {events:,} events"
-            figures = measure(app, out, paths, what, 3, 16, args, args.screenshot)
-            print()
-            peer = untraced_copy(paths[0], Path(tmp))
-            what = "the same runs, the traced one without its trace tables (the peer: same panels, same samples)"
-            measure(app, out, [peer, *paths[1:]], what, 3, 16, args)
-        else:
-            what = f"{args.runs} runs x {args.samples:,} samples"
-            figures = measure(app, out, paths, what, 2, 50, args, args.screenshot)
+        peer = untraced_copy(paths[0], Path(tmp)) if events else None
+        with cpu_hog(args.hog) as hog:
+            print(f"load: {'one CPU hog running' if hog else 'no hog'}")
+            if peer is not None:
+                what = f"{args.runs} sampled runs beside a traced run of {events:,} events"
+                figures = measure(app, out, paths, what, 3, 16, args, args.screenshot)
+                print()
+                what = "the same runs, the traced one without its trace tables (the peer: same panels, same samples)"
+                measure(app, out, [peer, *paths[1:]], what, 3, 16, args)
+            else:
+                what = f"{args.runs} runs x {args.samples:,} samples"
+                figures = measure(app, out, paths, what, 2, 50, args, args.screenshot)
     if os.environ.get("BENCH_VIEWER_FIGURES"):
         Path(os.environ["BENCH_VIEWER_FIGURES"]).write_text(json.dumps(figures))
     if previous:
