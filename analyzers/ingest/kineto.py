@@ -112,8 +112,8 @@ def _int(value: Any, default: int = -1) -> int:
 class _Columns:
     """Kept rows of one table: Python tuples for the last few thousand rows, Arrow arrays before them,
     so a long trace never sits in memory as Python objects (peak memory is the goal here). Strings are
-    kept as int32 codes into one dictionary per column (a trace repeats a few thousand names), made
-    plain strings only in `table`. Arrays are built from raw buffers (`tracer.core.arrow_build`): no
+    kept as int32 codes into one dictionary per column (a trace repeats a few thousand names), and
+    `table` hands them over so, dictionary-encoded. Arrays are built from raw buffers (`tracer.core.arrow_build`): no
     pandas probe."""
 
     BATCH_ROWS = 8192
@@ -197,8 +197,7 @@ class _Columns:
         for alias, column in self.aliases.items():
             cols[alias] = cols[column]  # the same buffers, not a copy
         arrays = [cols[k] if k in cols else pa.nulls(n, schema.field(k).type) for k in schema.names]
-        coded = {k for i, k in enumerate(self.names) if i in words} | {a for a, c in self.aliases.items() if c in cols}
-        fields = [t.dictionary_strings(pa.schema([f])).field(0) if f.name in coded else f for f in schema]
+        fields = [f.with_type(a.type) if pa.types.is_dictionary(a.type) else f for f, a in zip(schema, arrays)]
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 

@@ -15,6 +15,8 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analyzers.trace import arrays
+
 NCCL_KERNEL_PREFIXES = ("ncclKernel_", "ncclDevKernel_")
 HOST_COLLECTIVE_PREFIXES = ("nccl:", "gloo:")
 _KIND = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z]+)")
@@ -38,8 +40,8 @@ def nccl_mask(names: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Which of a kernel table's names are NCCL's (either era). Dictionary-encoded names (a reader's
     in-memory tables) are tested once per distinct name."""
     if pa.types.is_dictionary(names.type):
-        chunks = names.chunks if isinstance(names, pa.ChunkedArray) else [names]
-        return pa.chunked_array([pc.take(nccl_mask(chunk.dictionary), chunk.indices) for chunk in chunks], pa.bool_())
+        text = arrays.dictionary(names if isinstance(names, pa.ChunkedArray) else pa.chunked_array([names]))
+        return pc.take(nccl_mask(text.dictionary), text.indices)
     masks = [pc.starts_with(names, prefix) for prefix in NCCL_KERNEL_PREFIXES]
     out = masks[0]
     for m in masks[1:]:
