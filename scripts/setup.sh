@@ -38,8 +38,11 @@ if [ "$every" = 1 ]; then  # every framework declared in tracer/core/frameworks.
   read -r -a frameworks <<< "$("$venv/bin/python" -c 'from tracer.core.frameworks import FRAMEWORKS; print(*FRAMEWORKS)')"
 fi
 for fw in "${frameworks[@]}"; do
-  if "$venv/bin/python" -c "import sys; from tracer.measure.environments import status; sys.exit(0 if status('$fw').installed else 1)"; then
+  if "$venv/bin/python" -c "import sys; from tracer.measure.environments import recipe_current, status; sys.exit(0 if status('$fw').installed and recipe_current('$fw') else 1)"; then
     echo "setup: $fw environment ready"
+  elif [ -x "$cache/envs/$fw/bin/python" ]; then  # made before its recipe changed: completed in place
+    echo "setup: completing the $fw environment (its recipe changed)"
+    "$venv/bin/tracer" env create "$fw"
   else
     echo "setup: creating the $fw environment (once; cached in $cache/envs/$fw)"
     "$venv/bin/tracer" env create "$fw"

@@ -66,6 +66,9 @@ class FrameworkInfo:
     python_version: str = ""
     # Installed (upgraded) first, alone: the venv's own pip may be too old for the wheels' tags.
     pip_bootstrap: tuple[str, ...] = ()
+    # What the examples/ scripts in this framework import beyond it (Lightning, transformers' Trainer),
+    # installed into its environment after it; the built-in workload never imports them.
+    example_requirements: tuple[str, ...] = ()
     # Whether its worker trains with `--amp` (SINGA's float16 mode converts the whole model: refused).
     amp: bool = True
     # Whether a step returns before its work is done on any device, the work landing wherever the
@@ -104,6 +107,7 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
         workers_knob="DataLoader.num_workers",
         note="the 2.14.1 wheel is a CUDA build: the same environment serves CPU and GPU",
         models_module="tracer.worker.models.pytorch",
+        example_requirements=("lightning==2.6.6", "transformers==5.24.0", "accelerate==1.15.0"),
     ),
     FrameworkInfo(
         "tensorflow",

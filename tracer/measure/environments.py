@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -63,6 +64,32 @@ def env_dir(framework: str) -> Path:
 
 def env_python(framework: str) -> Path:
     return env_dir(framework) / "bin" / "python"
+
+
+#: Beside an environment's interpreter folder: the digest of the recipe it was last completed with.
+RECIPE_FILE = ".tracer-recipe"
+
+
+def recipe_digest(packages: tuple[str, ...]) -> str:
+    return hashlib.sha256("\n".join(packages).encode()).hexdigest()[:16]
+
+
+def recipes(fw: FrameworkInfo) -> dict[str, tuple[str, ...]]:
+    """Everything `create` installs, by device: the framework's requirements, then its examples'."""
+    return {
+        "cpu": fw.cpu_requirements + fw.example_requirements,
+        "gpu": fw.gpu_requirements + fw.example_requirements,
+    }
+
+
+def recipe_current(framework: str) -> bool:
+    """Whether the environment was last completed with today's recipe (CPU's or GPU's): set-up
+    completes one made before a package was added to it."""
+    try:
+        made = (env_dir(framework) / RECIPE_FILE).read_text().strip()
+    except OSError:
+        return False
+    return made in {recipe_digest(r) for r in recipes(framework_info(framework)).values()}
 
 
 def probe(python: Path | str, fw: FrameworkInfo) -> EnvStatus:
@@ -147,6 +174,7 @@ def create(
     fw = framework_info(framework)
     use_gpu = has_nvidia_gpu() if gpu is None else gpu
     requirements = fw.gpu_requirements if use_gpu else fw.cpu_requirements
+    recipe = recipes(fw)["gpu" if use_gpu else "cpu"]
     target = env_dir(framework)
     log = install_log(framework)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -158,6 +186,9 @@ def create(
     if fw.pip_bootstrap:
         _pip(pip + ["--upgrade"], fw.pip_bootstrap, fw, log, console)
     _pip(pip, requirements, fw, log, console)
+    if fw.example_requirements:
+        _pip(pip, fw.example_requirements, fw, log, console)
+    (target / RECIPE_FILE).write_text(recipe_digest(recipe) + "\n")
     return status(framework)
 
 

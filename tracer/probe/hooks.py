@@ -17,7 +17,7 @@ iterating the tf.data set it was given) is the framework's business and not wrap
 import sys
 
 from .names import schema
-from .recorder import Pass
+from .passes import Pass
 
 Probe = schema.Probe
 #: Packages whose own iteration of a pipeline is not a training loop's.
@@ -40,7 +40,7 @@ def wrap_iter(cls, recorder, probe, needs_training=False, knobs=None):
     def __iter__(self):
         if called_from_framework() or recorder.suppress:
             return original(self)
-        p = Pass(recorder, probe, needs_training)
+        p = Pass(recorder, probe, needs_training, self)
         if p.recording and knobs is not None:
             try:
                 found = knobs(self)
@@ -71,7 +71,7 @@ def patch_torch(torch, recorder):
     tensor_backward = torch.Tensor.backward
 
     def backward(self, *args, **kwargs):
-        recorder.train_marks += 1
+        recorder.mark_training()
         recorder.loss_reader = self.detach
         return tensor_backward(self, *args, **kwargs)
 
@@ -128,7 +128,7 @@ def patch_tf_data(dataset_ops, recorder):
 
 def _framework_loop(recorder, callback_base, probe, batch_size):
     """A callback for a framework's own fit loop (Keras, paddle.Model): steps from its batch hooks."""
-    from .recorder import _perf, wall_ns
+    from .recorder import perf, wall_ns
 
     class DlTracerProbe(callback_base):
         def __init__(self):
@@ -138,13 +138,13 @@ def _framework_loop(recorder, callback_base, probe, batch_size):
             self._start_ns = 0
 
         def on_epoch_begin(self, epoch, logs=None):
-            self._t_end = _perf()
+            self._t_end = perf()
 
         def on_train_batch_begin(self, step, logs=None):
-            self._t_begin, self._start_ns = _perf(), wall_ns()
+            self._t_begin, self._start_ns = perf(), wall_ns()
 
         def on_train_batch_end(self, step, logs=None):
-            now = _perf()
+            now = perf()
             last = self._t_end if self._t_end is not None else self._t_begin
             wait = max(0.0, self._t_begin - last)
             recorder.add_step(probe, self._start_ns, wait, now - self._t_begin, batch_size)

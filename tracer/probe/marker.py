@@ -2,7 +2,7 @@
 
 from . import boot
 from .names import schema
-from .recorder import Pass
+from .passes import Pass
 
 
 class _Steps(object):
@@ -18,7 +18,7 @@ class _Steps(object):
         recorder = boot.recorder()
         if recorder is None:
             return iter(self._iterable)
-        p = Pass(recorder, schema.Probe.MARKER, False)
+        p = Pass(recorder, schema.Probe.MARKER, False, self)
         return p.attach(iter(self._iterable))
 
 

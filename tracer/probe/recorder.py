@@ -1,12 +1,6 @@
 """What the probe records in one process: steps (wait for the batch, rest of the step), epochs, loss.
 
-One `Recorder` per process. A `Pass` is one iteration of an input pipeline (a DataLoader's `for`, a
-marker's `steps(...)`): each batch it hands out is a step whose data wait is the time inside the
-pipeline's `next()` and whose compute is the time until the loop asks for the next batch. A pass
-becomes an epoch at its first recorded step. Only one pass records at a time: a pipeline iterated
-inside another (a marker around a DataLoader, an evaluation loop inside a training epoch) passes
-through unrecorded. A pass may require training (`needs_training`: a torch DataLoader): a step counts
-only when a backward or an optimizer step happened during it, so evaluation loops are not epochs.
+How a pass over a pipeline becomes steps and epochs, and when it ends: `passes.py`.
 
 Rows go to samples/steps-<pid>.csv in batches (every FLUSH_ROWS rows, each epoch's end and exit);
 events (rank 0's epochs and progress, every rank's divergence) to events.jsonl, one whole line per write.
@@ -24,7 +18,7 @@ from .names import schema
 
 FLUSH_ROWS = 256
 PROGRESS_EVERY_S = 0.5
-_perf = time.perf_counter
+perf = time.perf_counter
 
 
 def _wall_ns_from_float():  # type: () -> int
@@ -41,90 +35,6 @@ def _int_env(*names):  # type: (*str) -> int
         except (KeyError, ValueError):
             continue
     return 0
-
-
-def batch_size(batch):  # type: (object) -> int
-    """The leading dimension of a batch's first array (a tuple, list or dict of them), else 1."""
-    x = batch
-    for _ in range(4):
-        if isinstance(x, (list, tuple)) and x:
-            x = x[0]
-        elif isinstance(x, dict) and x:
-            x = next(iter(x.values()))
-        else:
-            break
-    shape = getattr(x, "shape", None)
-    if shape is not None:
-        try:
-            return int(shape[0]) if len(shape) > 0 else 1
-        except (TypeError, ValueError, IndexError):  # an unknown leading dimension
-            return 1
-    return len(x) if hasattr(x, "__len__") else 1
-
-
-class Pass(object):
-    """One iteration of an input pipeline, handed to the user in place of the pipeline's iterator."""
-
-    __slots__ = ("_it", "_rec", "source", "needs_training", "recording", "_ready", "_start_ns", "_wait", "_n", "_marks")
-
-    def __init__(self, recorder, probe, needs_training):
-        """Claims the recording first, then `attach` gives the iterator: a pipeline iterated while
-        it is made (a DataLoader inside a marker) finds the claim taken."""
-        self._it = None  # type: object
-        self._rec = recorder
-        self.source = probe
-        self.needs_training = needs_training
-        self.recording = recorder.begin_pass(self)
-        self._ready = None  # type: object
-        self._start_ns = 0
-        self._wait = 0.0
-        self._n = 0
-        self._marks = 0
-
-    def attach(self, iterator):
-        self._it = iterator
-        return self
-
-    def __iter__(self):
-        return self
-
-    def __del__(self):  # type: () -> None
-        """A loop left with `break` drops its iterator: the epoch ends at its last whole step."""
-        try:
-            if self.recording:
-                self.recording = False
-                self._rec.end_pass(self)
-        except Exception:  # noqa: BLE001 - never raise from a finaliser
-            pass
-
-    def __len__(self):  # type: () -> int
-        return len(self._it)
-
-    def __getattr__(self, name):
-        return getattr(self._it, name)
-
-    def __next__(self):
-        if not self.recording:
-            return next(self._it)
-        t = _perf()
-        now_ns = wall_ns()
-        if self._ready is not None:
-            self._rec.step_done(self, self._start_ns, self._wait, t - self._ready, self._n, self._marks)
-        try:
-            batch = next(self._it)
-        except StopIteration:
-            self._ready = None
-            self.recording = False
-            self._rec.end_pass(self)
-            self._rec.stop_if_diverged()
-            raise
-        ready = _perf()
-        self._start_ns, self._wait, self._n = now_ns, ready - t, batch_size(batch)
-        self._marks = self._rec.train_marks
-        self._ready = ready
-        return batch
-
-    next = __next__  # Python 2 spelling some libraries still call
 
 
 class Recorder(object):
@@ -147,6 +57,9 @@ class Recorder(object):
         self.diverged = False
         self.suppress = 0  # >0 inside a framework's own loop (Keras fit): nested pipelines are its own
         self.optimizer_last = None  # type: object
+        self.last_mark = 0.0  # perf() at the last backward or optimizer step
+        self.step_end_ns = 0  # where the last recorded step ended (wall clock)
+        self.suspended = None  # type: object  # an evaluation pass a new pass interrupted
         self.seen_pass = False
         self._rows = []  # type: list
         self._steps_file = None  # type: object
@@ -195,32 +108,43 @@ class Recorder(object):
 
     # --- passes and steps
     def begin_pass(self, p):  # type: (Pass) -> bool
-        """Whether `p` records: not while another pass records, nor inside a framework's own loop."""
+        """Whether `p` records: not while another pass records (unless `p` supersedes it, see
+        `Pass.superseded_by`), nor inside a framework's own loop."""
         if self.suppress or os.getpid() != self.pid:
             return False
-        if self.active is not None and getattr(self.active, "recording", False):
-            return False
+        active = self.active
+        if active is not None and getattr(active, "recording", False):
+            verdict = active.superseded_by(p)
+            if verdict == "end":
+                active.finish()
+            elif verdict == "suspend":
+                active.recording = False
+                self.suspended = active
+            else:
+                return False
         self.active = p
         self.seen_pass = True
         return True
 
-    def step_done(self, p, start_ns, wait_s, compute_s, n, marks_before):
-        if p.needs_training and self.train_marks == marks_before:
-            return  # no backward nor optimizer step: evaluation, not training
-        self.add_step(p.source, start_ns, wait_s, compute_s, n)
+    def mark_training(self):  # type: () -> None
+        """A backward or an optimizer step: the step under way trains."""
+        self.train_marks += 1
+        self.last_mark = perf()
 
     def add_step(self, probe, start_ns, wait_s, compute_s, n):
         if not self.epoch_open:
             self.begin_epoch(start_ns)
+        self.suspended = None  # a pass that trains: the evaluation it interrupted will not
         wait = "" if wait_s is None else "%.9f" % wait_s
         self._rows.append(
             "%d,%d,%d,%d,%s,%.9f,0,%d,%s\n" % (self.epoch, self.step, n, start_ns, wait, compute_s, self.rank, probe)
         )
         self.step += 1
         self.images += n
+        self.step_end_ns = start_ns + int(((wait_s or 0.0) + compute_s) * 1e9)
         if len(self._rows) >= FLUSH_ROWS:
             self._flush_rows()
-        now = _perf()
+        now = perf()
         if self.rank == 0 and now - self._last_progress >= PROGRESS_EVERY_S:
             self._last_progress = now
             self.emit(schema.Event.PROGRESS, epoch=self.epoch, images=self.images, loss=None)
@@ -236,6 +160,9 @@ class Recorder(object):
             self.active = None
             if self.epoch_open:
                 self.end_epoch(self.read_loss())
+            elif self.suspended is not None:  # an evaluation that interrupted nothing trained: resume it
+                self.active, self.suspended = self.suspended, None
+                self.active.recording = True
 
     def read_loss(self):  # type: () -> object
         """The epoch's last loss where it costs nothing more than one read at the epoch's end."""
@@ -250,8 +177,15 @@ class Recorder(object):
     def end_epoch(self, loss):  # type: (object) -> None
         self.epoch_open = False
         self._flush_rows()
-        if self.rank == 0:
-            self.emit(schema.Event.EPOCH_END, epoch=self.epoch, images=self.images, loss=loss, steps=self.step)
+        if self.rank == 0:  # the epoch ended with its last step (not later, where a loop noticed it)
+            self.emit(
+                schema.Event.EPOCH_END,
+                epoch=self.epoch,
+                images=self.images,
+                loss=loss,
+                steps=self.step,
+                **{schema.T_NS: self.step_end_ns or wall_ns()},
+            )
         if isinstance(loss, float) and not math.isfinite(loss) and not self.diverged:
             self.diverged = True
             self.emit(
@@ -269,10 +203,10 @@ class Recorder(object):
 
     def optimizer_step(self, probe):  # type: (str) -> None
         """A step counted by the optimizer (no pipeline iteration seen): time from the previous one."""
-        self.train_marks += 1
+        self.mark_training()
         if self.seen_pass or self.suppress:
             return
-        now, now_ns = _perf(), wall_ns()
+        now, now_ns = perf(), wall_ns()
         if self.optimizer_last is not None:
             last, last_ns = self.optimizer_last
             self.add_step(probe, last_ns, None, now - last, 0)
@@ -282,6 +216,9 @@ class Recorder(object):
         """At exit: an epoch still open (a loop left with `break`, optimizer-counted steps) ends here."""
         if os.getpid() != self.pid:
             return
+        active = self.active
+        if active is not None and getattr(active, "recording", False):
+            active.finish()
         if self.epoch_open:
             self.end_epoch(self.read_loss())
         self._flush_rows()

@@ -91,16 +91,21 @@ def test_every_framework_has_cpu_and_gpu_recipes() -> None:
 
 # `tracer env create` with the PyTorch entry's requirements swapped for one tiny wheel built here: the
 # real CLI, venv and pip, without downloading a framework (torch alone is ~200 MB and minutes).
-_SWAPPED = """
+_SWAP = """
 import dataclasses, sys
 from tracer.core import frameworks
 from tracer.cli import main
 fw = frameworks.FRAMEWORKS["pytorch"]
 frameworks.FRAMEWORKS["pytorch"] = dataclasses.replace(
-    fw, import_name="tinypkg", dist_names=("tinypkg",), cpu_requirements=(sys.argv[1],), gpu_requirements=(sys.argv[1],)
+    fw,
+    import_name="tinypkg",
+    dist_names=("tinypkg",),
+    cpu_requirements=(sys.argv[1],),
+    gpu_requirements=(sys.argv[1],),
+    example_requirements=(),
 )
-sys.exit(main(["env", "create", "pytorch", "--cpu"]))
 """
+_SWAPPED = _SWAP + 'sys.exit(main(["env", "create", "pytorch", "--cpu"]))\n'
 
 
 def _tiny_wheel(folder: Path) -> Path:
@@ -154,3 +159,33 @@ def test_env_create_that_pip_refuses_names_the_log(tmp_path: Path) -> None:
     assert result.returncode == 2 and result.stdout == "", result.stdout
     assert result.stderr.count("\n") == 1 and f"pip's whole output is in {log}" in result.stderr, result.stderr
     assert "No such file or directory" in result.stderr and "No such file or directory" in log.read_text()
+
+
+# Whether the environment is current, then the same with one package added to the examples' recipe.
+_CURRENT = (
+    _SWAP
+    + """
+from tracer.measure.environments import recipe_current
+print(recipe_current("pytorch"))
+fw = frameworks.FRAMEWORKS["pytorch"]
+frameworks.FRAMEWORKS["pytorch"] = dataclasses.replace(fw, example_requirements=("lightning==2.6.6",))
+print(recipe_current("pytorch"))
+"""
+)
+
+
+def test_an_environment_made_before_its_recipe_changed_is_not_current(tmp_path: Path) -> None:
+    """Set-up completes an environment whose recipe gained a package (scripts/setup.sh asks this)."""
+    wheel = _tiny_wheel(tmp_path)
+    env = dict(os.environ, TRACER_CACHE=str(tmp_path / "cache"))
+
+    def ask(script: str) -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-c", script, str(wheel)], capture_output=True, text=True, env=env, timeout=600
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout.split()
+
+    assert ask(_CURRENT) == ["False", "False"]  # no environment yet
+    ask(_SWAPPED)
+    assert ask(_CURRENT) == ["True", "False"]

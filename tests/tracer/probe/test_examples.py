@@ -101,6 +101,39 @@ def test_keras_fit_has_steps(profile_example: Callable[..., RunFolder]) -> None:
     assert all(e.loss == e.loss for e in folder.epochs())  # Keras's logs give the loss for free
 
 
+# Loops of training libraries that are not a plain `for`: Lightning takes `len(loader)` batches and
+# keeps the iterator until the next epoch (persistent loader workers here), with a validation sanity
+# check before the first epoch and a validation after each; transformers' Trainer reads one batch ahead
+# through accelerate. 128 samples in batches of 16: 8 trained batches an epoch.
+TRAINING_LIBRARIES = [("gpt_lightning.py", "--workers", "1"), ("gpt_hf_trainer.py",)]
+
+
+@pytest.mark.parametrize("script", TRAINING_LIBRARIES, ids=[s[0] for s in TRAINING_LIBRARIES])
+def test_a_training_librarys_epochs_hold_every_trained_batch(
+    script: tuple[str, ...], profile_example: Callable[..., RunFolder]
+) -> None:
+    folder = profile_example("pytorch", *script, "--samples", "128", "--epochs", "3")
+    assert probes(folder) == {Probe.TORCH_DATALOADER}
+    epochs = folder.epochs()
+    assert [e.epoch for e in epochs] == [1, 2, 3] and [e.images for e in epochs] == [128] * 3
+    steps = folder.samples(STEPS_TABLE)
+    assert steps is not None
+    per_epoch = {e: 0 for e in (1, 2, 3)}
+    for epoch, images in zip(steps.column("epoch").to_pylist(), steps.column("images").to_pylist()):
+        per_epoch[epoch] += images
+    assert per_epoch == {1: 128, 2: 128, 3: 128}  # validation batches are not steps
+    for e in epochs:  # an epoch ends with its last step, not where the library's epoch end finished
+        ends = [
+            s + 1e9 * (w + c)
+            for ep, s, w, c in zip(
+                *(steps.column(n).to_pylist() for n in ("epoch", "start_ns", "data_wait_s", "compute_s"))
+            )
+            if ep == e.epoch
+        ]
+        assert abs(e.end_ns - max(ends)) < 2e6
+    assert all(e.loss == e.loss for e in epochs)  # the loss given to backward(), read at each epoch's end
+
+
 def test_a_failing_script_ends_failed_with_its_traceback(profile_example: Callable[..., RunFolder]) -> None:
     folder = profile_example("pytorch", "raises_in_epoch2.py", expect=1)
     record = folder.read_record()
@@ -114,9 +147,11 @@ def test_a_failing_script_ends_failed_with_its_traceback(profile_example: Callab
 def test_pytorch_beside_jax_compares_steps_cpu_memory_and_threads(
     profile_example: Callable[..., RunFolder],
 ) -> None:
-    torch_run = profile_example("pytorch", "gpt_pytorch.py", "--samples", "64", "--epochs", "2")
-    # JAX's steady epoch of 64 samples takes 33 ms on an idle machine, under the sampler's 100 ms: every
-    # window of its text (about 540, 0.1 s an epoch) and seven steady epochs give those rows several samples.
+    # A steady epoch must outlast the sampler's 100 ms for its rows to hold a sample. PyTorch's epoch of 64
+    # samples (4 steps) took about 50 ms on an idle machine: one run in two had none; 512 samples take
+    # 0.4 s. JAX's steady epoch of 64 samples takes 33 ms: every window of its text (about 540, 0.1 s an
+    # epoch) and seven steady epochs give those rows several samples.
+    torch_run = profile_example("pytorch", "gpt_pytorch.py", "--samples", "512", "--epochs", "2")
     jax_run = profile_example("jax", "gpt_jax.py", "--samples", "1024", "--epochs", "8")
     assert probes(torch_run) == {Probe.TORCH_DATALOADER} and probes(jax_run) == {Probe.GRAIN}
     result = run_tracer("compare", str(torch_run.path), str(jax_run.path))
