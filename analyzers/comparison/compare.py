@@ -57,6 +57,7 @@ SPEED_FIELDS = frozenset(
 # The steady speeds runs are ranked by: where a column's repeats disagree on one, compare says so.
 SPEED_METRICS = frozenset(m for m, name, _ in METRICS if name in ("steady.images_per_s", "steady.epoch_s"))
 TOP_CUDA = 5
+NAMED_CALLS = 12  # calls one tracer alone recorded, named in a note before 'and N more'
 MAX_COLUMNS = len(string.ascii_lowercase)
 
 
@@ -127,6 +128,8 @@ class Comparison:
     learning_gaps: tuple[tuple[str, tuple[CurveGap, ...]], ...] = ()
     # Runs among the columns that differ only in --data (analyzers.comparison.pairs): the input pipeline's share.
     pairs: tuple[DataPair, ...] = ()
+    # What the API rows leave out: calls only some runs' tracers record (`cuda_differences`).
+    api_notes: tuple[str, ...] = ()
 
     def disagreements(self) -> list[tuple[str, str, Spread]]:
         """(column letter, metric, its spread) where a column's repeats disagree on a steady speed
@@ -163,12 +166,13 @@ def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, war
     diffs += [d for d in energy if d.metric.endswith(WHOLE_MARK)]
     learning = learning_differences(columns)
     diffs += [d for pair in learning for d in pair]
-    diffs += cuda_differences([group[0] for group in groups], top_cuda)
+    api_rows, api_notes = cuda_differences([group[0] for group in groups], top_cuda)
+    diffs += api_rows
     diffs += class_differences([group[0] for group in groups])
     pairs = tuple(data_pairs([f for group in groups for f in group], warmup))
     contended = [c.contended > 0 for c in columns]
     diffs = [_with_noise(d, contended) for d in diffs]
-    return Comparison(columns, tuple(diffs), learning_gaps(columns, learning), pairs)
+    return Comparison(columns, tuple(diffs), learning_gaps(columns, learning), pairs, tuple(api_notes))
 
 
 def _with_noise(d: Difference, contended: Sequence[bool]) -> Difference:
@@ -254,25 +258,47 @@ def attribute(summary: RunSummary, path: str) -> object:
     return value
 
 
-def cuda_differences(folders: Sequence[RunFolder], top: int = TOP_CUDA) -> list[Difference]:
-    """Total CUDA API time, then the `top` functions whose total time differs most from the first run's
-    (in ms), over the whole run; empty unless every run has a CUDA API trace."""
+def cuda_differences(folders: Sequence[RunFolder], top: int = TOP_CUDA) -> tuple[list[Difference], list[str]]:
+    """Total API time, then the `top` functions whose total time differs most from the first run's (in
+    ms), over the whole run; empty unless every run has an API trace. Runs traced by different tracers
+    are compared over the calls every one of them recorded (a call one tracer does not record is not
+    a call that took no time); the notes name what was left out, and by which tracer."""
     totals = [_api_totals_ns(f) for f in folders]
     if any(t is None for t in totals):
-        return []
+        return [], []
     ts: list[dict[str, int]] = [t for t in totals if t is not None]
 
     def ms(values: list[float]) -> tuple[Spread | None, ...]:
         return tuple(spread([v / 1e6]) for v in values)
 
-    from analyzers.summaries.cuda_api import api_family
+    from analyzers.summaries.cuda_api import api_family, api_tracer
 
     family = "/".join(dict.fromkeys(api_family(f) for f in folders))  # "CUDA", "HIP", or both when mixed
-    out = [Difference(f"{family} API total time", "ms", ms([sum(t.values()) for t in ts]))]
+    tracers = [api_tracer(f) for f in folders]
+    notes: list[str] = []
+    total_label = f"{family} API total time {WHOLE_MARK}"
+    if len(set(tracers)) > 1:
+        common = set.intersection(*(set(t) for t in ts))
+        for tracer in dict.fromkeys(tracers):
+            own = sorted(
+                set().union(*(t for t, by in zip(ts, tracers) if by == tracer)) - common,
+                key=lambda n: (-max(t.get(n, 0) for t in ts), n),
+            )  # the costliest first
+            if own:
+                shown = ", ".join(own[:NAMED_CALLS]) + (
+                    f" and {len(own) - NAMED_CALLS} more" if len(own) > NAMED_CALLS else ""
+                )
+                notes.append(
+                    f"{family} calls only {tracer} recorded, left out of the API rows (the runs were traced by "
+                    f"{', '.join(dict.fromkeys(tracers))}): {shown}"
+                )
+        ts = [{name: ns for name, ns in t.items() if name in common} for t in ts]
+        total_label = f"{family} API total time, calls every tracer recorded {WHOLE_MARK}"
+    out = [Difference(total_label, "ms", ms([sum(t.values()) for t in ts]))]
     names = sorted(set().union(*ts), key=lambda n: (-max(abs(t.get(n, 0) - ts[0].get(n, 0)) for t in ts[1:]), n))
     for name in names[:top]:
-        out.append(Difference(f"{family} {name} time", "ms", ms([t.get(name, 0) for t in ts])))
-    return out
+        out.append(Difference(f"{family} {name} time {WHOLE_MARK}", "ms", ms([t.get(name, 0) for t in ts])))
+    return out, notes
 
 
 def class_differences(folders: Sequence[RunFolder]) -> list[Difference]:

@@ -69,6 +69,14 @@ def api_family(folder: RunFolder) -> str:
     return t.api_family(r[0] for r in hit)
 
 
+def api_tracer(folder: RunFolder) -> str:
+    """The tracer whose calls the API table holds ('nsys', 'cupti', 'torch' ..., `t.TRACE_OF_SOURCE`).
+    Tracers record different calls (an nsys report leaves out cudaFuncGetAttributes and other queries,
+    the CUPTI collector the calls Kineto switches off, the PyTorch profiler every driver call): totals
+    of two tracers are only compared over the calls both hold."""
+    return "/".join(t.TRACE_OF_SOURCE.get(s, s) for s in sources(folder.table_path(t.CUDA_API)))
+
+
 def _single_valued(path: Path, column: str) -> set[str] | None:
     """The values of `column` from the Parquet footer alone, where every row group's statistics say
     it holds one value (a file from one source: no 10 M-row scan); else None."""

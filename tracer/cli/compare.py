@@ -144,6 +144,8 @@ def _compare(folders: list[Any], args: argparse.Namespace) -> int:
     for row in rows_for_print(result):
         table.add_row(*row)
     out.print(table)
+    for note in result.api_notes:
+        out.print(note, markup=False)
     for note in noise_notes(result):
         out.print(note, markup=False)
     for letter, gaps in result.learning_gaps:

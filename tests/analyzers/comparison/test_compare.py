@@ -70,22 +70,33 @@ def _matched(totals: dict[str, int]) -> dict[str, int]:
 
 
 def test_cuda_api_differences_from_imported_traces(tmp_path: Path, shared_fixtures: Path) -> None:
+    """An nsys report beside a Kineto trace: two tracers that record different calls (Kineto no driver
+    call), so the API rows cover the calls both recorded, and a note names the rest."""
     out = tmp_path / "runs"
     for rel in ("nsys-h100/resnet18_train_nsys2025.3.1.sqlite", "kineto-h100/resnet50_bs100_train_torch2.11.json.gz"):
         assert run_tracer("import", str(shared_fixtures / rel), "--out", str(out)).returncode == 0
     a, b = sorted(out.iterdir())
     ta, tb = _matched(x.cuda_totals_ns(a)), _matched(x.cuda_totals_ns(b))
-    diffs = {d.metric: d for d in compare([[RunFolder(a)], [RunFolder(b)]]).differences}
-    total = diffs["CUDA API total time"]
-    assert total.a == pytest.approx(sum(ta.values()) / 1e6) and total.b == pytest.approx(sum(tb.values()) / 1e6)
-    assert total.ratio(1) == pytest.approx(sum(tb.values()) / sum(ta.values()))
-    biggest = max(set(ta) | set(tb), key=lambda n: abs(tb.get(n, 0) - ta.get(n, 0)))
-    top = diffs[f"CUDA {biggest} time"]
-    assert (top.a, top.b) == pytest.approx((ta.get(biggest, 0) / 1e6, tb.get(biggest, 0) / 1e6))
-    assert sum(m.startswith("CUDA ") and m != "CUDA API total time" for m in diffs) == 5
+    both = set(ta) & set(tb)
+    assert set(ta) - both and both  # nsys holds calls Kineto has not (driver calls): the case in question
+    result = compare([[RunFolder(a)], [RunFolder(b)]])
+    diffs = {d.metric: d for d in result.differences}
+    total = diffs["CUDA API total time, calls every tracer recorded (whole run)"]
+    sum_a, sum_b = (sum(t[n] for n in both) for t in (ta, tb))
+    assert total.a == pytest.approx(sum_a / 1e6) and total.b == pytest.approx(sum_b / 1e6)
+    assert total.ratio(1) == pytest.approx(sum_b / sum_a)
+    biggest = max(both, key=lambda n: abs(tb[n] - ta[n]))
+    top = diffs[f"CUDA {biggest} time (whole run)"]
+    assert (top.a, top.b) == pytest.approx((ta[biggest] / 1e6, tb[biggest] / 1e6))
+    calls = [m for m in diffs if m.startswith("CUDA ") and "API total" not in m]
+    assert len(calls) == min(5, len(both)) and all(
+        m.removeprefix("CUDA ").removesuffix(" time (whole run)") in both for m in calls
+    )
+    (note,) = [n for n in result.api_notes if "only nsys recorded" in n]
+    assert min(set(ta) - both) in note  # named, not counted as no time
     # one function under two spellings (nsys keeps `_v11060`, Kineto does not) is matched as one
-    assert not any(re.search(r"_v\d{4,6} time$", m) for m in diffs)
-    launch = diffs.get("CUDA cudaLaunchKernelExC time")
+    assert not any(re.search(r"_v\d{4,6} time", m) for m in diffs)
+    launch = diffs.get("CUDA cudaLaunchKernelExC time (whole run)")
     if launch is not None:
         assert launch.a and launch.b  # present in both traces, not paired with nothing
 
@@ -148,3 +159,19 @@ def test_a_diverged_run_stays_out_of_a_groups_speed_median(shared_fixtures: Path
     wait = rows["data-wait share of step time (steady)"].values[1]
     assert wait is not None and wait.median == summarise(runs["6573"]).steady_data_wait_pct
     assert rows["CPU % mean (100 = all cores) (steady)"].values[0].n == 2  # not a speed: every run counts
+
+
+def test_an_nsys_run_beside_a_cupti_run_is_compared_on_the_calls_both_recorded(shared_fixtures: Path) -> None:
+    """One workload on one H100, traced by nsys and by CUPTI (../shared/fixtures/gpu-h100): the nsys report
+    holds no cudaFuncGetAttributes (CUPTI: 186 ms of it), CUPTI here no cudaEventCreate. Neither is a call
+    that took no time: both are left out of the rows and named."""
+    nsys, cupti = (RunFolder(next((shared_fixtures / "gpu-h100").glob(f"*-{s}"))) for s in ("cf98", "a266"))
+    result = compare([[nsys], [cupti]])
+    rows = {d.metric: d for d in result.differences if d.metric.startswith("CUDA ")}
+    assert not any("cudaFuncGetAttributes" in m or "cudaEventCreate" in m for m in rows)
+    totals = [_matched(x.cuda_totals_ns(f.path)) for f in (nsys, cupti)]
+    both = set(totals[0]) & set(totals[1])
+    total = rows["CUDA API total time, calls every tracer recorded (whole run)"]
+    assert (total.a, total.b) == pytest.approx(tuple(sum(t[n] for n in both) / 1e6 for t in totals))
+    only_nsys, only_cupti = (next(n for n in result.api_notes if f"only {s} recorded" in n) for s in ("nsys", "cupti"))
+    assert "cudaEventCreate" in only_nsys and "cudaFuncGetAttributes" in only_cupti

@@ -112,5 +112,6 @@ def test_rocm_trace_is_named_hip(shared_fixtures: Path, tmp_path: Path) -> None:
     from analyzers.comparison.compare import cuda_differences
     from viewer.data import load_run
 
-    assert cuda_differences([folder, folder])[0].metric == "HIP API total time"
+    rows, notes = cuda_differences([folder, folder])
+    assert rows[0].metric == "HIP API total time (whole run)" and notes == []  # one tracer: every call
     assert load_run(folder.path).api_label == "HIP API"
