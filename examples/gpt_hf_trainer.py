@@ -5,8 +5,9 @@ examples/data/tiny_corpus.txt by transformers' `Trainer`, character by character
     tracer profile -- python examples/gpt_hf_trainer.py --epochs 2
 
 A script as Trainer users write one: a dataset of `input_ids`/`labels` dicts, `TrainingArguments` and
-`Trainer(...).train()`. The Trainer iterates its DataLoader through accelerate (one batch read ahead),
-calls backward and steps the optimizer itself; the tool's probe sees the steps through the DataLoader.
+`Trainer(...).train()`, evaluated on held-out text after each epoch. The Trainer iterates its DataLoader
+through accelerate (one batch read ahead), calls backward and steps the optimizer itself; the tool's probe
+sees the steps through the DataLoader, and the evaluations are not epochs.
 Same text, windows and batch size as gpt_pytorch.py.
 """
 
@@ -46,7 +47,8 @@ def main() -> None:
     p.add_argument("--cpu", action="store_true", help="train on the CPU even where there is a GPU")
     args = p.parse_args()
 
-    windows = CharWindows(CORPUS.read_text(), args.block, args.samples)
+    text = CORPUS.read_text()
+    windows, held_out = CharWindows(text, args.block, args.samples), CharWindows(text[-2000:], args.block, 64)
     config = GPT2Config(vocab_size=windows.vocab, n_positions=args.block, n_embd=96, n_layer=3, n_head=4)
     torch.manual_seed(0)
     model = GPT2LMHeadModel(config)
@@ -60,13 +62,17 @@ def main() -> None:
             dataloader_num_workers=args.workers,
             dataloader_drop_last=True,
             logging_strategy="epoch",
+            eval_strategy="epoch",
             save_strategy="no",
             report_to="none",
             disable_tqdm=True,
             use_cpu=args.cpu,
             seed=0,
         )
-        result = Trainer(model=model, args=training, train_dataset=TokenWindows(windows)).train()
+        trainer = Trainer(
+            model=model, args=training, train_dataset=TokenWindows(windows), eval_dataset=TokenWindows(held_out)
+        )
+        result = trainer.train()
     print(f"trained {result.global_step} steps: mean loss {result.training_loss:.3f}")
 
 
