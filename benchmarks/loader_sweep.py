@@ -22,7 +22,7 @@ import platform
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tracer.core.frameworks import FRAMEWORKS
@@ -108,6 +108,9 @@ print(json.dumps(epochs))
 """
 
 
+FAILED_TAIL_LINES = 30
+
+
 @dataclass(frozen=True)
 class Cell:
     framework: str
@@ -117,6 +120,9 @@ class Cell:
     own_ms_per_image: float | None = None  # the training process's CPU (all its threads)
     loader_ms_per_image: float | None = None  # the loader processes' CPU
     loader_processes: int | None = None  # processes of the tree seen gaining CPU while batches came
+    # A failed cell's last stderr lines: its last line alone can be a shutdown warning (grain's leaked
+    # shared memory at 15 workers on the H200 hid the error).
+    stderr_tail: str = field(default="", repr=False)
 
 
 def run_cell(args: argparse.Namespace, folder: str, framework: str, workers: int) -> Cell:
@@ -137,8 +143,10 @@ def run_cell(args: argparse.Namespace, folder: str, framework: str, workers: int
         [python, "-c", PROBE, json.dumps(spec)], capture_output=True, text=True, env=env, cwd="/", timeout=args.timeout
     )
     if result.returncode != 0:
-        last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        return Cell(framework, workers, f"failed: {last[:120]}")
+        lines = result.stderr.strip().splitlines() or ["no output"]
+        errors = [ln for ln in lines if "Error" in ln or "error:" in ln] or lines
+        tail = "\n".join(lines[-FAILED_TAIL_LINES:])
+        return Cell(framework, workers, f"failed (exit {result.returncode}): {errors[-1][:120]}", stderr_tail=tail)
     epochs = json.loads(result.stdout.strip().splitlines()[-1])[args.warmup :]
     images = sum(e["images"] for e in epochs)
     if not images:
@@ -194,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
             cell = run_cell(args, folder, fw, workers)
             cells.append(cell)
             print(f"{fw:10} workers {workers}: {cell}", file=sys.stderr, flush=True)
+            if cell.stderr_tail:
+                print(cell.stderr_tail, file=sys.stderr, flush=True)
     load_after = os.getloadavg()
     when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(started))
     print(
