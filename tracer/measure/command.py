@@ -46,7 +46,7 @@ from tracer.core.schema import (
     STEPS_TABLE,
     Event,
 )
-from tracer.measure.outcome import ended_by_signal, stderr_tail
+from tracer.measure.outcome import ended_by_signal, last_said, stderr_tail
 from tracer.measure.process import STALL_STACKS, Child
 from tracer.measure.supervisor import Supervisor
 from tracer.measure.tracing.base import TraceBackend
@@ -228,7 +228,7 @@ def classify_command(
         return Outcome(RunStatus.OK, "", 0)
     if returncode < 0:
         return ended_by_signal(returncode, "the command", tail)
-    last = tail[-1] if tail else "no output on stderr"
+    last = last_said(tail, "no output on stderr")
     return Outcome(RunStatus.FAILED, f"the command exited with code {returncode}: {last}", returncode, None, tail)
 
 

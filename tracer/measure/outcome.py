@@ -20,6 +20,7 @@ from tracer.core.runfolder import RunFolder
 from tracer.core.schema import EXIT_DIVERGED, KIND, Event
 from tracer.measure import rank_launch
 from tracer.measure.process import STALL_STACKS
+from tracer.measure.tracing.nsys_launch import NOTE as LAUNCHER_NOTE
 
 STDERR_TAIL_LINES = 25
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGILL}
@@ -41,6 +42,13 @@ def stderr_tail(folder: RunFolder, lines: int = STDERR_TAIL_LINES, path: Path | 
         return ()
     kept = [line.rstrip() for line in text.splitlines() if line.strip()]
     return tuple(kept[-lines:])
+
+
+def last_said(tail: Sequence[str], none: str = "no output") -> str:
+    """A stderr tail's last line that is not a note of the nsys launcher (a wait, a retry): what a
+    failed process said last, not that nsys was started twice."""
+    said = [line for line in tail if not line.startswith(LAUNCHER_NOTE)]
+    return said[-1] if said else none
 
 
 def classify(
@@ -83,8 +91,7 @@ def _ended(
         return Outcome(RunStatus.FAILED, cause, 0, None, tail)
     if returncode == 0:
         return Outcome(RunStatus.FAILED, "worker exited 0 without finishing its epochs", 0, None, tail)
-    last = tail[-1] if tail else "no output"
-    return Outcome(RunStatus.FAILED, f"worker exited with code {returncode}: {last}", returncode, None, tail)
+    return Outcome(RunStatus.FAILED, f"worker exited with code {returncode}: {last_said(tail)}", returncode, None, tail)
 
 
 def rank_failed(rank: int, returncode: int, folder: RunFolder, spec: RunSpec) -> Outcome:

@@ -68,7 +68,8 @@ class Child:
     tee: tuple[Path, Path] | None = None
     #: What Ctrl-C sends first: the worker takes SIGTERM; a user's script gets the SIGINT it would have.
     interrupt_signal: int = signal.SIGTERM
-    #: Under a wrapping backend (nsys): whether the measured process writes worker.pid (the sampler waits for it).
+    #: Whether the measured process writes worker.pid itself; under a wrapping backend (nsys) one that does not
+    #: is started through a shell that writes it (`nsys.ANNOUNCE_PID`): the sampler waits for it either way.
     pid_file: bool = True
     progress: Callable[[], ProgressView] | None = None
     progress_files: tuple[Path, ...] = ()  # more files whose growth is progress for the stall watch

@@ -190,8 +190,8 @@ class Supervisor:
         guard = start_lifeguard(proc.pid, child.mark)
 
         def target_pid() -> int | None:
-            pid = read_pid(folder) if self.backend.wraps_process else None
-            return pid if pid is not None else (None if self.backend.wraps_process and child.pid_file else proc.pid)
+            pid = read_pid(folder) if self.backend.wraps_process else None  # the worker's or the command's
+            return pid if pid is not None else (None if self.backend.wraps_process else proc.pid)
 
         sampler = Sampler(folder, target_pid, spec.sample_hz, nvml, self._rapl)
         sampler.start()

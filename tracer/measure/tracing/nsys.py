@@ -29,7 +29,7 @@ from tracer.core.runfolder import RunFolder
 from tracer.core.schema import KIND, NSYS_WINDOW_TRACE, NVTX_WINDOW_RANGE, TRACE_ENV, Event
 from tracer.measure.lifeguard import end_nsys_agents
 from tracer.measure.tracing.base import TraceBackend
-from tracer.measure.tracing.nsys_launch import NO_START_MARK, WORKER_PID, take_session_lock
+from tracer.measure.tracing.nsys_launch import WORKER_PID, take_session_lock
 
 REPORT = "raw/trace.nsys-rep"
 SQLITE = "raw/trace.sqlite"
@@ -221,6 +221,11 @@ def stop_agents(folder: RunFolder) -> list[int]:
     return end_nsys_agents([nsys_pid])
 
 
+#: What starts a command that writes no worker.pid of its own under nsys: a shell writes its pid to the
+#: file named after it, then becomes the command (exec keeps the pid and nsys's injection).
+ANNOUNCE_PID = ("/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"')
+
+
 class NsysBackend(TraceBackend):
     name = "nsys"
     wraps_process = True
@@ -241,12 +246,17 @@ class NsysBackend(TraceBackend):
             raise UserError(f"--trace nsys: {e}") from None
 
     def command(self, worker_cmd: list[str], folder: RunFolder, spec: RunSpec, writes_pid: bool) -> list[str]:
+        """A user's command (which writes no worker.pid) starts through `ANNOUNCE_PID`: the sampler then
+        measures the command's own process tree, not nsys's with it, and the launcher can tell nsys's
+        failed launch (no pid yet: retried) from the command's own quick exit (run once)."""
         output = folder.path / REPORT
+        if not writes_pid:
+            worker_cmd = [*ANNOUNCE_PID, str(folder.worker_pid_path), *worker_cmd]
         return [
             sys.executable,
             str(LAUNCHER),
             str(folder.path),
-            WORKER_PID if writes_pid else NO_START_MARK,
+            WORKER_PID,
             str(self.nsys),
             "profile",
             *profile_args(spec),

@@ -3,14 +3,15 @@ that hangs after the worker has exited.
 
 Run as a script by path (`python nsys_launch.py RUN_DIR START_MARK NSYS_ARGS...`), so it imports only
 the standard library. START_MARK says whether the app announces its start: WORKER_PID (the built-in
-worker writes RUN_DIR/worker.pid first) or NO_START_MARK (a user's command). Why:
+worker writes RUN_DIR/worker.pid first, a user's command's shell too) or NO_START_MARK (an app that does not). Why:
 - under heavy CPU load nsys sometimes dies at launch (`sem_open ... No such file or directory` from
   its ProcessWaiter, seen with Debian's 2022.4 on a loaded 2-core machine), before the worker wrote
   `worker.pid`; training never began, so running nsys again is safe (3 tries). The same holds for an
   nsys that exits 0 without having started the worker (CI of 28 Nov: a TensorFlow run under a capture
   range, nsys 2022.4 on a loaded 2-core machine; not reproduced in 40 tries with two CPU hogs).
-  A user's command announces nothing: its own quick failure cannot be told from nsys's, and it is
-  never run twice;
+  A user's command is started by the backend through a shell that writes its pid first
+  (`nsys.ANNOUNCE_PID`), so it announces itself too: its own quick failure is never taken for nsys's.
+  NO_START_MARK (an app that announces nothing) is run once, whatever ends it;
 - with CPU sampling on (`--nsys-sampling`) Debian's nsys 2022.4 was seen to hang for good in
   "Generating ...qdstrm" after the worker had finished. Once the worker has exited, nsys gets
   $TRACER_NSYS_REPORT_TIMEOUT_S (default 600) to write its report; then it is stopped and this
@@ -50,6 +51,10 @@ STOP_GRACE_S = 15.0
 SESSION_LOCK = os.path.join(tempfile.gettempdir(), "dl-tracer-nsys-session.lock")
 #: START_MARK: the app writes RUN_DIR/worker.pid as it starts (a launch without it failed), or nothing.
 WORKER_PID, NO_START_MARK = "worker-pid", "no-start-mark"
+#: How this launcher's lines on stderr begin: a NOTE (waiting, retrying) is no reason a run failed, and the
+#: failure reason taken from stderr's last line passes over it; a line that says why nsys failed is SAYS alone.
+SAYS = "dl-tracer: "
+NOTE = SAYS + "note: "
 
 
 def take_session_lock(say: IO[str] | None = None) -> IO[str]:
@@ -62,7 +67,7 @@ def take_session_lock(say: IO[str] | None = None) -> IO[str]:
     except BlockingIOError:
         holder = lock.read().strip() or "another process"
         if say is not None:
-            say.write(f"dl-tracer: waiting for the nsys session of {holder} to end (nsys runs one session at a time)\n")
+            say.write(f"{NOTE}waiting for the nsys session of {holder} to end (nsys runs one session at a time)\n")
             say.flush()
         fcntl.flock(lock, fcntl.LOCK_EX)
     lock.seek(0)
@@ -103,8 +108,7 @@ def _wait(proc: subprocess.Popen[bytes], run_dir: str, report_timeout_s: float) 
         if time.monotonic() - worker_gone_at < report_timeout_s:
             continue
         sys.stderr.write(
-            f"dl-tracer: nsys did not finish its report within {report_timeout_s:g} s after the worker exited; "
-            "stopping it\n"
+            f"{SAYS}nsys did not finish its report within {report_timeout_s:g} s after the worker exited; stopping it\n"
         )
         sys.stderr.flush()
         proc.terminate()
@@ -152,7 +156,7 @@ def main(argv: list[str]) -> int:
             say = f"nsys exited with code {rc} before the worker started; retrying ({attempt + 1}/{ATTEMPTS})"
         else:
             say = f"nsys never started the worker in {ATTEMPTS} tries (its last exit code: {rc})"
-        sys.stderr.write(f"dl-tracer: {say}\n")
+        sys.stderr.write(f"{NOTE if attempt < ATTEMPTS else SAYS}{say}\n")
         sys.stderr.flush()
         if attempt < ATTEMPTS:
             time.sleep(RETRY_PAUSE_S)

@@ -140,6 +140,27 @@ sys.exit(0)
     assert (tmp_path / "count").read_text() == "2" and "retrying (2/3)" in done.stderr
 
 
+def test_a_command_that_fails_after_a_retried_launch_fails_for_its_own_reason(tmp_path: Path) -> None:
+    """nsys died at launch, was run again, and the command then exited 1 with nothing on stderr: the
+    reason is the command's silence, not the launcher's note that it retried."""
+    from tracer.measure.outcome import last_said
+    from tracer.measure.tracing.nsys_launch import NOTE
+
+    script = (
+        _counting(tmp_path)
+        + f"""
+if n == 0:
+    sys.exit(1)  # nsys's launch failure: no pid written
+open({str(tmp_path / "worker.pid")!r}, "w").write("1")
+sys.exit(1)  # the command's own failure, silent
+"""
+    )
+    done = _launch(tmp_path, script)
+    tail = tuple(done.stderr.strip().splitlines())
+    assert done.returncode == 1 and tail[-1].startswith(NOTE) and "retrying (2/3)" in tail[-1]
+    assert last_said(tail, "no output on stderr") == "no output on stderr"
+
+
 def test_launcher_retries_an_nsys_that_exited_0_without_starting_the_worker(tmp_path: Path) -> None:
     """CI of 28 Nov: nsys 2022.4 exited 0 under a capture range and never ran the worker."""
     script = (
@@ -288,6 +309,40 @@ def test_a_users_command_under_nsys_runs_once_and_keeps_its_status(code: int, tm
     else:
         assert record.outcome.status is RunStatus.FAILED
         assert "retrying" not in record.outcome.cause and "exited with code 1" in record.outcome.cause
+
+
+BUSY_WITH_A_CHILD = """\
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
+t = time.time()
+while time.time() - t < 1.5:
+    pass
+child.wait()
+"""
+
+
+@pytest.mark.nsys
+def test_a_users_command_under_nsys_is_sampled_without_nsys(tmp_path: Path) -> None:
+    """The sampler measures the command's own process tree (the command and its child), not nsys's and
+    its launcher's with it: the command's shell wrote its pid before it became the command."""
+    from tracer.core.runfolder import list_runs
+    from tracer.core.schema import THREADS_TABLE
+
+    require_nsys()
+    script = tmp_path / "busy.py"
+    script.write_text(BUSY_WITH_A_CHILD)
+    out = tmp_path / "runs"
+    done = run_tracer("profile", "--trace", "nsys", "--out", str(out), "--", sys.executable, str(script))
+    assert done.returncode == 0, done.stderr[-3000:]
+    (folder,) = list_runs(out)
+    command_pid = int(folder.worker_pid_path.read_text())
+    nsys_pid = int((folder.path / "raw" / "nsys.pid").read_text())
+    threads = folder.samples(THREADS_TABLE.name)
+    assert threads is not None
+    pids = set(threads.column("pid").to_pylist())
+    assert command_pid in pids and nsys_pid not in pids, (command_pid, nsys_pid, pids)
+    assert len(pids) == 2  # the command and its child
+    assert not any(name.startswith("nsys") for name in threads.column("name").to_pylist())
 
 
 @pytest.mark.nsys
