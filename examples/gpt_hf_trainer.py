@@ -44,6 +44,7 @@ def main() -> None:
     p.add_argument("--block", type=int, default=32)
     p.add_argument("--samples", type=int, default=512, help="windows of text per epoch")
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
+    p.add_argument("--accumulate", type=int, default=1, help="batches whose gradients make one optimizer step")
     p.add_argument("--cpu", action="store_true", help="train on the CPU even where there is a GPU")
     args = p.parse_args()
 
@@ -58,6 +59,7 @@ def main() -> None:
             output_dir=out,
             num_train_epochs=args.epochs,
             per_device_train_batch_size=args.batch,
+            gradient_accumulation_steps=args.accumulate,
             learning_rate=3e-3,
             dataloader_num_workers=args.workers,
             dataloader_drop_last=True,

@@ -1,18 +1,21 @@
 """A `Pass`: one iteration of an input pipeline, handed to the training loop in place of the
 pipeline's iterator, and how its batches become steps.
 
-A `Pass` is one iteration of an input pipeline (a DataLoader's `for`, a
-marker's `steps(...)`): each batch it hands out is a step whose data wait is the time inside the
-pipeline's `next()` and whose compute is the time until the loop asks for the next batch. A pass
-becomes an epoch at its first recorded step. Only one pass records at a time: a pipeline iterated
-inside another (a marker around a DataLoader, an evaluation loop inside a training epoch) passes
-through unrecorded. A pass may require training (`needs_training`: a torch DataLoader): a step counts
-only when a backward or an optimizer step happened during it, so evaluation loops are not epochs.
+A `Pass` is one iteration of an input pipeline (a DataLoader's `for`, a marker's `steps(...)`): each batch
+it hands out is a step whose data wait is the time inside the pipeline's `next()` and whose compute is the
+time until the loop asks for the next batch. A pass becomes an epoch at its first recorded step. Only one
+pass records at a time: a pipeline iterated inside another (a marker around a DataLoader, an evaluation loop
+inside a training epoch) passes through unrecorded. A pass may require training (`needs_training`: a torch
+DataLoader): a step counts only when a backward or an optimizer step happened during it, so evaluation loops
+are not epochs.
 
 Training loops that are not a plain `for` (Lightning's, transformers' Trainer through accelerate) read
-one batch ahead and may never ask past the last batch. So, for a pass that requires training:
-- the steps before its first trained one (the batch read ahead) are carried into that step, and such a
-  pass does not end at its StopIteration (the batch read ahead is trained after it);
+batches ahead (one, or all those of a gradient accumulation) and may never ask past the last batch. So,
+for a pass that requires training:
+- a batch handed out but not trained before the next one was asked for is carried into the next
+  trained step (that step then holds several batches: one optimizer update under gradient
+  accumulation), and a pass that reads ahead does not end at its StopIteration (the batches read ahead
+  train after it);
 - a pass ends when a new pass of the same pipeline begins, when a new pass begins after it handed out
   all its batches or while it is an evaluation (nothing trained since it began; it resumes if the new
   pass trains nothing), when it is dropped, or at exit;
@@ -71,6 +74,7 @@ class Pass(object):
         "_n",
         "_marks",
         "_carry",
+        "reads_ahead",
     )
 
     def __init__(self, recorder, probe, needs_training, pipeline=None):
@@ -91,7 +95,8 @@ class Pass(object):
         self._wait = 0.0
         self._n = 0
         self._marks = 0
-        self._carry = None  # type: object  # (start_ns, wait, images) of untrained steps before the first trained one
+        self._carry = None  # type: object  # (start_ns, wait, images) of batches handed out but not yet trained
+        self.reads_ahead = False  # a batch was carried into a trained step: the loop takes batches ahead
         self.recording = recorder.begin_pass(self)
 
     def attach(self, iterator):
@@ -122,7 +127,7 @@ class Pass(object):
         try:
             batch = next(self._it)
         except StopIteration:
-            if self.needs_training and self.counted and self._carry is False:
+            if self.needs_training and self.counted and (self.reads_ahead or self._carry):
                 self.draining = True  # read one ahead: its last batch trains after this
                 raise
             if self._ready is not None:
@@ -148,14 +153,13 @@ class Pass(object):
         rec = self._rec
         trained = not self.needs_training or rec.train_marks != self._marks
         start_ns, wait, n = self._start_ns, self._wait, self._n
-        if not trained:
-            if self.counted == 0:  # read ahead of the first trained step: carried into it
-                carried = self._carry or (start_ns, 0.0, 0)
-                self._carry = (carried[0], carried[1] + wait, carried[2] + n)
+        if not trained:  # read ahead, or gathered for gradient accumulation: carried into the next trained step
+            carried = self._carry or (start_ns, 0.0, 0)
+            self._carry = (carried[0], carried[1] + wait, carried[2] + n)
             return
         if self._carry:
             start_ns, wait, n = self._carry[0], wait + self._carry[1], n + self._carry[2]
-            self._carry = False  # False: this pass read ahead (None: it did not)
+            self._carry, self.reads_ahead = None, True
         rec.add_step(self.source, start_ns, wait, compute_s, n)
         self.counted += 1
 

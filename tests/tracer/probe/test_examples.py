@@ -104,11 +104,16 @@ def test_keras_fit_has_steps(profile_example: Callable[..., RunFolder]) -> None:
 # Loops of training libraries that are not a plain `for`: Lightning takes `len(loader)` batches and
 # keeps the iterator until the next epoch (persistent loader workers here), with a validation sanity
 # check before the first epoch and a validation after each; transformers' Trainer reads one batch ahead
-# through accelerate. 128 samples in batches of 16: 8 trained batches an epoch.
-TRAINING_LIBRARIES = [("gpt_lightning.py", "--workers", "1"), ("gpt_hf_trainer.py",)]
+# through accelerate, and all the batches of an update under gradient accumulation. 128 samples in batches
+# of 16: 8 trained batches an epoch.
+TRAINING_LIBRARIES = [
+    ("gpt_lightning.py", "--workers", "1"),
+    ("gpt_hf_trainer.py",),
+    ("gpt_hf_trainer.py", "--accumulate", "4"),  # four batches taken, then trained: one step per update
+]
 
 
-@pytest.mark.parametrize("script", TRAINING_LIBRARIES, ids=[s[0] for s in TRAINING_LIBRARIES])
+@pytest.mark.parametrize("script", TRAINING_LIBRARIES, ids=[" ".join(s) for s in TRAINING_LIBRARIES])
 def test_a_training_librarys_epochs_hold_every_trained_batch(
     script: tuple[str, ...], profile_example: Callable[..., RunFolder]
 ) -> None:

@@ -1,6 +1,7 @@
 """The probe's recorder on the ways training loops consume a pipeline, in this process: a plain `for`,
 a loop that reads one batch ahead (accelerate, under transformers' Trainer), one that stops at the
-pipeline's length without asking past it and keeps the iterator (Lightning), an evaluation before the
+pipeline's length without asking past it and keeps the iterator (Lightning), one that takes the batches of a
+gradient accumulation before training them, an evaluation before the
 first epoch (Lightning's sanity check), an evaluation inside the first step, and a `break`. Each must
 give every trained batch as a step, one epoch per pass, ending where its last step ended.
 
@@ -107,6 +108,31 @@ def test_a_loop_that_reads_one_batch_ahead_counts_every_trained_batch(recorder: 
     assert images_per_epoch(rows) == {1: 6 * BATCH, 2: 6 * BATCH}
     assert [e["images"] for e in ends] == [6 * BATCH, 6 * BATCH]
     assert int(rows[0]["images"]) == 2 * BATCH  # the batch read ahead is carried into the first step
+
+
+def gathered(batches: Iterator[Batch], k: int) -> Iterator[list[Batch]]:
+    """transformers' Trainer under gradient accumulation: k batches taken first, then trained."""
+    group: list[Batch] = []
+    for batch in batches:
+        group.append(batch)
+        if len(group) == k:
+            yield group
+            group = []
+    if group:
+        yield group
+
+
+def test_batches_gathered_for_gradient_accumulation_are_one_step_each_update(recorder: Recorder) -> None:
+    data = Pipeline(recorder, 8)
+    for _epoch in range(2):
+        for group in gathered(iter(data), 4):
+            for _batch in group:
+                time.sleep(0.001)
+                recorder.mark_training()  # backward
+            recorder.mark_training()  # the optimizer step
+    rows, ends = finished(recorder)
+    assert [int(r["images"]) for r in rows] == [4 * BATCH] * 4  # two updates of four batches an epoch
+    assert [e["images"] for e in ends] == [8 * BATCH, 8 * BATCH]
 
 
 def test_a_loop_that_stops_at_the_length_and_keeps_its_iterator_gives_each_epoch(recorder: Recorder) -> None:
