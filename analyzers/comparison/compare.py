@@ -1,6 +1,6 @@
 """Any number of runs or groups of repeats side by side: every headline number, with each column's ratio
 to the first (the baseline), and the CUDA API functions whose time changed most. Pure: `compare`
-computes, the CLI prints and `write_csv` writes.
+computes; the CLI prints and writes its CSV through `compare_output`.
 
 A column is a group of repeats (runs of one spec, analyzers.figures.repeats): its value is the median of its
 runs, with their range; a single run is a group of one.
@@ -8,23 +8,19 @@ runs, with their range; a single run is a group of one.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import math
 import string
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 from analyzers.comparison.pairs import DataPair, data_pairs
 from analyzers.figures.basis import FIGURE_BY_NAME, FIGURES, WHOLE_RUN
 from analyzers.figures.learning import CurveGap, curve_gaps, same_workload
-from analyzers.figures.noise import MIN_DIFFERENCE, WITHIN_NOISE, disagree, why_not_ordered
+from analyzers.figures.noise import MIN_DIFFERENCE, disagree, why_not_ordered
 from analyzers.figures.run_summary import RunSummary, summarise
 from analyzers.figures.steady import WARMUP_EPOCHS, Spread, spread
-from analyzers.render.display import ratio_text, significant
 from analyzers.trace import api_names
-from tracer.core import output as out_file
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
 
@@ -106,15 +102,15 @@ class Difference:
 
     @property
     def a(self) -> float | None:
-        return _median(self.values[0])
+        return median_of(self.values[0])
 
     @property
     def b(self) -> float | None:
-        return _median(self.values[1]) if len(self.values) > 1 else None
+        return median_of(self.values[1]) if len(self.values) > 1 else None
 
     def ratio(self, column: int) -> float | None:
         """Column / the first column; None where either is missing or the first is zero."""
-        base, value = _median(self.values[0]), _median(self.values[column])
+        base, value = median_of(self.values[0]), median_of(self.values[column])
         if base is None or value is None or base == 0:
             return None
         return value / base
@@ -343,83 +339,5 @@ def _num(value: object) -> float | None:
     return None if value is None else float(value)  # type: ignore[arg-type]
 
 
-def _median(value: Spread | None) -> float | None:
+def median_of(value: Spread | None) -> float | None:
     return None if value is None else value.median
-
-
-def csv_columns(n: int) -> list[str]:
-    """metric, unit, run_a, run_a_min, run_a_max, run_b, ..., ratio_b_over_a, ..., noise_b_over_a, ...
-    (noise: why the ratio is within noise, analyzers.figures.noise; empty where it is a finding)."""
-    letters = string.ascii_lowercase[:n]
-    cols = ["metric", "unit"]
-    for x in letters:
-        cols += [f"run_{x}", f"run_{x}_min", f"run_{x}_max"]
-    return cols + [f"ratio_{x}_over_a" for x in letters[1:]] + [f"noise_{x}_over_a" for x in letters[1:]]
-
-
-def write_csv(comparison: Comparison, path: Path) -> None:
-    """One row per difference (the median of a group, its min and max); the first row names each
-    column's runs (space-separated ids)."""
-    n = len(comparison.columns)
-    with out_file.open_replacing(path, "--csv", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(csv_columns(n))
-        ids = ["run id", ""]
-        for c in comparison.columns:
-            ids += [" ".join(c.run_ids), "", ""]
-        writer.writerow(ids + [""] * 2 * (n - 1))
-        for d in comparison.differences:
-            row = [d.metric, d.unit]
-            for v in d.values:
-                row += [_cell(_median(v)), _cell(v.low if v else None), _cell(v.high if v else None)]
-            writer.writerow(row + [_cell(d.ratio(i)) for i in range(1, n)] + [d.within_noise(i) for i in range(1, n)])
-
-
-def _cell(value: float | None) -> str:
-    """Shortest text that reads back as the same float (no 1.1600000000000001 noise from summing)."""
-    return "" if value is None else f"{value:.15g}"
-
-
-def format_ratio(ratio: float | None) -> str:
-    return ratio_text(ratio)
-
-
-def rows_for_print(comparison: Comparison) -> Sequence[list[str]]:
-    """metric (unit), each column's value (median, range when repeats), then each column's ratio to A, or
-    'within noise' where the ratio is no finding (analyzers.figures.noise); the numbers of one metric in one format
-    (whole numbers as such, else `analyzers.render.display.significant`); rows no column measured are left out."""
-    out = []
-    n = len(comparison.columns)
-    for d in comparison.differences:
-        if all(v is None for v in d.values):
-            continue
-        numbers = [x for v in d.values if v is not None for x in (v.median, v.low, v.high)]
-        whole = all(float(x).is_integer() for x in numbers)
-        cells = [f"{d.metric} ({d.unit})" if d.unit else d.metric] + [_spread_text(v, whole) for v in d.values]
-        ratios = [WITHIN_NOISE if d.within_noise(i) and d.ratio(i) is not None else format_ratio(d.ratio(i))
-                  for i in range(1, n)]  # fmt: skip
-        out.append(cells + ratios)
-    return out
-
-
-def noise_notes(comparison: Comparison) -> list[str]:
-    """Why ratios read 'within noise', one line per column and reason."""
-    out = []
-    for i, column in enumerate(comparison.columns[1:], start=1):
-        reasons = dict.fromkeys(d.within_noise(i) for d in comparison.differences if d.within_noise(i))
-        if reasons:
-            out.append(
-                f"{column.letter} / A reads 'within noise' where {', '.join(reasons)}: such a ratio is no finding"
-            )
-    return out
-
-
-def _spread_text(value: Spread | None, whole: bool = False) -> str:
-    if value is None:
-        return "-"
-    head = _short(value.median, whole)
-    return head if value.n < 2 else f"{head} ({_short(value.low, whole)}-{_short(value.high, whole)})"
-
-
-def _short(value: float, whole: bool = False) -> str:
-    return f"{value:.0f}" if whole or abs(value) >= 1000 else significant(value)

@@ -75,7 +75,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _compare(folders: list[Any], args: argparse.Namespace) -> int:
-    from analyzers.comparison.compare import compare, noise_notes, rows_for_print, write_csv
+    from analyzers.comparison.compare import compare
+    from analyzers.comparison.compare_output import noise_notes, rows_for_print, write_csv
     from analyzers.figures.energy import NO_SOURCE
     from analyzers.figures.noise import REPEATS_DISAGREE, disagreement
     from analyzers.figures.repeats import group_repeats

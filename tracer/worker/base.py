@@ -216,6 +216,10 @@ class Trainer(DataModes, abc.ABC):
             "sync_every": self._sync_every(),
         }
 
+    def finish(self) -> None:  # noqa: B027 - a hook: most frameworks hold nothing across processes
+        """After the last epoch, before the worker reports its end: release what the framework holds
+        across processes (a data-parallel process group), so that no rank's exit breaks another's."""
+
     def _finish_epoch(self) -> None:  # noqa: B027 - a hook: most frameworks have nothing queued
         """Waits for work still queued on the device at the epoch's end (timed as the last step's sync)."""
 

@@ -161,6 +161,7 @@ def _train(cfg: WorkloadConfig, reporter: Reporter, steps_path: str, gate: Gate)
             )
             gate.epoch_end(epoch)
             trainer.check_loss(stats.loss, epoch, None, stats.images)  # a sum that overflowed
+        trainer.finish()
         reporter.emit(Event.END)
         return 0
     except Diverged:

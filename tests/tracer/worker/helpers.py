@@ -47,6 +47,9 @@ def require_singa() -> None:
 
 WALL_TOLERANCE = 0.05
 """How far an epoch's data wait + compute + sync may be from its wall time (the time outside the loop)."""
+WALL_SLACK_S = 0.010
+"""And a few scheduler time slices more: the time outside the loop is a few ms of Python, which a loaded
+2-core machine can stretch (CI of 28 Nov: 4.8 ms of a tiny 90 ms epoch, 5.3 %)."""
 
 
 def assert_steps_add_up(folder: RunFolder, epochs: int, images: int, batch: int) -> None:
@@ -65,7 +68,8 @@ def assert_steps_add_up(folder: RunFolder, epochs: int, images: int, batch: int)
         assert all(r["data_wait_s"] >= 0 and r["compute_s"] > 0 and r["sync_s"] >= 0 for r in mine)
         assert epoch.start_ns <= mine[0]["start_ns"] <= mine[-1]["start_ns"] <= epoch.end_ns
         timed = sum(r["data_wait_s"] + r["compute_s"] + r["sync_s"] for r in mine)
-        assert abs(timed - epoch.duration_s) <= WALL_TOLERANCE * epoch.duration_s, (timed, epoch.duration_s)
+        allowed = WALL_TOLERANCE * epoch.duration_s + WALL_SLACK_S
+        assert abs(timed - epoch.duration_s) <= allowed, (timed, epoch.duration_s)
     splits = steps.epoch_splits(folder)
     assert [s.epoch for s in splits] == list(range(1, epochs + 1))
     assert all(s.data_wait_share is not None and 0 <= s.data_wait_share < 1 for s in splits)

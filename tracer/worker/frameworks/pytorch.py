@@ -171,6 +171,17 @@ class Trainer(base.Trainer):
         )
         return params
 
+    def finish(self) -> None:
+        """Every rank meets the others, then leaves the process group: a rank that exits with the group
+        still up can be aborted when its peer's connection closes first (seen as SIGABRT after rank 0's
+        last epoch, CI of 28 Nov)."""
+        if self.ranks.world_size > 1:
+            import torch.distributed as dist
+
+            if dist.is_initialized():
+                dist.barrier()
+                dist.destroy_process_group()
+
     def _data_parallel(self) -> None:
         """DistributedDataParallel over gloo (CPU) or NCCL (GPU), with a communication hook that records
         when this rank arrived at each gradient bucket's all-reduce and when it completed here."""
