@@ -11,7 +11,6 @@ sees the steps through the DataLoader, and the evaluations are not epochs.
 Same text, windows and batch size as gpt_pytorch.py.
 """
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
@@ -20,7 +19,7 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gpt_pytorch import CORPUS, CharWindows  # noqa: E402 - the same windows of text as the plain loop
+from gpt_pytorch import CORPUS, CharWindows, training_arguments  # noqa: E402 - the same windows of text as the plain loop
 
 
 class TokenWindows(torch.utils.data.Dataset):
@@ -38,11 +37,7 @@ class TokenWindows(torch.utils.data.Dataset):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--block", type=int, default=32)
-    p.add_argument("--samples", type=int, default=512, help="windows of text per epoch")
+    p = training_arguments(__doc__.splitlines()[0])
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     p.add_argument("--accumulate", type=int, default=1, help="batches whose gradients make one optimizer step")
     p.add_argument("--cpu", action="store_true", help="train on the CPU even where there is a GPU")

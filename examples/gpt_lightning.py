@@ -11,7 +11,6 @@ one after each) are not epochs. Same model, data and batches as gpt_pytorch.py, 
 shows what Lightning's loop costs beside a hand-written one.
 """
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gpt_pytorch import CORPUS, GPT, CharWindows  # noqa: E402 - the same model and data as the plain loop
+from gpt_pytorch import CORPUS, GPT, CharWindows, training_arguments  # noqa: E402 - the same model and data as the plain loop
 
 
 class CharGPT(L.LightningModule):
@@ -79,11 +78,7 @@ class CharData(L.LightningDataModule):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--block", type=int, default=32)
-    p.add_argument("--samples", type=int, default=512, help="windows of text per epoch")
+    p = training_arguments(__doc__.splitlines()[0])
     p.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     p.add_argument("--accelerator", default="auto", help="Lightning's accelerator: auto, cpu, gpu")
     args = p.parse_args()

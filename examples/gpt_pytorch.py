@@ -63,12 +63,18 @@ class GPT(nn.Module):
         return self.head(self.blocks(x))
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def training_arguments(description: str) -> argparse.ArgumentParser:
+    """The options of every PyTorch example of this GPT (this loop, Lightning's, transformers' Trainer)."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--block", type=int, default=32)
     p.add_argument("--samples", type=int, default=512, help="windows of text per epoch")
+    return p
+
+
+def main() -> None:
+    p = training_arguments(__doc__.splitlines()[0])
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = p.parse_args()
 
