@@ -12,7 +12,7 @@ import dataclasses
 import math
 import string
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from analyzers.comparison.pairs import DataPair, data_pairs
 from analyzers.figures.basis import FIGURE_BY_NAME, FIGURES, WHOLE_RUN
@@ -20,6 +20,7 @@ from analyzers.figures.learning import CurveGap, curve_gaps, same_workload
 from analyzers.figures.noise import MIN_DIFFERENCE, disagree, why_not_ordered
 from analyzers.figures.run_summary import RunSummary, summarise
 from analyzers.figures.steady import WARMUP_EPOCHS, Spread, spread
+from analyzers.summaries.rows import ApiRow
 from analyzers.trace import api_names
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
@@ -328,8 +329,13 @@ def _api_totals_ns(folder: RunFolder) -> dict[str, int] | None:
         return None
     from analyzers.summaries.cuda_api import api_summary
 
+    return matched_totals_ns(api_summary(folder))
+
+
+def matched_totals_ns(rows: Iterable[ApiRow]) -> dict[str, int]:
+    """Total ns per call, keyed by the name two traces' calls are matched on (`api_match_name`)."""
     totals: dict[str, int] = {}
-    for row in api_summary(folder):
+    for row in rows:
         key = api_match_name(row.name)
         totals[key] = totals.get(key, 0) + int(row.total_ns)
     return totals

@@ -15,17 +15,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from analyzers.comparison.compare import api_match_name
+from analyzers.comparison.compare import matched_totals_ns
 from analyzers.summaries.cuda_api import api_tracer, phase_summaries
 from tracer.core.runfolder import RunFolder
-
-
-def totals_ns(folder: RunFolder, phase: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for row in phase_summaries(folder)[phase]:
-        key = api_match_name(row.name)
-        out[key] = out.get(key, 0) + int(row.total_ns)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--within", type=float, default=1.0, help="largest difference allowed, in percentage points")
     args = p.parse_args(argv)
     folders = [RunFolder(r) for r in args.runs]
-    a, b = (totals_ns(f, args.phase) for f in folders)
+    a, b = (matched_totals_ns(phase_summaries(f)[args.phase]) for f in folders)
     if not a or not b:
         print(f"no CUDA API calls in the {args.phase} phase of {args.runs[0 if not a else 1]}")
         return 2
