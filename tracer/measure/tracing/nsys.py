@@ -29,7 +29,7 @@ from tracer.core.runfolder import RunFolder
 from tracer.core.schema import KIND, NSYS_WINDOW_TRACE, NVTX_WINDOW_RANGE, TRACE_ENV, Event
 from tracer.measure.lifeguard import end_nsys_agents
 from tracer.measure.tracing.base import TraceBackend
-from tracer.measure.tracing.nsys_launch import WORKER_PID, take_session_lock
+from tracer.measure.tracing.nsys_launch import take_session_lock
 
 REPORT = "raw/trace.nsys-rep"
 SQLITE = "raw/trace.sqlite"
@@ -256,7 +256,6 @@ class NsysBackend(TraceBackend):
             sys.executable,
             str(LAUNCHER),
             str(folder.path),
-            WORKER_PID,
             str(self.nsys),
             "profile",
             *profile_args(spec),

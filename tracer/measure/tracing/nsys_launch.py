@@ -1,17 +1,16 @@
 """Runs `nsys profile ...` for the nsys backend: retries a launch that failed, and stops an nsys
 that hangs after the worker has exited.
 
-Run as a script by path (`python nsys_launch.py RUN_DIR START_MARK NSYS_ARGS...`), so it imports only
-the standard library. START_MARK says whether the app announces its start: WORKER_PID (the built-in
-worker writes RUN_DIR/worker.pid first, a user's command's shell too) or NO_START_MARK (an app that does not). Why:
+Run as a script by path (`python nsys_launch.py RUN_DIR NSYS_ARGS...`), so it imports only the standard
+library. The app announces its start by writing RUN_DIR/worker.pid: the built-in worker does so first, and
+a user's command is started through a shell that does (`nsys.ANNOUNCE_PID`). Why:
 - under heavy CPU load nsys sometimes dies at launch (`sem_open ... No such file or directory` from
   its ProcessWaiter, seen with Debian's 2022.4 on a loaded 2-core machine), before the worker wrote
   `worker.pid`; training never began, so running nsys again is safe (3 tries). The same holds for an
   nsys that exits 0 without having started the worker (CI of 28 Nov: a TensorFlow run under a capture
   range, nsys 2022.4 on a loaded 2-core machine; not reproduced in 40 tries with two CPU hogs).
-  A user's command is started by the backend through a shell that writes its pid first
-  (`nsys.ANNOUNCE_PID`), so it announces itself too: its own quick failure is never taken for nsys's.
-  NO_START_MARK (an app that announces nothing) is run once, whatever ends it;
+  A user's command announces itself the same way, so its own quick failure is never taken for nsys's
+  and it runs once;
 - with CPU sampling on (`--nsys-sampling`) Debian's nsys 2022.4 was seen to hang for good in
   "Generating ...qdstrm" after the worker had finished. Once the worker has exited, nsys gets
   $TRACER_NSYS_REPORT_TIMEOUT_S (default 600) to write its report; then it is stopped and this
@@ -49,8 +48,6 @@ RETRY_PAUSE_S = 2.0
 STOP_GRACE_S = 15.0
 #: Held by every `nsys profile` this tool starts (and by tests that run nsys directly), machine-wide.
 SESSION_LOCK = os.path.join(tempfile.gettempdir(), "dl-tracer-nsys-session.lock")
-#: START_MARK: the app writes RUN_DIR/worker.pid as it starts (a launch without it failed), or nothing.
-WORKER_PID, NO_START_MARK = "worker-pid", "no-start-mark"
 #: How this launcher's lines on stderr begin: a NOTE (waiting, retrying) is no reason a run failed, and the
 #: failure reason taken from stderr's last line passes over it; a line that says why nsys failed is SAYS alone.
 SAYS = "dl-tracer: "
@@ -121,10 +118,10 @@ def _wait(proc: subprocess.Popen[bytes], run_dir: str, report_timeout_s: float) 
 
 
 def main(argv: list[str]) -> int:
-    run_dir, start_mark, cmd = argv[0], argv[1], argv[2:]
-    if start_mark not in (WORKER_PID, NO_START_MARK):
-        sys.stderr.write(f"usage: nsys_launch.py RUN_DIR {WORKER_PID}|{NO_START_MARK} NSYS_ARGS...\n")
+    if len(argv) < 2:
+        sys.stderr.write("usage: nsys_launch.py RUN_DIR NSYS_ARGS...\n")
         return 2
+    run_dir, cmd = argv[0], argv[1:]
     report_timeout_s = float(os.environ.get("TRACER_NSYS_REPORT_TIMEOUT_S", "600"))
     stopping: list[int] = []
 
@@ -145,10 +142,7 @@ def main(argv: list[str]) -> int:
         if rc < 0:
             rc = 128 - rc
         launch_failed = (
-            start_mark == WORKER_PID
-            and not stopping
-            and not os.path.exists(pid_file)
-            and time.monotonic() - started < LAUNCH_FAILURE_WITHIN_S
+            not stopping and not os.path.exists(pid_file) and time.monotonic() - started < LAUNCH_FAILURE_WITHIN_S
         )
         if not launch_failed:
             return rc

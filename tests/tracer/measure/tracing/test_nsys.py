@@ -23,7 +23,6 @@ from tracer.core.records import RunSpec, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.measure.tracing import nsys as nsys_module
 from tracer.measure.tracing.nsys import LAUNCHER, NsysBackend, find_nsys, nsys_export_types, profile_args, stop_agents
-from tracer.measure.tracing.nsys_launch import NO_START_MARK, WORKER_PID
 
 
 def _spec(**kw: object) -> RunSpec:
@@ -103,12 +102,12 @@ def test_worker_status_recovered_from_nsys_exit_code(tmp_path: Path) -> None:
     assert backend.worker_returncode(0, finished.events()) == 0
 
 
-def _launch(tmp_path: Path, script: str, start_mark: str = WORKER_PID, **env: str) -> subprocess.CompletedProcess[str]:
+def _launch(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProcess[str]:
     fake = tmp_path / "fake_nsys.py"
     fake.write_text(script)
     (tmp_path / "raw").mkdir(exist_ok=True)
     return subprocess.run(
-        [sys.executable, str(LAUNCHER), str(tmp_path), start_mark, sys.executable, str(fake)],
+        [sys.executable, str(LAUNCHER), str(tmp_path), sys.executable, str(fake)],
         env=dict(os.environ, **env),
         capture_output=True,
         text=True,
@@ -183,19 +182,6 @@ def test_launcher_fails_an_nsys_that_never_started_the_worker(tmp_path: Path) ->
     assert done.stderr.strip().splitlines()[-1] == (
         "dl-tracer: nsys never started the worker in 3 tries (its last exit code: 0)"
     )
-
-
-def test_launcher_never_runs_a_command_that_announces_no_start_twice(tmp_path: Path) -> None:
-    """A user's command writes no worker.pid: its own quick failure looks like nsys's, so it runs once."""
-    script = (
-        _counting(tmp_path)
-        + """
-sys.exit(1)
-"""
-    )
-    done = _launch(tmp_path, script, NO_START_MARK)
-    assert done.returncode == 1 and (tmp_path / "count").read_text() == "1"
-    assert "retrying" not in done.stderr and "never started" not in done.stderr
 
 
 def test_launcher_does_not_retry_once_the_worker_ran_and_keeps_its_status(tmp_path: Path) -> None:

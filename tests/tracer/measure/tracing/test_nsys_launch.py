@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from tracer.measure.tracing.nsys import LAUNCHER
-from tracer.measure.tracing.nsys_launch import WORKER_PID, take_session_lock
+from tracer.measure.tracing.nsys_launch import take_session_lock
 
 
 def _launch(run_dir: Path, marker: Path) -> subprocess.Popen[str]:
@@ -18,7 +18,7 @@ def _launch(run_dir: Path, marker: Path) -> subprocess.Popen[str]:
     # like the worker, the child writes worker.pid first (a launch without it counts as failed)
     pid_file = run_dir / "worker.pid"
     child = [sys.executable, "-c", f"open({str(pid_file)!r}, 'w').write('1'); open({str(marker)!r}, 'w').write('ran')"]
-    launch = [sys.executable, str(LAUNCHER), str(run_dir), WORKER_PID, *child]
+    launch = [sys.executable, str(LAUNCHER), str(run_dir), *child]
     return subprocess.Popen(launch, stderr=subprocess.PIPE, text=True)
 
 
