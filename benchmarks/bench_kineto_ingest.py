@@ -31,7 +31,7 @@ from pathlib import Path
 from cpu_hog import cpu_hog
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = ROOT.parent / "shared/fixtures/kineto-h100/resnet50_bs100_train_torch2.11.json.gz"
+FIXTURE = ROOT / "tests/data/fixtures/kineto-h100/resnet50_bs100_train_torch2.11.json.gz"
 
 OURS = """
 import sys; sys.path.insert(0, {root!r})

@@ -40,7 +40,7 @@ from cpu_hog import cpu_hog  # noqa: E402
 from tests.analyzers.nsys_replica import replicate  # noqa: E402
 from tracer.measure.tracing.nsys import nsys_if_any  # noqa: E402
 
-FIXTURE = ROOT.parent / "shared/fixtures/extra-p/con_kernel.sqlite"
+FIXTURE = ROOT / "tests/data/fixtures/extra-p/con_kernel.sqlite"
 
 WRAP = """
 import json, resource, subprocess, sys, time

@@ -16,7 +16,7 @@ from analyzers.ingest.pipeline import read_trace
 from analyzers.trace import kernel_classes
 from analyzers.trace import tables as t
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "data" / "fixtures"
 TRACES = (
     "nsys-h100/resnet18_train_nsys2025.3.1.sqlite",
     "nsys-ai/mfu_2gpu_before.sqlite",

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tracer.core.frameworks import FRAMEWORKS
+from tests.real_fixtures import REAL_FIXTURES
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.measure.environments import status
 
@@ -213,11 +214,9 @@ def assert_strict_json(folder: Path) -> int:
 
 
 @pytest.fixture(scope="session")
-def shared_fixtures() -> Path:
-    path = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-    if not path.exists():
-        pytest.skip(f"{path} is missing: the real trace fixtures live beside the clone in ../shared")
-    return path
+def real_fixtures() -> Path:
+    """The real traces and run folders under tests/data/fixtures (their sources in SOURCES.md there)."""
+    return REAL_FIXTURES
 
 
 def photo_folder(root: Path, count: int, width: int, height: int) -> Path:

@@ -21,11 +21,11 @@ KINETO_FILES = [
 
 
 @pytest.fixture(scope="session")
-def ingested(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunFolder]:
+def ingested(real_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunFolder]:
     """Every fixture file, each ingested into its own (bare) run folder."""
     out = {}
     for rel in NSYS_FILES + KINETO_FILES:
         folder = RunFolder(tmp_path_factory.mktemp("ingested"))
-        ingest_file(shared_fixtures / rel, folder)
+        ingest_file(real_fixtures / rel, folder)
         out[rel] = folder
     return out

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from analyzers.ingest import threads
 from analyzers.trace import tables as t
+from tests.real_fixtures import REAL_FIXTURES
 from tracer.core.runfolder import RunFolder
 
 SOURCE_RUN = "gpu-h100/20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"
@@ -37,7 +38,7 @@ ROW_GROUP = 1 << 20
 
 
 def default_source() -> Path:
-    return Path(__file__).resolve().parents[3] / "shared" / "fixtures" / SOURCE_RUN
+    return REAL_FIXTURES / SOURCE_RUN
 
 
 def trace_events(folder: Path) -> int:
@@ -53,7 +54,7 @@ def replicate_run(out: Path, events: int, source: Path | None = None) -> Path:
     """A run folder under `out` whose trace tables hold at least `events` rows; returns its path."""
     src = RunFolder(source or default_source())
     if not src.path.is_dir():
-        raise SystemExit(f"{src.path} is missing: the H100 fixtures live beside the clone in ../shared")
+        raise SystemExit(f"{src.path} is missing: the H100 fixtures live in tests/data/fixtures")
     copies = max(1, math.ceil(events / trace_events(src.path)))
     record = src.read_record()
     period = record.wall_end_ns - record.wall_start_ns

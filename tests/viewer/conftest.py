@@ -81,7 +81,7 @@ def import_trace(path: Path, out: Path, *args: str) -> RunFolder:
 
 
 @pytest.fixture(scope="session")
-def nsys_run(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFolder:
+def nsys_run(real_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFolder:
     """The real nsys trace of ResNet-18 training on an H100 (3 streams, 2,220 kernels, 6 NVTX steps), imported."""
-    sqlite = shared_fixtures / "nsys-h100" / "resnet18_train_nsys2025.3.1.sqlite"
+    sqlite = real_fixtures / "nsys-h100" / "resnet18_train_nsys2025.3.1.sqlite"
     return import_trace(sqlite, tmp_path_factory.mktemp("imported"), "--framework", "pytorch")

@@ -106,7 +106,7 @@ def test_the_picture_after_pans_is_a_fresh_paint_within_a_pixel(qtbot: Any) -> N
 
 
 def test_the_clip_of_the_painted_columns_changes_no_pixel(
-    open_window: Any, shared_fixtures: Any, monkeypatch: Any
+    open_window: Any, real_fixtures: Any, monkeypatch: Any
 ) -> None:
     """A curve clips its painting to the columns it paints, for speed: the time panels, whole and zoomed, are
     the panels painted unclipped, pixel for pixel, on three real H100 runs (a clip to the painted rect in y
@@ -115,7 +115,7 @@ def test_the_clip_of_the_painted_columns_changes_no_pixel(
     Both pictures come from one window, once it has settled, repainted whole with the clip and without it,
     and are compared inside the plots' data areas, where a curve paints: a plot's title moved by a row
     between two pictures of one window, one time in ten (CI, 28 Nov)."""
-    runs = sorted((shared_fixtures / "gpu-h100").glob("2026*"))[:3]
+    runs = sorted((real_fixtures / "gpu-h100").glob("2026*"))[:3]
     window = open_window(runs)
     window.resize(1600, 1100)  # the size of the benchmark's window
     whole = _settled(window)

@@ -62,8 +62,8 @@ def test_gpu_samples_become_one_series_per_gpu(tiny_pytorch_run: RunFolder, tmp_
     assert data.series["gpu_util_pct"][0].envelope.y_bounds == (10.0, 10.0)
 
 
-def test_viewer_label_of_an_import_names_the_file_not_a_batch(shared_fixtures: Path, tmp_path: Path) -> None:
-    trace = shared_fixtures / "kineto-h100/resnet50_bs100_train_torch2.11.json.gz"
+def test_viewer_label_of_an_import_names_the_file_not_a_batch(real_fixtures: Path, tmp_path: Path) -> None:
+    trace = real_fixtures / "kineto-h100/resnet50_bs100_train_torch2.11.json.gz"
     assert run_tracer("import", str(trace), "--out", str(tmp_path)).returncode == 0
     (folder,) = list_runs(tmp_path)
     label = load_run(folder.path).default_label

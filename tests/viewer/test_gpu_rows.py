@@ -146,11 +146,11 @@ def test_hovering_a_kernel_or_its_launch_shows_both(open_window: Opener, nsys_ru
 
 @pytest.fixture(scope="module")
 def three_traced_runs(
-    nsys_run: RunFolder, shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory
+    nsys_run: RunFolder, real_fixtures: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> list[Path]:
     kineto = [
-        shared_fixtures / "kineto-h100" / "resnet50_bs100_train_torch2.11.json.gz",
-        shared_fixtures / "hta" / "benchmark_result_2869224_1695835535_trace.json.gz",
+        real_fixtures / "kineto-h100" / "resnet50_bs100_train_torch2.11.json.gz",
+        real_fixtures / "hta" / "benchmark_result_2869224_1695835535_trace.json.gz",
     ]
     return [nsys_run.path, *(import_trace(p, tmp_path_factory.mktemp("kineto")).path for p in kineto)]
 

@@ -23,8 +23,8 @@ Opener = Callable[..., MainWindow]
 
 
 @pytest.fixture(scope="module")
-def stored_replica(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFolder:
-    source = shared_fixtures / "gpu-h100" / "20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"
+def stored_replica(real_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFolder:
+    source = real_fixtures / "gpu-h100" / "20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"
     folder = RunFolder(replicate_run(tmp_path_factory.mktemp("replica"), 300_000, source))
     assert view_store.store_if_big(folder) == folder.path / view_store.VIEW_DIR
     return folder

@@ -12,9 +12,9 @@ CF98 = "gpu-h100/20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"  # a real tr
 
 
 def test_a_damaged_table_is_a_problem_line_and_the_rest_is_drawn(
-    shared_fixtures: Path, tmp_path: Path, open_window: Callable[..., object]
+    real_fixtures: Path, tmp_path: Path, open_window: Callable[..., object]
 ) -> None:
-    run = Path(shutil.copytree(shared_fixtures / CF98, tmp_path / Path(CF98).name))
+    run = Path(shutil.copytree(real_fixtures / CF98, tmp_path / Path(CF98).name))
     gpu = run / "samples" / "gpu.parquet"
     gpu.write_bytes(os.urandom(4096))
     window = open_window([run])
@@ -26,12 +26,12 @@ def test_a_damaged_table_is_a_problem_line_and_the_rest_is_drawn(
     assert data.lanes.api_calls is not None and data.kernels and len(data.epochs) == 2  # and the trace
 
 
-def test_the_run_browser_shows_the_rows_of_tracer_runs(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_the_run_browser_shows_the_rows_of_tracer_runs(real_fixtures: Path, tmp_path: Path) -> None:
     from analyzers.run import Run
     from analyzers.run.run_rows import RUNS_HEADERS, run_row
     from viewer.browser import PICKED, STATUS, browse
 
-    run = Path(shutil.copytree(shared_fixtures / CF98, tmp_path / Path(CF98).name))
+    run = Path(shutil.copytree(real_fixtures / CF98, tmp_path / Path(CF98).name))
     (run / "samples" / "gpu.parquet").write_bytes(os.urandom(4096))
     (row,) = browse(tmp_path)
     cells = run_row(Run.open(run))

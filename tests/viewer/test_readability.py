@@ -1,5 +1,5 @@
 """The viewer with GPU rows, as a person reads it (issue #28 item 1), on three real H100 runs of one job
-traced three ways (nsys, CUPTI, none: ../shared/fixtures/gpu-h100): no panel squeezed below a readable
+traced three ways (nsys, CUPTI, none: tests/data/fixtures/gpu-h100): no panel squeezed below a readable
 height (the window scrolls), no two tick labels on each other (measured where pyqtgraph draws them),
 lane groups named by framework, model, batch and trace backend and unique, units alike in titles and
 axes, legend entries whole."""
@@ -23,8 +23,8 @@ RUNS = {"cf98": "nsys", "a266": "cupti", "85cf": ""}  # run id end -> its trace 
 
 
 @pytest.fixture(scope="module")
-def gpu_runs(shared_fixtures: Path) -> list[Path]:
-    folder = shared_fixtures / "gpu-h100"
+def gpu_runs(real_fixtures: Path) -> list[Path]:
+    folder = real_fixtures / "gpu-h100"
     return [next(folder.glob(f"*-{end}")) for end in RUNS]
 
 

@@ -69,12 +69,12 @@ def _matched(totals: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def test_cuda_api_differences_from_imported_traces(tmp_path: Path, shared_fixtures: Path) -> None:
+def test_cuda_api_differences_from_imported_traces(tmp_path: Path, real_fixtures: Path) -> None:
     """An nsys report beside a Kineto trace: two tracers that record different calls (Kineto no driver
     call), so the API rows cover the calls both recorded, and a note names the rest."""
     out = tmp_path / "runs"
     for rel in ("nsys-h100/resnet18_train_nsys2025.3.1.sqlite", "kineto-h100/resnet50_bs100_train_torch2.11.json.gz"):
-        assert run_tracer("import", str(shared_fixtures / rel), "--out", str(out)).returncode == 0
+        assert run_tracer("import", str(real_fixtures / rel), "--out", str(out)).returncode == 0
     a, b = sorted(out.iterdir())
     ta, tb = _matched(x.cuda_totals_ns(a)), _matched(x.cuda_totals_ns(b))
     both = set(ta) & set(tb)
@@ -143,12 +143,12 @@ def test_one_run_is_not_a_comparison(tiny_pytorch_run: RunFolder) -> None:
     assert result.returncode == 2 and "two runs or groups at least" in result.stderr
 
 
-def test_a_diverged_run_stays_out_of_a_groups_speed_median(shared_fixtures: Path) -> None:
+def test_a_diverged_run_stays_out_of_a_groups_speed_median(real_fixtures: Path) -> None:
     """H100 fixtures: 3950 diverged; pooled beside a032, the group's steady images/s is a032's alone and the
     data-wait share beside it is the steady one."""
     from analyzers.figures.run_summary import summarise
 
-    runs = {p.name[-4:]: RunFolder(p) for p in (shared_fixtures / "gpu-h100").iterdir() if (p / "run.json").exists()}
+    runs = {p.name[-4:]: RunFolder(p) for p in (real_fixtures / "gpu-h100").iterdir() if (p / "run.json").exists()}
     result = compare([[runs["3950"], runs["a032"]], [runs["6573"]]])
     a = result.columns[0]
     assert [s.run_id[-4:] for s in a.left_out] == ["3950"]
@@ -161,11 +161,11 @@ def test_a_diverged_run_stays_out_of_a_groups_speed_median(shared_fixtures: Path
     assert rows["CPU % mean (100 = all cores) (steady)"].values[0].n == 2  # not a speed: every run counts
 
 
-def test_an_nsys_run_beside_a_cupti_run_is_compared_on_the_calls_both_recorded(shared_fixtures: Path) -> None:
-    """One workload on one H100, traced by nsys and by CUPTI (../shared/fixtures/gpu-h100): the nsys report
+def test_an_nsys_run_beside_a_cupti_run_is_compared_on_the_calls_both_recorded(real_fixtures: Path) -> None:
+    """One workload on one H100, traced by nsys and by CUPTI (tests/data/fixtures/gpu-h100): the nsys report
     holds no cudaFuncGetAttributes (CUPTI: 186 ms of it), CUPTI here no cudaEventCreate. Neither is a call
     that took no time: both are left out of the rows and named."""
-    nsys, cupti = (RunFolder(next((shared_fixtures / "gpu-h100").glob(f"*-{s}"))) for s in ("cf98", "a266"))
+    nsys, cupti = (RunFolder(next((real_fixtures / "gpu-h100").glob(f"*-{s}"))) for s in ("cf98", "a266"))
     result = compare([[nsys], [cupti]])
     rows = {d.metric: d for d in result.differences if d.metric.startswith("CUDA ")}
     assert not any("cudaFuncGetAttributes" in m or "cudaEventCreate" in m for m in rows)

@@ -39,10 +39,10 @@ def crashed(make_run: Callable[..., RunFolder]) -> RunFolder:
 
 
 @pytest.fixture(scope="session")
-def imported_nsys(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFolder:
+def imported_nsys(real_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFolder:
     """The real H100 ResNet-18 nsys trace, imported with `tracer import` as a user would."""
     out = tmp_path_factory.mktemp("imported")
-    result = run_tracer("import", str(shared_fixtures / NSYS_FIXTURE), "--out", str(out), "--framework", "pytorch")
+    result = run_tracer("import", str(real_fixtures / NSYS_FIXTURE), "--out", str(out), "--framework", "pytorch")
     assert result.returncode == 0, result.stderr
     (folder,) = list_runs(out)
     return folder

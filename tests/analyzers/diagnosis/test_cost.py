@@ -106,25 +106,25 @@ def _contended(*folders: RunFolder) -> bool:
 H100 = "gpu-h100"
 
 
-def _h100(shared_fixtures: Path, tail: str) -> RunFolder:
-    return RunFolder(next(p for p in (shared_fixtures / H100).iterdir() if p.name.endswith(tail)))
+def _h100(real_fixtures: Path, tail: str) -> RunFolder:
+    return RunFolder(next(p for p in (real_fixtures / H100).iterdir() if p.name.endswith(tail)))
 
 
-def test_e36e_costs_its_steady_epochs_against_its_untraced_pair(shared_fixtures: Path) -> None:
+def test_e36e_costs_its_steady_epochs_against_its_untraced_pair(real_fixtures: Path) -> None:
     """CUPTI + py-spy at batch 1: steady epoch 11.44 s against 6573's 1.28 s (8.9x), not the 1.47x of
     all epochs (its first epoch was the faster one)."""
-    cost = measurement_cost(_h100(shared_fixtures, "e36e"))
+    cost = measurement_cost(_h100(real_fixtures, "e36e"))
     assert cost.untraced_run is not None and cost.untraced_run.endswith("6573")
     assert cost.traced_over_untraced_epoch == pytest.approx(11.44 / 1.28, rel=0.01)
     assert any("steady: 8.9" in line for line in cost.lines())
 
 
-def test_cf98_training_cpu_is_the_workers_tree_under_nsys(shared_fixtures: Path) -> None:
+def test_cf98_training_cpu_is_the_workers_tree_under_nsys(real_fixtures: Path) -> None:
     """nsys launches the worker: the reaped-children CPU in run.json (0.48 s) is the launcher's; the
     worker's sampled tree used about 78 CPU s, so the sampler's 2.2 s are under 3 % of it, not 464 %."""
     from analyzers.diagnosis.cost import sampled_tree_cpu_s
 
-    folder = _h100(shared_fixtures, "cf98")
+    folder = _h100(real_fixtures, "cf98")
     recorded = folder.read_record().measurement_cost
     assert recorded is not None and recorded.sampler_pct_of_training_cpu > 400  # the defect, as recorded
     cost = measurement_cost(folder)
@@ -134,21 +134,21 @@ def test_cf98_training_cpu_is_the_workers_tree_under_nsys(shared_fixtures: Path)
     assert "nsys launched the worker" in cost.lines()[0]
 
 
-def test_sampled_tree_agrees_with_the_kernels_account_where_the_worker_is_a_child(shared_fixtures: Path) -> None:
+def test_sampled_tree_agrees_with_the_kernels_account_where_the_worker_is_a_child(real_fixtures: Path) -> None:
     """The two figures measure one tree: on the untraced PyTorch runs within 2 %."""
     from analyzers.diagnosis.cost import sampled_tree_cpu_s
 
     for tail in ("85cf", "3950", "6573"):
-        folder = _h100(shared_fixtures, tail)
+        folder = _h100(real_fixtures, tail)
         recorded = folder.read_record().measurement_cost
         assert recorded is not None
         assert sampled_tree_cpu_s(folder) == pytest.approx(recorded.training_cpu_s, rel=0.02)
 
 
-def test_trimmed_fixtures_say_what_is_not_there(shared_fixtures: Path) -> None:
+def test_trimmed_fixtures_say_what_is_not_there(real_fixtures: Path) -> None:
     """a266's raw CUPTI files and e36e's tables were removed from the fixtures: the cost says so, not
     '0.0 MiB raw' or '0 records' (a log beside them is no trace)."""
-    a266 = " ".join(measurement_cost(_h100(shared_fixtures, "a266")).lines())
+    a266 = " ".join(measurement_cost(_h100(real_fixtures, "a266")).lines())
     assert "the raw trace files not kept" in a266 and "0.0 MiB" not in a266
-    e36e = " ".join(measurement_cost(_h100(shared_fixtures, "e36e")).lines())
+    e36e = " ".join(measurement_cost(_h100(real_fixtures, "e36e")).lines())
     assert "no trace tables in the folder" in e36e and " 0 records" not in e36e

@@ -33,8 +33,8 @@ def _sql(path: Path, query: str) -> float:
         return float(db.execute(query).fetchone()[0])
 
 
-def test_startup_and_sync_shares_equal_sql_over_the_file(imported_nsys: RunFolder, shared_fixtures: Path) -> None:
-    path = shared_fixtures / NSYS_FIXTURE
+def test_startup_and_sync_shares_equal_sql_over_the_file(imported_nsys: RunFolder, real_fixtures: Path) -> None:
+    path = real_fixtures / NSYS_FIXTURE
     verdicts = {v.rule: v for v in diagnose(imported_nsys)}
     startup, sync = verdicts["startup-heavy"], verdicts["sync-dominated"]
     assert startup.value == pytest.approx(_sql(path, STARTUP_SQL), rel=1e-9)
@@ -43,9 +43,9 @@ def test_startup_and_sync_shares_equal_sql_over_the_file(imported_nsys: RunFolde
     assert not sync.fired  # 0.2 %: PyTorch's caching allocator and async launches
 
 
-def test_launch_bound_on_the_real_trace(imported_nsys: RunFolder, shared_fixtures: Path) -> None:
+def test_launch_bound_on_the_real_trace(imported_nsys: RunFolder, real_fixtures: Path) -> None:
     """ResNet-18 at this batch: 2220 kernels of ~5 µs median, launches cost more than the kernels."""
-    with sqlite3.connect(f"file:{shared_fixtures / NSYS_FIXTURE}?mode=ro", uri=True) as db:
+    with sqlite3.connect(f"file:{real_fixtures / NSYS_FIXTURE}?mode=ro", uri=True) as db:
         kernel_ns = db.execute("SELECT sum(end - start) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
         launch_ns = db.execute(
             "SELECT sum(r.end - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "

@@ -1,4 +1,4 @@
-"""The diagnosis on the real H100 run folders (../shared/fixtures/gpu-h100): batch-1 runs are host-bound,
+"""The diagnosis on the real H100 run folders (tests/data/fixtures/gpu-h100): batch-1 runs are host-bound,
 batch-100 runs input-bound, and every knob a fired verdict names fits the run's framework and device."""
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ GPU_WORDS = ("cuda", "cudnn", "gpu", "xla_python_client")
 
 
 @pytest.fixture(scope="module")
-def h100(shared_fixtures: Path) -> dict[str, RunTables]:
+def h100(real_fixtures: Path) -> dict[str, RunTables]:
     """Every H100 run folder's tables, by the folder's last four characters (3950, f7d9 ...)."""
-    folders = sorted(p for p in (shared_fixtures / H100).iterdir() if (p / "run.json").exists())
+    folders = sorted(p for p in (real_fixtures / H100).iterdir() if (p / "run.json").exists())
     assert len(folders) >= 12
     return {p.name[-4:]: load(RunFolder(p)) for p in folders}
 
@@ -196,8 +196,8 @@ def test_launch_bound_counts_launches_per_step_under_nsys(verdicts: dict[str, di
     assert per_step is not None and 20 < per_step < 1000
 
 
-def test_diagnose_prints_host_bound_for_the_batch_one_fixture(shared_fixtures: Path) -> None:
-    (folder,) = (shared_fixtures / H100).glob("*-3950")
+def test_diagnose_prints_host_bound_for_the_batch_one_fixture(real_fixtures: Path) -> None:
+    (folder,) = (real_fixtures / H100).glob("*-3950")
     out = run_tracer("diagnose", str(folder))
     assert out.returncode == 0, out.stderr
     assert "host-bound" in out.stdout and "the GPU waits for the host" in out.stdout

@@ -18,8 +18,8 @@ def _imported(source: Path, out: Path) -> RunFolder:
     return folder
 
 
-def test_one_rank_of_a_job_is_told_to_import_every_rank(shared_fixtures: Path, tmp_path: Path) -> None:
-    folder = _imported(shared_fixtures / "hta" / "nccl_data.json.gz", tmp_path)
+def test_one_rank_of_a_job_is_told_to_import_every_rank(real_fixtures: Path, tmp_path: Path) -> None:
+    folder = _imported(real_fixtures / "hta" / "nccl_data.json.gz", tmp_path)
     assert folder.read_record().world_size > 1  # the trace's own distributed info
     (v,) = [v for v in diagnose(folder) if v.rule == "straggler"]
     assert not v.measured and "rank 0's trace only" in v.finding and "tracer import" in v.finding
@@ -27,7 +27,7 @@ def test_one_rank_of_a_job_is_told_to_import_every_rank(shared_fixtures: Path, t
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
 
 
-def test_a_trace_that_starts_in_its_steady_steps_has_no_start_up_share(shared_fixtures: Path, tmp_path: Path) -> None:
-    folder = _imported(shared_fixtures / "hta" / "triton_example.json.gz", tmp_path)
+def test_a_trace_that_starts_in_its_steady_steps_has_no_start_up_share(real_fixtures: Path, tmp_path: Path) -> None:
+    folder = _imported(real_fixtures / "hta" / "triton_example.json.gz", tmp_path)
     (v,) = [v for v in diagnose(folder) if v.rule == "startup-heavy"]
     assert not v.measured and v.value is None, (v.value, v.finding)

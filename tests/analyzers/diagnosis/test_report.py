@@ -36,14 +36,14 @@ def test_report_has_diagnosis_and_findings(plain3: RunFolder, oversubscribed: Ru
     assert "| claim | source | result | numbers | runs used |" in (out / "findings.md").read_text()
 
 
-def test_findings_on_the_h100_folder_compare_frameworks(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_findings_on_the_h100_folder_compare_frameworks(real_fixtures: Path, tmp_path: Path) -> None:
     """`tracer report` on the H100 runs (PyTorch and JAX, GPU only): no claim compares a framework with
     itself, no CPU claim is judged on GPU runs, data loading is judged at batch 100 with its numbers,
     every judged claim names its runs, and no row carries stale text."""
     from analyzers.render import palette
 
     out = tmp_path / "report"
-    result = run_tracer("report", str(shared_fixtures / "gpu-h100"), "--out", str(out))
+    result = run_tracer("report", str(real_fixtures / "gpu-h100"), "--out", str(out))
     assert result.returncode == 0, result.stderr[-2000:]
     text = (out / "findings.md").read_text()
     rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]

@@ -26,8 +26,8 @@ from tracer.core.runfolder import RunFolder
 PYTORCH, JAX = "7ff0", "7a96"
 
 
-def _runs(shared_fixtures: Path) -> dict[str, Path]:
-    return {p.name[-4:]: p for p in (shared_fixtures / "gpu-h100").iterdir() if (p / "run.json").exists()}
+def _runs(real_fixtures: Path) -> dict[str, Path]:
+    return {p.name[-4:]: p for p in (real_fixtures / "gpu-h100").iterdir() if (p / "run.json").exists()}
 
 
 def _counter_j(run: Path, epochs: tuple[int, ...]) -> float:
@@ -61,8 +61,8 @@ def _lines_holding(text: str, numbers: list[str]) -> list[str]:
     return [line for line in text.splitlines() if pattern.search(line)]
 
 
-def test_compare_shows_steady_figures_first_and_names_the_whole_runs(shared_fixtures: Path, tmp_path: Path) -> None:
-    runs = _runs(shared_fixtures)
+def test_compare_shows_steady_figures_first_and_names_the_whole_runs(real_fixtures: Path, tmp_path: Path) -> None:
+    runs = _runs(real_fixtures)
     out = tmp_path / "cmp.csv"
     result = run_tracer("compare", str(runs[PYTORCH]), str(runs[JAX]), "--csv", str(out))
     assert result.returncode == 0, result.stderr
@@ -87,13 +87,13 @@ def test_compare_shows_steady_figures_first_and_names_the_whole_runs(shared_fixt
         assert WHOLE_RUN in line, line
 
 
-def test_no_surface_shows_a_whole_run_figure_unnamed(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_no_surface_shows_a_whole_run_figure_unnamed(real_fixtures: Path, tmp_path: Path) -> None:
     """show, compare, runs, Table 2 (Markdown), the viewer's run browser and the notebook frame: a whole-run
     figure appears only on a line, column or key named for the whole run."""
     from analyzers.report.notebook import load_runs
     from viewer.browser import COLUMNS, browse
 
-    runs = _runs(shared_fixtures)
+    runs = _runs(real_fixtures)
     summaries = {key: summarise(RunFolder(runs[key])) for key in (PYTORCH, JAX)}
     texts = {f"show {key}": run_tracer("show", str(runs[key])).stdout for key in (PYTORCH, JAX)}
     texts["compare"] = run_tracer("compare", str(runs[PYTORCH]), str(runs[JAX])).stdout
@@ -121,9 +121,9 @@ def test_no_surface_shows_a_whole_run_figure_unnamed(shared_fixtures: Path, tmp_
         assert "mean_epoch_s" not in frame.columns  # the all-epochs speed is whole_run_epoch_s
 
 
-def test_table_2_and_the_energy_figure_agree(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_table_2_and_the_energy_figure_agree(real_fixtures: Path, tmp_path: Path) -> None:
     """Table 2's energy per epoch is the mean of the energy figure's steady-epoch bars, run by run."""
-    runs = _runs(shared_fixtures)
+    runs = _runs(real_fixtures)
     loaded, _ = collect_runs([runs[PYTORCH], runs[JAX]])
     _, outputs = write_report(loaded, tmp_path / "report", formats=("png",))
     table2 = next(o for o in outputs if o.title.startswith("Table 2"))

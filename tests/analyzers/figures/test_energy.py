@@ -58,10 +58,10 @@ class RunningPackage:
 
 
 @pytest.fixture(scope="module")
-def board_run(tmp_path_factory: pytest.TempPathFactory, shared_fixtures: Path) -> Iterator[RunFolder]:
+def board_run(tmp_path_factory: pytest.TempPathFactory, real_fixtures: Path) -> Iterator[RunFolder]:
     require_framework("pytorch")
     tmp = tmp_path_factory.mktemp("board")
-    nx_line = (shared_fixtures / "tegrastats" / "lines.txt").read_text().splitlines()[6]
+    nx_line = (real_fixtures / "tegrastats" / "lines.txt").read_text().splitlines()[6]
     lines = tmp / "lines.txt"
     lines.write_text(nx_line + "\n")
     with pytest.MonkeyPatch.context() as mp, RunningPackage(tmp / "powercap"):

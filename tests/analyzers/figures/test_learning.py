@@ -26,8 +26,8 @@ def _fixture(shared: Path, suffix: str) -> RunFolder:
 
 
 @pytest.mark.parametrize("suffix", sorted(CHANCE))
-def test_chance_level_fires_on_the_batch_100_runs_that_end_near_ln_3(shared_fixtures: Path, suffix: str) -> None:
-    folder = _fixture(shared_fixtures, suffix)
+def test_chance_level_fires_on_the_batch_100_runs_that_end_near_ln_3(real_fixtures: Path, suffix: str) -> None:
+    folder = _fixture(real_fixtures, suffix)
     (verdict,) = [v for v in diagnose(folder) if v.rule == "chance-level"]
     assert verdict.state == CHANCE[suffix], verdict
     last = folder.epochs()[-1].loss
@@ -35,8 +35,8 @@ def test_chance_level_fires_on_the_batch_100_runs_that_end_near_ln_3(shared_fixt
     assert (verdict.value <= CHANCE_LOSS_PCT) == (CHANCE[suffix] == "fired")
 
 
-def test_chance_level_is_not_judged_on_a_diverged_loss(shared_fixtures: Path) -> None:
-    (verdict,) = [v for v in diagnose(_fixture(shared_fixtures, "3950")) if v.rule == "chance-level"]
+def test_chance_level_is_not_judged_on_a_diverged_loss(real_fixtures: Path) -> None:
+    (verdict,) = [v for v in diagnose(_fixture(real_fixtures, "3950")) if v.rule == "chance-level"]
     assert verdict.state == "not measured" and "diverged" in verdict.finding
 
 
@@ -45,8 +45,8 @@ def test_chance_is_ln_classes() -> None:
     assert at_chance(1.0993603, 3) and not at_chance(0.86, 3) and not at_chance(float("nan"), 3)
 
 
-def test_compare_shows_loss_accuracy_and_both_memory_figures(shared_fixtures: Path) -> None:
-    a, b = _fixture(shared_fixtures, "85cf"), _fixture(shared_fixtures, "a504")
+def test_compare_shows_loss_accuracy_and_both_memory_figures(real_fixtures: Path) -> None:
+    a, b = _fixture(real_fixtures, "85cf"), _fixture(real_fixtures, "a504")
     result = compare([[a], [b]])
     rows = {d.metric: d for d in result.differences}
     for i, (ea, eb) in enumerate(zip(a.epochs(), b.epochs()), start=1):
@@ -60,8 +60,8 @@ def test_compare_shows_loss_accuracy_and_both_memory_figures(shared_fixtures: Pa
     assert result.learning_gaps == ()  # both stay at ln 3 alike: no difference in learning
 
 
-def test_compare_flags_curves_that_part(shared_fixtures: Path, tmp_path: Path) -> None:
-    a = _fixture(shared_fixtures, "85cf")
+def test_compare_flags_curves_that_part(real_fixtures: Path, tmp_path: Path) -> None:
+    a = _fixture(real_fixtures, "85cf")
     copy = tmp_path / a.path.name.replace("85cf", "0000")
     shutil.copytree(a.path, copy)
     events = [json.loads(line) for line in (copy / "events.jsonl").read_text().splitlines()]

@@ -38,9 +38,9 @@ def _copy(src: Path, dst: Path, slower: float = 1.0) -> Path:
 
 
 @pytest.fixture(scope="module")
-def repeats(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+def repeats(real_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """Two repeats 2x apart (the fast one first) and JAX's run of the case, in one folder of runs."""
-    runs = {p.name[-4:]: p for p in (shared_fixtures / "gpu-h100").iterdir() if (p / "run.json").exists()}
+    runs = {p.name[-4:]: p for p in (real_fixtures / "gpu-h100").iterdir() if (p / "run.json").exists()}
     out = tmp_path_factory.mktemp("noise") / "runs"
     out.mkdir()
     fast = _copy(runs["7ff0"], out / runs["7ff0"].name)

@@ -44,8 +44,8 @@ def _sqlite_of(folder: Path) -> sqlite3.Connection:
     return con
 
 
-def test_steady_cuda_split_of_cf98_is_the_steady_nvtx_epoch(shared_fixtures: Path) -> None:
-    path = shared_fixtures / CF98
+def test_steady_cuda_split_of_cf98_is_the_steady_nvtx_epoch(real_fixtures: Path) -> None:
+    path = real_fixtures / CF98
     folder = RunFolder(path)
     split = cuda_api.phase_summaries(folder)
     steady = {r.name: r for r in split["steady"]}
@@ -66,9 +66,9 @@ def test_steady_cuda_split_of_cf98_is_the_steady_nvtx_epoch(shared_fixtures: Pat
     assert cut is not None and cut.label() == "steady state (epoch 2)" and cut.epochs == (2,)
 
 
-def test_cli_analyze_steady_says_what_it_covers(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_cli_analyze_steady_says_what_it_covers(real_fixtures: Path, tmp_path: Path) -> None:
     run = tmp_path / "cf98"
-    shutil.copytree(shared_fixtures / CF98, run)
+    shutil.copytree(real_fixtures / CF98, run)
     done = run_tracer("analyze", str(run), "--phase", "steady", "--format", "json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
@@ -77,10 +77,10 @@ def test_cli_analyze_steady_says_what_it_covers(shared_fixtures: Path, tmp_path:
     assert names and not set(STARTUP_ONLY) & names
 
 
-def test_steady_data_wait_is_the_steady_share(shared_fixtures: Path) -> None:
+def test_steady_data_wait_is_the_steady_share(real_fixtures: Path) -> None:
     """85cf waits 92-93 % of its steady steps; the all-epoch share (46.7 %) is not what stands beside
     steady images/s."""
-    folder = RunFolder(shared_fixtures / P85CF)
+    folder = RunFolder(real_fixtures / P85CF)
     s = summarise(folder)
     assert s.steady_data_wait_pct is not None and 90 < s.steady_data_wait_pct < 95
     assert s.whole.data_wait_pct is not None and s.whole.data_wait_pct < 50  # named for the whole run
@@ -90,8 +90,8 @@ def test_steady_data_wait_is_the_steady_share(shared_fixtures: Path) -> None:
     assert wait is not None and wait.share_pct == pytest.approx(s.steady_data_wait_pct)
 
 
-def test_one_phase_model_for_the_diagnosis_and_the_trace(shared_fixtures: Path) -> None:
-    folder = RunFolder(shared_fixtures / CF98)
+def test_one_phase_model_for_the_diagnosis_and_the_trace(real_fixtures: Path) -> None:
+    folder = RunFolder(real_fixtures / CF98)
     t = load(folder)
     assert [e.epoch for e in t.steady_epochs()] == list(phases.trace_phases(folder).split.steady) == [2]
     assert sum(r.calls for r in t.cuda_steady) == 16482

@@ -43,9 +43,9 @@ def _plain_sums(path: Path) -> tuple[int, float, float]:
 
 
 @pytest.fixture(scope="module")
-def dlrm_run(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFolder:
+def dlrm_run(real_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFolder:
     out = tmp_path_factory.mktemp("dlrm")
-    result = run_tracer("import", str(shared_fixtures / DLRM), "--out", str(out))
+    result = run_tracer("import", str(real_fixtures / DLRM), "--out", str(out))
     assert result.returncode == 0, result.stderr
     (folder,) = list_runs(out)
     return folder
@@ -68,11 +68,11 @@ def test_eight_dlrm_ranks_are_one_run_of_world_size_8(dlrm_run: RunFolder) -> No
     assert "batch 1" not in shown.stdout
 
 
-def test_per_rank_step_and_nccl_time_equal_plain_sums(dlrm_run: RunFolder, shared_fixtures: Path) -> None:
+def test_per_rank_step_and_nccl_time_equal_plain_sums(dlrm_run: RunFolder, real_fixtures: Path) -> None:
     table = rank_table(dlrm_run)
     assert table is not None and table.comm_source == COMM_NCCL
     rows = {r.rank: r for r in table.rows}
-    for path in sorted((shared_fixtures / DLRM).iterdir()):
+    for path in sorted((real_fixtures / DLRM).iterdir()):
         rank, step_us, nccl_us = _plain_sums(path)
         assert rows[rank].steps == 1
         assert rows[rank].step_s == pytest.approx(step_us / 1e6, abs=1e-9), path.name
@@ -81,12 +81,12 @@ def test_per_rank_step_and_nccl_time_equal_plain_sums(dlrm_run: RunFolder, share
 
 
 def test_straggler_is_the_last_to_arrive_not_the_one_that_waited_most(
-    dlrm_run: RunFolder, shared_fixtures: Path
+    dlrm_run: RunFolder, real_fixtures: Path
 ) -> None:
     """Recomputed from the raw files: at each NCCL kernel (k-th of its kind on every rank) the latest
     start is the rank that held the others back."""
     starts: dict[int, dict[tuple[str, int], float]] = {}
-    for path in sorted((shared_fixtures / DLRM).iterdir()):
+    for path in sorted((real_fixtures / DLRM).iterdir()):
         data = _events(path)
         seen: dict[str, int] = {}
         mine: dict[tuple[str, int], float] = {}
@@ -112,10 +112,10 @@ def test_straggler_is_the_last_to_arrive_not_the_one_that_waited_most(
     assert f"rank {found.rank} arrived last" in diagnosed.stdout
 
 
-def test_a_tar_of_the_ranks_imports_the_same(shared_fixtures: Path, tmp_path: Path, dlrm_run: RunFolder) -> None:
+def test_a_tar_of_the_ranks_imports_the_same(real_fixtures: Path, tmp_path: Path, dlrm_run: RunFolder) -> None:
     archive = tmp_path / "dlrm.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
-        for path in sorted((shared_fixtures / DLRM).iterdir()):
+        for path in sorted((real_fixtures / DLRM).iterdir()):
             tar.add(path, arcname=f"kineto/{path.name}")
     result = run_tracer("import", str(archive), "--out", str(tmp_path / "runs"))
     assert result.returncode == 0, result.stderr
@@ -125,8 +125,8 @@ def test_a_tar_of_the_ranks_imports_the_same(shared_fixtures: Path, tmp_path: Pa
     assert a is not None and b is not None and a.rows == b.rows
 
 
-def test_two_files_of_one_rank_are_refused(shared_fixtures: Path, tmp_path: Path) -> None:
-    first = sorted((shared_fixtures / DLRM).iterdir())[0]
+def test_two_files_of_one_rank_are_refused(real_fixtures: Path, tmp_path: Path) -> None:
+    first = sorted((real_fixtures / DLRM).iterdir())[0]
     copy = tmp_path / ("copy-" + first.name)
     copy.write_bytes(first.read_bytes())
     result = run_tracer("import", str(first), str(copy), "--out", str(tmp_path / "runs"))
@@ -134,9 +134,9 @@ def test_two_files_of_one_rank_are_refused(shared_fixtures: Path, tmp_path: Path
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
-def test_nsys_two_gpu_export_splits_into_two_ranks(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_nsys_two_gpu_export_splits_into_two_ranks(real_fixtures: Path, tmp_path: Path) -> None:
     """Each rank's kernels and NVTX ranges are exactly its process's rows, by a plain SQL query."""
-    export = shared_fixtures / "nsys-ai" / "mfu_2gpu_before.sqlite"
+    export = real_fixtures / "nsys-ai" / "mfu_2gpu_before.sqlite"
     result = run_tracer("import", str(export), "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
     (folder,) = list_runs(tmp_path)
@@ -168,7 +168,7 @@ def test_nsys_two_gpu_export_splits_into_two_ranks(shared_fixtures: Path, tmp_pa
     assert table is not None and [r.collectives for r in table.rows] == [33, 33]
 
 
-def test_imported_pytorch_steps_from_profiler_step_ranges(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_imported_pytorch_steps_from_profiler_step_ranges(real_fixtures: Path, tmp_path: Path) -> None:
     """2021 format (category Operator) and later (user_annotation): one step per ProfilerStep#N, data
     wait from the DataLoader __next__ ranges inside it; a trace without them has no steps table."""
     cases = {
@@ -178,10 +178,10 @@ def test_imported_pytorch_steps_from_profiler_step_ranges(shared_fixtures: Path,
     }
     for name, has_loader in cases.items():
         out = tmp_path / name.split("/")[0]
-        assert run_tracer("import", str(shared_fixtures / name), "--out", str(out)).returncode == 0
+        assert run_tracer("import", str(real_fixtures / name), "--out", str(out)).returncode == 0
         (folder,) = list_runs(out)
         steps = folder.samples(schema.STEPS_TABLE)
-        events = _events(shared_fixtures / name)["traceEvents"]
+        events = _events(real_fixtures / name)["traceEvents"]
         ranges = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")]
         if has_loader is None:
             assert not ranges and steps is None
@@ -210,14 +210,14 @@ def test_steps_written_before_ranks_read_as_rank_0(tmp_path: Path) -> None:
     assert table[schema.PROBE].to_pylist() == [schema.PROBE_WORKER]
 
 
-def test_analyze_one_rank_and_the_ranks_section(dlrm_run: RunFolder, shared_fixtures: Path) -> None:
+def test_analyze_one_rank_and_the_ranks_section(dlrm_run: RunFolder, real_fixtures: Path) -> None:
     """`analyze --rank 3`: its kernels only (a plain sum over rank 3's file), every row says rank 3."""
     result = run_tracer("analyze", str(dlrm_run.path), "--rank", "3", "--format", "json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data[schema.RANK] == 3 and [r[schema.RANK] for r in data["ranks"]] == [3]
     assert all(row[schema.RANK] == 3 for row in data[t.KERNELS])
-    path = next(p for p in (shared_fixtures / DLRM).iterdir() if p.name.startswith("worker3_"))
+    path = next(p for p in (real_fixtures / DLRM).iterdir() if p.name.startswith("worker3_"))
     kernels_us = sum(e["dur"] for e in _events(path)["traceEvents"] if e.get("cat") == "kernel")
     assert sum(row["total_ns"] for row in data[t.KERNELS]) == pytest.approx(kernels_us * 1e3, abs=1)
     csv_out = run_tracer("analyze", str(dlrm_run.path), "--format", "csv")
@@ -252,11 +252,11 @@ def test_compare_shows_ranks_side_by_side(dlrm_run: RunFolder) -> None:
 
 
 def test_clocks_that_cannot_be_trusted_are_aligned_on_the_first_collective(
-    shared_fixtures: Path, tmp_path: Path
+    real_fixtures: Path, tmp_path: Path
 ) -> None:
     """Two ranks whose times are relative, each from its own zero (no baseTimeNanoseconds, not Unix time):
     the import shifts rank 1 so that its first NCCL kernel ends with rank 0's, and says so."""
-    paths = sorted((shared_fixtures / DLRM).iterdir())[:2]
+    paths = sorted((real_fixtures / DLRM).iterdir())[:2]
     for i, path in enumerate(paths):
         data = _events(path)
         data["distributedInfo"]["world_size"] = 2

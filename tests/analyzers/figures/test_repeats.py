@@ -17,8 +17,8 @@ from analyzers.report.runs import LoadedRun, by_case, collect_runs
 
 
 @pytest.fixture(scope="module")
-def h100(shared_fixtures: Path) -> list[LoadedRun]:
-    runs, warnings = collect_runs([shared_fixtures / "gpu-h100"])
+def h100(real_fixtures: Path) -> list[LoadedRun]:
+    runs, warnings = collect_runs([real_fixtures / "gpu-h100"])
     assert not warnings and len(runs) >= 12
     return runs
 

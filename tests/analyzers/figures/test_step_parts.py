@@ -16,8 +16,8 @@ from tracer.core import schema
 from tracer.core.runfolder import RunFolder
 
 
-def _folder(shared_fixtures: Path, short: str) -> RunFolder:
-    return RunFolder(next((shared_fixtures / "gpu-h100").glob(f"*-{short}")))
+def _folder(real_fixtures: Path, short: str) -> RunFolder:
+    return RunFolder(next((real_fixtures / "gpu-h100").glob(f"*-{short}")))
 
 
 def _steady_steps(folder: RunFolder) -> dict[str, np.ndarray]:
@@ -28,11 +28,11 @@ def _steady_steps(folder: RunFolder) -> dict[str, np.ndarray]:
     return {c: table[c].to_numpy() for c in table.column_names}
 
 
-def test_untraced_parts_are_the_steps_sums(shared_fixtures: Path) -> None:
+def test_untraced_parts_are_the_steps_sums(real_fixtures: Path) -> None:
     """PyTorch (85cf): data wait, compute and sync per image are the steady steps' sums over their images;
     JAX (a504) returns before its work is done: compute is the step minus data wait."""
     for short, keys in (("85cf", [sp.DATA_WAIT, sp.COMPUTE, sp.SYNC]), ("a504", [sp.DATA_WAIT, sp.COMPUTE])):
-        folder = _folder(shared_fixtures, short)
+        folder = _folder(real_fixtures, short)
         d = sp.decompose(folder)
         steps = _steady_steps(folder)
         n = steps["images"].sum()
@@ -44,10 +44,10 @@ def test_untraced_parts_are_the_steps_sums(shared_fixtures: Path) -> None:
         assert d.step_s is not None and d.asynchronous == (short == "a504")
 
 
-def test_traced_parts_add_up_to_the_traced_steps(shared_fixtures: Path) -> None:
+def test_traced_parts_add_up_to_the_traced_steps(real_fixtures: Path) -> None:
     """nsys-traced AlexNet (cf98): the exclusive parts cover every traced step's time exactly once; the GPU
     classes and the host part take the time outside data wait; GPU idle + busy fill the steps."""
-    folder = _folder(shared_fixtures, "cf98")
+    folder = _folder(real_fixtures, "cf98")
     d = sp.decompose(folder)
     assert d.basis == sp.BASIS_TRACED_STEPS
     assert d.step_s is not None and d.gpu_idle_s is not None and d.gpu_during_wait_s is not None

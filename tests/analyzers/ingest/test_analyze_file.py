@@ -36,11 +36,11 @@ def _analyze(path: Path, cache: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_analyze_sqlite_file_summarised_once(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_analyze_sqlite_file_summarised_once(real_fixtures: Path, tmp_path: Path) -> None:
     """No import: the summaries come straight from the file, are kept in the cache by the file's identity
     and read from there by the next call; a changed file is summarised afresh."""
     trace = tmp_path / "con_kernel.sqlite"
-    shutil.copyfile(shared_fixtures / FIXTURE, trace)
+    shutil.copyfile(real_fixtures / FIXTURE, trace)
     cache = tmp_path / "cache"
     first = _analyze(trace, cache)
     assert first.returncode == 0, first.stderr
@@ -66,12 +66,12 @@ reads the file, its rows are Python tuples), and they cost 0.3 s of CPU at every
 call's budget (pandas alone, pulled in by pyarrow's probe for it, had cost 0.45 s of a 2.5 s summary)."""
 
 
-def test_analyze_file_imports_no_arrow_numpy_or_pandas(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_analyze_file_imports_no_arrow_numpy_or_pandas(real_fixtures: Path, tmp_path: Path) -> None:
     """The direct summary's start-up is part of what a user waits for on every file (issue #42): the first
     call, which computes the summary, and the second, which reads it from the cache."""
     probe = (
         "import runpy, sys\n"
-        f"sys.argv = ['tracer', 'analyze', {str(shared_fixtures / FIXTURE)!r}, '--format', 'json']\n"
+        f"sys.argv = ['tracer', 'analyze', {str(real_fixtures / FIXTURE)!r}, '--format', 'json']\n"
         "try:\n    runpy.run_module('tracer', run_name='__main__')\n"
         "except SystemExit as e:\n    assert not e.code, e.code\n"
         f"print(sorted(m for m in {STARTUP_EXCLUDED!r} if m in sys.modules), file=sys.stderr)\n"
@@ -88,24 +88,24 @@ def test_analyze_file_imports_no_arrow_numpy_or_pandas(shared_fixtures: Path, tm
     assert len(list((tmp_path / "cache" / nsys_summary.SUMMARIES_DIR).iterdir())) == 1
 
 
-def test_analyze_file_with_no_writable_cache(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_analyze_file_with_no_writable_cache(real_fixtures: Path, tmp_path: Path) -> None:
     """A cache that cannot be made (here under a plain file) costs the next call the computation, nothing else."""
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
-    proc = _analyze(shared_fixtures / FIXTURE, blocker / "cache")
+    proc = _analyze(real_fixtures / FIXTURE, blocker / "cache")
     assert proc.returncode == 0, proc.stderr
     assert [r["name"] for r in json.loads(proc.stdout)["cuda_api"]] == [
-        r.name for r in cuda_api.api_summary_sqlite(shared_fixtures / FIXTURE)
+        r.name for r in cuda_api.api_summary_sqlite(real_fixtures / FIXTURE)
     ]
 
 
 def test_a_fifo_or_link_planted_in_the_cache_is_never_read_or_written_through(
-    shared_fixtures: Path, tmp_path: Path
+    real_fixtures: Path, tmp_path: Path
 ) -> None:
     """The cache entry's name is predictable: a FIFO there would hang a plain read, a link there would
     have the summary written into whatever it points at (a run's run.json)."""
     trace = tmp_path / "con_kernel.sqlite"
-    shutil.copyfile(shared_fixtures / FIXTURE, trace)
+    shutil.copyfile(real_fixtures / FIXTURE, trace)
     cache = tmp_path / "cache"
     entry = cache / nsys_summary.SUMMARIES_DIR / f"{cache_name(trace)}.json"
     entry.parent.mkdir(parents=True)
@@ -123,11 +123,11 @@ def test_a_fifo_or_link_planted_in_the_cache_is_never_read_or_written_through(
 
 @pytest.mark.parametrize("rel", NSYS_FILES)
 def test_direct_summary_equals_the_imported_run(
-    shared_fixtures: Path, ingested: dict[str, RunFolder], rel: str
+    real_fixtures: Path, ingested: dict[str, RunFolder], rel: str
 ) -> None:
     """Every row of the direct summaries equals the imported run's (`analyzers.summaries.cuda_api`, `kernels`,
     `threads`), floats to 1e-12 (DuckDB's standard deviation depends on the order it meets the rows in)."""
-    found = nsys_summary.summarise(shared_fixtures / rel)
+    found = nsys_summary.summarise(real_fixtures / rel)
     folder = ingested[rel]
     assert _close([ApiRow(*r) for r in found.cuda_api], cuda_api.api_summary(folder))
     assert _close([KernelRow(*r) for r in found.kernels], kernels.kernel_summary(folder))
@@ -137,13 +137,13 @@ def test_direct_summary_equals_the_imported_run(
     assert found.cuda_api and (found.threads or rel != "extra-p/ex-gpu.s10.sqlite")
 
 
-def test_direct_summary_of_arrow_export_equals_sqlite(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_direct_summary_of_arrow_export_equals_sqlite(real_fixtures: Path, tmp_path: Path) -> None:
     from tests.analyzers.ingest.test_nsys_arrow import _as_nsys_arrow
 
     arrow = tmp_path / "con_kernel.arrow"
-    _as_nsys_arrow(shared_fixtures / FIXTURE, arrow)
+    _as_nsys_arrow(real_fixtures / FIXTURE, arrow)
     assert nsys_summary.readable(arrow)
-    assert _close(nsys_summary.summarise(arrow), nsys_summary.summarise(shared_fixtures / FIXTURE))
+    assert _close(nsys_summary.summarise(arrow), nsys_summary.summarise(real_fixtures / FIXTURE))
 
 
 def _close(a: object, b: object) -> bool:

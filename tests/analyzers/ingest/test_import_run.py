@@ -12,8 +12,8 @@ from tracer.core.errors import UserError
 from tracer.core.runfolder import list_runs
 
 
-def test_a_trace_becomes_a_finished_run(shared_fixtures: Path, tmp_path: Path) -> None:
-    trace = shared_fixtures / "hta" / "triton_example.json.gz"
+def test_a_trace_becomes_a_finished_run(real_fixtures: Path, tmp_path: Path) -> None:
+    trace = real_fixtures / "hta" / "triton_example.json.gz"
     done = import_trace([trace], tmp_path, ImportLabels(model="resnet50"))
     assert [r.path for r in list_runs(tmp_path)] == [done.folder.path]
     assert [p.name for p in tmp_path.iterdir()] == [done.folder.path.name]  # no staging folder left

@@ -279,7 +279,7 @@ def _refusal(path: Path, tmp: Path) -> str:
     return lines[0]
 
 
-def test_each_refusal_names_the_format_it_saw(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_each_refusal_names_the_format_it_saw(real_fixtures: Path, tmp_path: Path) -> None:
     # A .tar[.gz] of traces and a folder of several are not refused: they import as one run of several ranks
     # (tests/analyzers/figures/test_ranks.py).
     rpd_gz = tmp_path / "train.rpd.gz"
@@ -306,10 +306,10 @@ def test_each_refusal_names_the_format_it_saw(shared_fixtures: Path, tmp_path: P
         assert words in line, line
 
 
-def test_a_folder_with_one_trace_imports_it(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_a_folder_with_one_trace_imports_it(real_fixtures: Path, tmp_path: Path) -> None:
     folder = tmp_path / "traces"
     folder.mkdir()
-    shutil.copyfile(shared_fixtures / "hta/triton_example.json.gz", folder / "rank0.json.gz")
+    shutil.copyfile(real_fixtures / "hta/triton_example.json.gz", folder / "rank0.json.gz")
     (folder / "notes.txt").write_text("a run of ours")
     done = run_tracer("import", str(folder), "--out", str(tmp_path / "runs"))
     assert done.returncode == 0, done.stderr
@@ -348,9 +348,9 @@ def _shuffled_kineto(src: Path, out: Path, seed: int) -> None:
     out.write_bytes(gzip.compress(json.dumps(doc).encode()))
 
 
-def _shuffled_cupti(shared_fixtures: Path, out: Path, seed: int) -> Path:
+def _shuffled_cupti(real_fixtures: Path, out: Path, seed: int) -> Path:
     """Our CUPTI batches (raw/cupti/records-*.parquet) made from a real CUPTI run's rows, shuffled."""
-    run = shared_fixtures / "gpu-h100/20261125-001502-pytorch-alexnet-big-gpu-b100-a266"
+    run = real_fixtures / "gpu-h100/20261125-001502-pytorch-alexnet-big-gpu-b100-a266"
     records = []
     for row in pq.read_table(run / "cuda_api.parquet").to_pylist()[:3000]:
         records.append({"kind": row["kind"], "name": row["name"], "start_ns": row["start_ns"], "end_ns": row["end_ns"],
@@ -368,16 +368,16 @@ def _shuffled_cupti(shared_fixtures: Path, out: Path, seed: int) -> Path:
     return cupti
 
 
-def test_every_importer_sorts_shuffled_rows(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_every_importer_sorts_shuffled_rows(real_fixtures: Path, tmp_path: Path) -> None:
     from tests.analyzers.ingest.test_nsys_arrow import _as_nsys_arrow
 
     cases: list[tuple[Path, Path]] = []
-    nsys = shared_fixtures / "nsys-ai/mfu_2gpu_before.sqlite"
+    nsys = real_fixtures / "nsys-ai/mfu_2gpu_before.sqlite"
     _shuffled_sqlite(nsys, tmp_path / "shuffled.sqlite", seed=4)
     cases.append((nsys, tmp_path / "shuffled.sqlite"))
     _as_nsys_arrow(tmp_path / "shuffled.sqlite", tmp_path / "shuffled.arrow")
     cases.append((nsys, tmp_path / "shuffled.arrow"))
-    kineto = shared_fixtures / "hta/benchmark_result_2869224_1695835535_trace.json.gz"
+    kineto = real_fixtures / "hta/benchmark_result_2869224_1695835535_trace.json.gz"
     _shuffled_kineto(kineto, tmp_path / "shuffled.json.gz", seed=5)
     cases.append((kineto, tmp_path / "shuffled.json.gz"))
     for original, shuffled in cases:
@@ -389,7 +389,7 @@ def test_every_importer_sorts_shuffled_rows(shared_fixtures: Path, tmp_path: Pat
         assert _summaries(a) == _summaries(b), shuffled.name
     cupti = RunFolder(tmp_path / "cupti-run")
     cupti.path.mkdir()
-    ingest_file(_shuffled_cupti(shared_fixtures, tmp_path / "cupti-src", seed=6), cupti)
+    ingest_file(_shuffled_cupti(real_fixtures, tmp_path / "cupti-src", seed=6), cupti)
     _sorted(cupti)
     assert pc.sum(pq.read_table(cupti.table_path(t.KERNELS))["dur_ns"]).as_py() > 0
     # rocpd, nsys-jax and XProf's JSON are shuffled in their own tests above (rows inserted out of order)

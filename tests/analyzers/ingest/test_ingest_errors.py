@@ -14,9 +14,9 @@ from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
 
 
-def bad_files(shared_fixtures: Path, tmp: Path) -> dict[str, Path]:
-    sqlite_bytes = (shared_fixtures / "nsys-h100/resnet18_train_nsys2025.3.1.sqlite").read_bytes()
-    gz_bytes = (shared_fixtures / "kineto-h100/resnet50_bs100_train_torch2.11.json.gz").read_bytes()
+def bad_files(real_fixtures: Path, tmp: Path) -> dict[str, Path]:
+    sqlite_bytes = (real_fixtures / "nsys-h100/resnet18_train_nsys2025.3.1.sqlite").read_bytes()
+    gz_bytes = (real_fixtures / "kineto-h100/resnet50_bs100_train_torch2.11.json.gz").read_bytes()
     files = {
         "truncated.sqlite": sqlite_bytes[: len(sqlite_bytes) // 3],
         "garbage.sqlite": b"\x00\x01not a database at all" * 100,
@@ -39,10 +39,10 @@ def bad_files(shared_fixtures: Path, tmp: Path) -> dict[str, Path]:
     return out
 
 
-def test_bad_inputs_raise_one_line_user_errors(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_bad_inputs_raise_one_line_user_errors(real_fixtures: Path, tmp_path: Path) -> None:
     src = tmp_path / "src"
     src.mkdir()
-    for name, path in bad_files(shared_fixtures, src).items():
+    for name, path in bad_files(real_fixtures, src).items():
         folder = RunFolder(tmp_path / f"run-{name}")
         folder.path.mkdir()
         with pytest.raises(UserError) as info:
@@ -52,9 +52,9 @@ def test_bad_inputs_raise_one_line_user_errors(shared_fixtures: Path, tmp_path: 
         assert not list(folder.path.glob("*.parquet")), name
 
 
-def test_inputs_are_opened_read_only(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_inputs_are_opened_read_only(real_fixtures: Path, tmp_path: Path) -> None:
     copy = tmp_path / "ro.sqlite"
-    copy.write_bytes((shared_fixtures / "extra-p/con_kernel.sqlite").read_bytes())
+    copy.write_bytes((real_fixtures / "extra-p/con_kernel.sqlite").read_bytes())
     copy.chmod(0o444)
     before = copy.read_bytes()
     folder = RunFolder(tmp_path / "run")
@@ -64,9 +64,9 @@ def test_inputs_are_opened_read_only(shared_fixtures: Path, tmp_path: Path) -> N
     assert not (tmp_path / "ro.sqlite-journal").exists() and not (tmp_path / "ro.sqlite-wal").exists()
 
 
-def test_ingest_run_reads_raw_and_is_repeatable(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_ingest_run_reads_raw_and_is_repeatable(real_fixtures: Path, tmp_path: Path) -> None:
     folder = RunFolder.create(tmp_path, "r1")
-    (folder.raw_dir / "report.sqlite").write_bytes((shared_fixtures / "extra-p/con_kernel.sqlite").read_bytes())
+    (folder.raw_dir / "report.sqlite").write_bytes((real_fixtures / "extra-p/con_kernel.sqlite").read_bytes())
     (folder.raw_dir / "worker.log").write_text("log\n")
     first = ingest_run(folder)
     assert set(first) == {"cuda_api", "kernels", "memcpy"}
@@ -77,8 +77,8 @@ def test_ingest_run_reads_raw_and_is_repeatable(shared_fixtures: Path, tmp_path:
     assert pq.read_table(folder.table_path("cuda_api")).num_rows == n == 71
 
 
-def test_cli_import_of_bad_file_exits_2_with_one_line(shared_fixtures: Path, tmp_path: Path) -> None:
-    files = bad_files(shared_fixtures, tmp_path)
+def test_cli_import_of_bad_file_exits_2_with_one_line(real_fixtures: Path, tmp_path: Path) -> None:
+    files = bad_files(real_fixtures, tmp_path)
     for name in ("truncated.sqlite", "foreign.json", "notes.txt"):
         result = run_tracer("import", str(files[name]), "--out", str(tmp_path / "runs"))
         assert result.returncode == 2, result.stderr
@@ -135,10 +135,10 @@ def test_kineto_numbers_out_of_range_are_one_line(trace: dict, words: str, tmp_p
     assert len(result.stderr.strip().splitlines()) == 1 and words in result.stderr, result.stderr
 
 
-def test_nsys_string_that_is_not_utf8_is_one_line(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_nsys_string_that_is_not_utf8_is_one_line(real_fixtures: Path, tmp_path: Path) -> None:
     """Issue 27, item 7: a StringIds value stored as bytes that are not UTF-8."""
     path = tmp_path / "bad.sqlite"
-    path.write_bytes((shared_fixtures / "nsys-h100/resnet18_train_nsys2025.3.1.sqlite").read_bytes())
+    path.write_bytes((real_fixtures / "nsys-h100/resnet18_train_nsys2025.3.1.sqlite").read_bytes())
     con = sqlite3.connect(path)
     con.execute("UPDATE StringIds SET value = x'6b65726e656cff80'")
     con.commit()

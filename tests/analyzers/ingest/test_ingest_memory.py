@@ -38,10 +38,10 @@ def _peak_mb(sqlite: Path, out: Path) -> float:
     return int(proc.stdout.strip().splitlines()[-1]) / 1024
 
 
-def test_twice_the_rows_same_peak_memory(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_twice_the_rows_same_peak_memory(real_fixtures: Path, tmp_path: Path) -> None:
     peaks = {}
     for rows in (200_000, 400_000):
-        sqlite = replicate(shared_fixtures / FIXTURE, tmp_path / f"con_{rows}.sqlite", rows)
+        sqlite = replicate(real_fixtures / FIXTURE, tmp_path / f"con_{rows}.sqlite", rows)
         out = tmp_path / f"run_{rows}"
         peaks[rows] = _peak_mb(sqlite, out)
         assert pq.ParquetFile(out / "cuda_api.parquet").metadata.num_rows == rows

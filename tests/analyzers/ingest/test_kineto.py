@@ -64,10 +64,10 @@ def _assert_equal(fast: Any, slow: Any) -> None:
 
 @pytest.mark.parametrize("pattern", FIXTURES)
 def test_arrow_and_msgspec_read_each_fixture_alike(
-    pattern: str, shared_fixtures: Path, monkeypatch: pytest.MonkeyPatch
+    pattern: str, real_fixtures: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(kineto, "ARROW_CHUNK_BYTES", 256 << 10)  # several pieces even in the small files
-    (path,) = shared_fixtures.glob(pattern)
+    (path,) = real_fixtures.glob(pattern)
     fast, slow, taken, _one_by_one = _both(path, monkeypatch)
     _assert_equal(fast, slow)
     assert (taken == 0) == (pattern in READ_BY_MSGSPEC)  # the Arrow path ran, not the fallback alone
@@ -273,7 +273,7 @@ def test_times_are_exact_ns(tmp_path: Path) -> None:
 
 
 def test_strings_stay_codes_in_memory_and_files_read_back_plain(
-    shared_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    real_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The reader hands string columns over dictionary-encoded (each distinct kernel name once); the run
     folder's files read back with the declared plain schemas and the same values, in row groups of at most
@@ -286,7 +286,7 @@ def test_strings_stay_codes_in_memory_and_files_read_back_plain(
 
     monkeypatch.setattr(pipeline, "TABLE_ROW_GROUP_ROWS", 4096)
 
-    path = shared_fixtures / FIXTURES[0]
+    path = real_fixtures / FIXTURES[0]
     tables, _clock, _batch = kineto.parse(path)
     kernels = tables[t.KERNELS]
     names = kernels["name"].combine_chunks()

@@ -64,16 +64,16 @@ def _same_tables(a_dir: Path, a_names: list[str], b_dir: Path, b_names: list[str
 
 
 @pytest.mark.parametrize("rel", NSYS_FILES)
-def test_fixtures_in_arrow_form_ingest_as_sqlite_does(rel: str, shared_fixtures: Path, tmp_path: Path) -> None:
+def test_fixtures_in_arrow_form_ingest_as_sqlite_does(rel: str, real_fixtures: Path, tmp_path: Path) -> None:
     arrow = tmp_path / "export.arrow"
-    _as_nsys_arrow(shared_fixtures / rel, arrow)
+    _as_nsys_arrow(real_fixtures / rel, arrow)
     assert trace_kind(arrow) == tf.NSYS_ARROW and trace_kind(arrow.rename(tmp_path / "export")) == tf.NSYS_ARROW
     (tmp_path / "export").rename(arrow)
     from_arrow, from_sqlite = tmp_path / "a", tmp_path / "s"
     from_arrow.mkdir()
     from_sqlite.mkdir()
     a_names, a_clock = nsys_arrow.write_arrow(arrow, from_arrow)
-    s_names, s_clock = nsys_duckdb.write_sqlite(shared_fixtures / rel, from_sqlite)
+    s_names, s_clock = nsys_duckdb.write_sqlite(real_fixtures / rel, from_sqlite)
     assert a_clock == s_clock and tables.CUDA_API in a_names
     _same_tables(from_arrow, a_names, from_sqlite, s_names)
 
@@ -168,9 +168,9 @@ def test_an_arrow_export_wins_over_sqlite_and_report(tmp_path: Path) -> None:
     assert [p.name for p in run_traces(folder)] == ["other.nsys-rep", "trace.arrow"]
 
 
-def test_bad_arrow_files_are_one_line_user_errors(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_bad_arrow_files_are_one_line_user_errors(real_fixtures: Path, tmp_path: Path) -> None:
     good = tmp_path / "good.arrow"
-    _as_nsys_arrow(shared_fixtures / NSYS_FILES[1], good)
+    _as_nsys_arrow(real_fixtures / NSYS_FILES[1], good)
     untagged = tmp_path / "untagged.arrow"
     with untagged.open("wb") as sink, ipc.new_stream(sink, pa.schema([("a", pa.int64())])) as w:
         w.write_table(pa.table({"a": [1]}))

@@ -18,9 +18,9 @@ from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
 
 
-def test_export_is_opened_read_only(shared_fixtures: Path) -> None:
+def test_export_is_opened_read_only(real_fixtures: Path) -> None:
     with pytest.raises(UserError, match="readonly"):
-        with nsys_export.open_readonly(shared_fixtures / NSYS_FILES[1]) as db:
+        with nsys_export.open_readonly(real_fixtures / NSYS_FILES[1]) as db:
             db.rows("CREATE TABLE x (a INTEGER)")
 
 
@@ -97,14 +97,14 @@ def test_copy_equals_plain_sql(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
 
 @pytest.mark.parametrize("rel", NSYS_FILES)
 def test_label_literals_equal_parameters(
-    rel: str, shared_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    rel: str, real_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Both ways the label maps reach DuckDB give the same tables on every fixture."""
     literal, param = tmp_path / "literal", tmp_path / "param"
     literal.mkdir(), param.mkdir()
-    by_literal, clock = nsys_duckdb.write_sqlite(shared_fixtures / rel, literal)
+    by_literal, clock = nsys_duckdb.write_sqlite(real_fixtures / rel, literal)
     monkeypatch.setattr(nsys_duckdb, "LITERAL_LABELS", 0)
-    by_param, param_clock = nsys_duckdb.write_sqlite(shared_fixtures / rel, param)
+    by_param, param_clock = nsys_duckdb.write_sqlite(real_fixtures / rel, param)
     assert by_literal == by_param and clock == param_clock and by_literal
     for name in by_literal:
         a, b = pq.read_table(literal / f"{name}.parquet"), pq.read_table(param / f"{name}.parquet")
@@ -124,19 +124,19 @@ def _same(a: list[cuda_api.ApiRow], b: list[cuda_api.ApiRow]) -> None:
 
 
 @pytest.mark.parametrize("rel", NSYS_FILES)
-def test_sql_summary_equals_api_summary(rel: str, shared_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
-    rows = cuda_api.api_summary_sqlite(shared_fixtures / rel)
+def test_sql_summary_equals_api_summary(rel: str, real_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
+    rows = cuda_api.api_summary_sqlite(real_fixtures / rel)
     assert rows
     _same(rows, cuda_api.api_summary(ingested[rel]))
 
 
-def test_sql_summary_by_phase(shared_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
+def test_sql_summary_by_phase(real_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
     folder = ingested[NSYS_FILES[0]]
     cut = [p for p in cuda_api.phases(folder) if p.name == "steady"][0].start_ns
     assert cut is not None
     for start, end in ((None, cut), (cut, None)):
         _same(
-            cuda_api.api_summary_sqlite(shared_fixtures / NSYS_FILES[0], start, end),
+            cuda_api.api_summary_sqlite(real_fixtures / NSYS_FILES[0], start, end),
             cuda_api.api_summary(folder, start, end),
         )
 

@@ -61,8 +61,8 @@ def test_events_and_header_match_json_loads(tiny_chunks: None, indent: int | Non
     assert header == {k: v for k, v in expected.items() if k != "traceEvents"}
 
 
-def test_a_kineto_fixture_reads_as_json_loads_does(tiny_chunks: None, shared_fixtures: Path) -> None:
-    data = gzip.decompress((shared_fixtures / "kineto-h100/resnet50_bs100_train_torch2.11.json.gz").read_bytes())
+def test_a_kineto_fixture_reads_as_json_loads_does(tiny_chunks: None, real_fixtures: Path) -> None:
+    data = gzip.decompress((real_fixtures / "kineto-h100/resnet50_bs100_train_torch2.11.json.gz").read_bytes())
     events, header = _read(data)
     expected = json.loads(data)
     assert len(events) == len(expected["traceEvents"]) > 1000

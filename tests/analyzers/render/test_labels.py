@@ -37,7 +37,7 @@ def _analyze(path: Path, tmp_path: Path, *extra: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def analyses(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[dict]]]:
+def analyses(real_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[dict]]]:
     """What `tracer analyze` shows of each fixture, as rows (its tables are made from them)."""
     from analyzers.ingest.pipeline import ingest_file
     from analyzers.run import Run
@@ -47,7 +47,7 @@ def analyses(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) ->
     out = {}
     for rel in FIXTURES:
         folder = RunFolder(tmp_path_factory.mktemp("labels"))
-        ingest_file(shared_fixtures / rel, folder)
+        ingest_file(real_fixtures / rel, folder)
         out[rel] = analysis(Run.open(folder), "whole")
     return out
 
@@ -94,11 +94,11 @@ def test_a_symbol_the_demangler_refuses_keeps_the_words_that_differ() -> None:
 
 
 def test_operator_names_are_shown_as_recorded(
-    analyses: dict[str, dict[str, list[dict]]], shared_fixtures: Path, tmp_path: Path
+    analyses: dict[str, dict[str, list[dict]]], real_fixtures: Path, tmp_path: Path
 ) -> None:
     shown = {row[0] for row in display.table(analyses[FIXTURES[0]]["operators"])[1]}
     assert "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__" in shown
-    printed = _analyze(shared_fixtures / FIXTURES[3], tmp_path)  # the terminal table, as a user sees it
+    printed = _analyze(real_fixtures / FIXTURES[3], tmp_path)  # the terminal table, as a user sees it
     assert "fbgemm::dense_embedding_codegen_lookup_function" in printed
     rows = display.table(
         [

@@ -103,9 +103,9 @@ def _sentences_of(folders: list[RunFolder], tmp: Path) -> dict[str, list[str]]:
     return out
 
 
-def test_no_sentence_on_the_h100_fixtures_fails_to_parse(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_no_sentence_on_the_h100_fixtures_fails_to_parse(real_fixtures: Path, tmp_path: Path) -> None:
     keep = ("7ff0", "7a96", "85cf", "a504", "6573", "e36e", "f7d9")  # both frameworks, both cases, traced and not
-    folders = [RunFolder(p) for p in sorted((shared_fixtures / "gpu-h100").iterdir()) if p.name[-4:] in keep]
+    folders = [RunFolder(p) for p in sorted((real_fixtures / "gpu-h100").iterdir()) if p.name[-4:] in keep]
     sentences = _sentences_of(folders, tmp_path)
     assert any("gap in epoch time" in s for s in sentences["compare"])  # the gap sentence is among them
     bad = {(where, s): problems(s) for where, lines in sentences.items() for s in lines if problems(s)}

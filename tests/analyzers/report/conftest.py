@@ -31,10 +31,10 @@ def failed_run(make_run: Callable[..., RunFolder]) -> RunFolder:
 
 
 @pytest.fixture(scope="session")
-def imported_runs(tmp_path_factory: pytest.TempPathFactory, shared_fixtures: Path) -> tuple[Path, ...]:
+def imported_runs(tmp_path_factory: pytest.TempPathFactory, real_fixtures: Path) -> tuple[Path, ...]:
     out = tmp_path_factory.mktemp("imported")
     for rel in IMPORTS:
-        result = run_tracer("import", str(shared_fixtures / rel), "--out", str(out))
+        result = run_tracer("import", str(real_fixtures / rel), "--out", str(out))
         assert result.returncode == 0, result.stderr[-2000:]
     return tuple(f.path for f in list_runs(out))
 

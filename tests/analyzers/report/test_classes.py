@@ -16,8 +16,8 @@ from analyzers.report.classes import DIFF_STEM, case_diff_lines
 from tracer.core.runfolder import RunFolder
 
 
-def test_kernel_classes_and_the_diff_against_the_fastest(shared_fixtures: Path, tmp_path: Path) -> None:
-    folders = [next((shared_fixtures / "gpu-h100").glob(f"*-{s}")) for s in ("85cf", "a504", "a266")]
+def test_kernel_classes_and_the_diff_against_the_fastest(real_fixtures: Path, tmp_path: Path) -> None:
+    folders = [next((real_fixtures / "gpu-h100").glob(f"*-{s}")) for s in ("85cf", "a504", "a266")]
     runs, _ = collect_runs(folders)
     out = tmp_path / "report"
     write_report(runs, out, formats=("png",))

@@ -16,8 +16,8 @@ SIMPLE_BIG_B100 = ("85cf", "cf98", "a9b3", "a266", "a504")
 
 
 @pytest.fixture(scope="module")
-def report(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Output]]:
-    paths = [p for p in (shared_fixtures / "gpu-h100").iterdir() if p.name[-4:] in SIMPLE_BIG_B100]
+def report(real_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Output]]:
+    paths = [p for p in (real_fixtures / "gpu-h100").iterdir() if p.name[-4:] in SIMPLE_BIG_B100]
     runs, _ = collect_runs(paths)
     out = tmp_path_factory.mktemp("like")
     return write_report(runs, out, formats=("png",))
@@ -39,8 +39,8 @@ def test_resource_and_energy_figures_draw_the_untraced_runs(report: tuple[Path, 
         assert f"{traced} ({kind}: the figure draws untraced runs)" in left_out
 
 
-def test_panel_titles_name_the_kind(shared_fixtures: Path) -> None:
-    paths = [p for p in (shared_fixtures / "gpu-h100").iterdir() if p.name[-4:] in SIMPLE_BIG_B100]
+def test_panel_titles_name_the_kind(real_fixtures: Path) -> None:
+    paths = [p for p in (real_fixtures / "gpu-h100").iterdir() if p.name[-4:] in SIMPLE_BIG_B100]
     runs, _ = collect_runs(paths)
     untraced = choose(runs, lambda r: True)
     assert untraced is not None and untraced.kind == UNTRACED

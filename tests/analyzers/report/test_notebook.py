@@ -28,7 +28,7 @@ def example() -> str:
 
 
 @pytest.fixture(scope="module")
-def ran(shared_fixtures: Path) -> dict[str, object]:
+def ran(real_fixtures: Path) -> dict[str, object]:
     """The example executed from the repository's folder, as the page says to run it."""
     cwd = os.getcwd()
     os.chdir(ROOT)
@@ -40,8 +40,8 @@ def ran(shared_fixtures: Path) -> dict[str, object]:
     return namespace
 
 
-def test_the_documented_example_runs_and_matches_tracer_show(ran: dict[str, object], shared_fixtures: Path) -> None:
-    folders = list_runs(shared_fixtures / "gpu-h100")
+def test_the_documented_example_runs_and_matches_tracer_show(ran: dict[str, object], real_fixtures: Path) -> None:
+    folders = list_runs(real_fixtures / "gpu-h100")
     summary = ran["summary"]
     assert isinstance(summary, pd.DataFrame) and sorted(summary.index) == sorted(f.run_id for f in folders)
     for folder in folders:
@@ -56,8 +56,8 @@ def test_the_documented_example_runs_and_matches_tracer_show(ran: dict[str, obje
     assert per_epoch.loc[jax_vgg.run_id, 1] == pytest.approx(epochs[0].images / epochs[0].duration_s)
 
 
-def test_kernels_steps_and_samples_are_the_run_folders_own(ran: dict[str, object], shared_fixtures: Path) -> None:
-    (nsys_run,) = [f for f in list_runs(shared_fixtures / "gpu-h100") if f.read_record().spec.trace == "nsys"]
+def test_kernels_steps_and_samples_are_the_run_folders_own(ran: dict[str, object], real_fixtures: Path) -> None:
+    (nsys_run,) = [f for f in list_runs(real_fixtures / "gpu-h100") if f.read_record().spec.trace == "nsys"]
     kernels = pq.read_table(nsys_run.table_path("kernels")).to_pandas()
     top = ran["top_kernels"]
     assert isinstance(top, pd.Series) and len(top) == 5
@@ -87,10 +87,10 @@ def test_a_damaged_run_is_skipped_with_a_warning(tiny_pytorch_run: RunFolder, tm
     assert set(tables.epochs.run_id) == {tiny_pytorch_run.run_id} and not tables.cuda
 
 
-def test_a_damaged_table_is_a_problem_row_and_the_rest_is_read(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_a_damaged_table_is_a_problem_row_and_the_rest_is_read(real_fixtures: Path, tmp_path: Path) -> None:
     import shutil
 
-    run = Path(shutil.copytree(shared_fixtures / "gpu-h100" / "20261125-001043-pytorch-alexnet-big-gpu-b100-cf98",
+    run = Path(shutil.copytree(real_fixtures / "gpu-h100" / "20261125-001043-pytorch-alexnet-big-gpu-b100-cf98",
                                tmp_path / "cf98"))  # fmt: skip
     gpu = run / "samples" / "gpu.parquet"
     gpu.write_bytes(os.urandom(4096))

@@ -77,8 +77,8 @@ def layout(page: Path, profile: Path, width: int = PAGE_WIDTH_PX) -> dict[str, o
 
 
 @pytest.fixture(scope="module")
-def gpu_report(tmp_path_factory: pytest.TempPathFactory, shared_fixtures: Path, tiny_pytorch_run: RunFolder) -> Path:
-    runs, warnings = collect_runs([shared_fixtures / "gpu-h100", tiny_pytorch_run.path])
+def gpu_report(tmp_path_factory: pytest.TempPathFactory, real_fixtures: Path, tiny_pytorch_run: RunFolder) -> Path:
+    runs, warnings = collect_runs([real_fixtures / "gpu-h100", tiny_pytorch_run.path])
     out = tmp_path_factory.mktemp("page")
     index, _ = write_report(runs, out, ("png",), warnings)
     return index

@@ -23,9 +23,9 @@ CF98 = "gpu-h100/20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"  # traced wi
 
 
 @pytest.fixture
-def cf98(shared_fixtures: Path, tmp_path: Path) -> Path:
+def cf98(real_fixtures: Path, tmp_path: Path) -> Path:
     """A writable copy of a real traced H100 run (2 MB)."""
-    return Path(shutil.copytree(shared_fixtures / CF98, tmp_path / Path(CF98).name))
+    return Path(shutil.copytree(real_fixtures / CF98, tmp_path / Path(CF98).name))
 
 
 def _damage(path: Path) -> Path:

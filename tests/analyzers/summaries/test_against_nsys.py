@@ -39,12 +39,12 @@ def nsys_stats(nsys: str, sqlite: Path) -> list[dict[str, str]]:
 
 # ex-gpu.s10 is left out: nsys stats counts its eventClass-67 backtrace duplicates; we filter them.
 @pytest.mark.parametrize("rel", [f for f in NSYS_FILES if "ex-gpu" not in f])
-def test_equals_nsys_stats(rel: str, shared_fixtures: Path, ingested: dict[str, RunFolder], tmp_path: Path) -> None:
+def test_equals_nsys_stats(rel: str, real_fixtures: Path, ingested: dict[str, RunFolder], tmp_path: Path) -> None:
     nsys = str(nsys_if_any() or "")
     if not nsys:
         pytest.skip("Nsight Systems is not installed (scripts/install_nsys.sh puts it in ~/.cache/dl-tracer/nsys)")
     copy = tmp_path / Path(rel).name  # nsys may write beside its input
-    shutil.copyfile(shared_fixtures / rel, copy)
+    shutil.copyfile(real_fixtures / rel, copy)
     theirs = nsys_stats(nsys, copy)
     ours = cuda_api.api_summary(ingested[rel])
     assert len(ours) == len(theirs)

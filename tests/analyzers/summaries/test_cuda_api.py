@@ -83,13 +83,13 @@ def check(rows: list[cuda_api.ApiRow], expected: dict[tuple[str, int], tuple]) -
 
 
 @pytest.mark.parametrize("rel", NSYS_FILES)
-def test_nsys_summary_equals_plain_sql(rel: str, shared_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
-    check(cuda_api.api_summary(ingested[rel]), expected_from_durations(*sqlite_durations(shared_fixtures / rel)))
+def test_nsys_summary_equals_plain_sql(rel: str, real_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
+    check(cuda_api.api_summary(ingested[rel]), expected_from_durations(*sqlite_durations(real_fixtures / rel)))
 
 
 @pytest.mark.parametrize("rel", KINETO_FILES)
-def test_kineto_summary_equals_plain_json_pass(rel: str, shared_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
-    check(cuda_api.api_summary(ingested[rel]), expected_from_durations(*kineto_durations(shared_fixtures / rel)))
+def test_kineto_summary_equals_plain_json_pass(rel: str, real_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
+    check(cuda_api.api_summary(ingested[rel]), expected_from_durations(*kineto_durations(real_fixtures / rel)))
 
 
 def test_kineto_h100_split_is_the_documented_one(ingested: dict[str, RunFolder]) -> None:
@@ -120,8 +120,8 @@ def test_name_rule_keeps_longer_suffixes(ingested: dict[str, RunFolder]) -> None
 
 
 @pytest.mark.parametrize("rel", NSYS_FILES)
-def test_global_tid_decoded(rel: str, shared_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
-    con = sqlite3.connect(f"file:{shared_fixtures / rel}?mode=ro", uri=True)
+def test_global_tid_decoded(rel: str, real_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
+    con = sqlite3.connect(f"file:{real_fixtures / rel}?mode=ro", uri=True)
     gtids = [g for (g,) in con.execute("SELECT globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass != 67")]
     con.close()
     expected = sorted(((g >> 24) & 0xFFFFFF, g & 0xFFFFFF) for g in gtids)
@@ -139,8 +139,8 @@ def test_runtime_and_driver_kinds(ingested: dict[str, RunFolder]) -> None:
     assert len(table) == 7116
 
 
-def test_clock_is_unix_ns_where_the_source_says_so(ingested: dict[str, RunFolder], shared_fixtures: Path) -> None:
-    con = sqlite3.connect(f"file:{shared_fixtures / NSYS_FILES[0]}?mode=ro", uri=True)
+def test_clock_is_unix_ns_where_the_source_says_so(ingested: dict[str, RunFolder], real_fixtures: Path) -> None:
+    con = sqlite3.connect(f"file:{real_fixtures / NSYS_FILES[0]}?mode=ro", uri=True)
     (base,) = con.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
     (first,) = con.execute("SELECT min(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()
     con.close()
@@ -152,7 +152,7 @@ def test_clock_is_unix_ns_where_the_source_says_so(ingested: dict[str, RunFolder
     assert 1.79e18 < k["start_ns"][0].as_py() < 1.80e18  # baseTimeNanoseconds + ts, late 2026
 
 
-def test_phases_partition_the_whole(ingested: dict[str, RunFolder], shared_fixtures: Path) -> None:
+def test_phases_partition_the_whole(ingested: dict[str, RunFolder], real_fixtures: Path) -> None:
     folder = ingested[NSYS_FILES[0]]
     phases = cuda_api.phase_summaries(folder)
     assert {"whole", "startup", "warmup", "steady", "teardown"} <= set(phases)
@@ -166,7 +166,7 @@ def test_phases_partition_the_whole(ingested: dict[str, RunFolder], shared_fixtu
     # and the caching allocator's first cudaMalloc calls fall before step1, none in the steady steps
     startup, warmup, steady = by_phase["startup"], by_phase["warmup"], by_phase["steady"]
     assert startup["cudaMalloc"].calls + warmup["cudaMalloc"].calls == 50 and "cudaMalloc" not in steady
-    con = sqlite3.connect(f"file:{shared_fixtures / NSYS_FILES[0]}?mode=ro", uri=True)
+    con = sqlite3.connect(f"file:{real_fixtures / NSYS_FILES[0]}?mode=ro", uri=True)
     (n_after,) = con.execute(
         "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME "
         "WHERE start >= (SELECT start FROM NVTX_EVENTS WHERE text='step1')"

@@ -23,8 +23,8 @@ def _stats(durs: dict[str, list[int]]) -> dict[str, tuple[int, int, int, int, fl
 
 
 @pytest.mark.parametrize("rel", NSYS_FILES)
-def test_kernel_summary_equals_plain_sql(rel: str, shared_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
-    con = sqlite3.connect(f"file:{shared_fixtures / rel}?mode=ro", uri=True)
+def test_kernel_summary_equals_plain_sql(rel: str, real_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
+    con = sqlite3.connect(f"file:{real_fixtures / rel}?mode=ro", uri=True)
     durs: dict[str, list[int]] = defaultdict(list)
     for name, d in con.execute(
         "SELECT s.value, k.end - k.start FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.demangledName"
@@ -36,8 +36,8 @@ def test_kernel_summary_equals_plain_sql(rel: str, shared_fixtures: Path, ingest
 
 
 @pytest.mark.parametrize("rel", NSYS_FILES)
-def test_memcpy_summary_equals_plain_sql(rel: str, shared_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
-    con = sqlite3.connect(f"file:{shared_fixtures / rel}?mode=ro", uri=True)
+def test_memcpy_summary_equals_plain_sql(rel: str, real_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
+    con = sqlite3.connect(f"file:{real_fixtures / rel}?mode=ro", uri=True)
     names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
     durs: dict[str, list[int]] = defaultdict(list)
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in names:
@@ -53,8 +53,8 @@ def test_memcpy_summary_equals_plain_sql(rel: str, shared_fixtures: Path, ingest
 
 
 @pytest.mark.parametrize("rel", KINETO_FILES)
-def test_kineto_kernels_equal_plain_json_pass(rel: str, shared_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
-    with gzip.open(shared_fixtures / rel, "rt") as f:
+def test_kineto_kernels_equal_plain_json_pass(rel: str, real_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
+    with gzip.open(real_fixtures / rel, "rt") as f:
         doc = json.load(f, parse_float=Decimal)
     durs: dict[str, list[int]] = defaultdict(list)
     for ev in doc["traceEvents"]:
@@ -70,9 +70,9 @@ def test_union_counts_overlaps_once() -> None:
     assert kernels.union_ns(s, e) == 10 + 10 + 1
 
 
-def test_gpu_busy_matches_a_plain_sweep(ingested: dict[str, RunFolder], shared_fixtures: Path) -> None:
+def test_gpu_busy_matches_a_plain_sweep(ingested: dict[str, RunFolder], real_fixtures: Path) -> None:
     rel = NSYS_FILES[0]
-    con = sqlite3.connect(f"file:{shared_fixtures / rel}?mode=ro", uri=True)
+    con = sqlite3.connect(f"file:{real_fixtures / rel}?mode=ro", uri=True)
     spans = sorted(
         con.execute(
             "SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL "

@@ -17,11 +17,11 @@ from tracer.core.runfolder import list_runs
 TRACE = "kineto-h100/resnet50_bs100_train_torch2.11.json.gz"
 
 
-def test_operator_summary_matches_the_raw_events(shared_fixtures: Path, tmp_path: Path) -> None:
-    assert run_tracer("import", str(shared_fixtures / TRACE), "--out", str(tmp_path)).returncode == 0
+def test_operator_summary_matches_the_raw_events(real_fixtures: Path, tmp_path: Path) -> None:
+    assert run_tracer("import", str(real_fixtures / TRACE), "--out", str(tmp_path)).returncode == 0
     (run,) = list_runs(tmp_path)
     events = [
-        e for e in json.load(gzip.open(shared_fixtures / TRACE))["traceEvents"]
+        e for e in json.load(gzip.open(real_fixtures / TRACE))["traceEvents"]
         if e.get("cat") == "cpu_op" and e.get("ph") == "X"
     ]  # fmt: skip
     calls: dict[str, int] = defaultdict(int)

@@ -12,8 +12,8 @@ from tracer.core.runfolder import RunFolder
 from tracer.core.schema import LIFELINE_THREAD
 
 
-def test_pyspy_samples_join_the_workers_threads(shared_fixtures: Path) -> None:
-    (path,) = [p for p in (shared_fixtures / "gpu-h100").iterdir() if p.name.endswith("e36e")]
+def test_pyspy_samples_join_the_workers_threads(real_fixtures: Path) -> None:
+    (path,) = [p for p in (real_fixtures / "gpu-h100").iterdir() if p.name.endswith("e36e")]
     folder = RunFolder(path)
     pid = folder.read_record().worker_pid
     rows = thread_summary(folder)

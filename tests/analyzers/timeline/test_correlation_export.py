@@ -71,11 +71,11 @@ def test_kineto_operator_events_are_exported(rel: str, ingested: dict[str, RunFo
     assert Counter(e["name"] for e in ops) == Counter(table.column("name").to_pylist())
 
 
-def test_two_processes_reusing_correlation_ids(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_two_processes_reusing_correlation_ids(real_fixtures: Path, tmp_path: Path) -> None:
     """nsys-ai's 2-GPU trace: two processes number their calls independently; a kernel links only to a
     call of its own process, a copy only to the process that ran its device's kernels."""
     folder = RunFolder(tmp_path)
-    ingest_file(shared_fixtures / "nsys-ai" / "h100_2gpu_1s.sqlite", folder)
+    ingest_file(real_fixtures / "nsys-ai" / "h100_2gpu_1s.sqlite", folder)
     api = pq.read_table(folder.table_path(CUDA_API), columns=["pid", "correlation_id", "start_ns"])
     kernels = pq.read_table(folder.table_path(KERNELS), columns=["pid", "device", "correlation_id", "start_ns"])
     assert len(set(api.column("pid").to_pylist())) == 2

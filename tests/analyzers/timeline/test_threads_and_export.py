@@ -55,10 +55,10 @@ def test_sampler_timeline_from_a_real_run(tiny_pytorch_run: RunFolder) -> None:
     assert second[(main.pid, main.tid)].active_ns <= epochs[1].end_ns - epochs[1].start_ns
 
 
-def test_osrt_timeline_from_2021_export(ingested: dict[str, RunFolder], shared_fixtures: Path) -> None:
+def test_osrt_timeline_from_2021_export(ingested: dict[str, RunFolder], real_fixtures: Path) -> None:
     folder = ingested["extra-p/ex-gpu.s10.sqlite"]
     timeline = threads.thread_timeline(folder)
-    con = sqlite3.connect(f"file:{shared_fixtures / 'extra-p/ex-gpu.s10.sqlite'}?mode=ro", uri=True)
+    con = sqlite3.connect(f"file:{real_fixtures / 'extra-p/ex-gpu.s10.sqlite'}?mode=ro", uri=True)
     (n,) = con.execute("SELECT count(*) FROM OSRT_API").fetchone()
     con.close()
     assert timeline.num_rows == n == 1288
@@ -109,9 +109,9 @@ def test_chrome_trace_export(ingested: dict[str, RunFolder], tmp_path: Path) -> 
     assert any(e.get("cat") == "nsys" for e in events)  # OSRT thread activity
 
 
-def test_cli_import_analyze_export(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_cli_import_analyze_export(real_fixtures: Path, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    src = shared_fixtures / "extra-p/con_kernel.sqlite"
+    src = real_fixtures / "extra-p/con_kernel.sqlite"
     imp = run_tracer("import", str(src), "--out", str(runs))
     assert imp.returncode == 0, imp.stderr
     (run,) = [p for p in runs.iterdir()]

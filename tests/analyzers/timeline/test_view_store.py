@@ -22,8 +22,8 @@ COPIES_EVENTS = 300_000  # trace rows asked for: three copies of the 110 k-row r
 
 
 @pytest.fixture(scope="module")
-def replica(shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFolder:
-    source = shared_fixtures / "gpu-h100" / "20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"
+def replica(real_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> RunFolder:
+    source = real_fixtures / "gpu-h100" / "20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"
     return RunFolder(replicate_run(tmp_path_factory.mktemp("replica"), COPIES_EVENTS, source))
 
 
@@ -110,10 +110,10 @@ def test_a_run_folder_it_cannot_write_keeps_its_view_in_the_cache(
     assert view_store.load(copy).stored == view.stored  # read from the cache the next time
 
 
-def test_a_small_run_is_not_stored(shared_fixtures: Path, cache: Path, tmp_path: Path) -> None:
+def test_a_small_run_is_not_stored(real_fixtures: Path, cache: Path, tmp_path: Path) -> None:
     import shutil
 
-    source = shared_fixtures / "gpu-h100" / "20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"
+    source = real_fixtures / "gpu-h100" / "20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"
     folder = RunFolder(Path(shutil.copytree(source, tmp_path / source.name)))
     folder.path.chmod(0o755)
     assert view_store.store_if_big(folder) is None

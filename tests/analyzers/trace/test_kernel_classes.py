@@ -25,8 +25,8 @@ def _table_script():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def kernels(shared_fixtures: Path) -> dict[str, pa.Table]:
-    return dict(_table_script().fixture_kernels(shared_fixtures))
+def kernels(real_fixtures: Path) -> dict[str, pa.Table]:
+    return dict(_table_script().fixture_kernels(real_fixtures))
 
 
 @pytest.fixture(scope="module")

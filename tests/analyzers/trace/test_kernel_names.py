@@ -56,17 +56,17 @@ def test_identical_short_names_get_the_arguments_that_differ() -> None:
     assert sorted(overloads.values()) == ["f #1", "f #2"]
 
 
-def _fixture_names(shared_fixtures: Path, ingested: dict[str, RunFolder]) -> dict[str, list[str]]:
+def _fixture_names(real_fixtures: Path, ingested: dict[str, RunFolder]) -> dict[str, list[str]]:
     out = {rel: [r.name for r in kernel_summary(ingested[rel])] for rel in NSYS_FILES + KINETO_FILES}
     for run in (CUPTI_RUN, NSYS_RUN):
-        out[run] = pq.read_table(shared_fixtures / GPU / run / "kernels.parquet", columns=["name"])["name"].to_pylist()
+        out[run] = pq.read_table(real_fixtures / GPU / run / "kernels.parquet", columns=["name"])["name"].to_pylist()
     return out
 
 
 def test_every_fixture_kernel_has_a_unique_readable_label(
-    shared_fixtures: Path, ingested: dict[str, RunFolder]
+    real_fixtures: Path, ingested: dict[str, RunFolder]
 ) -> None:
-    for source, names in _fixture_names(shared_fixtures, ingested).items():
+    for source, names in _fixture_names(real_fixtures, ingested).items():
         if not names:
             continue
         labels = kn.short_names(names)
@@ -78,9 +78,9 @@ def test_every_fixture_kernel_has_a_unique_readable_label(
     assert "(anonymous namespace)" in pool.name and pool.short_name == "at::native::max_pool_backward_nchw<…>"
 
 
-def test_cupti_and_nsys_name_one_job_alike(shared_fixtures: Path) -> None:
-    cupti = {r.short_name: r for r in kernel_summary(RunFolder(shared_fixtures / GPU / CUPTI_RUN))}
-    nsys = {r.short_name: r for r in kernel_summary(RunFolder(shared_fixtures / GPU / NSYS_RUN))}
+def test_cupti_and_nsys_name_one_job_alike(real_fixtures: Path) -> None:
+    cupti = {r.short_name: r for r in kernel_summary(RunFolder(real_fixtures / GPU / CUPTI_RUN))}
+    nsys = {r.short_name: r for r in kernel_summary(RunFolder(real_fixtures / GPU / NSYS_RUN))}
     assert len(cupti) == len(nsys) == 112
     demangled = [r for r in cupti.values() if not r.name.startswith("_Z")]
     assert len(demangled) == 109  # three 1,600-character CUTLASS symbols that c++filt refuses too

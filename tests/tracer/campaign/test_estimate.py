@@ -28,8 +28,8 @@ def study_plan(folder: Path, trace: str, name: str = "study.toml") -> Path:
 
 
 @pytest.fixture(scope="module")
-def h100(shared_fixtures: Path) -> Path:
-    return shared_fixtures / "gpu-h100"
+def h100(real_fixtures: Path) -> Path:
+    return real_fixtures / "gpu-h100"
 
 
 def test_traced_epochs_follow_the_window_rules() -> None:

@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ctrl_c_reaches_python, run_tracer
+from tests.real_fixtures import REAL_FIXTURES
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder
 
-SHARED = Path(__file__).resolve().parents[4] / "shared" / "fixtures"
+SHARED = REAL_FIXTURES
 PROFILE = ["profile", "--framework", "pytorch", "--model", "alexnet", "--dataset", "small", "--image-size", "64"]
 PROFILE += ["--limit", "16", "--epochs", "1"]
 

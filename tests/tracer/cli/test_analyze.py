@@ -9,11 +9,11 @@ from pathlib import Path
 from tests.conftest import run_tracer
 
 
-def test_kernel_classes_and_the_share_in_other(shared_fixtures: Path) -> None:
+def test_kernel_classes_and_the_share_in_other(real_fixtures: Path) -> None:
     """extra-p's CUDA sample (not a framework's kernels): `init_array` and `vector_dot` are in no class,
     the vector additions and multiplication are element-wise; the table and JSON say how much is left in
     `other`."""
-    trace = str(shared_fixtures / "extra-p" / "ex-gpu.s10.sqlite")
+    trace = str(real_fixtures / "extra-p" / "ex-gpu.s10.sqlite")
     table = run_tracer("analyze", trace)
     assert table.returncode == 0, table.stderr
     assert "GPU kernel time by class" in table.stdout and "kernel time in 'other' (no class): 53.4 %" in table.stdout

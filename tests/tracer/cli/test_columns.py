@@ -20,12 +20,12 @@ def _tracer(*args: str, columns: str | None) -> str:
 
 
 @pytest.mark.parametrize("command", ["show", "compare", "runs", "diagnose"])
-def test_piped_output_keeps_within_columns(shared_fixtures: Path, command: str) -> None:
-    runs = {p.name[-4:]: p for p in (shared_fixtures / "gpu-h100").iterdir() if (p / "run.json").exists()}
+def test_piped_output_keeps_within_columns(real_fixtures: Path, command: str) -> None:
+    runs = {p.name[-4:]: p for p in (real_fixtures / "gpu-h100").iterdir() if (p / "run.json").exists()}
     args = {
         "show": [str(runs["7a96"])],
         "compare": [str(runs["7ff0"]), str(runs["7a96"])],
-        "runs": ["--runs", str(shared_fixtures / "gpu-h100")],
+        "runs": ["--runs", str(real_fixtures / "gpu-h100")],
         "diagnose": [str(runs["7a96"])],
     }[command]
     fitted = _tracer(command, *args, columns="120")

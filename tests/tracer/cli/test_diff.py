@@ -57,12 +57,12 @@ def _sql_class_ns(path: Path) -> dict[str, int]:
     return dict(out)
 
 
-def test_imported_nsys_pair_names_the_class_that_changed_most(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_imported_nsys_pair_names_the_class_that_changed_most(real_fixtures: Path, tmp_path: Path) -> None:
     for name in NSYS_AI:
-        assert run_tracer("import", str(shared_fixtures / "nsys-ai" / name), "--out", str(tmp_path)).returncode == 0
+        assert run_tracer("import", str(real_fixtures / "nsys-ai" / name), "--out", str(tmp_path)).returncode == 0
     before, after = (next(f for f in list_runs(tmp_path) if n.split(".")[0] in f.run_id) for n in NSYS_AI)
     out = _diff_json(str(before.path), str(after.path))
-    sql = [_sql_class_ns(shared_fixtures / "nsys-ai" / n) for n in NSYS_AI]
+    sql = [_sql_class_ns(real_fixtures / "nsys-ai" / n) for n in NSYS_AI]
     got = {row["key"]: (round(row["a_s"] * 1e9), round(row["b_s"] * 1e9)) for row in out["classes"]}
     assert got == {k: (sql[0].get(k, 0), sql[1].get(k, 0)) for k in set(sql[0]) | set(sql[1])}
     most = max(got, key=lambda k: abs(got[k][1] - got[k][0]))
@@ -74,8 +74,8 @@ def test_imported_nsys_pair_names_the_class_that_changed_most(shared_fixtures: P
     assert out["kernels"][0]["label"].startswith("flash::flash_fwd_kernel")
 
 
-def test_h100_pytorch_and_jax_simplebig_differ_in_data_wait(shared_fixtures: Path) -> None:
-    torch_run, jax_run = (next((shared_fixtures / "gpu-h100").glob(f"*-{s}")) for s in ("85cf", "a504"))
+def test_h100_pytorch_and_jax_simplebig_differ_in_data_wait(real_fixtures: Path) -> None:
+    torch_run, jax_run = (next((real_fixtures / "gpu-h100").glob(f"*-{s}")) for s in ("85cf", "a504"))
     out = _diff_json(str(torch_run), str(jax_run))
     assert out["parts"][0]["key"] == "data_wait" and out["parts"][0]["delta_s"] > 0.9 * out["gap_s"] > 0
     ips = [epoch_stats(RunFolder(p).epochs()).steady_images_per_s or 0.0 for p in (jax_run, torch_run)]
@@ -104,10 +104,10 @@ def test_two_cpu_frameworks_rank_the_parts_that_add_up(
     assert abs(sum(p["delta_s"] for p in out["parts"]) - gap) <= 0.05 * abs(gap)
 
 
-def test_runs_that_do_not_compare_say_so(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_runs_that_do_not_compare_say_so(real_fixtures: Path, tmp_path: Path) -> None:
     """An untraced and a traced run compare as data wait and the rest, and the diff says they are unlike;
     an imported trace without steps and a run with steps do not compare: one line, exit 2."""
-    untraced, traced = (next((shared_fixtures / "gpu-h100").glob(f"*-{s}")) for s in ("85cf", "cf98"))
+    untraced, traced = (next((real_fixtures / "gpu-h100").glob(f"*-{s}")) for s in ("85cf", "cf98"))
     out = _diff_json(str(untraced), str(traced))
     assert [p["key"] for p in out["parts"]] == ["data_wait", "rest"] or [p["key"] for p in out["parts"]] == [
         "rest",
@@ -115,7 +115,7 @@ def test_runs_that_do_not_compare_say_so(shared_fixtures: Path, tmp_path: Path) 
     ]
     assert any("traced with none in A, nsys in B" in line for line in out["unlike"])
     assert (
-        run_tracer("import", str(shared_fixtures / "nsys-ai" / "mock.sqlite"), "--out", str(tmp_path)).returncode == 0
+        run_tracer("import", str(real_fixtures / "nsys-ai" / "mock.sqlite"), "--out", str(tmp_path)).returncode == 0
     )
     (imported,) = list_runs(tmp_path)
     result = run_tracer("diff", str(untraced), str(imported.path))

@@ -237,10 +237,10 @@ def test_report_rows_never_pool_runs_of_different_settings(tiny_pytorch_run: Run
     assert all(r.runs_ok == 1 for r in rows)
 
 
-def test_nsys_trace_with_negative_durations_is_refused(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_nsys_trace_with_negative_durations_is_refused(real_fixtures: Path, tmp_path: Path) -> None:
     import sqlite3
 
-    source = shared_fixtures / "extra-p" / "con_kernel.sqlite"
+    source = real_fixtures / "extra-p" / "con_kernel.sqlite"
     if not source.exists():
         pytest.skip(f"{source} is missing")
     damaged = tmp_path / "negative.sqlite"

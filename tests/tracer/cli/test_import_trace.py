@@ -13,8 +13,8 @@ from tests.conftest import run_tracer
 from tracer.core.runfolder import list_runs
 
 
-def test_import_with_labels(shared_fixtures: Path, tmp_path: Path) -> None:
-    trace = shared_fixtures / "hta" / "benchmark_result_2869224_1695835535_trace.json.gz"
+def test_import_with_labels(real_fixtures: Path, tmp_path: Path) -> None:
+    trace = real_fixtures / "hta" / "benchmark_result_2869224_1695835535_trace.json.gz"
     result = run_tracer("import", str(trace), "--framework", "pytorch", "--model", "alexnet", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
     (folder,) = list_runs(tmp_path)
@@ -23,17 +23,17 @@ def test_import_with_labels(shared_fixtures: Path, tmp_path: Path) -> None:
     assert folder.table_path("cuda_api").exists()
 
 
-def test_import_rejects_unknown_framework_labels(shared_fixtures: Path, tmp_path: Path) -> None:
-    trace = shared_fixtures / "hta" / "benchmark_result_2869224_1695835535_trace.json.gz"
+def test_import_rejects_unknown_framework_labels(real_fixtures: Path, tmp_path: Path) -> None:
+    trace = real_fixtures / "hta" / "benchmark_result_2869224_1695835535_trace.json.gz"
     result = run_tracer("import", str(trace), "--framework", "caffe", "--out", str(tmp_path))
     assert result.returncode == 2 and "unknown framework 'caffe'" in result.stderr
     assert not list(tmp_path.iterdir())
 
 
-def test_kineto_trace_is_pytorch_and_show_says_what_was_not_recorded(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_kineto_trace_is_pytorch_and_show_says_what_was_not_recorded(real_fixtures: Path, tmp_path: Path) -> None:
     """Kineto is PyTorch's profiler: an unlabelled Kineto import is a PyTorch run; its batch and epochs
     were not recorded, and `show` says so instead of printing batch 1 and epochs 0/1."""
-    trace = shared_fixtures / "kineto-h100/resnet50_bs100_train_torch2.11.json.gz"
+    trace = real_fixtures / "kineto-h100/resnet50_bs100_train_torch2.11.json.gz"
     assert run_tracer("import", str(trace), "--out", str(tmp_path)).returncode == 0
     (folder,) = list_runs(tmp_path)
     assert folder.read_record().spec.framework == "pytorch"
@@ -42,10 +42,10 @@ def test_kineto_trace_is_pytorch_and_show_says_what_was_not_recorded(shared_fixt
     assert "not recorded" in shown.stdout and "batch 1" not in shown.stdout and "0/1" not in shown.stdout
 
 
-def test_kineto_trace_with_recorded_shapes_names_its_batch(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_kineto_trace_with_recorded_shapes_names_its_batch(real_fixtures: Path, tmp_path: Path) -> None:
     """The 2021 trace was taken with record_shapes: its first convolution's input is [32, 3, 224, 224],
     so the import knows batch 32 and `show`, `runs` and the viewer's label say it; epochs stay unknown."""
-    trace = shared_fixtures / "kineto-2021/worker0.1623143089861.pt.trace.json.gz"
+    trace = real_fixtures / "kineto-2021/worker0.1623143089861.pt.trace.json.gz"
     assert run_tracer("import", str(trace), "--out", str(tmp_path)).returncode == 0
     (folder,) = list_runs(tmp_path)
     record = folder.read_record()
@@ -59,10 +59,10 @@ def test_kineto_trace_with_recorded_shapes_names_its_batch(shared_fixtures: Path
     assert "32" in listed
 
 
-def test_run_ids_keep_the_whole_stem(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_run_ids_keep_the_whole_stem(real_fixtures: Path, tmp_path: Path) -> None:
     """Two exports from one folder differ after the first dot: each keeps its whole stem, and `analyze`
     finds each by it (before: both were `imported-run_nsys2024`, and "matches 2 runs")."""
-    trace = shared_fixtures / "extra-p" / "con_kernel.sqlite"
+    trace = real_fixtures / "extra-p" / "con_kernel.sqlite"
     for name in ("run_nsys2024.5.sqlite", "run_nsys2024.6.sqlite", "my trace (1).sqlite"):
         shutil.copyfile(trace, tmp_path / name)
         assert run_tracer("import", str(tmp_path / name), "--out", str(tmp_path / "runs")).returncode == 0
@@ -73,18 +73,18 @@ def test_run_ids_keep_the_whole_stem(shared_fixtures: Path, tmp_path: Path) -> N
     assert json.loads(found.stdout)["run"].endswith("run_nsys2024.6")
 
 
-def _kineto_events(shared_fixtures: Path) -> list[dict[str, Any]]:
-    with gzip.open(shared_fixtures / "hta" / "benchmark_result_2869224_1695835535_trace.json.gz", "rt") as f:
+def _kineto_events(real_fixtures: Path) -> list[dict[str, Any]]:
+    with gzip.open(real_fixtures / "hta" / "benchmark_result_2869224_1695835535_trace.json.gz", "rt") as f:
         events: list[dict[str, Any]] = json.load(f)["traceEvents"]
     return events
 
 
-def test_bare_array_chrome_trace_is_read(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_bare_array_chrome_trace_is_read(real_fixtures: Path, tmp_path: Path) -> None:
     """The Chrome trace format's JSON Array Format: a bare list of events, whose closing `]` may be missing."""
-    events = _kineto_events(shared_fixtures)
+    events = _kineto_events(real_fixtures)
     (tmp_path / "closed.json").write_text(json.dumps(events))
     (tmp_path / "open.json").write_text(json.dumps(events)[:-1] + ",\n")
-    original = shared_fixtures / "hta" / "benchmark_result_2869224_1695835535_trace.json.gz"
+    original = real_fixtures / "hta" / "benchmark_result_2869224_1695835535_trace.json.gz"
     results = [run_tracer("analyze", str(p), "--format", "json") for p in (original, *tmp_path.glob("*.json"))]
     assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
     parsed = [json.loads(r.stdout) for r in results]
@@ -92,9 +92,9 @@ def test_bare_array_chrome_trace_is_read(shared_fixtures: Path, tmp_path: Path) 
     assert all(p["cuda_api"] == parsed[0]["cuda_api"] for p in parsed)
 
 
-def test_rocm_trace_is_named_hip(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_rocm_trace_is_named_hip(real_fixtures: Path, tmp_path: Path) -> None:
     """PyTorch on ROCm files hip* calls under Kineto's `cuda_runtime`: every table says HIP, not CUDA."""
-    events = _kineto_events(shared_fixtures)
+    events = _kineto_events(real_fixtures)
     for e in events:
         if e.get("cat") == "cuda_runtime":
             e["name"] = "hip" + e["name"].removeprefix("cuda")

@@ -50,10 +50,10 @@ def test_thread_table_has_units_and_plain_pids(tiny_pytorch_run: RunFolder) -> N
     assert pid in table.stdout and f"{int(pid):,}" not in table.stdout.replace(pid, "")
 
 
-def test_imported_nsys_trace_has_no_phantom_thread_0(tmp_path: Path, shared_fixtures: Path) -> None:
+def test_imported_nsys_trace_has_no_phantom_thread_0(tmp_path: Path, real_fixtures: Path) -> None:
     out = tmp_path / "runs"
     imported = run_tracer(
-        "import", str(shared_fixtures / "nsys-h100/resnet18_train_nsys2025.3.1.sqlite"), "--out", str(out)
+        "import", str(real_fixtures / "nsys-h100/resnet18_train_nsys2025.3.1.sqlite"), "--out", str(out)
     )
     assert imported.returncode == 0, imported.stderr[-2000:]
     (run,) = list_runs(out)
@@ -114,15 +114,15 @@ def test_runs_on_a_60_column_terminal_names_the_run_without_cutting(tiny_pytorch
     assert f"folder {tiny_pytorch_run.path}" in show.replace("\n", "")  # the line users copy, whole
 
 
-def test_runs_show_and_diagnose_fit_a_120_column_terminal(shared_fixtures: Path) -> None:
+def test_runs_show_and_diagnose_fit_a_120_column_terminal(real_fixtures: Path) -> None:
     """Issue 28 item 3: at 120 columns `runs` is one table with the filter columns, `show` and `diagnose`
     wrap their advice instead of cutting it."""
-    fixtures = str(shared_fixtures / "gpu-h100")
+    fixtures = str(real_fixtures / "gpu-h100")
     runs = _in_terminal(["runs", "--runs", fixtures], 120)
     assert all(len(line) <= 120 for line in runs.splitlines()), runs
     header = next(line for line in runs.splitlines() if line.startswith("id "))
     assert all(word in header for word in ("trace", "limit", "status", "diverged")), header
-    ids = short_ids([r.run_id for r in list_runs(shared_fixtures / "gpu-h100")])
+    ids = short_ids([r.run_id for r in list_runs(real_fixtures / "gpu-h100")])
     assert all(f"\n{tail} " in runs for tail in ids.values()), runs  # 120 columns: the ids' tails
     assert "id: the run id's tail, which every command takes" in runs
     for command in ("show", "diagnose"):
@@ -133,8 +133,8 @@ def test_runs_show_and_diagnose_fit_a_120_column_terminal(shared_fixtures: Path)
         assert "torch.utils.data.DataLoader(prefetch_factor=...) (tracer --prefetch)" in " ".join(shown.split())
 
 
-def test_show_piped_is_as_wide_as_its_text(shared_fixtures: Path) -> None:
-    result = run_tracer("show", str(shared_fixtures / "gpu-h100/20261125-000159-pytorch-alexnet-big-gpu-b100-85cf"))
+def test_show_piped_is_as_wide_as_its_text(real_fixtures: Path) -> None:
+    result = run_tracer("show", str(real_fixtures / "gpu-h100/20261125-000159-pytorch-alexnet-big-gpu-b100-85cf"))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert not [ln for ln in lines if ln != ln.rstrip()], "a piped line ends in padding"

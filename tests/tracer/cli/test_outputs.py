@@ -21,9 +21,9 @@ FIXTURE_RUN = "20261125-000240-pytorch-vgg16-small-gpu-b100-7ff0"
 
 
 @pytest.fixture
-def run(shared_fixtures: Path, tmp_path: Path) -> Path:
+def run(real_fixtures: Path, tmp_path: Path) -> Path:
     path = tmp_path / "runs" / FIXTURE_RUN
-    shutil.copytree(shared_fixtures / "gpu-h100" / FIXTURE_RUN, path)
+    shutil.copytree(real_fixtures / "gpu-h100" / FIXTURE_RUN, path)
     return path
 
 

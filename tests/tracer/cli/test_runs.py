@@ -30,8 +30,8 @@ def _runs_table(stdout: str) -> tuple[list[str], list[dict[str, str]]]:
     return shared, rows
 
 
-def test_runs_fills_load_and_gpu_and_marks_the_diverged_run(shared_fixtures: Path) -> None:
-    result = run_tracer("runs", "--runs", str(shared_fixtures / "gpu-h100"))
+def test_runs_fills_load_and_gpu_and_marks_the_diverged_run(real_fixtures: Path) -> None:
+    result = run_tracer("runs", "--runs", str(real_fixtures / "gpu-h100"))
     assert result.returncode == 0, result.stderr
     shared, rows = _runs_table(result.stdout)
     assert len(rows) == 12
@@ -51,10 +51,10 @@ def test_runs_fills_load_and_gpu_and_marks_the_diverged_run(shared_fixtures: Pat
     assert not [ln for ln in result.stdout.splitlines() if ln != ln.rstrip()]  # nothing padded
 
 
-def test_every_command_takes_the_short_id_runs_shows(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_every_command_takes_the_short_id_runs_shows(real_fixtures: Path, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     for name in ("20261125-000310-pytorch-alexnet-big-gpu-b1-3950", "20261125-001153-pytorch-alexnet-big-gpu-b1-a032"):
-        shutil.copytree(shared_fixtures / "gpu-h100" / name, runs / name)
+        shutil.copytree(real_fixtures / "gpu-h100" / name, runs / name)
     _, rows = _runs_table(_in_terminal(["runs", "--runs", str(runs)], 80))  # too narrow for whole ids
     assert [r["id"] for r in rows] == ["3950", "a032"]
     for command in ("show", "diagnose", "analyze"):
@@ -64,8 +64,8 @@ def test_every_command_takes_the_short_id_runs_shows(shared_fixtures: Path, tmp_
     assert short_ids(["imported-a", "imported-a-2"])["imported-a"] == "imported-a"  # a part of the other: whole
 
 
-def test_show_prints_gpu_learning_memory_and_why_a_run_is_not_ranked(shared_fixtures: Path) -> None:
-    nan_run = run_tracer("show", str(shared_fixtures / "gpu-h100/20261125-000310-pytorch-alexnet-big-gpu-b1-3950"))
+def test_show_prints_gpu_learning_memory_and_why_a_run_is_not_ranked(real_fixtures: Path) -> None:
+    nan_run = run_tracer("show", str(real_fixtures / "gpu-h100/20261125-000310-pytorch-alexnet-big-gpu-b1-3950"))
     assert nan_run.returncode == 0, nan_run.stderr
     text = " ".join(nan_run.stdout.split())
     assert "diverged (loss nan at epoch 2" in text and "lr 0.001" in text
@@ -73,6 +73,6 @@ def test_show_prints_gpu_learning_memory_and_why_a_run_is_not_ranked(shared_fixt
     assert "last loss, accuracy loss nan" in text
     assert f"GPU {H100}" in text
     assert "NVML, the process: 1510 MiB; the framework's own: not recorded" in text
-    healthy = run_tracer("show", str(shared_fixtures / "gpu-h100/20261125-000159-pytorch-alexnet-big-gpu-b100-85cf"))
+    healthy = run_tracer("show", str(real_fixtures / "gpu-h100/20261125-000159-pytorch-alexnet-big-gpu-b100-85cf"))
     text = " ".join(healthy.stdout.split())
     assert "not ranked" not in text and "last loss, accuracy loss 1.0" in text

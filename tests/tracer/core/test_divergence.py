@@ -75,8 +75,8 @@ def test_continue_keeps_training_and_still_marks_the_run(make_run: Callable[...,
     assert_strict_json(folder.path)
 
 
-def test_an_old_folder_with_a_nan_loss_is_read_as_diverged(shared_fixtures: Path, tmp_path: Path) -> None:
-    folder = RunFolder(shared_fixtures / NAN_RUN)
+def test_an_old_folder_with_a_nan_loss_is_read_as_diverged(real_fixtures: Path, tmp_path: Path) -> None:
+    folder = RunFolder(real_fixtures / NAN_RUN)
     assert json.loads(folder.run_json.read_text())["outcome"]["status"] == "ok"  # as it was written
     record = folder.read_record()
     assert record.outcome.status is RunStatus.DIVERGED and not record.rankable
@@ -91,8 +91,8 @@ def test_an_old_folder_with_a_nan_loss_is_read_as_diverged(shared_fixtures: Path
     assert RunFolder(copy).read_record().outcome == record.outcome
 
 
-def test_a_healthy_fixture_stays_ok(shared_fixtures: Path) -> None:
-    record = RunFolder(shared_fixtures / "gpu-h100/20261125-000159-pytorch-alexnet-big-gpu-b100-85cf").read_record()
+def test_a_healthy_fixture_stays_ok(real_fixtures: Path) -> None:
+    record = RunFolder(real_fixtures / "gpu-h100/20261125-000159-pytorch-alexnet-big-gpu-b100-85cf").read_record()
     assert record.outcome.status is RunStatus.OK and record.rankable and record.not_rankable_why == ""
 
 

@@ -92,11 +92,11 @@ RECORD_DAMAGES = [
 
 @pytest.fixture(scope="module")
 def folder(
-    shared_fixtures: Path, tmp_path_factory: pytest.TempPathFactory
+    real_fixtures: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, str, dict[str, tuple[str, Path]]]:
     """The real H100 run, and one copy of it per damage, in one runs folder."""
     out = tmp_path_factory.mktemp("damaged-values")
-    good = shared_fixtures / H100
+    good = real_fixtures / H100
     shutil.copytree(good, out / good.name)
     damaged = {}
     for name, how in DAMAGES.items():

@@ -78,13 +78,13 @@ def test_a_folder_whose_tracer_died_shows_as_abandoned(tmp_path: Path) -> None:
     assert summarise(folder).status == "running"
 
 
-def test_a_run_ended_before_its_first_sample_keeps_the_declared_schema(shared_fixtures: Path, tmp_path: Path) -> None:
+def test_a_run_ended_before_its_first_sample_keeps_the_declared_schema(real_fixtures: Path, tmp_path: Path) -> None:
     """Issue 27, item 2 (`--timeout 0.001`): sample streams with a header and no row become Parquet
     tables with the declared column types, never null-typed ones, and every reader takes the run."""
     from tests.conftest import run_tracer
     from tracer.core.schema import SAMPLE_TABLES, SAMPLES_DIR
 
-    source = shared_fixtures / "gpu-h100" / "20261125-000240-pytorch-vgg16-small-gpu-b100-7ff0"
+    source = real_fixtures / "gpu-h100" / "20261125-000240-pytorch-vgg16-small-gpu-b100-7ff0"
     run = tmp_path / "runs" / source.name
     shutil.copytree(source, run)
     folder = RunFolder(run)

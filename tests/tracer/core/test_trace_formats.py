@@ -32,13 +32,13 @@ def test_stem(name: str, stem: str) -> None:
     assert tf.stem(name) == stem
 
 
-def test_an_export_shadows_its_report_and_is_found_beside_it(tmp_path: Path, shared_fixtures: Path) -> None:
+def test_an_export_shadows_its_report_and_is_found_beside_it(tmp_path: Path, real_fixtures: Path) -> None:
     raw = tmp_path / "run" / "raw"
     raw.mkdir(parents=True)
     report, export = raw / "run_nsys2024.6.nsys-rep", raw / "run_nsys2024.6.sqlite"
     other = raw / "run_nsys2024.7.nsys-rep"  # another trace: its name shares the part before its first dot
     report.write_bytes(b"")
-    shutil.copyfile(shared_fixtures / "nsys-ai" / "mock.sqlite", export)  # a real export: files are told by content
+    shutil.copyfile(real_fixtures / "nsys-ai" / "mock.sqlite", export)  # a real export: files are told by content
     other.write_bytes(b"")
     assert run_traces(RunFolder(tmp_path / "run")) == [export, other]
     assert sibling_export(report) == export and sibling_export(other) is None

@@ -77,11 +77,11 @@ def test_no_space_at_all_is_one_line_and_no_half_folder(tiny_disk: Path) -> None
 @pytest.mark.parametrize(
     "trace", ["kineto-h100/resnet50_bs100_train_torch2.11.json.gz", "nsys-h100/resnet18_train_nsys2025.3.1.sqlite"]
 )
-def test_import_onto_a_full_disk_blames_the_disk(trace: str, tiny_disk: Path, shared_fixtures: Path) -> None:
+def test_import_onto_a_full_disk_blames_the_disk(trace: str, tiny_disk: Path, real_fixtures: Path) -> None:
     """Issue 27, item 13: it said 'damaged or truncated export' of a good file."""
     _fill(tiny_disk, 64 * 1024)
     out = tiny_disk / "runs"
-    result = run_tracer("import", str(shared_fixtures / trace), "--out", str(out))
+    result = run_tracer("import", str(real_fixtures / trace), "--out", str(out))
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "disk full" in lines[0] and "damaged" not in lines[0], result.stderr

@@ -163,8 +163,8 @@ BROKEN = [
 
 
 @pytest.fixture(scope="module")
-def lines(shared_fixtures: Path) -> list[str]:
-    text = (shared_fixtures / "tegrastats" / "lines.txt").read_text().splitlines()
+def lines(real_fixtures: Path) -> list[str]:
+    text = (real_fixtures / "tegrastats" / "lines.txt").read_text().splitlines()
     assert len(text) == len(EXPECTED)
     return text
 

@@ -87,10 +87,10 @@ def test_a_report_newer_than_nsys_is_one_line_with_both_versions(report: Path, t
     assert not list_runs(tmp_path / "runs")
 
 
-def test_an_export_beside_the_report_is_read_without_nsys(report: Path, tmp_path: Path, shared_fixtures: Path) -> None:
+def test_an_export_beside_the_report_is_read_without_nsys(report: Path, tmp_path: Path, real_fixtures: Path) -> None:
     """A newer report with its .sqlite beside it imports where no nsys is found at all."""
     newer = _as_if_from(report, "2099", tmp_path / "made-elsewhere" / "train.nsys-rep")
-    shutil.copyfile(shared_fixtures / H100_SQLITE, newer.with_suffix(".sqlite"))
+    shutil.copyfile(real_fixtures / H100_SQLITE, newer.with_suffix(".sqlite"))
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin", TRACER_CACHE=str(tmp_path / "c"))
     env.pop("NSYS", None)
     cmd = [sys.executable, "-m", "tracer", "import", str(newer), "--out", str(tmp_path / "runs")]
