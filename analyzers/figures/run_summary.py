@@ -16,6 +16,7 @@ from analyzers.figures.energy import SourceEnergy, energy
 from analyzers.figures.learning import workload_key
 from analyzers.figures.phases import STEADY, WHOLE, EpochMark, Phase, from_marks
 from analyzers.figures.steady import WARMUP_EPOCHS, epoch_stats
+from analyzers.figures.utilisation import Utilisation, utilisation
 from tracer.core.cases import RunKey
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
@@ -78,6 +79,8 @@ class RunSummary:
     # below read it); the whole run only where a row or column is named for it.
     steady: PhaseFigures = PhaseFigures(STEADY)
     whole: PhaseFigures = PhaseFigures(WHOLE)
+    # FLOPs, achieved FLOP/s and MFU against the device's peak (analyzers.figures.utilisation), steady and whole.
+    utilisation: Utilisation = Utilisation()
 
     # The headline figures: the steady state's, so they stand beside steady images/s.
     @property
@@ -176,6 +179,7 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
         if steady_phase is not None
         else PhaseFigures(STEADY)
     )
+    steady_step_ms = _per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.total_s)
     return RunSummary(
         run_id=record.run_id,
         framework=spec.framework,
@@ -217,11 +221,22 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
         decode_s=decode_seconds(folder.events()),
         steady=figures,
         whole=whole,
-        steady_step_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.total_s),
+        steady_step_ms=steady_step_ms,
         steady_wait_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.data_wait_s),
         command=record.command.text if record.command else "",
         probes=steps.probes(folder),
+        utilisation=utilisation(
+            record, folder.events(), steady.steady_images_per_s, images_per_s(epochs), steady_step_ms, _rank_steps(folder)
+        ),
     )
+
+
+def _rank_steps(folder: RunFolder) -> list[tuple[int, float | None]]:
+    """Each rank's mean steady step (s) of a run of several ranks; none for one process."""
+    from analyzers.figures.ranks import rank_table
+
+    table = rank_table(folder) if folder.read_record().world_size > 1 else None
+    return [(r.rank, r.step_mean_s) for r in table.rows] if table else []
 
 
 def _per_step_ms(

@@ -150,6 +150,7 @@ def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
     span = run.window
     cut = trace_phase(run, args.phase)
     head: dict[str, Any] = {"run": run.run_id, "phase": args.phase, "covers": cut.label(), "api": run.api_family}
+    head |= run.summary.utilisation.to_json() if run.run_json.exists() else {}  # FLOPs, peak, MFU (steady)
     if by_rank is not None:
         head |= {schema.RANK: args.rank, "ranks_basis": by_rank.basis, "comm_source": by_rank.comm_source}
     head |= {"window": span.window.text, "window_ns": [span.start_ns, span.end_ns]} if span else {}

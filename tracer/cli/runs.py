@@ -172,6 +172,7 @@ def power_text(p: object) -> str:
 
 
 def print_summary(s: object, console: Console) -> None:
+    from analyzers.figures import utilisation
     from analyzers.figures.basis import WHOLE_RUN, figures_text
     from analyzers.figures.run_summary import RunSummary
 
@@ -208,6 +209,7 @@ def print_summary(s: object, console: Console) -> None:
         *([("GPU memory, peak (steady)", gpu_memory_text(s))] if s.device == "gpu" else []),
         *([("GPU power, temperature (steady)", power_text(s.steady))] if s.steady.power_w_mean is not None else []),
         *energy_rows(s),
+        *utilisation.rows(s.utilisation),
         (f"{WHOLE_RUN} (start-up to teardown)", figures_text(s.whole)),
         ("trainable parameters", fmt(s.trainable_params, ",")),
         ("samples", str(s.samples)),

@@ -36,6 +36,7 @@ class Event(object):
     DECODE = "decode"  # --data memory: the set decoded into host memory, state start/end (end: images, bytes, seconds)
     TRACE_WINDOW = "trace_window"  # the trace window's edge: edge "open" (tracing began) or "close" (about to stop)
     LOADER = "loader"  # the probe saw an input pipeline iterated: its probe name and settings (num_workers ...)
+    FLOPS = "flops"  # the probe counted one training step's FLOPs: FLOPS_PER_STEP, FLOPS_COUNTER (or FLOPS_NOT_COUNTED)
 
     ALL = (
         START,
@@ -55,8 +56,14 @@ class Event(object):
         DECODE,
         TRACE_WINDOW,
         LOADER,
+        FLOPS,
     )
 
+#: A `flops` event's fields: one training step's FLOPs (multiply-add = 2), the counter that counted them, or
+#: why the step could not be counted.
+FLOPS_PER_STEP = "flops_per_step"
+FLOPS_COUNTER = "counter"
+FLOPS_NOT_COUNTED = "not_counted"
 
 #: A `trace_window` event's field WINDOW_EDGE: WINDOW_OPEN once tracing runs, WINDOW_CLOSE just before it stops.
 WINDOW_EDGE = "edge"

@@ -1,0 +1,223 @@
+"""How close a run comes to its device: training FLOPs per step, achieved FLOP/s and model FLOPs
+utilisation (MFU) against the device's peak, over the steady steps (the headline) and the whole run.
+
+FLOPs come from one place per kind of run: the built-in models from their layer description
+(`tracer.core.model_flops`), a user's command from the step the probe counted (its `flops` event). The
+peak: a GPU from the declared table (`tracer.core.device_peaks`), a CPU measured once on its machine
+(`tracer.measure.cpu_peak`). Where either is missing the figure says why, never a guess.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tracer.core import schema
+from tracer.core.device_peaks import device, run_dtype
+from tracer.core.model_flops import model_flops
+from tracer.core.records import BuiltinWorkload, CommandWorkload, RunRecord
+
+NOT_COUNTED = "not counted"
+ANALYTIC = "analytic (torchvision's layers; multiply-add = 2 FLOPs, backward = 2 x forward)"
+
+
+@dataclass(frozen=True)
+class Peak:
+    """The peak a run is measured against: all the devices it used together, at the dtype it ran in."""
+
+    flops_per_s: float | None = None
+    dtype: str = ""
+    source: str = "not known"
+    memory_bytes_per_s: float | None = None  # the roofline's memory ceiling (GPUs from the table)
+    devices: int = 1
+    nominal_flops_per_s: float | None = None  # a CPU's nominal figure, beside the measured one
+    nominal_source: str = ""
+
+
+@dataclass(frozen=True)
+class RankUtilisation:
+    rank: int
+    achieved_flops_per_s: float | None
+    mfu: float | None
+
+
+@dataclass(frozen=True)
+class Utilisation:
+    flops_per_image: float | None = None
+    flops_per_step: float | None = None
+    flops_source: str = NOT_COUNTED
+    peak: Peak = Peak()
+    achieved_flops_per_s: float | None = None  # the steady steps
+    mfu: float | None = None  # a fraction of 1, over the steady steps
+    whole_achieved_flops_per_s: float | None = None  # every epoch, warm-up included
+    whole_mfu: float | None = None
+    by_rank: tuple[RankUtilisation, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        """The fields `analyze --format json` and the gate read (names declared here, once)."""
+        return {
+            "flops_per_image": self.flops_per_image,
+            "flops_per_step": self.flops_per_step,
+            "flops_source": self.flops_source,
+            "achieved_flops_per_s": self.achieved_flops_per_s,
+            "peak_flops_per_s": self.peak.flops_per_s,
+            "peak_dtype": self.peak.dtype,
+            "peak_source": self.peak.source,
+            "peak_nominal_flops_per_s": self.peak.nominal_flops_per_s,
+            "mfu": self.mfu,
+            "whole_achieved_flops_per_s": self.whole_achieved_flops_per_s,
+            "whole_mfu": self.whole_mfu,
+            "mfu_by_rank": [
+                {schema.RANK: r.rank, "achieved_flops_per_s": r.achieved_flops_per_s, "mfu": r.mfu}
+                for r in self.by_rank
+            ],
+        }
+
+
+def step_flops(record: RunRecord, events: Sequence[dict[str, object]]) -> tuple[float | None, float | None, str]:
+    """FLOPs per image and per step of one rank, and how they were counted (or why they were not)."""
+    workload = record.workload
+    if isinstance(workload, BuiltinWorkload):
+        spec = workload.spec
+        try:
+            per_image = float(model_flops(spec.model, spec.image_size, spec.num_classes).training)
+        except (KeyError, ValueError) as e:
+            return None, None, f"{NOT_COUNTED}: {e}"
+        return per_image, per_image * spec.batch, ANALYTIC
+    if isinstance(workload, CommandWorkload):
+        counted = [e for e in events if e.get(schema.KIND) == schema.Event.FLOPS]
+        if not counted:
+            return None, None, f"{NOT_COUNTED}: the probe counted no training step (PyTorch and JAX only)"
+        last = counted[-1]
+        flops = last.get(schema.FLOPS_PER_STEP)
+        if not isinstance(flops, int | float) or flops <= 0:
+            return None, None, f"{NOT_COUNTED}: {last.get(schema.FLOPS_NOT_COUNTED) or 'the counter found none'}"
+        return None, float(flops), f"counted by the probe: {last.get(schema.FLOPS_COUNTER)}"
+    return None, None, f"{NOT_COUNTED}: an imported trace records no model (see the operators' roofline)"
+
+
+def device_peak(record: RunRecord) -> Peak:
+    """The peak of what the run used: the table's GPU at the run's dtype times the ranks' GPUs, or the CPU's
+    measured peak on the machine it ran on."""
+    env, spec = record.environment, record.spec
+    if spec.device != "cpu":
+        if not env.gpus:
+            return Peak(source="not known: the run recorded no GPU name")
+        name = env.gpus[0].name
+        found = device(name)
+        if found is None:
+            return Peak(source=f"not known: {name} is not in the device table (tracer/core/device_peaks.py)")
+        dtype = run_dtype(spec.amp, found)
+        per_device = found.flops.get(dtype)
+        if per_device is None:
+            return Peak(dtype=dtype.value, source=f"not known: no {dtype.value} figure for {found.label}")
+        n = max(1, record.world_size)
+        return Peak(
+            per_device * n, dtype.value, f"{found.label} {dtype.value}: {found.source}", found.memory_bytes_per_s, n
+        )
+    from tracer.measure import cpu_peak
+
+    key = cpu_peak.machine_key(env.cpu_model, env.cpu_logical_cores, env.hostname)
+    measured = cpu_peak.cached(key)
+    if measured is None and env.hostname == socket.gethostname():
+        measured = cpu_peak.measure(key)
+    if measured is None:
+        return Peak(source=f"not measured: the run's machine ({env.hostname}) is not this one")
+    return Peak(
+        measured.measured_flops_per_s,
+        "fp32",
+        f"measured on {env.hostname}: {measured.method} ({measured.measured_at})",
+        nominal_flops_per_s=measured.nominal_flops_per_s,
+        nominal_source=measured.nominal_source,
+    )
+
+
+def utilisation(
+    record: RunRecord,
+    events: Sequence[dict[str, object]],
+    steady_images_per_s: float | None,
+    whole_images_per_s: float | None,
+    steady_step_ms: float | None,
+    rank_step_s: Sequence[tuple[int, float | None]] = (),
+) -> Utilisation:
+    """The run's FLOPs, achieved FLOP/s and MFU: built-in runs from their images/s (every rank's images),
+    commands from their steady step time; per rank from each rank's mean step."""
+    per_image, per_step, source = step_flops(record, events)
+    peak = device_peak(record)
+
+    def rate(images_per_s: float | None) -> float | None:
+        if per_image is not None and images_per_s:
+            return per_image * images_per_s
+        return None
+
+    steady = rate(steady_images_per_s)
+    if steady is None and per_image is None and per_step is not None and steady_step_ms:
+        steady = per_step * record.world_size / (steady_step_ms / 1000)
+    whole = rate(whole_images_per_s)
+    single = peak.flops_per_s / peak.devices if peak.flops_per_s else None
+    ranks = tuple(
+        RankUtilisation(r, per_step / s if per_step and s else None, _frac(per_step / s if per_step and s else None, single))
+        for r, s in rank_step_s
+    )
+    return Utilisation(
+        per_image, per_step, source, peak, steady, _frac(steady, peak.flops_per_s), whole, _frac(whole, peak.flops_per_s), ranks
+    )
+
+
+def _frac(achieved: float | None, peak: float | None) -> float | None:
+    return achieved / peak if achieved is not None and peak else None
+
+
+def percent(mfu: float | None) -> str:
+    """MFU as people read it: '31 %', '0.42 %' (two significant figures below 1 %), '-' where not known."""
+    if mfu is None:
+        return "-"
+    pct = 100 * mfu
+    if pct >= 9.5:
+        return f"{pct:.0f} %"
+    return f"{pct:.1f} %" if pct >= 1 else f"{pct:.2g} %"
+
+
+def flops_text(value: float | None, unit: str = "FLOP") -> str:
+    """'4.1 GFLOP', '12.3 TFLOP/s' (unit as given), '-' where not known."""
+    if value is None:
+        return "-"
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def sentence(u: Utilisation) -> str:
+    """One line: 'MFU 0.42 % (achieved 1.2 TFLOP/s of 494.7 TFLOP/s, H100 SXM tf32 ...)'. """
+    if u.flops_per_step is None:
+        return f"MFU: {u.flops_source}"
+    if u.peak.flops_per_s is None:
+        return f"FLOPs {flops_text(u.flops_per_step)} a step; achieved {flops_text(u.achieved_flops_per_s, 'FLOP/s')}; MFU: peak {u.peak.source}"
+    return (
+        f"MFU {percent(u.mfu)} (steady: {flops_text(u.achieved_flops_per_s, 'FLOP/s')} of "
+        f"{flops_text(u.peak.flops_per_s, 'FLOP/s')}; {flops_text(u.flops_per_step)} a step; peak {u.peak.source})"
+    )
+
+
+def rows(u: Utilisation) -> list[tuple[str, str]]:
+    """The summary's rows (`tracer profile`, `tracer show`): FLOPs, the peak, MFU steady, whole run, by rank."""
+    if u.flops_per_step is None:
+        return [("FLOPs per step (training)", u.flops_source)]
+    image = f" ({flops_text(u.flops_per_image)} an image)" if u.flops_per_image is not None else ""
+    out = [("FLOPs per step (training)", f"{flops_text(u.flops_per_step)}{image}; {u.flops_source}")]
+    peak = u.peak
+    if peak.flops_per_s is None:
+        return [*out, ("MFU (steady)", f"{flops_text(u.achieved_flops_per_s, 'FLOP/s')} achieved; peak {peak.source}")]
+    nominal = f"; nominal {flops_text(peak.nominal_flops_per_s, 'FLOP/s')}" if peak.nominal_flops_per_s else ""
+    nominal = nominal or (f"; nominal {peak.nominal_source}" if peak.nominal_source else "")
+    out += [
+        ("peak FLOP/s", f"{flops_text(peak.flops_per_s, 'FLOP/s')} ({peak.source}{nominal})"),
+        ("MFU (steady)", f"{percent(u.mfu)}: {flops_text(u.achieved_flops_per_s, 'FLOP/s')} achieved"),
+    ]
+    if u.whole_mfu is not None:
+        out.append(("MFU, whole run", f"{percent(u.whole_mfu)}: {flops_text(u.whole_achieved_flops_per_s, 'FLOP/s')}"))
+    if u.by_rank:
+        out.append(("MFU by rank (steady)", ", ".join(f"rank {r.rank} {percent(r.mfu)}" for r in u.by_rank)))
+    return out
