@@ -8,6 +8,7 @@ import dataclasses
 from analyzers.diagnosis import (
     rules_gpu,  # noqa: F401 - registers the rules (host ones first, see there)
     rules_learning,  # noqa: F401 - then whether the run learns
+    rules_mfu,  # noqa: F401 - then how much of the GPU's peak the steps reach
     rules_ranks,  # noqa: F401 - then, for a run of several ranks, the straggler
 )
 from analyzers.diagnosis.inputs import RunTables, load

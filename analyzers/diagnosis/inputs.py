@@ -14,7 +14,9 @@ import pyarrow.compute as pc
 from analyzers.comparison.pairs import DataPair
 from analyzers.figures.phases import RunPhases, split_epochs
 from analyzers.figures.ranks import RankTable, rank_table
+from analyzers.figures.run_summary import summarise
 from analyzers.figures.straggler import Straggler, straggler
+from analyzers.figures.utilisation import Utilisation
 from analyzers.summaries.rows import ApiRow
 from tracer.core import schema
 from tracer.core.records import EpochRecord, RunRecord
@@ -48,6 +50,7 @@ class RunTables:
     pair: DataPair | None = None  # the runs beside it differing only in --data (analyzers.comparison.pairs), if any
     ranks: RankTable | None = None  # a run of several ranks: each rank's row (analyzers.figures.ranks)
     straggler: Straggler | None = None  # ... and who arrived last at its collectives (analyzers.figures.straggler)
+    utilisation: Utilisation | None = None  # FLOPs and MFU (analyzers.figures.utilisation), from the run's summary
 
     @property
     def cores(self) -> int:
@@ -189,6 +192,7 @@ def load(folder: RunFolder) -> RunTables:
         pair=part(run, "pair", lambda: pair_beside(run)),
         ranks=rank_table(folder),
         straggler=straggler(folder),
+        utilisation=summarise(folder).utilisation,
     )
 
 

@@ -112,6 +112,9 @@ THREADS_PER_100_IMAGES = _t(
     "THREADS_PER_100_IMAGES", 1.0, "threads/100 images", "thread count slope over images processed above this"
 )
 THREAD_GROWTH_MIN = _t("THREAD_GROWTH_MIN", 8.0, "threads", "and at least this many threads gained")
+# low MFU (analyzers.figures.utilisation): model FLOPs per second against the device's declared peak
+LOW_MFU_PCT = _t("LOW_MFU_PCT", 20.0, "% of peak", "MFU over the steady steps of a GPU run below this")
+LOW_MFU_HIGH_PCT = _t("LOW_MFU_HIGH_PCT", 5.0, "% of peak", "below this: severity high")
 # the report's findings and pairwise differences
 PAIR_DIFFERENCE_PCT = _t(
     "PAIR_DIFFERENCE_PCT", 10.0, "points", "two runs' headline numbers differ by this much to be called different"

@@ -226,7 +226,12 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
         command=record.command.text if record.command else "",
         probes=steps.probes(folder),
         utilisation=utilisation(
-            record, folder.events(), steady.steady_images_per_s, images_per_s(epochs), steady_step_ms, _rank_steps(folder)
+            record,
+            folder.events(),
+            steady.steady_images_per_s,
+            images_per_s(epochs),
+            steady_step_ms,
+            _rank_steps(folder),
         ),
     )
 

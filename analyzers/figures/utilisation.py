@@ -157,11 +157,21 @@ def utilisation(
     whole = rate(whole_images_per_s)
     single = peak.flops_per_s / peak.devices if peak.flops_per_s else None
     ranks = tuple(
-        RankUtilisation(r, per_step / s if per_step and s else None, _frac(per_step / s if per_step and s else None, single))
+        RankUtilisation(
+            r, per_step / s if per_step and s else None, _frac(per_step / s if per_step and s else None, single)
+        )
         for r, s in rank_step_s
     )
     return Utilisation(
-        per_image, per_step, source, peak, steady, _frac(steady, peak.flops_per_s), whole, _frac(whole, peak.flops_per_s), ranks
+        per_image,
+        per_step,
+        source,
+        peak,
+        steady,
+        _frac(steady, peak.flops_per_s),
+        whole,
+        _frac(whole, peak.flops_per_s),
+        ranks,
     )
 
 
@@ -190,7 +200,7 @@ def flops_text(value: float | None, unit: str = "FLOP") -> str:
 
 
 def sentence(u: Utilisation) -> str:
-    """One line: 'MFU 0.42 % (achieved 1.2 TFLOP/s of 494.7 TFLOP/s, H100 SXM tf32 ...)'. """
+    """One line: 'MFU 0.42 % (achieved 1.2 TFLOP/s of 494.7 TFLOP/s, H100 SXM tf32 ...)'."""
     if u.flops_per_step is None:
         return f"MFU: {u.flops_source}"
     if u.peak.flops_per_s is None:

@@ -25,6 +25,8 @@ class Tuning(str, enum.Enum):
     LAUNCH = "launch"  # fewer host round trips per step: graphs, compilation, fusion
     SYNC = "sync"  # how often the host reads a device value
     STARTUP = "startup"  # what the first steps pay for (autotuning, tracing, compiling)
+    PRECISION = "precision"  # mixed precision: the tensor cores' faster dtypes (fp16/bf16)
+    LAYOUT = "layout"  # channels-last tensors, the layout tensor-core convolutions read without transposing
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,8 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
             T.LAUNCH: gpu('torch.compile(mode="reduce-overhead") or CUDA graphs (torch.cuda.CUDAGraph)'),
             T.SYNC: Setting("read loss.item() every N steps, not every step"),
             T.STARTUP: gpu("torch.backends.cudnn.benchmark=False (no cuDNN autotuning in the first steps)"),
+            T.PRECISION: gpu('torch.autocast("cuda", dtype=torch.bfloat16) with torch.amp'),
+            T.LAYOUT: gpu("model.to(memory_format=torch.channels_last) and the batches likewise"),
         },
         ("torch", "pytorch_"),
         intra_op_knob="torch.set_num_threads",
@@ -126,6 +130,8 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
             T.LAUNCH: gpu("tf.function(jit_compile=True) (XLA fuses the step's kernels)"),
             T.SYNC: Setting("read the loss (Tensor.numpy()) every N steps, not every step"),
             T.STARTUP: Setting("tf.function(input_signature=...) (no retracing for new shapes)"),
+            T.PRECISION: gpu('keras.mixed_precision.set_global_policy("mixed_float16")'),
+            T.LAYOUT: None,  # Keras convolutions are channels-last already
         },
         ("tf.", "tf_", "tensorflow"),
         intra_op_knob="tf.config.threading.intra_op_parallelism_threads",
@@ -150,6 +156,8 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
             T.LAUNCH: gpu("mxnet HybridBlock.hybridize(static_alloc=True, static_shape=True)"),
             T.SYNC: Setting("read the loss (mxnet NDArray.asnumpy()) every N steps, not every step"),
             T.STARTUP: gpu("MXNET_CUDNN_AUTOTUNE_DEFAULT=0 (no cuDNN autotuning in the first steps)"),
+            T.PRECISION: gpu("mxnet.contrib.amp.init() and amp.init_trainer(trainer)"),
+            T.LAYOUT: None,
         },
         ("mxnet", "gluon", "hybridize"),
         intra_op_knob="MXSetNumOMPThreads",
@@ -174,6 +182,8 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
             T.LAUNCH: gpu("paddle.jit.to_static (a static graph)"),
             T.SYNC: Setting("read the loss (paddle Tensor.numpy()) every N steps, not every step"),
             T.STARTUP: None,  # the worker leaves FLAGS_cudnn_exhaustive_search off: nothing to turn off
+            T.PRECISION: gpu("paddle.amp.auto_cast() with paddle.amp.GradScaler"),
+            T.LAYOUT: None,
         },
         ("paddle", "flags_"),
         intra_op_knob="paddle.base.core.set_num_threads",
@@ -199,6 +209,8 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
             T.LAUNCH: gpu("singa Model.compile(use_graph=True) (the step's operations buffered as a graph)"),
             T.SYNC: Setting("read the loss (singa tensor.to_numpy()) every N steps, not every step"),
             T.STARTUP: None,
+            T.PRECISION: None,
+            T.LAYOUT: None,
         },
         ("singa",),
         workers_knob="multiprocessing.Pool.processes",
@@ -229,6 +241,8 @@ _DECLARED: tuple[FrameworkInfo, ...] = (
             T.STARTUP: Setting(
                 'jax\'s persistent compilation cache (jax.config.update("jax_compilation_cache_dir", ...))'
             ),
+            T.PRECISION: gpu("bfloat16 compute: the flax modules' dtype=jnp.bfloat16, parameters kept in float32"),
+            T.LAYOUT: None,  # flax convolutions are channels-last already
         },
         ("jax", "grain", "xla_python"),
         workers_knob="grain.MultiprocessingOptions.num_workers",

@@ -13,7 +13,6 @@ model mirrors (tracer/worker/models/).
 """
 
 from collections import namedtuple
-from typing import List
 
 from tracer.worker.workload import MOBILENET_V2_SETTINGS
 
@@ -26,7 +25,9 @@ ModelFlops = namedtuple("ModelFlops", "forward backward training")
 """FLOPs for one image: the forward pass, the backward pass, and their sum (a training step's share)."""
 
 FLOPS_PER_MAC = 2
-COUNTED = "convolutions and fully-connected layers (multiply-add = 2 FLOPs); backward = 2 x forward, 1 x for the first layer"
+COUNTED = (
+    "convolutions and fully-connected layers (multiply-add = 2 FLOPs); backward = 2 x forward, 1 x for the first layer"
+)
 
 
 class _Shape(object):
@@ -73,7 +74,8 @@ def _taps(size, kernel, stride, pad):
     # type: (int, int, int, int) -> int
     """Along one dimension: the kernel taps, over every output position, that fall inside the input."""
     return sum(
-        sum(1 for j in range(kernel) if 0 <= o * stride - pad + j < size) for o in range(_out(size, kernel, stride, pad))
+        sum(1 for j in range(kernel) if 0 <= o * stride - pad + j < size)
+        for o in range(_out(size, kernel, stride, pad))
     )
 
 

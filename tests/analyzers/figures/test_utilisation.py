@@ -90,7 +90,9 @@ def test_a_cpu_run_here_is_measured_against_this_machines_peak(
     run = Run.open(folder.path)
     record = run.read_record()
     u = run.summary.utilisation
-    key = cpu_peak.machine_key(record.environment.cpu_model, record.environment.cpu_logical_cores, record.environment.hostname)
+    key = cpu_peak.machine_key(
+        record.environment.cpu_model, record.environment.cpu_logical_cores, record.environment.hostname
+    )
     measured = cpu_peak.cached(key)
     assert measured is not None  # measured on first use, kept for the next run
     assert u.peak.flops_per_s == measured.measured_flops_per_s and u.peak.source.startswith("measured on")
@@ -98,7 +100,9 @@ def test_a_cpu_run_here_is_measured_against_this_machines_peak(
     assert u.mfu is not None and 0 < u.mfu < 1
     assert u.mfu == pytest.approx(u.achieved_flops_per_s / measured.measured_flops_per_s)  # type: ignore[operator]
     env = dict(os.environ, TRACER_CACHE=str(tmp_path))
-    out = subprocess.run([sys.executable, "-m", "tracer", "show", str(folder.path)], capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-m", "tracer", "show", str(folder.path)], capture_output=True, text=True, env=env
+    )
     assert out.returncode == 0, out.stderr
     assert "MFU (steady)" in out.stdout and percent(u.mfu) in out.stdout
 
@@ -114,4 +118,3 @@ def test_a_run_from_another_machine_has_no_cpu_peak(tiny_pytorch_run: RunFolder,
     u = Run.open(copy).summary.utilisation
     assert u.flops_per_step is not None and u.peak.flops_per_s is None and u.mfu is None
     assert "not measured" in u.peak.source and "elsewhere" in u.peak.source
-

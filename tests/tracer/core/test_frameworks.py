@@ -31,6 +31,8 @@ FAKE = """    FrameworkInfo(
             T.LAUNCH: gpu("fakeflow.fuse()"),
             T.SYNC: None,
             T.STARTUP: None,
+            T.PRECISION: None,
+            T.LAYOUT: None,
         },
         ("fakeflow",),
     ),
