@@ -204,7 +204,8 @@ def sentence(u: Utilisation) -> str:
     if u.flops_per_step is None:
         return f"MFU: {u.flops_source}"
     if u.peak.flops_per_s is None:
-        return f"FLOPs {flops_text(u.flops_per_step)} a step; achieved {flops_text(u.achieved_flops_per_s, 'FLOP/s')}; MFU: peak {u.peak.source}"
+        achieved = flops_text(u.achieved_flops_per_s, "FLOP/s")
+        return f"FLOPs {flops_text(u.flops_per_step)} a step; achieved {achieved}; MFU: peak {u.peak.source}"
     return (
         f"MFU {percent(u.mfu)} (steady: {flops_text(u.achieved_flops_per_s, 'FLOP/s')} of "
         f"{flops_text(u.peak.flops_per_s, 'FLOP/s')}; {flops_text(u.flops_per_step)} a step; peak {u.peak.source})"

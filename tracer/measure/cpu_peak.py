@@ -112,5 +112,6 @@ def nominal_peak(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[float | None, s
     ghz = float(clock.group(1))
     return (
         cores * ghz * 1e9 * per_cycle,
-        f"{cores} physical cores x {ghz} GHz (the name's base clock) x {per_cycle} fp32 FLOPs a cycle (two FMA units assumed)",
+        f"{cores} physical cores x {ghz} GHz (the name's base clock) x {per_cycle} fp32 FLOPs a cycle"
+        " (two FMA units assumed)",
     )

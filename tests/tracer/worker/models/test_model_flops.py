@@ -51,7 +51,8 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode, conv_backward_flop
 from tracer.worker.models.pytorch import build_model
 
-def grouped_fixed(grad_out, x, w, bias, stride, padding, dilation, transposed, output_padding, groups, mask, out_shape=None, **kwargs):
+def grouped_fixed(grad_out, x, w, bias, stride, padding, dilation, transposed, output_padding, groups, mask,
+                  out_shape=None, **kwargs):
     # FlopCounterMode counts a grouped convolution's weight gradient `groups` times over (pytorch/pytorch#183405);
     # its input gradient is right. (conv_backward_flop is the registered, shape-wrapped formula: it takes out_val.)
     args = (grad_out, x, w, bias, stride, padding, dilation, transposed, output_padding, groups)
