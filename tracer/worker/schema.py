@@ -59,6 +59,7 @@ class Event(object):
         FLOPS,
     )
 
+
 #: A `flops` event's fields: one training step's FLOPs (multiply-add = 2), the counter that counted them, or
 #: why the step could not be counted.
 FLOPS_PER_STEP = "flops_per_step"
