@@ -16,6 +16,7 @@ iterating the tf.data set it was given) is the framework's business and not wrap
 
 import sys
 
+from .flops import count_torch_step
 from .names import schema
 from .passes import Pass
 
@@ -82,6 +83,7 @@ def patch_torch(torch, recorder):
         register(lambda optimizer, args, kwargs: recorder.optimizer_step(Probe.TORCH_OPTIMIZER))
     except AttributeError:  # torch < 2.0: the DataLoader and backward() still count
         pass
+    count_torch_step(torch, recorder)  # one step's FLOPs (tracer/probe/flops.py)
     knobs = (
         ("num_workers", "num_workers"),
         ("pin_memory", "pin_memory"),
