@@ -11,16 +11,19 @@ event saying why it was not counted.
 Python 3.6 syntax, standard library only; torch is the script's own, reached through the module given.
 """
 
+import importlib
+
 from .names import schema
 
 COUNTER = "torch.utils.flop_counter.FlopCounterMode, the second optimizer step"
 
 
 def count_torch_step(torch, recorder):
-    """Registers the optimizer hook that counts the second step (torch >= 2.1 has the counter)."""
+    """Registers the optimizer hook that counts the second step (torch >= 2.1 has the counter). Both modules
+    are imported by name: `torch.optim.optimizer` is not yet an attribute when torch has just loaded."""
     try:
-        from torch.optim.optimizer import register_optimizer_step_post_hook as register
-        from torch.utils.flop_counter import FlopCounterMode
+        register = importlib.import_module("torch.optim.optimizer").register_optimizer_step_post_hook
+        FlopCounterMode = importlib.import_module("torch.utils.flop_counter").FlopCounterMode  # noqa: N806
     except (ImportError, AttributeError) as e:
         why = "this torch has no FlopCounterMode (%s: %s)" % (type(e).__name__, e)
         recorder.emit(schema.Event.FLOPS, **{schema.FLOPS_NOT_COUNTED: why})
