@@ -37,6 +37,7 @@ def _metrics() -> tuple[tuple[str, str, str], ...]:
         *steady,
         ("step time (steady, mean per step)", "steady_step_ms", "ms"),
         ("data wait (steady, mean per step)", "steady_wait_ms", "ms"),
+        ("MFU (steady, % of the device's peak)", "utilisation.mfu_pct", "%"),
         ("first epoch", "first_epoch_s", "s"),
         ("decode into memory, before the epochs (--data memory)", "decode_s", "s"),
         (f"other processes' CPU % (median) {WHOLE_MARK}", "other_cpu_pct", "%"),

@@ -86,7 +86,9 @@ class Diff:
 
 
 def diff(a: RunFolder, b: RunFolder, warmup: int = WARMUP_EPOCHS) -> Diff:
-    return diff_decompositions(decompose(a, warmup), decompose(b, warmup))
+    from analyzers.comparison.mfu import with_mfu  # its sentence on MFU
+
+    return with_mfu(diff_decompositions(decompose(a, warmup), decompose(b, warmup)), a, b)
 
 
 def diff_decompositions(a: Decomposition, b: Decomposition) -> Diff:

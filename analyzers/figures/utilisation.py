@@ -54,6 +54,11 @@ class Utilisation:
     whole_mfu: float | None = None
     by_rank: tuple[RankUtilisation, ...] = ()
 
+    @property
+    def mfu_pct(self) -> float | None:
+        """MFU in % of the peak, as `compare` shows it beside the other percentages."""
+        return None if self.mfu is None else 100 * self.mfu
+
     def to_json(self) -> dict[str, object]:
         """The fields `analyze --format json` and the gate read (names declared here, once)."""
         return {

@@ -1,0 +1,26 @@
+"""What `diff` says of two runs' model FLOPs utilisation: one sentence, where both runs have one."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from analyzers.comparison.diff import Diff
+from analyzers.figures.run_summary import summarise
+from analyzers.figures.utilisation import percent
+from tracer.core.runfolder import RunFolder
+
+
+def sentence(a: RunFolder, b: RunFolder) -> str | None:
+    """'B reaches 31 % of the peak against A's 12 %.' (steady steps; each against its own device's peak)."""
+    ua, ub = summarise(a).utilisation, summarise(b).utilisation
+    if ua.mfu is None or ub.mfu is None:
+        return None
+    same = ua.peak.source == ub.peak.source
+    peak = "the peak" if same else "its device's peak"
+    return f"B reaches {percent(ub.mfu)} of {peak} against A's {percent(ua.mfu)} (MFU, steady steps)."
+
+
+def with_mfu(d: Diff, a: RunFolder, b: RunFolder) -> Diff:
+    """`d` with the MFU sentence after the others (unchanged where either run has no MFU)."""
+    line = sentence(a, b)
+    return dataclasses.replace(d, sentences=(*d.sentences, line)) if line else d
