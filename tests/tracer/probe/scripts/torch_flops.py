@@ -27,7 +27,7 @@ def step(net, opt, x, y):
     opt.step()
 
 
-for epoch in range(2):
+for _epoch in range(2):
     for x, y in loader:
         step(model, optimizer, x, y)
 
