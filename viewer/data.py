@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from analyzers.figures.run_summary import displayed_status
 from analyzers.figures.steps import COMPUTE_TOTAL_S, STEP_S, data_wait_shares, with_step_columns
+from analyzers.figures import utilisation
 from analyzers.render.facts import run_facts, run_label, unique_labels
 from analyzers.run import Run
 from analyzers.summaries.rows import ApiRow, KernelRow
@@ -164,7 +165,9 @@ class RunData:
         return self.record.environment.ram_total_mib if self.record else None
 
     def facts(self) -> list[tuple[str, str]]:
-        return run_facts(self.record, self.path, self.epochs, self.sample_count, bool(self.api_phases))
+        """run.json's facts, then FLOPs, the peak and MFU (analyzers.figures.utilisation) where the run is open."""
+        facts = run_facts(self.record, self.path, self.epochs, self.sample_count, bool(self.api_phases))
+        return facts + (utilisation.rows(self.run.summary.utilisation) if self.run is not None and self.record else [])
 
 
 def name_runs(runs: Sequence[RunData]) -> None:
