@@ -87,9 +87,20 @@ def plan_report(
         choice = like.choose(group, _has_gpu_samples)
         if choice:
             steps.append(Step(f"computing GPU energy of {case.name}", _energy_step(case, choice, out, formats)))
+    steps.append(Step("drawing the roofline", _roofline_step(runs, out, formats)))
     if commands:
         steps.append(Step("summarising the commands", _commands_step(commands, out)))
     return steps
+
+
+def _roofline_step(runs: Sequence[LoadedRun], out: Path, formats: Sequence[str]) -> Callable[[], Output | None]:
+    def step() -> Output | None:
+        from analyzers.report import roofline
+
+        made = roofline.write(runs, out, formats)
+        return Output("figure", made[0], made[1], made[2]) if made else None
+
+    return step
 
 
 def _commands_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
