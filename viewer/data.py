@@ -22,9 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from analyzers.figures import utilisation
 from analyzers.figures.run_summary import displayed_status
 from analyzers.figures.steps import COMPUTE_TOTAL_S, STEP_S, data_wait_shares, with_step_columns
-from analyzers.figures import utilisation
 from analyzers.render.facts import run_facts, run_label, unique_labels
 from analyzers.run import Run
 from analyzers.summaries.rows import ApiRow, KernelRow
