@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, TypeVar
 
-from analyzers.comparison.diff import Diff
 from analyzers.figures.run_summary import summarise
 from analyzers.figures.utilisation import percent
 from tracer.core.runfolder import RunFolder
@@ -20,7 +20,10 @@ def sentence(a: RunFolder, b: RunFolder) -> str | None:
     return f"B reaches {percent(ub.mfu)} of {peak} against A's {percent(ua.mfu)} (MFU, steady steps)."
 
 
-def with_mfu(d: Diff, a: RunFolder, b: RunFolder) -> Diff:
-    """`d` with the MFU sentence after the others (unchanged where either run has no MFU)."""
+D = TypeVar("D", bound=Any)  # analyzers.comparison.diff.Diff, not imported: diff imports this module
+
+
+def with_mfu(d: D, a: RunFolder, b: RunFolder) -> D:
+    """`d` (a `Diff`) with the MFU sentence after the others (unchanged where either run has no MFU)."""
     line = sentence(a, b)
     return dataclasses.replace(d, sentences=(*d.sentences, line)) if line else d

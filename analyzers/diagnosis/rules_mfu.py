@@ -40,7 +40,7 @@ def low_mfu(t: RunTables) -> Verdict:
         Evidence(
             f"peak ({u.peak.dtype})", None if u.peak.flops_per_s is None else u.peak.flops_per_s / 1e12, "TFLOP/s"
         ),
-        Evidence("FLOPs per step", u.flops_per_step / 1e9, "GFLOP"),
+        Evidence("FLOPs per step", None if u.flops_per_step is None else u.flops_per_step / 1e9, "GFLOP"),
     )
     if pct >= th.LOW_MFU_PCT:
         return quiet(

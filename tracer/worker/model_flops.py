@@ -13,6 +13,7 @@ model mirrors (tracer/worker/models/).
 """
 
 from collections import namedtuple
+from typing import List  # noqa: F401 - in the type comments
 
 from tracer.worker.workload import MOBILENET_V2_SETTINGS
 
