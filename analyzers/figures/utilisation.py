@@ -146,14 +146,15 @@ def utilisation(
     steady_step_ms: float | None,
     rank_step_s: Sequence[tuple[int, float | None]] = (),
 ) -> Utilisation:
-    """The run's FLOPs, achieved FLOP/s and MFU: built-in runs from their images/s (every rank's images),
+    """The run's FLOPs, achieved FLOP/s and MFU: built-in runs from their images/s (rank 0's, times the ranks),
     commands from their steady step time; per rank from each rank's mean step."""
     per_image, per_step, source = step_flops(record, events)
     peak = device_peak(record)
 
     def rate(images_per_s: float | None) -> float | None:
+        # The epochs' images are rank 0's: every rank trains a shard as large, so the run does world_size times.
         if per_image is not None and images_per_s:
-            return per_image * images_per_s
+            return per_image * images_per_s * record.world_size
         return None
 
     steady = rate(steady_images_per_s)

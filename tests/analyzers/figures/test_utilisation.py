@@ -118,3 +118,21 @@ def test_a_run_from_another_machine_has_no_cpu_peak(tiny_pytorch_run: RunFolder,
     u = Run.open(copy).summary.utilisation
     assert u.flops_per_step is not None and u.peak.flops_per_s is None and u.mfu is None
     assert "not measured" in u.peak.source and "elsewhere" in u.peak.source
+
+
+@pytest.mark.slow
+def test_each_rank_of_a_two_rank_run_has_its_mfu(make_run: Callable[..., RunFolder]) -> None:
+    from analyzers.figures.ranks import rank_table
+
+    folder = make_run("pytorch", "--nproc", "2", "--batch", "4")
+    run = Run.open(folder.path)
+    u = run.summary.utilisation
+    table = rank_table(run)
+    assert table is not None and u.peak.flops_per_s is not None and u.flops_per_step is not None
+    assert [r.rank for r in u.by_rank] == [0, 1]
+    for mine, row in zip(u.by_rank, table.rows, strict=True):
+        assert row.step_mean_s is not None
+        assert mine.mfu == pytest.approx(u.flops_per_step / row.step_mean_s / u.peak.flops_per_s)
+    # The epochs' images are rank 0's: the run's FLOP/s are both ranks'.
+    s = run.summary
+    assert u.achieved_flops_per_s == pytest.approx(u.flops_per_image * s.steady_images_per_s * 2)  # type: ignore[operator]
