@@ -93,13 +93,17 @@ def step_flops(record: RunRecord, events: Sequence[dict[str, object]]) -> tuple[
     if isinstance(workload, CommandWorkload):
         counted = [e for e in events if e.get(schema.KIND) == schema.Event.FLOPS]
         if not counted:
-            return None, None, f"{NOT_COUNTED}: the probe counted no training step (PyTorch and JAX only)"
+            return (
+                None,
+                None,
+                f"{NOT_COUNTED}: the probe counted no training step (it counts PyTorch scripts' second optimizer step)",
+            )
         last = counted[-1]
         flops = last.get(schema.FLOPS_PER_STEP)
         if not isinstance(flops, int | float) or flops <= 0:
             return None, None, f"{NOT_COUNTED}: {last.get(schema.FLOPS_NOT_COUNTED) or 'the counter found none'}"
         return None, float(flops), f"counted by the probe: {last.get(schema.FLOPS_COUNTER)}"
-    return None, None, f"{NOT_COUNTED}: an imported trace records no model (see the operators' roofline)"
+    return None, None, f"{NOT_COUNTED}: an imported trace records no model"
 
 
 def device_peak(record: RunRecord) -> Peak:

@@ -8,6 +8,7 @@ assumed, as on server cores), said to be an assumption.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -84,10 +85,14 @@ def _store(peak: CpuPeak) -> None:
     except (OSError, ValueError):
         known = {}
     known[peak.machine] = asdict(peak)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(known, indent=1))
-    tmp.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(known, indent=1))
+        tmp.replace(path)
+    except OSError:  # a cache that cannot be written: measured again next time, the figure still shown
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def nominal_peak(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[float | None, str]:
