@@ -6,6 +6,7 @@ import socket
 import statistics
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 
@@ -232,6 +233,7 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
             images_per_s(epochs),
             steady_step_ms,
             _rank_steps(folder),
+            folder.path / "raw" / Path(record.imported.source).name if record.imported else None,
         ),
     )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from tracer.core import schema
 from tracer.core.device_peaks import device, run_dtype
@@ -80,7 +81,9 @@ class Utilisation:
         }
 
 
-def step_flops(record: RunRecord, events: Sequence[dict[str, object]]) -> tuple[float | None, float | None, str]:
+def step_flops(
+    record: RunRecord, events: Sequence[dict[str, object]], raw_trace: Path | None = None
+) -> tuple[float | None, float | None, str]:
     """FLOPs per image and per step of one rank, and how they were counted (or why they were not)."""
     workload = record.workload
     if isinstance(workload, BuiltinWorkload):
@@ -103,7 +106,35 @@ def step_flops(record: RunRecord, events: Sequence[dict[str, object]]) -> tuple[
         if not isinstance(flops, int | float) or flops <= 0:
             return None, None, f"{NOT_COUNTED}: {last.get(schema.FLOPS_NOT_COUNTED) or 'the counter found none'}"
         return None, float(flops), f"counted by the probe: {last.get(schema.FLOPS_COUNTER)}"
-    return None, None, f"{NOT_COUNTED}: an imported trace records no model"
+    return _imported_flops(raw_trace)
+
+
+def _imported_flops(raw_trace: Path | None) -> tuple[float | None, float | None, str]:
+    """An imported Kineto trace's FLOPs per step from its recorded shapes (analyzers.figures.op_flops)."""
+    from analyzers.figures.op_flops import trace_flops
+
+    if raw_trace is None or not raw_trace.name.endswith((".json", ".json.gz")):
+        return None, None, f"{NOT_COUNTED}: only a PyTorch-profiler trace recorded with shapes is counted"
+    try:
+        found = trace_flops(raw_trace)
+    except (OSError, ValueError) as e:
+        return None, None, f"{NOT_COUNTED}: {raw_trace.name} could not be read ({e})"
+    if found is None or found.flops_per_step is None:
+        return None, None, f"{NOT_COUNTED}: the trace has no profiler steps with recorded shapes (record_shapes=True)"
+    if found.not_counted:
+        return (
+            None,
+            None,
+            (
+                f"{NOT_COUNTED}: {found.not_counted} attention or convolution operators in its steps have no countable"
+                " shapes (strides need the Concrete Inputs of a newer PyTorch)"
+            ),
+        )
+    return (
+        None,
+        found.flops_per_step,
+        f"from the trace's recorded shapes ({found.counted} operators in {found.steps} steps)",
+    )
 
 
 def device_peak(record: RunRecord) -> Peak:
@@ -149,10 +180,11 @@ def utilisation(
     whole_images_per_s: float | None,
     steady_step_ms: float | None,
     rank_step_s: Sequence[tuple[int, float | None]] = (),
+    raw_trace: Path | None = None,
 ) -> Utilisation:
     """The run's FLOPs, achieved FLOP/s and MFU: built-in runs from their images/s (rank 0's, times the ranks),
     commands from their steady step time; per rank from each rank's mean step."""
-    per_image, per_step, source = step_flops(record, events)
+    per_image, per_step, source = step_flops(record, events, raw_trace)
     peak = device_peak(record)
 
     def rate(images_per_s: float | None) -> float | None:
@@ -164,6 +196,11 @@ def utilisation(
     steady = rate(steady_images_per_s)
     if steady is None and per_image is None and per_step is not None and steady_step_ms:
         steady = per_step * record.world_size / (steady_step_ms / 1000)
+    if steady is None and per_step is not None and record.imported and raw_trace is not None:
+        from analyzers.figures.op_flops import trace_flops
+
+        found = trace_flops(raw_trace)  # read once above (cached): its profiler steps' mean time
+        steady = per_step / found.step_s if found is not None and found.step_s > 0 else None
     whole = rate(whole_images_per_s)
     single = peak.flops_per_s / peak.devices if peak.flops_per_s else None
     ranks = tuple(

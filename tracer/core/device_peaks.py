@@ -50,8 +50,8 @@ DEVICES: tuple[DevicePeak, ...] = (
     DevicePeak("A100 SXM 80GB", ("nvidia a100-sxm4-80gb",), _A100, 2.039e12, _A100_SHEET),
     DevicePeak("A100 PCIe 80GB", ("nvidia a100 80gb pcie",), _A100, 1.935e12, _A100_SHEET),
     DevicePeak(
-        "V100 SXM2",
-        ("tesla v100-sxm2-16gb", "tesla v100-sxm2-32gb"),
+        "V100 SXM2 (and the DGX Station's)",
+        ("tesla v100-sxm2-16gb", "tesla v100-sxm2-32gb", "tesla v100-dgxs-16gb", "tesla v100-dgxs-32gb"),
         {Dtype.FP32: 15.7 * T, Dtype.FP16: 125.0 * T},
         0.9e12,
         "NVIDIA Tesla V100 GPU datasheet",

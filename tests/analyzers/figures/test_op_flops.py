@@ -1,0 +1,61 @@
+"""An imported PyTorch-profiler trace recorded with shapes: its FLOPs per step from the operators' shapes
+equal FlopCounterMode's count of the same step (the script that wrote the trace prints it); a trace whose
+convolutions lack their strides (PyTorch of 2021) is not counted, and says why."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from analyzers.figures.op_flops import trace_flops
+from analyzers.run import Run
+from tests.conftest import require_framework, run_tracer
+from tests.tracer.worker.helpers import run_in_framework
+from tracer.core.runfolder import list_runs
+
+TRACE = """
+import sys, torch
+from torch.utils.flop_counter import FlopCounterMode
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.ReLU(),
+                        torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.Flatten(), torch.nn.Linear(8 * 16 * 16, 10))
+opt = torch.optim.SGD(m.parameters(), lr=0.01)
+x, y = torch.randn(4, 3, 32, 32), torch.randint(0, 10, (4,))
+def step():
+    opt.zero_grad()
+    torch.nn.functional.cross_entropy(m(x), y).backward()
+    opt.step()
+with FlopCounterMode(display=False) as counter:
+    step()
+print("own_flops_per_step", counter.get_total_flops())
+schedule = torch.profiler.schedule(wait=0, warmup=1, active=3)
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True, schedule=schedule,
+                            on_trace_ready=lambda p: p.export_chrome_trace(sys.argv[1])) as prof:
+    for _ in range(4):
+        step()
+        prof.step()
+"""
+
+
+def test_a_traces_shapes_give_flop_counter_modes_count(tmp_path: Path) -> None:
+    require_framework("pytorch")
+    trace = tmp_path / "shapes.pt.trace.json"
+    out = run_in_framework("pytorch", TRACE, str(trace))
+    own = re.search(r"own_flops_per_step (\d+)", out)
+    assert own is not None, out
+    found = trace_flops(trace)
+    assert found is not None and found.steps == 3 and found.not_counted == 0
+    assert found.flops_per_step == int(own.group(1))
+    result = run_tracer("import", str(trace), "--out", str(tmp_path / "runs"))
+    assert result.returncode == 0, result.stderr
+    (folder,) = list_runs(tmp_path / "runs")
+    u = Run.open(folder.path).summary.utilisation
+    assert u.flops_per_step == int(own.group(1)) and u.flops_source.startswith("from the trace's recorded shapes")
+    assert u.achieved_flops_per_s is not None and u.achieved_flops_per_s > 0
+    assert u.mfu is None and u.peak.source.startswith("not known")  # a CPU trace: no GPU recorded, no peak
+
+
+def test_convolutions_without_strides_are_not_counted(real_fixtures: Path) -> None:
+    found = trace_flops(real_fixtures / "kineto-2021" / "worker0.1623143089861.pt.trace.json.gz")
+    assert found is not None and found.steps == 6
+    assert found.not_counted == 318  # ResNet-50's convolutions, recorded without Concrete Inputs
