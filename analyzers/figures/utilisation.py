@@ -16,11 +16,11 @@ from pathlib import Path
 
 from tracer.core import schema
 from tracer.core.device_peaks import device, run_dtype
-from tracer.core.model_flops import model_flops
+from tracer.core.model_flops import COUNTED, model_flops
 from tracer.core.records import BuiltinWorkload, CommandWorkload, RunRecord
 
 NOT_COUNTED = "not counted"
-ANALYTIC = "analytic (torchvision's layers; multiply-add = 2 FLOPs, backward = 2 x forward)"
+ANALYTIC = f"analytic (torchvision's layers; {COUNTED})"
 
 
 @dataclass(frozen=True)

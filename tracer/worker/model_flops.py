@@ -26,9 +26,7 @@ ModelFlops = namedtuple("ModelFlops", "forward backward training")
 """FLOPs for one image: the forward pass, the backward pass, and their sum (a training step's share)."""
 
 FLOPS_PER_MAC = 2
-COUNTED = (
-    "convolutions and fully-connected layers (multiply-add = 2 FLOPs); backward = 2 x forward, 1 x for the first layer"
-)
+COUNTED = "multiply-add = 2 FLOPs, backward = 2 x forward"  # the convention, as the tool says it
 
 
 class _Shape(object):
