@@ -26,7 +26,8 @@ h1 { margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd
 table { border-collapse: collapse; font-size: 0.85em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.4em; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; font-weight: 600; }
-table.headline { width: 100%; } table.headline th { vertical-align: bottom; } table.headline th:first-child { width: 20%; }
+table.headline { width: 100%; } table.headline th { vertical-align: bottom; }
+table.headline th:first-child { width: 20%; }
 table.headline td { white-space: nowrap; } table.headline td.cause { white-space: normal; color: #8a1c12; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .tag, .range { color: #666; font-size: 0.85em; white-space: normal; }

@@ -156,10 +156,10 @@ def _against(table: CaseTable, i: int, ref: int) -> Sentence:
         a, b = value_of(cell_text(them, energy)), value_of(cell_text(me, energy))
         if e_why:
             s += [" and about the same energy per image (", _cite(me, energy), " against ", _cite(them, energy), " J)"]
-        elif 0.5 <= b / a <= 2 and (e_ratio := _ratio(them, me, energy)) is not None:
+        elif a > 0 and 0.5 <= b / a <= 2:
             pct = sentences.percent(abs(b - a) / a)
             s += [f" with {pct} {sentences.more_or_less(b - a)} energy per image (", _cite(me, energy), " against "]
-            s += [_cite(them, energy), f" J, {e_ratio.text} its)"]
+            s += [_cite(them, energy), " J)"]
         elif (e_ratio := _ratio(them, me, energy)) is not None:
             s += [" with ", e_ratio, " its energy per image (", _cite(me, energy), " against ", _cite(them, energy)]
             s.append(" J)")
