@@ -195,8 +195,10 @@ def _section_text(text: Sequence[tuple[str, list[str]]]) -> str:
             head = "".join(f"<th>{_e(c)}</th>" for c in cells[0])
             body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in cells[1:])
             parts.append(_scroll(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"))
-        else:
+        elif any(ln[:1].isspace() for ln in lines):  # indented (the full diagnosis): kept as laid out
             parts.append("<pre>" + _e("\n".join(lines)) + "</pre>")
+        else:  # sentences (why frameworks differ, the input pipeline in words): one item each
+            parts.append('<ul class="lines">' + "".join(f"<li>{_e(ln)}</li>" for ln in lines if ln.strip()) + "</ul>")
     return "".join(parts)
 
 

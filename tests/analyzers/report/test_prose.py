@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import csv
 import re
+import shutil
 import statistics
 from html.parser import HTMLParser
 from pathlib import Path
@@ -121,3 +122,26 @@ def test_single_file_page_embeds_its_figures_and_links_no_other_file(real_fixtur
     assert len(pngs) >= 3 and embedded == {p.read_bytes() for p in pngs}  # every figure, byte for byte
     for png in pngs:  # and written in the three formats beside it
         assert png.with_suffix(".svg").is_file() and png.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_frameworks_within_noise_get_no_ratio(real_fixtures: Path, tmp_path: Path) -> None:
+    """One real PyTorch run copied three times, one copy relabelled JAX (tests.analyzers.report.conftest.set_spec):
+    PyTorch's row pools two repeats, JAX's is the same speed. The sentence says 'within noise' and why, and
+    draws no ratio; the noise sentence names the repeats."""
+    from tests.analyzers.report.conftest import set_spec
+
+    source = next((real_fixtures / "gpu-h100").glob("*-7ff0"))
+    root = tmp_path / "runs"
+    for name in ("r1-pytorch", "r2-pytorch", "r3-jax"):
+        shutil.copytree(source, root / name)
+    set_spec(root / "r3-jax", framework="jax")
+    runs, _ = collect_runs([root])
+    out = tmp_path / "report"
+    write_report(runs, out, ("png",))
+    page = _page(out)
+    case = (out / "summary.md").read_text().split("## ComplexSmall (vgg16 on small), GPU, batch 100")[1]
+    assert "JAX trains within noise of PyTorch (repeats overlap: " in case, case
+    assert not page.ratios and "x PyTorch's" not in case
+    assert "Each row is the median of 1-2 runs" in case
+    for row, field, text in page.cites:
+        assert page.cells[(row, field)] == text
