@@ -36,7 +36,8 @@ A_RUN = "run"  # a side of one run with a single figure (no samples inside it)
 @dataclass(frozen=True)
 class Side:
     """One side's value of a metric: the median over its runs, the range it is read against, what that
-    range is over (REPEATS, the run's "steps" or "epochs", or A_RUN) and whether a run of it was contended."""
+    range is over (REPEATS, the run's blocks of steps or its "epochs", or A_RUN) and whether a run of it
+    was contended."""
 
     runs: int
     value: float

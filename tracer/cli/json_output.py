@@ -124,10 +124,37 @@ OUTPUTS: tuple[Output, ...] = (
             "explained_by_diff": "the two runs `diff` compared",
             "notes": "how the sides were read",
         },
-        ("analyzers.comparison.gate.Judgement", "analyzers.comparison.gate_metrics.GateMetric"),
+        (
+            "analyzers.comparison.gate.Judgement",
+            "analyzers.comparison.gate.Side",
+            "analyzers.comparison.gate_metrics.GateMetric",
+        ),
     ),
 )
 OUTPUT_BY_COMMAND = {o.command: o for o in OUTPUTS}
+
+
+def comparison_json(result: Any) -> dict[str, Any]:
+    """`compare`'s result (analyzers.comparison.compare.Comparison) as the fields OUTPUTS declares for it."""
+
+    def spread(value: Any) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        return {"median": value.median, "low": value.low, "high": value.high, "n": value.n}
+
+    return {
+        "columns": [{"letter": c.letter, "runs": list(c.run_ids), "contended": c.contended} for c in result.columns],
+        "metrics": [
+            {
+                "metric": d.metric,
+                "unit": d.unit,
+                "values": [spread(v) for v in d.values],
+                "noise": [d.within_noise(i) for i in range(len(d.values))],
+            }
+            for d in result.differences
+        ],
+        "notes": list(result.api_notes),
+    }
 
 
 def stamped(command: str, data: dict[str, Any]) -> dict[str, Any]:
