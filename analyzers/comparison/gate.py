@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from analyzers.comparison.diff import diff
-from analyzers.comparison.gate_metrics import GATE_METRICS, GateMetric, Measure, contended, measure
+from analyzers.comparison.gate_measure import Measure, contended, measure
+from analyzers.comparison.gate_metrics import GATE_METRICS, GateMetric
 from analyzers.figures.noise import REPEATS, why_not_ordered
 from analyzers.figures.steady import WARMUP_EPOCHS, Spread
 from tracer.core.errors import UserError

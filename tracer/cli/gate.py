@@ -28,8 +28,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "nothing regressed; 1: something did (named first, with the reason from `tracer diff`); 2: bad input. "
         f"Default thresholds: {defaults}.",
     )
-    p.add_argument("--baseline", nargs="+", required=True, metavar="RUN", help="the baseline's runs (repeats)")
-    p.add_argument("--candidate", nargs="+", required=True, metavar="RUN", help="the candidate's runs (repeats)")
+    p.add_argument(
+        "--baseline",
+        nargs="+",
+        required=True,
+        metavar="RUN",
+        help="the baseline's runs (repeats; a folder of runs: all)",
+    )
+    p.add_argument(
+        "--candidate", nargs="+", required=True, metavar="RUN", help="the candidate's runs (repeats; a folder: all)"
+    )
     add_runs_dir(p)
     add_warmup(p)
     p.add_argument("--summary", type=path_arg, metavar="FILE.md", help="also write a Markdown summary (CI job summary)")
@@ -57,6 +65,25 @@ def _threshold(text: str) -> tuple[str, float]:
     return key.strip(), number
 
 
+def _refs(given: list[str], flag: str) -> list[str]:
+    """The runs a side names: a folder holding run folders stands for every run in it (as in `compare`)."""
+    from tracer.core.errors import UserError
+    from tracer.core.runfolder import list_runs
+    from tracer.core.schema import RUN_JSON
+
+    out = []
+    for ref in given:
+        path = Path(ref)
+        if path.is_dir() and not (path / RUN_JSON).exists():
+            inside = [str(f.path) for f in list_runs(path)]
+            if not inside:
+                raise UserError(f"{flag} {ref}: a folder with no run in it; name runs, or a folder of runs")
+            out += inside
+        else:
+            out.append(ref)
+    return out
+
+
 def cmd_gate(args: argparse.Namespace) -> int:
     from analyzers.comparison.gate import gate, thresholds
     from analyzers.comparison.gate_output import junit, markdown, text_lines
@@ -69,8 +96,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
     for path, flag in ((args.summary, "--summary"), (args.junit, "--junit")):
         if path is not None:
             output_file(path, flag)
-    baseline = [open_run(ref, args.runs_dir) for ref in args.baseline]
-    candidate = [open_run(ref, args.runs_dir) for ref in args.candidate]
+    baseline = [open_run(ref, args.runs_dir) for ref in _refs(args.baseline, "--baseline")]
+    candidate = [open_run(ref, args.runs_dir) for ref in _refs(args.candidate, "--candidate")]
     try:
         result = gate(baseline, candidate, overrides, args.warmup)
     finally:

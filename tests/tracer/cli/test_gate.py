@@ -37,18 +37,27 @@ def _profile_and_import(python: str, workers: int, trace: Path, runs: Path) -> t
     return new, truth
 
 
+def _import_into(runs: Path, python: str, workers: int, trace: Path) -> tuple[str, dict[str, float]]:
+    """Like _profile_and_import, into a folder of its own side: (the run's folder, the script's truth)."""
+    run_id, truth = _profile_and_import(python, workers, trace, runs)
+    return str(runs / run_id), truth
+
+
 @pytest.fixture(scope="module")
 def loader_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
-    """One 0-worker run and REPEATS * 2 4-worker runs (interleaved, so the machine's load falls on both
-    sides alike), each a real trace imported into one folder of runs."""
+    """One 0-worker run (in runs/) and REPEATS * 2 4-worker runs, interleaved between two folders of runs
+    (base/ and cand/, so the machine's load falls on both sides alike) and the first of them in runs/ too;
+    each a real trace imported."""
     require_framework("pytorch")
     python = status("pytorch").python
     root = tmp_path_factory.mktemp("gate")
     runs = root / "runs"
     zero, zero_truth = _profile_and_import(python, 0, root / "workers0.json", runs)
-    four = [_profile_and_import(python, 4, root / f"workers4-{i}.json", runs) for i in range(2 * REPEATS)]
-    return {"runs": runs, "zero": zero, "zero_truth": zero_truth, "four": [r for r, _ in four],
-            "four_truth": [t for _, t in four], "root": root}  # fmt: skip
+    first, first_truth = _profile_and_import(python, 4, root / "workers4.json", runs)
+    sides = [_import_into(root / ("base", "cand")[i % 2], python, 4, root / f"workers4-{i}.json")
+             for i in range(2 * REPEATS)]  # fmt: skip
+    return {"runs": runs, "zero": zero, "zero_truth": zero_truth, "four": [first, *(r for r, _ in sides)],
+            "four_truth": [first_truth, *(t for _, t in sides)], "root": root}  # fmt: skip
 
 
 def test_a_candidate_whose_data_wait_regressed_fails_naming_data_wait_first(loader_runs: dict[str, object]) -> None:
@@ -101,12 +110,13 @@ def test_a_run_against_itself_passes(loader_runs: dict[str, object]) -> None:
 
 
 def test_repeats_against_repeats_pass_within_noise(loader_runs: dict[str, object]) -> None:
-    runs, four = loader_runs["runs"], loader_runs["four"]
-    assert isinstance(four, list)
-    base, cand = four[0::2], four[1::2]
-    result = run_tracer("gate", "--baseline", *base, "--candidate", *cand, "--runs", str(runs), "--format", "json")
+    """Each side a folder of repeats (a folder of runs stands for every run in it)."""
+    root = loader_runs["root"]
+    assert isinstance(root, Path)
+    result = run_tracer("gate", "--baseline", str(root / "base"), "--candidate", str(root / "cand"), "--format", "json")
     data = json.loads(result.stdout)
     assert result.returncode == 0 and data["passed"], result.stdout
+    assert len(data["baseline"]) == len(data["candidate"]) == REPEATS
     judged = {m["metric"]: m for m in data["metrics"]}
     assert judged["data_wait"]["baseline"]["range_over"] == "repeats"
     assert judged["step_time"]["state"] in ("within threshold", "within noise", "not judged"), judged["step_time"]
@@ -120,6 +130,7 @@ def test_bad_input_is_one_line_and_exit_2(loader_runs: dict[str, object], tmp_pa
         (["--threshold", "step_time=-1"], "METRIC=PCT"),
         (["--candidate", "no-such-run"], "no-such-run"),
         (["--junit", str(tmp_path / "missing" / "j.xml")], "j.xml"),
+        (["--candidate", str(tmp_path)], "no run in it"),
     ):
         given = args if "--candidate" in args else ["--candidate", four[1], *args]
         result = run_tracer("gate", "--baseline", four[0], *given, "--runs", str(runs))
