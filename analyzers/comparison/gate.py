@@ -145,6 +145,11 @@ def gate(
     judged = [
         _judge(m, limits[m.key], measured[0], measured[1], busy[0], busy[1]) for m in GATE_METRICS
     ]  # fmt: skip
+    if all(j.state in (NOT_MEASURED, NOT_COMPARED) for j in judged):
+        raise UserError(
+            "nothing to gate: no metric of the gate is measured on both sides on one basis (a trace with neither "
+            "steps nor samples has none; `tracer show RUN` says what a run measured)"
+        )
     order = {state: i for i, state in enumerate(STATES)}
     judged.sort(key=lambda j: (order[j.state], not j.metric.cause if j.state == REGRESSED else 0,
                                -j.past_threshold if j.state == REGRESSED else 0))  # fmt: skip

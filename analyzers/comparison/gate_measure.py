@@ -44,7 +44,7 @@ class Measure:
 
 def measure(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> dict[str, Measure]:
     """Every gate metric the run measures, by key."""
-    summary = summarise(folder, warmup)
+    summary = summarise(folder, warmup) if folder.run_json.exists() else None  # a trace analysed in place: none
     out: dict[str, Measure] = {}
     steps = _steady_steps(folder, warmup)
     if steps is not None:
@@ -59,9 +59,20 @@ def measure(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> dict[str, Measure
         elif len(total):
             per_step = [1000 * total[b].mean() for b in blocks]
             out["step_time"] = Measure(1000 * total.mean(), "per step (no images recorded)", _tuple(per_step), BLOCKS)
+    api = _api_ms_per_image(folder, warmup)
+    if api is not None:
+        out["cuda_api"] = api
+    if summary is not None:
+        out |= _from_summary(folder, summary, out.get("step_time"), warmup)
+    return out
+
+
+def _from_summary(folder: RunFolder, summary: RunSummary, step: Measure | None, warmup: int) -> dict[str, Measure]:
+    """The metrics of the run's summary: epoch time and images/s (with their epochs' or steps' noise),
+    memory, utilisation, MFU."""
+    out = {}
     epochs = [e for e in folder.epochs() if e.epoch in epoch_stats(folder.epochs(), warmup).steady_epoch_numbers]
     times, rates, over = [e.duration_s for e in epochs], [e.images / e.duration_s for e in epochs], "epochs"
-    step = out.get("step_time")
     if len(epochs) < 2 and step is not None and step.value > 0:  # one steady epoch: its steps' noise, scaled
         times, over = [(summary.steady_epoch_s or 0.0) * x / step.value for x in step.samples], f"{BLOCKS}, scaled"
         rates = [(summary.steady_images_per_s or 0.0) * step.value / x for x in step.samples if x > 0]
@@ -78,15 +89,13 @@ def measure(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> dict[str, Measure
     ):
         if value is not None:
             out[key] = Measure(float(value), "steady")
-    api = _api_ms_per_image(folder, summary, warmup)
-    if api is not None:
-        out["cuda_api"] = api
     return out
 
 
 def contended(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> bool:
-    """Whether other processes held the machine while the run trained (analyzers.figures.contention)."""
-    return summarise(folder, warmup).contended
+    """Whether other processes held the machine while the run trained (analyzers.figures.contention); a trace
+    analysed in place (no run.json) has no samples to tell."""
+    return folder.run_json.exists() and summarise(folder, warmup).contended
 
 
 def _tuple(values: object) -> tuple[float, ...]:
@@ -115,7 +124,7 @@ def _steady_steps(folder: RunFolder, warmup: int) -> tuple[np.ndarray, np.ndarra
     return wait, wait + column(schema.COMPUTE_S) + column(schema.SYNC_S), column("images")
 
 
-def _api_ms_per_image(folder: RunFolder, summary: RunSummary, warmup: int) -> Measure | None:
+def _api_ms_per_image(folder: RunFolder, warmup: int) -> Measure | None:
     """CUDA API time per image over the steady epochs the trace covers (a trace window covers some), or over
     the whole trace per image of its steps (an import has no epochs); None without an API trace or images."""
     from analyzers.figures.parts import part

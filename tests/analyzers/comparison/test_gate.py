@@ -25,6 +25,7 @@ from analyzers.comparison.gate import (
 from analyzers.comparison.gate_metrics import GATE_METRICS
 from analyzers.figures.contention import CONTENDED_OTHER_CPU_PCT
 from analyzers.figures.noise import REPEATS_DISAGREE
+from tests.conftest import run_tracer
 from tracer.core import schema
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
@@ -119,3 +120,10 @@ def test_thresholds_are_the_declared_defaults_unless_given() -> None:
         thresholds({"steptime": 5})
     with pytest.raises(UserError, match="finite number"):
         thresholds({"step_time": float("nan")})
+
+
+def test_nothing_measured_on_both_sides_is_bad_input(real_fixtures: Path) -> None:
+    """An nsys export analysed in place has no steps and no samples: no metric to gate, one line, exit 2."""
+    trace = real_fixtures / "nsys-h100" / "resnet18_train_nsys2025.3.1.sqlite"
+    result = run_tracer("gate", "--baseline", str(trace), "--candidate", str(trace))
+    assert result.returncode == 2 and result.stderr.startswith("tracer: error: nothing to gate"), result.stderr

@@ -148,3 +148,24 @@ def test_a_threshold_given_replaces_the_default(loader_runs: dict[str, object]) 
     assert "data_wait" not in data["regressed"]
     wait = next(m for m in data["metrics"] if m["metric"] == "data_wait")
     assert wait["threshold"] == 100 and wait["state"] == "within threshold"
+
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "pytorch_dataloader.py"
+LOADER = ("--items", "64", "--batch", "16", "--epochs", "2")
+
+
+def test_command_runs_are_gated_alike(tmp_path: Path) -> None:
+    """`tracer profile -- python examples/pytorch_dataloader.py`, its loader plain and slowed by 20 ms an item:
+    two runs of a user's command, their steps seen by the probe; the slowed one fails the gate on data wait."""
+    require_framework("pytorch")
+    python = status("pytorch").python
+    folders = []
+    for name, extra in (("plain", ()), ("slowed", ("--slow-ms", "20"))):
+        made = run_tracer("profile", "--out", str(tmp_path / name), "--", python, str(EXAMPLE), *LOADER, *extra)
+        assert made.returncode == 0, made.stderr[-3000:]
+        (folder,) = list_runs(tmp_path / name)
+        folders.append(str(folder.path))
+    result = run_tracer("gate", "--baseline", folders[0], "--candidate", folders[1], "--format", "json")
+    data = json.loads(result.stdout)
+    assert result.returncode == FAILED_EXIT and data["regressed"][0] == "data_wait", result.stdout
+    assert any("waiting for data" in s for s in data["reason"])
