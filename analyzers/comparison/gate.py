@@ -142,9 +142,7 @@ def gate(
     limits = thresholds(overrides)
     measured = [[measure(f, warmup) for f in side] for side in (baseline, candidate)]
     busy = [any(contended(f, warmup) for f in side) for side in (baseline, candidate)]
-    judged = [
-        _judge(m, limits[m.key], measured[0], measured[1], busy[0], busy[1]) for m in GATE_METRICS
-    ]  # fmt: skip
+    judged = [_judge(m, limits[m.key], measured[0], measured[1], busy[0], busy[1]) for m in GATE_METRICS]
     if all(j.state in (NOT_MEASURED, NOT_COMPARED) for j in judged):
         raise UserError(
             "nothing to gate: no metric of the gate is measured on both sides on one basis (a trace with neither "

@@ -167,5 +167,10 @@ def test_command_runs_are_gated_alike(tmp_path: Path) -> None:
         folders.append(str(folder.path))
     result = run_tracer("gate", "--baseline", folders[0], "--candidate", folders[1], "--format", "json")
     data = json.loads(result.stdout)
-    assert result.returncode == FAILED_EXIT and data["regressed"][0] == "data_wait", result.stdout
     assert any("waiting for data" in s for s in data["reason"])
+    wait = next(m for m in data["metrics"] if m["metric"] == "data_wait")
+    assert wait["change"] > wait["threshold"]
+    if wait["why"] == "contended":  # other processes held this machine's CPU (a busy CI host): times are not judged
+        assert result.returncode == 0 and wait["state"] == "not judged", result.stdout
+    else:
+        assert result.returncode == FAILED_EXIT and data["regressed"][0] == "data_wait", result.stdout
