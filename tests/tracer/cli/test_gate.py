@@ -167,9 +167,9 @@ def test_command_runs_are_gated_alike(tmp_path: Path) -> None:
         folders.append(str(folder.path))
     result = run_tracer("gate", "--baseline", folders[0], "--candidate", folders[1], "--format", "json")
     data = json.loads(result.stdout)
-    assert any("waiting for data" in s for s in data["reason"])
+    assert any("waiting for data" in s for s in data["reason"]), result.stdout
     wait = next(m for m in data["metrics"] if m["metric"] == "data_wait")
-    assert wait["change"] > wait["threshold"]
+    assert wait["change"] > wait["threshold"], result.stdout
     if wait["why"] == "contended":  # other processes held this machine's CPU (a busy CI host): times are not judged
         assert result.returncode == 0 and wait["state"] == "not judged", result.stdout
     else:
