@@ -74,7 +74,10 @@ def _from_summary(folder: RunFolder, summary: RunSummary, step: Measure | None, 
     epochs = [e for e in folder.epochs() if e.epoch in epoch_stats(folder.epochs(), warmup).steady_epoch_numbers]
     times, rates, over = [e.duration_s for e in epochs], [e.images / e.duration_s for e in epochs], "epochs"
     if len(epochs) < 2 and step is not None and step.value > 0:  # one steady epoch: its steps' noise, scaled
-        times, over = [(summary.steady_epoch_s or 0.0) * x / step.value for x in step.samples], f"{BLOCKS}, scaled"
+        times, over = (
+            [(summary.steady_epoch_s or 0.0) * x / step.value for x in step.samples],
+            f"{BLOCKS} scaled to the epoch",
+        )
         rates = [(summary.steady_images_per_s or 0.0) * step.value / x for x in step.samples if x > 0]
     if summary.steady_epoch_s is not None:  # epochs of other sizes (another --limit) do not compare
         size = f"per epoch of {epochs[0].images:,} images" if len({e.images for e in epochs}) == 1 else "per epoch"

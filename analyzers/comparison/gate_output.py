@@ -54,6 +54,11 @@ def _range(s: Side, unit: str) -> str:
     return f"{s.over} {number(s.spread.low, unit)} to {number(s.spread.high, unit)}"
 
 
+def _per(b: Side, c: Side) -> str:
+    """' per image' where the sides' shared basis says what the figure is per; '' otherwise."""
+    return f" {b.basis}" if b.basis.startswith("per ") and b.basis == c.basis else ""
+
+
 def line(j: Judgement) -> str:
     """'data wait share of the steady step: 1.2 % -> 31.4 %, +30.2 points (threshold 5 points); regressed
     beyond noise (baseline: steps 0.1 % to 3 %; candidate: steps 25 % to 38 %)'."""
@@ -61,8 +66,7 @@ def line(j: Judgement) -> str:
     if j.baseline is None or j.candidate is None:
         return f"{j.metric.label}: {j.why}"
     b, c, unit = j.baseline, j.candidate, j.metric.unit
-    per = f" {b.basis}" if b.basis.startswith("per ") and b.basis == c.basis else ""
-    values = f"{number(b.value, unit)} -> {number(c.value, unit)}{per}"
+    values = f"{number(b.value, unit)} -> {number(c.value, unit)}{_per(b, c)}"
     if j.change is None:
         return f"{head}: {values} ({j.why})"  # NOT_COMPARED
     ranges = f"baseline: {_range(b, unit)}; candidate: {_range(c, unit)}"
@@ -102,7 +106,7 @@ def markdown(result: GateResult) -> str:
         assert b is not None and c is not None
         state = j.state + (f" ({j.why})" if j.why and j.state in (WITHIN_NOISE, NOT_JUDGED) else "")
         rows.append(
-            f"| {MARK[j.state]} | {j.metric.label} | {number(b.value, unit)} | {number(c.value, unit)} | "
+            f"| {MARK[j.state]} | {j.metric.label}{_per(b, c)} | {number(b.value, unit)} | {number(c.value, unit)} | "
             f"{change_text(j)} | {state} |"
         )
     unmeasured = [line(j) for j in result.judgements if j.state == NOT_MEASURED]
