@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import json
 import math
 import sys
 import tempfile
@@ -184,8 +183,9 @@ def emit(
 
     if args.format == "json":
         head = head | ({"kernel_other_pct": other_pct(data[CLASSES_SECTION])} if data[CLASSES_SECTION] else {})
-        json.dump(_finite(head | data), sys.stdout, indent=1, allow_nan=False)
-        print()
+        from tracer.cli.json_output import dump
+
+        dump("analyze", _finite(head | data))
     elif args.format == "csv":
         # One well-formed table: a `section` column, then every section's columns (empty where a
         # section has no such column), so a CSV reader gets one header, not one per section.

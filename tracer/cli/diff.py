@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from rich.table import Table
@@ -39,8 +37,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
     try:
         result = diff(runs[0], runs[1], args.warmup)
         if args.format == "json":
-            json.dump(result.to_json(), sys.stdout, indent=1, allow_nan=False)
-            print()
+            from tracer.cli.json_output import dump
+
+            dump("diff", result.to_json())
         else:
             print_diff(result)
     finally:

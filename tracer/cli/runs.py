@@ -33,11 +33,13 @@ from tracer.core.schema import DATA_FILES
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("runs", help="list run folders")
     add_runs_dir(p)
+    p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default table)")
     p.set_defaults(func=cmd_runs)
     s = sub.add_parser("show", help="print one run's summary")
     s.add_argument("run", help="run id (or a unique part of it) or a run folder path")
     add_runs_dir(s)
     add_warmup(s)
+    s.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
     s.set_defaults(func=cmd_show)
 
 
@@ -49,6 +51,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from tracer.core.runfolder import list_runs, short_ids
 
     runs = [Run.open(f) for f in list_runs(args.runs_dir)]
+    if args.format == "json":
+        return _runs_json(runs, args.runs_dir)
     if not runs:
         err_console().print(f"no runs in {args.runs_dir}: make one with `tracer profile ...`")
         return 0
@@ -89,6 +93,26 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _runs_json(runs: list[Any], runs_dir: Path) -> int:
+    """`runs --format json`: every run's row as column header -> cell (analyzers.run.run_rows)."""
+    from analyzers.run import run_rows
+    from analyzers.run.run_rows import RUNS_HEADERS
+    from tracer.cli.json_output import dump
+
+    rows = []
+    for run in runs:
+        try:
+            cells = run_rows.run_row(run)
+        except UserError as e:
+            print(f"tracer: warning: {e}", file=sys.stderr)
+            cells = run_rows.damaged_row(run.run_id)
+        run.release()
+        rows.append(dict(zip(RUNS_HEADERS, cells)))
+    dump("runs", {"runs_dir": str(runs_dir.resolve()), "runs": rows})
+    warn_problems(runs)
+    return 0
+
+
 def _split_shared(rows: list[tuple[str, ...]]) -> tuple[list[int], list[tuple[str, str]]]:
     """The columns that differ between rows (the id always), and (header, value) of those all rows share."""
     shown, shared = [], []
@@ -118,6 +142,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     from tracer.core.runfolder import find_run
 
     run = Run.open(find_run(args.runs_dir, args.run), args.warmup)
+    if args.format == "json":
+        return _show_json(run)
     repeats: list[Run] = []
     try:
         print_summary(run.summary, console())
@@ -143,6 +169,20 @@ def cmd_show(args: argparse.Namespace) -> int:
         print_problems(run, console())
     finally:
         warn_problems([r for r in repeats if r.run_id != run.run_id])
+    return 0
+
+
+def _show_json(run: Any) -> int:
+    """`show --format json`: the run's summary record (analyzers.figures.run_summary.RunSummary), whole."""
+    import dataclasses
+
+    from tracer.cli.json_output import dump
+
+    try:
+        summary = dataclasses.asdict(run.summary)
+    finally:
+        warn_problems([run])
+    dump("show", {"run": run.run_id, "summary": summary, "problems": [dataclasses.asdict(p) for p in run.problems]})
     return 0
 
 
