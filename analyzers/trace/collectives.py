@@ -4,6 +4,8 @@
   2.18; the DLRM traces) and `ncclDevKernel_SendRecv(...)` (NCCL 2.19 and later: the 2-GPU nsys
   exports). A tool that knows only one era finds no communication in the other (HolisticTraceAnalysis
   reads only the first).
+- every other kernel the kernel classes call communication (DeepEP's `dpsk::ep::internode::dispatch`,
+  vLLM's `cross_device_reduce_*`, RCCL): `comm_mask`, which the ranks' tables use.
 - the host side of a collective: PyTorch's `nccl:all_reduce` / `gloo:all_reduce` operators and
   annotations (`record_param_comms`), and the built-in workload's own records of its DDP buckets.
 """
@@ -15,7 +17,7 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzers.trace import arrays
+from analyzers.trace import arrays, kernel_classes
 
 NCCL_KERNEL_PREFIXES = ("ncclKernel_", "ncclDevKernel_")
 HOST_COLLECTIVE_PREFIXES = ("nccl:", "gloo:")
@@ -47,3 +49,17 @@ def nccl_mask(names: pa.Array | pa.ChunkedArray) -> pa.Array:
     for m in masks[1:]:
         out = pc.or_(out, m)
     return out
+
+
+def comm_mask(names: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Which of a kernel table's names are communication by the kernel classes (NCCL in both eras, RCCL,
+    DeepEP's and other expert-parallel all-to-all, custom all-reduce): the same kernels every table calls
+    communication count as communication in the ranks' tables too."""
+    if isinstance(names, pa.ChunkedArray):
+        names = names.combine_chunks() if names.num_chunks else pa.array([], pa.string())
+    return pc.equal(kernel_classes.classify(names), pa.scalar(COMMUNICATION, pa.string()))
+
+
+COMMUNICATION = "communication"
+"""The kernel class (`analyzers.trace.kernel_classes`) of every collective's kernel."""
+assert COMMUNICATION in kernel_classes.BY_KEY
