@@ -2,7 +2,8 @@
 by how much each contributes, in a few sentences with numbers; then GPU time by kernel class and, within
 the class that changed most, the kernels that changed most. Pure: `diff` computes, the CLI prints.
 
-The gap is the slower run's time per image minus the faster one's, measured from the steady epochs' wall
+The gap is the slower run's time per image minus the faster one's (per step where either run does not record
+its images: an imported trace without a batch), measured from the steady epochs' wall
 time where both have epochs (else from the steps). Parts are compared on one scheme: both runs' own
 parts where they split alike, else data wait and the rest of the step. Sentences speak of the slower run,
 so that every share is a share of the gap (numbers through `analyzers.render.sentences`).
@@ -17,9 +18,11 @@ from analyzers.figures.step_parts import (
     BASIS_TRACED_STEPS,
     BASIS_WINDOW,
     DATA_WAIT,
+    PER_STEP,
     Decomposition,
     decompose,
     part_doing,
+    per_step,
 )
 from analyzers.render import sentences as say
 from analyzers.trace import kernel_classes as kc
@@ -97,7 +100,9 @@ def diff_decompositions(a: Decomposition, b: Decomposition) -> Diff:
             f"{has.run_id} has steps and {lacks.run_id} has none (an imported trace): their times do not compare; "
             "diff two runs with steps, or two imported traces"
         )
-    per = "trace window" if window[0] else "image"
+    if not window[0] and a.per != b.per:  # one run knows its batch, the other not: both per step
+        a, b = per_step(a), per_step(b)
+    per = "trace window" if window[0] else a.per
     classes = _class_deltas(a, b)
     kernels = _kernel_deltas(a, b, classes[0].key) if classes else ()
     unlike = tuple(_unlike(a, b))
@@ -170,12 +175,12 @@ def _sentences(d: Diff) -> list[str]:
     out = []
     if gap < SAME_WITHIN * min(ta, tb):
         out.append(
-            f"A ({a.framework}) and B ({b.framework}) take the same time per image within 1 %: "
+            f"A ({a.framework}) and B ({b.framework}) take the same time per {d.per} within 1 %: "
             f"{say.seconds_pair(ta, tb)[0]} and {say.seconds_pair(ta, tb)[1]} (from {d.gap_from})."
         )
         return out + _gpu_sentences(d)
     out.append(
-        f"{_name(slow, s_letter)} takes {say.seconds(gap)} more per image than {_name(fast, f_letter)}: "
+        f"{_name(slow, s_letter)} takes {say.seconds(gap)} more per {d.per} than {_name(fast, f_letter)}: "
         f"{pair[0]} against {pair[1]} ({say.ratio(t_fast, t_slow)}, from {d.gap_from})."
     )
     sign = 1 if d.gap_s >= 0 else -1
@@ -187,7 +192,7 @@ def _sentences(d: Diff) -> list[str]:
         named += 1
         fraction = say.share(contribution, gap)
         of_gap = f"{say.percent(fraction)} of the gap" if fraction is not None else "more than the whole gap"
-        line = f"{s_letter} spends {say.seconds(contribution)} more per image {_doing(part)} ({of_gap})"
+        line = f"{s_letter} spends {say.seconds(contribution)} more per {d.per} {_doing(part)} ({of_gap})"
         if part.key == DATA_WAIT and slow.images_per_s and fast.images_per_s:
             line += (
                 f": its loader delivered {say.count(slow.images_per_s)} images/s against {say.count(fast.images_per_s)}"
@@ -196,7 +201,7 @@ def _sentences(d: Diff) -> list[str]:
     back = [p for p in d.parts if sign * p.delta < 0 and -sign * p.delta >= MENTION * gap]
     if back:
         p = back[-1]
-        out.append(f"{f_letter} spends {say.seconds(abs(p.delta))} more per image {_doing(p)}, which narrows the gap.")
+        out.append(f"{f_letter} spends {say.seconds(abs(p.delta))} more per {d.per} {_doing(p)}, which narrows the gap.")
     total = sum(sign * p.delta for p in d.parts)
     rest = gap - total
     if abs(rest) > MENTION * gap:
@@ -222,7 +227,7 @@ def _gpu_sentences(d: Diff) -> list[str]:
     if not d.classes:
         return []
     a_total, b_total = sum(c.a for c in d.classes), sum(c.b for c in d.classes)
-    unit = "per image" if d.per == "image" else "over its trace window"
+    unit = "over its trace window" if d.per == "trace window" else f"per {d.per}"
     out = []
     change = say.share(abs(b_total - a_total), max(a_total, b_total))
     if change is not None and change < ALIKE_GPU:
@@ -267,6 +272,11 @@ def _unlike(a: Decomposition, b: Decomposition) -> list[str]:
         out.append(
             f"The runs are unlike: A ran on the {a.device.upper()}, B on the {b.device.upper()}; "
             "the gap says as much about the devices as about the frameworks."
+        )
+    if a.per == PER_STEP and (a.batch is not None or b.batch is not None):
+        out.append(
+            "The runs are compared per step: one of them does not record its batch, so no per-image figure compares; "
+            "give an imported trace its batch with `tracer import --batch N`."
         )
     if a.batch is not None and b.batch is not None and a.batch != b.batch:
         out.append(

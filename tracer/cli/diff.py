@@ -55,7 +55,8 @@ def print_diff(result: Any) -> None:
     for letter, d in (("A", result.a), ("B", result.b)):
         what = " ".join(x for x in (d.framework, d.model, d.device) if x)
         what += "".join(f", {k} {v}" for k, v in (("batch", d.batch), ("data", d.data)) if v)
-        covered = f"{d.steps} steps, {d.images:,} images" if d.steps else f"{say.seconds(d.window_s or 0.0)}"
+        images = f"{d.images:,} images" if d.per == "image" else "images not recorded"
+        covered = f"{d.steps} steps, {images}" if d.steps else f"{say.seconds(d.window_s or 0.0)}"
         out.print(f"{letter}: {d.run_id} [{what}, trace {d.trace}; {d.basis}: {covered}]", markup=False)
         for note in d.notes:
             out.print(f"   {letter}: {note}", markup=False)
