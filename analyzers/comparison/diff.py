@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from analyzers.figures.coverage import Explanation, explain
 from analyzers.figures.steady import WARMUP_EPOCHS
 from analyzers.figures.step_parts import (
     BASIS_TRACED_STEPS,
@@ -64,6 +65,7 @@ class Diff:
     kernels: tuple[Delta, ...]  # within the class that changed most, ranked likewise
     unlike: tuple[str, ...]
     sentences: tuple[str, ...]
+    explanation: Explanation | None = None  # the gap by part, sized, with the unexplained rest (None: no gap)
 
     def to_json(self) -> dict[str, object]:
         def run(d: Decomposition) -> dict[str, object]:
@@ -85,6 +87,7 @@ class Diff:
             "kernels": rows(self.kernels),
             "unlike": list(self.unlike),
             "sentences": list(self.sentences),
+            "explanation": self.explanation.to_json() if self.explanation else None,
         }
 
 
@@ -116,8 +119,10 @@ def diff_decompositions(a: Decomposition, b: Decomposition) -> Diff:
         gap, gap_from = (b.step_s or 0.0) - (a.step_s or 0.0), "the steady steps"
     sign = 1 if gap >= 0 else -1
     ranked = tuple(sorted(parts, key=lambda p: -sign * p.delta))
-    made = Diff(a, b, per, gap, gap_from, ranked, classes, kernels, unlike, ())
-    return Diff(a, b, per, gap, gap_from, ranked, classes, kernels, unlike, tuple(_sentences(made) + list(unlike)))
+    explanation = explain(abs(gap), {p.label: sign * p.delta for p in ranked})
+    made = Diff(a, b, per, gap, gap_from, ranked, classes, kernels, unlike, (), explanation)
+    said = tuple(_sentences(made) + list(unlike))
+    return Diff(a, b, per, gap, gap_from, ranked, classes, kernels, unlike, said, explanation)
 
 
 def _part_deltas(a: Decomposition, b: Decomposition) -> list[Delta]:
@@ -216,6 +221,8 @@ def _sentences(d: Diff) -> list[str]:
         out.append(f"{say.seconds(abs(rest))} of the gap lies {where}: the parts add up to {say.seconds(total)}.")
     else:
         out.append(f"The parts add up to {say.seconds(total)}, the gap within 5 %.")
+    if d.explanation is not None and d.explanation.cause is not None:
+        out.append(f"Sized against the gap: {d.explanation.text('the gap')}.")
     return out + _gpu_sentences(d)
 
 

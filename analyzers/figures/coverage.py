@@ -44,14 +44,16 @@ class Explanation:
     def text(self, of: str) -> str:
         """'data wait: 85 % of the lateness, 15 % unexplained' or 'mixed: data wait 34 %, host time 20 %
         (46 % of the lateness unexplained)'."""
-        rest = f"{self.unexplained_pct:.0f} % unexplained"
+        u = round(self.unexplained_pct)
+        rest = f"{u} % unexplained" if u > 0 else ("nothing unexplained" if u == 0 else f"the parts exceed it by {-u} %")
         if self.cause is None:
             return f"not explained by the parts measured ({rest})"
         if self.cause != MIXED:
             top = self.parts[0]
             return f"{top.label}: {top.pct:.0f} % of {of}, {rest}"
         listed = [p for p in self.parts if abs(p.pct) >= LISTED_PCT] or list(self.parts[:1])
-        said = ", ".join(f"{p.label} {p.pct:.0f} %" for p in listed)
+        said = ", ".join(f"{p.label} {p.pct:.0f} %" if p.pct >= 0 else f"{p.label} against it by {-p.pct:.0f} %"
+                         for p in listed)  # fmt: skip
         return f"{MIXED} (no part covers {NAMED_PCT:.0f} % of {of}): {said}; {rest}"
 
     def to_json(self) -> dict[str, object]:
