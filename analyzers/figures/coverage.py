@@ -50,6 +50,8 @@ class Explanation:
             return f"not explained by the parts measured ({rest})"
         if self.cause != MIXED:
             top = self.parts[0]
+            if top.pct > 100:  # the other parts (or the unexplained rest) work against it
+                return f"{top.label}: more than the whole of {of}, the rest narrowing it; {rest}"
             return f"{top.label}: {top.pct:.0f} % of {of}, {rest}"
         listed = [p for p in self.parts if abs(p.pct) >= LISTED_PCT] or list(self.parts[:1])
         said = ", ".join(f"{p.label} {p.pct:.0f} %" if p.pct >= 0 else f"{p.label} against it by {-p.pct:.0f} %"
