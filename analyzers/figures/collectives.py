@@ -243,3 +243,11 @@ def cells(row: CollectiveRow) -> list[str]:
         else:
             out.append(str(value))
     return out
+
+
+def markdown_lines(found: CollectivesTable) -> list[str]:
+    """The table in Markdown, headed by its basis."""
+    heads = [h for _, h in COLUMNS]
+    lines = [f"collectives per rank: n = {found.world_size}; bytes: {found.bytes_from}; busbw by NCCL's formulas", ""]
+    lines += ["| " + " | ".join(heads) + " |", "| " + " | ".join("---" for _ in heads) + " |"]
+    return lines + ["| " + " | ".join(cells(r)) + " |" for r in found.rows]

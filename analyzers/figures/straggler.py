@@ -241,3 +241,31 @@ def _parts(r: RankSteps) -> dict[tuple[int, int], tuple[int, int, int]]:
         host = max(0, to_arrival - wait - gpu)
         out[(int(r.epoch[i]), int(r.step[i]))] = (wait, gpu, host)
     return out
+
+
+def summary_lines(s: Straggler) -> list[str]:
+    """The straggler in words: who, whether it persists, and how much of its lateness its cause covers."""
+    said = f"{s.collectives} collectives matched on every rank"
+    if s.persistence:
+        said += f"; the last rank is {s.persistence} over the {s.persistence_over}"
+    lines = [said + "."]
+    if s.rank is None:
+        lines.append(f"no straggler: {s.why_not}.")
+        return lines
+    late = (s.late_by_s or 0.0) * 1e3
+    lines.append(
+        f"straggler: rank {s.rank}, last at {s.last_counts.get(s.rank, 0)} of {s.collectives}, late by {late:.3g} ms "
+        "(median)."
+    )
+    if s.explanation is not None:
+        lines.append(f"its cause, sized against its lateness: {s.explanation.text('the lateness')}.")
+    return lines
+
+
+def rank_lines(s: Straggler) -> list[str]:
+    """The summary per rank as Markdown table rows, with its header."""
+    out = ["| rank | arrived last | arrived first | mean lateness (ms) | last in steps |", "| --- | --- | --- | --- | --- |"]
+    for r in s.summary:
+        steps = f"{r.last_steps} of {r.steps}" if r.steps else "-"
+        out.append(f"| {r.rank} | {r.last} | {r.first} | {r.mean_late_s * 1e3:+.3g} | {steps} |")
+    return out

@@ -26,7 +26,7 @@ def comm_json(run: Any) -> dict[str, Any]:
 def print_collectives(run: Any, out: Any) -> None:
     """The collectives table (per rank and kind) and the straggler summary; nothing for one process."""
     from analyzers.figures.collectives import COLUMNS, cells, table
-    from analyzers.figures.straggler import straggler
+    from analyzers.figures.straggler import straggler, summary_lines
 
     found = table(run)
     if found is not None:
@@ -45,24 +45,5 @@ def print_collectives(run: Any, out: Any) -> None:
         steps = f"{r.last_steps} of {r.steps}" if r.steps else "-"
         grid.add_row(str(r.rank), str(r.last), str(r.first), f"{r.mean_late_s * 1e3:+.3g}", steps)
     out.print(grid)
-    for line in straggler_lines(s):
+    for line in summary_lines(s):
         out.print(line, markup=False)
-
-
-def straggler_lines(s: Any) -> list[str]:
-    """The straggler in words: who, how persistent, and how much of its lateness its cause covers."""
-    said = f"{s.collectives} collectives matched on every rank"
-    if s.persistence:
-        said += f"; the last rank is {s.persistence} over the {s.persistence_over}"
-    lines = [said + "."]
-    if s.rank is None:
-        lines.append(f"no straggler: {s.why_not}.")
-        return lines
-    late = (s.late_by_s or 0.0) * 1e3
-    lines.append(
-        f"straggler: rank {s.rank}, last at {s.last_counts.get(s.rank, 0)} of {s.collectives}, late by {late:.3g} ms "
-        "(median)."
-    )
-    if s.explanation is not None:
-        lines.append(f"its cause, sized against its lateness: {s.explanation.text('the lateness')}.")
-    return lines

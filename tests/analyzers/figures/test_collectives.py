@@ -114,3 +114,17 @@ def test_a_cause_is_named_only_when_it_covers_most_of_the_effect() -> None:
     assert mixed.cause == MIXED and mixed.unexplained_s == pytest.approx(4.8)
     assert mixed.text("the lateness").endswith("data wait 34 %, host time 20 %; 48 % unexplained")
     assert explain(0.0, {"data wait": 1.0}).cause is None
+
+
+def test_the_report_and_the_viewers_lanes_show_them(dlrm_run: RunFolder, tmp_path: Path) -> None:
+    from analyzers.timeline import lanes
+
+    done = run_tracer("report", str(dlrm_run.path), "--out", str(tmp_path / "report"))
+    assert done.returncode == 0, done.stderr
+    ranks = (tmp_path / "report" / "ranks.md").read_text()
+    assert "busbw (GB/s)" in ranks and "| 7 | 5 | 0 |" in ranks  # rank 7: last at 5, first at none
+    assert "straggler: rank 7, last at 5 of 8" in ranks and "% unexplained" in ranks
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "busbw (GB/s)" in page and "the last rank is persistent over the collectives" in page
+    drawn = lanes.load(dlrm_run)
+    assert drawn.gpu is not None and "rank 7 · steps (last at 5 of 8)" in drawn.gpu.lane_names
