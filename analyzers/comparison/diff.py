@@ -11,7 +11,7 @@ so that every share is a share of the gap (numbers through `analyzers.render.sen
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from analyzers.figures.coverage import Explanation, explain
 from analyzers.figures.steady import WARMUP_EPOCHS
@@ -21,9 +21,9 @@ from analyzers.figures.step_parts import (
     DATA_WAIT,
     PER_STEP,
     Decomposition,
+    Part,
     decompose,
     part_doing,
-    per_step,
 )
 from analyzers.render import sentences as say
 from analyzers.trace import kernel_classes as kc
@@ -125,6 +125,30 @@ def diff_decompositions(a: Decomposition, b: Decomposition) -> Diff:
     return Diff(a, b, per, gap, gap_from, ranked, classes, kernels, unlike, said, explanation)
 
 
+def per_step(d: Decomposition) -> Decomposition:
+    """`d` with every seconds figure per step (a per-image decomposition times its images per step), so a run
+    that knows its batch compares with one that does not."""
+    if d.per == PER_STEP or not d.steps or not d.images:
+        return d
+    k = d.images / d.steps
+
+    def times(v: float | None) -> float | None:
+        return None if v is None else v * k
+
+    return replace(
+        d,
+        per=PER_STEP,
+        step_s=times(d.step_s),
+        measured_s=times(d.measured_s),
+        parts=tuple(Part(p.key, p.label, p.seconds * k) for p in d.parts),
+        gpu_by_class={c: v * k for c, v in d.gpu_by_class.items()},
+        kernels={key: (n, c, v * k) for key, (n, c, v) in d.kernels.items()},
+        gpu_idle_s=times(d.gpu_idle_s),
+        gpu_during_wait_s=times(d.gpu_during_wait_s),
+        notes=(*d.notes, f"per step here (its {d.images / d.steps:g} images per step), to compare with a run per step"),
+    )
+
+
 def _part_deltas(a: Decomposition, b: Decomposition) -> list[Delta]:
     """Both runs' own parts where they split alike (both traced, or both untraced and alike in
     asynchrony), else data wait and the rest of the step."""
@@ -206,7 +230,9 @@ def _sentences(d: Diff) -> list[str]:
     back = [p for p in d.parts if sign * p.delta < 0 and -sign * p.delta >= MENTION * gap]
     if back:
         p = back[-1]
-        out.append(f"{f_letter} spends {say.seconds(abs(p.delta))} more per {d.per} {_doing(p)}, which narrows the gap.")
+        out.append(
+            f"{f_letter} spends {say.seconds(abs(p.delta))} more per {d.per} {_doing(p)}, which narrows the gap."
+        )
     total = sum(sign * p.delta for p in d.parts)
     rest = gap - total
     if abs(rest) > MENTION * gap:

@@ -213,7 +213,7 @@ def table(folder: RunFolder) -> CollectivesTable | None:
 
 COLUMNS = (
     ("rank", "rank"),
-    ("kind", "collective"),
+    ("kind", "kind of collective"),
     ("calls", "calls"),
     ("bytes", "bytes"),
     ("time_s", "time (ms)"),

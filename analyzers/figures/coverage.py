@@ -45,7 +45,9 @@ class Explanation:
         """'data wait: 85 % of the lateness, 15 % unexplained' or 'mixed: data wait 34 %, host time 20 %
         (46 % of the lateness unexplained)'."""
         u = round(self.unexplained_pct)
-        rest = f"{u} % unexplained" if u > 0 else ("nothing unexplained" if u == 0 else f"the parts exceed it by {-u} %")
+        rest = (
+            f"{u} % unexplained" if u > 0 else ("nothing unexplained" if u == 0 else f"the parts exceed it by {-u} %")
+        )
         if self.cause is None:
             return f"not explained by the parts measured ({rest})"
         if self.cause != MIXED:

@@ -3,8 +3,9 @@
 Read from whatever the run holds, never more: the steps table (its RANK column: the worker, the probe,
 or an imported trace's `ProfilerStep` ranges), the collectives a `--nproc` run's ranks recorded, and a
 trace's kernels (those the kernel classes call communication, NCCL's of both naming eras among them:
-`analyzers.trace.collectives.comm_mask`; the others GPU compute). Basis: a run of ours counts its steady epochs (`analyzers.figures.phases.split_epochs`); an
-imported trace counts what it holds (the profiler already chose the steps), and says so.
+`analyzers.trace.collectives.comm_mask`; the others GPU compute). Basis: a run of ours counts its steady
+epochs (`analyzers.figures.phases.split_epochs`); an imported trace counts what it holds (the profiler
+already chose the steps), and says so.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ trace window and its parts are empty (`basis` says so).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -108,7 +108,6 @@ class Decomposition:
     notes: tuple[str, ...] = ()
     steady_steps: int = 0  # the steady steps there are (more than `steps` where a trace covers a window)
     per: str = PER_IMAGE  # PER_IMAGE or PER_STEP: what every seconds figure above is per
-
 
     def part(self, key: str) -> float:
         return next((p.seconds for p in self.parts if p.key == key), 0.0)
@@ -210,30 +209,6 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
         step_s=sum(p.seconds for p in made),
         parts=made,
         notes=tuple(notes),
-    )
-
-
-def per_step(d: Decomposition) -> Decomposition:
-    """`d` with every seconds figure per step (a per-image decomposition times its images per step), so a run
-    that knows its batch compares with one that does not."""
-    if d.per == PER_STEP or not d.steps or not d.images:
-        return d
-    k = d.images / d.steps
-
-    def times(v: float | None) -> float | None:
-        return None if v is None else v * k
-
-    return replace(
-        d,
-        per=PER_STEP,
-        step_s=times(d.step_s),
-        measured_s=times(d.measured_s),
-        parts=tuple(Part(p.key, p.label, p.seconds * k) for p in d.parts),
-        gpu_by_class={c: v * k for c, v in d.gpu_by_class.items()},
-        kernels={key: (n, c, v * k) for key, (n, c, v) in d.kernels.items()},
-        gpu_idle_s=times(d.gpu_idle_s),
-        gpu_during_wait_s=times(d.gpu_during_wait_s),
-        notes=(*d.notes, f"per step here (its {d.images / d.steps:g} images per step), to compare with a run per step"),
     )
 
 

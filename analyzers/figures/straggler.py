@@ -156,9 +156,7 @@ def _with(s: Straggler, why_not: str) -> Straggler:
     return replace(s, rank=None, late_by_s=None, cause=None, excess_s={}, why_not=why_not, explanation=None)
 
 
-def _summary(
-    ranks: tuple[RankSteps, ...], arrivals: list[list[int]]
-) -> tuple[tuple[RankLateness, ...], str, str]:
+def _summary(ranks: tuple[RankSteps, ...], arrivals: list[list[int]]) -> tuple[tuple[RankLateness, ...], str, str]:
     """Per rank over the matched collectives (`arrivals[k][i]`: rank i's arrival at the k-th): last, first,
     mean lateness, steps it was last in; and whether the last rank persists over the steps (over the
     collectives where the run holds one step)."""
@@ -264,7 +262,10 @@ def summary_lines(s: Straggler) -> list[str]:
 
 def rank_lines(s: Straggler) -> list[str]:
     """The summary per rank as Markdown table rows, with its header."""
-    out = ["| rank | arrived last | arrived first | mean lateness (ms) | last in steps |", "| --- | --- | --- | --- | --- |"]
+    out = [
+        "| rank | arrived last | arrived first | mean lateness (ms) | last in steps |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for r in s.summary:
         steps = f"{r.last_steps} of {r.steps}" if r.steps else "-"
         out.append(f"| {r.rank} | {r.last} | {r.first} | {r.mean_late_s * 1e3:+.3g} | {steps} |")

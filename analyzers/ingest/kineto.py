@@ -439,7 +439,7 @@ class _Reader:
 
     def comm_table(self, offset_ns: int, source: str) -> pa.Table:
         rows = sorted(self.comm)
-        columns = list(zip(*rows)) if rows else [[] for _ in range(6)]
+        columns: list[tuple[Any, ...]] = list(zip(*rows)) if rows else [() for _ in range(6)]
         return pa.table(
             {
                 "start_ns": pa.array([v + offset_ns for v in columns[0]], pa.int64()),

@@ -3,7 +3,8 @@
 The schema (rocmProfileData's `rocpd_*` tables): `rocpd_string(id, string)`; `rocpd_api(id, pid, tid,
 start, end, apiName_id, args_id, ...)`, the HIP (and HSA, roctx) calls; `rocpd_op(id, gpuId, queueId,
 start, end, description_id, opType_id, ...)`, what ran on a GPU: `KernelExecution` ops (the
-description is the kernel's name; `Task` for a kernel a graph launched), copies (`CopyHostToDevice`, `CopyDeviceToHost`, ...) and fills;
+description is the kernel's name; `Task` for a kernel a graph launched), copies (`CopyHostToDevice`,
+`CopyDeviceToHost`, ...) and fills;
 `rocpd_api_ops(api_id, op_id)` ties a call to the work it launched (the correlation id here), and
 `rocpd_copyapi(api_ptr_id, size, ...)` gives a copy's bytes. Times are ns on the profiler's clock,
 kept relative. The calls keep their HIP names (`hipLaunchKernel`), so every table and figure says HIP

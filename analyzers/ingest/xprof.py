@@ -73,7 +73,9 @@ def trace_viewer_json(path: Path) -> bytes:
     if not data:
         damage = _wire_damage(path)
         if damage:
-            raise UserError(f"{path}: corrupt XPlane profile ({damage}): not the protobuf jax.profiler or TensorFlow write")
+            raise UserError(
+                f"{path}: corrupt XPlane profile ({damage}): not the protobuf jax.profiler or TensorFlow write"
+            )
         raise UserError(f"{path}: XProf found no trace in this XPlane profile")
     return data if isinstance(data, bytes) else str(data).encode()
 

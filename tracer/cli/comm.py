@@ -40,7 +40,9 @@ def print_collectives(run: Any, out: Any) -> None:
     s = straggler(run)
     if s is None or not s.summary:
         return
-    grid = Table("rank", "arrived last", "arrived first", "mean lateness (ms)", "last in steps", title="straggler summary")
+    grid = Table(
+        "rank", "arrived last", "arrived first", "mean lateness (ms)", "last in steps", title="straggler summary"
+    )
     for r in s.summary:
         steps = f"{r.last_steps} of {r.steps}" if r.steps else "-"
         grid.add_row(str(r.rank), str(r.last), str(r.first), f"{r.mean_late_s * 1e3:+.3g}", steps)

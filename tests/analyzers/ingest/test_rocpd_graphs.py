@@ -50,7 +50,7 @@ def test_graph_launched_tasks_are_kernels(tmp_path: Path) -> None:
     _make(rpd)
     con = sqlite3.connect(rpd)
     count, total = con.execute(
-        "SELECT COUNT(*), SUM(o.\"end\" - o.start) FROM rocpd_op o JOIN rocpd_string s ON s.id = o.opType_id "
+        'SELECT COUNT(*), SUM(o."end" - o.start) FROM rocpd_op o JOIN rocpd_string s ON s.id = o.opType_id '
         "WHERE s.string IN ('KernelExecution', 'Task')"
     ).fetchone()
     con.close()
