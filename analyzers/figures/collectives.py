@@ -3,8 +3,10 @@ bandwidth, the time exposed against the time hidden behind compute, and the wait
 arrival against the transfer itself.
 
 - Bytes are the trace's own: the `Input Dims` and `Input type` of each host collective (`nccl:all_reduce`,
-  `nccl:all_to_all` ... in the `comm_ops` table a Kineto import writes). A trace that records none (nsys,
-  an older import) gives calls and time, and its bytes are "not recorded".
+  `nccl:all_to_all` ... in the `comm_ops` table a Kineto import writes), else the message of the
+  `record_param_comms` around it (`In msg nelems` x `dtype`: PyTorch 2.1 and later, shapes recorded or
+  not). A trace that records none (nsys, an older import) gives calls and time, and its bytes are "not
+  recorded".
 - Time is the collective's GPU kernels (those the kernel classes call communication), found through the
   launches the host op made (the runtime calls on its thread inside it, by correlation id); without host
   ops each communication kernel is one call.
@@ -79,7 +81,7 @@ class CollectivesTable:
         return {"world_size": self.world_size, "bytes_from": self.bytes_from, "rows": [r.to_json() for r in self.rows]}
 
 
-BYTES_FROM_TRACE = "the host collectives' Input Dims and Input type in the trace"
+BYTES_FROM_TRACE = "the trace's own sizes of its host collectives (Input Dims x Input type, or record_param_comms)"
 BYTES_NOT_RECORDED = "not recorded (the trace holds no host collectives with their inputs)"
 
 

@@ -354,6 +354,7 @@ class _Reader:
         self.ranges = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.NVTX_SCHEMA)
         self.ops = _Columns(["start_ns", "end_ns", "name", "pid", "tid", SEQUENCE], t.OPERATORS_SCHEMA)
         self.comm: list[tuple[int, int, str, int, int, int]] = []  # host collectives with their payload (-1: unknown)
+        self.param_comms: list[tuple[int, int, int, int, int]] = []  # record_param_comms: start, end, pid, tid, bytes
         self.seen = 0
         self.batch: int | None = None
         self.begin_end: list[tuple[int, bool, str, int, int]] = []
@@ -421,6 +422,13 @@ class _Reader:
     def _collective(self, ev: Event) -> None:
         """A host collective (`nccl:all_reduce` ...) with the bytes of its inputs, where it is one."""
         name = str(ev.name)
+        if name == collectives.PARAM_COMMS:  # PyTorch's own record of a collective: its message size
+            args = ev.args or _NO_ARGS
+            size = collectives.message_bytes(args.in_msg_nelems, args.dtype)
+            if size is not None:
+                start = _ns(ev.ts)
+                self.param_comms.append((start, start + _dur_ns(ev), *_pid_tid(ev), size))
+            return
         if not collectives.is_host_collective(name):
             return
         start = _ns(ev.ts)
@@ -437,8 +445,17 @@ class _Reader:
             if ev.ph == "X" and (ev.cat in OPERATOR_CATS or ev.cat in RANGE_CATS):
                 self._collective(ev)
 
+    def _sized(self, row: tuple[int, int, str, int, int, int]) -> tuple[int, int, str, int, int, int]:
+        """A host collective whose inputs the trace did not record (no `record_shapes`), sized by the innermost
+        `record_param_comms` around it on its thread (PyTorch 2.1 and later write one for every collective)."""
+        start, end, name, pid, tid, size = row
+        if size >= 0:
+            return row
+        around = [p for p in self.param_comms if p[2] == pid and p[3] == tid and p[0] <= start and end <= p[1]]
+        return (start, end, name, pid, tid, max(around)[4]) if around else row
+
     def comm_table(self, offset_ns: int, source: str) -> pa.Table:
-        rows = sorted(self.comm)
+        rows = sorted(self._sized(row) for row in self.comm)
         columns: list[tuple[Any, ...]] = list(zip(*rows)) if rows else [() for _ in range(6)]
         return pa.table(
             {
@@ -476,7 +493,7 @@ class _Reader:
 
 
 _NO_ARGS = Args()
-_COLLECTIVE_MARKERS = tuple(f'"{p}'.encode() for p in collectives.HOST_COLLECTIVE_PREFIXES)
+_COLLECTIVE_MARKERS = tuple(f'"{p}'.encode() for p in (*collectives.HOST_COLLECTIVE_PREFIXES, collectives.PARAM_COMMS))
 _SHOWN = functools.cache(t.api_display_name)  # a trace repeats a few dozen API names
 OP_KIND, API_KIND, KERNEL_KIND, MEMORY_KIND, RANGE_KIND = 1, 2, 3, 4, 5
 """What a complete event of a category becomes (a row of which table); 0: none."""

@@ -103,6 +103,24 @@ def collective_kind(name: str) -> str:
     return next((kind for kind, pattern in _HOST_KIND if pattern.search(text)), name)
 
 
+PARAM_COMMS = "record_param_comms"
+"""PyTorch's record of a collective (an operator around the `nccl:*` range): from 2.1 on its arguments say the
+message (`In msg nelems`, `dtype`, `Collective name`, `Group size`) whether or not shapes were recorded."""
+SCALAR_TYPE_BYTES = {
+    "Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Long": 8, "Int": 4, "Short": 2, "Char": 1, "Byte": 1,
+    "Bool": 1, "Float8_e4m3fn": 1, "Float8_e5m2": 1, "ComplexFloat": 8, "ComplexDouble": 16,
+}  # fmt: skip
+"""Bytes per element of PyTorch's ScalarType names, as `record_param_comms` writes its `dtype`."""
+
+
+def message_bytes(nelems: object, dtype: object) -> int | None:
+    """A `record_param_comms` message's bytes; None where its size or type is not known."""
+    size = SCALAR_TYPE_BYTES.get(str(dtype))
+    if size is None or type(nelems) is not int or nelems < 0:
+        return None
+    return nelems * size
+
+
 def payload_bytes(dims: object, types: object) -> int | None:
     """Bytes of an op's tensor inputs from the profiler's `Input Dims` and `Input type`; None where a
     tensor's type or shape is not known (never a guess)."""

@@ -128,3 +128,31 @@ def test_the_report_and_the_viewers_lanes_show_them(dlrm_run: RunFolder, tmp_pat
     assert "busbw (GB/s)" in page and "the last rank is persistent over the collectives" in page
     drawn = lanes.load(dlrm_run)
     assert drawn.gpu is not None and "rank 7 · steps (last at 5 of 8)" in drawn.gpu.lane_names
+
+
+def test_without_recorded_shapes_the_bytes_are_record_param_comms(real_fixtures: Path, tmp_path: Path) -> None:
+    """HTA's 2-rank DDP trace (PyTorch 2.3, no record_shapes): each `nccl:*` range sits inside a
+    `record_param_comms` whose `In msg nelems` and `dtype` give the message; summed here with json."""
+    trace = real_fixtures / "hta" / "nccl_data.json.gz"
+    with gzip.open(trace, "rt") as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    params = [e for e in events if e["name"] == "record_param_comms" and "In msg nelems" in e.get("args", {})]
+    expected: dict[str, int] = {}
+    for op in (e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("nccl:")):
+        around = [
+            p
+            for p in params
+            if p["tid"] == op["tid"] and p["ts"] <= op["ts"] <= op["ts"] + op["dur"] <= p["ts"] + p["dur"]
+        ]
+        (p,) = around
+        kind = {"nccl:all_reduce": "all_reduce", "nccl:broadcast": "broadcast"}[op["name"]]
+        expected[kind] = (
+            expected.get(kind, 0) + {"Float": 4, "Long": 8}[p["args"]["dtype"]] * p["args"]["In msg nelems"]
+        )
+    assert run_tracer("import", str(trace), "--out", str(tmp_path)).returncode == 0
+    (run,) = list_runs(tmp_path)
+    table = collectives.table(run)
+    assert table is not None and table.world_size == 2
+    assert {r.kind: r.bytes for r in table.rows} == expected
+    for r in table.rows:  # n = 2: all-reduce 2(n-1)/n = 1, broadcast 1
+        assert r.busbw_gbps == pytest.approx(r.bytes / r.time_s / 1e9, rel=1e-12)  # type: ignore[operator]
