@@ -58,6 +58,9 @@ class Explanation:
         listed = [p for p in self.parts if abs(p.pct) >= LISTED_PCT] or list(self.parts[:1])
         said = ", ".join(f"{p.label} {p.pct:.0f} %" if p.pct >= 0 else f"{p.label} against it by {-p.pct:.0f} %"
                          for p in listed)  # fmt: skip
+        others = round(sum(p.pct for p in self.parts if p not in listed))
+        if others:
+            said += f", the other parts {others} %" if others > 0 else f", the other parts against it by {-others} %"
         return f"{MIXED} (no part covers {NAMED_PCT:.0f} % of {of}): {said}; {rest}"
 
     def to_json(self) -> dict[str, object]:

@@ -71,6 +71,9 @@ def print_diff(result: Any) -> None:
             fraction = say.share(p.delta, gap)
             a, b = say.seconds_pair(p.a, p.b)
             table.add_row(p.label, a, b, _signed(p.delta), say.percent(fraction) if fraction is not None else "-")
+        e = result.explanation
+        if e is not None and e.effect_s > 0:  # what the parts leave of the gap: they and it add up to the whole
+            table.add_row("unexplained (the gap less its parts)", "", "", "", f"{round(e.unexplained_pct)} %")
         out.print(table)
     if result.classes:
         table = Table("kernel class", "A", "B", "B - A", title=f"GPU time by kernel class, {unit}")

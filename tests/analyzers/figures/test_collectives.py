@@ -112,7 +112,8 @@ def test_a_cause_is_named_only_when_it_covers_most_of_the_effect() -> None:
     assert named.text("the gap") == "data wait: 85 % of the gap, 10 % unexplained"
     mixed = explain(10.0, {"data wait": 3.4, "host time": 2.0, "GPU compute": -0.2})
     assert mixed.cause == MIXED and mixed.unexplained_s == pytest.approx(4.8)
-    assert mixed.text("the lateness").endswith("data wait 34 %, host time 20 %; 48 % unexplained")
+    said = mixed.text("the lateness")
+    assert said.endswith("data wait 34 %, host time 20 %, the other parts against it by 2 %; 48 % unexplained")
     assert explain(0.0, {"data wait": 1.0}).cause is None
 
 
