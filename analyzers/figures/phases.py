@@ -237,12 +237,16 @@ def nvtx_ranges(folder: RunFolder) -> list[tuple[str, int, int]]:
     from analyzers.trace.tables import present
 
     parts = []
+    nvtx = f"read_parquet('{_sql_path(folder.table_path(t.NVTX))}')"
     if present(folder, t.NVTX):
-        parts.append(f"SELECT name, start_ns, end_ns FROM read_parquet('{_sql_path(folder.table_path(t.NVTX))}')")
-    if present(folder, t.OPERATORS):
+        parts.append(f"SELECT name, start_ns, end_ns FROM {nvtx}")
+    if present(folder, t.OPERATORS):  # only where the annotations hold no step range (never twice)
+        unless = (
+            f" AND NOT EXISTS (SELECT 1 FROM {nvtx} WHERE starts_with(name, '{PROFILER_STEP_PREFIX}'))" if parts else ""
+        )
         parts.append(
             f"SELECT name, start_ns, end_ns FROM read_parquet('{_sql_path(folder.table_path(t.OPERATORS))}') "
-            f"WHERE starts_with(name, '{PROFILER_STEP_PREFIX}')"
+            f"WHERE starts_with(name, '{PROFILER_STEP_PREFIX}'){unless}"
         )
     if not parts:
         return []
