@@ -2,7 +2,8 @@
 by how much each contributes, in a few sentences with numbers; then GPU time by kernel class and, within
 the class that changed most, the kernels that changed most. Pure: `diff` computes, the CLI prints.
 
-The gap is the slower run's time per image minus the faster one's, measured from the steady epochs' wall
+The gap is the slower run's time per image minus the faster one's (per step where either run does not record
+its images: an imported trace without a batch), measured from the steady epochs' wall
 time where both have epochs (else from the steps). Parts are compared on one scheme: both runs' own
 parts where they split alike, else data wait and the rest of the step. Sentences speak of the slower run,
 so that every share is a share of the gap (numbers through `analyzers.render.sentences`).
@@ -10,14 +11,17 @@ so that every share is a share of the gap (numbers through `analyzers.render.sen
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
+from analyzers.figures.coverage import Explanation, explain
 from analyzers.figures.steady import WARMUP_EPOCHS
 from analyzers.figures.step_parts import (
     BASIS_TRACED_STEPS,
     BASIS_WINDOW,
     DATA_WAIT,
+    PER_STEP,
     Decomposition,
+    Part,
     decompose,
     part_doing,
 )
@@ -61,6 +65,7 @@ class Diff:
     kernels: tuple[Delta, ...]  # within the class that changed most, ranked likewise
     unlike: tuple[str, ...]
     sentences: tuple[str, ...]
+    explanation: Explanation | None = None  # the gap by part, sized, with the unexplained rest (None: no gap)
 
     def to_json(self) -> dict[str, object]:
         def run(d: Decomposition) -> dict[str, object]:
@@ -82,6 +87,7 @@ class Diff:
             "kernels": rows(self.kernels),
             "unlike": list(self.unlike),
             "sentences": list(self.sentences),
+            "explanation": self.explanation.to_json() if self.explanation else None,
         }
 
 
@@ -97,7 +103,9 @@ def diff_decompositions(a: Decomposition, b: Decomposition) -> Diff:
             f"{has.run_id} has steps and {lacks.run_id} has none (an imported trace): their times do not compare; "
             "diff two runs with steps, or two imported traces"
         )
-    per = "trace window" if window[0] else "image"
+    if not window[0] and a.per != b.per:  # one run knows its batch, the other not: both per step
+        a, b = per_step(a), per_step(b)
+    per = "trace window" if window[0] else a.per
     classes = _class_deltas(a, b)
     kernels = _kernel_deltas(a, b, classes[0].key) if classes else ()
     unlike = tuple(_unlike(a, b))
@@ -111,8 +119,34 @@ def diff_decompositions(a: Decomposition, b: Decomposition) -> Diff:
         gap, gap_from = (b.step_s or 0.0) - (a.step_s or 0.0), "the steady steps"
     sign = 1 if gap >= 0 else -1
     ranked = tuple(sorted(parts, key=lambda p: -sign * p.delta))
-    made = Diff(a, b, per, gap, gap_from, ranked, classes, kernels, unlike, ())
-    return Diff(a, b, per, gap, gap_from, ranked, classes, kernels, unlike, tuple(_sentences(made) + list(unlike)))
+    explanation = explain(abs(gap), {p.label: sign * p.delta for p in ranked})
+    made = Diff(a, b, per, gap, gap_from, ranked, classes, kernels, unlike, (), explanation)
+    said = tuple(_sentences(made) + list(unlike))
+    return Diff(a, b, per, gap, gap_from, ranked, classes, kernels, unlike, said, explanation)
+
+
+def per_step(d: Decomposition) -> Decomposition:
+    """`d` with every seconds figure per step (a per-image decomposition times its images per step), so a run
+    that knows its batch compares with one that does not."""
+    if d.per == PER_STEP or not d.steps or not d.images:
+        return d
+    k = d.images / d.steps
+
+    def times(v: float | None) -> float | None:
+        return None if v is None else v * k
+
+    return replace(
+        d,
+        per=PER_STEP,
+        step_s=times(d.step_s),
+        measured_s=times(d.measured_s),
+        parts=tuple(Part(p.key, p.label, p.seconds * k) for p in d.parts),
+        gpu_by_class={c: v * k for c, v in d.gpu_by_class.items()},
+        kernels={key: (n, c, v * k) for key, (n, c, v) in d.kernels.items()},
+        gpu_idle_s=times(d.gpu_idle_s),
+        gpu_during_wait_s=times(d.gpu_during_wait_s),
+        notes=(*d.notes, f"per step here (its {d.images / d.steps:g} images per step), to compare with a run per step"),
+    )
 
 
 def _part_deltas(a: Decomposition, b: Decomposition) -> list[Delta]:
@@ -170,12 +204,12 @@ def _sentences(d: Diff) -> list[str]:
     out = []
     if gap < SAME_WITHIN * min(ta, tb):
         out.append(
-            f"A ({a.framework}) and B ({b.framework}) take the same time per image within 1 %: "
+            f"A ({a.framework}) and B ({b.framework}) take the same time per {d.per} within 1 %: "
             f"{say.seconds_pair(ta, tb)[0]} and {say.seconds_pair(ta, tb)[1]} (from {d.gap_from})."
         )
         return out + _gpu_sentences(d)
     out.append(
-        f"{_name(slow, s_letter)} takes {say.seconds(gap)} more per image than {_name(fast, f_letter)}: "
+        f"{_name(slow, s_letter)} takes {say.seconds(gap)} more per {d.per} than {_name(fast, f_letter)}: "
         f"{pair[0]} against {pair[1]} ({say.ratio(t_fast, t_slow)}, from {d.gap_from})."
     )
     sign = 1 if d.gap_s >= 0 else -1
@@ -187,7 +221,7 @@ def _sentences(d: Diff) -> list[str]:
         named += 1
         fraction = say.share(contribution, gap)
         of_gap = f"{say.percent(fraction)} of the gap" if fraction is not None else "more than the whole gap"
-        line = f"{s_letter} spends {say.seconds(contribution)} more per image {_doing(part)} ({of_gap})"
+        line = f"{s_letter} spends {say.seconds(contribution)} more per {d.per} {_doing(part)} ({of_gap})"
         if part.key == DATA_WAIT and slow.images_per_s and fast.images_per_s:
             line += (
                 f": its loader delivered {say.count(slow.images_per_s)} images/s against {say.count(fast.images_per_s)}"
@@ -196,7 +230,9 @@ def _sentences(d: Diff) -> list[str]:
     back = [p for p in d.parts if sign * p.delta < 0 and -sign * p.delta >= MENTION * gap]
     if back:
         p = back[-1]
-        out.append(f"{f_letter} spends {say.seconds(abs(p.delta))} more per image {_doing(p)}, which narrows the gap.")
+        out.append(
+            f"{f_letter} spends {say.seconds(abs(p.delta))} more per {d.per} {_doing(p)}, which narrows the gap."
+        )
     total = sum(sign * p.delta for p in d.parts)
     rest = gap - total
     if abs(rest) > MENTION * gap:
@@ -211,6 +247,8 @@ def _sentences(d: Diff) -> list[str]:
         out.append(f"{say.seconds(abs(rest))} of the gap lies {where}: the parts add up to {say.seconds(total)}.")
     else:
         out.append(f"The parts add up to {say.seconds(total)}, the gap within 5 %.")
+    if d.explanation is not None and d.explanation.cause is not None:
+        out.append(f"Sized against the gap: {d.explanation.text('the gap')}.")
     return out + _gpu_sentences(d)
 
 
@@ -222,7 +260,7 @@ def _gpu_sentences(d: Diff) -> list[str]:
     if not d.classes:
         return []
     a_total, b_total = sum(c.a for c in d.classes), sum(c.b for c in d.classes)
-    unit = "per image" if d.per == "image" else "over its trace window"
+    unit = "over its trace window" if d.per == "trace window" else f"per {d.per}"
     out = []
     change = say.share(abs(b_total - a_total), max(a_total, b_total))
     if change is not None and change < ALIKE_GPU:
@@ -267,6 +305,11 @@ def _unlike(a: Decomposition, b: Decomposition) -> list[str]:
         out.append(
             f"The runs are unlike: A ran on the {a.device.upper()}, B on the {b.device.upper()}; "
             "the gap says as much about the devices as about the frameworks."
+        )
+    if a.per == PER_STEP and (a.batch is not None or b.batch is not None):
+        out.append(
+            "The runs are compared per step: one of them does not record its batch, so no per-image figure compares; "
+            "give an imported trace its batch with `tracer import --batch N`."
         )
     if a.batch is not None and b.batch is not None and a.batch != b.batch:
         out.append(

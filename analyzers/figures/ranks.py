@@ -2,9 +2,10 @@
 
 Read from whatever the run holds, never more: the steps table (its RANK column: the worker, the probe,
 or an imported trace's `ProfilerStep` ranges), the collectives a `--nproc` run's ranks recorded, and a
-trace's kernels (NCCL's, of both naming eras, are communication: `analyzers.trace.collectives`; the others
-GPU compute). Basis: a run of ours counts its steady epochs (`analyzers.figures.phases.split_epochs`); an
-imported trace counts what it holds (the profiler already chose the steps), and says so.
+trace's kernels (those the kernel classes call communication, NCCL's of both naming eras among them:
+`analyzers.trace.collectives.comm_mask`; the others GPU compute). Basis: a run of ours counts its steady
+epochs (`analyzers.figures.phases.split_epochs`); an imported trace counts what it holds (the profiler
+already chose the steps), and says so.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tracer.core.runfolder import RunFolder
 BASIS_STEADY = "steady epochs"
 BASIS_TRACE = "every step and kernel the trace holds"
 COMM_WORKER = "the ranks' own all-reduce records (DDP buckets)"
-COMM_NCCL = "NCCL kernels"
+COMM_NCCL = "communication kernels (NCCL, RCCL, expert-parallel, custom all-reduce)"
 COMM_HOST = "host collective operators (nccl:*, gloo:*)"
 
 
@@ -130,7 +131,7 @@ def load(folder: RunFolder) -> RanksInput | None:
     host_ops = _host_collectives(folder)
     if worker_collectives is not None and worker_collectives.num_rows:
         source = COMM_WORKER
-    elif kernels is not None and bool(pc.any(collectives.nccl_mask(kernels["name"])).as_py()):
+    elif kernels is not None and bool(pc.any(collectives.comm_mask(kernels["name"])).as_py()):
         source = COMM_NCCL
     else:
         source = COMM_HOST
@@ -145,7 +146,7 @@ def load(folder: RunFolder) -> RanksInput | None:
         gpu_ns: int | None = None
         if kernels is not None:
             mine = t.of_rank(kernels, r)
-            nccl = collectives.nccl_mask(mine["name"])
+            nccl = collectives.comm_mask(mine["name"])
             comm, work = mine.filter(nccl), mine.filter(pc.invert(nccl))
             gpu_ns = int(pc.sum(pc.subtract(work["end_ns"], work["start_ns"])).as_py() or 0)
             compute = _merged(work["start_ns"].to_numpy(), work["end_ns"].to_numpy())

@@ -8,7 +8,7 @@ analyses (`tables`, `series`) to the renderers (`charts`, `tables.write_csv`, `h
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from analyzers.comparison import pairs
 from analyzers.figures.steady import WARMUP_EPOCHS
@@ -177,12 +177,29 @@ def _ranks_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
             table = rank_table(r.folder)
             if table is not None:
                 text.append((r.record.run_id, markdown_lines(r.record.run_id, table)))
+                text += _comm_sections(r.record.run_id, r.folder)
         md_path = out / f"{RANKS_STEM}.md"
         ranks_md = f"### {RANKS_TITLE}\n\n" + "\n\n".join("\n".join(lines) for _, lines in text) + "\n"
         out_file.write_text(md_path, ranks_md, "report --out")
         return Output("section", RANKS_TITLE, [md_path], text=text)
 
     return step
+
+
+def _comm_sections(run_id: str, folder: Any) -> list[tuple[str, list[str]]]:
+    """A run's collectives table, straggler summary and the straggler in words (its cause's coverage), each a
+    section of its own below its ranks (a section's table rows make one table)."""
+    from analyzers.figures import collectives, straggler
+
+    out: list[tuple[str, list[str]]] = []
+    found = collectives.table(folder)
+    if found is not None:
+        out.append((f"{run_id}: collectives", collectives.markdown_lines(found)))
+    s = straggler.straggler(folder)
+    if s is not None and s.summary:
+        out.append((f"{run_id}: straggler summary", straggler.rank_lines(s)))
+        out.append((f"{run_id}: straggler", straggler.summary_lines(s)))
+    return out
 
 
 FINDINGS_TITLE, SUMMARY_STEM = "Findings, case by case", "summary"

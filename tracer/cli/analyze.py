@@ -151,6 +151,10 @@ def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
     head: dict[str, Any] = {"run": run.run_id, "phase": args.phase, "covers": cut.label(), "api": run.api_family}
     if by_rank is not None:
         head |= {schema.RANK: args.rank, "ranks_basis": by_rank.basis, "comm_source": by_rank.comm_source}
+        if args.format == "json" and args.rank is None:
+            from tracer.cli.comm import comm_json
+
+            head |= comm_json(run)
     head |= {"window": span.window.text, "window_ns": [span.start_ns, span.end_ns]} if span else {}
     title = window = operators_from = ""
     if args.format == "table":
@@ -167,6 +171,10 @@ def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
         for row in cells:
             table.add_row(*row)
         console().print(table)
+        if args.rank is None:
+            from tracer.cli.comm import print_collectives
+
+            print_collectives(run, console())
     return 0
 
 

@@ -161,6 +161,11 @@ def cmd_show(args: argparse.Namespace) -> int:
                 f"`tracer analyze {record.run_id}`, `--rank R`",
                 markup=False,
             )
+            from analyzers.figures.straggler import straggler, summary_lines
+
+            found = straggler(run)
+            for line in summary_lines(found) if found is not None and found.summary else []:
+                console().print(f"  {line}", markup=False)
         if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:
             console().print("last lines of the worker's output:")
             for line in record.outcome.stderr_tail[-10:]:
