@@ -21,6 +21,11 @@ for a pass that requires training:
   pass trains nothing), when it is dropped, or at exit;
 - a pass ended outside a `next()` closes its last step at the last training mark (backward, optimizer
   step) after that batch was handed out, and its epoch ends where its last step ended.
+
+An epoch is the pass's wall time, all of it: it begins when the pass begins (before the pipeline's
+iterator is made, so a loader's start-up is the first step's wait) and, for a pass that ends at its
+StopIteration, ends when that returns (the pipeline's tail: a DataLoader's workers shut down); its steps
+and a "between steps" remainder add up to it (`analyzers.figures.steps`).
 """
 
 from .recorder import perf, wall_ns
@@ -69,6 +74,7 @@ class Pass(object):
         "counted",
         "marks_at_begin",
         "_ready",
+        "_begin",
         "_start_ns",
         "_wait",
         "_n",
@@ -97,6 +103,9 @@ class Pass(object):
         self._marks = 0
         self._carry = None  # type: object  # (start_ns, wait, images) of batches handed out but not yet trained
         self.reads_ahead = False  # a batch was carried into a trained step: the loop takes batches ahead
+        # The pass began before its iterator was made: a loader's start-up (workers spawned again each
+        # epoch without persistent_workers) is its first step's wait for data.
+        self._begin = (perf(), wall_ns())  # type: object
         self.recording = recorder.begin_pass(self)
 
     def attach(self, iterator):
@@ -122,8 +131,10 @@ class Pass(object):
     def __next__(self):
         if not self.recording or self.draining:
             return next(self._it)
-        t = perf()
-        now_ns = wall_ns()
+        if self._begin is not None:
+            (t, now_ns), self._begin = self._begin, None
+        else:
+            t, now_ns = perf(), wall_ns()
         try:
             batch = next(self._it)
         except StopIteration:
@@ -134,7 +145,7 @@ class Pass(object):
                 self._close_step(t - self._ready)
             self._ready = None
             self.recording = False
-            self._rec.end_pass(self)
+            self._rec.end_pass(self, wall_ns())  # the pipeline's tail (its workers shut down) is the epoch's
             self._rec.stop_if_diverged()
             raise
         ready = perf()
@@ -173,7 +184,7 @@ class Pass(object):
             self._close_step(max(0.0, rec.last_mark - self._ready))
         self._ready = None
         self.recording = False
-        rec.end_pass(self)
+        rec.end_pass(self, None, True)
 
     def superseded_by(self, other):  # type: (Pass) -> str
         """What a new pass `other` does to this recording one: 'end' it, 'suspend' it, or '' (nested)."""

@@ -59,6 +59,9 @@ class Recorder(object):
         self.optimizer_last = None  # type: object
         self.last_mark = 0.0  # perf() at the last backward or optimizer step
         self.step_end_ns = 0  # where the last recorded step ended (wall clock)
+        self.pending_end = None  # type: object  # an epoch left early: complete if another follows (see end_epoch)
+        self.last_steps = None  # type: object  # steps of the last complete epoch
+        self.first_mark = None  # type: object  # (perf, wall ns) of the first backward or optimizer step
         self.suspended = None  # type: object  # an evaluation pass a new pass interrupted
         self.seen_pass = False
         self._rows = []  # type: list
@@ -130,17 +133,21 @@ class Recorder(object):
         """A backward or an optimizer step: the step under way trains."""
         self.train_marks += 1
         self.last_mark = perf()
+        if self.first_mark is None:
+            self.first_mark = (self.last_mark, wall_ns())
 
     def add_step(self, probe, start_ns, wait_s, compute_s, n):
+        """One step; `wait_s` None where the wait for its batch was not seen, `n` None where its samples
+        were not counted."""
         if not self.epoch_open:
             self.begin_epoch(start_ns)
         self.suspended = None  # a pass that trains: the evaluation it interrupted will not
         wait = "" if wait_s is None else "%.9f" % wait_s
-        self._rows.append(
-            "%d,%d,%d,%d,%s,%.9f,0,%d,%s\n" % (self.epoch, self.step, n, start_ns, wait, compute_s, self.rank, probe)
-        )
+        images = "" if n is None else "%d" % n
+        row = (self.epoch, self.step, images, start_ns, wait, compute_s, self.rank, probe)
+        self._rows.append("%d,%d,%s,%d,%s,%.9f,0,%d,%s\n" % row)
         self.step += 1
-        self.images += n
+        self.images += n or 0
         self.step_end_ns = start_ns + int(((wait_s or 0.0) + compute_s) * 1e9)
         if len(self._rows) >= FLUSH_ROWS:
             self._flush_rows()
@@ -150,16 +157,20 @@ class Recorder(object):
             self.emit(schema.Event.PROGRESS, epoch=self.epoch, images=self.images, loss=None)
 
     def begin_epoch(self, start_ns):  # type: (int) -> None
+        """An epoch begins where its pass began (its loader's start-up is the epoch's, and its first step's wait)."""
+        self._emit_pending(False)  # an epoch left early and followed by another: left on purpose, complete
         self.epoch += 1
         self.step, self.images, self.epoch_open = 0, 0, True
         if self.rank == 0:  # the epoch began when its first batch was asked for
             self.emit(schema.Event.EPOCH_START, epoch=self.epoch, images_total=0, **{schema.T_NS: start_ns})
 
-    def end_pass(self, p):  # type: (Pass) -> None
+    def end_pass(self, p, end_ns=None, early=False):  # type: (Pass, object, bool) -> None
+        """`p` is over: its epoch ends at `end_ns` (the pass's own end: a loader's shutdown is the epoch's),
+        else with its last step; `early`: left before its last batch (see end_epoch)."""
         if self.active is p:
             self.active = None
             if self.epoch_open:
-                self.end_epoch(self.read_loss())
+                self.end_epoch(self.read_loss(), end_ns, early)
             elif self.suspended is not None:  # an evaluation that interrupted nothing trained: resume it
                 self.active, self.suspended = self.suspended, None
                 self.active.recording = True
@@ -174,25 +185,48 @@ class Recorder(object):
         except Exception:  # noqa: BLE001 - no loss is better than a failed training
             return None
 
-    def end_epoch(self, loss):  # type: (object) -> None
+    def end_epoch(self, loss, end_ns=None, early=False, partial=False):
+        # type: (object, object, bool, bool) -> None
+        """The epoch ends at `end_ns`, else where its last step ended. One left `early` (a pass dropped
+        before its last batch, an epoch still open at exit) is held: complete if another epoch follows
+        (a loop that stops each epoch on purpose), else decided at exit (`close`). A `partial` epoch
+        (interrupted: a framework's loop raised inside it) is marked so; every epoch figure leaves it out."""
         self.epoch_open = False
         self._flush_rows()
-        if self.rank == 0:  # the epoch ended with its last step (not later, where a loop noticed it)
-            self.emit(
-                schema.Event.EPOCH_END,
-                epoch=self.epoch,
-                images=self.images,
-                loss=loss,
-                steps=self.step,
-                **{schema.T_NS: self.step_end_ns or wall_ns()},
-            )
+        event = {"epoch": self.epoch, "images": self.images, "loss": loss, "steps": self.step}
+        event[schema.T_NS] = end_ns or self.step_end_ns or wall_ns()
+        if early or partial:
+            self.pending_end = (event, partial)
+        else:
+            self._emit_end(event, False)
+
+    def _emit_pending(self, at_exit):  # type: (bool) -> None
+        pending, self.pending_end = self.pending_end, None
+        if pending is not None:
+            event, partial = pending
+            shorter = self.last_steps is not None and event["steps"] < self.last_steps
+            self._emit_end(event, partial or (at_exit and (shorter or self.failed())))
+
+    @staticmethod
+    def failed():  # type: () -> bool
+        """Whether the process is ending on an uncaught exception (Ctrl-C's KeyboardInterrupt included)."""
+        return getattr(sys, "last_type", None) is not None or getattr(sys, "last_exc", None) is not None
+
+    def _emit_end(self, event, partial):  # type: (dict, bool) -> None
+        loss = event["loss"]
+        if partial:
+            event[schema.PARTIAL] = True
+        else:
+            self.last_steps = event["steps"]
+        if self.rank == 0:  # the epoch ended where its pass ended (not later, where a loop noticed it)
+            self.emit(schema.Event.EPOCH_END, **event)
         if isinstance(loss, float) and not math.isfinite(loss) and not self.diverged:
             self.diverged = True
             self.emit(
                 schema.Event.DIVERGED,
-                epoch=self.epoch,
+                epoch=event["epoch"],
                 step=None,
-                images=self.images,
+                images=event["images"],
                 loss=schema.nonfinite_name(loss),
                 last_finite_loss=self.last_finite_loss,
                 lr=None,
@@ -201,26 +235,31 @@ class Recorder(object):
         elif isinstance(loss, float):
             self.last_finite_loss = loss
 
-    def optimizer_step(self, probe):  # type: (str) -> None
-        """A step counted by the optimizer (no pipeline iteration seen): time from the previous one."""
+    def optimizer_step(self, probe, n=None):  # type: (str, object) -> None
+        """A step counted by the optimizer (no pipeline iteration seen): from the previous update, the
+        first from the first training mark (its forward is not seen); `n` samples where the update says."""
+        start = self.optimizer_last or self.first_mark
         self.mark_training()
         if self.seen_pass or self.suppress:
             return
         now, now_ns = perf(), wall_ns()
-        if self.optimizer_last is not None:
-            last, last_ns = self.optimizer_last
-            self.add_step(probe, last_ns, None, now - last, 0)
+        if start is not None:
+            last, last_ns = start
+            self.add_step(probe, last_ns, None, now - last, n)
         self.optimizer_last = (now, now_ns)
 
     def close(self):  # type: () -> None
-        """At exit: an epoch still open (a loop left with `break`, optimizer-counted steps) ends here."""
+        """At exit: an epoch still open (a loop left with `break`, optimizer-counted steps) ends here;
+        one left early is partial where the process fails, or where it holds fewer steps than the epoch
+        before it."""
         if os.getpid() != self.pid:
             return
         active = self.active
         if active is not None and getattr(active, "recording", False):
             active.finish()
         if self.epoch_open:
-            self.end_epoch(self.read_loss())
+            self.end_epoch(self.read_loss(), None, True)
+        self._emit_pending(True)
         self._flush_rows()
         for f in (self._steps_file, self._events_file):
             try:
