@@ -97,16 +97,19 @@ def patch_torch(torch, recorder):
 # --- TensorFlow and Keras
 def tf_data_knobs(ds):
     """What a tf.data chain holds (outermost first): the knob advice fits the pipeline as written."""
-    kinds = []
+    kinds, parallel = [], False
     for _ in range(32):
         kinds.append(type(ds).__name__.lstrip("_"))
+        if kinds[-1] == "ParallelMapDataset":  # num_parallel_calls=1 makes one too, running one call at a time
+            calls = getattr(ds, "_num_parallel_calls", None)
+            parallel = parallel or int(calls.numpy() if hasattr(calls, "numpy") else calls or 0) != 1
         ds = getattr(ds, "_input_dataset", None)
         if ds is None:
             break
     return {
         "prefetch": any("Prefetch" in k for k in kinds),
         "map": any(k in ("MapDataset", "ParallelMapDataset") for k in kinds),
-        "parallel_map": "ParallelMapDataset" in kinds,
+        "parallel_map": parallel,
         "cache": any("Cache" in k for k in kinds),
     }
 
@@ -126,7 +129,8 @@ def patch_tf_data(dataset_ops, recorder):
             eager = dataset_ops.context.executing_eagerly()
         except Exception:  # noqa: BLE001
             eager = False
-        return wrapped(self) if eager else original(self)
+        # (this wrapper is the caller `wrap_iter` sees: whether a framework iterates is asked here)
+        return wrapped(self) if eager and not called_from_framework() else original(self)
 
     cls.__iter__ = __iter__
 
