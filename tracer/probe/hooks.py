@@ -17,7 +17,7 @@ iterating the tf.data set it was given) is the framework's business and not wrap
 
 import sys
 
-from . import facts, fit_samples, optimizers
+from . import device, facts, fit_samples, optimizers
 from .names import schema
 from .passes import Pass
 
@@ -314,7 +314,7 @@ PATCHES = {
     "tensorflow": version_only("tensorflow"),
     "tensorflow.python.data.ops.dataset_ops": patch_tf_data,
     "keras": patch_keras,
-    "jax": version_only("jax"),
+    "jax": device.patch_jax_version,
     "grain": patch_grain,
     "mxnet": version_only("mxnet"),
     "mxnet.gluon.data.dataloader": patch_gluon,

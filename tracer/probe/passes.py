@@ -171,7 +171,7 @@ class Pass(object):
         if self._carry:
             start_ns, wait, n = self._carry[0], wait + self._carry[1], n + self._carry[2]
             self._carry, self.reads_ahead = None, True
-        rec.add_step(self.source, start_ns, wait, compute_s, n)
+        rec.take_step(self.source, start_ns, wait, compute_s, n)
         self.counted += 1
 
     def finish(self):  # type: () -> None

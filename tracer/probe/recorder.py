@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 
+from . import device
 from .names import schema
 
 FLUSH_ROWS = 256
@@ -62,6 +63,12 @@ class Recorder(object):
         self.pending_end = None  # type: object  # an epoch left early: complete if another follows (see end_epoch)
         self.last_steps = None  # type: object  # steps of the last complete epoch
         self.first_mark = None  # type: object  # (perf, wall ns) of the first backward or optimizer step
+        # An asynchronous framework's steps (device.py): the watcher of its calls, the last call's number,
+        # steps and epoch ends waiting for their calls' outputs, where the device's work last ended.
+        self.watcher = None  # type: object
+        self.last_call = 0
+        self._fifo = []  # type: list
+        self.device_end_ns = 0
         self.suspended = None  # type: object  # an evaluation pass a new pass interrupted
         self.seen_pass = False
         self._rows = []  # type: list
@@ -107,7 +114,7 @@ class Recorder(object):
         """In a forked child (a DataLoader worker): nothing of the parent's is ours to write."""
         self.pid = os.getpid()
         self._rows, self._steps_file, self._events_file, self.active = [], None, None, None
-        self.epoch_open = False
+        self.epoch_open, self.watcher, self._fifo = False, None, []
 
     # --- passes and steps
     def begin_pass(self, p):  # type: (Pass) -> bool
@@ -115,6 +122,7 @@ class Recorder(object):
         `Pass.superseded_by`), nor inside a framework's own loop."""
         if self.suppress or os.getpid() != self.pid:
             return False
+        self.settle(False)
         active = self.active
         if active is not None and getattr(active, "recording", False):
             verdict = active.superseded_by(p)
@@ -135,6 +143,51 @@ class Recorder(object):
         self.last_mark = perf()
         if self.first_mark is None:
             self.first_mark = (self.last_mark, wall_ns())
+
+    def dispatched(self, number):  # type: (int) -> None
+        """A watched call (device.py) was made in the step under way."""
+        self.last_call = number
+
+    def take_step(self, probe, start_ns, wait_s, compute_s, n):
+        """A pass's step as the host saw it; where its calls' work may still run (a watcher exists), it
+        waits in order for their outputs (`settle`)."""
+        if self.watcher is None:
+            self.add_step(probe, start_ns, wait_s, compute_s, n)
+            return
+        self._fifo.append((probe, start_ns, wait_s, compute_s, n, self.last_call))
+        self.settle(False)
+
+    def settle(self, final):  # type: (bool) -> None
+        """The waiting steps whose outputs are ready, in order: a step ends when the later of its host
+        work and its outputs is done, and begins where the one before it ended; its wait for data is
+        what of the host's wait lies after that (the device had nothing else to do). `final` (at
+        exit): the watcher is given a while to catch up, then a step not seen done ends on the host."""
+        watcher = self.watcher
+        if watcher is None or not self._fifo:
+            return
+        if final:
+            watcher.wait(watcher.dispatched, device.EXIT_WAIT_S)
+        while self._fifo:
+            item = self._fifo[0]
+            if item[0] is None:  # a pass's end: its epoch ends when its last step's work did
+                _, end_ns, early = item
+                self._fifo.pop(0)
+                if self.epoch_open:
+                    self.end_epoch(self.read_loss(), max(end_ns or 0, self.device_end_ns) or None, early)
+                continue
+            probe, start_ns, wait_s, compute_s, n, call = item
+            ready = watcher.ready_ns(call) if call else 0
+            if ready is None and not final:
+                return
+            self._fifo.pop(0)
+            host_end = start_ns + int(((wait_s or 0.0) + compute_s) * 1e9)
+            start = max(start_ns, self.device_end_ns)
+            end = max(host_end, ready or 0, start)
+            wait = None if wait_s is None else max(0, min(start_ns + int(wait_s * 1e9), end) - start) / 1e9
+            self.add_step(probe, start, wait, (end - start) / 1e9 - (wait or 0.0), n)
+            self.device_end_ns = end
+            if call > 1:
+                watcher.forget(call - 1)
 
     def add_step(self, probe, start_ns, wait_s, compute_s, n):
         """One step; `wait_s` None where the wait for its batch was not seen, `n` None where its samples
@@ -169,7 +222,12 @@ class Recorder(object):
         else with its last step; `early`: left before its last batch (see end_epoch)."""
         if self.active is p:
             self.active = None
-            if self.epoch_open:
+            if self._fifo:  # its last steps still wait for their work: the epoch ends after them
+                self._fifo.append((None, end_ns, early))
+                self.settle(False)
+            elif self.epoch_open:
+                if end_ns is not None and self.device_end_ns:
+                    end_ns = max(end_ns, self.device_end_ns)
                 self.end_epoch(self.read_loss(), end_ns, early)
             elif self.suspended is not None:  # an evaluation that interrupted nothing trained: resume it
                 self.active, self.suspended = self.suspended, None
@@ -257,6 +315,7 @@ class Recorder(object):
         active = self.active
         if active is not None and getattr(active, "recording", False):
             active.finish()
+        self.settle(True)
         if self.epoch_open:
             self.end_epoch(self.read_loss(), None, True)
         self._emit_pending(True)
