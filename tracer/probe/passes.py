@@ -28,7 +28,17 @@ StopIteration, ends when that returns (the pipeline's tail: a DataLoader's worke
 and a "between steps" remainder add up to it (`analyzers.figures.steps`).
 """
 
+import sys
+
 from .recorder import perf, wall_ns
+
+
+def _caller_package():  # type: () -> str
+    """The top package of the code that called the pass's `next()` (two frames up)."""
+    try:
+        return sys._getframe(2).f_globals.get("__name__", "").split(".", 1)[0]
+    except ValueError:
+        return ""
 
 
 def batch_size(batch):  # type: (object) -> int
@@ -81,6 +91,8 @@ class Pass(object):
         "_marks",
         "_carry",
         "reads_ahead",
+        "ahead",
+        "_stop",
     )
 
     def __init__(self, recorder, probe, needs_training, pipeline=None):
@@ -103,6 +115,8 @@ class Pass(object):
         self._marks = 0
         self._carry = None  # type: object  # (start_ns, wait, images) of batches handed out but not yet trained
         self.reads_ahead = False  # a batch was carried into a trained step: the loop takes batches ahead
+        self.ahead = None  # type: object  # iterated by accelerate, which takes one batch ahead (see _close_step)
+        self._stop = None  # type: object  # (training marks, wall ns) at a draining pass's StopIteration
         # The pass began before its iterator was made: a loader's start-up (workers spawned again each
         # epoch without persistent_workers) is its first step's wait for data.
         self._begin = (perf(), wall_ns())  # type: object
@@ -135,11 +149,14 @@ class Pass(object):
             (t, now_ns), self._begin = self._begin, None
         else:
             t, now_ns = perf(), wall_ns()
+        if self.ahead is None:
+            self.ahead = _caller_package() == "accelerate"
         try:
             batch = next(self._it)
         except StopIteration:
             if self.needs_training and self.counted and (self.reads_ahead or self._carry):
                 self.draining = True  # read one ahead: its last batch trains after this
+                self._stop = (self._rec.train_marks, now_ns)
                 raise
             if self._ready is not None:
                 self._close_step(t - self._ready)
@@ -159,7 +176,7 @@ class Pass(object):
 
     next = __next__  # Python 2 spelling some libraries still call
 
-    def _close_step(self, compute_s):  # type: (float) -> None
+    def _close_step(self, compute_s, shift=True):  # type: (float, bool) -> None
         """The step of the batch handed out last, `compute_s` after it was ready."""
         rec = self._rec
         trained = not self.needs_training or rec.train_marks != self._marks
@@ -167,6 +184,15 @@ class Pass(object):
         if not trained:  # read ahead, or gathered for gradient accumulation: carried into the next trained step
             carried = self._carry or (start_ns, 0.0, 0)
             self._carry = (carried[0], carried[1] + wait, carried[2] + n)
+            return
+        if self._carry and self.ahead and shift:
+            # accelerate took this batch ahead: the training just seen was the carried batches' (one
+            # step each update); this batch is carried into the next, from where this step ended
+            end_ns = start_ns + int((wait + compute_s) * 1e9)
+            (c_start, c_wait, c_n), self._carry = self._carry, (end_ns, 0.0, n)
+            self.reads_ahead = True
+            rec.take_step(self.source, c_start, c_wait, (end_ns - c_start) / 1e9 - c_wait, c_n)
+            self.counted += 1
             return
         if self._carry:
             start_ns, wait, n = self._carry[0], wait + self._carry[1], n + self._carry[2]
@@ -181,7 +207,17 @@ class Pass(object):
             return
         rec = self._rec
         if self._ready is not None and self.needs_training and rec.train_marks != self._marks:
-            self._close_step(max(0.0, rec.last_mark - self._ready))
+            stop = self._stop
+            if self.ahead and self._carry and stop is not None and stop[0] != self._marks:
+                # the carried batches trained before the loader said it was done (a step ending there),
+                # the last batch after it (a step of its own)
+                (c_start, c_wait, c_n), self._carry = self._carry, None
+                rec.take_step(self.source, c_start, c_wait, (stop[1] - c_start) / 1e9 - c_wait, c_n)
+                last_ns = wall_ns() - int((perf() - rec.last_mark) * 1e9)
+                rec.take_step(self.source, stop[1], 0.0, max(0.0, (last_ns - stop[1]) / 1e9), self._n)
+                self.counted += 2
+            else:
+                self._close_step(max(0.0, rec.last_mark - self._ready), False)
         self._ready = None
         self.recording = False
         rec.end_pass(self, None, True)

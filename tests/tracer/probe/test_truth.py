@@ -47,7 +47,9 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Profiled]
         if key not in made:
             require_framework(framework)
             out = tmp_path_factory.mktemp("runs")
-            result = run_tracer("profile", "--out", str(out), "--", status(framework).python, str(SCRIPTS / script), *args)
+            result = run_tracer(
+                "profile", "--out", str(out), "--", status(framework).python, str(SCRIPTS / script), *args
+            )
             (folder,) = list_runs(out)
             made[key] = Profiled(folder, result.stdout, result.returncode)
         return made[key]

@@ -53,9 +53,9 @@ HOST_S = 0.004  # a step's host time: 2 ms in the generator, 2 ms after the disp
 # outlasts the host's. Per epoch, that wait over the epoch: `expected_wait_pct`.
 truth = {"epochs": 0, "steps": 0, "samples": 0, "epoch_s": [], "wait_s": [], "device_s": device_s}
 truth["expected_wait_pct"] = []
-for epoch in range(EPOCHS):
+for _epoch in range(EPOCHS):
     t0 = time.perf_counter()
-    wait = 0.0
+    wait = first = 0.0
     it = iter(timed_epoch(batches(rng)))
     while True:
         t = time.perf_counter()

@@ -25,7 +25,7 @@ optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
 loss_fn = torch.nn.CrossEntropyLoss()
 marker = "--marker" in sys.argv
 truth = {"epochs": 0, "steps": 0, "samples": 0, "epoch_s": []}
-for epoch in range(EPOCHS):
+for _epoch in range(EPOCHS):
     t0 = time.perf_counter()
     batches = zip(x.split(BATCH), y.split(BATCH))
     for xb, yb in timed_epoch(batches) if marker else batches:
