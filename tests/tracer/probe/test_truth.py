@@ -14,6 +14,7 @@ import pytest
 
 from analyzers.diagnosis import diagnose
 from analyzers.diagnosis import thresholds as th
+from analyzers.comparison.diff import WHOLE_STEP, diff
 from analyzers.diagnosis.knobs import command_input_knobs
 from analyzers.figures import steps
 from analyzers.figures.run_summary import compute_summary as run_summary
@@ -191,3 +192,14 @@ def test_an_asynchronous_jax_loop_ends_its_steps_and_epochs_when_their_work_is_d
         assert s.data_wait_share is not None
         assert abs(100 * s.data_wait_share - truth["expected_wait_pct"][s.epoch - 1]) <= 3
     assert not verdict(run.folder, "input-bound").fired
+
+
+def test_diff_beside_a_run_whose_wait_was_not_measured_never_says_a_data_wait(
+    profile: Callable[..., Profiled],
+) -> None:
+    keras_run = profile("tensorflow", "keras_slow_map.py")
+    torch_run = profile("pytorch", "torch_slices.py", "--marker")
+    found = diff(keras_run.folder, torch_run.folder)
+    assert [p.key for p in found.parts] == [WHOLE_STEP]  # not split by a wait one run did not measure
+    text = " ".join(found.sentences)
+    assert "waiting for data" not in text and "data wait not measured" in text

@@ -61,7 +61,7 @@ for epoch in range(1, args.epochs + 1):
         if stop == (epoch, step):
             if args.how == "interrupt":
                 raise KeyboardInterrupt
-            raise RuntimeError("a bad batch in epoch %d" % epoch)
+            raise RuntimeError(f"a bad batch in epoch {epoch}")
         optimizer.zero_grad()
         torch.nn.functional.cross_entropy(model(x), y).backward()
         optimizer.step()
