@@ -11,6 +11,7 @@ import functools
 import importlib
 
 from .names import schema
+from .recorder import perf, wall_ns
 
 Probe = schema.Probe
 
@@ -18,10 +19,12 @@ Probe = schema.Probe
 def _counting(original, recorder, probe, when=None, samples=None):
     """`original` (an update method) that counts one step per outermost call (a subclass calling its
     parent's update counts once) where `when()` holds; `samples(args, kwargs)`: its batch, where it says."""
-    depth = [0]
+    depth, began = [0], [None]  # type: list, list
 
     @functools.wraps(original)
     def update(*args, **kwargs):
+        if depth[0] == 0:
+            began[0] = (perf(), wall_ns())
         depth[0] += 1
         try:
             return original(*args, **kwargs)
@@ -34,7 +37,7 @@ def _counting(original, recorder, probe, when=None, samples=None):
                         n = int(samples(args, kwargs))
                     except Exception:  # noqa: BLE001 - samples not said: not counted
                         n = None
-                recorder.optimizer_step(probe, n)
+                recorder.optimizer_step(probe, n, began[0])
 
     update.__wrapped__ = original
     return update
@@ -50,8 +53,10 @@ def _subclasses(cls):
 
 
 def _patch_all(base, name, recorder, probe, when=None, samples=None):
-    """`name` counted on `base` and on each subclass that defines its own (Adam's own step, say)."""
-    for cls in _subclasses(base):
+    """`name` counted where `base` gets it from (a parent: Keras 3's BaseOptimizer) and on each subclass
+    that defines its own (Adam's own step, say)."""
+    owner = next((c for c in base.__mro__ if name in vars(c)), base)
+    for cls in _subclasses(owner):
         if name in vars(cls):
             setattr(cls, name, _counting(vars(cls)[name], recorder, probe, when, samples))
 

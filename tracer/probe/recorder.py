@@ -293,10 +293,11 @@ class Recorder(object):
         elif isinstance(loss, float):
             self.last_finite_loss = loss
 
-    def optimizer_step(self, probe, n=None):  # type: (str, object) -> None
+    def optimizer_step(self, probe, n=None, began=None):  # type: (str, object, object) -> None
         """A step counted by the optimizer (no pipeline iteration seen): from the previous update, the
-        first from the first training mark (its forward is not seen); `n` samples where the update says."""
-        start = self.optimizer_last or self.first_mark
+        first from the first training mark (backward), else from when its update `began` (its forward
+        is not seen); `n` samples where the update says."""
+        start = self.optimizer_last or self.first_mark or began
         self.mark_training()
         if self.seen_pass or self.suppress:
             return
