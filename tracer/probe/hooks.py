@@ -17,7 +17,7 @@ iterating the tf.data set it was given) is the framework's business and not wrap
 
 import sys
 
-from . import device, facts, fit_samples, optimizers
+from . import device, facts, fit_samples, keras_input, optimizers
 from .names import schema
 from .passes import Pass
 
@@ -138,8 +138,8 @@ def patch_tf_data(dataset_ops, recorder):
 def _framework_loop(recorder, callback_base, probe, samples):
     """A callback for a framework's own fit loop (Keras, paddle.Model): steps from its batch hooks, the
     epoch from its epoch hooks (all of it: the pipeline's start-up and tail are the epoch's). Where the
-    loop reads its batches inside a compiled graph (Keras: `Probe.IN_GRAPH_INPUT`) the wait for them is
-    not seen: a step is then the time from the previous one, its data wait left empty (not measured).
+    loop reads its batches inside a compiled graph (Keras: `Probe.IN_GRAPH_INPUT`) a step is the time
+    from the previous one, its wait the one `keras_input` measured, else left empty (not measured).
     `samples(step)`: the samples of the epoch's step number `step`, or None where not counted."""
     from .recorder import perf, wall_ns
 
@@ -165,8 +165,10 @@ def _framework_loop(recorder, callback_base, probe, samples):
             now = perf()
             last = self._t_end if self._t_end is not None else self._t_begin
             n = samples(step)
-            if in_graph:
-                recorder.add_step(probe, self._end_ns or self._start_ns, None, now - last, n)
+            if in_graph:  # the step from the previous one; its wait where `keras_input` took the batch
+                wait, recorder.fit_wait = recorder.fit_wait, None
+                wait = None if wait is None else min(wait, now - last)
+                recorder.add_step(probe, self._end_ns or self._start_ns, wait, now - last - (wait or 0.0), n)
             else:
                 wait = max(0.0, self._t_begin - last)
                 recorder.add_step(probe, self._start_ns - int(wait * 1e9), wait, now - self._t_begin, n)
@@ -246,6 +248,7 @@ def patch_keras(keras, recorder):
     # Model.fit(x, y, batch_size, epochs, verbose, callbacks, ...): Keras's default batch is 32
     patch_fit(keras.Model, keras.callbacks.Callback, recorder, Probe.KERAS_FIT, 5, 2, 32)
     optimizers.keras_optimizer(keras, recorder)
+    keras_input.patch(keras, recorder)
 
 
 # --- JAX's grain

@@ -66,6 +66,7 @@ class Recorder(object):
         # An asynchronous framework's steps (device.py): the watcher of its calls, the last call's number,
         # steps and epoch ends waiting for their calls' outputs, where the device's work last ended.
         self.watcher = None  # type: object
+        self.fit_wait = None  # type: object  # Keras fit's wait for the step's batch (keras_input.py)
         self.last_call = 0
         self._fifo = []  # type: list
         self.device_end_ns = 0

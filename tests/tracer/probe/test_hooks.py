@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from analyzers.comparison.diff import diff
+from analyzers.figures.step_parts import DATA_WAIT, WAIT_UNSEEN_LABEL
 from tests.conftest import require_framework, run_tracer
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.core.schema import KIND, PROBE, STEPS_TABLE, Event, Probe
@@ -73,3 +75,7 @@ def test_a_loop_with_no_loader_counts_each_optimizer_update_as_a_step(
     assert steps.num_rows == 8  # every update, the first one too
     assert steps.column("images").to_pylist() == [samples] * 8
     assert steps.column("data_wait_s").null_count == 8  # no batch seen fetched: not measured, not 0
+    if samples:  # per image, `diff` does not split the step by a wait it did not see
+        found = diff(folder, folder)
+        assert DATA_WAIT not in [p.key for p in found.parts] and found.parts[0].label == WAIT_UNSEEN_LABEL
+        assert "waiting for data" not in " ".join(found.sentences)

@@ -14,7 +14,6 @@ import pytest
 
 from analyzers.diagnosis import diagnose
 from analyzers.diagnosis import thresholds as th
-from analyzers.comparison.diff import WHOLE_STEP, diff
 from analyzers.diagnosis.knobs import command_input_knobs
 from analyzers.figures import steps
 from analyzers.figures.run_summary import compute_summary as run_summary
@@ -140,7 +139,7 @@ def test_an_epoch_left_by_a_failure_or_ctrl_c_is_partial_and_out_of_the_steady_s
     assert "epoch 3 partial (2 steps, left out)" in run.stdout
 
 
-def test_keras_fit_on_a_slow_map_counts_its_samples_and_says_its_wait_is_not_measured(
+def test_keras_fit_on_a_slow_map_counts_its_samples_and_measures_its_wait(
     profile: Callable[..., Profiled],
 ) -> None:
     run = profile("tensorflow", "keras_slow_map.py")
@@ -150,9 +149,15 @@ def test_keras_fit_on_a_slow_map_counts_its_samples_and_says_its_wait_is_not_mea
     assert table.num_rows == truth["steps"] and sum(table.column("images").to_pylist()) == truth["samples"]
     assert [e.images for e in run.folder.epochs()] == [68, 68, 68]  # the last batch of 4 counted as 4
     assert_epochs_match(run.folder, truth["epoch_s"])
+    # The wait Keras's graph hides, measured: the pipeline alone takes longer than an epoch does, a step's
+    # compute a few ms of it, so the steps wait for their batch most of each steady epoch.
+    splits = steps.epoch_splits(run.folder)
+    assert all(s.wait_measured for s in splits)
+    last = splits[-1]
+    theirs = 100 * (1 - truth["steps"] / 3 * truth["compute_s"] / truth["epoch_s"][-1])
+    assert last.data_wait_share is not None and 100 * last.data_wait_share >= min(80.0, theirs - 10)
     wait = verdict(run.folder, "input-bound")
-    assert wait.state == "not measured" and "inside the compiled graph" in wait.finding  # never "quiet"
-    assert "not measured" in run.stdout.split("data wait (steady")[1].splitlines()[0]
+    assert wait.fired and "num_parallel_calls" in wait.knob, wait.finding
     assert run_summary(run.folder).steady_images_per_s  # not 0.0
     knobs = run.folder.read_record().knobs
     assert knobs[f"{MODEL_FACTS}.{CLASSES}"] == 10
@@ -193,13 +198,3 @@ def test_an_asynchronous_jax_loop_ends_its_steps_and_epochs_when_their_work_is_d
         assert abs(100 * s.data_wait_share - truth["expected_wait_pct"][s.epoch - 1]) <= 3
     assert not verdict(run.folder, "input-bound").fired
 
-
-def test_diff_beside_a_run_whose_wait_was_not_measured_never_says_a_data_wait(
-    profile: Callable[..., Profiled],
-) -> None:
-    keras_run = profile("tensorflow", "keras_slow_map.py")
-    torch_run = profile("pytorch", "torch_slices.py", "--marker")
-    found = diff(keras_run.folder, torch_run.folder)
-    assert [p.key for p in found.parts] == [WHOLE_STEP]  # not split by a wait one run did not measure
-    text = " ".join(found.sentences)
-    assert "waiting for data" not in text and "data wait not measured" in text
