@@ -42,7 +42,11 @@ def marker_advice(framework: str) -> str:
 #: Why a probe's steps carry no data wait (their cells left empty), by the probe that saw them.
 WAIT_NOT_SEEN = {
     **dict.fromkeys(Probe.OPTIMIZERS, "the steps were counted from optimizer updates: no batch wait seen"),
-    **dict.fromkeys(Probe.IN_GRAPH_INPUT, "Keras fit reads its batches inside the compiled graph, unseen"),
+    **dict.fromkeys(
+        Probe.IN_GRAPH_INPUT,
+        "Keras fit read its batches inside its compiled graph, unseen (steps_per_execution > 1, tf.distribute"
+        " or Keras 2)",
+    ),
 }
 
 

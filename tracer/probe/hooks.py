@@ -7,8 +7,10 @@ Hooks, by what a training loop does:
   backward or an optimizer step); the tensor given to `backward()` kept to read the loss once at the
   epoch's end; the first `cross_entropy`'s class count (`facts`).
 - TensorFlow: `keras.Model.fit` (a callback added; Keras's own logs give the loss; samples from what
-  fit was given, `fit_samples`), iterating a `tf.data.Dataset` eagerly outside `fit`.
-- JAX: iterating grain's `DataLoader`, `MapDataset` and `IterDataset`.
+  fit was given, `fit_samples`; the wait for its batches, `keras_input`), iterating a `tf.data.Dataset`
+  eagerly outside `fit`.
+- JAX: iterating grain's `DataLoader`, `MapDataset` and `IterDataset`; `jax.jit`'s calls watched
+  (`device`: a step ends when its work is done).
 - MXNet: iterating `gluon.data.DataLoader`; PaddlePaddle: `paddle.io.DataLoader`, `paddle.Model.fit`.
 - Every framework's optimizer update counted as a step where no pipeline is iterated (`optimizers`).
 A pipeline iterated from inside a framework package (grain's datasets iterating their parents, Keras

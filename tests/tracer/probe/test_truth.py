@@ -197,4 +197,3 @@ def test_an_asynchronous_jax_loop_ends_its_steps_and_epochs_when_their_work_is_d
         assert s.data_wait_share is not None
         assert abs(100 * s.data_wait_share - truth["expected_wait_pct"][s.epoch - 1]) <= 3
     assert not verdict(run.folder, "input-bound").fired
-
