@@ -20,6 +20,7 @@ from analyzers.figures.step_parts import (
     BASIS_WINDOW,
     DATA_WAIT,
     PER_STEP,
+    WAIT_UNSEEN_LABEL,
     Decomposition,
     Part,
     decompose,
@@ -33,6 +34,7 @@ from tracer.core.runfolder import RunFolder
 
 REST = "rest"
 REST_LABEL = "the rest of the step (compute, host and synchronising)"
+WHOLE_STEP = "step"  # one part only: a run's data wait was not measured, so the step is not split by it
 SAME_WITHIN = 0.01  # a gap under 1 % of the faster run's time is no gap
 MENTION = 0.05  # a part is named in the sentences from 5 % of the gap on
 ALIKE_GPU = 0.05  # GPU time per image "within 5 %" is called alike
@@ -157,6 +159,8 @@ def _part_deltas(a: Decomposition, b: Decomposition) -> list[Delta]:
     if both_traced or keys_a == keys_b:
         labels = {p.key: p.label for p in (*a.parts, *b.parts)}
         return [Delta(k, labels[k], a.part(k), b.part(k)) for k in dict.fromkeys(keys_a + keys_b)]
+    if DATA_WAIT not in keys_a or DATA_WAIT not in keys_b:  # a run whose wait was not seen: no split by it
+        return [Delta(WHOLE_STEP, WAIT_UNSEEN_LABEL, a.step_s or 0.0, b.step_s or 0.0)]
     rest = [(d.step_s or 0.0) - d.part(DATA_WAIT) for d in (a, b)]
     return [
         Delta(DATA_WAIT, next(p.label for p in a.parts if p.key == DATA_WAIT), a.part(DATA_WAIT), b.part(DATA_WAIT)),
@@ -253,6 +257,8 @@ def _sentences(d: Diff) -> list[str]:
 
 
 def _doing(part: Delta) -> str:
+    if part.key == WHOLE_STEP:
+        return "in its steps (data wait not measured, so not told apart)"
     return "in the rest of the step" if part.key == REST else part_doing(part.key)
 
 

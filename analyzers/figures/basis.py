@@ -153,7 +153,7 @@ def phase_figures(
     return PhaseFigures(
         phase=phase.name,
         epochs=tuple(sorted(numbers)),
-        images_per_s=sum(e.images for e in mine) / seconds if seconds > 0 else None,
+        images_per_s=_rate(sum(e.images for e in mine), seconds),  # 0 images: not counted (a command)
         epoch_s=seconds / len(mine) if mine else None,
         data_wait_pct=None if wait is None else 100.0 * wait,
         cpu_pct_mean=_mean(cpu),
@@ -235,3 +235,8 @@ def figures_text(figures: PhaseFigures, names: Sequence[str] = ()) -> str:
         unit = "" if f.unit in ("threads", "img/s") else f" {f.unit}" if f.unit != "%" else " %"
         parts.append(f"{f.label} {format(value, f.spec)}{unit}")
     return ", ".join(parts) or "-"
+
+
+def _rate(images: int, seconds: float) -> float | None:
+    """Images per second; None where no image was counted (a command's optimizer-counted steps)."""
+    return images / seconds if seconds > 0 and images > 0 else None

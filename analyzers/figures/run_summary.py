@@ -18,7 +18,7 @@ from analyzers.figures.phases import STEADY, WHOLE, EpochMark, Phase, from_marks
 from analyzers.figures.steady import WARMUP_EPOCHS, epoch_stats
 from tracer.core.cases import RunKey
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
-from tracer.core.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder, partial_epochs
 from tracer.core.schema import KIND, TEGRA_TABLE, TEMPS_TABLE, Event
 
 
@@ -74,6 +74,9 @@ class RunSummary:
     steady_wait_ms: float | None = None
     command: str = ""  # `tracer profile -- COMMAND`: the command (then model, dataset and batch are the script's)
     probes: tuple[str, ...] = ()  # who saw the steps (worker; torch.DataLoader, keras.fit, marker ... in a command)
+    # A command's steady epochs, per epoch: wall time outside every step (loop work, a pipeline's tail), in ms.
+    steady_between_ms: float | None = None
+    partial_epochs: tuple[tuple[int, int], ...] = ()  # (epoch, steps) of epochs left before their end, left out
     # Every resource figure per phase (analyzers.figures.basis): the steady state is the headline (the properties
     # below read it); the whole run only where a row or column is named for it.
     steady: PhaseFigures = PhaseFigures(STEADY)
@@ -218,10 +221,20 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
         steady=figures,
         whole=whole,
         steady_step_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.total_s),
-        steady_wait_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.data_wait_s),
+        steady_wait_ms=_per_step_ms(
+            [s for s in splits if s.wait_measured], steady.steady_epoch_numbers, lambda s: s.data_wait_s
+        ),
         command=record.command.text if record.command else "",
         probes=steps.probes(folder),
+        steady_between_ms=_between_ms(folder, steady.steady_epoch_numbers) if record.command else None,
+        partial_epochs=tuple(partial_epochs(folder.events())),
     )
+
+
+def _between_ms(folder: RunFolder, epochs: Collection[int]) -> float | None:
+    """The mean over `epochs` of each epoch's time outside its steps (`steps.between_steps`), in ms."""
+    values = [v for e, v in steps.between_steps(folder).items() if e in epochs]
+    return 1000 * statistics.fmean(values) if values else None
 
 
 def _per_step_ms(
@@ -286,8 +299,8 @@ def mean_epoch_s(epochs: list[EpochRecord]) -> float | None:
 
 
 def images_per_s(epochs: list[EpochRecord]) -> float | None:
-    seconds = sum(e.duration_s for e in epochs)
-    return sum(e.images for e in epochs) / seconds if seconds > 0 else None
+    seconds, images = sum(e.duration_s for e in epochs), sum(e.images for e in epochs)
+    return images / seconds if seconds > 0 and images > 0 else None  # 0 images: not counted
 
 
 def _pct(share: float | None) -> float | None:

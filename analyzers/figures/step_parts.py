@@ -54,6 +54,15 @@ PART_DOING = {
 }
 """How a sentence says where time went ("B spends 7 ms more per image waiting for data")."""
 ASYNC_COMPUTE_LABEL = "compute (step minus data wait: the framework returns before its work is done)"
+WAIT_UNSEEN_LABEL = "the whole step (its data wait not measured)"
+
+
+def _compute_label(asynchronous: bool, unseen: bool) -> str:
+    if unseen:
+        return WAIT_UNSEEN_LABEL
+    return ASYNC_COMPUTE_LABEL if asynchronous else part_label(COMPUTE)
+
+
 BASIS_STEPS, BASIS_TRACED_STEPS, BASIS_WINDOW = "steady steps", "traced steady steps", "trace window"
 PER_IMAGE, PER_STEP = "image", "step"
 """The unit of a decomposition's seconds: per image where the steps record their images, else per step (an
@@ -163,8 +172,9 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
         notes.append(NO_IMAGES_NOTE)
         table = table.set_column(table.schema.get_field_index("images"), "images", pa.array([1] * table.num_rows))
     head["per"] = per
-    if table[schema.DATA_WAIT_S].null_count:  # a probe that sees no batch being fetched (torch.optimizer)
-        notes.append("no data wait seen for some steps (the probe that saw them cannot tell it): counted as 0")
+    unseen = bool(table[schema.DATA_WAIT_S].null_count)  # a probe that sees no batch fetched (optimizer, keras.fit)
+    if unseen:
+        notes.append("data wait not measured for some steps (the probe that saw them cannot tell it)")
     start = table["start_ns"].to_numpy().astype(np.int64)
     wait = table[schema.DATA_WAIT_S].fill_null(0.0).to_numpy()
     compute = table[schema.COMPUTE_S].fill_null(0.0).to_numpy()
@@ -190,14 +200,16 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
             )
         notes.append("no steady step lies inside the trace: GPU time not split")
     n = int(images.sum())
-    if asynchronous:
+    if unseen:  # no part for a wait not seen: the whole step, never a data wait of 0
+        parts = [(COMPUTE, wait.sum() + compute.sum() + sync.sum())]
+    elif asynchronous:
         parts = [(DATA_WAIT, wait.sum()), (COMPUTE, compute.sum() + sync.sum())]
         said = "+".join(frameworks)
         notes.append(f"{said} returns from a step before its work is done: compute is step minus data wait")
     else:
         parts = [(DATA_WAIT, wait.sum()), (COMPUTE, compute.sum()), (SYNC, sync.sum())]
     made = tuple(
-        Part(k, ASYNC_COMPUTE_LABEL if asynchronous and k == COMPUTE else part_label(k), float(v) / n) for k, v in parts
+        Part(k, _compute_label(asynchronous, unseen) if k == COMPUTE else part_label(k), float(v) / n) for k, v in parts
     )
     return Decomposition(
         **head,  # type: ignore[arg-type]

@@ -209,6 +209,17 @@ def _data_wait(steady_pct: float | None, by_epoch: tuple[float | None, ...]) -> 
     return f"{steady_pct:.0f} %; per epoch {per}"
 
 
+def _command_wait(s: object) -> str:
+    """A command's data wait, or why it is not measured (steps whose wait the probe did not see)."""
+    from analyzers.figures.run_summary import RunSummary
+    from analyzers.render.marker import wait_not_seen
+
+    assert isinstance(s, RunSummary)
+    if s.steady.data_wait_pct is None and s.probes:
+        return f"not measured: {wait_not_seen(s.probes)}"
+    return _data_wait(s.steady.data_wait_pct, s.data_wait_pct_by_epoch)
+
+
 def power_text(p: object) -> str:
     from analyzers.figures.basis import PhaseFigures
 
@@ -262,17 +273,28 @@ def print_summary(s: object, console: Console) -> None:
         rows = [r for r in rows if r[0] in kept] + [("samples", "none: an imported trace has its trace tables only")]
     if s.command:  # the script's own model, data and batch: the tool knows only what it measured
         seen = f"seen by the probe ({', '.join(s.probes)})" if s.probes else "none seen (no loop the probe knows)"
+        partial = "".join(f"; epoch {e} partial ({n} steps, left out)" for e, n in s.partial_epochs)
         command_rows = {
             "batch": "the script's own (not recorded)",
-            "epochs": f"{s.epochs_done}, {seen}",
+            "epochs": f"{s.epochs_done}, {seen}{partial}",
             "trainable parameters": "the script's own (not recorded)",
+            "data wait (steady, % of step time)": _command_wait(s),
         }
+        if s.steady_between_ms is not None:
+            at = rows.index(next(r for r in rows if r[0] == "epoch time (steady)")) + 1
+            rows.insert(at, ("between steps (steady, per epoch)", f"{s.steady_between_ms:.1f} ms"))
         if s.status != "diverged" and all(math.isnan(x) for x in s.loss_by_epoch):
             command_rows["last loss, accuracy"] = (
                 "not read (the probe reads it where free: Keras logs, torch backward())"
             )
         rows = [(k, command_rows.get(k, v)) for k, v in rows]
     print_pairs(console, rows)
+    if s.command and not s.probes:
+        from analyzers.render.marker import marker_lines
+
+        console.print("to see its steps, add to the script:", markup=False)
+        for line in marker_lines(s.framework):
+            console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"folder {s.folder}", soft_wrap=True, markup=False)  # whole, to copy, however narrow
     if s.contended:
         print_wrapped(console, f"warning: {contention_line(s)}")

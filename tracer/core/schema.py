@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 from tracer.worker.schema import (
     ARRIVE_NS,
     AUTOTUNE,
+    CLASSES,
     COLLECTIVE,
     COLLECTIVE_COLUMNS,
     COLLECTIVES_TABLE,
@@ -50,14 +51,18 @@ from tracer.worker.schema import (
     MASTER_ADDR_ENV,
     MASTER_PORT_ENV,
     MEMCPY_NAMES,
+    MODEL_FACTS,
     NATIVE_TRACE,
     NATIVE_TRACE_FILES,
     NONFINITE,
     NSYS_WINDOW_TRACE,
     NVTX_WINDOW_RANGE,
     ON_DIVERGENCE,
+    PARTIAL,
     PIPELINES,
     PROBE,
+    PROBE_MARKER,
+    PROBE_MARKER_OLD,
     PROBE_MODULE,
     PROBE_RUN_DIR_ENV,
     PROBE_SOURCE_DIR,
@@ -88,6 +93,11 @@ from tracer.worker.schema import (
 )
 
 __all__ = [
+    "CLASSES",
+    "MODEL_FACTS",
+    "PARTIAL",
+    "PROBE_MARKER",
+    "PROBE_MARKER_OLD",
     "LIFELINE_THREAD",
     "LOCAL_RANK_ENV",
     "MASTER_ADDR_ENV",
