@@ -46,7 +46,7 @@ from tracer.core.schema import (
     STEPS_TABLE,
     Event,
 )
-from tracer.measure.outcome import ended_by_signal, last_said, stderr_tail
+from tracer.measure.outcome import ended_by_signal, interrupted_cause, last_said, stderr_tail
 from tracer.measure.process import STALL_STACKS, Child
 from tracer.measure.supervisor import Supervisor
 from tracer.measure.tracing.base import TraceBackend
@@ -166,7 +166,7 @@ class CommandRunner(Supervisor):
             child_env,
             cwd=str(launch.cwd),
             tee=(folder.path / STDOUT_LOG, folder.path / STDERR_LOG),
-            interrupt_signal=signal.SIGINT,
+            interrupt_signal=None,  # each signal the tracer gets reaches the command as itself
             pid_file=False,
             progress_files=(folder.path / STDOUT_LOG, folder.path / STDERR_LOG),
             sweep=True,
@@ -180,7 +180,11 @@ class CommandRunner(Supervisor):
         join_probe_steps(folder)
         events = folder.events()
         returncode = self.backend.worker_returncode(ended.returncode, [])
-        outcome = self._with_sampler_error(classify_command(returncode, ended.ended_by, events, folder, spec), ended)
+        # under a wrapping backend the app's signal death comes back as 128+N: a signal death is the wrapper's own
+        wrapper_died = self.backend.wraps_process and ended.returncode < 0
+        who = f"the {self.backend.name} launcher" if wrapper_died else "the command"
+        outcome = classify_command(returncode, ended.ended_by, events, folder, spec, self.signals.last, who)
+        outcome = self._with_sampler_error(outcome, ended)
 
         def complete(outcome: Outcome, trace_files: list[str]) -> RunRecord:
             return _completed(record, events, outcome, ended.sampling, trace_files)
@@ -209,15 +213,22 @@ def join_probe_steps(folder: RunFolder) -> None:
 
 
 def classify_command(
-    returncode: int, ended_by: str | None, events: Sequence[Mapping[str, Any]], folder: RunFolder, spec: RunSpec
+    returncode: int,
+    ended_by: str | None,
+    events: Sequence[Mapping[str, Any]],
+    folder: RunFolder,
+    spec: RunSpec,
+    signum: int = signal.SIGINT,
+    who: str = "the command",
 ) -> Outcome:
     """How a command ended, in the states of a built-in run: its exit status is the only word it has
-    (no `end` event), a divergence the probe saw makes it `diverged`."""
+    (no `end` event), a divergence the probe saw makes it `diverged`. `signum`: the signal that
+    interrupted the tracer; `who`: what a signal death is blamed on (the nsys launcher, not the command)."""
     tail = stderr_tail(folder, path=folder.path / STDERR_LOG)
     if ended_by == "timeout":
         return Outcome(RunStatus.TIMEOUT, f"ran past --timeout {spec.timeout_s:g} s", returncode, None, tail)
     if ended_by == "interrupted":
-        return Outcome(RunStatus.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM to the tracer)", returncode, None, tail)
+        return Outcome(RunStatus.INTERRUPTED, interrupted_cause(signum, "the command"), returncode, None, tail)
     if ended_by == "stalled":
         cause = f"no progress for {spec.stall_s:g} s (no output, step or CPU): ended; stacks in {STALL_STACKS}"
         return Outcome(RunStatus.STALLED, cause, returncode, None, tail)
@@ -227,7 +238,7 @@ def classify_command(
     if returncode == 0:
         return Outcome(RunStatus.OK, "", 0)
     if returncode < 0:
-        return ended_by_signal(returncode, "the command", tail)
+        return ended_by_signal(returncode, who, tail)
     last = last_said(tail, "no output on stderr")
     return Outcome(RunStatus.FAILED, f"the command exited with code {returncode}: {last}", returncode, None, tail)
 

@@ -66,8 +66,9 @@ class Child:
     #: (stdout file, stderr file): the child's output reaches our stdout and stderr as it comes and is
     #: kept in these files; None: both go into raw/worker.log only (the built-in worker).
     tee: tuple[Path, Path] | None = None
-    #: What Ctrl-C sends first: the worker takes SIGTERM; a user's script gets the SIGINT it would have.
-    interrupt_signal: int = signal.SIGTERM
+    #: What an interrupted tracer sends first: the worker takes SIGTERM; None: the signal the tracer got, as
+    #: itself (a user's script gets SIGTERM as SIGTERM, so its checkpoint-on-preemption handler runs).
+    interrupt_signal: int | None = signal.SIGTERM
     #: Whether the measured process writes worker.pid itself; under a wrapping backend (nsys) one that does not
     #: is started through a shell that writes it (`nsys.ANNOUNCE_PID`): the sampler waits for it either way.
     pid_file: bool = True

@@ -79,6 +79,7 @@ class Supervisor:
         self._tegrastats: str | None = None
         self.signals = Signals()
         self._ranks: tuple[RankInfo, ...] = ()
+        self.ended_by: str | None = None  # what ended the last supervised child (None: itself)
 
     def run(self) -> tuple[RunFolder, RunRecord]:
         """The run, the terminal's signals counted from its first step (acted on where the run can)."""
@@ -232,7 +233,7 @@ class Supervisor:
                     spy.poll(target_pid())
                 if self.signals.count:
                     ended_by = "interrupted"
-                    terminate(proc, hurry, child.interrupt_signal)
+                    terminate(proc, hurry, self._interrupt_signal(child))
                     break
                 if spec.timeout_s is not None and time.monotonic() - started > spec.timeout_s:
                     ended_by = "timeout"
@@ -247,7 +248,7 @@ class Supervisor:
                 time.sleep(POLL_S)
         except KeyboardInterrupt:  # raised by code of ours, not by a signal (the handlers only count)
             ended_by = "interrupted"
-            terminate(proc, hurry, child.interrupt_signal)
+            terminate(proc, hurry, self._interrupt_signal(child))
         finally:
             for p in procs:
                 p.wait()
@@ -285,7 +286,12 @@ class Supervisor:
         if tegra is not None and (tegra.error or tegra.warnings):
             self.console.print(f"[yellow]tegrastats:[/yellow] {escape(tegra.error or tegra.warnings[0])}")
         failed_code = procs[failed_rank].returncode if failed_rank is not None else None
+        self.ended_by = ended_by
         return Ended(proc.returncode, ended_by, sampling, sampler.error, failed_rank, failed_code)
+
+    def _interrupt_signal(self, child: Child) -> int:
+        """What an interrupted tracer sends the child first: the child's own choice, or the signal it got."""
+        return self.signals.last if child.interrupt_signal is None else child.interrupt_signal
 
     def _finish_traces(self, folder: RunFolder) -> list[str]:
         try:

@@ -1,0 +1,103 @@
+"""`tracer profile -- COMMAND` behaves as the process a user expects (issue 52 item 6, issue 56 items 7,
+17, 18): the tracer exits with the script's own status, forwards each terminal signal as itself, keeps its
+summary out of the script's stdout, and a closed or vanished stdout neither crashes it nor hides a failure.
+Each script prints its own truth; the tests hold the tracer to it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_tracer
+from tracer.core.records import RunStatus
+from tracer.core.runfolder import list_runs
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+TRACER = [sys.executable, "-m", "tracer"]
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+
+
+def test_the_tracer_exits_with_the_scripts_own_status(tmp_path: Path) -> None:
+    script = SCRIPTS / "exits_7.py"
+    alone = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert alone.returncode == 7 and "exiting with 7" in alone.stdout
+    result = run_tracer("profile", "--out", str(tmp_path / "runs"), "--", sys.executable, str(script))
+    assert result.returncode == alone.returncode, result.stderr[-2000:]
+    assert "run failed" in result.stderr and "exited with code 7" in result.stderr
+    (folder,) = list_runs(tmp_path / "runs")
+    assert folder.read_record().outcome.exit_code == 7
+
+
+def test_a_script_its_own_signal_ends_exits_128_plus_n(tmp_path: Path) -> None:
+    code = "import os, signal; print('up', flush=True); os.kill(os.getpid(), signal.SIGKILL)"
+    shell = f"{sys.executable} -c {code!r}; echo status $?"
+    alone = subprocess.run(["bash", "-c", shell], capture_output=True, text=True)
+    assert "status 137" in alone.stdout
+    result = run_tracer("profile", "--out", str(tmp_path / "runs"), "--", sys.executable, "-c", code)
+    assert result.returncode == 137, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT])
+def test_each_signal_reaches_the_script_as_itself(sig: signal.Signals, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "checkpoint"
+    cmd = [*TRACER, "profile", "--out", str(tmp_path / "runs"), "--"]
+    cmd += [sys.executable, str(SCRIPTS / "checkpoint_on_sigterm.py"), str(checkpoint)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "training\n"  # the script is in its loop, its handlers set
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=300)
+    said = f"got {sig.name}: checkpointed"
+    assert said in out, err[-2000:]
+    assert checkpoint.read_text() == sig.name  # the script's own handler ran, for this very signal
+    assert proc.returncode == 128 + sig  # the script's own status (it exits 128 + N after checkpointing)
+    (folder,) = list_runs(tmp_path / "runs")
+    outcome = folder.read_record().outcome
+    assert outcome.status is RunStatus.INTERRUPTED and outcome.exit_code == 128 + sig
+    assert outcome.cause.startswith(f"{sig.name} ") and f"forwarded to the command as {sig.name}" in outcome.cause
+    assert "Ctrl-C or SIGTERM" not in outcome.cause or sig in (signal.SIGINT, signal.SIGTERM)
+    shown = run_tracer("show", "--runs", str(tmp_path / "runs"), folder.run_id)
+    assert "interrupted (interrupted" not in shown.stdout and f"interrupted ({sig.name}" in shown.stdout
+
+
+def test_a_redirected_stdout_holds_only_the_scripts_output(tmp_path: Path) -> None:
+    script = SCRIPTS / "prints_to_stdout.py"
+    alone = subprocess.run([sys.executable, str(script)], capture_output=True)
+    assert alone.stdout.decode().splitlines()[-1] == "5 lines printed"
+    kept = tmp_path / "out.txt"
+    with kept.open("wb") as f:
+        cmd = [*TRACER, "profile", "--out", str(tmp_path / "runs"), "--", sys.executable, str(script)]
+        result = subprocess.run(cmd, stdout=f, stderr=subprocess.PIPE, text=True, env=_env(), timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert kept.read_bytes() == alone.stdout  # not a byte of the tracer's summary among them
+    assert "run " in result.stderr and "wall" in result.stderr  # the summary went to stderr
+
+
+def test_a_failed_run_piped_to_head_still_fails(tmp_path: Path) -> None:
+    many = "import sys, time\nfor i in range(400): print(f'line {i}', flush=True); time.sleep(0.002)\nsys.exit(7)\n"
+    script = tmp_path / "many_then_7.py"
+    script.write_text(many)
+    line = f"{' '.join(TRACER)} profile --out {tmp_path / 'runs'} -- {sys.executable} {script} | head -n 1"
+    result = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {line}"], capture_output=True, text=True, env=_env(), timeout=300
+    )
+    assert result.stdout == "line 0\n"
+    assert result.returncode == 7, result.stderr[-2000:]  # not the 0 of a quiet broken pipe
+    assert "run failed" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_closed_stdout_is_no_traceback(tmp_path: Path) -> None:
+    script = SCRIPTS / "prints_to_stdout.py"
+    line = f"{' '.join(TRACER)} profile --out {tmp_path / 'runs'} -- {sys.executable} {script} >&-"
+    result = subprocess.run(["bash", "-c", line], capture_output=True, text=True, env=_env(), timeout=300)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    (folder,) = list_runs(tmp_path / "runs")
+    assert (folder.path / "raw" / "stdout.log").read_text().splitlines()[-1] == "5 lines printed"
