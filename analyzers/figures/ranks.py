@@ -30,6 +30,9 @@ BASIS_TRACE = "every step and kernel the trace holds"
 COMM_WORKER = "the ranks' own all-reduce records (DDP buckets)"
 COMM_NCCL = "NCCL kernels"
 COMM_HOST = "host collective operators (nccl:*, gloo:*)"
+COMM_ARRIVAL = (
+    "each rank's arrival at its step's backward() (where DDP's gradient all-reduce begins; no collective recorded)"
+)
 
 
 @dataclass(frozen=True)
@@ -128,10 +131,13 @@ def load(folder: RunFolder) -> RanksInput | None:
     worker_collectives = folder.samples(schema.COLLECTIVES_TABLE)
     kernels = _read(folder, t.KERNELS, ["start_ns", "end_ns", "name", "device"])
     host_ops = _host_collectives(folder)
+    arrived = _step_arrivals(folder)
     if worker_collectives is not None and worker_collectives.num_rows:
         source = COMM_WORKER
     elif kernels is not None and bool(pc.any(collectives.nccl_mask(kernels["name"])).as_py()):
         source = COMM_NCCL
+    elif host_ops is None and arrived is not None:
+        source = COMM_ARRIVAL
     else:
         source = COMM_HOST
     out = []
@@ -156,6 +162,8 @@ def load(folder: RunFolder) -> RanksInput | None:
         elif source == COMM_HOST and host_ops is not None:
             mine = t.of_rank(host_ops, r)
             arrivals = _indexed(mine["name"].to_pylist(), mine["start_ns"].to_pylist(), mine["end_ns"].to_pylist())
+        elif source == COMM_ARRIVAL and arrived is not None:
+            arrivals = _arrivals_of(t.of_rank(arrived, r), steady)
         out.append(_rank_steps(r, rank_steps, arrivals, compute, gpu_ns))
     return RanksInput(infos, tuple(out), BASIS_TRACE if imported else BASIS_STEADY, source, steady)
 
@@ -181,7 +189,7 @@ def rank_table(folder: RunFolder) -> RankTable | None:
                 step_s=float((r.data_wait_ns + r.busy_ns).sum()) / 1e9 if has_steps else None,
                 data_wait_s=float(r.data_wait_ns.sum()) / 1e9 if has_steps else None,
                 compute_s=float(r.busy_ns.sum()) / 1e9 if has_steps else None,
-                comm_s=comm_ns / 1e9 if r.arrivals else None,
+                comm_s=comm_ns / 1e9 if r.arrivals and data.comm_source != COMM_ARRIVAL else None,
                 gpu_compute_s=None if r.gpu_compute_ns is None else r.gpu_compute_ns / 1e9,
                 comm_hidden_pct=hidden,
                 collectives=len(r.arrivals),
@@ -192,7 +200,10 @@ def rank_table(folder: RunFolder) -> RankTable | None:
 
 def comm_time_ns(r: RankSteps, source: str) -> int:
     """A rank's time in collectives: NCCL kernel time summed (as nsys sums kernels); a rank's own records
-    (DDP buckets, all-reduced concurrently) as the time covered by at least one, counted once."""
+    (DDP buckets, all-reduced concurrently) as the time covered by at least one, counted once; 0 from
+    arrivals alone (the time after one is the backward pass as well as the all-reduce)."""
+    if source == COMM_ARRIVAL:
+        return 0
     if source != COMM_WORKER:
         return sum(a.done_ns - a.arrive_ns for a in r.arrivals)
     starts = np.array([a.arrive_ns for a in r.arrivals], dtype=np.int64)
@@ -252,6 +263,26 @@ def _worker_arrivals(table: pa.Table, steady: tuple[int, ...]) -> list[Arrival]:
         k = seen[(e, s, kind)] = seen.get((e, s, kind), -1) + 1
         out.append(Arrival((e, s, kind, k), str(kind), int(arrive), int(done)))
     return out
+
+
+def _step_arrivals(folder: RunFolder) -> pa.Table | None:
+    """The probe's step parts with an arrival (a step that called backward()), or None."""
+    table = folder.samples(schema.STEP_PARTS_TABLE)
+    if table is None or schema.ARRIVE_NS not in table.column_names:
+        return None
+    table = table.filter(pc.is_valid(table[schema.ARRIVE_NS]))
+    return table if table.num_rows else None
+
+
+def _arrivals_of(table: pa.Table, steady: tuple[int, ...]) -> list[Arrival]:
+    """One arrival per step, matched across ranks by (epoch, step); it ends when the step's backward did."""
+    epoch, step = schema.STEP_COLUMNS[:2]
+    rows = zip(*(table[c].to_pylist() for c in (epoch, step, schema.ARRIVE_NS, schema.BACKWARD_S)))
+    return [
+        Arrival((e, s), "backward", int(arrive), int(arrive + (backward or 0.0) * 1e9))
+        for e, s, arrive, backward in rows
+        if not steady or e in steady
+    ]
 
 
 def _read(folder: RunFolder, name: str, columns: list[str]) -> pa.Table | None:

@@ -73,6 +73,9 @@ class RunSummary:
     steady_step_ms: float | None = None
     steady_wait_ms: float | None = None
     command: str = ""  # `tracer profile -- COMMAND`: the command (then model, dataset and batch are the script's)
+    # A data-parallel run: each rank's steady images/s (the epochs' wall time is rank 0's; every rank's
+    # images over it), so the job's is their sum; empty for a run of one rank.
+    rank_images_per_s: tuple[float, ...] = ()
     probes: tuple[str, ...] = ()  # who saw the steps (worker; torch.DataLoader, keras.fit, marker ... in a command)
     # Every resource figure per phase (analyzers.figures.basis): the steady state is the headline (the properties
     # below read it); the whole run only where a row or column is named for it.
@@ -221,7 +224,17 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
         steady_wait_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.data_wait_s),
         command=record.command.text if record.command else "",
         probes=steps.probes(folder),
+        rank_images_per_s=_rank_rates(folder, steady.steady_epoch_numbers, steady.steady_images_per_s),
     )
+
+
+def _rank_rates(folder: RunFolder, epochs: Collection[int], rank0_per_s: float | None) -> tuple[float, ...]:
+    """Each rank's steady images/s: rank 0's (from the epochs' wall time) scaled by the images each rank
+    took in the same steady epochs (the ranks step together: their epochs span the same wall time)."""
+    images = steps.images_by_rank(folder, epochs)
+    if not images or rank0_per_s is None or not images.get(0):
+        return ()
+    return tuple(rank0_per_s * images[r] / images[0] for r in sorted(images))
 
 
 def _per_step_ms(

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analyzers.figures.ranks import RanksInput, RankSteps, busy_between, comm_time_ns, load
+from analyzers.figures.ranks import COMM_ARRIVAL, RanksInput, RankSteps, busy_between, comm_time_ns, load
 from tracer.core.runfolder import RunFolder
 
 MIN_COLLECTIVES = 3
@@ -83,7 +83,7 @@ def attribute(data: RanksInput) -> Straggler:
         common &= set(keys)
     order = sorted(common, key=lambda k: by_key[0][k].arrive_ns)
     waited = {r.rank: comm_time_ns(r, data.comm_source) / 1e9 for r in ranks}
-    waited_most = max(waited, key=lambda k: waited[k]) if waited else None
+    waited_most = max(waited, key=lambda k: waited[k]) if waited and max(waited.values()) > 0 else None
     last: Counter[int] = Counter()
     late: dict[int, list[int]] = {}
     for key in order:
@@ -92,9 +92,8 @@ def attribute(data: RanksInput) -> Straggler:
         others = [t for t, r in arrive if r != who]
         last[who] += 1
         late.setdefault(who, []).append(int(t_last - statistics.median(others)))
-    base = Straggler(
-        None, len(order), dict(last), None, None, waited_most=waited_most, waited_s=waited, basis=data.basis
-    )
+    basis = f"{data.basis}; by {COMM_ARRIVAL}" if data.comm_source == COMM_ARRIVAL else data.basis
+    base = Straggler(None, len(order), dict(last), None, None, waited_most=waited_most, waited_s=waited, basis=basis)
     if len(order) < MIN_COLLECTIVES:
         return _with(base, why_not=f"{len(order)} collectives matched on every rank (fewer than {MIN_COLLECTIVES})")
     who, count = last.most_common(1)[0]
@@ -104,7 +103,7 @@ def attribute(data: RanksInput) -> Straggler:
         )
     late_by = statistics.median(late[who]) / 1e9
     cause, excess = _cause(ranks, who)
-    return Straggler(who, len(order), dict(last), late_by, cause, excess, waited_most, waited, data.basis)
+    return Straggler(who, len(order), dict(last), late_by, cause, excess, waited_most, waited, basis)
 
 
 def _with(s: Straggler, why_not: str) -> Straggler:

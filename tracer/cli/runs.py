@@ -190,6 +190,7 @@ def print_summary(s: object, console: Console) -> None:
         ("batch", "not recorded (imported trace)" if "batch" in s.not_recorded else str(s.batch)),
         ("epochs", f"{s.epochs_done} (planned: not recorded)" if imported else f"{s.epochs_done}/{s.epochs_planned}"),
         ("images/s (steady)", steady_text(s)),
+        *([("images/s (steady), the job", job_text(s))] if s.rank_images_per_s else []),
         ("epoch time (steady)", f"{fmt(s.steady_epoch_s, '.3f')} s"),
         ("first epoch", f"{fmt(s.first_epoch_s, '.3f')} s (warm-up: first {s.warmup_epochs} left out)"),
         *([("compile time, whole run", f"{s.compile_s:.3f} s")] if s.compile_s is not None else []),
@@ -269,6 +270,15 @@ def steady_text(s: object) -> str:
         return f"{s.steady_images_per_s:.1f} (all {s.steady_epochs} epochs: none after the warm-up)"
     epochs = f"{s.steady_epochs} epoch{'s' if s.steady_epochs != 1 else ''}"
     return f"{s.steady_images_per_s:.1f} ({epochs} after the first {s.warmup_epochs})"
+
+
+def job_text(s: object) -> str:
+    """A data-parallel run's images/s: the job's (every rank's images) beside each rank's."""
+    from analyzers.figures.run_summary import RunSummary
+
+    assert isinstance(s, RunSummary)
+    each = ", ".join(f"rank {r} {v:.1f}" for r, v in enumerate(s.rank_images_per_s))
+    return f"{sum(s.rank_images_per_s):.1f}, {len(s.rank_images_per_s)} ranks ({each}); the row above is rank 0's"
 
 
 def contention_line(s: object) -> str:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 from tracer.worker.schema import (
     ARRIVE_NS,
     AUTOTUNE,
+    BACKWARD_S,
     COLLECTIVE,
     COLLECTIVE_COLUMNS,
     COLLECTIVES_TABLE,
@@ -44,6 +45,7 @@ from tracer.worker.schema import (
     EVENTS_FILE,
     EXIT_DIVERGED,
     FAULT_KINDS,
+    FORWARD_S,
     KIND,
     LIFELINE_THREAD,
     LOCAL_RANK_ENV,
@@ -56,6 +58,7 @@ from tracer.worker.schema import (
     NSYS_WINDOW_TRACE,
     NVTX_WINDOW_RANGE,
     ON_DIVERGENCE,
+    OPTIMIZER_S,
     PIPELINES,
     PROBE,
     PROBE_MODULE,
@@ -69,6 +72,8 @@ from tracer.worker.schema import (
     RANKS_DIR,
     SAMPLES_DIR,
     STEP_COLUMNS,
+    STEP_PART_COLUMNS,
+    STEP_PARTS_TABLE,
     STEPS_TABLE,
     SYNC_S,
     T_NS,
@@ -88,6 +93,11 @@ from tracer.worker.schema import (
 )
 
 __all__ = [
+    "BACKWARD_S",
+    "FORWARD_S",
+    "OPTIMIZER_S",
+    "STEP_PART_COLUMNS",
+    "STEP_PARTS_TABLE",
     "LIFELINE_THREAD",
     "LOCAL_RANK_ENV",
     "MASTER_ADDR_ENV",
@@ -380,6 +390,31 @@ COLLECTIVES = SampleTable(
     defaults={RANK: 0},
 )
 
+STEP_PARTS = SampleTable(
+    STEP_PARTS_TABLE,
+    tuple(zip(STEP_PART_COLUMNS, (INT64, INT64, INT64, INT64, FLOAT64, FLOAT64, FLOAT64, INT64), strict=True)),
+    "a PyTorch step of a user's command split where the probe sees it, one row per row of the steps table "
+    "(same epoch, step, rank and start_ns): seconds in the forward pass and loss (the batch handed out to backward() "
+    "called), in backward() (under DDP the gradients' all-reduce too), in optimizer.step(); and when the step "
+    "called backward() (Unix ns; null: it called none), where DDP's all-reduce begins: the ranks' arrivals "
+    "the straggler analysis reads where no collective is recorded",
+    defaults={RANK: 0},
+)
+
 SAMPLE_TABLES: dict[str, SampleTable] = {
-    t.name: t for t in (PROCESS, THREADS_TABLE, CORES, GPUS, RAPL, TEGRA, TEGRA_CORES, TEMPS, RAILS, STEPS, COLLECTIVES)
+    t.name: t
+    for t in (
+        PROCESS,
+        THREADS_TABLE,
+        CORES,
+        GPUS,
+        RAPL,
+        TEGRA,
+        TEGRA_CORES,
+        TEMPS,
+        RAILS,
+        STEPS,
+        COLLECTIVES,
+        STEP_PARTS,
+    )
 }

@@ -43,6 +43,8 @@ from tracer.core.schema import (
     PROBED_IMPORTS,
     RANK,
     SAMPLE_TABLES,
+    STEP_COLUMNS,
+    STEP_PARTS_TABLE,
     STEPS_TABLE,
     Event,
 )
@@ -193,12 +195,17 @@ class CommandRunner(Supervisor):
 
 
 def join_probe_steps(folder: RunFolder) -> None:
-    """The probed processes' step files (samples/steps-<pid>.csv) as the one steps stream, ordered by
-    rank and start time; the per-process files are removed once it is written."""
-    parts = sorted(folder.samples_dir.glob(f"{STEPS_TABLE}{PROBE_STEPS_SEPARATOR}*.csv"))
+    """The probed processes' step files (samples/steps-<pid>.csv, step_parts-<pid>.csv) as one stream
+    each, ordered by rank and start time (epoch and step); the per-process files are removed once it is written."""
+    join_probe_table(folder, STEPS_TABLE, (RANK, STEP_COLUMNS[3]))
+    join_probe_table(folder, STEP_PARTS_TABLE, (RANK, *STEP_COLUMNS[:2]))
+
+
+def join_probe_table(folder: RunFolder, name: str, order: tuple[str, ...]) -> None:
+    parts = sorted(folder.samples_dir.glob(f"{name}{PROBE_STEPS_SEPARATOR}*.csv"))
     if not parts:
         return
-    declared = SAMPLE_TABLES[STEPS_TABLE].schema
+    declared = SAMPLE_TABLES[name].schema
     tables = []
     for part in parts:
         try:
@@ -206,8 +213,8 @@ def join_probe_steps(folder: RunFolder) -> None:
         except (pa.ArrowException, OSError, ValueError):
             continue
     if tables:
-        table = pa.concat_tables(tables).sort_by([(RANK, "ascending"), (declared.names[3], "ascending")])
-        pacsv.write_csv(table, folder.sample_stream_path(STEPS_TABLE))
+        table = pa.concat_tables(tables).sort_by([(k, "ascending") for k in order])
+        pacsv.write_csv(table, folder.sample_stream_path(name))
     for part in parts:
         part.unlink(missing_ok=True)
 

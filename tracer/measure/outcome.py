@@ -76,16 +76,16 @@ def interrupted_cause(signum: int, forwarded_to: str = "") -> str:
 
 
 def exit_status(outcome: Outcome, ended_by: str | None, signum: int, command: bool) -> int:
-    """The tracer's own exit status for a run, the same rule for the built-in worker and a command:
-    0 when it ended well; interrupted, 128 + the signal the tracer got (a command's own non-zero
-    status where it exited by itself after the forwarded signal, as a checkpointing handler does);
-    a command's own status otherwise (128 + N where signal N ended it), unless the tracer ended it
-    (timeout, stall) or it exited 0 into a bad end (diverged): then 1."""
+    """The tracer's own exit status for a run, one rule for the built-in worker and a command: 0 when it
+    ended well; interrupted, 128 + the signal the tracer got, whatever the command made of it (its own
+    status is in run.json); a command's own status otherwise (128 + N where signal N ended it), unless the
+    tracer ended it (timeout, stall) or it exited 0 into a bad end (diverged): then 1, as a failed
+    built-in run."""
     code = outcome.exit_code
     if outcome.status is RunStatus.OK and not code:
         return 0
     if ended_by == "interrupted":
-        return code if command and code is not None and code > 0 else shell_code(signum)
+        return shell_code(signum)
     if not command or ended_by in ("timeout", "stalled") or not code:
         return EXIT_RUN_FAILED
     return shell_code(-code) if code < 0 else code

@@ -16,6 +16,7 @@ iterating the tf.data set it was given) is the framework's business and not wrap
 
 import sys
 
+from . import step_parts
 from .names import schema
 from .passes import Pass
 
@@ -68,6 +69,7 @@ def _attrs(obj, names):
 # --- PyTorch
 def patch_torch(torch, recorder):
     recorder.frameworks["torch"] = str(getattr(torch, "__version__", ""))
+    step_parts.patch_torch(torch, recorder)  # forward, backward, optimizer per step (tracer/probe/step_parts.py)
     tensor_backward = torch.Tensor.backward
 
     def backward(self, *args, **kwargs):

@@ -387,4 +387,7 @@ def _short(metric: Metric) -> str:
         "step_data_wait_s": "data wait",
         "step_compute_s": "compute",
         "step_sync_s": "sync",
+        "step_forward_s": "forward",
+        "step_backward_s": "backward",
+        "step_optimizer_s": "optimizer",
     }[metric.key]

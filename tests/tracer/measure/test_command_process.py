@@ -58,10 +58,10 @@ def test_each_signal_reaches_the_script_as_itself(sig: signal.Signals, tmp_path:
     said = f"got {sig.name}: checkpointed"
     assert said in out, err[-2000:]
     assert checkpoint.read_text() == sig.name  # the script's own handler ran, for this very signal
-    assert proc.returncode == 128 + sig  # the script's own status (it exits 128 + N after checkpointing)
+    assert proc.returncode == 128 + sig  # interrupted: 128 + N, as for the built-in workload
     (folder,) = list_runs(tmp_path / "runs")
     outcome = folder.read_record().outcome
-    assert outcome.status is RunStatus.INTERRUPTED and outcome.exit_code == 128 + sig
+    assert outcome.status is RunStatus.INTERRUPTED and outcome.exit_code == 3  # the script's own word, kept
     assert outcome.cause.startswith(f"{sig.name} ") and f"forwarded to the command as {sig.name}" in outcome.cause
     assert "Ctrl-C or SIGTERM" not in outcome.cause or sig in (signal.SIGINT, signal.SIGTERM)
     shown = run_tracer("show", "--runs", str(tmp_path / "runs"), folder.run_id)
