@@ -119,6 +119,33 @@ def label_of(argv: Sequence[str]) -> str:
     return re.sub(r"[^A-Za-z0-9_]+", "-", name).strip("-")[:40] or "command"
 
 
+DIGEST_MAX_BYTES = 16 * 1024 * 1024  # a larger file named by the command is data, not its script or config
+ELF_MAGIC = b"\x7fELF"
+
+
+def script_digest(argv: Sequence[str], cwd: Path) -> str:
+    """sha256 (16 hex digits) over the files the command names (`train.py`, `--config=cfg.yaml`), each
+    under its argument's position, so an edited script is not a repeat of its old self. Programs (ELF
+    files: the interpreter; torchrun, a Python script, counts), folders and files past
+    DIGEST_MAX_BYTES are left out; '' where it names none."""
+    digest = hashlib.sha256()
+    named = 0
+    for i, arg in enumerate(argv):
+        for text in {arg, arg.partition("=")[2]} - {""}:
+            path = Path(text) if os.path.isabs(text) else cwd / text
+            try:
+                if not path.is_file() or path.stat().st_size > DIGEST_MAX_BYTES:
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if data.startswith(ELF_MAGIC):
+                continue
+            digest.update(f"{i}:{text}\0".encode() + hashlib.sha256(data).digest())
+            named += 1
+    return digest.hexdigest()[:16] if named else ""
+
+
 def command_text(argv: Sequence[str], limit: int = 80) -> str:
     """The command as one line, shortened in the middle past `limit` characters."""
     import shlex
@@ -143,7 +170,11 @@ class CommandRunner(Supervisor):
             raise KeyboardInterrupt
         spec = dataclasses.replace(spec, device="gpu" if env.gpus else "cpu")
         info = CommandInfo(
-            argv=launch.argv, cwd=str(launch.cwd), interpreter="", probe=PROBE_ON if launch.probe else PROBE_OFF
+            argv=launch.argv,
+            cwd=str(launch.cwd),
+            interpreter="",
+            probe=PROBE_ON if launch.probe else PROBE_OFF,
+            script_digest=script_digest(launch.argv, launch.cwd),
         )
         stamp = time.strftime("%Y%m%d-%H%M%S")
         record = RunRecord(

@@ -101,3 +101,22 @@ def test_a_closed_stdout_is_no_traceback(tmp_path: Path) -> None:
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
     (folder,) = list_runs(tmp_path / "runs")
     assert (folder.path / "raw" / "stdout.log").read_text().splitlines()[-1] == "5 lines printed"
+
+
+def test_repeats_are_grouped_by_the_scripts_content_and_arguments(tmp_path: Path) -> None:
+    from analyzers.figures.repeats import group_repeats
+
+    script = tmp_path / "train.py"
+    script.write_text("import sys\nprint('lr', sys.argv[1:])\n")
+    out = tmp_path / "runs"
+    for args in (["--lr", "0.1"], ["--lr", "0.1"], ["--lr", "0.2"]):
+        result = run_tracer("profile", "--out", str(out), "--", sys.executable, str(script), *args)
+        assert result.returncode == 0, result.stderr[-2000:]
+    script.write_text("import sys\nprint('lr', sys.argv[1:], 'edited')\n")  # the same command, another script
+    result = run_tracer("profile", "--out", str(out), "--", sys.executable, str(script), "--lr", "0.1")
+    assert result.returncode == 0 and "edited" in result.stdout, result.stderr[-2000:]
+    groups = group_repeats(sorted(list_runs(out), key=lambda f: f.run_id))
+    sizes = sorted(len(g) for g in groups)
+    assert sizes == [1, 1, 2], [[f.read_record().command for f in g] for g in groups]
+    listed = run_tracer("runs", "--runs", str(out))
+    assert "train.py --lr 0.1" in listed.stdout and "train.py --lr 0.2" in listed.stdout, listed.stdout
