@@ -112,6 +112,10 @@ class RunSummary:
         return self.steady.peak_rss_pct_ram
 
     @property
+    def peak_pss_mib(self) -> float | None:
+        return self.steady.peak_pss_mib
+
+    @property
     def threads_min(self) -> int | None:
         return self.steady.threads_min
 

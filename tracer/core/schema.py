@@ -174,8 +174,11 @@ WORKER_LOG = "raw/worker.log"
 # --- sample-table columns (one constant per name; t_ns is the Unix-epoch time of the sample)
 CPU_PCT = "cpu_pct"  # CPU of the process tree, 100 = every core busy (the study's scale)
 CPU_CORES = "cpu_cores"  # the same in cores, 1.0 = one core busy
-RSS_MIB = "rss_mib"
+RSS_MIB = "rss_mib"  # summed over the tree: a page forked loader workers share counts in each of them
 RSS_PCT_RAM = "rss_pct_ram"
+# The tree's proportional set size (Linux /proc/PID/smaps_rollup): a shared page counts once, split among
+# the processes that map it; null where the kernel does not say (not Linux, older than 4.14, not readable).
+PSS_MIB = "pss_mib"
 THREADS = "threads"
 PROCESSES = "processes"
 SYS_CPU_PCT = "sys_cpu_pct"  # the whole machine, every process
@@ -244,6 +247,7 @@ PROCESS = SampleTable(
         (SYS_RAM_USED_MIB, FLOAT64),
         (CTX_VOLUNTARY, INT64),
         (CTX_INVOLUNTARY, INT64),
+        (PSS_MIB, FLOAT64),
     ),
     "the training's process tree (worker and loader processes) and the whole machine, one row per sample",
 )

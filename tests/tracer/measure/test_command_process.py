@@ -120,3 +120,27 @@ def test_repeats_are_grouped_by_the_scripts_content_and_arguments(tmp_path: Path
     assert sizes == [1, 1, 2], [[f.read_record().command for f in g] for g in groups]
     listed = run_tracer("runs", "--runs", str(out))
     assert "train.py --lr 0.1" in listed.stdout and "train.py --lr 0.2" in listed.stdout, listed.stdout
+
+
+def test_a_forked_trees_memory_is_its_pss_with_rss_beside_it(tmp_path: Path) -> None:
+    import re
+
+    if not Path("/proc/self/smaps_rollup").exists():
+        pytest.skip("no /proc/PID/smaps_rollup (Linux 4.14+): PSS is not measured here")
+    result = run_tracer(
+        "profile", "--out", str(tmp_path / "runs"), "--", sys.executable, str(SCRIPTS / "forked_workers.py")
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    said = re.search(r"RSS summed (\d+) MiB, PSS summed (\d+) MiB", result.stdout)
+    assert said is not None, result.stdout
+    rss, pss = float(said.group(1)), float(said.group(2))
+    assert pss < 0.5 * rss  # the script's own truth: the shared pages make the sum of RSS a multiple of PSS
+    (folder,) = list_runs(tmp_path / "runs")
+    process = folder.samples("process")
+    assert process is not None
+    peak_pss = max(v for v in process.column("pss_mib").to_pylist() if v is not None)
+    peak_rss = max(process.column("rss_mib").to_pylist())
+    assert peak_pss == pytest.approx(pss, rel=0.15), (peak_pss, pss)  # the tree's peak: when all four lived
+    assert peak_rss == pytest.approx(rss, rel=0.15), (peak_rss, rss)
+    shown = run_tracer("show", "--runs", str(tmp_path / "runs"), folder.run_id)
+    assert "PSS" in shown.stdout and "RSS summed over processes" in shown.stdout, shown.stdout
