@@ -50,6 +50,6 @@ for epoch in range(2):
         bx = tensor.from_numpy(x_np[step * 16 : (step + 1) * 16])
         by = tensor.from_numpy(y_np[step * 16 : (step + 1) * 16])
         _, loss = net(bx, by)
-        print("epoch %d step %d loss %.4f" % (epoch + 1, step, tensor.to_numpy(loss)[0]), flush=True)
+        print(f"epoch {epoch + 1} step {step} loss {tensor.to_numpy(loss)[0]:.4f}", flush=True)
         ran += 1
-print("trained %d steps in 2 epochs" % ran, flush=True)
+print(f"trained {ran} steps in 2 epochs", flush=True)
