@@ -49,6 +49,7 @@ from tracer.measure.process import (
     start_lifeguard,
     stop_lifeguard,
     sweep_descendants,
+    terminal_like,
     terminate,
     worker_tmp,
 )
@@ -177,17 +178,28 @@ class Supervisor:
                 proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
             pumps = []
         else:  # the command's own output: to our terminal as it comes, byte for byte, and into raw/
-            proc = subprocess.Popen(
-                cmd,
-                stdin=None,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                cwd=child.cwd,
-                start_new_session=True,
-            )
-            assert proc.stdout is not None and proc.stderr is not None
-            pumps = [Tee(proc.stdout, 1, child.tee[0]), Tee(proc.stderr, 2, child.tee[1])]
+            terminals = [terminal_like(fd) for fd in (1, 2)]  # a terminal where ours is one, else a pipe
+            try:
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=None,
+                    stdout=terminals[0][1] if terminals[0] else subprocess.PIPE,
+                    stderr=terminals[1][1] if terminals[1] else subprocess.PIPE,
+                    env=env,
+                    cwd=child.cwd,
+                    start_new_session=True,
+                )
+            except BaseException:
+                for t in terminals:
+                    if t is not None:
+                        t[0].close()
+                raise
+            finally:
+                for t in terminals:
+                    if t is not None:
+                        os.close(t[1])  # the child's end is the child's alone: its last close is our end of file
+            sources = [t[0] if t else pipe for t, pipe in zip(terminals, (proc.stdout, proc.stderr))]
+            pumps = [Tee(sources[0], 1, child.tee[0]), Tee(sources[1], 2, child.tee[1])]
         guard = start_lifeguard(proc.pid, child.mark)
 
         def target_pid() -> int | None:

@@ -144,3 +144,47 @@ def test_a_forked_trees_memory_is_its_pss_with_rss_beside_it(tmp_path: Path) -> 
     assert peak_rss == pytest.approx(rss, rel=0.15), (peak_rss, rss)
     shown = run_tracer("show", "--runs", str(tmp_path / "runs"), folder.run_id)
     assert "PSS" in shown.stdout and "RSS summed over processes" in shown.stdout, shown.stdout
+
+
+def _drain(fd: int, into: list[bytes]) -> None:
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: every writer closed its end
+            return
+        if not chunk:
+            return
+        into.append(chunk)
+
+
+def test_on_a_terminal_the_command_gets_a_terminal(tmp_path: Path) -> None:
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import threading
+
+    script = SCRIPTS / "terminal_or_pipe.py"
+    ends = [pty.openpty() for _ in range(2)]  # the tracer's stdout and stderr, each a terminal 97 columns wide
+    for _, theirs in ends:
+        fcntl.ioctl(theirs, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 97, 0, 0))
+    seen: list[list[bytes]] = [[], []]
+    readers = [threading.Thread(target=_drain, args=(ours, got)) for (ours, _), got in zip(ends, seen)]
+    for r in readers:
+        r.start()
+    cmd = [*TRACER, "profile", "--out", str(tmp_path / "runs"), "--", sys.executable, str(script)]
+    proc = subprocess.Popen(cmd, stdout=ends[0][1], stderr=ends[1][1], env=_env())
+    for _, theirs in ends:
+        os.close(theirs)
+    code = proc.wait(timeout=300)
+    for r in readers:
+        r.join(timeout=30)
+    out, err = (b"".join(got).decode() for got in seen)
+    assert code == 7, err[-2000:]  # the script's own status, through the terminal too
+    assert "stdout is a terminal: True" in out and "columns 97" in out, out
+    assert "stderr is a terminal: True" in err, err
+    (folder,) = list_runs(tmp_path / "runs")
+    kept = (folder.path / "raw" / "stdout.log").read_bytes()
+    assert kept == b"stdout is a terminal: True\ncolumns 97\nfallback columns 97\n"  # as written: no CR added
+    piped = run_tracer("profile", "--out", str(tmp_path / "piped"), "--", sys.executable, str(script))
+    assert "stdout is a terminal: False" in piped.stdout and piped.returncode == 7  # a pipe stays a pipe
