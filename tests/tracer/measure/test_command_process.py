@@ -188,3 +188,29 @@ def test_on_a_terminal_the_command_gets_a_terminal(tmp_path: Path) -> None:
     assert kept == b"stdout is a terminal: True\ncolumns 97\nfallback columns 97\n"  # as written: no CR added
     piped = run_tracer("profile", "--out", str(tmp_path / "piped"), "--", sys.executable, str(script))
     assert "stdout is a terminal: False" in piped.stdout and piped.returncode == 7  # a pipe stays a pipe
+
+
+@pytest.mark.nsys
+def test_a_killed_nsys_launcher_is_not_blamed_on_the_command(tmp_path: Path) -> None:
+    import psutil
+
+    from tests.tracer.measure.tracing.helpers import require_nsys
+
+    require_nsys()
+    code = "import time; print('training', flush=True); time.sleep(600)"
+    cmd = [*TRACER, "profile", "--trace", "nsys", "--out", str(tmp_path / "runs"), "--", sys.executable, "-c", code]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "training\n"  # the command runs under nsys
+    try:
+        children = psutil.Process(proc.pid).children()
+        (launcher,) = [p for p in children if p.cmdline()[1:2] and p.cmdline()[1].endswith("nsys_launch.py")]
+        launcher.kill()
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    (folder,) = list_runs(tmp_path / "runs")
+    outcome = folder.read_record().outcome
+    assert outcome.cause.startswith("the nsys launcher was killed by SIGKILL"), (outcome, err[-2000:])
