@@ -89,3 +89,30 @@ def test_each_step_is_split_into_forward_backward_and_optimizer(ddp_run: tuple[R
     assert d.step_s == pytest.approx(sum(p.seconds for p in d.parts))
     shown = run_tracer("show", "--runs", str(folder.path.parent), folder.run_id)
     assert "backward (inside backward()" in shown.stdout and "optimizer step" in shown.stdout
+
+
+def test_diff_puts_a_costlier_update_in_its_part(tmp_path: Path) -> None:
+    """Two runs of one PyTorch loop, B sleeping 5 ms after each `optimizer.step()`: `diff` gives the gap to
+    the rest of the step (not to the optimizer step, whose own time is unchanged), by the script's own clock."""
+    require_framework("pytorch")
+    python = status("pytorch").python
+    script = SCRIPT.with_name("torch_parts.py")
+    out = tmp_path / "runs"
+    said = {}
+    for ms in ("0", "5"):
+        result = run_tracer("profile", "--out", str(out), "--", python, str(script), "--optimizer-sleep-ms", ms)
+        assert result.returncode == 0, result.stderr[-3000:]
+        said[ms] = float(re.search(r"optimizer and after ([0-9.]+) ms", result.stdout).group(1))  # type: ignore[union-attr]
+    a, b = sorted(list_runs(out), key=lambda f: f.run_id)
+    da, db = decompose(a), decompose(b)
+    per_step = db.images / db.steps  # the loop's batch
+    probe_gap = (db.part(OTHER) + db.part(OPTIMIZER) - da.part(OTHER) - da.part(OPTIMIZER)) * per_step
+    script_gap = (said["5"] - said["0"]) / 1e3
+    assert probe_gap == pytest.approx(script_gap, rel=0.3), (probe_gap, script_gap)
+    assert abs(db.part(OPTIMIZER) - da.part(OPTIMIZER)) * per_step < 0.2 * script_gap  # the update itself: alike
+    shown = run_tracer("diff", "--runs", str(out), a.run_id, b.run_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "more per image in the rest of the step" in shown.stdout, shown.stdout
+    for label in ("forward and loss", "backward (inside backward()", "optimizer step"):
+        assert label in shown.stdout
+    assert "--optimizer-sleep-ms 0" in shown.stdout and "--optimizer-sleep-ms 5" in shown.stdout  # told apart
