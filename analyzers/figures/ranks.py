@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from analyzers.figures import torch_parts
 from analyzers.figures.phases import split_epochs
 from analyzers.trace import collectives
 from analyzers.trace import tables as t
@@ -131,7 +132,7 @@ def load(folder: RunFolder) -> RanksInput | None:
     worker_collectives = folder.samples(schema.COLLECTIVES_TABLE)
     kernels = _read(folder, t.KERNELS, ["start_ns", "end_ns", "name", "device"])
     host_ops = _host_collectives(folder)
-    arrived = _step_arrivals(folder)
+    arrived = torch_parts.step_arrivals(folder)
     if worker_collectives is not None and worker_collectives.num_rows:
         source = COMM_WORKER
     elif kernels is not None and bool(pc.any(collectives.nccl_mask(kernels["name"])).as_py()):
@@ -163,7 +164,8 @@ def load(folder: RunFolder) -> RanksInput | None:
             mine = t.of_rank(host_ops, r)
             arrivals = _indexed(mine["name"].to_pylist(), mine["start_ns"].to_pylist(), mine["end_ns"].to_pylist())
         elif source == COMM_ARRIVAL and arrived is not None:
-            arrivals = _arrivals_of(t.of_rank(arrived, r), steady)
+            rows = torch_parts.arrival_rows(t.of_rank(arrived, r), steady)
+            arrivals = [Arrival((e, s), "backward", arrive, done) for e, s, arrive, done in rows]
         out.append(_rank_steps(r, rank_steps, arrivals, compute, gpu_ns))
     return RanksInput(infos, tuple(out), BASIS_TRACE if imported else BASIS_STEADY, source, steady)
 
@@ -263,26 +265,6 @@ def _worker_arrivals(table: pa.Table, steady: tuple[int, ...]) -> list[Arrival]:
         k = seen[(e, s, kind)] = seen.get((e, s, kind), -1) + 1
         out.append(Arrival((e, s, kind, k), str(kind), int(arrive), int(done)))
     return out
-
-
-def _step_arrivals(folder: RunFolder) -> pa.Table | None:
-    """The probe's step parts with an arrival (a step that called backward()), or None."""
-    table = folder.samples(schema.STEP_PARTS_TABLE)
-    if table is None or schema.ARRIVE_NS not in table.column_names:
-        return None
-    table = table.filter(pc.is_valid(table[schema.ARRIVE_NS]))
-    return table if table.num_rows else None
-
-
-def _arrivals_of(table: pa.Table, steady: tuple[int, ...]) -> list[Arrival]:
-    """One arrival per step, matched across ranks by (epoch, step); it ends when the step's backward did."""
-    epoch, step = schema.STEP_COLUMNS[:2]
-    rows = zip(*(table[c].to_pylist() for c in (epoch, step, schema.ARRIVE_NS, schema.BACKWARD_S)))
-    return [
-        Arrival((e, s), "backward", int(arrive), int(arrive + (backward or 0.0) * 1e9))
-        for e, s, arrive, backward in rows
-        if not steady or e in steady
-    ]
 
 
 def _read(folder: RunFolder, name: str, columns: list[str]) -> pa.Table | None:

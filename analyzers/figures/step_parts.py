@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from analyzers.figures import torch_parts
 from analyzers.figures.steady import WARMUP_EPOCHS, epoch_stats
 from analyzers.figures.steps import steps_table
 from analyzers.trace import kernel_classes as kc
@@ -65,6 +66,12 @@ PART_DOING = {
 """How a sentence says where time went ("B spends 7 ms more per image waiting for data")."""
 ASYNC_COMPUTE_LABEL = "compute (step minus data wait: the framework returns before its work is done)"
 BASIS_STEPS, BASIS_TRACED_STEPS, BASIS_WINDOW = "steady steps", "traced steady steps", "trace window"
+
+
+def split_compute(compute: float, split: tuple[float, float, float]) -> list[tuple[str, float]]:
+    """The steps' compute as forward, backward, optimizer and the rest, adding up to it."""
+    forward, backward, optimizer = split
+    return [(FORWARD, forward), (BACKWARD, backward), (OPTIMIZER, optimizer), (OTHER, compute - sum(split))]
 
 
 def part_doing(key: str) -> str:
@@ -190,8 +197,8 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
         said = "+".join(frameworks)
         notes.append(f"{said} returns from a step before its work is done: compute is step minus data wait")
     else:
-        split = _probe_parts(folder, table)
-        compute_parts = [(COMPUTE, compute.sum())] if split is None else _split_compute(compute.sum(), split)
+        split = torch_parts.probe_parts(folder, table)
+        compute_parts = [(COMPUTE, compute.sum())] if split is None else split_compute(compute.sum(), split)
         parts = [(DATA_WAIT, wait.sum()), *compute_parts, (SYNC, sync.sum())]
     made = tuple(
         Part(k, ASYNC_COMPUTE_LABEL if asynchronous and k == COMPUTE else part_label(k), float(v) / n) for k, v in parts
@@ -207,31 +214,6 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
         parts=made,
         notes=tuple(notes),
     )
-
-
-def _probe_parts(folder: RunFolder, steps: pa.Table) -> tuple[float, float, float] | None:
-    """Seconds of forward, backward and optimizer over `steps` (rank 0's steady steps) from the probe's
-    step parts; None where the run has none for every one of them (not a PyTorch command, or an older run)."""
-    table = folder.samples(schema.STEP_PARTS_TABLE)
-    if table is None or not table.num_rows:
-        return None
-    epoch, step = schema.STEP_COLUMNS[:2]
-    table = table.filter(pc.equal(table[schema.RANK].fill_null(0), 0))
-    keys = zip(table[epoch].to_pylist(), table[step].to_pylist())
-    columns = (schema.FORWARD_S, schema.BACKWARD_S, schema.OPTIMIZER_S)
-    values = zip(*(table[c].fill_null(0.0).to_pylist() for c in columns))
-    by_step = dict(zip(keys, values))
-    wanted = list(zip(steps[epoch].to_pylist(), steps[step].to_pylist()))
-    if not wanted or any(k not in by_step for k in wanted):
-        return None
-    f, b, o = (sum(by_step[k][i] for k in wanted) for i in range(3))
-    return f, b, o
-
-
-def _split_compute(compute: float, split: tuple[float, float, float]) -> list[tuple[str, float]]:
-    """The steps' compute as forward, backward, optimizer and the rest, adding up to it."""
-    forward, backward, optimizer = split
-    return [(FORWARD, forward), (BACKWARD, backward), (OPTIMIZER, optimizer), (OTHER, compute - sum(split))]
 
 
 @dataclass(frozen=True)
