@@ -54,7 +54,8 @@ class Metric:
 
 METRICS: tuple[Metric, ...] = (
     Metric(schema.CPU_PCT, "CPU (100 % = all cores)", "%", "process", (schema.CPU_PCT,)),
-    Metric(schema.RSS_MIB, "Resident memory (RSS)", "MiB", "process", (schema.RSS_MIB,)),
+    Metric(schema.PSS_MIB, "Memory, PSS (shared pages counted once)", "MiB", "process", (schema.PSS_MIB,)),
+    Metric(schema.RSS_MIB, "Resident memory (RSS summed over processes)", "MiB", "process", (schema.RSS_MIB,)),
     Metric("threads", "Threads", "count", "process", ("threads",)),
     Metric("gpu_util_pct", "GPU utilisation", "%", "gpu", (schema.UTIL_PCT, "gpu_util_pct")),
     Metric("gpu_mem_mib", "GPU memory", "MiB", "gpu", (schema.PROC_MEM_MIB, schema.MEM_USED_MIB)),

@@ -379,6 +379,7 @@ def _unit_tag(metric: Metric) -> str:
 def _short(metric: Metric) -> str:
     return {
         schema.CPU_PCT: "CPU",
+        schema.PSS_MIB: "PSS",
         schema.RSS_MIB: "RSS",
         "threads": "threads",
         "gpu_util_pct": "GPU util",
