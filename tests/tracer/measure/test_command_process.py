@@ -214,3 +214,19 @@ def test_a_killed_nsys_launcher_is_not_blamed_on_the_command(tmp_path: Path) -> 
     (folder,) = list_runs(tmp_path / "runs")
     outcome = folder.read_record().outcome
     assert outcome.cause.startswith("the nsys launcher was killed by SIGKILL"), (outcome, err[-2000:])
+
+
+def test_a_failed_builtin_run_piped_to_head_still_fails(tmp_path: Path) -> None:
+    """The built-in workload's summary is on stdout: a reader that leaves after one line ends the printing,
+    not the exit code of the failed run (issue 56 item 7)."""
+    from tests.conftest import TINY, require_framework
+
+    require_framework("pytorch")
+    args = ["profile", "--framework", "pytorch", "--model", "alexnet", *TINY, "--inject-fault", "raise@2"]
+    line = f"{' '.join(TRACER)} {' '.join(args)} --out {tmp_path / 'runs'} | head -n 1"
+    result = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {line}"], capture_output=True, text=True, env=_env(), timeout=600
+    )
+    assert len(result.stdout.splitlines()) == 1
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "run failed" in result.stderr and "Traceback" not in result.stderr
