@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from analyzers.figures import torch_parts
 from analyzers.figures.phases import split_epochs
 from analyzers.trace import collectives
 from analyzers.trace import tables as t
@@ -31,6 +32,9 @@ BASIS_TRACE = "every step and kernel the trace holds"
 COMM_WORKER = "the ranks' own all-reduce records (DDP buckets)"
 COMM_NCCL = "communication kernels (NCCL, RCCL, expert-parallel, custom all-reduce)"
 COMM_HOST = "host collective operators (nccl:*, gloo:*)"
+COMM_ARRIVAL = (
+    "each rank's arrival at its step's backward() (where DDP's gradient all-reduce begins; no collective recorded)"
+)
 
 
 @dataclass(frozen=True)
@@ -129,10 +133,13 @@ def load(folder: RunFolder) -> RanksInput | None:
     worker_collectives = folder.samples(schema.COLLECTIVES_TABLE)
     kernels = _read(folder, t.KERNELS, ["start_ns", "end_ns", "name", "device"])
     host_ops = _host_collectives(folder)
+    arrived = torch_parts.step_arrivals(folder)
     if worker_collectives is not None and worker_collectives.num_rows:
         source = COMM_WORKER
     elif kernels is not None and bool(pc.any(collectives.comm_mask(kernels["name"])).as_py()):
         source = COMM_NCCL
+    elif host_ops is None and arrived is not None:
+        source = COMM_ARRIVAL
     else:
         source = COMM_HOST
     out = []
@@ -157,6 +164,9 @@ def load(folder: RunFolder) -> RanksInput | None:
         elif source == COMM_HOST and host_ops is not None:
             mine = t.of_rank(host_ops, r)
             arrivals = _indexed(mine["name"].to_pylist(), mine["start_ns"].to_pylist(), mine["end_ns"].to_pylist())
+        elif source == COMM_ARRIVAL and arrived is not None:
+            rows = torch_parts.arrival_rows(t.of_rank(arrived, r), steady)
+            arrivals = [Arrival((e, s), "backward", arrive, done) for e, s, arrive, done in rows]
         out.append(_rank_steps(r, rank_steps, arrivals, compute, gpu_ns))
     return RanksInput(infos, tuple(out), BASIS_TRACE if imported else BASIS_STEADY, source, steady)
 
@@ -182,7 +192,7 @@ def rank_table(folder: RunFolder) -> RankTable | None:
                 step_s=float((r.data_wait_ns + r.busy_ns).sum()) / 1e9 if has_steps else None,
                 data_wait_s=float(r.data_wait_ns.sum()) / 1e9 if has_steps else None,
                 compute_s=float(r.busy_ns.sum()) / 1e9 if has_steps else None,
-                comm_s=comm_ns / 1e9 if r.arrivals else None,
+                comm_s=comm_ns / 1e9 if r.arrivals and data.comm_source != COMM_ARRIVAL else None,
                 gpu_compute_s=None if r.gpu_compute_ns is None else r.gpu_compute_ns / 1e9,
                 comm_hidden_pct=hidden,
                 collectives=len(r.arrivals),
@@ -193,7 +203,10 @@ def rank_table(folder: RunFolder) -> RankTable | None:
 
 def comm_time_ns(r: RankSteps, source: str) -> int:
     """A rank's time in collectives: NCCL kernel time summed (as nsys sums kernels); a rank's own records
-    (DDP buckets, all-reduced concurrently) as the time covered by at least one, counted once."""
+    (DDP buckets, all-reduced concurrently) as the time covered by at least one, counted once; 0 from
+    arrivals alone (the time after one is the backward pass as well as the all-reduce)."""
+    if source == COMM_ARRIVAL:
+        return 0
     if source != COMM_WORKER:
         return sum(a.done_ns - a.arrive_ns for a in r.arrivals)
     starts = np.array([a.arrive_ns for a in r.arrivals], dtype=np.int64)

@@ -73,6 +73,9 @@ class RunSummary:
     steady_step_ms: float | None = None
     steady_wait_ms: float | None = None
     command: str = ""  # `tracer profile -- COMMAND`: the command (then model, dataset and batch are the script's)
+    # A data-parallel run: each rank's steady images/s (the epochs' wall time is rank 0's; every rank's
+    # images over it), so the job's is their sum; empty for a run of one rank.
+    rank_images_per_s: tuple[float, ...] = ()
     probes: tuple[str, ...] = ()  # who saw the steps (worker; torch.DataLoader, keras.fit, marker ... in a command)
     # A command's steady epochs, per epoch: wall time outside every step (loop work, a pipeline's tail), in ms.
     steady_between_ms: float | None = None
@@ -110,6 +113,10 @@ class RunSummary:
     @property
     def peak_rss_pct_ram(self) -> float | None:
         return self.steady.peak_rss_pct_ram
+
+    @property
+    def peak_pss_mib(self) -> float | None:
+        return self.steady.peak_pss_mib
 
     @property
     def threads_min(self) -> int | None:
@@ -228,6 +235,7 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
         probes=steps.probes(folder),
         steady_between_ms=_between_ms(folder, steady.steady_epoch_numbers) if record.command else None,
         partial_epochs=tuple(partial_epochs(folder.events())),
+        rank_images_per_s=_rank_rates(folder, steady.steady_epoch_numbers, steady.steady_images_per_s),
     )
 
 
@@ -235,6 +243,15 @@ def _between_ms(folder: RunFolder, epochs: Collection[int]) -> float | None:
     """The mean over `epochs` of each epoch's time outside its steps (`steps.between_steps`), in ms."""
     values = [v for e, v in steps.between_steps(folder).items() if e in epochs]
     return 1000 * statistics.fmean(values) if values else None
+
+
+def _rank_rates(folder: RunFolder, epochs: Collection[int], rank0_per_s: float | None) -> tuple[float, ...]:
+    """Each rank's steady images/s: rank 0's (from the epochs' wall time) scaled by the images each rank
+    took in the same steady epochs (the ranks step together: their epochs span the same wall time)."""
+    images = steps.images_by_rank(folder, epochs)
+    if not images or rank0_per_s is None or not images.get(0):
+        return ()
+    return tuple(rank0_per_s * images[r] / images[0] for r in sorted(images))
 
 
 def _per_step_ms(

@@ -142,6 +142,19 @@ def probes(folder: RunFolder) -> tuple[str, ...]:
     return tuple(sorted(str(p) for p in table.column(schema.PROBE).unique().to_pylist() if p))
 
 
+def images_by_rank(folder: RunFolder, epochs: Collection[int]) -> dict[int, int]:
+    """Images each rank's steps of `epochs` took (a data-parallel run's steps table has every rank's);
+    {} for a run of one rank."""
+    table = steps_table(folder)
+    if table is None or schema.RANK not in table.column_names or not table.num_rows:
+        return {}
+    table = table.filter(pc.is_in(table["epoch"], pa.array(sorted(epochs), pa.int64())))
+    ranks = table[schema.RANK].fill_null(0).to_numpy()
+    images = table["images"].fill_null(0).to_numpy()
+    out = {int(r): int(images[ranks == r].sum()) for r in np.unique(ranks)}
+    return out if len(out) > 1 else {}
+
+
 def data_wait_shares(folder: RunFolder) -> dict[int, float | None]:
     """Epoch number -> its data-wait share (0..1)."""
     return {s.epoch: s.data_wait_share for s in epoch_splits(folder)}

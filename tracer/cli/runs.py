@@ -246,6 +246,7 @@ def print_summary(s: object, console: Console) -> None:
         ("batch", "not recorded (imported trace)" if "batch" in s.not_recorded else str(s.batch)),
         ("epochs", f"{s.epochs_done} (planned: not recorded)" if imported else f"{s.epochs_done}/{s.epochs_planned}"),
         ("images/s (steady)", steady_text(s)),
+        *([("images/s (steady), the job", job_text(s))] if s.rank_images_per_s else []),
         ("epoch time (steady)", f"{fmt(s.steady_epoch_s, '.3f')} s"),
         ("first epoch", f"{fmt(s.first_epoch_s, '.3f')} s (warm-up: first {s.warmup_epochs} left out)"),
         *([("compile time, whole run", f"{s.compile_s:.3f} s")] if s.compile_s is not None else []),
@@ -253,7 +254,7 @@ def print_summary(s: object, console: Console) -> None:
         *([("decode into memory", f"{s.decode_s:.3f} s, before the first epoch")] if s.decode_s is not None else []),
         ("data wait (steady, % of step time)", _data_wait(s.steady.data_wait_pct, s.data_wait_pct_by_epoch)),
         ("CPU % (steady, 100 = all cores)", f"mean {fmt(s.cpu_pct_mean, '.1f')}, max {fmt(s.cpu_pct_max, '.1f')}"),
-        ("peak RSS (steady)", f"{fmt(s.peak_rss_mib, '.0f')} MiB ({fmt(s.peak_rss_pct_ram, '.1f')} % of RAM)"),
+        ("peak memory (steady)", memory_text(s)),
         ("threads (steady)", f"min {fmt(s.threads_min)}, median {fmt(s.threads_median)}, max {fmt(s.threads_max)}"),
         ("last loss, accuracy", learning_text(s)),
         *([("GPU", s.gpu)] if s.gpu else []),
@@ -336,6 +337,26 @@ def steady_text(s: object) -> str:
         return f"{s.steady_images_per_s:.1f} (all {s.steady_epochs} epochs: none after the warm-up)"
     epochs = f"{s.steady_epochs} epoch{'s' if s.steady_epochs != 1 else ''}"
     return f"{s.steady_images_per_s:.1f} ({epochs} after the first {s.warmup_epochs})"
+
+
+def memory_text(s: object) -> str:
+    """The tree's peak memory: PSS (a page shared by forked workers counted once) with RSS summed beside it."""
+    from analyzers.figures.run_summary import RunSummary
+
+    assert isinstance(s, RunSummary)
+    rss = f"RSS summed over processes {fmt(s.peak_rss_mib, '.0f')} MiB ({fmt(s.peak_rss_pct_ram, '.1f')} % of RAM)"
+    if s.peak_pss_mib is None:
+        return f"PSS not measured; {rss}"
+    return f"PSS {s.peak_pss_mib:.0f} MiB (shared pages counted once); {rss}"
+
+
+def job_text(s: object) -> str:
+    """A data-parallel run's images/s: the job's (every rank's images) beside each rank's."""
+    from analyzers.figures.run_summary import RunSummary
+
+    assert isinstance(s, RunSummary)
+    each = ", ".join(f"rank {r} {v:.1f}" for r, v in enumerate(s.rank_images_per_s))
+    return f"{sum(s.rank_images_per_s):.1f}, {len(s.rank_images_per_s)} ranks ({each}); the row above is rank 0's"
 
 
 def contention_line(s: object) -> str:

@@ -19,7 +19,7 @@ iterating the tf.data set it was given) is the framework's business and not wrap
 
 import sys
 
-from . import device, facts, fit_samples, keras_input, optimizers
+from . import device, facts, fit_samples, keras_input, optimizers, singa_mend, step_parts
 from .names import schema
 from .passes import Pass
 
@@ -72,6 +72,7 @@ def _attrs(obj, names):
 # --- PyTorch
 def patch_torch(torch, recorder):
     recorder.frameworks["torch"] = str(getattr(torch, "__version__", ""))
+    step_parts.patch_torch(torch, recorder)  # forward, backward, optimizer per step (tracer/probe/step_parts.py)
     tensor_backward = torch.Tensor.backward
 
     def backward(self, *args, **kwargs):
@@ -325,7 +326,7 @@ PATCHES = {
     "mxnet.gluon.data.dataloader": patch_gluon,
     "mxnet.gluon.trainer": optimizers.mxnet_trainer,
     "paddle": patch_paddle,
-    "singa": version_only("singa"),
+    "singa": singa_mend.patch_singa,  # the wheel's defects mended as the built-in worker does
     "singa.opt": optimizers.singa_optimizer,
 }
 

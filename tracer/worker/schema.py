@@ -239,6 +239,14 @@ ARRIVE_NS = "arrive_ns"
 DONE_NS = "done_ns"
 COLLECTIVE = "collective"  # what it was: "allreduce" (a DDP bucket), "broadcast" ...
 COLLECTIVE_COLUMNS = ("epoch", "step", COLLECTIVE, ARRIVE_NS, DONE_NS, RANK)
+
+# --- samples/step_parts.csv: a PyTorch step of a user's command split where the probe sees it (tracer/probe/
+# step_parts.py), one row per step of the steps table (same epoch, step, rank, start_ns): forward (batch handed out to
+# backward() called), backward (inside backward(): DDP's gradient all-reduce too), optimizer (inside
+# optimizer.step()), and ARRIVE_NS, when the step called backward(): where DDP's all-reduce begins.
+STEP_PARTS_TABLE = "step_parts"
+FORWARD_S, BACKWARD_S, OPTIMIZER_S = "forward_s", "backward_s", "optimizer_s"
+STEP_PART_COLUMNS = ("epoch", "step", RANK, "start_ns", FORWARD_S, BACKWARD_S, OPTIMIZER_S, ARRIVE_NS)
 #: The rendezvous of a data-parallel launch, as torchrun sets it (the runner sets it for `--nproc`).
 MASTER_ADDR_ENV, MASTER_PORT_ENV = "MASTER_ADDR", "MASTER_PORT"
 #: Under the run folder: rank r's own folder (events, steps, collectives, log) for every rank but 0, whose
