@@ -23,12 +23,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-<<<<<<< HEAD
 from analyzers.figures.coverage import Explanation, explain
-from analyzers.figures.ranks import RanksInput, RankSteps, busy_between, comm_time_ns, load
-=======
 from analyzers.figures.ranks import COMM_ARRIVAL, RanksInput, RankSteps, busy_between, comm_time_ns, load
->>>>>>> h52b
 from tracer.core.runfolder import RunFolder
 
 MIN_COLLECTIVES = 3
@@ -135,16 +131,12 @@ def attribute(data: RanksInput) -> Straggler:
         last[who] += 1
         lastlist.append(who)
         late.setdefault(who, []).append(int(t_last - statistics.median(others)))
-<<<<<<< HEAD
     summary, persistence, over = _summary(ranks, [[by_key[i][k].arrive_ns for i in range(len(ranks))] for k in order])
+    basis = f"{data.basis}; by {COMM_ARRIVAL}" if data.comm_source == COMM_ARRIVAL else data.basis
     base = Straggler(
-        None, len(order), dict(last), None, None, waited_most=waited_most, waited_s=waited, basis=data.basis,
+        None, len(order), dict(last), None, None, waited_most=waited_most, waited_s=waited, basis=basis,
         summary=summary, persistence=persistence, persistence_over=over,
     )  # fmt: skip
-=======
-    basis = f"{data.basis}; by {COMM_ARRIVAL}" if data.comm_source == COMM_ARRIVAL else data.basis
-    base = Straggler(None, len(order), dict(last), None, None, waited_most=waited_most, waited_s=waited, basis=basis)
->>>>>>> h52b
     if len(order) < MIN_COLLECTIVES:
         return _with(base, why_not=f"{len(order)} collectives matched on every rank (fewer than {MIN_COLLECTIVES})")
     who, count = last.most_common(1)[0]
@@ -153,17 +145,12 @@ def attribute(data: RanksInput) -> Straggler:
             base, why_not=f"no rank is last at half the collectives (most: rank {who}, {count} of {len(order)})"
         )
     late_by = statistics.median(late[who]) / 1e9
-<<<<<<< HEAD
     excess = _excess(ranks, who)
     explanation = explain(late_by, {k: v for k, v in excess.items()}) if excess else None
     cause = None
     if explanation is not None:
         cause = explanation.cause if explanation.cause is not None else CAUSE_NONE
     return replace(base, rank=who, late_by_s=late_by, cause=cause, excess_s=excess, explanation=explanation)
-=======
-    cause, excess = _cause(ranks, who)
-    return Straggler(who, len(order), dict(last), late_by, cause, excess, waited_most, waited, basis)
->>>>>>> h52b
 
 
 def _with(s: Straggler, why_not: str) -> Straggler:
