@@ -15,17 +15,15 @@ from dataclasses import asdict, dataclass, replace
 
 from analyzers.figures.coverage import Explanation, explain
 from analyzers.figures.steady import WARMUP_EPOCHS
-from analyzers.figures.step_parts import (
+from analyzers.figures.step_part_names import (
     BASIS_TRACED_STEPS,
     BASIS_WINDOW,
     DATA_WAIT,
     PER_STEP,
     WAIT_UNSEEN_LABEL,
-    Decomposition,
-    Part,
-    decompose,
     part_doing,
 )
+from analyzers.figures.step_parts import Decomposition, Part, decompose
 from analyzers.render import sentences as say
 from analyzers.trace import kernel_classes as kc
 from analyzers.trace.kernel_names import short_names

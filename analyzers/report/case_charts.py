@@ -11,7 +11,8 @@ from typing import Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from analyzers.figures.step_parts import COMPUTE, DATA_WAIT, GPU_PREFIX, HOST, SYNC, Decomposition
+from analyzers.figures.step_part_names import COMPUTE, DATA_WAIT, GPU_PREFIX, HOST, SYNC
+from analyzers.figures.step_parts import Decomposition
 from analyzers.render import palette
 from analyzers.report import charts
 from analyzers.report.headline import CaseTable, cell_text, spread_text, value_of

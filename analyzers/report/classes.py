@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Sequence
 
 from analyzers.comparison.diff import diff_decompositions
-from analyzers.figures.step_parts import BASIS_TRACED_STEPS, Decomposition, decompose
+from analyzers.figures.step_part_names import BASIS_TRACED_STEPS
+from analyzers.figures.step_parts import Decomposition, decompose
 from analyzers.render import palette
 from analyzers.report import charts, like
 from analyzers.report.runs import CaseKey, LoadedRun

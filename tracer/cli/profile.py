@@ -18,7 +18,7 @@ from tracer.cli.common import add_out_dir, console, err_console
 from tracer.cli.compare import print_data_pairs
 from tracer.cli.diagnose import print_block
 from tracer.cli.outputs import output_dir
-from tracer.cli.runs import print_problems, print_repeats, print_summary
+from tracer.cli.summary_text import print_problems, print_repeats, print_summary
 from tracer.core import cases, options
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS, framework_info

@@ -14,7 +14,8 @@ import pyarrow.compute as pc
 import pytest
 
 from analyzers.figures.run_summary import summarise
-from analyzers.figures.step_parts import BACKWARD, FORWARD, OPTIMIZER, OTHER, decompose
+from analyzers.figures.step_part_names import BACKWARD, FORWARD, OPTIMIZER, OTHER
+from analyzers.figures.step_parts import decompose
 from analyzers.figures.straggler import straggler
 from tests.conftest import require_framework, run_tracer
 from tracer.core import schema

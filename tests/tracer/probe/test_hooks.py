@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from analyzers.comparison.diff import diff
-from analyzers.figures.step_parts import DATA_WAIT, WAIT_UNSEEN_LABEL
+from analyzers.figures.step_part_names import DATA_WAIT, WAIT_UNSEEN_LABEL
 from tests.conftest import require_framework, run_tracer
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.core.schema import KIND, PROBE, STEPS_TABLE, Event, Probe
