@@ -118,8 +118,8 @@ def patch_torch(torch, recorder):
         add_step(probe, start_ns, wait_s, compute_s, n)
         parts.step_added(start_ns, wait_s)
 
-    def end_epoch_with_parts(loss):
-        end_epoch(loss)
+    def end_epoch_with_parts(*args, **kwargs):  # the recorder's own signature, whatever it takes
+        end_epoch(*args, **kwargs)
         parts.flush()
 
     def close_with_parts():

@@ -28,8 +28,9 @@ SLACK_S = 0.015  # a loaded 2-core machine's scheduler slack beside the 5 %
 
 
 class Profiled:
-    def __init__(self, folder: RunFolder, stdout: str, returncode: int) -> None:
-        self.folder, self.stdout, self.returncode = folder, stdout, returncode
+    def __init__(self, folder: RunFolder, said: str, returncode: int) -> None:
+        """`said`: what the tracer printed of the run (its summary goes to stderr, beside the script's output)."""
+        self.folder, self.said, self.returncode = folder, said, returncode
 
     @property
     def truth(self) -> dict:  # type: ignore[type-arg]
@@ -51,7 +52,7 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Profiled]
                 "profile", "--out", str(out), "--", status(framework).python, str(SCRIPTS / script), *args
             )
             (folder,) = list_runs(out)
-            made[key] = Profiled(folder, result.stdout, result.returncode)
+            made[key] = Profiled(folder, result.stderr, result.returncode)
         return made[key]
 
     return run
@@ -96,7 +97,7 @@ def test_an_unmarked_tensor_slice_loop_counts_its_optimizer_updates_and_says_wha
     assert summary.steady_images_per_s is None and summary.whole.images_per_s is None  # ... so no images/s
     wait = verdict(run.folder, "input-bound")
     assert wait.state == "not measured" and "optimizer updates" in wait.finding
-    assert "not measured" in run.stdout.split("data wait (steady")[1].splitlines()[0]
+    assert "not measured" in run.said.split("data wait (steady")[1].splitlines()[0]
     assert run.folder.read_record().knobs[f"{MODEL_FACTS}.{CLASSES}"] == 10  # from its first cross-entropy
 
 
@@ -136,7 +137,7 @@ def test_an_epoch_left_by_a_failure_or_ctrl_c_is_partial_and_out_of_the_steady_s
     assert_epochs_match(run.folder, truth["epoch_s"])
     summary = run_summary(run.folder)
     assert summary.steady_epochs == 1 and summary.partial_epochs == ((3, 2),)
-    assert "epoch 3 partial (2 steps, left out)" in run.stdout
+    assert "epoch 3 partial (2 steps, left out)" in run.said
 
 
 def test_keras_fit_on_a_slow_map_counts_its_samples_and_measures_its_wait(
@@ -155,7 +156,9 @@ def test_keras_fit_on_a_slow_map_counts_its_samples_and_measures_its_wait(
     assert all(s.wait_measured for s in splits)
     last = splits[-1]
     theirs = 100 * (1 - truth["steps"] / 3 * truth["compute_s"] / truth["epoch_s"][-1])
-    assert last.data_wait_share is not None and 100 * last.data_wait_share >= min(80.0, theirs - 10)
+    # The bound leaves room for a loaded machine (the map sleeps, the step computes: CPU load inflates only the
+    # compute, and 75 % was seen under a load of 8 on two cores); the defect it guards against said 1 %.
+    assert last.data_wait_share is not None and 100 * last.data_wait_share >= min(70.0, theirs - 15)
     wait = verdict(run.folder, "input-bound")
     assert wait.fired and "num_parallel_calls" in wait.knob, wait.finding
     assert run_summary(run.folder).steady_images_per_s  # not 0.0
@@ -174,7 +177,7 @@ def test_a_script_with_no_step_seen_is_told_the_two_marker_lines(tmp_path: Path)
     result = run_tracer("profile", "--out", str(out), "--", status("pytorch").python, str(script))
     assert result.returncode == 0, result.stderr[-2000:]
     first, second = marker_lines("pytorch")
-    assert first in result.stdout and second in result.stdout
+    assert first in result.stderr and second in result.stderr
     (folder,) = list_runs(out)
     found = verdict(folder, "input-bound")
     assert found.state == "not measured" and first in found.finding and "issue 18" not in found.finding

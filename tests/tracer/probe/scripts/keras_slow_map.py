@@ -1,4 +1,4 @@
-"""Keras `fit` on a slow tf.data pipeline: a `map` of a 3 ms `py_function`, num_parallel_calls=1, batch,
+"""Keras `fit` on a slow tf.data pipeline: a `map` of a 6 ms `py_function`, num_parallel_calls=1, batch,
 prefetch (68 samples in batches of 8: 9 steps an epoch, the last of 4), a 10-class classifier, 3 epochs.
 Prints its own truth as one JSON line: epochs, steps, samples, perf_counter seconds per epoch (a
 callback's epoch begin to end), the pipeline alone, iterated once before training, and a step's compute
@@ -15,7 +15,7 @@ N, BATCH, CLASSES = 68, 8, 10
 
 def slow(x, y):
     def work(v):
-        time.sleep(0.003)
+        time.sleep(0.006)
         return v
 
     x = tf.py_function(work, [x], tf.float32)
