@@ -49,7 +49,8 @@ def probe_cost_us(steps: int = 200_000) -> float:
     """The probe's own time per step: iterating a list through a recording Pass against plainly."""
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "samples").mkdir()
-        from tracer.probe.recorder import Pass, Recorder
+        from tracer.probe.passes import Pass
+        from tracer.probe.recorder import Recorder
 
         recorder = Recorder(tmp)
         items = list(range(steps))

@@ -37,6 +37,37 @@ REPO = Path(__file__).resolve().parents[1]
 REPO_RUNS = ("tests/data/gpu-h200/*-cd88",)
 """Traced run folders kept in the repository (the H200 CUPTI run of the ctypes collector)."""
 HEADER = "| fixture | kernel time (ms) | other (%) | classes (% of kernel time, 1 % and more) |"
+FAMILIES = (
+    ("cuBLAS / cuBLASLt", "nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT"),
+    ("CUTLASS", "cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<...>>"),
+    ("cuDNN", "sm86_xmma_fprop_implicit_gemm_indexed_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize64x64x64"),
+    ("FlashAttention 2", "flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4>>"),
+    ("FlashAttention 3", "cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<...>>>"),
+    ("Triton (torch.compile) RMSNorm", "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0"),
+    ("vLLM RMSNorm", "vllm::rms_norm_kernel<c10::BFloat16>"),
+    ("PyTorch layer-norm backward", "at::native::GammaBetaBackwardCUDAKernel<float, float>"),
+    ("Apex", "cuComputePartGradGammaBeta<float, float, float>"),
+    ("Transformer Engine", "transformer_engine::normalization::rmsnorm_fwd_tuned_kernel<...>"),
+    ("NCCL up to 2.18", "ncclKernel_AllReduce_RING_LL_Sum_float"),
+    ("NCCL 2.19 and later, RCCL", "ncclDevKernel_Generic"),
+    ("DeepEP (DeepSeek-V3)", "dpsk::ep::internode::dispatch<true, 8, 2, 1024>"),
+    ("vLLM / SGLang custom all-reduce", "vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>"),
+    ("fbgemm", "fbgemm_gpu::permute_2D_data_kernel<float, long>"),
+    ("vLLM on ROCm: attention", "_fwd_kernel"),
+    ("vLLM on ROCm: skinny GEMM", "wvSplitK_hf_sml_<__hip_bfloat16, 64, 2, 16, 8, 2, 1>"),
+    ("vLLM KV cache", "vllm::reshape_and_cache_kernel<__hip_bfloat16, __hip_bfloat16>"),
+    ("hipBLASLt / rocBLAS (Tensile)", "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT128x128x64_MI16x16x1"),
+    ("Composable Kernel", "ck::kernel_gemm_xdl_cshuffle_v3<...>"),
+    ("XLA", "loop_multiply_fusion"),
+)
+"""A kernel of each library the classes were grown from, as the docs table of families shows them (the tests
+pin each family's class with a full real name)."""
+FAMILIES_HEADER = "| library | kernel (short) | class |"
+
+
+def family_rows() -> list[str]:
+    classes = kernel_classes.classify_distinct([name for _, name in FAMILIES])
+    return [f"| {lib} | `{name}` | {cls} |" for (lib, name), cls in zip(FAMILIES, classes)]
 
 
 def fixture_kernels(fixtures: Path = FIXTURES) -> dict[str, pa.Table]:
@@ -73,6 +104,11 @@ def main(argv: list[str]) -> int:
     print("| --- | --- | --- | --- |")
     for fixture, totals in fixture_totals(fixtures).items():
         print(row(fixture, totals))
+    print()
+    print(FAMILIES_HEADER)
+    print("| --- | --- | --- |")
+    for line in family_rows():
+        print(line)
     return 0
 
 

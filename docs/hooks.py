@@ -3,7 +3,10 @@
 `<!-- generated: cli -->` becomes the run-option table (from `tracer.core.options`) and every
 subcommand's help; `<!-- generated: run-folder -->` becomes the tables and event kinds of
 `tracer.core.schema`; `<!-- generated: frameworks -->` becomes the framework declarations of
-`tracer.core.frameworks` (environment, worker module, colour, the settings the diagnosis names).
+`tracer.core.frameworks` (environment, worker module, colour, the settings the diagnosis names);
+`<!-- generated: json -->` becomes every `--format json` output's fields and records
+(`tracer.cli.json_output.OUTPUTS`, the records' dataclass fields); `<!-- generated: gate-metrics -->` the
+metrics `tracer gate` judges with their default thresholds (`analyzers.comparison.gate_metrics`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ def on_page_markdown(markdown: str, **kwargs: Any) -> str:
         markdown = markdown.replace(MARK.format("run-folder"), _run_folder())
     if MARK.format("frameworks") in markdown:
         markdown = markdown.replace(MARK.format("frameworks"), frameworks_page())
+    if MARK.format("gate-metrics") in markdown:
+        markdown = markdown.replace(MARK.format("gate-metrics"), gate_metrics_page())
+    if MARK.format("json") in markdown:
+        markdown = markdown.replace(MARK.format("json"), json_page())
     return markdown
 
 
@@ -142,4 +149,55 @@ def frameworks_page() -> str:
             s = f.settings[t]
             cells.append("" if s is None else f"`{_cell(s.text)}`" + (" *(GPU)*" if s.devices == {"gpu"} else ""))
         out.append(f"| {t.value} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def json_page() -> str:
+    import importlib
+
+    from tracer.cli.json_output import OUTPUTS, SCHEMA_KEY, SCHEMA_PREFIX, SCHEMA_VERSION, VERSION_KEY
+
+    out = [
+        f"Every output carries `{SCHEMA_KEY}` (`{SCHEMA_PREFIX}<command>`) and `{VERSION_KEY}` "
+        f"(now **{SCHEMA_VERSION}**) first.",
+        "",
+    ]
+    records: dict[str, type] = {}
+    for o in OUTPUTS:
+        out += [f"## `{SCHEMA_PREFIX}{o.command}`", "", o.about + ".", "", "| field | what |", "| --- | --- |"]
+        out += [f"| `{name}` | {_cell(what)} |" for name, what in o.fields.items()]
+        out.append("")
+        for path in o.records:
+            module, _, name = path.rpartition(".")
+            records[name] = getattr(importlib.import_module(module), name)
+        if o.records:
+            out += ["Records: " + ", ".join(f"[{p.rpartition('.')[2]}](#{p.rpartition('.')[2].lower()})"
+                                            for p in o.records), ""]  # fmt: skip
+    out += ["## Records", ""]
+    for name, record in records.items():
+        hints = typing.get_type_hints(record)
+        doc = (record.__doc__ or "").strip().split("\n\n")[0]
+        doc = " ".join(doc.split())
+        out += [f"### {name}", "", *([_cell(doc), ""] if not doc.startswith(f"{name}(") else [])]
+        out += ["| field | type |", "| --- | --- |"]
+        out += [f"| `{f.name}` | {_cell(_type_name(hints.get(f.name, f.type)))} |" for f in dataclasses.fields(record)]
+        out.append("")
+    return "\n".join(out)
+
+
+def _type_name(hint: Any) -> str:
+    import re
+
+    text = getattr(hint, "__name__", None) if not typing.get_args(hint) else None
+    return text or re.sub(r"\b(?:\w+\.)+(\w+)", r"\1", str(hint))
+
+
+def gate_metrics_page() -> str:
+    from analyzers.comparison.gate_metrics import GATE_METRICS
+
+    out = ["| metric (`--threshold` key) | what | worse when | default threshold |", "| --- | --- | --- | --- |"]
+    for m in GATE_METRICS:
+        worse = "higher" if m.worse > 0 else "lower"
+        unit = "points" if m.points else "% of the baseline"
+        out.append(f"| `{m.key}` | {_cell(m.label)} ({m.unit}) | {worse} | {m.threshold:g} {unit} |")
     return "\n".join(out)

@@ -1,5 +1,5 @@
 """A training loop no probe recognises (plain NumPy, batches from a generator), marked with
-`dltracer_probe.steps`: each call is an epoch, each batch a step. Runs unchanged outside the tracer.
+`dltracer_probe.timed_epoch`: each call is an epoch, each batch a step. Runs unchanged outside the tracer.
 
     python examples/marker_loop.py
     tracer profile -- python examples/marker_loop.py
@@ -10,10 +10,10 @@ import argparse
 import numpy as np
 
 try:
-    from dltracer_probe import steps
+    from dltracer_probe import timed_epoch
 except ImportError:  # not under `tracer profile`: the loop runs as it is
 
-    def steps(batches):
+    def timed_epoch(batches):
         return batches
 
 
@@ -35,7 +35,7 @@ def main() -> None:
     y = x @ rng.normal(size=64) + 0.1 * rng.normal(size=args.items)
     w = np.zeros(64)
     for epoch in range(1, args.epochs + 1):
-        for xb, yb in steps(batches(x, y, args.batch, rng)):  # the marker: one epoch of steps
+        for xb, yb in timed_epoch(batches(x, y, args.batch, rng)):  # the marker: one epoch of steps
             grad = 2 * xb.T @ (xb @ w - yb) / len(xb)
             w -= 0.05 * grad
         print(f"epoch {epoch}: mse {np.mean((x @ w - y) ** 2):.4f}")

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tracer.core.frameworks import FRAMEWORKS
 from tests.real_fixtures import REAL_FIXTURES
+from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.measure.environments import status
 

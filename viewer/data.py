@@ -36,7 +36,7 @@ from tracer.core.cached import cached_property
 from tracer.core.errors import UserError
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
-from tracer.core.schema import STEPS_TABLE
+from tracer.core.schema import STEP_PARTS_TABLE, STEPS_TABLE
 from viewer.pyramid import Envelope
 
 Progress = Callable[[float, str], None]
@@ -55,7 +55,8 @@ class Metric:
 
 METRICS: tuple[Metric, ...] = (
     Metric(schema.CPU_PCT, "CPU (100 % = all cores)", "%", "process", (schema.CPU_PCT,)),
-    Metric(schema.RSS_MIB, "Resident memory (RSS)", "MiB", "process", (schema.RSS_MIB,)),
+    Metric(schema.PSS_MIB, "Memory, PSS (shared pages counted once)", "MiB", "process", (schema.PSS_MIB,)),
+    Metric(schema.RSS_MIB, "Resident memory (RSS summed over processes)", "MiB", "process", (schema.RSS_MIB,)),
     Metric("threads", "Threads", "count", "process", ("threads",)),
     Metric("gpu_util_pct", "GPU utilisation", "%", "gpu", (schema.UTIL_PCT, "gpu_util_pct")),
     Metric("gpu_mem_mib", "GPU memory", "MiB", "gpu", (schema.PROC_MEM_MIB, schema.MEM_USED_MIB)),
@@ -66,6 +67,10 @@ METRICS: tuple[Metric, ...] = (
     # part of it the loop spent blocked reading the loss (where an asynchronous framework does its waiting).
     Metric("step_compute_s", "Step: compute (step minus data wait)", "s", STEPS_TABLE, (COMPUTE_TOTAL_S,)),
     Metric("step_sync_s", "Step: of it, blocked reading the loss", "s", STEPS_TABLE, (schema.SYNC_S,)),
+    # A PyTorch command's compute in parts, where the probe saw them (tracer/probe/step_parts.py).
+    Metric("step_forward_s", "Step: forward and loss", "s", STEP_PARTS_TABLE, (schema.FORWARD_S,)),
+    Metric("step_backward_s", "Step: backward (DDP's all-reduce too)", "s", STEP_PARTS_TABLE, (schema.BACKWARD_S,)),
+    Metric("step_optimizer_s", "Step: optimizer step", "s", STEP_PARTS_TABLE, (schema.OPTIMIZER_S,)),
 )
 STEP_TIME_COLUMN = "start_ns"
 METRIC_BY_KEY = {m.key: m for m in METRICS}
@@ -206,7 +211,7 @@ def load_run(path: Path | str, progress: Progress | None = None) -> RunData:
         data.messages.append("events.jsonl is missing: no epoch markers")
     data.data_wait_by_epoch = _guard(data, "samples/steps", functools.partial(data_wait_shares, run), {})
     report(0.25, "samples")
-    for table in ("process", "gpu", STEPS_TABLE):
+    for table in ("process", "gpu", STEPS_TABLE, STEP_PARTS_TABLE):
         data.series.update(_guard(data, f"samples/{table}", functools.partial(_load_series, run, table), {}))
     if not data.series.get(schema.CPU_PCT) and not imported:  # an imported trace has no samples by nature
         data.messages.append("no process samples (samples/process.parquet or .csv is missing or empty)")

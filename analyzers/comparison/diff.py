@@ -2,7 +2,8 @@
 by how much each contributes, in a few sentences with numbers; then GPU time by kernel class and, within
 the class that changed most, the kernels that changed most. Pure: `diff` computes, the CLI prints.
 
-The gap is the slower run's time per image minus the faster one's, measured from the steady epochs' wall
+The gap is the slower run's time per image minus the faster one's (per step where either run does not record
+its images: an imported trace without a batch), measured from the steady epochs' wall
 time where both have epochs (else from the steps). Parts are compared on one scheme: both runs' own
 parts where they split alike, else data wait and the rest of the step. Sentences speak of the slower run,
 so that every share is a share of the gap (numbers through `analyzers.render.sentences`).
@@ -10,17 +11,19 @@ so that every share is a share of the gap (numbers through `analyzers.render.sen
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
+from analyzers.figures.coverage import Explanation, explain
 from analyzers.figures.steady import WARMUP_EPOCHS
-from analyzers.figures.step_parts import (
+from analyzers.figures.step_part_names import (
     BASIS_TRACED_STEPS,
     BASIS_WINDOW,
     DATA_WAIT,
-    Decomposition,
-    decompose,
+    PER_STEP,
+    WAIT_UNSEEN_LABEL,
     part_doing,
 )
+from analyzers.figures.step_parts import Decomposition, Part, decompose
 from analyzers.render import sentences as say
 from analyzers.trace import kernel_classes as kc
 from analyzers.trace.kernel_names import short_names
@@ -29,6 +32,7 @@ from tracer.core.runfolder import RunFolder
 
 REST = "rest"
 REST_LABEL = "the rest of the step (compute, host and synchronising)"
+WHOLE_STEP = "step"  # one part only: a run's data wait was not measured, so the step is not split by it
 SAME_WITHIN = 0.01  # a gap under 1 % of the faster run's time is no gap
 MENTION = 0.05  # a part is named in the sentences from 5 % of the gap on
 ALIKE_GPU = 0.05  # GPU time per image "within 5 %" is called alike
@@ -61,6 +65,7 @@ class Diff:
     kernels: tuple[Delta, ...]  # within the class that changed most, ranked likewise
     unlike: tuple[str, ...]
     sentences: tuple[str, ...]
+    explanation: Explanation | None = None  # the gap by part, sized, with the unexplained rest (None: no gap)
 
     def to_json(self) -> dict[str, object]:
         def run(d: Decomposition) -> dict[str, object]:
@@ -82,6 +87,7 @@ class Diff:
             "kernels": rows(self.kernels),
             "unlike": list(self.unlike),
             "sentences": list(self.sentences),
+            "explanation": self.explanation.to_json() if self.explanation else None,
         }
 
 
@@ -99,7 +105,9 @@ def diff_decompositions(a: Decomposition, b: Decomposition) -> Diff:
             f"{has.run_id} has steps and {lacks.run_id} has none (an imported trace): their times do not compare; "
             "diff two runs with steps, or two imported traces"
         )
-    per = "trace window" if window[0] else "image"
+    if not window[0] and a.per != b.per:  # one run knows its batch, the other not: both per step
+        a, b = per_step(a), per_step(b)
+    per = "trace window" if window[0] else a.per
     classes = _class_deltas(a, b)
     kernels = _kernel_deltas(a, b, classes[0].key) if classes else ()
     unlike = tuple(_unlike(a, b))
@@ -113,8 +121,34 @@ def diff_decompositions(a: Decomposition, b: Decomposition) -> Diff:
         gap, gap_from = (b.step_s or 0.0) - (a.step_s or 0.0), "the steady steps"
     sign = 1 if gap >= 0 else -1
     ranked = tuple(sorted(parts, key=lambda p: -sign * p.delta))
-    made = Diff(a, b, per, gap, gap_from, ranked, classes, kernels, unlike, ())
-    return Diff(a, b, per, gap, gap_from, ranked, classes, kernels, unlike, tuple(_sentences(made) + list(unlike)))
+    explanation = explain(abs(gap), {p.label: sign * p.delta for p in ranked})
+    made = Diff(a, b, per, gap, gap_from, ranked, classes, kernels, unlike, (), explanation)
+    said = tuple(_sentences(made) + list(unlike))
+    return Diff(a, b, per, gap, gap_from, ranked, classes, kernels, unlike, said, explanation)
+
+
+def per_step(d: Decomposition) -> Decomposition:
+    """`d` with every seconds figure per step (a per-image decomposition times its images per step), so a run
+    that knows its batch compares with one that does not."""
+    if d.per == PER_STEP or not d.steps or not d.images:
+        return d
+    k = d.images / d.steps
+
+    def times(v: float | None) -> float | None:
+        return None if v is None else v * k
+
+    return replace(
+        d,
+        per=PER_STEP,
+        step_s=times(d.step_s),
+        measured_s=times(d.measured_s),
+        parts=tuple(Part(p.key, p.label, p.seconds * k) for p in d.parts),
+        gpu_by_class={c: v * k for c, v in d.gpu_by_class.items()},
+        kernels={key: (n, c, v * k) for key, (n, c, v) in d.kernels.items()},
+        gpu_idle_s=times(d.gpu_idle_s),
+        gpu_during_wait_s=times(d.gpu_during_wait_s),
+        notes=(*d.notes, f"per step here (its {d.images / d.steps:g} images per step), to compare with a run per step"),
+    )
 
 
 def _part_deltas(a: Decomposition, b: Decomposition) -> list[Delta]:
@@ -125,6 +159,8 @@ def _part_deltas(a: Decomposition, b: Decomposition) -> list[Delta]:
     if both_traced or keys_a == keys_b:
         labels = {p.key: p.label for p in (*a.parts, *b.parts)}
         return [Delta(k, labels[k], a.part(k), b.part(k)) for k in dict.fromkeys(keys_a + keys_b)]
+    if DATA_WAIT not in keys_a or DATA_WAIT not in keys_b:  # a run whose wait was not seen: no split by it
+        return [Delta(WHOLE_STEP, WAIT_UNSEEN_LABEL, a.step_s or 0.0, b.step_s or 0.0)]
     rest = [(d.step_s or 0.0) - d.part(DATA_WAIT) for d in (a, b)]
     return [
         Delta(DATA_WAIT, next(p.label for p in a.parts if p.key == DATA_WAIT), a.part(DATA_WAIT), b.part(DATA_WAIT)),
@@ -172,12 +208,12 @@ def _sentences(d: Diff) -> list[str]:
     out = []
     if gap < SAME_WITHIN * min(ta, tb):
         out.append(
-            f"A ({a.framework}) and B ({b.framework}) take the same time per image within 1 %: "
+            f"A ({a.framework}) and B ({b.framework}) take the same time per {d.per} within 1 %: "
             f"{say.seconds_pair(ta, tb)[0]} and {say.seconds_pair(ta, tb)[1]} (from {d.gap_from})."
         )
         return out + _gpu_sentences(d)
     out.append(
-        f"{_name(slow, s_letter)} takes {say.seconds(gap)} more per image than {_name(fast, f_letter)}: "
+        f"{_name(slow, s_letter)} takes {say.seconds(gap)} more per {d.per} than {_name(fast, f_letter)}: "
         f"{pair[0]} against {pair[1]} ({say.ratio(t_fast, t_slow)}, from {d.gap_from})."
     )
     sign = 1 if d.gap_s >= 0 else -1
@@ -189,7 +225,7 @@ def _sentences(d: Diff) -> list[str]:
         named += 1
         fraction = say.share(contribution, gap)
         of_gap = f"{say.percent(fraction)} of the gap" if fraction is not None else "more than the whole gap"
-        line = f"{s_letter} spends {say.seconds(contribution)} more per image {_doing(part)} ({of_gap})"
+        line = f"{s_letter} spends {say.seconds(contribution)} more per {d.per} {_doing(part)} ({of_gap})"
         if part.key == DATA_WAIT and slow.images_per_s and fast.images_per_s:
             line += (
                 f": its loader delivered {say.count(slow.images_per_s)} images/s against {say.count(fast.images_per_s)}"
@@ -198,7 +234,9 @@ def _sentences(d: Diff) -> list[str]:
     back = [p for p in d.parts if sign * p.delta < 0 and -sign * p.delta >= MENTION * gap]
     if back:
         p = back[-1]
-        out.append(f"{f_letter} spends {say.seconds(abs(p.delta))} more per image {_doing(p)}, which narrows the gap.")
+        out.append(
+            f"{f_letter} spends {say.seconds(abs(p.delta))} more per {d.per} {_doing(p)}, which narrows the gap."
+        )
     total = sum(sign * p.delta for p in d.parts)
     rest = gap - total
     if abs(rest) > MENTION * gap:
@@ -213,10 +251,14 @@ def _sentences(d: Diff) -> list[str]:
         out.append(f"{say.seconds(abs(rest))} of the gap lies {where}: the parts add up to {say.seconds(total)}.")
     else:
         out.append(f"The parts add up to {say.seconds(total)}, the gap within 5 %.")
+    if d.explanation is not None and d.explanation.cause is not None:
+        out.append(f"Sized against the gap: {d.explanation.text('the gap')}.")
     return out + _gpu_sentences(d)
 
 
 def _doing(part: Delta) -> str:
+    if part.key == WHOLE_STEP:
+        return "in its steps (data wait not measured, so not told apart)"
     return "in the rest of the step" if part.key == REST else part_doing(part.key)
 
 
@@ -224,7 +266,7 @@ def _gpu_sentences(d: Diff) -> list[str]:
     if not d.classes:
         return []
     a_total, b_total = sum(c.a for c in d.classes), sum(c.b for c in d.classes)
-    unit = "per image" if d.per == "image" else "over its trace window"
+    unit = "over its trace window" if d.per == "trace window" else f"per {d.per}"
     out = []
     change = say.share(abs(b_total - a_total), max(a_total, b_total))
     if change is not None and change < ALIKE_GPU:
@@ -269,6 +311,11 @@ def _unlike(a: Decomposition, b: Decomposition) -> list[str]:
         out.append(
             f"The runs are unlike: A ran on the {a.device.upper()}, B on the {b.device.upper()}; "
             "the gap says as much about the devices as about the frameworks."
+        )
+    if a.per == PER_STEP and (a.batch is not None or b.batch is not None):
+        out.append(
+            "The runs are compared per step: one of them does not record its batch, so no per-image figure compares; "
+            "give an imported trace its batch with `tracer import --batch N`."
         )
     if a.batch is not None and b.batch is not None and a.batch != b.batch:
         out.append(

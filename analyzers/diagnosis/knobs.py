@@ -100,12 +100,27 @@ PROBE_KNOBS: dict[str, str] = {
 }
 
 
+def tf_data_advice(knobs: Mapping[str, Any]) -> str:
+    """What a tf.data pipeline as the probe read it (`map`, `parallel_map`, `prefetch`, `cache`) can still
+    be given: no `num_parallel_calls` for a pipeline without a `map`, no prefetch where it has one."""
+    parts = []
+    if knobs.get("map") and not knobs.get("parallel_map"):
+        parts.append(".map(..., num_parallel_calls=tf.data.AUTOTUNE)")
+    if not knobs.get("prefetch"):
+        parts.append(".prefetch(tf.data.AUTOTUNE)")
+    if not knobs.get("cache"):
+        parts.append(".cache() where the set fits in memory (the work before it is done once)")
+    return "tf.data: " + " and ".join(parts) if parts else ""
+
+
 def command_input_knobs(probes: Sequence[str], knobs: Mapping[str, Any]) -> str:
     """The input-pipeline settings to try for a command, with the values the probe read
     (`now num_workers=0`), for each pipeline that fed its steps."""
     parts = []
     for probe in probes:
         advice = PROBE_KNOBS.get(probe)
+        if probe in (Probe.TF_DATA, Probe.KERAS_FIT) and f"{probe}.map" in knobs:
+            advice = tf_data_advice({k.removeprefix(probe + "."): v for k, v in knobs.items()})
         if not advice:
             continue
         now = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in knobs.items() if k.startswith(probe + "."))

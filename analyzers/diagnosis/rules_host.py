@@ -12,6 +12,7 @@ from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables, column, steady_data_wait
 from analyzers.diagnosis.knobs import command_input_knobs, join, knob, larger_batch
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
+from analyzers.render.marker import marker_advice, wait_not_seen
 from tracer.core import schema
 from tracer.core.frameworks import FRAMEWORKS, FrameworkInfo, Tuning
 from tracer.core.records import RunStatus
@@ -56,10 +57,12 @@ def step_probes(t: RunTables) -> list[str]:
 def input_bound(t: RunTables) -> Verdict:
     name, title = "input-bound", "input-bound"
     if t.steps is None or t.steps.num_rows == 0:
+        if t.record.command is not None:  # a user's loop the probe did not see: the two lines to add
+            return not_measured(name, title, marker_advice(t.record.spec.framework))
         return not_measured(name, title, "the run has no per-step timing (samples/steps; runs before issue 18)")
     wait = steady_data_wait(t)
     if wait is None and t.steps.column(schema.DATA_WAIT_S).null_count:
-        return not_measured(name, title, "the steps were counted from optimizer.step(): no batch wait seen")
+        return not_measured(name, title, wait_not_seen(step_probes(t)))
     if wait is None:
         return not_measured(name, title, "the per-step times are all zero")
     share = wait.share_pct

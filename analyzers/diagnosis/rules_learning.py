@@ -9,6 +9,7 @@ from analyzers.diagnosis.inputs import RunTables
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
 from analyzers.figures.learning import at_chance, chance_loss
 from analyzers.figures.steady import WARMUP_EPOCHS
+from tracer.core.schema import CLASSES, MODEL_FACTS
 
 
 @rule("chance-level")
@@ -21,6 +22,11 @@ def chance_level(t: RunTables) -> Verdict:
     if not after:
         return not_measured(name, title, f"no epoch after the first {WARMUP_EPOCHS} (warm-up)")
     classes = len(t.record.dataset.classes) if t.record.dataset else t.record.spec.num_classes
+    if t.record.command is not None:  # a user's script: its class count as the probe read it, else no guess
+        said = t.record.knobs.get(f"{MODEL_FACTS}.{CLASSES}")
+        if not isinstance(said, int) or isinstance(said, bool) or said < 2:
+            return not_measured(name, title, "the script's class count was not read (no cross-entropy seen)")
+        classes = said
     last = after[-1]
     if not math.isfinite(last.loss):
         return not_measured(name, title, f"the loss of epoch {last.epoch} is not a number (the run diverged)")

@@ -7,13 +7,19 @@ from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables
 from analyzers.diagnosis.knobs import join, knob
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
-from analyzers.figures.straggler import CAUSE_DATA, CAUSE_GPU, CAUSE_HOST
+from analyzers.figures.coverage import MIXED
+from analyzers.figures.straggler import CAUSE_DATA, CAUSE_GPU, CAUSE_HOST, Straggler
 from tracer.core.frameworks import Tuning
 
 NAME = TITLE = "straggler"
 
 
 def _knob(t: RunTables, cause: str | None, rank: int) -> str:
+    """The knob of the cause; of a mixed cause, the knobs of each listed part."""
+    s = t.straggler
+    if cause == MIXED and s is not None and s.explanation is not None:
+        listed = [p.label for p in s.explanation.parts if p.pct >= th.CAUSE_LISTED_PCT]
+        return join(*(_knob(t, part, rank) for part in listed)) if listed else ""
     if cause == CAUSE_DATA:
         return knob(t.record, Tuning.WORKERS, f"rank {rank}'s input pipeline: more loader workers")
     if cause == CAUSE_HOST:
@@ -49,12 +55,20 @@ def straggler(t: RunTables) -> Verdict:
         Evidence("late by (median)", None if s.late_by_s is None else s.late_by_s * 1e3, "ms"),
         Evidence("mean step", None if step_s is None else step_s * 1e3, "ms"),
         *(Evidence(f"{part} over the other ranks", v * 1e3, "ms/step") for part, v in s.excess_s.items()),
+        *(
+            [Evidence("lateness unexplained by its step's parts", s.explanation.unexplained_pct, "%")]
+            if s.explanation is not None
+            else []
+        ),
     ]
+    if s.persistence:
+        top = max((r.step_share if s.persistence_over == "steps" else r.last / s.collectives) for r in s.summary)
+        evidence.append(Evidence(f"the last rank is {s.persistence} over the {s.persistence_over}", 100 * top, "%"))
     waited = ""
     if s.waited_most is not None and s.waited_most != s.rank:
         most = s.waited_s[s.waited_most] * 1e3
         waited = f"; rank {s.waited_most} waited longest in collectives ({most:.3g} ms) because it arrived early"
-    cause = f", caused by its {s.cause}" if s.cause else " (its cause is not measured: the run has no steps table)"
+    cause = _cause_text(s)
     finding = (
         f"rank {s.rank} arrived last at {s.last_counts[s.rank]} of {s.collectives} collectives, "
         f"late by {(s.late_by_s or 0.0) * 1e3:.3g} ms (median){cause}{waited} ({s.basis})"
@@ -85,3 +99,12 @@ def straggler(t: RunTables) -> Verdict:
         tuple(evidence),
         _knob(t, s.cause, s.rank),
     )
+
+
+def _cause_text(s: Straggler) -> str:
+    """', caused by its data wait (85 % of the lateness, 15 % unexplained)', or the mixed parts."""
+    if s.explanation is None:
+        return " (its cause is not measured: the run has no steps table)"
+    if s.cause == MIXED:
+        return f"; its cause is {s.explanation.text('the lateness')}"
+    return f", caused by its {s.cause} ({s.explanation.text('the lateness').split(': ', 1)[-1]})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analyzers.figures import learning
+from analyzers.figures import coverage, learning
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,20 @@ STRAGGLER_LATE_PCT = _t(
     "STRAGGLER_LATE_PCT", 5.0, "% of the mean step", "the straggler's median lateness above this: the verdict fires"
 )
 STRAGGLER_HIGH_PCT = _t("STRAGGLER_HIGH_PCT", 20.0, "% of the mean step", "lateness above this: severity high")
+# every explanation (analyzers/figures/coverage.py): a cause is named only when it covers most of the effect
+CAUSE_NAMED_PCT = _t(
+    "CAUSE_NAMED_PCT",
+    coverage.NAMED_PCT,
+    "% of the effect",
+    "a part (of a diff's gap, a straggler's lateness) is named the cause from this share on (TraceML: 80 %); "
+    "else the cause is 'mixed', with the parts and the unexplained rest",
+)
+CAUSE_LISTED_PCT = _t(
+    "CAUSE_LISTED_PCT",
+    coverage.LISTED_PCT,
+    "% of the effect",
+    "a part of a mixed cause is listed from this share on (XProf's input rule fires at 10 % of the step)",
+)
 # CPU oversubscription
 OVERSUB_INVOLUNTARY_PER_CORE_S = _t(
     "OVERSUB_INVOLUNTARY_PER_CORE_S",

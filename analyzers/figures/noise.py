@@ -38,25 +38,32 @@ def overlap(a: Spread, b: Spread) -> bool:
     return (a.n > 1 or b.n > 1) and a.low <= b.high and b.low <= a.high
 
 
+REPEATS = "repeats"
+"""What a spread is over (`why_not_ordered`'s `over`): repeats of a spec, or one run's own steps or epochs."""
+
+
 def why_not_ordered(
     a: Spread | None,
     b: Spread | None,
     contended: tuple[bool, bool] = (False, False),
     timed: bool = True,
     min_difference: float = MIN_DIFFERENCE,
+    over: tuple[str, str] = (REPEATS, REPEATS),
 ) -> str:
     """'' when `a` and `b` may be ordered (a ratio between them is a finding); else why not: 'contended',
     'repeats disagree', 'repeats overlap', 'closer than 5 %'. `timed`: the figure depends on the machine's
     load (times, rates, CPU, energy), so contention blurs it; `min_difference` 0 for figures with no
-    noise floor of their own."""
+    noise floor of their own. `over`: what each spread is over; a run's own steps or epochs ("steps")
+    vary by nature (a step that met a collection), so only repeats can disagree, and ranges of either
+    kind that overlap are within noise ('steps overlap')."""
     if a is None or b is None:
         return ""
     if timed and any(contended):
         return "contended"
-    if disagree(a) or disagree(b):
+    if any(disagree(x) for x, kind in zip((a, b), over) if kind == REPEATS):
         return "repeats disagree"
     if overlap(a, b):
-        return "repeats overlap"
+        return f"{over[0]} overlap" if over[0] == over[1] else f"{over[0]} and {over[1]} overlap"
     lo, hi = sorted((abs(a.median), abs(b.median)))
     if min_difference and hi > 0 and (hi - lo) / hi < min_difference:
         return f"closer than {100 * min_difference:.0f} %"

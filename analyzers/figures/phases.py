@@ -224,16 +224,33 @@ def _sql_path(path: object) -> str:
     return str(path).replace("'", "''")
 
 
+PROFILER_STEP_PREFIX = "ProfilerStep#"
+"""PyTorch's profiler step range: a `user_annotation` (an NVTX-like range) since 2022, an `Operator` in the 2021
+Kineto format, which the ingest files under operators."""
+
+
 def nvtx_ranges(folder: RunFolder) -> list[tuple[str, int, int]]:
-    """The run's NVTX ranges (name, start, end), oldest first; empty without an NVTX table."""
+    """The run's NVTX ranges (name, start, end), oldest first, with the profiler's step ranges the operators
+    table holds (a 2021 Kineto trace's); empty without either."""
     import duckdb
 
     from analyzers.trace.tables import present
 
-    path = folder.table_path(t.NVTX)
-    if not present(folder, t.NVTX):
+    parts = []
+    nvtx = f"read_parquet('{_sql_path(folder.table_path(t.NVTX))}')"
+    if present(folder, t.NVTX):
+        parts.append(f"SELECT name, start_ns, end_ns FROM {nvtx}")
+    if present(folder, t.OPERATORS):  # only where the annotations hold no step range (never twice)
+        unless = (
+            f" AND NOT EXISTS (SELECT 1 FROM {nvtx} WHERE starts_with(name, '{PROFILER_STEP_PREFIX}'))" if parts else ""
+        )
+        parts.append(
+            f"SELECT name, start_ns, end_ns FROM read_parquet('{_sql_path(folder.table_path(t.OPERATORS))}') "
+            f"WHERE starts_with(name, '{PROFILER_STEP_PREFIX}'){unless}"
+        )
+    if not parts:
         return []
-    sql = f"SELECT name, start_ns, end_ns FROM read_parquet('{_sql_path(path)}') ORDER BY start_ns"
+    sql = f"SELECT * FROM ({' UNION '.join(parts)}) ORDER BY start_ns, name"
     rows = duckdb.connect().execute(sql).fetchall()
     return [(str(n), int(s), int(e)) for n, s, e in rows if s is not None and e is not None]
 

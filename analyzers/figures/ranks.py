@@ -2,9 +2,10 @@
 
 Read from whatever the run holds, never more: the steps table (its RANK column: the worker, the probe,
 or an imported trace's `ProfilerStep` ranges), the collectives a `--nproc` run's ranks recorded, and a
-trace's kernels (NCCL's, of both naming eras, are communication: `analyzers.trace.collectives`; the others
-GPU compute). Basis: a run of ours counts its steady epochs (`analyzers.figures.phases.split_epochs`); an
-imported trace counts what it holds (the profiler already chose the steps), and says so.
+trace's kernels (those the kernel classes call communication, NCCL's of both naming eras among them:
+`analyzers.trace.collectives.comm_mask`; the others GPU compute). Basis: a run of ours counts its steady
+epochs (`analyzers.figures.phases.split_epochs`); an imported trace counts what it holds (the profiler
+already chose the steps), and says so.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from analyzers.figures import torch_parts
 from analyzers.figures.phases import split_epochs
 from analyzers.trace import collectives
 from analyzers.trace import tables as t
@@ -28,8 +30,11 @@ from tracer.core.runfolder import RunFolder
 BASIS_STEADY = "steady epochs"
 BASIS_TRACE = "every step and kernel the trace holds"
 COMM_WORKER = "the ranks' own all-reduce records (DDP buckets)"
-COMM_NCCL = "NCCL kernels"
+COMM_NCCL = "communication kernels (NCCL, RCCL, expert-parallel, custom all-reduce)"
 COMM_HOST = "host collective operators (nccl:*, gloo:*)"
+COMM_ARRIVAL = (
+    "each rank's arrival at its step's backward() (where DDP's gradient all-reduce begins; no collective recorded)"
+)
 
 
 @dataclass(frozen=True)
@@ -128,10 +133,13 @@ def load(folder: RunFolder) -> RanksInput | None:
     worker_collectives = folder.samples(schema.COLLECTIVES_TABLE)
     kernels = _read(folder, t.KERNELS, ["start_ns", "end_ns", "name", "device"])
     host_ops = _host_collectives(folder)
+    arrived = torch_parts.step_arrivals(folder)
     if worker_collectives is not None and worker_collectives.num_rows:
         source = COMM_WORKER
-    elif kernels is not None and bool(pc.any(collectives.nccl_mask(kernels["name"])).as_py()):
+    elif kernels is not None and bool(pc.any(collectives.comm_mask(kernels["name"])).as_py()):
         source = COMM_NCCL
+    elif host_ops is None and arrived is not None:
+        source = COMM_ARRIVAL
     else:
         source = COMM_HOST
     out = []
@@ -145,7 +153,7 @@ def load(folder: RunFolder) -> RanksInput | None:
         gpu_ns: int | None = None
         if kernels is not None:
             mine = t.of_rank(kernels, r)
-            nccl = collectives.nccl_mask(mine["name"])
+            nccl = collectives.comm_mask(mine["name"])
             comm, work = mine.filter(nccl), mine.filter(pc.invert(nccl))
             gpu_ns = int(pc.sum(pc.subtract(work["end_ns"], work["start_ns"])).as_py() or 0)
             compute = _merged(work["start_ns"].to_numpy(), work["end_ns"].to_numpy())
@@ -156,6 +164,9 @@ def load(folder: RunFolder) -> RanksInput | None:
         elif source == COMM_HOST and host_ops is not None:
             mine = t.of_rank(host_ops, r)
             arrivals = _indexed(mine["name"].to_pylist(), mine["start_ns"].to_pylist(), mine["end_ns"].to_pylist())
+        elif source == COMM_ARRIVAL and arrived is not None:
+            rows = torch_parts.arrival_rows(t.of_rank(arrived, r), steady)
+            arrivals = [Arrival((e, s), "backward", arrive, done) for e, s, arrive, done in rows]
         out.append(_rank_steps(r, rank_steps, arrivals, compute, gpu_ns))
     return RanksInput(infos, tuple(out), BASIS_TRACE if imported else BASIS_STEADY, source, steady)
 
@@ -181,7 +192,7 @@ def rank_table(folder: RunFolder) -> RankTable | None:
                 step_s=float((r.data_wait_ns + r.busy_ns).sum()) / 1e9 if has_steps else None,
                 data_wait_s=float(r.data_wait_ns.sum()) / 1e9 if has_steps else None,
                 compute_s=float(r.busy_ns.sum()) / 1e9 if has_steps else None,
-                comm_s=comm_ns / 1e9 if r.arrivals else None,
+                comm_s=comm_ns / 1e9 if r.arrivals and data.comm_source != COMM_ARRIVAL else None,
                 gpu_compute_s=None if r.gpu_compute_ns is None else r.gpu_compute_ns / 1e9,
                 comm_hidden_pct=hidden,
                 collectives=len(r.arrivals),
@@ -192,7 +203,10 @@ def rank_table(folder: RunFolder) -> RankTable | None:
 
 def comm_time_ns(r: RankSteps, source: str) -> int:
     """A rank's time in collectives: NCCL kernel time summed (as nsys sums kernels); a rank's own records
-    (DDP buckets, all-reduced concurrently) as the time covered by at least one, counted once."""
+    (DDP buckets, all-reduced concurrently) as the time covered by at least one, counted once; 0 from
+    arrivals alone (the time after one is the backward pass as well as the all-reduce)."""
+    if source == COMM_ARRIVAL:
+        return 0
     if source != COMM_WORKER:
         return sum(a.done_ns - a.arrive_ns for a in r.arrivals)
     starts = np.array([a.arrive_ns for a in r.arrivals], dtype=np.int64)

@@ -37,8 +37,9 @@ def spec_key(record: RunRecord) -> dict[str, Any]:
     spec = {k: v for k, v in dataclasses.asdict(record.spec).items() if k not in NOT_PART_OF_THE_EXPERIMENT}
     if record.imported is not None:
         spec[ImportOrigin.SOURCE_KNOB] = record.imported.source
-    if record.command is not None:  # a command is its argv where it ran: the same command repeated
-        spec["command"] = [*record.command.argv, record.command.cwd, record.command.probe]
+    if record.command is not None:  # a command is its argv where it ran, and its script's content
+        command = record.command
+        spec["command"] = [*command.argv, command.cwd, command.probe, command.script_digest]
     return spec
 
 

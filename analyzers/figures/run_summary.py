@@ -20,7 +20,7 @@ from analyzers.figures.steady import WARMUP_EPOCHS, epoch_stats
 from analyzers.figures.utilisation import Utilisation, utilisation
 from tracer.core.cases import RunKey
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
-from tracer.core.runfolder import RunFolder
+from tracer.core.runfolder import RunFolder, partial_epochs
 from tracer.core.schema import KIND, TEGRA_TABLE, TEMPS_TABLE, Event
 
 
@@ -75,7 +75,13 @@ class RunSummary:
     steady_step_ms: float | None = None
     steady_wait_ms: float | None = None
     command: str = ""  # `tracer profile -- COMMAND`: the command (then model, dataset and batch are the script's)
+    # A data-parallel run: each rank's steady images/s (the epochs' wall time is rank 0's; every rank's
+    # images over it), so the job's is their sum; empty for a run of one rank.
+    rank_images_per_s: tuple[float, ...] = ()
     probes: tuple[str, ...] = ()  # who saw the steps (worker; torch.DataLoader, keras.fit, marker ... in a command)
+    # A command's steady epochs, per epoch: wall time outside every step (loop work, a pipeline's tail), in ms.
+    steady_between_ms: float | None = None
+    partial_epochs: tuple[tuple[int, int], ...] = ()  # (epoch, steps) of epochs left before their end, left out
     # Every resource figure per phase (analyzers.figures.basis): the steady state is the headline (the properties
     # below read it); the whole run only where a row or column is named for it.
     steady: PhaseFigures = PhaseFigures(STEADY)
@@ -111,6 +117,10 @@ class RunSummary:
     @property
     def peak_rss_pct_ram(self) -> float | None:
         return self.steady.peak_rss_pct_ram
+
+    @property
+    def peak_pss_mib(self) -> float | None:
+        return self.steady.peak_pss_mib
 
     @property
     def threads_min(self) -> int | None:
@@ -223,9 +233,14 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
         steady=figures,
         whole=whole,
         steady_step_ms=steady_step_ms,
-        steady_wait_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.data_wait_s),
+        steady_wait_ms=_per_step_ms(
+            [s for s in splits if s.wait_measured], steady.steady_epoch_numbers, lambda s: s.data_wait_s
+        ),
         command=record.command.text if record.command else "",
         probes=steps.probes(folder),
+        steady_between_ms=_between_ms(folder, steady.steady_epoch_numbers) if record.command else None,
+        partial_epochs=tuple(partial_epochs(folder.events())),
+        rank_images_per_s=_rank_rates(folder, steady.steady_epoch_numbers, steady.steady_images_per_s),
         utilisation=utilisation(
             record,
             folder.events(),
@@ -244,6 +259,23 @@ def _rank_steps(folder: RunFolder) -> list[tuple[int, float | None]]:
 
     table = rank_table(folder) if folder.read_record().world_size > 1 else None
     return [(r.rank, r.step_mean_s) for r in table.rows] if table else []
+
+
+
+
+def _between_ms(folder: RunFolder, epochs: Collection[int]) -> float | None:
+    """The mean over `epochs` of each epoch's time outside its steps (`steps.between_steps`), in ms."""
+    values = [v for e, v in steps.between_steps(folder).items() if e in epochs]
+    return 1000 * statistics.fmean(values) if values else None
+
+
+def _rank_rates(folder: RunFolder, epochs: Collection[int], rank0_per_s: float | None) -> tuple[float, ...]:
+    """Each rank's steady images/s: rank 0's (from the epochs' wall time) scaled by the images each rank
+    took in the same steady epochs (the ranks step together: their epochs span the same wall time)."""
+    images = steps.images_by_rank(folder, epochs)
+    if not images or rank0_per_s is None or not images.get(0):
+        return ()
+    return tuple(rank0_per_s * images[r] / images[0] for r in sorted(images))
 
 
 def _per_step_ms(
@@ -308,8 +340,8 @@ def mean_epoch_s(epochs: list[EpochRecord]) -> float | None:
 
 
 def images_per_s(epochs: list[EpochRecord]) -> float | None:
-    seconds = sum(e.duration_s for e in epochs)
-    return sum(e.images for e in epochs) / seconds if seconds > 0 else None
+    seconds, images = sum(e.duration_s for e in epochs), sum(e.images for e in epochs)
+    return images / seconds if seconds > 0 and images > 0 else None  # 0 images: not counted
 
 
 def _pct(share: float | None) -> float | None:

@@ -48,13 +48,14 @@ def epoch_stats(epochs: Sequence[EpochRecord], warmup: int = WARMUP_EPOCHS) -> E
     split = split_epochs([e.epoch for e in ordered], warmup)  # the one warm-up/steady cut (analyzers.figures.phases)
     steady = [e for e in ordered if e.epoch in split.steady]
     seconds = sum(e.duration_s for e in steady)
+    images = sum(e.images for e in steady)  # 0: samples not counted (a command's optimizer-counted steps)
     return EpochStats(
         epochs=len(ordered),
         warmup=len(split.warmup),
         first_epoch_s=ordered[0].duration_s if ordered else None,
         steady_epochs=len(steady),
         steady_epoch_s=statistics.fmean(e.duration_s for e in steady) if steady else None,
-        steady_images_per_s=sum(e.images for e in steady) / seconds if seconds > 0 else None,
+        steady_images_per_s=images / seconds if seconds > 0 and images > 0 else None,
         includes_warmup=split.includes_warmup,
         steady_epoch_numbers=split.steady,
     )

@@ -27,7 +27,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from analyzers.figures import torch_parts
 from analyzers.figures.steady import WARMUP_EPOCHS, epoch_stats
+from analyzers.figures.step_part_names import (
+    BASIS_STEPS,
+    BASIS_TRACED_STEPS,
+    BASIS_WINDOW,
+    COMPUTE,
+    DATA_WAIT,
+    GPU_PREFIX,
+    HOST,
+    NO_IMAGES_NOTE,
+    PER_IMAGE,
+    PER_STEP,
+    SYNC,
+    compute_label,
+    part_label,
+    split_compute,
+)
 from analyzers.figures.steps import steps_table
 from analyzers.trace import kernel_classes as kc
 from analyzers.trace import kernel_names
@@ -37,36 +54,6 @@ from tracer.core import schema
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder
-
-DATA_WAIT, COMPUTE, SYNC, HOST = "data_wait", "compute", "sync", "host"
-GPU_PREFIX = "gpu:"
-PART_LABELS = {
-    DATA_WAIT: "waiting for data",
-    COMPUTE: "compute (forward, backward, update as the host saw them)",
-    SYNC: "synchronising (loss reads)",
-    HOST: "host time with the GPU idle (launching, Python, synchronising)",
-}
-PART_DOING = {
-    DATA_WAIT: "waiting for data",
-    COMPUTE: "computing forward, backward and update",
-    SYNC: "synchronising (reading the loss)",
-    HOST: "on the host with the GPU idle",
-}
-"""How a sentence says where time went ("B spends 7 ms more per image waiting for data")."""
-ASYNC_COMPUTE_LABEL = "compute (step minus data wait: the framework returns before its work is done)"
-BASIS_STEPS, BASIS_TRACED_STEPS, BASIS_WINDOW = "steady steps", "traced steady steps", "trace window"
-
-
-def part_doing(key: str) -> str:
-    if key.startswith(GPU_PREFIX):
-        return f"in GPU {kc.label(key.removeprefix(GPU_PREFIX))} kernels"
-    return PART_DOING.get(key, f"in {key}")
-
-
-def part_label(key: str) -> str:
-    if key.startswith(GPU_PREFIX):
-        return f"GPU {kc.label(key.removeprefix(GPU_PREFIX))}"
-    return PART_LABELS.get(key, key)
 
 
 @dataclass(frozen=True)
@@ -103,6 +90,7 @@ class Decomposition:
     devices: int = 0  # GPUs the trace saw
     notes: tuple[str, ...] = ()
     steady_steps: int = 0  # the steady steps there are (more than `steps` where a trace covers a window)
+    per: str = PER_IMAGE  # PER_IMAGE or PER_STEP: what every seconds figure above is per
 
     def part(self, key: str) -> float:
         return next((p.seconds for p in self.parts if p.key == key), 0.0)
@@ -127,7 +115,7 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
     head = dict(
         run_id=folder.run_id,
         framework="+".join(frameworks) if command is not None else spec.framework,
-        model=command.name if command is not None else spec.model,
+        model=command.label if command is not None else spec.model,
         device=spec.device,
         data="" if foreign else str(spec.data),
         trace=str(spec.trace),
@@ -136,6 +124,7 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
         images_per_s=ips,
     )
     table = steps_table(folder)
+    rank: int | None = None
     notes: list[str] = []
     if table is not None and stats.epochs == 0:  # steps without epochs (a trace's own step ranges): all of them
         notes.append("the run has steps but no epochs: every step counts, none is left out as warm-up")
@@ -149,23 +138,33 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
         ranks = len(pc.unique(table[schema.RANK].fill_null(0)))
         notes.append(f"rank 0 of {ranks}: each rank's steps are its own, and they overlap in time")
         table = table.filter(pc.equal(table[schema.RANK].fill_null(0), 0))
+        rank = 0  # and rank 0's kernels only: the other ranks' run in its steps' time on their own GPUs
     table = table.sort_by("start_ns")
-    if not pc.sum(table["images"].fill_null(0)).as_py():
-        raise UserError(f"{folder.path}: its steps record no images: there is nothing to count per image")
-    if table[schema.DATA_WAIT_S].null_count:  # a probe that sees no batch being fetched (torch.optimizer)
-        notes.append("no data wait seen for some steps (the probe that saw them cannot tell it): counted as 0")
+    per = PER_IMAGE
+    if not pc.sum(table["images"].fill_null(0)).as_py():  # per step: each step counts as one unit
+        per = PER_STEP
+        notes.append(NO_IMAGES_NOTE)
+        table = table.set_column(table.schema.get_field_index("images"), "images", pa.array([1] * table.num_rows))
+    head["per"] = per
+    unseen = bool(table[schema.DATA_WAIT_S].null_count)  # a probe that sees no batch fetched (optimizer, keras.fit)
+    if unseen:
+        notes.append("data wait not measured for some steps (the probe that saw them cannot tell it)")
     start = table["start_ns"].to_numpy().astype(np.int64)
     wait = table[schema.DATA_WAIT_S].fill_null(0.0).to_numpy()
     compute = table[schema.COMPUTE_S].fill_null(0.0).to_numpy()
     sync = table[schema.SYNC_S].fill_null(0.0).to_numpy()
     images = table["images"].fill_null(0).to_numpy()
-    gpu = _gpu_rows(folder)
-    if gpu is not None and _relative_clock(folder):
+    gpu = _gpu_rows(folder, rank)
+    # An imported trace's steps are its own ranges, on its clock whatever that clock is; a run of ours
+    # whose trace has no anchor to the host's clock cannot place its kernels in its steps.
+    if gpu is not None and record.imported is None and _relative_clock(folder):
         notes.append("the trace's clock is not the steps' clock (no anchor in the trace): GPU time not split")
         gpu = None
     if gpu is not None:
         end = start + ((wait + compute + sync) * 1e9).astype(np.int64)
         covered = (start >= gpu.first_ns) & (start <= gpu.last_ns)  # steps that began inside the trace
+        if record.imported is not None:  # the steps are the trace's own: each that meets its kernels counts
+            covered = (end >= gpu.first_ns) & (start <= gpu.last_ns)
         if covered.any():
             if not covered.all():
                 notes.append(f"traced: {int(covered.sum())} of {len(covered)} steady steps (a trace window)")
@@ -175,14 +174,18 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
             )
         notes.append("no steady step lies inside the trace: GPU time not split")
     n = int(images.sum())
-    if asynchronous:
+    if unseen:  # no part for a wait not seen: the whole step, never a data wait of 0
+        parts = [(COMPUTE, wait.sum() + compute.sum() + sync.sum())]
+    elif asynchronous:
         parts = [(DATA_WAIT, wait.sum()), (COMPUTE, compute.sum() + sync.sum())]
         said = "+".join(frameworks)
         notes.append(f"{said} returns from a step before its work is done: compute is step minus data wait")
     else:
-        parts = [(DATA_WAIT, wait.sum()), (COMPUTE, compute.sum()), (SYNC, sync.sum())]
+        split = torch_parts.probe_parts(folder, table)
+        compute_parts = [(COMPUTE, compute.sum())] if split is None else split_compute(compute.sum(), split)
+        parts = [(DATA_WAIT, wait.sum()), *compute_parts, (SYNC, sync.sum())]
     made = tuple(
-        Part(k, ASYNC_COMPUTE_LABEL if asynchronous and k == COMPUTE else part_label(k), float(v) / n) for k, v in parts
+        Part(k, compute_label(asynchronous, unseen) if k == COMPUTE else part_label(k), float(v) / n) for k, v in parts
     )
     return Decomposition(
         **head,  # type: ignore[arg-type]
@@ -211,12 +214,16 @@ class _Gpu:
     devices: int
 
 
-def _gpu_rows(folder: RunFolder) -> _Gpu | None:
+def _gpu_rows(folder: RunFolder, rank: int | None = None) -> _Gpu | None:
+    """The run's kernels and memory operations (of `rank` only, where given and the tables have ranks)."""
     parts = []
     for name, column in ((t.KERNELS, "name"), (t.MEMCPY, "kind")):
         path = folder.table_path(name)
         if t.present(folder, name):  # absent, or damaged (named in the run's problems)
             table = pq.read_table(path, columns=["start_ns", "end_ns", column, "device"])
+            if rank is not None and schema.RANK in pq.ParquetFile(path).schema_arrow.names:
+                ranks = pq.read_table(path, columns=[schema.RANK])[schema.RANK]
+                table = table.filter(pc.equal(ranks.fill_null(0), rank))
             if table.num_rows:
                 classes = kc.classify(table[column]) if name == t.KERNELS else pa.array([kc.MEMORY] * table.num_rows)
                 parts.append((table, column, classes))

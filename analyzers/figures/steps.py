@@ -2,7 +2,12 @@
 
 The data-wait share of an epoch is the time its steps waited for their batch over the time of its
 steps (data wait + compute + sync): above about a half, the input pipeline, not the model, sets the
-pace. Every view that prints it (show, compare, report tables, viewer) takes it from here.
+pace. Every view that prints it (show, compare, report tables, viewer) takes it from here. A step whose
+wait nobody saw (a command's steps counted from optimizer updates, Keras `fit` reading its batches inside
+the graph) leaves its cell empty: an epoch holding one has no share ("not measured", never 0 %).
+
+An epoch's wall time (its events) holds its steps and what lies between them (a loop's own work outside
+any step, a pipeline's tail): `between_steps_s` is that remainder, so the two add up to the epoch.
 
 A step's *compute* is the step minus its data wait (`COMPUTE_TOTAL_S`: the worker's `compute_s` plus
 `sync_s`), wherever the framework happens to block. The worker times the dispatch (`compute_s`) and the
@@ -53,6 +58,16 @@ class EpochSplit:
     data_wait_s: float
     compute_s: float
     sync_s: float
+    waits_seen: int = -1  # steps whose data wait was seen (-1: every step's)
+    images_seen: int = -1  # steps whose samples were counted (-1: every step's)
+
+    @property
+    def wait_measured(self) -> bool:
+        return self.waits_seen < 0 or self.waits_seen == self.steps
+
+    @property
+    def images_counted(self) -> bool:
+        return self.images_seen < 0 or (self.images_seen == self.steps and self.images > 0)
 
     @property
     def total_s(self) -> float:
@@ -65,8 +80,9 @@ class EpochSplit:
 
     @property
     def data_wait_share(self) -> float | None:
-        """Data wait over the steps' time (0..1); None for an epoch whose steps took no time."""
-        return self.data_wait_s / self.total_s if self.total_s > 0 else None
+        """Data wait over the steps' time (0..1); None for an epoch whose steps took no time or whose
+        wait was not seen."""
+        return self.data_wait_s / self.total_s if self.total_s > 0 and self.wait_measured else None
 
 
 def steps_table(folder: RunFolder) -> pa.Table | None:
@@ -91,6 +107,12 @@ def epoch_splits(folder: RunFolder) -> list[EpochSplit]:
     # NumPy, not Table.group_by: Arrow's grouping imports pyarrow.acero and with it pandas (0.4 s of every open)
     steps = np.bincount(group, minlength=len(epochs)).tolist()
     images, wait, compute, sync = (sums(c) for c in ("images", schema.DATA_WAIT_S, schema.COMPUTE_S, schema.SYNC_S))
+
+    def seen(column: str) -> list[int]:
+        present = ~np.isnan(as_array(table.column(column), np.float64))
+        return np.bincount(group, weights=present, minlength=len(epochs)).astype(np.int64).tolist()  # type: ignore[no-any-return]
+
+    waits, counted = seen(schema.DATA_WAIT_S), seen("images")
     return [
         EpochSplit(
             epoch=int(epochs[i]),
@@ -99,9 +121,17 @@ def epoch_splits(folder: RunFolder) -> list[EpochSplit]:
             data_wait_s=wait[i],
             compute_s=compute[i],
             sync_s=sync[i],
+            waits_seen=waits[i],
+            images_seen=counted[i],
         )
         for i in range(len(epochs))
     ]
+
+
+def between_steps(folder: RunFolder) -> dict[int, float]:
+    """Epoch number -> its wall time (events) minus its steps' time: what lies outside every step."""
+    splits = {s.epoch: s for s in epoch_splits(folder)}
+    return {e.epoch: max(0.0, e.duration_s - splits[e.epoch].total_s) for e in folder.epochs() if e.epoch in splits}
 
 
 def probes(folder: RunFolder) -> tuple[str, ...]:
@@ -112,13 +142,29 @@ def probes(folder: RunFolder) -> tuple[str, ...]:
     return tuple(sorted(str(p) for p in table.column(schema.PROBE).unique().to_pylist() if p))
 
 
+def images_by_rank(folder: RunFolder, epochs: Collection[int]) -> dict[int, int]:
+    """Images each rank's steps of `epochs` took (a data-parallel run's steps table has every rank's);
+    {} for a run of one rank."""
+    table = steps_table(folder)
+    if table is None or schema.RANK not in table.column_names or not table.num_rows:
+        return {}
+    table = table.filter(pc.is_in(table["epoch"], pa.array(sorted(epochs), pa.int64())))
+    ranks = table[schema.RANK].fill_null(0).to_numpy()
+    images = table["images"].fill_null(0).to_numpy()
+    out = {int(r): int(images[ranks == r].sum()) for r in np.unique(ranks)}
+    return out if len(out) > 1 else {}
+
+
 def data_wait_shares(folder: RunFolder) -> dict[int, float | None]:
     """Epoch number -> its data-wait share (0..1)."""
     return {s.epoch: s.data_wait_share for s in epoch_splits(folder)}
 
 
 def run_share(splits: list[EpochSplit]) -> float | None:
-    """The whole run's data-wait share from its epochs' sums: every step's wait over every step's time."""
+    """The whole run's data-wait share from its epochs' sums: every step's wait over every step's time
+    (None where some step's wait was not seen)."""
+    if not all(s.wait_measured for s in splits):
+        return None
     total = sum(s.total_s for s in splits)
     return sum(s.data_wait_s for s in splits) / total if total > 0 else None
 

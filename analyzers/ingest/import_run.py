@@ -52,6 +52,7 @@ class ImportLabels:
     framework: str = IMPORTED_FRAMEWORK
     model: str = UNKNOWN_MODEL
     device: str = "gpu"
+    batch: int | None = None  # `--batch N`: the batch the trace does not record (its steps' images)
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,12 @@ def _import_into(
     clock.pop(RANKS_FACT, None)  # each rank's file and shift stay in trace_meta.json; the run says how
     alignment = clock.get(ALIGNMENT_FACT)
     batch = clock.pop(BATCH_FACT, None)  # Kineto with recorded shapes names it; nothing else does
+    batch_from = "the trace's first convolution input (recorded shapes)"
+    if labels.batch is not None:
+        if batch is not None and int(batch) != labels.batch:
+            raise UserError(f"{label}: --batch {labels.batch}, but the trace records batch {batch}; drop --batch")
+        batch, batch_from = labels.batch, "given on import (--batch)"
+        _steps_with_images(folder, labels.batch)
     starts, ends = span_ns(folder, written)
     framework = labels.framework
     if framework == IMPORTED_FRAMEWORK:
@@ -214,7 +221,7 @@ def _import_into(
                 str(label.resolve()), tuple(f for f in NOT_RECORDED if not (f == "batch" and batch is not None))
             ).to_knobs(),
             "clock": json.dumps(clock),
-            **({"batch_from": "the trace's first convolution input (recorded shapes)"} if batch is not None else {}),
+            **({"batch_from": batch_from} if batch is not None else {}),
         },
         ranks=rank_infos,
     )
@@ -222,6 +229,23 @@ def _import_into(
     os.rename(folder.path, out / run_id)
     ranks = len(rank_infos) if len(rank_infos) > 1 else 0
     return Imported(RunFolder(out / run_id), label, tuple(written), ranks, alignment if ranks else None)
+
+
+def _steps_with_images(folder: RunFolder, batch: int) -> None:
+    """The steps table's missing images filled with the batch the user gave (each step one batch)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from tracer.core import schema
+
+    path = folder.sample_parquet_path(schema.STEPS_TABLE)
+    if not path.exists():
+        return
+    table = pq.read_table(path)
+    i = table.schema.get_field_index("images")
+    filled = pc.fill_null(table["images"], pa.scalar(batch, table.schema.field(i).type))
+    pq.write_table(table.set_column(i, table.schema.field(i), filled), path)
 
 
 def _used_gpus(read: list[Any]) -> tuple[Any, ...]:

@@ -39,6 +39,7 @@ from analyzers.ingest.trace_events import (
     arrow_piece,
     decode_piece,
 )
+from analyzers.trace import collectives
 from analyzers.trace import tables as t
 from analyzers.trace.clock import Clock, kineto_clock
 from tracer.core import arrow_build as build
@@ -292,6 +293,7 @@ def parse_with_header(path: Path) -> tuple[dict[str, pa.Table], Clock, int | Non
         ):
             give_back_freed_memory()  # the pieces' buffers, then each table's sort
             out[name] = columns.table(clock.offset_ns)
+        out[collectives.COMM_OPS] = reader.comm_table(clock.offset_ns, writer)
     except (OverflowError, pa.ArrowInvalid) as e:
         raise UserError(
             f"{path}: times or numbers beyond 64 bits (baseTimeNanoseconds {base}; {_first_line(e)})"
@@ -351,6 +353,8 @@ class _Reader:
         )
         self.ranges = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.NVTX_SCHEMA)
         self.ops = _Columns(["start_ns", "end_ns", "name", "pid", "tid", SEQUENCE], t.OPERATORS_SCHEMA)
+        self.comm: list[tuple[int, int, str, int, int, int]] = []  # host collectives with their payload (-1: unknown)
+        self.param_comms: list[tuple[int, int, int, int, int]] = []  # record_param_comms: start, end, pid, tid, bytes
         self.seen = 0
         self.batch: int | None = None
         self.begin_end: list[tuple[int, bool, str, int, int]] = []
@@ -369,6 +373,7 @@ class _Reader:
             op_args = ev.args or _NO_ARGS
             number = op_args.external_id if op_args.external_id is not None else op_args.external_id_2021
             self.ops.add(start, start + (0 if ev.dur is None else _ns(ev.dur)), name, *_pid_tid(ev), _int(number))
+            self._collective(ev)
             if self.batch is None and name in BATCH_OPS:
                 self.batch = _batch_of(ev)
             return
@@ -412,6 +417,57 @@ class _Reader:
         elif cat in RANGE_CATS:
             start = _ns(ev.ts)
             self.ranges.add(start, start + _dur_ns(ev), str(ev.name), *_pid_tid(ev))
+            self._collective(ev)
+
+    def _collective(self, ev: Event) -> None:
+        """A host collective (`nccl:all_reduce` ...) with the bytes of its inputs, where it is one."""
+        name = str(ev.name)
+        if name == collectives.PARAM_COMMS:  # PyTorch's own record of a collective: its message size
+            args = ev.args or _NO_ARGS
+            size = collectives.message_bytes(args.in_msg_nelems, args.dtype)
+            if size is not None:
+                start = _ns(ev.ts)
+                self.param_comms.append((start, start + _dur_ns(ev), *_pid_tid(ev), size))
+            return
+        if not collectives.is_host_collective(name):
+            return
+        start = _ns(ev.ts)
+        args = ev.args or _NO_ARGS
+        size = collectives.payload_bytes(args.input_dims, args.input_type)
+        self.comm.append((start, start + _dur_ns(ev), name, *_pid_tid(ev), -1 if size is None else size))
+
+    def collectives_in(self, raw: bytes) -> None:
+        """`_collective` of a piece read by Arrow, whose columns keep no argument: the piece read again, event
+        by event, where it holds a host collective."""
+        if not any(marker in raw for marker in _COLLECTIVE_MARKERS):
+            return
+        for ev in decode_piece(raw) or []:
+            if ev.ph == "X" and (ev.cat in OPERATOR_CATS or ev.cat in RANGE_CATS):
+                self._collective(ev)
+
+    def _sized(self, row: tuple[int, int, str, int, int, int]) -> tuple[int, int, str, int, int, int]:
+        """A host collective whose inputs the trace did not record (no `record_shapes`), sized by the innermost
+        `record_param_comms` around it on its thread (PyTorch 2.1 and later write one for every collective)."""
+        start, end, name, pid, tid, size = row
+        if size >= 0:
+            return row
+        around = [p for p in self.param_comms if p[2] == pid and p[3] == tid and p[0] <= start and end <= p[1]]
+        return (start, end, name, pid, tid, max(around)[4]) if around else row
+
+    def comm_table(self, offset_ns: int, source: str) -> pa.Table:
+        rows = sorted(self._sized(row) for row in self.comm)
+        columns: list[tuple[Any, ...]] = list(zip(*rows)) if rows else [() for _ in range(6)]
+        return pa.table(
+            {
+                "start_ns": pa.array([v + offset_ns for v in columns[0]], pa.int64()),
+                "end_ns": pa.array([v + offset_ns for v in columns[1]], pa.int64()),
+                "name": pa.array(columns[2], pa.string()),
+                "pid": pa.array(columns[3], pa.int64()),
+                "tid": pa.array(columns[4], pa.int64()),
+                "bytes": pa.array([None if v < 0 else v for v in columns[5]], pa.int64()),
+                "source": pa.array([source] * len(rows), pa.string()),
+            }
+        )
 
     def piece(self, events: pa.StructArray, raw: bytes) -> bool:
         """A piece's events read by Arrow, as `event` would take them one by one, in whole columns; False
@@ -425,6 +481,7 @@ class _Reader:
             return False
         if self.batch is None and _may_hold_batch(rows.get(OP_KIND), raw):
             self.batch = _first_batch(raw)
+        self.collectives_in(raw)
         self.seen += len(events)
         for kind, columns in ((OP_KIND, self.ops), (API_KIND, self.api), (KERNEL_KIND, self.kern)):
             if kind in rows:
@@ -436,6 +493,7 @@ class _Reader:
 
 
 _NO_ARGS = Args()
+_COLLECTIVE_MARKERS = tuple(f'"{p}'.encode() for p in (*collectives.HOST_COLLECTIVE_PREFIXES, collectives.PARAM_COMMS))
 _SHOWN = functools.cache(t.api_display_name)  # a trace repeats a few dozen API names
 OP_KIND, API_KIND, KERNEL_KIND, MEMORY_KIND, RANGE_KIND = 1, 2, 3, 4, 5
 """What a complete event of a category becomes (a row of which table); 0: none."""

@@ -65,7 +65,12 @@ def export_nsys_rep(path: Path, out: Path, kind: str = "sqlite") -> None:
     try:
         nsys = tracing_nsys.find_nsys()
     except UserError as e:
-        raise UserError(f"{path}: reading a .nsys-rep needs Nsight Systems: {e}") from None
+        made = tracing_nsys.report_version(path)
+        origin = "" if made is None else f" (the report was written by nsys {tracing_nsys.version_text(made)})"
+        skipped = skipped_export(path)
+        raise UserError(
+            f"{path}: reading a .nsys-rep needs Nsight Systems{origin}: {e}{'; ' + skipped if skipped else ''}"
+        ) from None
     tracing_nsys.check_can_read(nsys, path)
     failed = tracing_nsys.export(nsys, path, out, kind)
     if failed:
@@ -88,15 +93,39 @@ def sibling_export(report: Path) -> Path | None:
     return None
 
 
+EXPORT_SLACK_S = 2.0
+"""An export may be this much older than its report and still be taken for its export: nsys finishes the report
+after writing some exports, and copies (`cp -p`, rsync, zip) keep or round times to a second or two. Older
+than that, a file of the same name is another trace, never this one's export."""
+
+
 def _beside(trace: Path, suffix: str) -> Path | None:
     """The file of the same whole stem (`tf.stem`, which keeps every dot of the name) with
-    `suffix`, when it is a file written no earlier than `trace`: an export is made from its report, so
-    an older file of that name is another trace, never this one's export."""
+    `suffix`, when it is a file written no earlier than `trace` (less EXPORT_SLACK_S): an export is made from
+    its report, so a much older file of that name is another trace, never this one's export."""
     candidate = trace.with_name(tf.stem(trace.name) + suffix)
     try:
-        return candidate if candidate.is_file() and candidate.stat().st_mtime >= trace.stat().st_mtime else None
+        fresh = candidate.stat().st_mtime >= trace.stat().st_mtime - EXPORT_SLACK_S
+        return candidate if candidate.is_file() and fresh else None
     except OSError:
         return None
+
+
+def skipped_export(report: Path) -> str:
+    """Why an export beside `report` was not read ('' where there is none, or it was read)."""
+    for suffix in (".arrow", ".sqlite"):
+        candidate = report.with_name(tf.stem(report.name) + suffix)
+        try:
+            if not candidate.is_file() or _beside(report, suffix) is not None:
+                continue
+            older = report.stat().st_mtime - candidate.stat().st_mtime
+        except OSError:
+            continue
+        return (
+            f"{candidate.name} beside it is {older:.0f} s older than the report, so it is not taken for its export "
+            f"(import {candidate.name} itself if it is)"
+        )
+    return ""
 
 
 def read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
@@ -244,7 +273,10 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
     if sibling is not None:
         path = sibling
     elif kind == tf.NSYS_REP:
-        nsys_bin = tracing_nsys.nsys_if_any()
+        try:
+            nsys_bin = tracing_nsys.nsys_if_any()
+        except UserError:  # $NSYS names no nsys: export_nsys_rep says so, with what the report says of itself
+            nsys_bin = None
         # with no nsys, export_nsys_rep says so in one line
         export = tracing_nsys.best_export(str(nsys_bin)) if nsys_bin is not None else "sqlite"
         path = staged / f"{tf.stem(path.name)}.{export}"

@@ -52,6 +52,9 @@ class Args(msgspec.Struct):
     grid: Any = None
     block: Any = None
     input_dims: Any = msgspec.field(default=None, name="Input Dims")
+    input_type: Any = msgspec.field(default=None, name="Input type")  # a collective's payload: its element types
+    in_msg_nelems: Any = msgspec.field(default=None, name="In msg nelems")  # PyTorch's record_param_comms (2.1+)
+    dtype: Any = None  # ... and its element type (`Float`, `BFloat16`)
     external_id: Any = msgspec.field(default=None, name="External id")  # Kineto: an op's number, in creation order
     external_id_2021: Any = msgspec.field(default=None, name="external id")
     name: Any = None  # a metadata event's process or thread name

@@ -71,8 +71,52 @@ def trace_viewer_json(path: Path) -> bytes:
     except Exception as e:  # noqa: BLE001 - XProf raises what its C++ converter says, of many types
         raise UserError(f"{path}: XProf cannot read this XPlane profile ({_first_line(e)})") from None
     if not data:
+        damage = _wire_damage(path)
+        if damage:
+            raise UserError(
+                f"{path}: corrupt XPlane profile ({damage}): not the protobuf jax.profiler or TensorFlow write"
+            )
         raise UserError(f"{path}: XProf found no trace in this XPlane profile")
     return data if isinstance(data, bytes) else str(data).encode()
+
+
+def _wire_damage(path: Path) -> str:
+    """What breaks the file as a protobuf message (an XSpace's fields, each a tag and its value, end exactly
+    at the file's end), or "" where it reads as one: a corrupt or truncated file said so, not "no trace"."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        return _first_line(e)
+    at = 0
+
+    def varint() -> int:
+        nonlocal at
+        value, shift = 0, 0
+        while True:
+            if at >= len(data) or shift > 63:
+                raise ValueError("a number runs past the end of the file: truncated?")
+            byte = data[at]
+            at += 1
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+
+    try:
+        while at < len(data):
+            key = varint()
+            field, wire = key >> 3, key & 7
+            if field == 0 or wire not in (0, 1, 2, 5):
+                return f"byte {at}: field {field} of wire type {wire} is no protobuf field"
+            size = varint() if wire == 2 else {0: 0, 1: 8, 5: 4}[wire]
+            if wire == 0:
+                varint()
+            at += size
+            if at > len(data):
+                return f"a field runs {at - len(data)} bytes past the end of the file: truncated?"
+    except ValueError as e:
+        return str(e)
+    return ""
 
 
 def framework_op_stats(path: Path) -> dict[str, float]:

@@ -26,7 +26,7 @@ def run_label(record: RunRecord | None, folder: Path) -> str:
     status = "" if record.outcome.status is RunStatus.OK else f" [{displayed_status(record)}]"
     trace = "" if s.trace == UNTRACED else f" {s.trace}"
     if record.command is not None:  # a user's command: its script names it (model and batch are its own)
-        return f"{s.framework} {record.command.name} {s.device}{trace}{status}"
+        return f"{s.framework} {record.command.label} {s.device}{trace}{status}"
     origin = record.imported
     if origin is not None:
         model = tf.stem(Path(origin.source).name) if s.model == UNKNOWN_MODEL else s.model

@@ -8,8 +8,9 @@ from typing import Callable, Sequence
 
 from analyzers.figures.steady import WARMUP_EPOCHS
 from analyzers.report import charts
-from analyzers.report.build import Output, Step, plan_report
+from analyzers.report.build import plan_report
 from analyzers.report.html import write_index
+from analyzers.report.outputs import Output, Step
 from analyzers.report.runs import LoadedRun, collect_runs
 from analyzers.run import problems_of
 
@@ -23,9 +24,11 @@ def write_report(
     warnings: Sequence[str] = (),
     on_step: Callable[[Step], None] | None = None,
     warmup: int = WARMUP_EPOCHS,
+    single_file: bool = False,
 ) -> tuple[Path, list[Output]]:
     """Writes every table and figure into `out` (created if needed) and `out/index.html`; `on_step`
-    is called before each step (for progress). Returns the page and what was written."""
+    is called before each step (for progress); `single_file`: the page embeds its figures and links to
+    no other file. Returns the page and what was written."""
     out.mkdir(parents=True, exist_ok=True)
     outputs = []
     contended = contention_warnings(runs)
@@ -38,7 +41,7 @@ def write_report(
         for run in runs:  # what a step computed stays (summaries); the tables it read are read again if needed
             run.release()
     warnings = [*warnings, *(p.text() for p in problems_of(runs))]  # damaged files the steps met and skipped
-    return write_index(out, runs, outputs, warnings, contended), outputs
+    return write_index(out, runs, outputs, warnings, contended, single_file), outputs
 
 
 def contention_warnings(runs: Sequence[LoadedRun]) -> list[str]:

@@ -7,13 +7,13 @@ analyses (`tables`, `series`) to the renderers (`charts`, `tables.write_csv`, `h
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from analyzers.comparison import pairs
 from analyzers.figures.steady import WARMUP_EPOCHS
-from analyzers.report import charts, classes, like, series, tables
+from analyzers.report import case_steps, charts, classes, like, prose, series, tables
+from analyzers.report.outputs import Output, Step
 from analyzers.report.runs import CaseKey, LoadedRun, by_case
 from analyzers.summaries import cuda_api
 from tracer.core import output as out_file
@@ -21,25 +21,6 @@ from tracer.core.schema import DATA_FILES, DATA_MODES
 
 TABLES = (("cpu", "table1-cpu", "Table 1: CPU training"), ("gpu", "table2-gpu", "Table 2: GPU training"))
 PAIRS_STEM, PAIRS_TITLE = "input-pipeline", "Input pipeline: files, memory and synthetic data side by side"
-
-
-@dataclass
-class Output:
-    """One table or figure of the report and the files that hold it."""
-
-    kind: str  # "table" or "figure"
-    title: str
-    files: list[Path] = field(default_factory=list)
-    caption: str = ""
-    rows: list[tables.TableRow] = field(default_factory=list)
-    device: str = ""
-    text: list[tuple[str, list[str]]] = field(default_factory=list)  # kind "section": (heading, lines)
-
-
-@dataclass(frozen=True)
-class Step:
-    description: str
-    run: Callable[[], Output | None]
 
 
 def plan_report(
@@ -55,10 +36,14 @@ def plan_report(
     ]
     if pairs.data_pairs(r.folder for r in runs):
         steps.append(Step("comparing the data modes", _pairs_step(runs, out, warmup)))
-    steps.append(Step("diagnosing the runs", _diagnosis_step(runs, out)))
+    steps.append(Step("diagnosing the runs", _diagnosis_step(runs, out, warmup)))
     if any(r.record.world_size > 1 for r in runs):
         steps.append(Step("comparing the ranks", _ranks_step(runs, out)))
     cases = {case: _one_data_mode(group) for case, group in by_case(runs).items()}  # figures: one mode per case
+    for case, group in cases.items():  # the comparison first: the figure a reader looks at
+        if sum(r.ok and r.record.rankable for r in group) >= 2:
+            made = case_steps.frameworks_step(case, group, out, formats, warmup)
+            steps.append(Step(f"drawing {case.name} side by side", made))
     for case, group in cases.items():
         if any(r.ok and r.folder.epochs() for r in group):
             steps.append(
@@ -83,6 +68,11 @@ def plan_report(
             )
     if any(len({r.framework for r in group}) > 1 for group in cases.values()):
         steps.append(Step("explaining why frameworks differ", _diff_step(cases, out)))
+    for case, group in cases.items():
+        if len({r.framework for r in group}) > 1:
+            steps.append(
+                Step(f"splitting the steps of {case.name}", case_steps.step_parts_step(case, group, out, formats))
+            )
     for case, group in cases.items():
         choice = like.choose(group, _has_gpu_samples)
         if choice:
@@ -198,6 +188,7 @@ def _ranks_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
             table = rank_table(r.folder)
             if table is not None:
                 text.append((r.record.run_id, markdown_lines(r.record.run_id, table)))
+                text += _comm_sections(r.record.run_id, r.folder)
         md_path = out / f"{RANKS_STEM}.md"
         ranks_md = f"### {RANKS_TITLE}\n\n" + "\n\n".join("\n".join(lines) for _, lines in text) + "\n"
         out_file.write_text(md_path, ranks_md, "report --out")
@@ -206,13 +197,40 @@ def _ranks_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
     return step
 
 
-def _diagnosis_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
+def _comm_sections(run_id: str, folder: Any) -> list[tuple[str, list[str]]]:
+    """A run's collectives table, straggler summary and the straggler in words (its cause's coverage), each a
+    section of its own below its ranks (a section's table rows make one table)."""
+    from analyzers.figures import collectives, straggler
+
+    out: list[tuple[str, list[str]]] = []
+    found = collectives.table(folder)
+    if found is not None:
+        out.append((f"{run_id}: collectives", collectives.markdown_lines(found)))
+    s = straggler.straggler(folder)
+    if s is not None and s.summary:
+        out.append((f"{run_id}: straggler summary", straggler.rank_lines(s)))
+        out.append((f"{run_id}: straggler", straggler.summary_lines(s)))
+    return out
+
+
+FINDINGS_TITLE, SUMMARY_STEM = "Findings, case by case", "summary"
+CLAIMS_TITLE = "The study's claims on these runs"
+
+
+def _diagnosis_step(runs: Sequence[LoadedRun], out: Path, warmup: int) -> Callable[[], Output]:
+    """The findings in sentences per case (summary.md), the study's claims (findings.md) and the full
+    diagnosis (diagnosis.md: every run's ranking and verdicts)."""
+
     def step() -> Output:
         from analyzers.report import diagnosis
 
         diag_md, findings_md, sections, found = diagnosis.write(runs, out)
-        text = [("Findings: the study's claims", found.splitlines())] + sections
-        return Output("section", "Diagnosis and findings", [diag_md, findings_md], text=text)
+        cases = diagnosis.case_findings(runs, warmup)
+        summary_md = out / f"{SUMMARY_STEM}.md"
+        out_file.write_text(summary_md, prose.markdown(cases), "report --out")
+        text = [(CLAIMS_TITLE, found.splitlines())] + sections
+        files = [summary_md, findings_md, diag_md]
+        return Output("findings", FINDINGS_TITLE, files, text=text, findings=cases)
 
     return step
 

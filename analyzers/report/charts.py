@@ -16,7 +16,7 @@ from analyzers.render import palette
 from analyzers.report.series import OTHER, EpochEnergy, ResourceSeries, ThroughputBar
 from tracer.core import output as out_file
 
-FORMATS = ("png", "svg")
+FORMATS = ("png", "svg", "pdf")  # every figure in each: PNG for the page, SVG and PDF for a paper
 DPI = 110
 _RC: dict[str, Any] = {
     "svg.hashsalt": "dl-tracer",

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Sequence
 
 from analyzers.comparison.diff import diff_decompositions
-from analyzers.figures.step_parts import BASIS_TRACED_STEPS, Decomposition, decompose
+from analyzers.figures.step_part_names import BASIS_TRACED_STEPS
+from analyzers.figures.step_parts import Decomposition, decompose
 from analyzers.render import palette
 from analyzers.report import charts, like
 from analyzers.report.runs import CaseKey, LoadedRun
@@ -67,9 +68,9 @@ def diff_sections(cases: dict[CaseKey, list[LoadedRun]], out: Path) -> tuple[Pat
     return md, sections
 
 
-def case_diff_lines(group: Sequence[LoadedRun]) -> list[str]:
-    """`tracer diff` of each framework's newest finished run with steps against the fastest of them, all of one
-    kind (analyzers.report.like: untraced first, a traced run only beside traced runs of its backend)."""
+def case_parts(group: Sequence[LoadedRun]) -> dict[str, Decomposition]:
+    """The steady step of each framework's newest finished run with steps, all of one kind (analyzers.report.like:
+    untraced first, a traced run only beside traced runs of its backend): what `diff` and its figure compare."""
     choice = like.choose(group, lambda r: r.ok and r.steps is not None)
     chosen = choice.runs if choice is not None else {}
     parts: dict[str, Decomposition] = {}
@@ -78,6 +79,12 @@ def case_diff_lines(group: Sequence[LoadedRun]) -> list[str]:
             parts[fw] = decompose(run, run.warmup)
         except UserError:
             continue
+    return parts
+
+
+def case_diff_lines(group: Sequence[LoadedRun]) -> list[str]:
+    """`tracer diff` of each framework's run (`case_parts`) against the fastest of them."""
+    parts = case_parts(group)
     ranked = sorted((d.images_per_s, fw) for fw, d in parts.items() if d.images_per_s)
     if len(ranked) < 2:
         return []

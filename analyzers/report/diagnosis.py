@@ -12,7 +12,9 @@ from analyzers.diagnosis.findings import findings, load_runs, to_markdown
 from analyzers.figures.contention import contention
 from analyzers.figures.noise import WITHIN_NOISE, why_not_ordered
 from analyzers.figures.steady import Spread, epoch_stats
+from analyzers.report import prose
 from analyzers.report.like import UNTRACED, run_kind
+from analyzers.report.prose import CaseFindings
 from analyzers.report.runs import LoadedRun, by_case
 from tracer.core import output as out_file
 from tracer.core.schema import DATA_FILES
@@ -96,6 +98,26 @@ def _noise(a: Diagnosed, b: Diagnosed, busy: dict[str, bool]) -> str:
         return ""
     ra, rb = a.steady_images_per_s, b.steady_images_per_s
     return why_not_ordered(Spread(ra, ra, ra, 1), Spread(rb, rb, rb, 1), (busy[a.run_id], busy[b.run_id]))
+
+
+def case_findings(runs: Sequence[LoadedRun], warmup: int) -> list[CaseFindings]:
+    """Per case of Tables 1-2 (imported traces aside): its sentences and the verdicts of each row's newest run."""
+    from analyzers.report import headline, tables
+
+    by_id = {r.folder.run_id: r for r in runs}
+    out = []
+    for device in ("cpu", "gpu"):
+        for table in headline.case_tables(tables.table_rows(runs, device, warmup)):
+            if table.key.imported:
+                continue
+            labelled = []
+            for i, row in enumerate(table.rows):
+                run = by_id.get(row.run_ids.split(" ")[-1])
+                if run is not None:
+                    labelled.append((table.label(i), tuple(diagnose(run.folder))))
+            said, items = prose.case_sentences(table), prose.verdict_items(labelled, table.key.slug)
+            out.append(CaseFindings(table, tuple(said), tuple(items)))
+    return out
 
 
 def write(runs: Sequence[LoadedRun], out: Path) -> tuple[Path, Path, list[tuple[str, list[str]]], str]:

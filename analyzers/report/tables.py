@@ -134,6 +134,9 @@ def table_rows(runs: Iterable[LoadedRun], device: str, warmup: int = WARMUP_EPOC
     ]
 
 
+TRACE_TAG = "trace "  # how a settings label names the trace backend ('trace nsys')
+
+
 def settings_label(run: LoadedRun) -> str:
     """The settings besides the case that change what an epoch is: images used, input size, epochs,
     how it was measured (trace backend, py-spy), and the optimiser and pipeline knobs where they are not
@@ -145,12 +148,17 @@ def settings_label(run: LoadedRun) -> str:
         if getattr(spec, name) != getattr(default, name):
             parts.append(f"{name} {getattr(spec, name)}")
     if spec.trace != default.trace:
-        parts.append(f"trace {spec.trace}")
+        parts.append(f"{TRACE_TAG}{spec.trace}")
     if spec.pyspy:
         parts.append("py-spy")
     if spec.nsys_sampling:
         parts.append("nsys sampling")
     return ", ".join(parts)
+
+
+def settings_parts(settings: str) -> list[str]:
+    """A settings label's parts ('all images', '224 px', ...), as `settings_label` joined them."""
+    return settings.split(", ") if settings else []
 
 
 def _imported_gpu(run: LoadedRun) -> bool:
@@ -344,7 +352,7 @@ def display_cells(row: TableRow, device: str) -> list[str]:
     return cells
 
 
-def _rate(row: TableRow) -> Spread | None:
+def rate_spread(row: TableRow) -> Spread | None:
     if row.steady_images_per_s is None or row.steady_images_per_s_min is None or row.steady_images_per_s_max is None:
         return None
     return Spread(row.steady_images_per_s, row.steady_images_per_s_min, row.steady_images_per_s_max, row.runs_ok)
@@ -363,7 +371,7 @@ def status_text(row: TableRow) -> str:
         text = "ok" if not row.runs_failed else f"ok; left out: {row.left_out or row.cause}"
         text += f"; {row.runs_contended} contended" if row.runs_contended else ""
         return text + (
-            f"; repeats disagree: {disagreement(rate, '.1f')}" if (rate := _rate(row)) and disagree(rate) else ""
+            f"; repeats disagree: {disagreement(rate, '.1f')}" if (rate := rate_spread(row)) and disagree(rate) else ""
         )
     return f"{row.status}: {row.cause}" if row.cause else row.status
 

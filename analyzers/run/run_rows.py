@@ -65,7 +65,7 @@ def run_row(run: Run) -> tuple[str, ...]:
     started = time.strftime("%m-%d %H:%M", time.localtime(record.wall_start_ns / 1e9)) if record.wall_start_ns else "-"
     # A command's model, data and batch are its script's own: its name stands for them.
     workload = (
-        (record.command.name, "-", "-", "-", "-", "-")
+        (record.command.label, "-", "-", "-", "-", "-")
         if record.command
         else (
             s.model,

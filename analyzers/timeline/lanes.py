@@ -448,5 +448,16 @@ def _step_rows(
     return (
         row,
         (row, start, end, first_code + alternate % 2, word_code, none, none),
-        [f"rank {int(r)} · steps" for r in ranks],
+        [f"rank {int(r)} · steps{_last_at(folder).get(int(r), '')}" for r in ranks],
     )
+
+
+def _last_at(folder: RunFolder) -> dict[int, str]:
+    """Per rank, how often it arrived last at the collectives matched on every rank (the straggler summary,
+    `analyzers.figures.straggler`), as a lane's name ends: ` (last at 5 of 8)`."""
+    from analyzers.figures.straggler import straggler
+
+    found = straggler(folder)
+    if found is None or not found.summary:
+        return {}
+    return {r.rank: f" (last at {r.last} of {found.collectives})" for r in found.summary}

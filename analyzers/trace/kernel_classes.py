@@ -68,33 +68,54 @@ OTHER_LIMIT = 0.05
 _CONV = r"conv([^e]|$)|fprop|xmma_fprop|implicit_convolve|scudnn|winograd|fft2d_|fft_|cudnn::cnn::|cask_cudnn"
 # (class, pattern, case-insensitive), first match wins: see the module docstring.
 RULES: tuple[tuple[str, str], ...] = (
-    ("communication", r"nccl|rccl|msccl|nvshmem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|sendrecv"
-     r"|cross_device_reduce"),
-    ("attention", r"flash|fmha|attention|attn|sdpa|_mha|mha_|softmax_?gemm"),
+    # NCCL (both eras: ncclKernel_*, ncclDevKernel_*), RCCL, MSCCL, NVSHMEM; expert-parallel all-to-all (DeepEP,
+    # as `deep_ep::` and DeepSeek's `dpsk::ep::`, pplx, MoE dispatch/combine); custom all-reduce (vLLM's and
+    # SGLang's `cross_device_reduce_*`, TensorRT-LLM's one- and two-shot kernels)
+    ("communication", r"nccl|rccl|msccl|nvshmem|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|all2all|sendrecv"
+     r"|cross_device_reduce|deep_?ep::|dpsk::ep|internode::|intranode::|notify_dispatch|cached_notify"
+     r"|pplx|moe_?(dispatch|combine)|ep_?(dispatch|combine)"),
+    # KV-cache writes and block moves (vLLM, SGLang): memory, though they serve attention
+    ("memory", r"reshape_and_cache|copy_blocks|swap_blocks|concat_and_cache|store_kvcache|kv_?cache_?(copy|store)"),
+    # FlashAttention 2/3 (`flash_fwd_*`, `flash::FlashAttnFwdSm90`), cuDNN/TE fused attention, xFormers/CK fmha,
+    # paged and Triton attention (vLLM's ROCm `_fwd_kernel` prefix-prefill, `_attn_fwd`, unified attention)
+    ("attention", r"flash|fmha|attention|attn|sdpa|_mha|mha_|softmax_?gemm|^_(fwd|bwd)_kernel|paged_?attention"
+     r"|decode_?attention|mla_?(decode|fwd)|_attn_"),
     ("conv_bwd_filter", r"wgrad|_wrw|wrw_|bwd_?filter|backward_?filter|backpropfilter|bwdweights|conv.*weight_?grad"),
     ("conv_bwd_data", r"dgrad|igemm_bwd|bwd_?data|backward_?data|backpropinput|conv_?bwd|conv.*input_?grad"),
     ("conv_fwd", r"fprop|conv_?fwd|convfwd|forward_?conv|implicit_convolve|conv2d_grouped_direct|igemm_fwd"),
     ("conv", _CONV),
-    ("matmul", r"gemm|gemv|nvjet|cijk_|cublas|cutlass|xmma|matmul|bmm|addmm|_mm_|triton_tem_|dot_kernel|dot_fusion"
-     r"|splitkreduce|wgmma|hipblaslt|rocblas|epilogue::impl"),
+    # fbgemm's name holds "gemm" but most of its kernels are not matrix multiplies (`fbgemm_gpu::permute_*`)
+    ("memory", r"fbgemm_gpu::(permute|.*transpose|.*_to_|.*copy|.*pad)"),
+    ("indexing", r"fbgemm_gpu::.*(embedding|index|gather|scatter|lengths|offsets|bucketize|jagged)"),
+    # cuBLAS/cuBLASLt (`nvjet_*`, `sm90_xmma_gemm_*`), CUTLASS, Tensile (`Cijk_*`: rocBLAS, hipBLASLt), CK,
+    # vLLM's ROCm skinny GEMMs (`wvSplitK*`, `LLGemm*`), Marlin/Machete/DeepGEMM, Triton's MoE and GEMM templates
+    ("matmul", r"(^|[^b])gemm|gemv|nvjet|cijk_|cublas|cutlass|xmma|matmul|bmm|addmm|_mm_|triton_tem_|dot_kernel"
+     r"|dot_fusion|splitkreduce|wgmma|hipblaslt|rocblas|epilogue::impl|wvsplitk|llgemm|marlin|machete|scaled_mm"
+     r"|fused_moe_kernel|gptq|awq_"),
+    # PyTorch, Apex (`cuApplyLayerNorm`, `cuComputePartGradGammaBeta`), Transformer Engine (`rmsnorm_fwd_*`,
+    # `ln_bwd_*`), vLLM (`rms_norm_kernel`, `fused_add_rms_norm_kernel`) and Triton's fused RMSNorm (a reduction
+    # whose fused ops end in `rsqrt`): the same op in one class whatever made it
     ("normalization", r"batch_?norm|bn_fw|bn_bw|layer_?norm|rms_?norm|group_?norm|instance_?norm|welford|lrn_"
-     r"|norm_kernel|_norm_|normalization"),
+     r"|norm_kernel|_norm_|normalization|gammabeta|gamma_beta|cuapplylayernorm|cuapplyrmsnorm|ln_(fwd|bwd)"
+     r"|^triton_(red|per)_fused.*(mean|sum|var).*rsqrt"),
     ("softmax_loss", r"softmax|cross_?entropy|nll|criterion|_loss|loss_|mse_|bce_|sigmoid_?cross"
      r"|generatenormalizedprob"),
     ("reduction", r"^triton_(red|per)_"),  # Triton says what a kernel is in its first word (pointwise, reduction)
     ("fused", r"^triton_poi_"),
     ("optimizer", r"multi_tensor_apply|adam|sgd|lamb_|adagrad|rmsprop|_foreach|optimizer|apply_?momentum"
      r"|applygradient|applymomentum"),
-    ("elementwise", r"tensorcwise"),  # Eigen's element-wise ops (TensorFlow), whose functor may say `sum`
+    ("elementwise", r"tensorcwise|rotary|_rope|rope_"),  # Eigen's element-wise ops (TensorFlow), whose functor may say
+    # `sum`; rotary position embedding (vLLM's `rotary_embedding_kernel`; Triton's is a fused pointwise kernel)
     ("memory", r"copy|memcpy|memset|nchwtonhwc|nhwctonchw|transpose|permute|catarray|concat|fillfunctor|fill_"
      r"|fillbuffer|swapdimension|shuffle|_pad|pad_|layout|nchw2|nhwc2|zero_"),
     ("indexing", r"index|gather|scatter|embedding|embed|sort|radix|unique|nonzero|masked_select|masked_scatter|topk"
-     r"|cub::device|arange|searchsorted|bucketize|histogram|indices"),
+     r"|cub::device|arange|searchsorted|bucketize|histogram|indices|moe_align"),
     ("reduction", r"reduce|reduction|_sum|sum_|mean|argmax|argmin|pool|cumsum|scan|std_var|var_mean|norm_|average"),
     ("fused", r"fusion|triton_"),
     ("elementwise", r"elementwise|eltwise|unary|binary|pointwise|vectorized|functor|relu|sigmoid|tanh|gelu|silu"
      r"|threshold|clamp|dropout|distribution|random|philox|normal|uniform|add|mul|div|sub|exp|log|sqrt|pow|cast"
-     r"|convert|scale|bias|activation|eigenmetakernel|where|compare|abs|neg|sign|cos|sin|tensorop|op2dtensor|scal_kernel"),
+     r"|convert|scale|bias|activation|eigenmetakernel|where|compare|abs|neg|sign|cos|sin|tensorop|op2dtensor|scal_kernel"
+     r"|act_and_mul|quant"),
 )  # fmt: skip
 assert {c for c, _ in RULES} | {OTHER} == set(BY_KEY), "every class has a rule, every rule a class"
 _COMPILED = tuple((cls, re.compile(pattern, re.IGNORECASE)) for cls, pattern in RULES)

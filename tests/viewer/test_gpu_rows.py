@@ -145,9 +145,7 @@ def test_hovering_a_kernel_or_its_launch_shows_both(open_window: Opener, nsys_ru
 
 
 @pytest.fixture(scope="module")
-def three_traced_runs(
-    nsys_run: RunFolder, real_fixtures: Path, tmp_path_factory: pytest.TempPathFactory
-) -> list[Path]:
+def three_traced_runs(nsys_run: RunFolder, real_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     kineto = [
         real_fixtures / "kineto-h100" / "resnet50_bs100_train_torch2.11.json.gz",
         real_fixtures / "hta" / "benchmark_result_2869224_1695835535_trace.json.gz",

@@ -9,6 +9,7 @@ import pytest
 from PySide6 import QtCore, QtGui
 
 from tests.conftest import require_framework
+from tracer.core import schema
 from tracer.core.runfolder import RunFolder
 from viewer.export import export_widget
 from viewer.window import MainWindow
@@ -51,8 +52,9 @@ def test_two_runs_side_by_side_on_linked_axes(
     assert [r.path for r in window.runs] == [tiny_pytorch_run.path, second_pytorch_run.path]
     master = window.timeline.master
     others = [p for p in window.timeline.plots.values() if p is not master]
-    # CPU, RSS, threads, and the per-step split: data wait, compute, sync
-    assert len(window.timeline.plots) == 6 * (2 if layout_mode == "columns" else 1)
+    # CPU, RSS, threads, and the per-step split: data wait, compute, sync; PSS where the kernel gave it
+    curves = 6 + any(r.series.get(schema.PSS_MIB) for r in window.runs)
+    assert len(window.timeline.plots) == curves * (2 if layout_mode == "columns" else 1)
     if layout_mode == "overlay":  # stacked: pyqtgraph's own link; columns follow the range by value
         assert all(_linked_to(p, master) for p in others)
         assert _linked_to(window.threads.plot, master)

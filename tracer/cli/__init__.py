@@ -15,13 +15,14 @@ from tracer.core.errors import UserError
 
 COMMAND_MODULES = (
     "profile", "runs", "data", "env", "analyze", "import_trace", "report", "compare", "diff", "campaign", "view",
-    "diagnose",
+    "diagnose", "gate", "mcp_server",
 )  # fmt: skip
 """The modules under tracer.cli that register subcommands, in the order `--help` lists them."""
 COMMANDS = {
     "profile": "profile", "runs": "runs", "show": "runs", "data": "data", "env": "env", "analyze": "analyze",
     "export-trace": "analyze", "import": "import_trace", "report": "report", "compare": "compare", "diff": "diff",
     "campaign": "campaign", "view": "view", "diagnose": "diagnose",
+    "gate": "gate", "mcp": "mcp_server",
 }  # fmt: skip
 """The module that registers each subcommand: a command line that names one imports only that module, not
 every other command's (their imports are most of a quick command's start-up: `tracer analyze FILE` is

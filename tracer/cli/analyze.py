@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import json
 import math
 import sys
 import tempfile
@@ -153,6 +152,10 @@ def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
     head |= run.summary.utilisation.to_json() if run.run_json.exists() else {}  # FLOPs, peak, MFU (steady)
     if by_rank is not None:
         head |= {schema.RANK: args.rank, "ranks_basis": by_rank.basis, "comm_source": by_rank.comm_source}
+        if args.format == "json" and args.rank is None:
+            from tracer.cli.comm import comm_json
+
+            head |= comm_json(run)
     head |= {"window": span.window.text, "window_ns": [span.start_ns, span.end_ns]} if span else {}
     title = window = operators_from = ""
     if args.format == "table":
@@ -169,6 +172,10 @@ def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
         for row in cells:
             table.add_row(*row)
         console().print(table)
+        if args.rank is None:
+            from tracer.cli.comm import print_collectives
+
+            print_collectives(run, console())
     return 0
 
 
@@ -185,8 +192,9 @@ def emit(
 
     if args.format == "json":
         head = head | ({"kernel_other_pct": other_pct(data[CLASSES_SECTION])} if data[CLASSES_SECTION] else {})
-        json.dump(_finite(head | data), sys.stdout, indent=1, allow_nan=False)
-        print()
+        from tracer.cli.json_output import dump
+
+        dump("analyze", _finite(head | data))
     elif args.format == "csv":
         # One well-formed table: a `section` column, then every section's columns (empty where a
         # section has no such column), so a CSV reader gets one header, not one per section.

@@ -47,6 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--top", type=int, default=5, help="CUDA API functions to list (default 5)")
     p.add_argument("--no-group", action="store_true", help="one column per run even where runs are repeats")
     add_warmup(p)
+    p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default table)")
     p.set_defaults(func=cmd_compare)
 
 
@@ -100,6 +101,13 @@ def _compare(folders: list[Any], args: argparse.Namespace) -> int:
     if len(groups) < 2 <= len(folders):  # repeats of one spec, named one by one: compare them as runs
         groups = [[f] for f in folders]
     result = compare(groups, top_cuda=args.top, warmup=args.warmup)
+    if args.format == "json":
+        from tracer.cli.json_output import comparison_json, dump
+
+        dump("compare", comparison_json(result))
+        if args.csv is not None:
+            write_csv(result, args.csv)
+        return 0
     out = console()
     for column in result.columns:
         s = column.head

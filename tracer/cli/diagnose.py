@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 
 from rich.console import Console
 
@@ -44,7 +43,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             "measurement_cost": cost.__dict__,
             "problems": [dataclasses.asdict(p) for p in run.problems],
         }
-        print(json.dumps(data, indent=2))
+        from tracer.cli.json_output import dump
+
+        dump("diagnose", data)
         return 0
     out = console()
     for v in verdicts:  # one block per rule: a table of six columns cut its knobs at 120 columns

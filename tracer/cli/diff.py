@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from rich.table import Table
@@ -39,8 +37,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
     try:
         result = diff(runs[0], runs[1], args.warmup)
         if args.format == "json":
-            json.dump(result.to_json(), sys.stdout, indent=1, allow_nan=False)
-            print()
+            from tracer.cli.json_output import dump
+
+            dump("diff", result.to_json())
         else:
             print_diff(result)
     finally:
@@ -55,7 +54,8 @@ def print_diff(result: Any) -> None:
     for letter, d in (("A", result.a), ("B", result.b)):
         what = " ".join(x for x in (d.framework, d.model, d.device) if x)
         what += "".join(f", {k} {v}" for k, v in (("batch", d.batch), ("data", d.data)) if v)
-        covered = f"{d.steps} steps, {d.images:,} images" if d.steps else f"{say.seconds(d.window_s or 0.0)}"
+        images = f"{d.images:,} images" if d.per == "image" else "images not recorded"
+        covered = f"{d.steps} steps, {images}" if d.steps else f"{say.seconds(d.window_s or 0.0)}"
         out.print(f"{letter}: {d.run_id} [{what}, trace {d.trace}; {d.basis}: {covered}]", markup=False)
         for note in d.notes:
             out.print(f"   {letter}: {note}", markup=False)
@@ -70,6 +70,9 @@ def print_diff(result: Any) -> None:
             fraction = say.share(p.delta, gap)
             a, b = say.seconds_pair(p.a, p.b)
             table.add_row(p.label, a, b, _signed(p.delta), say.percent(fraction) if fraction is not None else "-")
+        e = result.explanation
+        if e is not None and e.effect_s > 0:  # what the parts leave of the gap: they and it add up to the whole
+            table.add_row("unexplained (the gap less its parts)", "", "", "", f"{round(e.unexplained_pct)} %")
         out.print(table)
     if result.classes:
         table = Table("kernel class", "A", "B", "B - A", title=f"GPU time by kernel class, {unit}")

@@ -28,7 +28,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     p.add_argument("--model", default=UNKNOWN_MODEL, help="label the run with the model that was traced")
     p.add_argument("--device", default="gpu", choices=["cpu", "gpu"], help="where it ran (default gpu)")
+    p.add_argument(
+        "--batch",
+        type=_positive,
+        default=None,
+        help="the batch size of each step, where the trace does not record it (then diff compares per image)",
+    )
     p.set_defaults(func=cmd_import)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a batch size (a whole number from 1)")
+    return value
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -38,7 +54,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         framework_info(args.framework)
     out_existed = args.out.exists()
     try:
-        labels = ImportLabels(args.framework, args.model, args.device)
+        labels = ImportLabels(args.framework, args.model, args.device, args.batch)
         done = import_trace(list(args.files), args.out, labels, prepare_out=output_dir)
     except BaseException:
         if not out_existed and args.out.is_dir() and not any(args.out.iterdir()):

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import os
+import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 from rich.console import Console
@@ -14,7 +18,7 @@ from tracer.cli.common import add_out_dir, console, err_console
 from tracer.cli.compare import print_data_pairs
 from tracer.cli.diagnose import print_block
 from tracer.cli.outputs import output_dir
-from tracer.cli.runs import print_problems, print_repeats, print_summary
+from tracer.cli.summary_text import print_problems, print_repeats, print_summary
 from tracer.core import cases, options
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS, framework_info
@@ -22,12 +26,12 @@ from tracer.core.output import resolved
 from tracer.core.records import RunSpec, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import DATA_MEMORY, DATA_MODES
+from tracer.core.signals import shell_code
 from tracer.measure import dataset, environments, tracing
 from tracer.measure.nvml import Nvml
+from tracer.measure.outcome import exit_status
 from tracer.measure.tegrastats import find_tegrastats
 
-EXIT_RUN_FAILED = 1
-EXIT_INTERRUPTED = 130
 DATA_ALL = "all"  # `--data all`: one run per data mode (tracer.core.schema.DATA_MODES), in turn
 INGEST_LOG = "ingest.log"
 
@@ -169,24 +173,39 @@ def cmd_profile(args: argparse.Namespace) -> int:
             folders.append(folder)
             ingest_traces(folder, err)  # a run without a trace still gets its thread timeline
             run = Run.open(folder)  # read once for the summary, the diagnosis and its problems
-            print_summary(run.summary, console())
-            print_block(run, console())
-            print_problems(run, console())
+            with pipe_may_go():
+                print_summary(run.summary, console())
+                print_block(run, console())
+                print_problems(run, console())
             if record.outcome.status is not RunStatus.OK:
-                err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
-                return EXIT_RUN_FAILED
+                err.print(f"[red]run {record.outcome.status.value}:[/red] {escape(record.outcome.cause)}")
+                return exit_status(record.outcome, runner.ended_by, runner.signals.last, command=False)
             if runner.signalled:  # it came after the training ended: this run is whole, no more runs
                 err.print("tracer: interrupted after the run ended; its folder is complete")
-                return EXIT_INTERRUPTED
+                return shell_code(runner.signals.last)
     for one in specs:
         mine = [f for f in folders if f.read_record().spec == one]
         if len(mine) > 1:
-            print_repeats([summarise(f) for f in mine], console())
+            with pipe_may_go():
+                print_repeats([summarise(f) for f in mine], console())
     if len(specs) > 1:
         from analyzers.comparison.pairs import data_pairs
 
-        print_data_pairs(data_pairs(folders), console())
+        with pipe_may_go():
+            print_data_pairs(data_pairs(folders), console())
     return 0
+
+
+@contextlib.contextmanager
+def pipe_may_go() -> Iterator[None]:
+    """A reader of stdout that went away (`tracer profile ... | head`) stops the printing inside, not the
+    run: its status still decides the exit code (a failed run piped to head exited 0)."""
+    try:
+        yield
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit must not raise a second time
+        os.close(devnull)
 
 
 def specs_from_args(args: argparse.Namespace) -> list[RunSpec]:
@@ -266,14 +285,15 @@ def profile_command(args: argparse.Namespace) -> int:
         folder, record = runner.run()
         folders.append(folder)
         ingest_traces(folder, err)
-        print_summary(summarise(folder), console())
-        print_block(folder, console())
+        # the summary on stderr: the command's stdout (redirected to a file, piped on) holds only its own output
+        print_summary(summarise(folder), err)
+        print_block(folder, err)
         if record.outcome.status is not RunStatus.OK:
-            err.print(f"[red]run {record.outcome.status.value}:[/red] {record.outcome.cause}")
-            return EXIT_INTERRUPTED if record.outcome.status is RunStatus.INTERRUPTED else EXIT_RUN_FAILED
+            err.print(f"[red]run {record.outcome.status.value}:[/red] {escape(record.outcome.cause)}")
+            return exit_status(record.outcome, runner.ended_by, runner.signals.last, command=True)
         if runner.signalled:
             err.print("tracer: interrupted after the run ended; its folder is complete")
-            return EXIT_INTERRUPTED
+            return shell_code(runner.signals.last)
     if len(folders) > 1:
-        print_repeats([summarise(f) for f in folders], console())
+        print_repeats([summarise(f) for f in folders], err)
     return 0

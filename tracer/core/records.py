@@ -205,6 +205,9 @@ class CommandInfo:
     interpreter: str = ""  # the Python the command resolved to, when it is one
     frameworks_imported: tuple[str, ...] = ()  # declared framework names the probe saw imported
     probe: str = "on"  # "on" or "off" (--probe off)
+    #: sha256 (16 hex digits) of the files the command names (its script, a config): an edited script is
+    #: another experiment, never a repeat of its old self ('' in runs before it was recorded).
+    script_digest: str = ""
 
     @property
     def text(self) -> str:
@@ -222,6 +225,21 @@ class CommandInfo:
         if "-m" in self.argv[:-1]:
             return self.argv[self.argv.index("-m") + 1]
         return os.path.basename(scripts[-1] if scripts else self.argv[0]) if self.argv else "?"
+
+    @property
+    def label(self) -> str:
+        """Its name and the arguments given after its script (`train.py --lr 0.1`): runs that differ only
+        by an argument are told apart in `runs`, `show` and the viewer's legend. Shortened past 60 characters."""
+        import shlex
+
+        argv = list(self.argv)
+        if "-m" in argv[:-1]:
+            after = argv[argv.index("-m") + 2 :]
+        else:
+            scripts = [i for i, a in enumerate(argv) if a.endswith((".py", ".sh"))]
+            after = argv[scripts[-1] + 1 :] if scripts else argv[1:]
+        text = " ".join([self.name, *(shlex.quote(a) for a in after)])
+        return text if len(text) <= 60 else text[:28] + " ... " + text[-27:]
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from tracer.core.schema import (
     EVENTS_FILE,
     KIND,
     NONFINITE,
+    PARTIAL,
     RUN_JSON,
     SAMPLE_TABLES,
     SAMPLES_DIR,
@@ -472,12 +473,26 @@ def event_problem(event: dict[str, Any]) -> str:
     return ""
 
 
+def partial_epochs(events: Sequence[dict[str, Any]]) -> list[tuple[int, int]]:
+    """(epoch, steps) of each epoch the run left before its end (a failure, Ctrl-C): kept apart from
+    `epochs_from_events`, so no epoch figure counts it."""
+    out = []
+    for e in events:
+        if e.get(KIND) == Event.EPOCH_END and e.get(PARTIAL) is True:
+            try:
+                out.append((int(e["epoch"]), int(e.get("steps") or 0)))
+            except (KeyError, TypeError, ValueError):
+                continue
+    return out
+
+
 def epochs_from_events(events: Sequence[dict[str, Any]]) -> list[EpochRecord]:
-    """Epochs from start/end pairs; an event missing a field or holding a wrong type is passed over."""
+    """Epochs from start/end pairs; an event missing a field or holding a wrong type is passed over, and so
+    is a partial epoch (`partial_epochs`)."""
     starts = {e.get("epoch"): e for e in events if e.get(KIND) == Event.EPOCH_START}
     out = []
     for e in events:
-        if e.get(KIND) != Event.EPOCH_END:
+        if e.get(KIND) != Event.EPOCH_END or e.get(PARTIAL) is True:
             continue
         start = starts.get(e.get("epoch"))
         if start is None:

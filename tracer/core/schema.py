@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 from tracer.worker.schema import (
     ARRIVE_NS,
     AUTOTUNE,
+    BACKWARD_S,
+    CLASSES,
     COLLECTIVE,
     COLLECTIVE_COLUMNS,
     COLLECTIVES_TABLE,
@@ -47,20 +49,26 @@ from tracer.worker.schema import (
     FLOPS_COUNTER,
     FLOPS_NOT_COUNTED,
     FLOPS_PER_STEP,
+    FORWARD_S,
     KIND,
     LIFELINE_THREAD,
     LOCAL_RANK_ENV,
     MASTER_ADDR_ENV,
     MASTER_PORT_ENV,
     MEMCPY_NAMES,
+    MODEL_FACTS,
     NATIVE_TRACE,
     NATIVE_TRACE_FILES,
     NONFINITE,
     NSYS_WINDOW_TRACE,
     NVTX_WINDOW_RANGE,
     ON_DIVERGENCE,
+    OPTIMIZER_S,
+    PARTIAL,
     PIPELINES,
     PROBE,
+    PROBE_MARKER,
+    PROBE_MARKER_OLD,
     PROBE_MODULE,
     PROBE_RUN_DIR_ENV,
     PROBE_SOURCE_DIR,
@@ -72,6 +80,8 @@ from tracer.worker.schema import (
     RANKS_DIR,
     SAMPLES_DIR,
     STEP_COLUMNS,
+    STEP_PART_COLUMNS,
+    STEP_PARTS_TABLE,
     STEPS_TABLE,
     SYNC_S,
     T_NS,
@@ -91,6 +101,16 @@ from tracer.worker.schema import (
 )
 
 __all__ = [
+    "CLASSES",
+    "MODEL_FACTS",
+    "PARTIAL",
+    "PROBE_MARKER",
+    "PROBE_MARKER_OLD",
+    "BACKWARD_S",
+    "FORWARD_S",
+    "OPTIMIZER_S",
+    "STEP_PART_COLUMNS",
+    "STEP_PARTS_TABLE",
     "LIFELINE_THREAD",
     "LOCAL_RANK_ENV",
     "MASTER_ADDR_ENV",
@@ -170,8 +190,11 @@ WORKER_LOG = "raw/worker.log"
 # --- sample-table columns (one constant per name; t_ns is the Unix-epoch time of the sample)
 CPU_PCT = "cpu_pct"  # CPU of the process tree, 100 = every core busy (the study's scale)
 CPU_CORES = "cpu_cores"  # the same in cores, 1.0 = one core busy
-RSS_MIB = "rss_mib"
+RSS_MIB = "rss_mib"  # summed over the tree: a page forked loader workers share counts in each of them
 RSS_PCT_RAM = "rss_pct_ram"
+# The tree's proportional set size (Linux /proc/PID/smaps_rollup): a shared page counts once, split among
+# the processes that map it; null where the kernel does not say (not Linux, older than 4.14, not readable).
+PSS_MIB = "pss_mib"
 THREADS = "threads"
 PROCESSES = "processes"
 SYS_CPU_PCT = "sys_cpu_pct"  # the whole machine, every process
@@ -240,6 +263,7 @@ PROCESS = SampleTable(
         (SYS_RAM_USED_MIB, FLOAT64),
         (CTX_VOLUNTARY, INT64),
         (CTX_INVOLUNTARY, INT64),
+        (PSS_MIB, FLOAT64),
     ),
     "the training's process tree (worker and loader processes) and the whole machine, one row per sample",
 )
@@ -386,6 +410,31 @@ COLLECTIVES = SampleTable(
     defaults={RANK: 0},
 )
 
+STEP_PARTS = SampleTable(
+    STEP_PARTS_TABLE,
+    tuple(zip(STEP_PART_COLUMNS, (INT64, INT64, INT64, INT64, FLOAT64, FLOAT64, FLOAT64, INT64), strict=True)),
+    "a PyTorch step of a user's command split where the probe sees it, one row per row of the steps table "
+    "(same epoch, step, rank and start_ns): seconds in the forward pass and loss (the batch handed out to backward() "
+    "called), in backward() (under DDP the gradients' all-reduce too), in optimizer.step(); and when the step "
+    "called backward() (Unix ns; null: it called none), where DDP's all-reduce begins: the ranks' arrivals "
+    "the straggler analysis reads where no collective is recorded",
+    defaults={RANK: 0},
+)
+
 SAMPLE_TABLES: dict[str, SampleTable] = {
-    t.name: t for t in (PROCESS, THREADS_TABLE, CORES, GPUS, RAPL, TEGRA, TEGRA_CORES, TEMPS, RAILS, STEPS, COLLECTIVES)
+    t.name: t
+    for t in (
+        PROCESS,
+        THREADS_TABLE,
+        CORES,
+        GPUS,
+        RAPL,
+        TEGRA,
+        TEGRA_CORES,
+        TEMPS,
+        RAILS,
+        STEPS,
+        COLLECTIVES,
+        STEP_PARTS,
+    )
 }

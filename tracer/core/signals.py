@@ -55,3 +55,23 @@ def raise_on_terminal_signals() -> None:
 
 def signal_name(signum: int) -> str:
     return signal.Signals(signum).name
+
+
+#: How a person sent each of TERMINAL_SIGNALS, for the cause of an interrupted run.
+SENT_BY = {
+    signal.SIGINT: "Ctrl-C",
+    signal.SIGTERM: "kill, a scheduler's preemption or timeout",
+    signal.SIGHUP: "the terminal or SSH session closed",
+    signal.SIGQUIT: "Ctrl-\\",
+}
+
+
+def described(signum: int) -> str:
+    """`SIGHUP (the terminal or SSH session closed)`: a signal named with how it usually comes."""
+    how = SENT_BY.get(signal.Signals(signum))
+    return f"{signal_name(signum)} ({how})" if how else signal_name(signum)
+
+
+def shell_code(signum: int) -> int:
+    """The exit status a shell gives a process that signal `signum` ended: 128 + its number."""
+    return 128 + int(signum)

@@ -43,10 +43,12 @@ from tracer.core.schema import (
     PROBED_IMPORTS,
     RANK,
     SAMPLE_TABLES,
+    STEP_COLUMNS,
+    STEP_PARTS_TABLE,
     STEPS_TABLE,
     Event,
 )
-from tracer.measure.outcome import ended_by_signal, last_said, stderr_tail
+from tracer.measure.outcome import ended_by_signal, interrupted_cause, last_said, stderr_tail
 from tracer.measure.process import STALL_STACKS, Child
 from tracer.measure.supervisor import Supervisor
 from tracer.measure.tracing.base import TraceBackend
@@ -117,6 +119,33 @@ def label_of(argv: Sequence[str]) -> str:
     return re.sub(r"[^A-Za-z0-9_]+", "-", name).strip("-")[:40] or "command"
 
 
+DIGEST_MAX_BYTES = 16 * 1024 * 1024  # a larger file named by the command is data, not its script or config
+ELF_MAGIC = b"\x7fELF"
+
+
+def script_digest(argv: Sequence[str], cwd: Path) -> str:
+    """sha256 (16 hex digits) over the files the command names (`train.py`, `--config=cfg.yaml`), each
+    under its argument's position, so an edited script is not a repeat of its old self. Programs (ELF
+    files: the interpreter; torchrun, a Python script, counts), folders and files past
+    DIGEST_MAX_BYTES are left out; '' where it names none."""
+    digest = hashlib.sha256()
+    named = 0
+    for i, arg in enumerate(argv):
+        for text in {arg, arg.partition("=")[2]} - {""}:
+            path = Path(text) if os.path.isabs(text) else cwd / text
+            try:
+                if not path.is_file() or path.stat().st_size > DIGEST_MAX_BYTES:
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if data.startswith(ELF_MAGIC):
+                continue
+            digest.update(f"{i}:{text}\0".encode() + hashlib.sha256(data).digest())
+            named += 1
+    return digest.hexdigest()[:16] if named else ""
+
+
 def command_text(argv: Sequence[str], limit: int = 80) -> str:
     """The command as one line, shortened in the middle past `limit` characters."""
     import shlex
@@ -141,7 +170,11 @@ class CommandRunner(Supervisor):
             raise KeyboardInterrupt
         spec = dataclasses.replace(spec, device="gpu" if env.gpus else "cpu")
         info = CommandInfo(
-            argv=launch.argv, cwd=str(launch.cwd), interpreter="", probe=PROBE_ON if launch.probe else PROBE_OFF
+            argv=launch.argv,
+            cwd=str(launch.cwd),
+            interpreter="",
+            probe=PROBE_ON if launch.probe else PROBE_OFF,
+            script_digest=script_digest(launch.argv, launch.cwd),
         )
         stamp = time.strftime("%Y%m%d-%H%M%S")
         record = RunRecord(
@@ -166,7 +199,7 @@ class CommandRunner(Supervisor):
             child_env,
             cwd=str(launch.cwd),
             tee=(folder.path / STDOUT_LOG, folder.path / STDERR_LOG),
-            interrupt_signal=signal.SIGINT,
+            interrupt_signal=None,  # each signal the tracer gets reaches the command as itself
             pid_file=False,
             progress_files=(folder.path / STDOUT_LOG, folder.path / STDERR_LOG),
             sweep=True,
@@ -180,7 +213,11 @@ class CommandRunner(Supervisor):
         join_probe_steps(folder)
         events = folder.events()
         returncode = self.backend.worker_returncode(ended.returncode, [])
-        outcome = self._with_sampler_error(classify_command(returncode, ended.ended_by, events, folder, spec), ended)
+        # under a wrapping backend the app's signal death comes back as 128+N: a signal death is the wrapper's own
+        wrapper_died = self.backend.wraps_process and ended.returncode < 0
+        who = f"the {self.backend.name} launcher" if wrapper_died else "the command"
+        outcome = classify_command(returncode, ended.ended_by, events, folder, spec, self.signals.last, who)
+        outcome = self._with_sampler_error(outcome, ended)
 
         def complete(outcome: Outcome, trace_files: list[str]) -> RunRecord:
             return _completed(record, events, outcome, ended.sampling, trace_files)
@@ -189,12 +226,17 @@ class CommandRunner(Supervisor):
 
 
 def join_probe_steps(folder: RunFolder) -> None:
-    """The probed processes' step files (samples/steps-<pid>.csv) as the one steps stream, ordered by
-    rank and start time; the per-process files are removed once it is written."""
-    parts = sorted(folder.samples_dir.glob(f"{STEPS_TABLE}{PROBE_STEPS_SEPARATOR}*.csv"))
+    """The probed processes' step files (samples/steps-<pid>.csv, step_parts-<pid>.csv) as one stream
+    each, ordered by rank and start time (epoch and step); the per-process files are removed once it is written."""
+    join_probe_table(folder, STEPS_TABLE, (RANK, STEP_COLUMNS[3]))
+    join_probe_table(folder, STEP_PARTS_TABLE, (RANK, *STEP_COLUMNS[:2]))
+
+
+def join_probe_table(folder: RunFolder, name: str, order: tuple[str, ...]) -> None:
+    parts = sorted(folder.samples_dir.glob(f"{name}{PROBE_STEPS_SEPARATOR}*.csv"))
     if not parts:
         return
-    declared = SAMPLE_TABLES[STEPS_TABLE].schema
+    declared = SAMPLE_TABLES[name].schema
     tables = []
     for part in parts:
         try:
@@ -202,22 +244,29 @@ def join_probe_steps(folder: RunFolder) -> None:
         except (pa.ArrowException, OSError, ValueError):
             continue
     if tables:
-        table = pa.concat_tables(tables).sort_by([(RANK, "ascending"), (declared.names[3], "ascending")])
-        pacsv.write_csv(table, folder.sample_stream_path(STEPS_TABLE))
+        table = pa.concat_tables(tables).sort_by([(k, "ascending") for k in order])
+        pacsv.write_csv(table, folder.sample_stream_path(name))
     for part in parts:
         part.unlink(missing_ok=True)
 
 
 def classify_command(
-    returncode: int, ended_by: str | None, events: Sequence[Mapping[str, Any]], folder: RunFolder, spec: RunSpec
+    returncode: int,
+    ended_by: str | None,
+    events: Sequence[Mapping[str, Any]],
+    folder: RunFolder,
+    spec: RunSpec,
+    signum: int = signal.SIGINT,
+    who: str = "the command",
 ) -> Outcome:
     """How a command ended, in the states of a built-in run: its exit status is the only word it has
-    (no `end` event), a divergence the probe saw makes it `diverged`."""
+    (no `end` event), a divergence the probe saw makes it `diverged`. `signum`: the signal that
+    interrupted the tracer; `who`: what a signal death is blamed on (the nsys launcher, not the command)."""
     tail = stderr_tail(folder, path=folder.path / STDERR_LOG)
     if ended_by == "timeout":
         return Outcome(RunStatus.TIMEOUT, f"ran past --timeout {spec.timeout_s:g} s", returncode, None, tail)
     if ended_by == "interrupted":
-        return Outcome(RunStatus.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM to the tracer)", returncode, None, tail)
+        return Outcome(RunStatus.INTERRUPTED, interrupted_cause(signum, "the command"), returncode, None, tail)
     if ended_by == "stalled":
         cause = f"no progress for {spec.stall_s:g} s (no output, step or CPU): ended; stacks in {STALL_STACKS}"
         return Outcome(RunStatus.STALLED, cause, returncode, None, tail)
@@ -227,7 +276,7 @@ def classify_command(
     if returncode == 0:
         return Outcome(RunStatus.OK, "", 0)
     if returncode < 0:
-        return ended_by_signal(returncode, "the command", tail)
+        return ended_by_signal(returncode, who, tail)
     last = last_said(tail, "no output on stderr")
     return Outcome(RunStatus.FAILED, f"the command exited with code {returncode}: {last}", returncode, None, tail)
 

@@ -18,6 +18,7 @@ from tracer.core.records import (
 )
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import EXIT_DIVERGED, KIND, Event
+from tracer.core.signals import described, shell_code
 from tracer.measure import rank_launch
 from tracer.measure.process import STALL_STACKS
 from tracer.measure.tracing.nsys_launch import NOTE as LAUNCHER_NOTE
@@ -51,16 +52,52 @@ def last_said(tail: Sequence[str], none: str = "no output") -> str:
     return said[-1] if said else none
 
 
+EXIT_RUN_FAILED = 1  # the tracer's exit status for a run that did not end well (other than below)
+
+
 def classify(
-    returncode: int, ended_by: str | None, events: Sequence[Mapping[str, Any]], folder: RunFolder, spec: RunSpec
+    returncode: int,
+    ended_by: str | None,
+    events: Sequence[Mapping[str, Any]],
+    folder: RunFolder,
+    spec: RunSpec,
+    signum: int = signal.SIGINT,
 ) -> Outcome:
     """Turns how the process ended into a status and a cause a person can read; a non-finite loss
-    makes a run that otherwise ended well (or stopped at it) `diverged`."""
-    return diverged_outcome(_ended(returncode, ended_by, events, folder, spec), divergence(events, spec.lr))
+    makes a run that otherwise ended well (or stopped at it) `diverged`. `signum`: the signal that
+    interrupted the tracer, where one did."""
+    return diverged_outcome(_ended(returncode, ended_by, events, folder, spec, signum), divergence(events, spec.lr))
+
+
+def interrupted_cause(signum: int, forwarded_to: str = "") -> str:
+    """The cause of an interrupted run (after the status `interrupted`, so it does not say it again)."""
+    sent = f"{described(signum)} to the tracer"
+    return f"{sent}; forwarded to {forwarded_to} as {signal.Signals(signum).name}" if forwarded_to else sent
+
+
+def exit_status(outcome: Outcome, ended_by: str | None, signum: int, command: bool) -> int:
+    """The tracer's own exit status for a run, one rule for the built-in worker and a command: 0 when it
+    ended well; interrupted, 128 + the signal the tracer got, whatever the command made of it (its own
+    status is in run.json); a command's own status otherwise (128 + N where signal N ended it), unless the
+    tracer ended it (timeout, stall) or it exited 0 into a bad end (diverged): then 1, as a failed
+    built-in run."""
+    code = outcome.exit_code
+    if outcome.status is RunStatus.OK and not code:
+        return 0
+    if ended_by == "interrupted":
+        return shell_code(signum)
+    if not command or ended_by in ("timeout", "stalled") or not code:
+        return EXIT_RUN_FAILED
+    return shell_code(-code) if code < 0 else code
 
 
 def _ended(
-    returncode: int, ended_by: str | None, events: Sequence[Mapping[str, Any]], folder: RunFolder, spec: RunSpec
+    returncode: int,
+    ended_by: str | None,
+    events: Sequence[Mapping[str, Any]],
+    folder: RunFolder,
+    spec: RunSpec,
+    signum: int = signal.SIGINT,
 ) -> Outcome:
     finished = any(e.get(KIND) == Event.END for e in events)
     errors = [e for e in events if e.get(KIND) == Event.ERROR]
@@ -74,8 +111,7 @@ def _ended(
     if ended_by == "timeout":
         return Outcome(RunStatus.TIMEOUT, f"ran past --timeout {spec.timeout_s:g} s", returncode, None, tail)
     if ended_by == "interrupted":
-        cause = "interrupted (Ctrl-C, or SIGTERM, SIGHUP or SIGQUIT to the tracer)"
-        return Outcome(RunStatus.INTERRUPTED, cause, returncode, None, tail)
+        return Outcome(RunStatus.INTERRUPTED, interrupted_cause(signum), returncode, None, tail)
     if ended_by == "stalled":
         cause = (
             f"no progress for {spec.stall_s:g} s (no event, no step, no CPU): ended; where each process waited"

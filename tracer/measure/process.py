@@ -66,8 +66,9 @@ class Child:
     #: (stdout file, stderr file): the child's output reaches our stdout and stderr as it comes and is
     #: kept in these files; None: both go into raw/worker.log only (the built-in worker).
     tee: tuple[Path, Path] | None = None
-    #: What Ctrl-C sends first: the worker takes SIGTERM; a user's script gets the SIGINT it would have.
-    interrupt_signal: int = signal.SIGTERM
+    #: What an interrupted tracer sends first: the worker takes SIGTERM; None: the signal the tracer got, as
+    #: itself (a user's script gets SIGTERM as SIGTERM, so its checkpoint-on-preemption handler runs).
+    interrupt_signal: int | None = signal.SIGTERM
     #: Whether the measured process writes worker.pid itself; under a wrapping backend (nsys) one that does not
     #: is started through a shell that writes it (`nsys.ANNOUNCE_PID`): the sampler waits for it either way.
     pid_file: bool = True
@@ -110,7 +111,10 @@ class Tee(threading.Thread):
         to_terminal = True
         with self.path.open("wb") as kept:
             while True:
-                chunk = os.read(self.pipe.fileno(), self.CHUNK)
+                try:
+                    chunk = os.read(self.pipe.fileno(), self.CHUNK)
+                except OSError:  # EIO: a pseudo-terminal whose every writer has closed it (its end of file)
+                    break
                 if not chunk:
                     break
                 kept.write(chunk)
@@ -126,6 +130,31 @@ class Tee(threading.Thread):
                         break
                     chunk = chunk[written:]
         self.pipe.close()
+
+
+def terminal_like(fd: int) -> tuple[Any, int] | None:
+    """Where our `fd` is a terminal, a pseudo-terminal for the child's stream in its place: (our end, as
+    a file to read, and the child's end). Its output is left as written (no newline turned into CR LF, so
+    raw/ keeps the command's bytes) and its window is our terminal's size. Under a pipe a command's
+    tqdm, rich and colours change mode; on a terminal they stay as they are without the tracer. None
+    where `fd` is not a terminal, or no pseudo-terminal can be opened."""
+    import fcntl
+    import termios
+
+    try:
+        if not os.isatty(fd):
+            return None
+        ours, theirs = os.openpty()
+    except OSError:
+        return None
+    try:
+        attrs = termios.tcgetattr(theirs)
+        attrs[1] &= ~termios.OPOST  # output processing off: bytes as the command wrote them
+        termios.tcsetattr(theirs, termios.TCSANOW, attrs)
+        fcntl.ioctl(theirs, termios.TIOCSWINSZ, fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\0" * 8))
+    except OSError:
+        pass  # a size or mode that cannot be set: still a terminal
+    return os.fdopen(ours, "rb", buffering=0), theirs
 
 
 class Signals:

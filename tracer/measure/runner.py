@@ -118,7 +118,7 @@ class Runner(Supervisor):
         ended = self.supervise(folder, child, spec, nvml, pyspy)
         events = folder.events()  # read once, now that the worker has ended
         returncode = self.backend.worker_returncode(ended.returncode, events)
-        outcome = classify(returncode, ended.ended_by, events, folder, spec)
+        outcome = classify(returncode, ended.ended_by, events, folder, spec, self.signals.last)
         if ended.failed_rank is not None:
             outcome = rank_failed(ended.failed_rank, ended.rank_returncode or 0, folder, spec)
         return self._with_sampler_error(outcome, ended), ended.sampling, events

@@ -2,7 +2,9 @@
 
 CPU % is computed from per-process CPU-time deltas (so DataLoader workers that come and go are
 counted), as `cpu_pct` (100 = every core busy, the study's scale) and `cpu_cores` (1.0 = one core).
-RSS is the sum over the tree. Per-thread CPU times feed the thread timelines.
+RSS is the sum over the tree (a page forked loader workers share counts in each); PSS, beside it, counts
+a shared page once (split among the processes mapping it), read at most every PSS_EVERY_S per process
+(the kernel walks the process's page tables to say it). Per-thread CPU times feed the thread timelines.
 """
 
 from __future__ import annotations
@@ -42,9 +44,23 @@ class _TreeState:
     root_pid: int | None = None
     scanned_ns: int = 0
     born_since_last_scan: set[int] = field(default_factory=set)
+    pss: dict[int, tuple[float, int | None]] = field(default_factory=dict)  # pid -> (read at, bytes)
 
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+PSS_EVERY_S = 1.0
+
+
+def read_pss(pid: int) -> int | None:
+    """A process's proportional set size in bytes (/proc/PID/smaps_rollup, Linux 4.14+), or None."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _age_s(pid: int) -> float | None:
@@ -219,6 +235,7 @@ class Sampler:
         procs = self._tree(pid, t_ns) if pid else []
         mono = time.monotonic()  # after the tree scan, whose length varies: the CPU times are read from here
         cpu_delta_s, rss, threads, live = 0.0, 0, 0, 0
+        pss: int | None = 0
         ctx_vol, ctx_invol = 0, 0
         refresh_names = mono - self._state.names_read_at >= THREAD_NAME_REFRESH_S
         new_cpu: dict[int, float] = {}
@@ -246,6 +263,8 @@ class Sampler:
                 cpu_delta_s += total * self._share_since_last_read(p.pid, mono)
             new_cpu[p.pid] = total
             rss += mem.rss
+            own_pss = self._pss(p.pid, mono)
+            pss = None if pss is None or own_pss is None else pss + own_pss
             threads += nthreads
             ctx_vol += ctx.voluntary
             ctx_invol += ctx.involuntary
@@ -259,6 +278,7 @@ class Sampler:
             seen = set(self._state.thread_names) & set(new_threads)
             self._state.thread_names = {tid: self._state.thread_names[tid] for tid in seen}
         self._state.cpu_s = new_cpu
+        self._state.pss = {pid: v for pid, v in self._state.pss.items() if pid in new_cpu}
         cores = self._cores_over_window(mono, time.monotonic(), cpu_delta_s)
         vm = psutil.virtual_memory()
         if mono - self._per_core_at >= CPU_WINDOW_S or not self._per_core:  # the same ticks, machine-wide
@@ -266,7 +286,7 @@ class Sampler:
         per_core = self._per_core
         if live:
             self._append_process_row(
-                streams[schema.PROCESS.name], t_ns, cores, rss, threads, live, per_core, vm, (ctx_vol, ctx_invol)
+                streams[schema.PROCESS.name], t_ns, cores, (rss, pss), threads, live, per_core, vm, (ctx_vol, ctx_invol)
             )
         for core, pct in enumerate(per_core):
             streams[schema.CORES.name].append((t_ns, core, pct))
@@ -291,6 +311,15 @@ class Sampler:
         if self.rapl is not None:
             self.rapl.append(streams[schema.RAPL.name], t_ns)
         self._gaps.add(t_ns)
+
+    def _pss(self, pid: int, now: float) -> int | None:
+        """The process's PSS, read again once PSS_EVERY_S has passed since its last read."""
+        last = self._state.pss.get(pid)
+        if last is not None and now - last[0] < PSS_EVERY_S:
+            return last[1]
+        value = read_pss(pid)
+        self._state.pss[pid] = (now, value)
+        return value
 
     def _share_since_last_read(self, pid: int, now: float) -> float:
         """Of a process found since the last tree scan, the share of its CPU time spent since the last
@@ -335,13 +364,14 @@ class Sampler:
         stream: CsvStream,
         t_ns: int,
         cores: float,
-        rss: int,
+        memory: tuple[int, int | None],
         threads: int,
         live: int,
         per_core: list[float],
         vm: object,
         ctx: tuple[int, int],
     ) -> None:
+        rss, pss = memory
         stream.append(
             (
                 t_ns,
@@ -356,5 +386,6 @@ class Sampler:
                 round(vm.used / 2**20, 1),  # type: ignore[attr-defined]
                 ctx[0],
                 ctx[1],
+                None if pss is None else round(pss / 2**20, 3),
             )
         )

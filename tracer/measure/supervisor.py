@@ -49,6 +49,7 @@ from tracer.measure.process import (
     start_lifeguard,
     stop_lifeguard,
     sweep_descendants,
+    terminal_like,
     terminate,
     worker_tmp,
 )
@@ -79,6 +80,7 @@ class Supervisor:
         self._tegrastats: str | None = None
         self.signals = Signals()
         self._ranks: tuple[RankInfo, ...] = ()
+        self.ended_by: str | None = None  # what ended the last supervised child (None: itself)
 
     def run(self) -> tuple[RunFolder, RunRecord]:
         """The run, the terminal's signals counted from its first step (acted on where the run can)."""
@@ -176,17 +178,28 @@ class Supervisor:
                 proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
             pumps = []
         else:  # the command's own output: to our terminal as it comes, byte for byte, and into raw/
-            proc = subprocess.Popen(
-                cmd,
-                stdin=None,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                cwd=child.cwd,
-                start_new_session=True,
-            )
-            assert proc.stdout is not None and proc.stderr is not None
-            pumps = [Tee(proc.stdout, 1, child.tee[0]), Tee(proc.stderr, 2, child.tee[1])]
+            terminals = [terminal_like(fd) for fd in (1, 2)]  # a terminal where ours is one, else a pipe
+            try:
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=None,
+                    stdout=terminals[0][1] if terminals[0] else subprocess.PIPE,
+                    stderr=terminals[1][1] if terminals[1] else subprocess.PIPE,
+                    env=env,
+                    cwd=child.cwd,
+                    start_new_session=True,
+                )
+            except BaseException:
+                for t in terminals:
+                    if t is not None:
+                        t[0].close()
+                raise
+            finally:
+                for t in terminals:
+                    if t is not None:
+                        os.close(t[1])  # the child's end is the child's alone: its last close is our end of file
+            sources = [t[0] if t else pipe for t, pipe in zip(terminals, (proc.stdout, proc.stderr))]
+            pumps = [Tee(sources[0], 1, child.tee[0]), Tee(sources[1], 2, child.tee[1])]
         guard = start_lifeguard(proc.pid, child.mark)
 
         def target_pid() -> int | None:
@@ -232,7 +245,7 @@ class Supervisor:
                     spy.poll(target_pid())
                 if self.signals.count:
                     ended_by = "interrupted"
-                    terminate(proc, hurry, child.interrupt_signal)
+                    terminate(proc, hurry, self._interrupt_signal(child))
                     break
                 if spec.timeout_s is not None and time.monotonic() - started > spec.timeout_s:
                     ended_by = "timeout"
@@ -247,7 +260,7 @@ class Supervisor:
                 time.sleep(POLL_S)
         except KeyboardInterrupt:  # raised by code of ours, not by a signal (the handlers only count)
             ended_by = "interrupted"
-            terminate(proc, hurry, child.interrupt_signal)
+            terminate(proc, hurry, self._interrupt_signal(child))
         finally:
             for p in procs:
                 p.wait()
@@ -285,7 +298,12 @@ class Supervisor:
         if tegra is not None and (tegra.error or tegra.warnings):
             self.console.print(f"[yellow]tegrastats:[/yellow] {escape(tegra.error or tegra.warnings[0])}")
         failed_code = procs[failed_rank].returncode if failed_rank is not None else None
+        self.ended_by = ended_by
         return Ended(proc.returncode, ended_by, sampling, sampler.error, failed_rank, failed_code)
+
+    def _interrupt_signal(self, child: Child) -> int:
+        """What an interrupted tracer sends the child first: the child's own choice, or the signal it got."""
+        return self.signals.last if child.interrupt_signal is None else child.interrupt_signal
 
     def _finish_traces(self, folder: RunFolder) -> list[str]:
         try:

@@ -6,18 +6,19 @@ In a command's processes this package is importable as `dltracer_probe`; its one
 marker for loops no hook recognises::
 
     try:
-        from dltracer_probe import steps
+        from dltracer_probe import timed_epoch
     except ImportError:  # not under the tracer: the loop runs as it is
-        def steps(batches):
+        def timed_epoch(batches):
             return batches
 
     for epoch in range(3):
-        for batch in steps(loader):  # each call is an epoch, each batch a step
+        for batch in timed_epoch(loader):  # each call is an epoch, each batch a step
             train_step(batch)
 
-Outside the tracer (no run folder in the environment) `steps` hands the iterable back unchanged.
+Outside the tracer (no run folder in the environment) `timed_epoch` hands the iterable back unchanged.
+`steps` is its first name, kept for the scripts that use it.
 """
 
-from .marker import steps
+from .marker import steps, timed_epoch
 
-__all__ = ["steps"]
+__all__ = ["steps", "timed_epoch"]

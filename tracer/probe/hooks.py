@@ -4,18 +4,22 @@ nothing itself), so a script that imports no framework pays one set lookup per i
 
 Hooks, by what a training loop does:
 - PyTorch: iterating `torch.utils.data.DataLoader` (a `Pass` per `for`, counting only steps with a
-  backward or an optimizer step); `optimizer.step()` counted where no DataLoader is iterated;
-  the tensor given to `backward()` kept to read the loss once at the epoch's end.
-- TensorFlow: `keras.Model.fit` (a callback added; Keras's own logs give the loss), iterating a
-  `tf.data.Dataset` eagerly outside `fit`.
-- JAX: iterating grain's `DataLoader`, `MapDataset` and `IterDataset`.
+  backward or an optimizer step); the tensor given to `backward()` kept to read the loss once at the
+  epoch's end; the first `cross_entropy`'s class count (`facts`).
+- TensorFlow: `keras.Model.fit` (a callback added; Keras's own logs give the loss; samples from what
+  fit was given, `fit_samples`; the wait for its batches, `keras_input`), iterating a `tf.data.Dataset`
+  eagerly outside `fit`.
+- JAX: iterating grain's `DataLoader`, `MapDataset` and `IterDataset`; `jax.jit`'s calls watched
+  (`device`: a step ends when its work is done).
 - MXNet: iterating `gluon.data.DataLoader`; PaddlePaddle: `paddle.io.DataLoader`, `paddle.Model.fit`.
+- Every framework's optimizer update counted as a step where no pipeline is iterated (`optimizers`).
 A pipeline iterated from inside a framework package (grain's datasets iterating their parents, Keras
 iterating the tf.data set it was given) is the framework's business and not wrapped.
 """
 
 import sys
 
+from . import device, facts, fit_samples, keras_input, optimizers, singa_mend, step_parts
 from .flops import count_torch_step
 from .names import schema
 from .passes import Pass
@@ -69,6 +73,7 @@ def _attrs(obj, names):
 # --- PyTorch
 def patch_torch(torch, recorder):
     recorder.frameworks["torch"] = str(getattr(torch, "__version__", ""))
+    step_parts.patch_torch(torch, recorder)  # forward, backward, optimizer per step (tracer/probe/step_parts.py)
     tensor_backward = torch.Tensor.backward
 
     def backward(self, *args, **kwargs):
@@ -78,10 +83,10 @@ def patch_torch(torch, recorder):
 
     backward.__wrapped__ = tensor_backward
     torch.Tensor.backward = backward
+    facts.torch_classes(torch, recorder)
     try:
-        register = torch.optim.optimizer.register_optimizer_step_post_hook
-        register(lambda optimizer, args, kwargs: recorder.optimizer_step(Probe.TORCH_OPTIMIZER))
-    except AttributeError:  # torch < 2.0: the DataLoader and backward() still count
+        optimizers.torch_optimizer(recorder)
+    except (ImportError, AttributeError):  # torch < 2.0: the DataLoader and backward() still count
         pass
     count_torch_step(torch, recorder)  # one step's FLOPs (tracer/probe/flops.py)
     knobs = (
@@ -95,6 +100,25 @@ def patch_torch(torch, recorder):
 
 
 # --- TensorFlow and Keras
+def tf_data_knobs(ds):
+    """What a tf.data chain holds (outermost first): the knob advice fits the pipeline as written."""
+    kinds, parallel = [], False
+    for _ in range(32):
+        kinds.append(type(ds).__name__.lstrip("_"))
+        if kinds[-1] == "ParallelMapDataset":  # num_parallel_calls=1 makes one too, running one call at a time
+            calls = getattr(ds, "_num_parallel_calls", None)
+            parallel = parallel or int(calls.numpy() if hasattr(calls, "numpy") else calls or 0) != 1
+        ds = getattr(ds, "_input_dataset", None)
+        if ds is None:
+            break
+    return {
+        "prefetch": any("Prefetch" in k for k in kinds),
+        "map": any(k in ("MapDataset", "ParallelMapDataset") for k in kinds),
+        "parallel_map": parallel,
+        "cache": any("Cache" in k for k in kinds),
+    }
+
+
 def patch_tf_data(dataset_ops, recorder):
     cls = dataset_ops.DatasetV2
     original = cls.__iter__
@@ -102,20 +126,7 @@ def patch_tf_data(dataset_ops, recorder):
     def eager_only(self):
         return original(self)
 
-    def knobs(ds):
-        kinds = []
-        for _ in range(32):  # the chain of datasets, outermost first
-            kinds.append(type(ds).__name__)
-            ds = getattr(ds, "_input_dataset", None)
-            if ds is None:
-                break
-        return {
-            "prefetch": any("Prefetch" in k for k in kinds),
-            "parallel_map": any("ParallelMap" in k for k in kinds),
-            "cache": any("Cache" in k for k in kinds),
-        }
-
-    wrap_iter(cls, recorder, Probe.TF_DATA, False, knobs)
+    wrap_iter(cls, recorder, Probe.TF_DATA, False, tf_data_knobs)
     wrapped = cls.__iter__
 
     def __iter__(self):
@@ -123,24 +134,34 @@ def patch_tf_data(dataset_ops, recorder):
             eager = dataset_ops.context.executing_eagerly()
         except Exception:  # noqa: BLE001
             eager = False
-        return wrapped(self) if eager else original(self)
+        # (this wrapper is the caller `wrap_iter` sees: whether a framework iterates is asked here)
+        return wrapped(self) if eager and not called_from_framework() else original(self)
 
     cls.__iter__ = __iter__
 
 
-def _framework_loop(recorder, callback_base, probe, batch_size):
-    """A callback for a framework's own fit loop (Keras, paddle.Model): steps from its batch hooks."""
+def _framework_loop(recorder, callback_base, probe, samples):
+    """A callback for a framework's own fit loop (Keras, paddle.Model): steps from its batch hooks, the
+    epoch from its epoch hooks (all of it: the pipeline's start-up and tail are the epoch's). Where the
+    loop reads its batches inside a compiled graph (Keras: `Probe.IN_GRAPH_INPUT`) a step is the time
+    from the previous one, its wait the one `keras_input` measured, else left empty (not measured).
+    `samples(step)`: the samples of the epoch's step number `step`, or None where not counted."""
     from .recorder import perf, wall_ns
+
+    in_graph = probe in Probe.IN_GRAPH_INPUT
 
     class DlTracerProbe(callback_base):
         def __init__(self):
             callback_base.__init__(self)
             self._t_end = None  # type: object
+            self._end_ns = 0
             self._t_begin = 0.0
             self._start_ns = 0
 
         def on_epoch_begin(self, epoch, logs=None):
-            self._t_end = perf()
+            self._t_end, self._end_ns = perf(), wall_ns()
+            if not recorder.epoch_open:
+                recorder.begin_epoch(self._end_ns)
 
         def on_train_batch_begin(self, step, logs=None):
             self._t_begin, self._start_ns = perf(), wall_ns()
@@ -148,9 +169,15 @@ def _framework_loop(recorder, callback_base, probe, batch_size):
         def on_train_batch_end(self, step, logs=None):
             now = perf()
             last = self._t_end if self._t_end is not None else self._t_begin
-            wait = max(0.0, self._t_begin - last)
-            recorder.add_step(probe, self._start_ns, wait, now - self._t_begin, batch_size)
-            self._t_end = now
+            n = samples(step)
+            if in_graph:  # the step from the previous one; its wait where `keras_input` took the batch
+                wait, recorder.fit_wait = recorder.fit_wait, None
+                wait = None if wait is None else min(wait, now - last)
+                recorder.add_step(probe, self._end_ns or self._start_ns, wait, now - last - (wait or 0.0), n)
+            else:
+                wait = max(0.0, self._t_begin - last)
+                recorder.add_step(probe, self._start_ns - int(wait * 1e9), wait, now - self._t_begin, n)
+            self._t_end, self._end_ns = now, wall_ns()
 
         def on_epoch_end(self, epoch, logs=None):
             loss = (logs or {}).get("loss")
@@ -161,7 +188,7 @@ def _framework_loop(recorder, callback_base, probe, batch_size):
             except (TypeError, ValueError):
                 loss = None
             if recorder.epoch_open:
-                recorder.end_epoch(loss)
+                recorder.end_epoch(loss, wall_ns())
             if recorder.diverged:
                 model = getattr(self, "model", None)
                 if model is not None:
@@ -181,40 +208,41 @@ def _with_callback(args, kwargs, index, callback):
     return args, kwargs
 
 
-def _fit_batch_size(args, kwargs, index, default):
-    size = kwargs.get("batch_size", args[index] if len(args) > index else None)
-    if isinstance(size, int):
-        return size
-    x = kwargs.get("x", args[0] if args else None)
-    if hasattr(x, "element_spec"):  # a tf.data set: its batch dimension where it is fixed
-        try:
-            spec = x.element_spec
-            while isinstance(spec, (tuple, list)):
-                spec = spec[0]
-            return int(spec.shape[0])
-        except Exception:  # noqa: BLE001
-            return 0
-    return default if hasattr(x, "shape") else 0
+def _fit_arg(args, kwargs, name, index, default=None):
+    return kwargs.get(name, args[index] if index is not None and len(args) > index else default)
 
 
 def patch_fit(model_cls, callback_base, recorder, probe, callbacks_index, batch_index, default_batch):
+    """`fit` with the probe's callback added; a fit that raises (Ctrl-C, an error) leaves its epoch partial."""
     original = model_cls.fit
 
     def fit(self, *args, **kwargs):
         if recorder.suppress or recorder.active is not None:
             return original(self, *args, **kwargs)
-        size = _fit_batch_size(args, kwargs, batch_index, default_batch)
-        recorder.emit(schema.Event.LOADER, probe=probe, knobs={"batch_size": size})
+        x = _fit_arg(args, kwargs, "x", 0, kwargs.get("train_data"))
+        size = _fit_arg(args, kwargs, "batch_size", batch_index)
+        size = size if isinstance(size, int) else (default_batch if hasattr(x, "shape") else None)
+        samples = fit_samples.samples_of(x, size, kwargs.get("steps_per_epoch"), kwargs.get("validation_split") or 0.0)
+        knobs = {"batch_size": samples(0)}
+        if hasattr(x, "element_spec"):
+            knobs.update(tf_data_knobs(x))
+        recorder.emit(schema.Event.LOADER, probe=probe, knobs=knobs)
+        facts.keras_classes(recorder, self)
         args, kwargs = _with_callback(
-            args, kwargs, callbacks_index, _framework_loop(recorder, callback_base, probe, size)
+            args, kwargs, callbacks_index, _framework_loop(recorder, callback_base, probe, samples)
         )
         recorder.suppress += 1
         try:
-            return original(self, *args, **kwargs)
+            result = original(self, *args, **kwargs)
+        except BaseException:
+            if recorder.epoch_open:
+                recorder.end_epoch(None, None, False, True)
+            raise
         finally:
             recorder.suppress -= 1
-            if recorder.epoch_open:
-                recorder.end_epoch(None)
+        if recorder.epoch_open:
+            recorder.end_epoch(None)
+        return result
 
     fit.__wrapped__ = original
     model_cls.fit = fit
@@ -224,6 +252,8 @@ def patch_keras(keras, recorder):
     recorder.frameworks["keras"] = str(getattr(keras, "__version__", ""))
     # Model.fit(x, y, batch_size, epochs, verbose, callbacks, ...): Keras's default batch is 32
     patch_fit(keras.Model, keras.callbacks.Callback, recorder, Probe.KERAS_FIT, 5, 2, 32)
+    optimizers.keras_optimizer(keras, recorder)
+    keras_input.patch(keras, recorder)
 
 
 # --- JAX's grain
@@ -276,6 +306,7 @@ def patch_paddle(paddle, recorder):
     # Model.fit(train_data, eval_data, batch_size, epochs, eval_freq, log_freq, save_dir, save_freq,
     # verbose, drop_last, shuffle, num_workers, callbacks, ...)
     patch_fit(paddle.Model, paddle.callbacks.Callback, recorder, Probe.PADDLE_FIT, 12, 2, 1)
+    optimizers.paddle_optimizer(paddle, recorder)
 
 
 def version_only(name):
@@ -291,12 +322,14 @@ PATCHES = {
     "tensorflow": version_only("tensorflow"),
     "tensorflow.python.data.ops.dataset_ops": patch_tf_data,
     "keras": patch_keras,
-    "jax": version_only("jax"),
+    "jax": device.patch_jax_version,
     "grain": patch_grain,
     "mxnet": version_only("mxnet"),
     "mxnet.gluon.data.dataloader": patch_gluon,
+    "mxnet.gluon.trainer": optimizers.mxnet_trainer,
     "paddle": patch_paddle,
-    "singa": version_only("singa"),
+    "singa": singa_mend.patch_singa,  # the wheel's defects mended as the built-in worker does
+    "singa.opt": optimizers.singa_optimizer,
 }
 
 

@@ -21,9 +21,24 @@ for a pass that requires training:
   pass trains nothing), when it is dropped, or at exit;
 - a pass ended outside a `next()` closes its last step at the last training mark (backward, optimizer
   step) after that batch was handed out, and its epoch ends where its last step ended.
+
+An epoch is the pass's wall time, all of it: it begins when the pass begins (before the pipeline's
+iterator is made, so a loader's start-up is the first step's wait) and, for a pass that ends at its
+StopIteration, ends when that returns (the pipeline's tail: a DataLoader's workers shut down); its steps
+and a "between steps" remainder add up to it (`analyzers.figures.steps`).
 """
 
+import sys
+
 from .recorder import perf, wall_ns
+
+
+def _caller_package():  # type: () -> str
+    """The top package of the code that called the pass's `next()` (two frames up)."""
+    try:
+        return sys._getframe(2).f_globals.get("__name__", "").split(".", 1)[0]
+    except ValueError:
+        return ""
 
 
 def batch_size(batch):  # type: (object) -> int
@@ -69,12 +84,15 @@ class Pass(object):
         "counted",
         "marks_at_begin",
         "_ready",
+        "_begin",
         "_start_ns",
         "_wait",
         "_n",
         "_marks",
         "_carry",
         "reads_ahead",
+        "ahead",
+        "_stop",
     )
 
     def __init__(self, recorder, probe, needs_training, pipeline=None):
@@ -97,6 +115,11 @@ class Pass(object):
         self._marks = 0
         self._carry = None  # type: object  # (start_ns, wait, images) of batches handed out but not yet trained
         self.reads_ahead = False  # a batch was carried into a trained step: the loop takes batches ahead
+        self.ahead = None  # type: object  # iterated by accelerate, which takes one batch ahead (see _close_step)
+        self._stop = None  # type: object  # (training marks, wall ns) at a draining pass's StopIteration
+        # The pass began before its iterator was made: a loader's start-up (workers spawned again each
+        # epoch without persistent_workers) is its first step's wait for data.
+        self._begin = (perf(), wall_ns())  # type: object
         self.recording = recorder.begin_pass(self)
 
     def attach(self, iterator):
@@ -122,19 +145,24 @@ class Pass(object):
     def __next__(self):
         if not self.recording or self.draining:
             return next(self._it)
-        t = perf()
-        now_ns = wall_ns()
+        if self._begin is not None:
+            (t, now_ns), self._begin = self._begin, None
+        else:
+            t, now_ns = perf(), wall_ns()
+        if self.ahead is None:
+            self.ahead = _caller_package() == "accelerate"
         try:
             batch = next(self._it)
         except StopIteration:
             if self.needs_training and self.counted and (self.reads_ahead or self._carry):
                 self.draining = True  # read one ahead: its last batch trains after this
+                self._stop = (self._rec.train_marks, now_ns)
                 raise
             if self._ready is not None:
                 self._close_step(t - self._ready)
             self._ready = None
             self.recording = False
-            self._rec.end_pass(self)
+            self._rec.end_pass(self, wall_ns())  # the pipeline's tail (its workers shut down) is the epoch's
             self._rec.stop_if_diverged()
             raise
         ready = perf()
@@ -148,7 +176,7 @@ class Pass(object):
 
     next = __next__  # Python 2 spelling some libraries still call
 
-    def _close_step(self, compute_s):  # type: (float) -> None
+    def _close_step(self, compute_s, shift=True):  # type: (float, bool) -> None
         """The step of the batch handed out last, `compute_s` after it was ready."""
         rec = self._rec
         trained = not self.needs_training or rec.train_marks != self._marks
@@ -157,10 +185,19 @@ class Pass(object):
             carried = self._carry or (start_ns, 0.0, 0)
             self._carry = (carried[0], carried[1] + wait, carried[2] + n)
             return
+        if self._carry and self.ahead and shift:
+            # accelerate took this batch ahead: the training just seen was the carried batches' (one
+            # step each update); this batch is carried into the next, from where this step ended
+            end_ns = start_ns + int((wait + compute_s) * 1e9)
+            (c_start, c_wait, c_n), self._carry = self._carry, (end_ns, 0.0, n)
+            self.reads_ahead = True
+            rec.take_step(self.source, c_start, c_wait, (end_ns - c_start) / 1e9 - c_wait, c_n)
+            self.counted += 1
+            return
         if self._carry:
             start_ns, wait, n = self._carry[0], wait + self._carry[1], n + self._carry[2]
             self._carry, self.reads_ahead = None, True
-        rec.add_step(self.source, start_ns, wait, compute_s, n)
+        rec.take_step(self.source, start_ns, wait, compute_s, n)
         self.counted += 1
 
     def finish(self):  # type: () -> None
@@ -170,10 +207,20 @@ class Pass(object):
             return
         rec = self._rec
         if self._ready is not None and self.needs_training and rec.train_marks != self._marks:
-            self._close_step(max(0.0, rec.last_mark - self._ready))
+            stop = self._stop
+            if self.ahead and self._carry and stop is not None and stop[0] != self._marks:
+                # the carried batches trained before the loader said it was done (a step ending there),
+                # the last batch after it (a step of its own)
+                (c_start, c_wait, c_n), self._carry = self._carry, None
+                rec.take_step(self.source, c_start, c_wait, (stop[1] - c_start) / 1e9 - c_wait, c_n)
+                last_ns = wall_ns() - int((perf() - rec.last_mark) * 1e9)
+                rec.take_step(self.source, stop[1], 0.0, max(0.0, (last_ns - stop[1]) / 1e9), self._n)
+                self.counted += 2
+            else:
+                self._close_step(max(0.0, rec.last_mark - self._ready), False)
         self._ready = None
         self.recording = False
-        rec.end_pass(self)
+        rec.end_pass(self, None, True)
 
     def superseded_by(self, other):  # type: (Pass) -> str
         """What a new pass `other` does to this recording one: 'end' it, 'suspend' it, or '' (nested)."""

@@ -14,6 +14,9 @@ WORKER_CONFIG_FILE = "worker_config.json"
 WORKER_PID_FILE = "worker.pid"
 KIND = "kind"  # the key that names an event's kind
 T_NS = "t_ns"  # the key of an event's Unix-epoch time in ns
+#: An epoch_end's key, true for an epoch the run left before its end (a failure, Ctrl-C, a shorter last
+#: pass): the epoch is kept apart and out of every epoch figure.
+PARTIAL = "partial"
 
 
 class Event(object):
@@ -26,7 +29,7 @@ class Event(object):
     MODEL = "model"  # parameter counts and the knobs as the framework applied them
     EPOCH_START = "epoch_start"
     PROGRESS = "progress"  # at most every half second: images so far, last loss
-    EPOCH_END = "epoch_end"  # images, loss
+    EPOCH_END = "epoch_end"  # images, loss; PARTIAL where the epoch was interrupted
     END = "end"  # the worker finished every epoch
     ERROR = "error"  # the framework's own cause, and the stage it failed in
     TRACE_ERROR = "trace_error"  # a tracer inside the worker failed; training went on
@@ -176,8 +179,12 @@ PROBE_RUN_DIR_ENV = "DL_TRACER_RUN_DIR"
 PROBE_STEPS_SEPARATOR = "-"
 #: The probe's source folder in the tool (tracer/probe/), staged into a command's path as PROBE_MODULE.
 PROBE_SOURCE_DIR = "probe"
-#: The module name the probe (and its marker, `from dltracer_probe import steps`) has in a command's processes.
+#: The module name the probe (and its marker, `from dltracer_probe import timed_epoch`) has in a command's processes.
 PROBE_MODULE = "dltracer_probe"
+#: The marker's name (`for batch in timed_epoch(loader)`), and its first spelling, still exported.
+PROBE_MARKER, PROBE_MARKER_OLD = "timed_epoch", "steps"
+#: A `loader` event's probe name for facts about the model the probe read (its class count, `classes`).
+MODEL_FACTS, CLASSES = "model", "classes"
 #: Ranks of a data-parallel launch, as torchrun and most launchers set them.
 RANK_ENV, LOCAL_RANK_ENV, WORLD_SIZE_ENV = "RANK", "LOCAL_RANK", "WORLD_SIZE"
 
@@ -187,6 +194,10 @@ class Probe(object):
 
     TORCH_DATALOADER = "torch.DataLoader"
     TORCH_OPTIMIZER = "torch.optimizer"  # optimizer.step() counted, where no DataLoader is iterated
+    KERAS_OPTIMIZER = "keras.apply_gradients"  # an eager apply_gradients counted, where no pipeline is iterated
+    PADDLE_OPTIMIZER = "paddle.optimizer"  # optimizer.step() in dygraph
+    MXNET_TRAINER = "gluon.Trainer"  # trainer.step()
+    SINGA_OPTIMIZER = "singa.opt"  # an optimizer call (its update of every parameter)
     MARKER = "marker"  # the script's own `for batch in steps(loader)`
     KERAS_FIT = "keras.fit"
     TF_DATA = "tf.data"
@@ -195,9 +206,18 @@ class Probe(object):
     PADDLE_DATALOADER = "paddle.io.DataLoader"
     PADDLE_FIT = "paddle.Model.fit"
 
+    #: Steps counted from optimizer updates: no batch seen, so no data wait and no samples.
+    OPTIMIZERS = (TORCH_OPTIMIZER, KERAS_OPTIMIZER, PADDLE_OPTIMIZER, MXNET_TRAINER, SINGA_OPTIMIZER)
+    #: Steps whose wait for their batch happens inside a compiled graph, where the probe does not see it.
+    IN_GRAPH_INPUT = (KERAS_FIT,)
+
     ALL = (
         TORCH_DATALOADER,
         TORCH_OPTIMIZER,
+        KERAS_OPTIMIZER,
+        PADDLE_OPTIMIZER,
+        MXNET_TRAINER,
+        SINGA_OPTIMIZER,
         MARKER,
         KERAS_FIT,
         TF_DATA,
@@ -227,6 +247,14 @@ ARRIVE_NS = "arrive_ns"
 DONE_NS = "done_ns"
 COLLECTIVE = "collective"  # what it was: "allreduce" (a DDP bucket), "broadcast" ...
 COLLECTIVE_COLUMNS = ("epoch", "step", COLLECTIVE, ARRIVE_NS, DONE_NS, RANK)
+
+# --- samples/step_parts.csv: a PyTorch step of a user's command split where the probe sees it (tracer/probe/
+# step_parts.py), one row per step of the steps table (same epoch, step, rank, start_ns): forward (batch handed out to
+# backward() called), backward (inside backward(): DDP's gradient all-reduce too), optimizer (inside
+# optimizer.step()), and ARRIVE_NS, when the step called backward(): where DDP's all-reduce begins.
+STEP_PARTS_TABLE = "step_parts"
+FORWARD_S, BACKWARD_S, OPTIMIZER_S = "forward_s", "backward_s", "optimizer_s"
+STEP_PART_COLUMNS = ("epoch", "step", RANK, "start_ns", FORWARD_S, BACKWARD_S, OPTIMIZER_S, ARRIVE_NS)
 #: The rendezvous of a data-parallel launch, as torchrun sets it (the runner sets it for `--nproc`).
 MASTER_ADDR_ENV, MASTER_PORT_ENV = "MASTER_ADDR", "MASTER_PORT"
 #: Under the run folder: rank r's own folder (events, steps, collectives, log) for every rank but 0, whose

@@ -379,6 +379,7 @@ def _unit_tag(metric: Metric) -> str:
 def _short(metric: Metric) -> str:
     return {
         schema.CPU_PCT: "CPU",
+        schema.PSS_MIB: "PSS",
         schema.RSS_MIB: "RSS",
         "threads": "threads",
         "gpu_util_pct": "GPU util",
@@ -387,4 +388,7 @@ def _short(metric: Metric) -> str:
         "step_data_wait_s": "data wait",
         "step_compute_s": "compute",
         "step_sync_s": "sync",
+        "step_forward_s": "forward",
+        "step_backward_s": "backward",
+        "step_optimizer_s": "optimizer",
     }[metric.key]

@@ -46,7 +46,10 @@ def test_ratios_equal_values_from_the_folders(
         "epoch time (whole run)": (x.mean_epoch_s(a), x.mean_epoch_s(b)),
         "images/s (whole run)": (x.images_per_s(a), x.images_per_s(b)),
         "CPU % mean (100 = all cores) (whole run)": (sum(cpu_a) / len(cpu_a), sum(cpu_b) / len(cpu_b)),
-        "peak RSS (whole run)": (max(x.process_column(a, "rss_mib")), max(x.process_column(b, "rss_mib"))),
+        "peak RSS summed over processes (whole run)": (
+            max(x.process_column(a, "rss_mib")),
+            max(x.process_column(b, "rss_mib")),
+        ),
         "threads max (whole run)": (_threads_max(a), _threads_max(b)),
     }
     for metric, (va, vb) in expected.items():

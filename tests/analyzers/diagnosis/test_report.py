@@ -6,6 +6,7 @@ from pathlib import Path
 
 from analyzers.diagnosis.findings import AGREES, CLAIMS, DISAGREES, NOT_MEASURED, findings, load_runs
 from analyzers.figures.run_summary import summarise
+from analyzers.report.build import FINDINGS_TITLE
 from tests.conftest import run_tracer
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder
@@ -30,7 +31,7 @@ def test_report_has_diagnosis_and_findings(plain3: RunFolder, oversubscribed: Ru
     result = run_tracer("report", str(plain3.path), str(oversubscribed.path), "--out", str(out))
     assert result.returncode == 0, result.stderr
     page = (out / "index.html").read_text()
-    assert "Diagnosis and findings" in page and "PyTorch keeps the CPU at 100 %" in page
+    assert FINDINGS_TITLE in page and "PyTorch keeps the CPU at 100 %" in page
     diag = (out / "diagnosis.md").read_text()
     assert "CPU oversubscribed" in diag
     assert "| claim | source | result | numbers | runs used |" in (out / "findings.md").read_text()

@@ -80,9 +80,7 @@ def test_per_rank_step_and_nccl_time_equal_plain_sums(dlrm_run: RunFolder, real_
     assert min(r.comm_s or 0 for r in rows.values()) < 0.002 < 0.011 < max(r.comm_s or 0 for r in rows.values())
 
 
-def test_straggler_is_the_last_to_arrive_not_the_one_that_waited_most(
-    dlrm_run: RunFolder, real_fixtures: Path
-) -> None:
+def test_straggler_is_the_last_to_arrive_not_the_one_that_waited_most(dlrm_run: RunFolder, real_fixtures: Path) -> None:
     """Recomputed from the raw files: at each NCCL kernel (k-th of its kind on every rank) the latest
     start is the rank that held the others back."""
     starts: dict[int, dict[tuple[str, int], float]] = {}
@@ -241,7 +239,10 @@ def test_export_has_one_process_per_rank_and_lanes_are_grouped(dlrm_run: RunFold
     assert len(steps) == 8 and len({e["pid"] for e in steps}) == 8
     drawn = lanes.load(dlrm_run)
     assert drawn.gpu is not None and drawn.threads is not None
-    assert [n for n in drawn.gpu.lane_names if n.endswith("steps")] == [f"rank {r} · steps" for r in range(8)]
+    stepped = [n for n in drawn.gpu.lane_names if " · steps" in n]  # each with its count of last arrivals
+    last = straggler.straggler(dlrm_run)
+    assert last is not None
+    assert stepped == [f"rank {r.rank} · steps (last at {r.last} of {last.collectives})" for r in last.summary]
     assert all(n.startswith("rank ") for n in drawn.threads.lane_names + drawn.gpu.lane_names)
 
 
@@ -251,9 +252,7 @@ def test_compare_shows_ranks_side_by_side(dlrm_run: RunFolder) -> None:
     assert "A: ranks of" in result.stdout and "B: ranks of" in result.stdout
 
 
-def test_clocks_that_cannot_be_trusted_are_aligned_on_the_first_collective(
-    real_fixtures: Path, tmp_path: Path
-) -> None:
+def test_clocks_that_cannot_be_trusted_are_aligned_on_the_first_collective(real_fixtures: Path, tmp_path: Path) -> None:
     """Two ranks whose times are relative, each from its own zero (no baseTimeNanoseconds, not Unix time):
     the import shifts rank 1 so that its first NCCL kernel ends with rank 0's, and says so."""
     paths = sorted((real_fixtures / DLRM).iterdir())[:2]

@@ -122,9 +122,7 @@ def test_a_fifo_or_link_planted_in_the_cache_is_never_read_or_written_through(
 
 
 @pytest.mark.parametrize("rel", NSYS_FILES)
-def test_direct_summary_equals_the_imported_run(
-    real_fixtures: Path, ingested: dict[str, RunFolder], rel: str
-) -> None:
+def test_direct_summary_equals_the_imported_run(real_fixtures: Path, ingested: dict[str, RunFolder], rel: str) -> None:
     """Every row of the direct summaries equals the imported run's (`analyzers.summaries.cuda_api`, `kernels`,
     `threads`), floats to 1e-12 (DuckDB's standard deviation depends on the order it meets the rows in)."""
     found = nsys_summary.summarise(real_fixtures / rel)

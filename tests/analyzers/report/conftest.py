@@ -55,7 +55,7 @@ def report_runs(
 def report_dir(tmp_path_factory: pytest.TempPathFactory, report_runs: ReportRuns) -> Path:
     """`tracer report` on the folder of runs, with PDF, as a user runs it."""
     out = tmp_path_factory.mktemp("report") / "out"
-    result = run_tracer("report", str(report_runs.root), "--out", str(out), "--pdf")
+    result = run_tracer("report", str(report_runs.root), "--out", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
     return out
 

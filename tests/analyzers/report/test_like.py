@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from analyzers.report import Output, collect_runs, write_report
+from analyzers.report.build import FINDINGS_TITLE
 from analyzers.report.like import UNTRACED, choose, run_kind
 
 SIMPLE_BIG_B100 = ("85cf", "cf98", "a9b3", "a266", "a504")
@@ -54,7 +55,7 @@ def test_panel_titles_name_the_kind(real_fixtures: Path) -> None:
 
 def test_the_diagnosis_ranks_traced_runs_apart(report: tuple[Path, list[Output]]) -> None:
     _, outputs = report
-    (section,) = [o for o in outputs if o.title == "Diagnosis and findings"]
+    (section,) = [o for o in outputs if o.title == FINDINGS_TITLE]
     sections = {title: lines for title, lines in section.text}
     untraced = next(lines for title, lines in sections.items() if title.endswith("batch 100"))
     ranked = [line for line in untraced if line[:1].isdigit()]

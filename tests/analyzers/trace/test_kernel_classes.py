@@ -4,6 +4,7 @@ equal to what the fixtures give, and the names of frameworks no fixture covers."
 from __future__ import annotations
 
 import importlib.util
+import itertools
 from pathlib import Path
 
 import pyarrow as pa
@@ -62,9 +63,13 @@ def test_every_fixture_leaves_at_most_5_pct_in_other(totals: dict[str, dict[str,
 
 def test_docs_table_is_what_the_fixtures_give(totals: dict[str, dict[str, int]]) -> None:
     script = _table_script()
-    rows = [line for line in DOCS_TABLE.read_text().splitlines() if line.startswith("| ") and "---" not in line]
-    assert rows[0] == script.HEADER
+    lines = DOCS_TABLE.read_text().splitlines()
+    start = lines.index(script.HEADER)
+    rows = [line for line in itertools.takewhile(lambda x: x.startswith("|"), lines[start:]) if "---" not in line]
     assert rows[1:] == [script.row(fixture, by_class) for fixture, by_class in totals.items()]
+    start = lines.index(script.FAMILIES_HEADER)
+    families = [line for line in itertools.takewhile(lambda x: x.startswith("|"), lines[start:]) if "---" not in line]
+    assert families[1:] == script.family_rows() and len(families) - 1 == len(script.FAMILIES)
 
 
 # fmt: off
@@ -119,6 +124,52 @@ NAMES = [
     ("__amd_rocclr_copyBuffer", "memory"),
     ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "communication"),
     ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "communication"),
+    # expert-parallel all-to-all (DeepEP in DeepSeek-V3's trace and upstream), custom all-reduce (vLLM, SGLang, TRT-LLM)
+    ("void dpsk::ep::internode::dispatch<true, 8, 2, 1024>(int4*, float*, int*, long*, float*)", "communication"),
+    ("void dpsk::ep::internode::combine<__nv_bfloat16, 8, 2, 1024>(int4*, float*, int const*)", "communication"),
+    ("void dpsk::ep::internode::notify_dispatch<8>(int const*, int*, int, int const*, int*)", "communication"),
+    ("void dpsk::ep::internode::cached_notify<8>(int, int, int, int, int*, int, int*)", "communication"),
+    ("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*, long*)", "communication"),
+    ("void deep_ep::internode_ll::combine<false, 7168>(void*, void*, int*, int*)", "communication"),
+    ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)", "communication"),  # noqa: E501
+    ("void sglang::cross_device_reduce_2stage<__nv_bfloat16, 4>(sglang::RankData*, sglang::RankSignals)", "communication"),  # noqa: E501
+    ("void tensorrt_llm::kernels::oneShotAllReduceKernel<__nv_bfloat16, 8>(tensorrt_llm::kernels::AllReduceParams)", "communication"),  # noqa: E501
+    ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "communication"),
+    # fbgemm: its name says gemm, its kernels mostly move and gather
+    ("void fbgemm_gpu::permute_2D_data_kernel<float, long>(int, int, int, int const*, float const*)", "memory"),
+    ("void fbgemm_gpu::permute_pooled_embs_kernel<float>(float const*, long const*, long const*, float*)", "memory"),
+    ("void fbgemm_gpu::split_embedding_codegen_forward_unweighted_kernel<float, float, int, 32>(int)", "indexing"),
+    # normalisation whoever wrote it: PyTorch, Apex, Transformer Engine, vLLM, Triton (torch.compile's RMSNorm)
+    ("void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel<float, float>(long, long, float const*, float const*)", "normalization"),  # noqa: E501
+    ("void cuApplyLayerNorm<float, float, float>(float*, float*, float*, float const*, int, int, float)", "normalization"),  # noqa: E501
+    ("void cuComputePartGradGammaBeta<float, float, float>(float const*, float const*, int, int)", "normalization"),
+    ("void transformer_engine::normalization::rmsnorm_fwd_tuned_kernel<transformer_engine::normalization::Kernel_traits<__nv_bfloat16>>(transformer_engine::normalization::FwdParams)", "normalization"),  # noqa: E501
+    ("void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*, c10::BFloat16 const*, c10::BFloat16 const*, float, int, int)", "normalization"),  # noqa: E501
+    ("void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, float, int, int)", "normalization"),  # noqa: E501
+    ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", "normalization"),
+    ("triton_per_fused__to_copy_mean_mul_pow_rsqrt_1", "normalization"),
+    # FlashAttention 2 and 3, cuDNN's fused SDPA, paged and Triton attention (vLLM on H100 and MI300X), CK's fmha
+    ("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t>>, false, false, false, false, true, true, false>(Flash_fwd_params)", "attention"),  # noqa: E501
+    ("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1>>>>>>(T1::Params)", "attention"),  # noqa: E501
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_128x128x128_4x1x1_kernel0_0", "attention"),
+    ("void vllm::paged_attention_v2_kernel<unsigned short, unsigned short, 128, 16, 128, (vllm::Fp8KVCacheDataType)0, false, 512>(float*)", "attention"),  # noqa: E501
+    ("_fwd_kernel", "attention"),
+    ("kernel_unified_attention_2d", "attention"),
+    ("void ck_tile::kentry<64, 2, ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVSAsync<ck_tile::BlockFmhaPipelineProblem<ck_tile::bf16_t>>>>(ck_tile::FmhaFwdKernel::Kargs)", "attention"),  # noqa: E501
+    # ROCm matrix multiplies: vLLM's skinny GEMMs, hipBLASLt (Tensile), CK; and KV-cache writes (memory)
+    ("void wvSplitK_hf_sml_<__hip_bfloat16, 64, 2, 16, 8, 2, 1>(int, int, __hip_bfloat16 const*, __hip_bfloat16 const*, __hip_bfloat16*, int, int)", "matmul"),  # noqa: E501
+    ("void wvSplitKQ_hf_<__hip_bfloat16, 64, 2, 16, 8, 2, 1>(int, int)", "matmul"),
+    ("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT128x128x64_MI16x16x1_SN_LDSB1_AFC1_AFEM1", "matmul"),
+    ("void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm_xdl_cshuffle_v3<ck::tensor_layout::gemm::RowMajor>, true, 2>(ck::Argument)", "matmul"),  # noqa: E501
+    ("void vllm::reshape_and_cache_kernel<__hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0>(__hip_bfloat16 const*, __hip_bfloat16 const*)", "memory"),  # noqa: E501
+    ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>(__nv_bfloat16 const*)", "memory"),  # noqa: E501
+    # serving's other kernels: gated activation, rotary embedding, MoE routing and its Triton GEMM
+    ("void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel<c10::BFloat16>, true>(c10::BFloat16*, c10::BFloat16 const*, int)", "elementwise"),  # noqa: E501
+    ("void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, int, long, long, int, int, int)", "elementwise"),  # noqa: E501
+    ("void vllm::moe::moe_align_block_size_kernel<int>(int const*, int*, int*, int*, int, int, int, int, unsigned long)", "indexing"),  # noqa: E501
+    ("fused_moe_kernel", "matmul"),
+    ("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn", "matmul"),
+    ("void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>(cublasGemvParamsEx<int, float const*, float const*, float*>, float, float)", "matmul"),  # noqa: E501
     ("test2(double *, unsigned long long, unsigned long long)", "other"),
 ]
 # fmt: on

@@ -63,9 +63,7 @@ def _fixture_names(real_fixtures: Path, ingested: dict[str, RunFolder]) -> dict[
     return out
 
 
-def test_every_fixture_kernel_has_a_unique_readable_label(
-    real_fixtures: Path, ingested: dict[str, RunFolder]
-) -> None:
+def test_every_fixture_kernel_has_a_unique_readable_label(real_fixtures: Path, ingested: dict[str, RunFolder]) -> None:
     for source, names in _fixture_names(real_fixtures, ingested).items():
         if not names:
             continue

@@ -1,5 +1,5 @@
 """`tracer campaign --dry-run` estimates the 100-epoch study plan's time and disk from earlier runs (issue 29):
-the real H100 run folders in ../shared are the earlier runs here."""
+the real H100 run folders in tests/data/fixtures/gpu-h100 are the earlier runs here."""
 
 from __future__ import annotations
 

@@ -114,9 +114,7 @@ def test_runs_that_do_not_compare_say_so(real_fixtures: Path, tmp_path: Path) ->
         "data_wait",
     ]
     assert any("traced with none in A, nsys in B" in line for line in out["unlike"])
-    assert (
-        run_tracer("import", str(real_fixtures / "nsys-ai" / "mock.sqlite"), "--out", str(tmp_path)).returncode == 0
-    )
+    assert run_tracer("import", str(real_fixtures / "nsys-ai" / "mock.sqlite"), "--out", str(tmp_path)).returncode == 0
     (imported,) = list_runs(tmp_path)
     result = run_tracer("diff", str(untraced), str(imported.path))
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1 and "do not compare" in result.stderr

@@ -127,6 +127,8 @@ def test_a_training_librarys_epochs_hold_every_trained_batch(
     for epoch, images in zip(steps.column("epoch").to_pylist(), steps.column("images").to_pylist()):
         per_epoch[epoch] += images
     assert per_epoch == {1: 128, 2: 128, 3: 128}  # validation batches are not steps
+    updates = 128 // 16 // (int(script[script.index("--accumulate") + 1]) if "--accumulate" in script else 1)
+    assert steps.num_rows == 3 * updates  # one step per optimizer update, the first one too
     for e in epochs:  # an epoch ends with its last step, not where the library's epoch end finished
         ends = [
             s + 1e9 * (w + c)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from analyzers.comparison.diff import diff
+from analyzers.figures.step_part_names import DATA_WAIT, WAIT_UNSEEN_LABEL
 from tests.conftest import require_framework, run_tracer
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.core.schema import KIND, PROBE, STEPS_TABLE, Event, Probe
@@ -47,3 +49,33 @@ def test_a_plain_loop_gives_its_steps_epochs_and_loader_settings(
     (loader,) = [e for e in folder.events() if e.get(KIND) == Event.LOADER]
     assert loader[PROBE] == probe and knobs.items() <= loader["knobs"].items()
     assert {f"{probe}.{key}": value for key, value in knobs.items()}.items() <= record.knobs.items()
+
+
+# (framework, the probe that must count its updates, samples per step where the update says them)
+UPDATES = [
+    ("tensorflow", Probe.KERAS_OPTIMIZER, None),
+    ("mxnet", Probe.MXNET_TRAINER, 8),
+    ("paddle", Probe.PADDLE_OPTIMIZER, None),
+]
+
+
+@pytest.mark.parametrize(("framework", "probe", "samples"), UPDATES, ids=[u[0] for u in UPDATES])
+def test_a_loop_with_no_loader_counts_each_optimizer_update_as_a_step(
+    framework: str, probe: str, samples: int | None, tmp_path: Path
+) -> None:
+    require_framework(framework)
+    out = tmp_path / "runs"
+    script = str(SCRIPTS / "optimizer_only.py")
+    result = run_tracer("profile", "--out", str(out), "--", status(framework).python, script, framework)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (folder,) = list_runs(out)
+    assert isinstance(folder, RunFolder)
+    steps = folder.samples(STEPS_TABLE)
+    assert steps is not None and set(steps.column(PROBE).to_pylist()) == {probe}
+    assert steps.num_rows == 8  # every update, the first one too
+    assert steps.column("images").to_pylist() == [samples] * 8
+    assert steps.column("data_wait_s").null_count == 8  # no batch seen fetched: not measured, not 0
+    if samples:  # per image, `diff` does not split the step by a wait it did not see
+        found = diff(folder, folder)
+        assert DATA_WAIT not in [p.key for p in found.parts] and found.parts[0].label == WAIT_UNSEEN_LABEL
+        assert "waiting for data" not in " ".join(found.sentences)

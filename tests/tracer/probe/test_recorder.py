@@ -21,7 +21,7 @@ import pytest
 
 from tracer.probe.passes import Pass
 from tracer.probe.recorder import Recorder
-from tracer.worker.schema import EVENTS_FILE, PROBE_STEPS_SEPARATOR, SAMPLES_DIR, STEPS_TABLE, Event
+from tracer.worker.schema import EVENTS_FILE, PARTIAL, PROBE_STEPS_SEPARATOR, SAMPLES_DIR, STEPS_TABLE, Event
 
 BATCH = 4
 PROBE = "torch.DataLoader"
@@ -203,3 +203,29 @@ def test_a_batch_taken_but_not_trained_before_a_break_is_left_out(recorder: Reco
         train(recorder)
     rows, _ = finished(recorder)
     assert images_per_epoch(rows) == {1: 2 * BATCH}
+
+
+def test_epochs_left_early_on_purpose_are_complete(recorder: Recorder) -> None:
+    data = Pipeline(recorder, 6)
+    for _epoch in range(3):  # every epoch stops after 2 of its 6 batches: the loop's own limit
+        for i, _batch in enumerate(data):
+            train(recorder)
+            if i == 1:
+                break
+    _, ends = finished(recorder)
+    assert [e["steps"] for e in ends] == [2, 2, 2] and not any(e.get(PARTIAL) for e in ends)
+
+
+def test_a_last_epoch_shorter_than_the_one_before_is_partial(recorder: Recorder) -> None:
+    data = Pipeline(recorder, 4)
+    for epoch in range(3):
+        for i, _batch in enumerate(data):
+            train(recorder)
+            if epoch == 2 and i == 0:
+                break  # the run ends here, one step into its third epoch
+    _, ends = finished(recorder)
+    assert [(e["epoch"], e["steps"], e.get(PARTIAL, False)) for e in ends] == [
+        (1, 4, False),
+        (2, 4, False),
+        (3, 1, True),
+    ]

@@ -24,4 +24,4 @@ def require_nsys() -> Path:
 
 def require_gpu() -> None:
     if not has_nvidia_gpu():
-        pytest.skip("needs an NVIDIA GPU with CUDA; none here (run on the GPU machine, see ../shared/device/README.md)")
+        pytest.skip("needs an NVIDIA GPU with CUDA; none here (run these tests on a machine with one)")

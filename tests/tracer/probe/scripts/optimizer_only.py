@@ -1,0 +1,47 @@
+"""A loop over array slices with no loader, in the framework named by the first argument (tensorflow,
+mxnet, paddle): 2 epochs of 4 updates of 8 samples. The probe sees only the optimizer's updates."""
+
+import sys
+
+import numpy as np
+
+framework = sys.argv[1]
+x = np.random.default_rng(0).normal(size=(32, 8)).astype("float32")
+y = (x.sum(axis=1, keepdims=True) > 0).astype("float32")
+slices = [(x[i : i + 8], y[i : i + 8]) for i in range(0, 32, 8)]
+
+if framework == "tensorflow":
+    import tensorflow as tf
+
+    layer, opt = tf.keras.layers.Dense(1), tf.keras.optimizers.SGD(0.1)
+    for _epoch in range(2):
+        for xb, yb in slices:
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean((layer(xb) - yb) ** 2)
+            grads = tape.gradient(loss, layer.trainable_variables)
+            opt.apply_gradients(zip(grads, layer.trainable_variables))
+elif framework == "mxnet":
+    import mxnet as mx
+    from mxnet import autograd, gluon
+
+    net = gluon.nn.Dense(1)
+    net.initialize()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    for _epoch in range(2):
+        for xb, yb in slices:
+            with autograd.record():
+                loss = ((net(mx.nd.array(xb)) - mx.nd.array(yb)) ** 2).mean()
+            loss.backward()
+            trainer.step(len(xb))
+elif framework == "paddle":
+    import paddle
+
+    net = paddle.nn.Linear(8, 1)
+    opt = paddle.optimizer.SGD(0.1, parameters=net.parameters())
+    for _epoch in range(2):
+        for xb, yb in slices:
+            loss = ((net(paddle.to_tensor(xb)) - paddle.to_tensor(yb)) ** 2).mean()
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+print("updates", 8)
