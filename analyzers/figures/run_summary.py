@@ -261,8 +261,6 @@ def _rank_steps(folder: RunFolder) -> list[tuple[int, float | None]]:
     return [(r.rank, r.step_mean_s) for r in table.rows] if table else []
 
 
-
-
 def _between_ms(folder: RunFolder, epochs: Collection[int]) -> float | None:
     """The mean over `epochs` of each epoch's time outside its steps (`steps.between_steps`), in ms."""
     values = [v for e, v in steps.between_steps(folder).items() if e in epochs]
