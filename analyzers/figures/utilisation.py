@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from analyzers.figures.utilisation_fields import JSON_FIELDS
 from tracer.core import schema
 from tracer.core.device_peaks import device, run_dtype
 from tracer.core.model_flops import COUNTED, model_flops
@@ -61,8 +62,8 @@ class Utilisation:
         return None if self.mfu is None else 100 * self.mfu
 
     def to_json(self) -> dict[str, object]:
-        """The fields `analyze --format json` and the gate read (names declared here, once)."""
-        return {
+        """The fields `analyze --format json` and the gate read (JSON_FIELDS names and explains them)."""
+        values: dict[str, object] = {
             "flops_per_image": self.flops_per_image,
             "flops_per_step": self.flops_per_step,
             "flops_source": self.flops_source,
@@ -79,6 +80,8 @@ class Utilisation:
                 for r in self.by_rank
             ],
         }
+        assert set(values) == set(JSON_FIELDS)
+        return values
 
 
 def step_flops(

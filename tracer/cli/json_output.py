@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from analyzers.figures.utilisation_fields import JSON_FIELDS
+
 SCHEMA_VERSION = 1
 SCHEMA_KEY, VERSION_KEY = "schema", "schema_version"
 SCHEMA_PREFIX = "dl-tracer."
@@ -39,7 +41,12 @@ OUTPUTS: tuple[Output, ...] = (
         "show",
         "`tracer show RUN --format json`: the run's summary (every headline figure, steady and whole run)",
         {"run": "the run id", "summary": "the run's summary (a RunSummary)", "problems": "damaged files met"},
-        ("analyzers.figures.run_summary.RunSummary", "analyzers.figures.basis.PhaseFigures"),
+        (
+            "analyzers.figures.run_summary.RunSummary",
+            "analyzers.figures.basis.PhaseFigures",
+            "analyzers.figures.utilisation.Utilisation",
+            "analyzers.figures.utilisation.Peak",
+        ),
     ),
     Output(
         "diagnose",
@@ -73,6 +80,7 @@ OUTPUTS: tuple[Output, ...] = (
             "memcpy": "memory operations (MemcpyRow)",
             "threads": "threads (ThreadRow)",
             "ranks": "one row per rank (RankRow; runs of several ranks)",
+            **JSON_FIELDS,  # FLOPs, peak and MFU (analyzers.figures.utilisation), where the run has a record
         },
         (
             "analyzers.summaries.operators.OperatorRow",
