@@ -313,11 +313,33 @@ def run_traces(folder: RunFolder) -> list[Path]:
     raw = folder.raw_dir
     if not raw.is_dir():
         return []
-    found = [p for p in sorted(raw.iterdir()) if trace_kind(p) in (*tf.FILE_KINDS, tf.CUPTI)]
+    written = _backend_files(folder)
+    entries = [p for p in sorted(raw.iterdir()) if p.suffix != LOG_SUFFIX and (written is None or p.name in written)]
+    found = [p for p in entries if trace_kind(p) in (*tf.FILE_KINDS, tf.CUPTI)]
     found = [p for p in found if not tf.is_pyspy(p.name)]  # read by the thread timeline
     stems = {kind: {tf.stem(p.name) for p in found if trace_kind(p) == kind} for kind in tf.NSYS_KINDS}
     shadowed = {tf.NSYS_REP: stems[tf.NSYS_SQLITE] | stems[tf.NSYS_ARROW], tf.NSYS_SQLITE: stems[tf.NSYS_ARROW]}
     return [p for p in found if tf.stem(p.name) not in shadowed.get(trace_kind(p) or "", set())]
+
+
+LOG_SUFFIX = ".log"
+"""raw/'s logs (the worker's, a command's stdout and stderr, the ingest's, nsys export's): never a trace,
+whatever their first character."""
+
+
+def _backend_files(folder: RunFolder) -> set[str] | None:
+    """The names under raw/ a trace backend wrote, for a user's command's run: the files its record lists
+    and nsys's own outputs (a report whose export failed is still there). None for other runs, whose raw/
+    holds only what the tool wrote. A command's stdout and stderr are kept in raw/ too, and may hold
+    anything, a Chrome trace among it: they are never read as the run's trace."""
+    try:
+        record = folder.read_record()
+    except (UserError, OSError, ValueError):
+        return None
+    if record.command is None:
+        return None
+    listed = {Path(name).name for name in record.trace_files}
+    return listed | {Path(name).name for name in (tracing_nsys.REPORT, *tracing_nsys.EXPORTS.values())}
 
 
 def ingest_run(folder: RunFolder) -> list[str]:

@@ -156,8 +156,9 @@ class CommandRunner(Supervisor):
         folder = self.start_folder(launch.out_dir, record, None)
         self.console.print(f"run {folder.run_id}: {command_text(launch.argv)}")
         child_env = dict(os.environ)
+        run_dir = os.path.abspath(folder.path)  # the command may chdir, or start a child elsewhere
         if launch.probe:
-            child_env[PROBE_RUN_DIR_ENV] = str(folder.path)
+            child_env[PROBE_RUN_DIR_ENV] = run_dir
             path = os.environ.get("PYTHONPATH")
             child_env["PYTHONPATH"] = str(probe_pythonpath()) + (os.pathsep + path if path else "")
         child_env.setdefault("PYTHONUNBUFFERED", "1")  # a pipe, not a terminal: output still comes as it is written
@@ -170,7 +171,7 @@ class CommandRunner(Supervisor):
             pid_file=False,
             progress_files=(folder.path / STDOUT_LOG, folder.path / STDERR_LOG),
             sweep=True,
-            mark=f"{PROBE_RUN_DIR_ENV}={folder.path}" if launch.probe else "",
+            mark=f"{PROBE_RUN_DIR_ENV}={run_dir}" if launch.probe else "",
         )
         try:
             ended = self.supervise(folder, child, spec, nvml, pyspy)
