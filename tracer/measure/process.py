@@ -104,28 +104,46 @@ class Tee(threading.Thread):
     def __init__(self, pipe: Any, fd: int, path: Path) -> None:
         super().__init__(daemon=True)
         self.pipe, self.fd, self.path = pipe, fd, path
+        self.error = ""  # why the file stopped getting the output (a full disk): the terminal still gets it all
         self.start()
 
     def run(self) -> None:
         to_terminal = True
-        with self.path.open("wb") as kept:
-            while True:
-                chunk = os.read(self.pipe.fileno(), self.CHUNK)
-                if not chunk:
+        try:
+            kept: Any = self.path.open("wb")
+        except OSError as e:
+            kept, self.error = None, f"{self.path.name} not kept: {e.strerror or e}"
+        while True:  # the pipe is read to its end whatever fails: a command never blocks on its output
+            chunk = os.read(self.pipe.fileno(), self.CHUNK)
+            if not chunk:
+                break
+            if kept is not None:
+                try:
+                    kept.write(chunk)
+                    kept.flush()
+                except OSError as e:
+                    kept, self.error = _closed(kept), f"{self.path.name} cut short: {e.strerror or e}"
+            while to_terminal and chunk:
+                try:
+                    written = os.write(self.fd, chunk)
+                except BlockingIOError:
+                    time.sleep(0.01)
+                    continue
+                except OSError:  # our terminal went away: the file still gets everything
+                    to_terminal = False
                     break
-                kept.write(chunk)
-                kept.flush()
-                while to_terminal and chunk:
-                    try:
-                        written = os.write(self.fd, chunk)
-                    except BlockingIOError:
-                        time.sleep(0.01)
-                        continue
-                    except OSError:  # our terminal went away: the file still gets everything
-                        to_terminal = False
-                        break
-                    chunk = chunk[written:]
+                chunk = chunk[written:]
+        _closed(kept)
         self.pipe.close()
+
+
+def _closed(file: Any) -> None:
+    """Closes `file` (None: nothing), losing what it could not write: its disk is full."""
+    if file is not None:
+        try:
+            file.close()
+        except OSError:
+            pass
 
 
 class Signals:
@@ -223,7 +241,13 @@ def stop_lifeguard(guard: subprocess.Popen[bytes] | None) -> None:
 def dump_stacks(folder: RunFolder, pid: int) -> None:
     """py-spy dumps of the worker and every process under it into raw/ (STALL_STACKS), before they
     are ended: where each one waits is the finding of a stalled run."""
-    out = folder.path / STALL_STACKS
+    try:
+        _dump_stacks(folder.path / STALL_STACKS, pid)
+    except OSError:  # a full disk: the stall is recorded all the same, and the run is ended
+        pass
+
+
+def _dump_stacks(out: Path, pid: int) -> None:
     try:
         pyspy: Path | None = find_pyspy()
     except UserError:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_tracer
+from tests.conftest import ctrl_c_reaches_python, run_tracer
 from tracer.core.runfolder import list_runs
 
 KINETO_LINE = json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "fake_gemm", "ts": 1, "dur": 5,
@@ -97,3 +97,92 @@ def test_02_a_relative_run_folder_keeps_the_steps_of_a_script_that_chdirs(with_c
     assert steps is not None, "no steps table"
     assert steps.num_rows == int(said.split()[1]), (said, steps.num_rows)
     assert not (elsewhere / "runs").exists() and not (child_dir / "runs").exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB tmpfs of our own (root only), unmounted whatever the test did."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("mounting a tmpfs needs root and mount(8)")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+FLOOD = """\
+import sys, time
+line = b"x" * 1023 + b"\\n"
+for i in range(int(sys.argv[1])):  # 1 KiB lines, far past the disk's 2 MiB
+    sys.stdout.buffer.write(line)
+sys.stdout.flush()
+print("flood done", flush=True)
+try:
+    time.sleep(float(sys.argv[2]))
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+def _final_record(out: Path) -> dict:
+    (folder,) = list_runs(out)
+    return json.loads(folder.run_json.read_text())
+
+
+def test_03_a_disk_filled_by_the_commands_output_never_hangs_the_run(small_disk: Path, tmp_path: Path) -> None:
+    """The command writes 6 MiB to stdout onto a 2 MiB disk: every byte still reaches our stdout, the command
+    ends by itself, and run.json is final and names the full disk."""
+    script = tmp_path / "flood.py"
+    script.write_text(FLOOD)
+    out = small_disk / "runs"
+    result = run_tracer("profile", "--out", str(out), "--stall-after", "5", "--", sys.executable, str(script),
+                        "6144", "0", timeout=240)  # fmt: skip
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stdout.count("x" * 1023) == 6144 and "flood done" in result.stdout
+    record = _final_record(out)
+    assert record["outcome"]["status"] != "running", record["outcome"]
+    assert "disk full" in record["outcome"]["cause"], record["outcome"]
+
+
+def test_03_a_stall_on_a_full_disk_is_recorded_and_ended(small_disk: Path, tmp_path: Path) -> None:
+    """The disk fills, then the command sits idle: the stall watch's stack dump meets the full disk, and the
+    run still ends `stalled`, its command ended."""
+    script = tmp_path / "flood.py"
+    script.write_text(FLOOD)
+    out = small_disk / "runs"
+    result = run_tracer("profile", "--out", str(out), "--stall-after", "3", "--", sys.executable, str(script),
+                        "4096", "600", timeout=240)  # fmt: skip
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert _final_record(out)["outcome"]["status"] == "stalled"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_03_a_signal_still_ends_a_run_on_a_full_disk(sig: signal.Signals, small_disk: Path, tmp_path: Path) -> None:
+    """The disk is full and the command sleeps on: Ctrl-C or SIGTERM to the tracer ends the run,
+    recorded (not `running`)."""
+    script = tmp_path / "flood.py"
+    script.write_text(FLOOD)
+    out = small_disk / "runs"
+    cmd = [sys.executable, "-m", "tracer", "profile", "--out", str(out), "--", sys.executable, str(script), "4096"]
+    tracer = subprocess.Popen([*cmd, "600"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              preexec_fn=ctrl_c_reaches_python)  # fmt: skip
+    try:
+        assert tracer.stdout is not None
+        seen = b""
+        while b"flood done" not in seen:
+            chunk = tracer.stdout.read1(65536)  # type: ignore[attr-defined]
+            assert chunk, "the tracer's output ended before the command's"
+            seen = seen[-64:] + chunk
+        tracer.send_signal(sig)
+        _, err = tracer.communicate(timeout=120)
+    finally:
+        if tracer.poll() is None:
+            tracer.kill()
+            tracer.wait()
+    assert b"Traceback" not in err, err.decode(errors="replace")[-3000:]
+    assert _final_record(out)["outcome"]["status"] == "interrupted"
