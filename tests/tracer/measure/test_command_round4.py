@@ -186,3 +186,55 @@ def test_03_a_signal_still_ends_a_run_on_a_full_disk(sig: signal.Signals, small_
             tracer.wait()
     assert b"Traceback" not in err, err.decode(errors="replace")[-3000:]
     assert _final_record(out)["outcome"]["status"] == "interrupted"
+
+
+DAEMON = """\
+import os, sys, time
+if os.fork() == 0:  # a daemon: double fork, a session of its own, re-parented away from the command
+    os.setsid()
+    if os.fork() == 0:
+        open(sys.argv[1] + ".tmp", "w").write(str(os.getpid()))
+        os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+        time.sleep(3600)
+    os._exit(0)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.05)
+print("command done; daemon", open(sys.argv[1]).read())
+"""
+
+
+def test_04_nsys_never_waits_for_a_daemon_the_command_left(tmp_path: Path) -> None:
+    """Under `--trace nsys` a command that leaves an hour-long daemon behind ends when the command
+    does (nsys waits for re-parented processes unless told not to); the daemon is ended with the run."""
+    from tests.tracer.measure.tracing.helpers import require_nsys
+
+    require_nsys()
+    script, pid_file = tmp_path / "daemon.py", tmp_path / "daemon.pid"
+    script.write_text(DAEMON)
+    out = tmp_path / "runs"
+    try:
+        result = run_tracer("profile", "--trace", "nsys", "--out", str(out), "--", sys.executable, str(script),
+                            str(pid_file), timeout=420)  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "command done" in result.stdout
+        assert _final_record(out)["outcome"]["status"] == "ok"
+        assert _gone(int(pid_file.read_text()))
+    finally:
+        if pid_file.exists():
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _gone(pid: int, within_s: float = 30) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.2)
+    return False
