@@ -342,6 +342,19 @@ def _backend_files(folder: RunFolder) -> set[str] | None:
     return listed | {Path(name).name for name in (tracing_nsys.REPORT, *tracing_nsys.EXPORTS.values())}
 
 
+def _rank_traces(folder: RunFolder, paths: list[Path]) -> list[Path]:
+    """The Kineto files of an imported run of several ranks, read together as `tracer import` read them
+    (one at a time, each rank's rows would replace the last's)."""
+    kineto = [p for p in paths if trace_kind(p) == tf.KINETO]
+    if len(kineto) < 2:
+        return []
+    try:
+        record = folder.read_record()
+    except (UserError, OSError, ValueError):
+        return []
+    return kineto if record.imported is not None and len(record.ranks) > 1 else []
+
+
 def ingest_run(folder: RunFolder) -> list[str]:
     """Ingests every known trace under raw/, then writes the thread timeline from them and the samples
     (`analyzers.ingest.threads`) and, for a big trace, the run's view (`analyzers.timeline.view_store`); returns
@@ -350,7 +363,15 @@ def ingest_run(folder: RunFolder) -> list[str]:
     from analyzers.ingest import threads
 
     written: list[str] = []
-    for path in run_traces(folder):
+    paths = run_traces(folder)
+    ranks = _rank_traces(folder, paths)
+    if ranks:  # an import of several ranks' Kineto files: one table per kind, a RANK column, one clock
+        from analyzers.ingest import ranks as rank_ingest
+
+        read = rank_ingest.read_kineto_ranks(ranks)
+        written += rank_ingest.write_ranks(folder, read, rank_ingest.align(read))
+        paths = [p for p in paths if p not in ranks]
+    for path in paths:
         for name in ingest_file(path, folder):
             if name not in written:
                 written.append(name)

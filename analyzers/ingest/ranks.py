@@ -41,6 +41,7 @@ ALIGN_BASE_TIME = "kineto baseTimeNanoseconds"
 ALIGN_UNIX_TIMES = "the traces' own timestamps (Unix time; no baseTimeNanoseconds)"
 ALIGN_FIRST_COLLECTIVE = "first collective"
 ALIGN_NSYS_SESSION = "nsys session start (one clock for every process)"
+ALIGN_ONE_TRACE = "one trace, on its own clock"
 
 
 def is_archive(path: Path) -> bool:
@@ -189,10 +190,14 @@ class Alignment:
 
 
 def align(ranks: list[RankTrace]) -> Alignment:
+    """How the ranks go on one clock; ranks whose spans on it never overlap are refused: they are not
+    one job (two jobs' ranks a day apart would read as one run whose straggler is a day late)."""
+    if len(ranks) == 1:  # one trace is on its own clock, whatever that is
+        return Alignment(ALIGN_ONE_TRACE, {ranks[0].info.rank: 0})
     if all(r.clock.kind == UNIX_NS for r in ranks):
-        return Alignment(ALIGN_BASE_TIME, {r.info.rank: 0 for r in ranks})
+        return _overlapping(ranks, Alignment(ALIGN_BASE_TIME, {r.info.rank: 0 for r in ranks}))
     if all(UNIX_FROM_NS <= (_first_ns(r) or 0) <= UNIX_TO_NS for r in ranks):
-        return Alignment(ALIGN_UNIX_TIMES, {r.info.rank: 0 for r in ranks})
+        return _overlapping(ranks, Alignment(ALIGN_UNIX_TIMES, {r.info.rank: 0 for r in ranks}))
     ends = {r.info.rank: _first_collective_end(r) for r in ranks}
     if any(e is None for e in ends.values()):
         missing = next(r.path for r in ranks if ends[r.info.rank] is None)
@@ -202,6 +207,33 @@ def align(ranks: list[RankTrace]) -> Alignment:
         )
     ref = ends[ranks[0].info.rank] or 0
     return Alignment(ALIGN_FIRST_COLLECTIVE, {k: ref - (v or 0) for k, v in ends.items()}, trusted=False)
+
+
+def _overlapping(ranks: list[RankTrace], alignment: Alignment) -> Alignment:
+    """`alignment`, when every rank's span on it meets every other's (the ranks of one job run together)."""
+    spans = [(r, _span(r, alignment.shifts_ns.get(r.info.rank, 0))) for r in ranks]
+    known = [(r, span) for r, span in spans if span is not None]
+    if len(known) < 2:
+        return alignment
+    late = max(known, key=lambda item: item[1][0])
+    early = min(known, key=lambda item: item[1][1])
+    gap_ns = late[1][0] - early[1][1]
+    if gap_ns > 0:
+        raise UserError(
+            f"{late[0].path} (rank {late[0].info.rank}) starts {gap_ns / 1e9:,.0f} s after {early[0].path} "
+            f"(rank {early[0].info.rank}) ends: the traces never overlap in time, so they are not one job's "
+            "ranks; import each alone, or give the traces of one job"
+        )
+    return alignment
+
+
+def _span(r: RankTrace, shift_ns: int) -> tuple[int, int] | None:
+    starts = [pc.min(tab["start_ns"]).as_py() for tab in r.tables.values() if tab.num_rows]
+    ends = [pc.max(tab["end_ns"]).as_py() for tab in r.tables.values() if tab.num_rows and "end_ns" in tab.column_names]
+    starts, ends = [s for s in starts if s is not None], [e for e in ends if e is not None]
+    if not starts or not ends:
+        return None
+    return min(starts) + shift_ns, max(ends) + shift_ns
 
 
 def write_ranks(folder: RunFolder, ranks: list[RankTrace], alignment: Alignment) -> list[str]:
