@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers.ingest import trace_steps
+from analyzers.ingest.archives import Budget
 from analyzers.trace import collectives
 from analyzers.trace import tables as t
 from analyzers.trace.clock import UNIX_NS, Clock
@@ -79,6 +80,7 @@ def _extract(archive: Path, scratch: Path) -> list[Path]:
     out = scratch / tf.stem(archive.name).replace(".tar", "")
     out.mkdir(parents=True, exist_ok=True)
     found = []
+    budget = Budget(archive)
     try:
         with tarfile.open(archive) as tar:
             for member in tar:
@@ -88,12 +90,16 @@ def _extract(archive: Path, scratch: Path) -> list[Path]:
                 target = out / name
                 if target.exists():
                     raise UserError(f"{archive}: two members are named {name}; unpack it and name the files")
+                budget.check_declared(name, member.size)
                 source = tar.extractfile(member)
                 if source is None:
                     continue
-                with source, target.open("wb") as f:
-                    while chunk := source.read(1 << 20):
-                        f.write(chunk)
+                try:
+                    with source, target.open("wb") as f:
+                        budget.copy(name, source, f)
+                except UserError:
+                    target.unlink(missing_ok=True)
+                    raise
                 if trace_kind(target) in tf.FILE_KINDS:
                     found.append(target)
                 else:

@@ -92,3 +92,58 @@ def test_13_a_multi_rank_import_rebuilt_from_raw_keeps_every_rank(real_fixtures:
     assert analyzed.returncode == 0, analyzed.stderr[-2000:]
     rebuilt = pq.read_table(folder.table_path("kernels"), columns=["rank"])["rank"].value_counts().to_pylist()
     assert sorted(rebuilt, key=str) == sorted(imported, key=str)
+
+
+def _tar_of_ranks(real_fixtures: Path, tmp_path: Path) -> tuple[Path, int]:
+    """A .tar.gz of two real ranks' traces, unpacked (as JSON) to `largest` bytes per member at most."""
+    import tarfile
+
+    archive, largest = tmp_path / "ranks.tar.gz", 0
+    with tarfile.open(archive, "w:gz") as tar:
+        for rank in (0, 1):
+            member = tmp_path / f"rank{rank}.pt.trace.json"
+            member.write_bytes(gzip.decompress(_dlrm(real_fixtures, rank).read_bytes()))
+            largest = max(largest, member.stat().st_size)
+            tar.add(member, arcname=member.name)
+            member.unlink()
+    return archive, largest
+
+
+@pytest.mark.parametrize("bound", ["member", "archive"])
+def test_12_an_archive_unpacking_past_its_bound_is_refused(
+    bound: str, real_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two ranks' traces in a .tar.gz, with the bound on one member (or on the whole archive) lowered below
+    what they unpack to: refused in one line naming the bound, no run made; with the bounds as declared the
+    same archive imports."""
+    archive, largest = _tar_of_ranks(real_fixtures, tmp_path)
+    out = tmp_path / "runs"
+    env = "TRACER_ARCHIVE_MEMBER_MAX_MIB" if bound == "member" else "TRACER_ARCHIVE_MAX_MIB"
+    limit = largest / 2 if bound == "member" else largest * 1.5
+    monkeypatch.setenv(env, str(limit / (1 << 20)))
+    _one_line(run_tracer("import", "--out", str(out), str(archive)), env)
+    assert not (out.exists() and list_runs(out))
+    monkeypatch.delenv(env)
+    assert run_tracer("import", "--out", str(out), str(archive)).returncode == 0
+
+
+def test_12_an_nsys_jax_zip_member_is_streamed_and_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An nsys-jax archive whose recipe output unpacks past the bound on one member: refused in one line
+    (it was read whole into memory, 6.4 GB for a 3 MB zip)."""
+    import zipfile
+
+    import pyarrow as pa
+
+    rows = 200_000
+    table = pa.table({"Name": ["XlaModule:#hlo_module=jit_step#"] * rows, "Projected Start": list(range(rows)),
+                      "Projected Duration": [1] * rows, "PID": [1] * rows, "TID": [1] * rows})  # fmt: skip
+    recipe = tmp_path / "trace.parquet"
+    pq.write_table(table, recipe, compression="none", use_dictionary=False)
+    archive = tmp_path / "profile.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        z.write(recipe, "profile/nvtx_gpu_proj_trace/trace.parquet")
+    monkeypatch.setenv("TRACER_ARCHIVE_MEMBER_MAX_MIB", str(recipe.stat().st_size / 2 / (1 << 20)))
+    _one_line(run_tracer("import", "--out", str(tmp_path / "runs"), str(archive)), "TRACER_ARCHIVE_MEMBER_MAX_MIB")
+    monkeypatch.delenv("TRACER_ARCHIVE_MEMBER_MAX_MIB")
+    done = run_tracer("import", "--out", str(tmp_path / "runs"), str(archive))
+    assert done.returncode == 0, done.stderr[-2000:]
