@@ -153,6 +153,9 @@ def _import_into(
 ) -> Imported:
     """Ingests into the staging `folder`, copies the files into raw/, writes run.json, renames it `run_id`."""
     files = ranks_files or [path]
+    for f in files:
+        if f.is_dir():
+            refuse_links_out(f)
     rank_infos: tuple[RankInfo, ...] = ()
     gpus: tuple[Any, ...] = ()
     # streamed straight into the folder (memory flat in the rows); a bad file leaves nothing behind
@@ -222,6 +225,28 @@ def _import_into(
     os.rename(folder.path, out / run_id)
     ranks = len(rank_infos) if len(rank_infos) > 1 else 0
     return Imported(RunFolder(out / run_id), label, tuple(written), ranks, alignment if ranks else None)
+
+
+def refuse_links_out(folder: Path) -> None:
+    """A trace folder is copied into the run as it is: a link in it to a folder (a link to `/` would copy the
+    machine, one to `..` round a loop), to a file outside it, or to nothing is refused in one line, before
+    anything is read or copied."""
+    root = folder.resolve()
+    for where, dirs, files in os.walk(folder):  # links are not followed
+        for name in (*dirs, *files):
+            link = Path(where) / name
+            if not link.is_symlink():
+                continue
+            try:
+                target = link.resolve(strict=True)
+            except (OSError, RuntimeError):
+                raise UserError(f"{link}: a link round a loop or to nothing; remove it and import {folder} again") from None
+            if target.is_dir() or not target.is_relative_to(root):
+                what = "a folder" if target.is_dir() else "a file outside the folder"
+                raise UserError(
+                    f"{link}: a link to {what} ({str(target)[:200]}); copy what the trace needs into {folder} "
+                    "and import it again"
+                )
 
 
 def _used_gpus(read: list[Any]) -> tuple[Any, ...]:

@@ -147,3 +147,36 @@ def test_12_an_nsys_jax_zip_member_is_streamed_and_bounded(tmp_path: Path, monke
     monkeypatch.delenv("TRACER_ARCHIVE_MEMBER_MAX_MIB")
     done = run_tracer("import", "--out", str(tmp_path / "runs"), str(archive))
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _unpacked_nsys_jax(tmp_path: Path) -> Path:
+    """An unpacked nsys-jax archive (the folder `tracer import` takes as a trace): its recipe output only."""
+    import pyarrow as pa
+
+    folder = tmp_path / "profile"
+    (folder / "nvtx_gpu_proj_trace").mkdir(parents=True)
+    table = pa.table({"Name": ["XlaModule:#hlo_module=jit_step#", "Thunk:#hlo_op=fusion.1#"],
+                      "Projected Start": [10, 12], "Projected Duration": [50, 5], "PID": [1, 1], "TID": [1, 1]})  # fmt: skip
+    pq.write_table(table, folder / "nvtx_gpu_proj_trace" / "trace.parquet")
+    return folder
+
+
+@pytest.mark.parametrize("link", ["outside-file", "root", "loop", "dangling"])
+def test_11_links_out_of_an_imported_folder_are_refused(link: str, tmp_path: Path) -> None:
+    """A link in an imported folder to a big file outside it, to `/`, round a loop, or to nothing: one
+    line naming the link, nothing copied; without the link the folder imports."""
+    folder = _unpacked_nsys_jax(tmp_path)
+    outside = tmp_path / "big.bin"
+    outside.write_bytes(b"\0" * (4 << 20))
+    where = folder / "extra"
+    targets = {"outside-file": str(outside), "root": "/", "loop": str(where), "dangling": str(tmp_path / "gone")}
+    where.symlink_to(targets[link])
+    out = tmp_path / "runs"
+    line = _one_line(run_tracer("import", "--out", str(out), str(folder)), "extra")
+    assert len(line) < 600, line
+    assert not (out.exists() and list_runs(out))
+    where.unlink()
+    done = run_tracer("import", "--out", str(out), str(folder))
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run,) = list_runs(out)
+    assert sum(p.stat().st_size for p in run.raw_dir.rglob("*") if p.is_file()) < (1 << 20)
