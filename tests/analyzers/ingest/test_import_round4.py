@@ -180,3 +180,38 @@ def test_11_links_out_of_an_imported_folder_are_refused(link: str, tmp_path: Pat
     assert done.returncode == 0, done.stderr[-2000:]
     (run,) = list_runs(out)
     assert sum(p.stat().st_size for p in run.raw_dir.rglob("*") if p.is_file()) < (1 << 20)
+
+
+ROCPD_DAMAGE = {
+    "null-time": "UPDATE rocpd_op SET start = NULL WHERE id = (SELECT min(id) FROM rocpd_op)",
+    "text-time": "UPDATE rocpd_api SET \"end\" = 'soon' WHERE id = (SELECT min(id) FROM rocpd_api)",
+    "overflow": "UPDATE rocpd_op SET start = -9223372036854775807, \"end\" = 9223372036854775807 "
+    "WHERE id = (SELECT min(id) FROM rocpd_op)",
+    "text-gpu": "UPDATE rocpd_op SET gpuId = 'gpu0'",
+    "binary-string": "UPDATE rocpd_string SET string = X'fffe00ff' WHERE string = 'hipLaunchKernel'",
+    "binary-kernel-name": "UPDATE rocpd_string SET string = X'ff00' WHERE id = (SELECT description_id FROM rocpd_op "
+    "WHERE description_id > 1 LIMIT 1)",
+}
+
+
+@pytest.mark.parametrize("damage", sorted(ROCPD_DAMAGE))
+def test_10_a_damaged_rocpd_file_is_one_line(damage: str, tmp_path: Path) -> None:
+    """A rocpd database (made as rocprof writes one) with one kind of damage: NULL or text times, times
+    whose difference overflows, a text GPU id, binary strings. One line naming the file, never a traceback."""
+    import sqlite3
+
+    from tests.analyzers.ingest.test_imports import _make_rpd
+
+    rpd = tmp_path / "train.rpd"
+    _make_rpd(rpd, steps=3, seed=1)
+    con = sqlite3.connect(rpd)
+    for table in ("rocpd_op", "rocpd_api", "rocpd_string"):  # as a damaged copy may be: no NOT NULL left
+        con.executescript(f"CREATE TABLE t AS SELECT * FROM {table}; DROP TABLE {table}; ALTER TABLE t RENAME TO {table};")
+    con.execute(ROCPD_DAMAGE[damage])
+    con.commit()
+    con.close()
+    result = run_tracer("import", "--out", str(tmp_path / "runs"), str(rpd))
+    if result.returncode == 0:  # a damage the reader can read around (a name it cannot decode) is no failure
+        assert "Traceback" not in result.stderr
+        return
+    _one_line(result, str(rpd))
