@@ -238,3 +238,31 @@ def _gone(pid: int, within_s: float = 30) -> bool:
             return True
         time.sleep(0.2)
     return False
+
+
+@pytest.mark.parametrize(
+    "content,words",
+    [(b"", "an empty file"), (b"\x00\x01\x02binary", "neither a program"),
+     (b"#!/no/such/python3\nprint('hi')\n", "/no/such/python3"), (b"#!\n", "no interpreter")],
+)  # fmt: skip
+def test_05_a_command_the_kernel_cannot_start_is_one_line_and_no_folder(
+    content: bytes, words: str, tmp_path: Path
+) -> None:
+    """An executable file that is empty, binary, or names a missing interpreter on its #! line: one line,
+    exit 2, no run folder and no temp folder left (as PATH or a relative path)."""
+    script = tmp_path / "train"
+    script.write_bytes(content)
+    script.chmod(0o755)
+    out = tmp_path / "runs"
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    for argv0, path in ((str(script), env["PATH"]), ("train", f"{tmp_path}{os.pathsep}{env['PATH']}")):
+        result = subprocess.run([sys.executable, "-m", "tracer", "profile", "--out", str(out), "--", argv0],
+                                capture_output=True, text=True, timeout=120,
+                                env={**env, "PATH": path, "TMPDIR": str(temp)})  # fmt: skip
+        assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+        lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and words in lines[0], result.stderr
+        assert not (out.exists() and list(out.iterdir())), list(out.iterdir())
+        assert not list(temp.iterdir())
