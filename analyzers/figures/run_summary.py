@@ -74,6 +74,8 @@ class RunSummary:
     steady_wait_ms: float | None = None
     command: str = ""  # `tracer profile -- COMMAND`: the command (then model, dataset and batch are the script's)
     probes: tuple[str, ...] = ()  # who saw the steps (worker; torch.DataLoader, keras.fit, marker ... in a command)
+    #: A command run whose probe was on but never started in any of its Python processes (no interpreter seen).
+    probe_never_loaded: bool = False
     # Every resource figure per phase (analyzers.figures.basis): the steady state is the headline (the properties
     # below read it); the whole run only where a row or column is named for it.
     steady: PhaseFigures = PhaseFigures(STEADY)
@@ -221,6 +223,12 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
         steady_wait_ms=_per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.data_wait_s),
         command=record.command.text if record.command else "",
         probes=steps.probes(folder),
+        probe_never_loaded=bool(
+            record.command
+            and record.command.probe == "on"
+            and not record.command.interpreter
+            and record.outcome.status is not RunStatus.RUNNING
+        ),
     )
 
 

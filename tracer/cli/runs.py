@@ -29,6 +29,11 @@ from tracer.core.errors import UserError
 from tracer.core.records import RunStatus
 from tracer.core.schema import DATA_FILES
 
+PROBE_NEVER_LOADED = (
+    "none seen: the probe never started in the command's Python (python -I, -E or -S, or a PYTHONPATH that "
+    "replaced the tracer's, keeps it out): steps not recorded"
+)
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("runs", help="list run folders")
@@ -217,6 +222,8 @@ def print_summary(s: object, console: Console) -> None:
         rows = [r for r in rows if r[0] in kept] + [("samples", "none: an imported trace has its trace tables only")]
     if s.command:  # the script's own model, data and batch: the tool knows only what it measured
         seen = f"seen by the probe ({', '.join(s.probes)})" if s.probes else "none seen (no loop the probe knows)"
+        if s.probe_never_loaded:
+            seen = PROBE_NEVER_LOADED
         command_rows = {
             "batch": "the script's own (not recorded)",
             "epochs": f"{s.epochs_done}, {seen}",

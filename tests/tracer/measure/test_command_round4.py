@@ -266,3 +266,31 @@ def test_05_a_command_the_kernel_cannot_start_is_one_line_and_no_folder(
         assert len(lines) == 1 and words in lines[0], result.stderr
         assert not (out.exists() and list(out.iterdir())), list(out.iterdir())
         assert not list(temp.iterdir())
+
+
+MARKED_LOOP = """\
+import os, sys
+try:
+    from dltracer_probe import steps
+except ImportError:
+    steps = iter
+for _ in steps(range(4)):
+    pass
+print("flags", sys.flags.isolated, sys.flags.ignore_environment, sys.flags.no_site)
+"""
+
+
+@pytest.mark.parametrize("flag", ["-I", "-E", "-S"])
+def test_06_a_probe_kept_out_says_why_not_no_loop(flag: str, tmp_path: Path) -> None:
+    """`python -I`, `-E` or `-S` keep the probe out of every process of the command: the run says so,
+    rather than "no loop the probe knows"."""
+    script = tmp_path / "loop.py"
+    script.write_text(MARKED_LOOP)
+    out = tmp_path / "runs"
+    result = run_tracer("profile", "--out", str(out), "--", sys.executable, flag, str(script))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "no loop the probe knows" not in result.stdout
+    assert "probe never started" in result.stdout, result.stdout
+    (folder,) = list_runs(out)
+    shown = run_tracer("show", str(folder.path))
+    assert "probe never started" in shown.stdout
