@@ -148,7 +148,9 @@ def command_text(argv: Sequence[str], limit: int = 80) -> str:
     """The command as one line, shortened in the middle past `limit` characters."""
     import shlex
 
-    text = shlex.join(argv)
+    from tracer.core.text import printable_argv
+
+    text = shlex.join(printable_argv(argv))
     return text if len(text) <= limit else text[: limit // 2 - 2] + " ... " + text[-(limit // 2 - 3) :]
 
 

@@ -1,0 +1,72 @@
+"""Issue 56, "Hardening, round four": the CLI-level defects, one test each, through real `tracer` processes
+on real run folders (a command run made here by `tracer profile -- COMMAND`, edited where a defect needs it)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_tracer
+from tracer.core.runfolder import list_runs
+
+ESCAPE_ARG = "\x1b[31mRED\x1b]0;title\x07\nsecond line\x07"
+
+
+@pytest.fixture(scope="module")
+def command_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished command run whose argv holds a terminal escape sequence, a bell and a newline."""
+    out = tmp_path_factory.mktemp("round4") / "runs"
+    result = run_tracer("profile", "--out", str(out), "--", sys.executable, "-c", "import sys", ESCAPE_ARG)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "\x1b" not in result.stdout + result.stderr and "\x07" not in result.stdout + result.stderr
+    (folder,) = list_runs(out)
+    return folder.path
+
+
+def _copy(run: Path, root: Path, name: str) -> Path:
+    target = root / name
+    shutil.copytree(run, target)
+    return target
+
+
+def test_15_campaign_dry_run_with_a_symlink_loop_out_is_one_line(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text('name = "p"\nframeworks = ["pytorch"]\nmodels = ["alexnet"]\ndatasets = ["small"]\n')
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    for out in (loop, loop / "sub"):
+        result = run_tracer("campaign", str(plan), "--dry-run", "--out", str(out))
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+        assert "symlink loop" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_15_a_running_run_whose_recorded_pid_is_1_is_abandoned(command_run: Path, tmp_path: Path) -> None:
+    """pid 1 (the machine's init, alive and older than every run) is no tracer of ours."""
+    run = _copy(command_run, tmp_path, "pid-one")
+    record = json.loads((run / "run.json").read_text())
+    record["outcome"] = {"status": "running"}
+    record["tracer_pid"], record["wall_end_ns"] = 1, None
+    record["environment"]["hostname"] = socket.gethostname()
+    (run / "run.json").write_text(json.dumps(record))
+    shown = run_tracer("show", str(run))
+    assert shown.returncode == 0, shown.stderr
+    assert "abandoned" in shown.stdout, shown.stdout
+
+
+@pytest.mark.parametrize("command", ["show", "runs", "compare"])
+def test_16_a_commands_argv_is_shown_without_control_characters(
+    command: str, command_run: Path, tmp_path: Path
+) -> None:
+    args = {"show": [str(command_run)], "runs": ["--runs", str(command_run.parent)],
+            "compare": [str(command_run), str(command_run)]}[command]  # fmt: skip
+    result = run_tracer(command, *args)
+    assert "Traceback" not in result.stderr, result.stderr[-2000:]
+    shown = result.stdout + result.stderr
+    assert "\x1b" not in shown and "\x07" not in shown, repr(shown[-2000:])
+    if command == "show":
+        assert "RED\\nsecond line" in shown, shown
