@@ -133,7 +133,8 @@ def read_kineto_rank(path: Path) -> RankTrace:
     _refuse_negative(path, tables)
     given = header.get("distributedInfo")
     info: dict[str, Any] = given if isinstance(given, dict) else {}
-    rank, world = _int(info.get(schema.RANK), 0), _int(info.get("world_size"), 1)  # Kineto spells it as we do
+    rank = _whole(path, info, schema.RANK, 0)  # Kineto spells it as we do
+    world = _whole(path, info, "world_size", 1)
     if not 0 <= rank < max(world, 1):
         raise UserError(f"{path}: distributedInfo says rank {rank} of world size {world}")
     gpus = _gpus(header.get("deviceProperties"))
@@ -402,6 +403,21 @@ def _main_pid(tables: dict[str, pa.Table]) -> int | None:
         if table is not None and table.num_rows and "pid" in table.column_names:
             return int(_most_common(table["pid"]))
     return None
+
+
+MAX_WORLD = 1 << 24
+"""Ranks of one job: far beyond any machine's (the largest runs have ~10^5 GPUs); a bigger count is damage."""
+
+
+def _whole(path: Path, info: dict[str, Any], key: str, default: int) -> int:
+    """`distributedInfo[key]` as a count from 0 to MAX_WORLD (`default` when absent); anything else (a list,
+    text, a fraction, a 301-digit number) is refused in one line, never read as `default`."""
+    value = info.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_WORLD:
+        raise UserError(f"{path}: distributedInfo's {key} is {str(value)[:40]!s}, not a whole number of ranks")
+    return value
 
 
 def _int(value: Any, default: int) -> int:

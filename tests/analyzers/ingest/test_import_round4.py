@@ -215,3 +215,40 @@ def test_10_a_damaged_rocpd_file_is_one_line(damage: str, tmp_path: Path) -> Non
         assert "Traceback" not in result.stderr
         return
     _one_line(result, str(rpd))
+
+
+def _triton(real_fixtures: Path) -> dict[str, Any]:
+    trace: dict[str, Any] = json.loads(gzip.decompress((real_fixtures / "hta" / "triton_example.json.gz").read_bytes()))
+    return trace
+
+
+@pytest.mark.parametrize(
+    "case,words",
+    [("utf-16", "UTF-16"), ("utf-16-be", "UTF-16"), ("utf-32", "UTF-32"), ("number-event", "not an event"),
+     ("list-event", "Expected `object`"), ("rank-list", "distributedInfo's rank is [1]"),
+     ("world-301-digits", "distributedInfo's world_size"), ("empty-xplane", "an empty file")],
+)  # fmt: skip
+def test_20_import_messages_name_the_problem(case: str, words: str, real_fixtures: Path, tmp_path: Path) -> None:
+    """A real trace (HTA's Triton example) saved as UTF-16 or UTF-32, with an event that is no object, a
+    rank that is a list, a 301-digit world size; a 0-byte .xplane.pb: each refused naming what is wrong
+    (not "no traceEvents", "does not close", imported as rank 0, or imported as an `ok` run with no tables)."""
+    trace = _triton(real_fixtures)
+    path = tmp_path / "trace.json"
+    if case.startswith("utf"):
+        path.write_text(json.dumps(trace), encoding=case)
+    elif case == "empty-xplane":
+        path = tmp_path / "host.xplane.pb"
+        path.write_bytes(b"")
+    else:
+        if case == "number-event":
+            trace["traceEvents"].append(5)
+        elif case == "list-event":
+            trace["traceEvents"].insert(3, [1, 2])
+        elif case == "rank-list":
+            trace["distributedInfo"] = {"rank": [1], "world_size": 2}
+        else:
+            trace["distributedInfo"] = {"rank": 0, "world_size": int("9" * 301)}
+        path.write_text(json.dumps(trace))
+    out = tmp_path / "runs"
+    _one_line(run_tracer("import", "--out", str(out), str(path)), words)
+    assert not (out.exists() and list_runs(out))
