@@ -240,7 +240,9 @@ def refuse_links_out(folder: Path) -> None:
             try:
                 target = link.resolve(strict=True)
             except (OSError, RuntimeError):
-                raise UserError(f"{link}: a link round a loop or to nothing; remove it and import {folder} again") from None
+                raise UserError(
+                    f"{link}: a link round a loop or to nothing; remove it and import {folder} again"
+                ) from None
             if target.is_dir() or not target.is_relative_to(root):
                 what = "a folder" if target.is_dir() else "a file outside the folder"
                 raise UserError(

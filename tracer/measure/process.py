@@ -122,7 +122,8 @@ class Tee(threading.Thread):
                     kept.write(chunk)
                     kept.flush()
                 except OSError as e:
-                    kept, self.error = _closed(kept), f"{self.path.name} cut short: {e.strerror or e}"
+                    _closed(kept)
+                    kept, self.error = None, f"{self.path.name} cut short: {e.strerror or e}"
             while to_terminal and chunk:
                 try:
                     written = os.write(self.fd, chunk)

@@ -44,6 +44,7 @@ def _one_line(result: Any, *words: str) -> str:
 def test_08_two_jobs_ranks_a_day_apart_are_not_one_run(real_fixtures: Path, tmp_path: Path) -> None:
     """Rank 0 of one job and rank 1 of a job a day later: refused (their spans never overlap), never merged
     into one run whose straggler is "late by 8.64e+07 ms"."""
+
     def later(trace: dict[str, Any]) -> None:
         for e in trace["traceEvents"]:
             if isinstance(e.get("ts"), (int, float)):
@@ -62,6 +63,7 @@ def test_09_one_kineto_file_with_relative_times_is_imported(real_fixtures: Path,
     """One trace (HTA's Triton example: one GPU, no collective) whose times start at 0 and which has no
     baseTimeNanoseconds is one trace on its own clock: imported, not refused for ranks that do not fit
     on one clock."""
+
     def relative(trace: dict[str, Any]) -> None:
         first = min(e["ts"] for e in trace["traceEvents"] if isinstance(e.get("ts"), (int, float)))
         for e in trace["traceEvents"]:
@@ -155,8 +157,9 @@ def _unpacked_nsys_jax(tmp_path: Path) -> Path:
 
     folder = tmp_path / "profile"
     (folder / "nvtx_gpu_proj_trace").mkdir(parents=True)
-    table = pa.table({"Name": ["XlaModule:#hlo_module=jit_step#", "Thunk:#hlo_op=fusion.1#"],
-                      "Projected Start": [10, 12], "Projected Duration": [50, 5], "PID": [1, 1], "TID": [1, 1]})  # fmt: skip
+    names = ["XlaModule:#hlo_module=jit_step#", "Thunk:#hlo_op=fusion.1#"]
+    columns = {"Name": names, "Projected Start": [10, 12], "Projected Duration": [50, 5], "PID": [1, 1], "TID": [1, 1]}
+    table = pa.table(columns)
     pq.write_table(table, folder / "nvtx_gpu_proj_trace" / "trace.parquet")
     return folder
 
@@ -185,7 +188,7 @@ def test_11_links_out_of_an_imported_folder_are_refused(link: str, tmp_path: Pat
 ROCPD_DAMAGE = {
     "null-time": "UPDATE rocpd_op SET start = NULL WHERE id = (SELECT min(id) FROM rocpd_op)",
     "text-time": "UPDATE rocpd_api SET \"end\" = 'soon' WHERE id = (SELECT min(id) FROM rocpd_api)",
-    "overflow": "UPDATE rocpd_op SET start = -9223372036854775807, \"end\" = 9223372036854775807 "
+    "overflow": 'UPDATE rocpd_op SET start = -9223372036854775807, "end" = 9223372036854775807 '
     "WHERE id = (SELECT min(id) FROM rocpd_op)",
     "text-gpu": "UPDATE rocpd_op SET gpuId = 'gpu0'",
     "binary-string": "UPDATE rocpd_string SET string = X'fffe00ff' WHERE string = 'hipLaunchKernel'",
@@ -206,7 +209,9 @@ def test_10_a_damaged_rocpd_file_is_one_line(damage: str, tmp_path: Path) -> Non
     _make_rpd(rpd, steps=3, seed=1)
     con = sqlite3.connect(rpd)
     for table in ("rocpd_op", "rocpd_api", "rocpd_string"):  # as a damaged copy may be: no NOT NULL left
-        con.executescript(f"CREATE TABLE t AS SELECT * FROM {table}; DROP TABLE {table}; ALTER TABLE t RENAME TO {table};")
+        con.executescript(
+            f"CREATE TABLE t AS SELECT * FROM {table}; DROP TABLE {table}; ALTER TABLE t RENAME TO {table};"
+        )
     con.execute(ROCPD_DAMAGE[damage])
     con.commit()
     con.close()
