@@ -70,3 +70,55 @@ def test_16_a_commands_argv_is_shown_without_control_characters(
     assert "\x1b" not in shown and "\x07" not in shown, repr(shown[-2000:])
     if command == "show":
         assert "RED\\nsecond line" in shown, shown
+
+
+@pytest.fixture(scope="module")
+def two_marked_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two real runs of examples/marker_loop.py (steps and epochs from the marker), to diff."""
+    out = tmp_path_factory.mktemp("round4-diff") / "runs"
+    script = Path(__file__).resolve().parents[3] / "examples" / "marker_loop.py"
+    for _ in range(2):
+        result = run_tracer("profile", "--out", str(out), "--", sys.executable, str(script), "--items", "2048",
+                            "--epochs", "3")  # fmt: skip
+        assert result.returncode == 0, result.stderr[-2000:]
+    a, b = (f.path for f in list_runs(out))
+    return a, b
+
+
+def _damaged_steps(run: Path, column: str, value: float) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = run / "samples" / "steps.parquet"
+    table = pq.read_table(path)
+    values = table[column].to_pylist()
+    values[len(values) // 2] = value
+    index = table.schema.get_field_index(column)
+    pq.write_table(table.set_column(index, table.schema.field(index), pa.array(values, table.schema.field(index).type)),
+                   path)  # fmt: skip
+
+
+@pytest.mark.parametrize(("column", "value"), [("compute_s", float("nan")), ("sync_s", -5.0), ("images", -256)])
+def test_21_diff_of_a_run_with_a_damaged_steps_table_is_refused(
+    column: str, value: float, two_marked_runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    a, b = two_marked_runs
+    assert run_tracer("diff", str(a), str(b)).returncode == 0
+    damaged = _copy(b, tmp_path, "damaged")
+    _damaged_steps(damaged, column, value)
+    result = run_tracer("diff", str(a), str(damaged))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert "same time" not in result.stdout
+    assert "steps table is damaged" in result.stderr
+
+
+def test_21_diff_of_a_running_run_says_it_is_running(two_marked_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    a, b = two_marked_runs
+    running = _copy(b, tmp_path, "running")
+    record = json.loads((running / "run.json").read_text())
+    record["outcome"] = {"status": "running"}
+    record["wall_end_ns"] = None
+    (running / "run.json").write_text(json.dumps(record))
+    result = run_tracer("diff", str(a), str(running))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert "cut short" not in result.stderr and "still says running" in result.stderr, result.stderr
