@@ -122,3 +122,20 @@ def test_21_diff_of_a_running_run_says_it_is_running(two_marked_runs: tuple[Path
     result = run_tracer("diff", str(a), str(running))
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
     assert "cut short" not in result.stderr and "still says running" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("table", ["nvtx", "operators", "kernels"])
+def test_15_export_trace_of_ranks_with_a_damaged_table_skips_it(
+    table: str, real_fixtures: Path, tmp_path: Path
+) -> None:
+    """Two real ranks (PARAM's DLRM) imported, one table then damaged: export-trace (which reads each rank
+    through a scratch copy) names the damaged table once and writes the rest, never a traceback."""
+    ranks = sorted((real_fixtures / "param-dlrm-8rank").glob("worker[01]_*.json.gz"))
+    out = tmp_path / "runs"
+    assert run_tracer("import", "--out", str(out), *map(str, ranks)).returncode == 0
+    (run,) = list_runs(out)
+    (run.path / f"{table}.parquet").write_bytes(b"not parquet")
+    result = run_tracer("export-trace", str(run.path), str(tmp_path / "trace.json"))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert f"{table}.parquet is damaged" in result.stderr
+    assert json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
