@@ -179,7 +179,7 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
         else PhaseFigures(STEADY)
     )
     return RunSummary(
-        run_id=record.run_id,
+        run_id=folder.run_id,  # the folder's name: a copied or renamed run is known by it
         framework=spec.framework,
         model=spec.model,
         dataset=spec.dataset,

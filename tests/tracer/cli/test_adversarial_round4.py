@@ -139,3 +139,31 @@ def test_15_export_trace_of_ranks_with_a_damaged_table_skips_it(
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
     assert f"{table}.parquet is damaged" in result.stderr
     assert json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+
+
+def test_23_copied_runs_are_known_by_their_folders_names(command_run: Path, tmp_path: Path) -> None:
+    """Two copies of one run under other names: `show` and `compare` call each by its folder's name (two
+    folders, two names), never both by the id in their run.json."""
+    one, two = _copy(command_run, tmp_path, "copy-one"), _copy(command_run, tmp_path, "copy-two")
+    shown = run_tracer("show", str(two))
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert shown.stdout.splitlines()[0].split()[-1] == "copy-two"
+    compared = run_tracer("compare", str(one), str(two))
+    assert compared.returncode == 0, compared.stderr[-2000:]
+    assert "copy-one" in compared.stdout and "copy-two" in compared.stdout
+    assert command_run.name not in compared.stdout
+
+
+def test_23_a_runs_folder_that_loops_and_a_looping_run_json_are_named(command_run: Path, tmp_path: Path) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    result = run_tracer("runs", "--runs", str(loop))
+    assert result.returncode == 2 and "symlink loop" in result.stderr and "no runs" not in result.stderr
+    runs = tmp_path / "runs"
+    (runs / "selfloop").mkdir(parents=True)
+    (runs / "selfloop" / "run.json").symlink_to("run.json")
+    _copy(command_run, runs, "fine")
+    listed = run_tracer("runs", "--runs", str(runs))
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert "selfloop" in listed.stdout and "fine" in listed.stdout
+    assert "damaged" in listed.stdout + listed.stderr
