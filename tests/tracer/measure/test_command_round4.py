@@ -294,3 +294,43 @@ def test_06_a_probe_kept_out_says_why_not_no_loop(flag: str, tmp_path: Path) -> 
     (folder,) = list_runs(out)
     shown = run_tracer("show", str(folder.path))
     assert "probe never started" in shown.stdout
+
+
+ESCAPER = """\
+import os, subprocess, sys, time
+# a daemon out of the run's group and session, with no environment the run set (no mark, no probe)
+subprocess.Popen(["setsid", "env", "-i", sys.executable, "-c",
+                  "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)",
+                  sys.argv[1]])
+time.sleep(600)
+"""
+
+
+def test_19_a_setsid_env_i_daemon_dies_with_a_killed_tracer(tmp_path: Path) -> None:
+    """The tracer SIGKILLed while its command runs: the daemon the command started with `setsid env -i`
+    (no group, no session, no environment of the run) is ended by the lifeguard all the same."""
+    if not shutil.which("setsid") or not shutil.which("env"):
+        pytest.skip("needs setsid(1) and env(1)")
+    script, pid_file = tmp_path / "escaper.py", tmp_path / "daemon.pid"
+    script.write_text(ESCAPER)
+    cmd = [sys.executable, "-m", "tracer", "profile", "--out", str(tmp_path / "runs"), "--"]
+    tracer = subprocess.Popen([*cmd, sys.executable, str(script), str(pid_file)], stdout=subprocess.DEVNULL)
+    daemon = None
+    try:
+        deadline = time.monotonic() + 120
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        daemon = int(pid_file.read_text())
+        time.sleep(3)  # the lifeguard has noted it (it looks every second)
+        tracer.kill()
+        tracer.wait()
+        assert _gone(daemon), "the daemon outlived its killed tracer"
+    finally:
+        if tracer.poll() is None:
+            tracer.kill()
+            tracer.wait()
+        if daemon is not None:
+            try:
+                os.kill(daemon, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
