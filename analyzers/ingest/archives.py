@@ -5,9 +5,11 @@ streamed, counted as they come (a member's declared size may lie), and refused p
 from __future__ import annotations
 
 import os
+import tarfile
 from pathlib import Path
 from typing import IO
 
+from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 
 MEMBER_MAX_BYTES = 8 << 30
@@ -62,3 +64,46 @@ class Budget:
                 f"({_bound(ARCHIVE_MAX_ENV, ARCHIVE_MAX_BYTES) >> 20} MiB, {ARCHIVE_MAX_ENV}); unpack it yourself "
                 "and import the trace files"
             )
+
+
+def is_archive(path: Path) -> bool:
+    return path.is_file() and path.name.lower().endswith(tf.ARCHIVE_SUFFIXES)
+
+
+def extract(archive: Path, scratch: Path) -> list[Path]:
+    """An archive's trace files extracted flat into `scratch` (regular members only: no path leaves it),
+    each streamed and bounded (`Budget`)."""
+    from analyzers.ingest.sniff import sniff
+
+    out = scratch / tf.stem(archive.name).replace(".tar", "")
+    out.mkdir(parents=True, exist_ok=True)
+    found = []
+    budget = Budget(archive)
+    try:
+        with tarfile.open(archive) as tar:
+            for member in tar:
+                name = Path(member.name).name
+                if not member.isfile() or not name or name.startswith("."):
+                    continue
+                target = out / name
+                if target.exists():
+                    raise UserError(f"{archive}: two members are named {name}; unpack it and name the files")
+                budget.check_declared(name, member.size)
+                source = tar.extractfile(member)
+                if source is None:
+                    continue
+                try:
+                    with source, target.open("wb") as f:
+                        budget.copy(name, source, f)
+                except UserError:
+                    target.unlink(missing_ok=True)
+                    raise
+                if sniff(target).kind in tf.FILE_KINDS:
+                    found.append(target)
+                else:
+                    target.unlink()
+    except (tarfile.TarError, OSError, EOFError) as e:
+        raise UserError(f"{archive}: not a readable tar archive ({e})") from None
+    if not found:
+        raise UserError(f"{archive}: no trace file inside ({tf.READABLE})")
+    return sorted(found)

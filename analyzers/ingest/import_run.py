@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.ingest import ranks as rank_ingest
+from analyzers.ingest.archives import is_archive
 from analyzers.ingest.pipeline import (
     _source_of,
     import_target,
@@ -93,7 +94,7 @@ def import_trace(
     newest XPlane), or several ranks' traces (files, a folder of them, an archive). `prepare_out(out)` makes
     the folder once the inputs are known to be traces (a wrong input is named before a wrong `--out`); a
     failure leaves nothing of the run behind."""
-    if len(paths) == 1 and not rank_ingest.is_archive(paths[0]) and not _several_traces(paths[0]):
+    if len(paths) == 1 and not is_archive(paths[0]) and not _several_traces(paths[0]):
         path = import_target(paths[0])
         if trace_kind(path) not in tf.FILE_KINDS:
             raise not_readable(path)

@@ -15,7 +15,6 @@ so. An nsys export has one session clock for all its processes.
 from __future__ import annotations
 
 import json
-import tarfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers.ingest import trace_steps
-from analyzers.ingest.archives import Budget
+from analyzers.ingest.archives import extract, is_archive
 from analyzers.trace import collectives
 from analyzers.trace import tables as t
 from analyzers.trace.clock import UNIX_NS, Clock
@@ -45,26 +44,22 @@ ALIGN_NSYS_SESSION = "nsys session start (one clock for every process)"
 ALIGN_ONE_TRACE = "one trace, on its own clock"
 
 
-def is_archive(path: Path) -> bool:
-    return path.is_file() and path.name.lower().endswith(tf.ARCHIVE_SUFFIXES)
-
-
 def expand(paths: list[Path], scratch: Path) -> list[Path]:
     """The trace files named by `paths`: files as they are, a folder's trace files (not recursive), an
     archive's trace files extracted flat into `scratch` (regular members only: no path leaves it)."""
-    from analyzers.ingest.pipeline import trace_kind
+    from analyzers.ingest.sniff import sniff
 
     found: list[Path] = []
     for path in paths:
         if not path.exists():
             raise UserError(f"{path}: no such file or folder")
         if path.is_dir():
-            inside = sorted(p for p in path.iterdir() if p.is_file() and trace_kind(p) in tf.FILE_KINDS)
+            inside = sorted(p for p in path.iterdir() if p.is_file() and sniff(p).kind in tf.FILE_KINDS)
             if not inside:
                 raise UserError(f"{path}: no trace file in this folder ({tf.READABLE})")
             found += inside
         elif is_archive(path):
-            found += _extract(path, scratch)
+            found += extract(path, scratch)
         else:
             found.append(path)
     names = Counter(p.resolve() for p in found)
@@ -72,43 +67,6 @@ def expand(paths: list[Path], scratch: Path) -> list[Path]:
     if twice:
         raise UserError(f"{twice[0]}: named twice; give each rank's trace once")
     return found
-
-
-def _extract(archive: Path, scratch: Path) -> list[Path]:
-    from analyzers.ingest.pipeline import trace_kind
-
-    out = scratch / tf.stem(archive.name).replace(".tar", "")
-    out.mkdir(parents=True, exist_ok=True)
-    found = []
-    budget = Budget(archive)
-    try:
-        with tarfile.open(archive) as tar:
-            for member in tar:
-                name = Path(member.name).name
-                if not member.isfile() or not name or name.startswith("."):
-                    continue
-                target = out / name
-                if target.exists():
-                    raise UserError(f"{archive}: two members are named {name}; unpack it and name the files")
-                budget.check_declared(name, member.size)
-                source = tar.extractfile(member)
-                if source is None:
-                    continue
-                try:
-                    with source, target.open("wb") as f:
-                        budget.copy(name, source, f)
-                except UserError:
-                    target.unlink(missing_ok=True)
-                    raise
-                if trace_kind(target) in tf.FILE_KINDS:
-                    found.append(target)
-                else:
-                    target.unlink()
-    except (tarfile.TarError, OSError, EOFError) as e:
-        raise UserError(f"{archive}: not a readable tar archive ({e})") from None
-    if not found:
-        raise UserError(f"{archive}: no trace file inside ({tf.READABLE})")
-    return sorted(found)
 
 
 @dataclass(frozen=True)
@@ -127,7 +85,7 @@ class RankTrace:
 def read_kineto_rank(path: Path) -> RankTrace:
     """One rank's Kineto file, with its rank from `distributedInfo` (rank 0 of 1 without it)."""
     from analyzers.ingest import kineto
-    from analyzers.ingest.pipeline import _refuse_negative
+    from analyzers.ingest.writing import _refuse_negative
 
     tables, clock, batch, header = kineto.parse_with_header(path)
     _refuse_negative(path, tables)
@@ -158,9 +116,9 @@ def read_kineto_ranks(paths: list[Path]) -> list[RankTrace]:
     """Every file as one rank of one job: each names a different rank, all of the same world size."""
     ranks = []
     for path in paths:
-        from analyzers.ingest.pipeline import trace_kind
+        from analyzers.ingest.sniff import sniff
 
-        if trace_kind(path) != tf.KINETO:
+        if sniff(path).kind != tf.KINETO:
             raise UserError(
                 f"{path}: only Kineto (PyTorch profiler) traces are read as several ranks; import an nsys "
                 "export holding every rank as one file"
@@ -245,7 +203,7 @@ def _span(r: RankTrace, shift_ns: int) -> tuple[int, int] | None:
 
 def write_ranks(folder: RunFolder, ranks: list[RankTrace], alignment: Alignment) -> list[str]:
     """Every rank's tables as one table each (RANK column, shifted onto one clock) and the steps table."""
-    from analyzers.ingest.pipeline import write_tables
+    from analyzers.ingest.writing import write_tables
 
     several = len(ranks) > 1 or ranks[0].info.world_size > 1  # a lone process's tables stay without ranks
     merged: dict[str, list[pa.Table]] = {}
