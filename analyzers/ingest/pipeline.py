@@ -340,37 +340,42 @@ def _record_window(folder: RunFolder) -> None:
     write_json_atomic(meta_path, meta)
 
 
-IMPORTS_DIR = "imports"
-"""Under the tool's cache (`tracer.core.paths.cache_root`): the tables of trace files analysed directly."""
-
-
 def cached_import(path: Path) -> RunFolder:
     """The tables of one trace file, ingested once and kept in the cache under a key of its resolved
     path, size and mtime (a changed or replaced file gets a fresh import; nothing is written beside the
     file, which may sit in a read-only place). Made in a scratch folder and renamed into place, so an
-    interrupted import is never taken for a finished one."""
-    from tracer.core.paths import cache_name, cache_root
+    interrupted import is never taken for a finished one. Where the cache may be and how much of it is
+    kept: `analyzers.ingest.import_cache`."""
+    from analyzers.ingest import import_cache
+    from tracer.core.paths import cache_name
 
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path}: no such file or folder")
     if trace_kind(path) not in tf.FILE_KINDS:
         raise not_readable(path)
-    root = cache_root() / IMPORTS_DIR
+    root = import_cache.imports_root()
     name = cache_name(path)
     final = root / name
     if (final / t.TRACE_META).exists():
+        import_cache.touch(final)
         return RunFolder(final)
-    root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root) as tmp:
-        scratch = Path(tmp) / "run"
-        scratch.mkdir()
-        ingest_file(path, RunFolder(scratch))
-        try:
-            os.replace(scratch, final)
-        except OSError:  # another process finished the same import first: theirs is as good
-            if not (final / t.TRACE_META).exists():
-                raise
+    try:
+        with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root) as tmp:
+            scratch = Path(tmp) / "run"
+            scratch.mkdir()
+            ingest_file(path, RunFolder(scratch))
+            try:
+                os.replace(scratch, final)
+            except OSError:  # another process finished the same import first: theirs is as good
+                if not (final / t.TRACE_META).exists():
+                    raise
+    except OSError as e:
+        full = import_cache.full_cache(root, e)
+        if full is None:
+            raise
+        raise full from None
+    import_cache.evict(root, final)
     return RunFolder(final)
 
 

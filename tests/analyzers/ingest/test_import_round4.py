@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -257,3 +258,81 @@ def test_20_import_messages_name_the_problem(case: str, words: str, real_fixture
     out = tmp_path / "runs"
     _one_line(run_tracer("import", "--out", str(out), str(path)), words)
     assert not (out.exists() and list_runs(out))
+
+
+def _analyze_file(trace: Path, cache: Path | str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("TRACER_CACHE", str(cache))
+    return run_tracer("analyze", str(trace))
+
+
+def test_22_a_cache_linked_into_a_run_folder_is_refused(
+    real_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TRACER_CACHE a link into a run folder: `analyze FILE` refuses in one line and writes nothing there."""
+    trace = real_fixtures / "hta" / "triton_example.json.gz"
+    out = tmp_path / "runs"
+    assert run_tracer("import", "--out", str(out), str(trace)).returncode == 0
+    (run,) = list_runs(out)
+    before = sorted(p.relative_to(run.path) for p in run.path.rglob("*"))
+    link = tmp_path / "cache"
+    link.symlink_to(run.path)
+    _one_line(_analyze_file(trace, link, monkeypatch), "lies inside the run folder")
+    assert sorted(p.relative_to(run.path) for p in run.path.rglob("*")) == before
+
+
+def test_22_a_cache_that_cannot_be_written_falls_back(
+    real_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache that cannot be made (a file where its folder should be, as a read-only home is for root)
+    still analyses a Kineto file, from the system's temp space."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    result = _analyze_file(real_fixtures / "hta" / "triton_example.json.gz", blocker, monkeypatch)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+
+
+def test_22_a_full_cache_is_named(real_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache on a full tmpfs: one line naming the cache's path, not a bare "No space left on device"."""
+    import os
+    import subprocess
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("mounting a tmpfs needs root and mount(8)")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        with (disk / "filler").open("wb") as f:
+            try:
+                f.write(b"\0" * (1 << 20))
+            except OSError:
+                pass
+        trace = real_fixtures / "kineto-h100" / "resnet50_bs100_train_torch2.11.json.gz"
+        line = _one_line(_analyze_file(trace, disk / "cache", monkeypatch), "disk full")
+        assert str(disk) in line and "TRACER_CACHE" in line
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_22_cached_imports_are_evicted_past_their_bound(
+    real_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Twenty finished imports already in the cache, then one more `analyze FILE`: the oldest used go,
+    down to the declared bound, and the new one stays."""
+    import os
+
+    from analyzers.ingest.import_cache import IMPORTS_DIR, IMPORTS_KEPT
+
+    imports = tmp_path / "cache" / IMPORTS_DIR
+    for i in range(20):
+        old = imports / f"old-{i:02d}"
+        old.mkdir(parents=True)
+        (old / "trace_meta.json").write_text("{}")
+        os.utime(old / "trace_meta.json", (1_000_000 + i, 1_000_000 + i))
+    result = _analyze_file(real_fixtures / "hta" / "triton_example.json.gz", tmp_path / "cache", monkeypatch)
+    assert result.returncode == 0, result.stderr[-2000:]
+    kept = sorted(p.name for p in imports.iterdir() if not p.name.startswith("."))
+    assert len(kept) == IMPORTS_KEPT and any(name.startswith("triton_example") for name in kept)
+    assert "old-00" not in kept and "old-19" in kept
