@@ -129,7 +129,7 @@ class RunData:
 
     @property
     def run_id(self) -> str:
-        return self.record.run_id if self.record else self.path.name
+        return self.path.name  # a copied or renamed run is known by its folder's name
 
     @property
     def label(self) -> str:

@@ -40,10 +40,20 @@ def intra_op_threads(t: RunTables) -> int:
     return _int_knob(t, (info.intra_op_knob if info else None,)) or t.record.spec.threads or t.cores
 
 
-def loader_workers(t: RunTables) -> int:
+def loader_workers(t: RunTables) -> int | None:
+    """The input pipeline's workers as the run recorded them; None where nothing recorded the setting (an
+    imported trace, a loop the probe does not read): never shown as 0."""
     info = _declared(t)
     own = tuple(f"{p}.num_workers" for p in step_probes(t)) if t.record.command is not None else ()
-    return _int_knob(t, (GENERIC_WORKERS_KNOB, info.workers_knob if info else None, *own)) or 0
+    for name in (GENERIC_WORKERS_KNOB, info.workers_knob if info else None, *own):
+        value = t.record.knobs.get(name) if name else None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value  # 0 too: a loader without workers, as recorded
+    return None
+
+
+def _float_or_none(value: int | None) -> float | None:
+    return None if value is None else float(value)
 
 
 def step_probes(t: RunTables) -> list[str]:
@@ -71,7 +81,7 @@ def input_bound(t: RunTables) -> Verdict:
         Evidence("data wait per epoch", wait.wait_s / wait.epochs, "s"),
         Evidence("step time", wait.step_s, "s"),
         Evidence("steps", float(wait.steps), ""),
-        Evidence("loader workers", float(loader_workers(t)), ""),
+        Evidence("loader workers", _float_or_none(loader_workers(t)), ""),
     )
     if t.gpu is not None:
         util = column(t.in_epochs(t.gpu, t.steady_epochs()), schema.UTIL_PCT)
@@ -118,7 +128,7 @@ def oversubscription(t: RunTables) -> Verdict:
     if seconds <= 0:
         return not_measured(name, title, "the epochs hold one sample")
     rate = switches / seconds / t.cores
-    threads = intra_op_threads(t) + loader_workers(t)
+    threads = intra_op_threads(t) + (loader_workers(t) or 0)
     per_core = threads / t.cores
     busy = statistics.fmean(column(table, schema.CPU_CORES)) if column(table, schema.CPU_CORES) else None
     others = _others_pct(table)

@@ -342,7 +342,8 @@ def rank_view(folder: RunFolder, rank: int, scratch: Path) -> RunFolder:
         if (folder.path / name).exists():
             shutil.copyfile(folder.path / name, view.path / name)
     for path in folder.path.glob("*.parquet"):
-        pq.write_table(t.of_rank(pq.read_table(path), rank), view.path / path.name)
+        if t.present_file(path, getattr(folder, "problems", None)):  # a damaged table: a problem of the run, left out
+            pq.write_table(t.of_rank(pq.read_table(path), rank), view.path / path.name)
     own = folder.path / schema.RANKS_DIR / str(rank) / schema.SAMPLES_DIR if rank else folder.samples_dir
     for path in own.glob("*.parquet"):
         if path.stem not in (schema.STEPS_TABLE, schema.COLLECTIVES_TABLE):

@@ -82,6 +82,8 @@ class RunSummary:
     # A command's steady epochs, per epoch: wall time outside every step (loop work, a pipeline's tail), in ms.
     steady_between_ms: float | None = None
     partial_epochs: tuple[tuple[int, int], ...] = ()  # (epoch, steps) of epochs left before their end, left out
+    #: A command run whose probe was on but never started in any of its Python processes (no interpreter seen).
+    probe_never_loaded: bool = False
     # Every resource figure per phase (analyzers.figures.basis): the steady state is the headline (the properties
     # below read it); the whole run only where a row or column is named for it.
     steady: PhaseFigures = PhaseFigures(STEADY)
@@ -192,7 +194,7 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
     )
     steady_step_ms = _per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.total_s)
     return RunSummary(
-        run_id=record.run_id,
+        run_id=folder.run_id,  # the folder's name: a copied or renamed run is known by it
         framework=spec.framework,
         model=spec.model,
         dataset=spec.dataset,
@@ -249,6 +251,12 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
             steady_step_ms,
             _rank_steps(folder),
             folder.path / "raw" / Path(record.imported.source).name if record.imported else None,
+        ),
+        probe_never_loaded=bool(
+            record.command
+            and record.command.probe == "on"
+            and not record.command.interpreter
+            and record.outcome.status is not RunStatus.RUNNING
         ),
     )
 
@@ -327,7 +335,10 @@ def _tracer_alive(pid: int, wall_start_ns: int) -> bool:
     if not 0 < pid < PID_LIMIT:
         return False
     try:
-        born_s = psutil.Process(pid).create_time()
+        process = psutil.Process(pid)
+        born_s = process.create_time()
+        if pid == 1 and not any("tracer" in part for part in process.cmdline()):
+            return False  # the init process, born before every run: a tracer only as a container's entrypoint
     except (psutil.Error, OverflowError, ValueError):
         return False
     return not (wall_start_ns > 0 and born_s > wall_start_ns / 1e9 + START_SLACK_S)

@@ -53,6 +53,7 @@ from analyzers.trace.clock import RELATIVE_NS
 from tracer.core import schema
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS
+from tracer.core.records import RunStatus
 from tracer.core.runfolder import RunFolder
 
 
@@ -101,6 +102,11 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
     if not folder.run_json.exists() and (folder.path / t.TRACE_META).exists():
         return _window_only(folder, _bare_head(folder))  # a trace file analysed in place (`ingest.cached_import`)
     record = folder.read_record()
+    if record.outcome.status is RunStatus.RUNNING:
+        raise UserError(
+            f"{folder.path}: its run.json still says running (the run goes on, or its tracer was killed): "
+            "its steady step is not known yet; compare it once it has ended"
+        )
     spec = record.spec
     command = record.command
     # A command's frameworks are the ones its processes imported; the built-in workload's is its spec's.
@@ -154,9 +160,10 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
     compute = table[schema.COMPUTE_S].fill_null(0.0).to_numpy()
     sync = table[schema.SYNC_S].fill_null(0.0).to_numpy()
     images = table["images"].fill_null(0).to_numpy()
+    # the reader makes an impossible time (NaN, negative) missing; a step's compute and sync are never missing
+    damaged = table[schema.COMPUTE_S].null_count + table[schema.SYNC_S].null_count
+    _refuse_damaged_steps(folder, damaged, wait, compute, sync, images)
     gpu = _gpu_rows(folder, rank)
-    # An imported trace's steps are its own ranges, on its clock whatever that clock is; a run of ours
-    # whose trace has no anchor to the host's clock cannot place its kernels in its steps.
     if gpu is not None and record.imported is None and _relative_clock(folder):
         notes.append("the trace's clock is not the steps' clock (no anchor in the trace): GPU time not split")
         gpu = None
@@ -198,6 +205,21 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
         parts=made,
         notes=tuple(notes),
     )
+
+
+def _refuse_damaged_steps(folder: RunFolder, missing: int, *columns: np.ndarray) -> None:
+    """A step whose parts or images are NaN, infinite or negative (or `missing`: made so by the reader) is
+    damage, not a measurement: summed, it would pass for a real step (a NaN gap reads as "the same time")."""
+    bad = np.zeros(len(columns[0]), dtype=bool)
+    for values in columns:
+        numbers = values.astype(np.float64)
+        bad |= ~np.isfinite(numbers) | (numbers < 0)
+    count = int(bad.sum()) + missing
+    if count:
+        raise UserError(
+            f"{folder.path}: {count} of its {len(bad)} steady steps have NaN, infinite or negative times "
+            "or images: its steps table is damaged, and its step is not compared"
+        )
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.ingest import ranks as rank_ingest
+from analyzers.ingest.archives import is_archive
 from analyzers.ingest.pipeline import (
     _source_of,
     import_target,
@@ -94,7 +95,7 @@ def import_trace(
     newest XPlane), or several ranks' traces (files, a folder of them, an archive). `prepare_out(out)` makes
     the folder once the inputs are known to be traces (a wrong input is named before a wrong `--out`); a
     failure leaves nothing of the run behind."""
-    if len(paths) == 1 and not rank_ingest.is_archive(paths[0]) and not _several_traces(paths[0]):
+    if len(paths) == 1 and not is_archive(paths[0]) and not _several_traces(paths[0]):
         path = import_target(paths[0])
         if trace_kind(path) not in tf.FILE_KINDS:
             raise not_readable(path)
@@ -154,6 +155,9 @@ def _import_into(
 ) -> Imported:
     """Ingests into the staging `folder`, copies the files into raw/, writes run.json, renames it `run_id`."""
     files = ranks_files or [path]
+    for f in files:
+        if f.is_dir():
+            refuse_links_out(f)
     rank_infos: tuple[RankInfo, ...] = ()
     gpus: tuple[Any, ...] = ()
     # streamed straight into the folder (memory flat in the rows); a bad file leaves nothing behind
@@ -246,6 +250,30 @@ def _steps_with_images(folder: RunFolder, batch: int) -> None:
     i = table.schema.get_field_index("images")
     filled = pc.fill_null(table["images"], pa.scalar(batch, table.schema.field(i).type))
     pq.write_table(table.set_column(i, table.schema.field(i), filled), path)
+
+
+def refuse_links_out(folder: Path) -> None:
+    """A trace folder is copied into the run as it is: a link in it to a folder (a link to `/` would copy the
+    machine, one to `..` round a loop), to a file outside it, or to nothing is refused in one line, before
+    anything is read or copied."""
+    root = folder.resolve()
+    for where, dirs, files in os.walk(folder):  # links are not followed
+        for name in (*dirs, *files):
+            link = Path(where) / name
+            if not link.is_symlink():
+                continue
+            try:
+                target = link.resolve(strict=True)
+            except (OSError, RuntimeError):
+                raise UserError(
+                    f"{link}: a link round a loop or to nothing; remove it and import {folder} again"
+                ) from None
+            if target.is_dir() or not target.is_relative_to(root):
+                what = "a folder" if target.is_dir() else "a file outside the folder"
+                raise UserError(
+                    f"{link}: a link to {what} ({str(target)[:200]}); copy what the trace needs into {folder} "
+                    "and import it again"
+                )
 
 
 def _used_gpus(read: list[Any]) -> tuple[Any, ...]:

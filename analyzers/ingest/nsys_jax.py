@@ -12,8 +12,8 @@ are named ranges, as NVTX ranges are. Both layouts the recipe has written are re
 
 from __future__ import annotations
 
-import io
 import re
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from analyzers.ingest.archives import Budget
 from analyzers.ingest.sniff import NSYS_JAX_TRACE
 from analyzers.trace import tables as t
 from analyzers.trace.clock import Clock, kineto_clock
@@ -67,8 +68,13 @@ def _recipe_table(path: Path) -> pa.Table:
     try:
         if path.is_dir():
             return pq.read_table(path / NSYS_JAX_TRACE)
-        with zipfile.ZipFile(path) as z:
-            member = next(n for n in z.namelist() if n.endswith(NSYS_JAX_TRACE))
-            return pq.read_table(io.BytesIO(z.read(member)))
+        with zipfile.ZipFile(path) as z, tempfile.TemporaryFile() as unpacked:
+            member = next(i for i in z.infolist() if i.filename.endswith(NSYS_JAX_TRACE))
+            budget = Budget(path)  # streamed to a file, never whole in memory, and bounded as it comes
+            budget.check_declared(member.filename, member.file_size)
+            with z.open(member) as source:
+                budget.copy(member.filename, source, unpacked)
+            unpacked.seek(0)
+            return pq.read_table(unpacked)
     except (OSError, zipfile.BadZipFile, StopIteration, pa.ArrowInvalid) as e:
         raise UserError(f"{path}: cannot read the nsys-jax recipe output {NSYS_JAX_TRACE} ({e})") from None

@@ -14,13 +14,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from analyzers.ingest.run_files import rank_traces, run_traces
 from analyzers.ingest.sniff import sniff
+from analyzers.ingest.writing import _refuse_negative, install_parts, write_tables
 from analyzers.trace import tables as t
 from analyzers.trace.clock import Clock
 from tracer.core import arrow_build as build
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
-from tracer.core.memory import give_back_freed_memory
 from tracer.core.runfolder import RunFolder, write_json_atomic
 from tracer.measure.tracing import nsys as tracing_nsys
 
@@ -136,15 +137,6 @@ def read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
     return tables, clock
 
 
-def _refuse_negative(path: Path, tables: dict[str, pa.Table]) -> None:
-    zero = build.int_scalar(0)  # a bare 0 makes pyarrow probe for pandas, and the probe imports it (0.5 s)
-    for name, table in tables.items():
-        if "dur_ns" in table.column_names and table.num_rows:
-            negative = pc.sum(pc.less(table["dur_ns"], zero)).as_py() or 0
-            if negative:
-                raise UserError(f"{path}: {negative} {name} events end before they start: the trace is damaged")
-
-
 def _refuse_negative_durations(path: Path, folder: RunFolder, names: list[str]) -> None:
     """The streamed path's version of `read_trace`'s check: the row groups' statistics say where a
     negative duration can be, and only those row groups are read."""
@@ -191,63 +183,6 @@ def _read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
             names, clock = _write_nsys(path, Path(tmp))
             return {name: pq.read_table(Path(tmp) / f"{name}.parquet") for name in names}, clock
     raise not_readable(path)
-
-
-TABLE_ROW_GROUP_ROWS = 65_536
-"""Rows per row group of a table written whole: the writer holds one group's encoded pages at a time (a
-167 k-row CUDA API table in one group raised the import's peak by 45 MiB, in groups of this size by 23 MiB,
-28 Nov 2026); readers skip groups by their statistics."""
-
-
-def write_tables(
-    folder: RunFolder, tables: dict[str, pa.Table], source: str, clock: Clock, facts: dict[str, int] | None = None
-) -> list[str]:
-    """Writes (or appends to) `<run>/<table>.parquet` atomically and records the clock per source, with
-    what the trace said of its run (`facts`, e.g. its batch size).
-    Dictionary-encoded string columns (see `analyzers.trace.tables`) go to the Parquet writer as they are,
-    without the Arrow schema in the file, so the file reads back with the declared plain-string schema."""
-    written = []
-    for name, table in tables.items():
-        path = folder.table_path(name)
-        if path.exists():
-            table = _merged(path, table, source)
-        tmp = path.with_suffix(".parquet.tmp")
-        give_back_freed_memory()  # what the reader and the last table's writer freed, before this one's buffers
-        pq.write_table(table, tmp, store_schema=not t.has_dictionaries(table), row_group_size=TABLE_ROW_GROUP_ROWS)
-        os.replace(tmp, path)
-        written.append(name)
-    _record_clock(folder, source, clock, written, facts)
-    return written
-
-
-def _merged(path: Path, table: pa.Table, source: str) -> pa.Table:
-    """The rows already in `path` from other sources, then `table`'s, ordered by start."""
-    old = pq.read_table(path)
-    table = t.plain(table, old.schema)
-    table = pa.concat_tables([old.filter(pa.compute.not_equal(old["source"], source)), table])
-    return table.sort_by("start_ns")
-
-
-def _record_clock(
-    folder: RunFolder, source: str, clock: Clock, written: list[str], facts: dict[str, int] | None = None
-) -> None:
-    meta_path = folder.path / t.TRACE_META
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
-    meta[source] = clock.to_json() | {"tables": sorted(written)} | (facts or {})
-    write_json_atomic(meta_path, meta)
-
-
-def install_parts(folder: RunFolder, staged: Path, names: list[str], source: str, clock: Clock) -> list[str]:
-    """Moves `staged/<table>.parquet` files (written by a streaming ingest) into the run folder; a table
-    the run already has from another source is merged in memory as `write_tables` does."""
-    for name in names:
-        part, path = staged / f"{name}.parquet", folder.table_path(name)
-        if path.exists():
-            table = _merged(path, pq.read_table(part), source)
-            pq.write_table(table, part)
-        os.replace(part, path)
-    _record_clock(folder, source, clock, names)
-    return names
 
 
 def ingest_nsys(path: Path, folder: RunFolder) -> list[str]:
@@ -339,19 +274,6 @@ def _written_by(tables: dict[str, pa.Table]) -> str | None:
     return None
 
 
-def run_traces(folder: RunFolder) -> list[Path]:
-    """The traces under raw/ worth ingesting: an export (.arrow or .sqlite) wins over the .nsys-rep it
-    was exported from, and Arrow over SQLite."""
-    raw = folder.raw_dir
-    if not raw.is_dir():
-        return []
-    found = [p for p in sorted(raw.iterdir()) if trace_kind(p) in (*tf.FILE_KINDS, tf.CUPTI)]
-    found = [p for p in found if not tf.is_pyspy(p.name)]  # read by the thread timeline
-    stems = {kind: {tf.stem(p.name) for p in found if trace_kind(p) == kind} for kind in tf.NSYS_KINDS}
-    shadowed = {tf.NSYS_REP: stems[tf.NSYS_SQLITE] | stems[tf.NSYS_ARROW], tf.NSYS_SQLITE: stems[tf.NSYS_ARROW]}
-    return [p for p in found if tf.stem(p.name) not in shadowed.get(trace_kind(p) or "", set())]
-
-
 def ingest_run(folder: RunFolder) -> list[str]:
     """Ingests every known trace under raw/, then writes the thread timeline from them and the samples
     (`analyzers.ingest.threads`) and, for a big trace, the run's view (`analyzers.timeline.view_store`); returns
@@ -360,7 +282,15 @@ def ingest_run(folder: RunFolder) -> list[str]:
     from analyzers.ingest import threads
 
     written: list[str] = []
-    for path in run_traces(folder):
+    paths = run_traces(folder)
+    ranks = rank_traces(folder, paths)
+    if ranks:  # an import of several ranks' Kineto files: one table per kind, a RANK column, one clock
+        from analyzers.ingest import ranks as rank_ingest
+
+        read = rank_ingest.read_kineto_ranks(ranks)
+        written += rank_ingest.write_ranks(folder, read, rank_ingest.align(read))
+        paths = [p for p in paths if p not in ranks]
+    for path in paths:
         for name in ingest_file(path, folder):
             if name not in written:
                 written.append(name)
@@ -442,37 +372,42 @@ def _record_window(folder: RunFolder) -> None:
     write_json_atomic(meta_path, meta)
 
 
-IMPORTS_DIR = "imports"
-"""Under the tool's cache (`tracer.core.paths.cache_root`): the tables of trace files analysed directly."""
-
-
 def cached_import(path: Path) -> RunFolder:
     """The tables of one trace file, ingested once and kept in the cache under a key of its resolved
     path, size and mtime (a changed or replaced file gets a fresh import; nothing is written beside the
     file, which may sit in a read-only place). Made in a scratch folder and renamed into place, so an
-    interrupted import is never taken for a finished one."""
-    from tracer.core.paths import cache_name, cache_root
+    interrupted import is never taken for a finished one. Where the cache may be and how much of it is
+    kept: `analyzers.ingest.import_cache`."""
+    from analyzers.ingest import import_cache
+    from tracer.core.paths import cache_name
 
     path = Path(path)
     if not path.exists():
         raise UserError(f"{path}: no such file or folder")
     if trace_kind(path) not in tf.FILE_KINDS:
         raise not_readable(path)
-    root = cache_root() / IMPORTS_DIR
+    root = import_cache.imports_root()
     name = cache_name(path)
     final = root / name
     if (final / t.TRACE_META).exists():
+        import_cache.touch(final)
         return RunFolder(final)
-    root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root) as tmp:
-        scratch = Path(tmp) / "run"
-        scratch.mkdir()
-        ingest_file(path, RunFolder(scratch))
-        try:
-            os.replace(scratch, final)
-        except OSError:  # another process finished the same import first: theirs is as good
-            if not (final / t.TRACE_META).exists():
-                raise
+    try:
+        with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root) as tmp:
+            scratch = Path(tmp) / "run"
+            scratch.mkdir()
+            ingest_file(path, RunFolder(scratch))
+            try:
+                os.replace(scratch, final)
+            except OSError:  # another process finished the same import first: theirs is as good
+                if not (final / t.TRACE_META).exists():
+                    raise
+    except OSError as e:
+        full = import_cache.full_cache(root, e)
+        if full is None:
+            raise
+        raise full from None
+    import_cache.evict(root, final)
     return RunFolder(final)
 
 

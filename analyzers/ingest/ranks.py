@@ -15,7 +15,6 @@ so. An nsys export has one session clock for all its processes.
 from __future__ import annotations
 
 import json
-import tarfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers.ingest import trace_steps
+from analyzers.ingest.archives import extract, is_archive
 from analyzers.trace import collectives
 from analyzers.trace import tables as t
 from analyzers.trace.clock import UNIX_NS, Clock
@@ -41,28 +41,25 @@ ALIGN_BASE_TIME = "kineto baseTimeNanoseconds"
 ALIGN_UNIX_TIMES = "the traces' own timestamps (Unix time; no baseTimeNanoseconds)"
 ALIGN_FIRST_COLLECTIVE = "first collective"
 ALIGN_NSYS_SESSION = "nsys session start (one clock for every process)"
-
-
-def is_archive(path: Path) -> bool:
-    return path.is_file() and path.name.lower().endswith(tf.ARCHIVE_SUFFIXES)
+ALIGN_ONE_TRACE = "one trace, on its own clock"
 
 
 def expand(paths: list[Path], scratch: Path) -> list[Path]:
     """The trace files named by `paths`: files as they are, a folder's trace files (not recursive), an
     archive's trace files extracted flat into `scratch` (regular members only: no path leaves it)."""
-    from analyzers.ingest.pipeline import trace_kind
+    from analyzers.ingest.sniff import sniff
 
     found: list[Path] = []
     for path in paths:
         if not path.exists():
             raise UserError(f"{path}: no such file or folder")
         if path.is_dir():
-            inside = sorted(p for p in path.iterdir() if p.is_file() and trace_kind(p) in tf.FILE_KINDS)
+            inside = sorted(p for p in path.iterdir() if p.is_file() and sniff(p).kind in tf.FILE_KINDS)
             if not inside:
                 raise UserError(f"{path}: no trace file in this folder ({tf.READABLE})")
             found += inside
         elif is_archive(path):
-            found += _extract(path, scratch)
+            found += extract(path, scratch)
         else:
             found.append(path)
     names = Counter(p.resolve() for p in found)
@@ -70,38 +67,6 @@ def expand(paths: list[Path], scratch: Path) -> list[Path]:
     if twice:
         raise UserError(f"{twice[0]}: named twice; give each rank's trace once")
     return found
-
-
-def _extract(archive: Path, scratch: Path) -> list[Path]:
-    from analyzers.ingest.pipeline import trace_kind
-
-    out = scratch / tf.stem(archive.name).replace(".tar", "")
-    out.mkdir(parents=True, exist_ok=True)
-    found = []
-    try:
-        with tarfile.open(archive) as tar:
-            for member in tar:
-                name = Path(member.name).name
-                if not member.isfile() or not name or name.startswith("."):
-                    continue
-                target = out / name
-                if target.exists():
-                    raise UserError(f"{archive}: two members are named {name}; unpack it and name the files")
-                source = tar.extractfile(member)
-                if source is None:
-                    continue
-                with source, target.open("wb") as f:
-                    while chunk := source.read(1 << 20):
-                        f.write(chunk)
-                if trace_kind(target) in tf.FILE_KINDS:
-                    found.append(target)
-                else:
-                    target.unlink()
-    except (tarfile.TarError, OSError, EOFError) as e:
-        raise UserError(f"{archive}: not a readable tar archive ({e})") from None
-    if not found:
-        raise UserError(f"{archive}: no trace file inside ({tf.READABLE})")
-    return sorted(found)
 
 
 @dataclass(frozen=True)
@@ -120,13 +85,14 @@ class RankTrace:
 def read_kineto_rank(path: Path) -> RankTrace:
     """One rank's Kineto file, with its rank from `distributedInfo` (rank 0 of 1 without it)."""
     from analyzers.ingest import kineto
-    from analyzers.ingest.pipeline import _refuse_negative
+    from analyzers.ingest.writing import _refuse_negative
 
     tables, clock, batch, header = kineto.parse_with_header(path)
     _refuse_negative(path, tables)
     given = header.get("distributedInfo")
     info: dict[str, Any] = given if isinstance(given, dict) else {}
-    rank, world = _int(info.get(schema.RANK), 0), _int(info.get("world_size"), 1)  # Kineto spells it as we do
+    rank = _whole(path, info, schema.RANK, 0)  # Kineto spells it as we do
+    world = _whole(path, info, "world_size", 1)
     if not 0 <= rank < max(world, 1):
         raise UserError(f"{path}: distributedInfo says rank {rank} of world size {world}")
     gpus = _gpus(header.get("deviceProperties"))
@@ -150,9 +116,9 @@ def read_kineto_ranks(paths: list[Path]) -> list[RankTrace]:
     """Every file as one rank of one job: each names a different rank, all of the same world size."""
     ranks = []
     for path in paths:
-        from analyzers.ingest.pipeline import trace_kind
+        from analyzers.ingest.sniff import sniff
 
-        if trace_kind(path) != tf.KINETO:
+        if sniff(path).kind != tf.KINETO:
             raise UserError(
                 f"{path}: only Kineto (PyTorch profiler) traces are read as several ranks; import an nsys "
                 "export holding every rank as one file"
@@ -189,10 +155,14 @@ class Alignment:
 
 
 def align(ranks: list[RankTrace]) -> Alignment:
+    """How the ranks go on one clock; ranks whose spans on it never overlap are refused: they are not
+    one job (two jobs' ranks a day apart would read as one run whose straggler is a day late)."""
+    if len(ranks) == 1:  # one trace is on its own clock, whatever that is
+        return Alignment(ALIGN_ONE_TRACE, {ranks[0].info.rank: 0})
     if all(r.clock.kind == UNIX_NS for r in ranks):
-        return Alignment(ALIGN_BASE_TIME, {r.info.rank: 0 for r in ranks})
+        return _overlapping(ranks, Alignment(ALIGN_BASE_TIME, {r.info.rank: 0 for r in ranks}))
     if all(UNIX_FROM_NS <= (_first_ns(r) or 0) <= UNIX_TO_NS for r in ranks):
-        return Alignment(ALIGN_UNIX_TIMES, {r.info.rank: 0 for r in ranks})
+        return _overlapping(ranks, Alignment(ALIGN_UNIX_TIMES, {r.info.rank: 0 for r in ranks}))
     ends = {r.info.rank: _first_collective_end(r) for r in ranks}
     if any(e is None for e in ends.values()):
         missing = next(r.path for r in ranks if ends[r.info.rank] is None)
@@ -204,9 +174,36 @@ def align(ranks: list[RankTrace]) -> Alignment:
     return Alignment(ALIGN_FIRST_COLLECTIVE, {k: ref - (v or 0) for k, v in ends.items()}, trusted=False)
 
 
+def _overlapping(ranks: list[RankTrace], alignment: Alignment) -> Alignment:
+    """`alignment`, when every rank's span on it meets every other's (the ranks of one job run together)."""
+    spans = [(r, _span(r, alignment.shifts_ns.get(r.info.rank, 0))) for r in ranks]
+    known = [(r, span) for r, span in spans if span is not None]
+    if len(known) < 2:
+        return alignment
+    late = max(known, key=lambda item: item[1][0])
+    early = min(known, key=lambda item: item[1][1])
+    gap_ns = late[1][0] - early[1][1]
+    if gap_ns > 0:
+        raise UserError(
+            f"{late[0].path} (rank {late[0].info.rank}) starts {gap_ns / 1e9:,.0f} s after {early[0].path} "
+            f"(rank {early[0].info.rank}) ends: the traces never overlap in time, so they are not one job's "
+            "ranks; import each alone, or give the traces of one job"
+        )
+    return alignment
+
+
+def _span(r: RankTrace, shift_ns: int) -> tuple[int, int] | None:
+    starts = [pc.min(tab["start_ns"]).as_py() for tab in r.tables.values() if tab.num_rows]
+    ends = [pc.max(tab["end_ns"]).as_py() for tab in r.tables.values() if tab.num_rows and "end_ns" in tab.column_names]
+    starts, ends = [s for s in starts if s is not None], [e for e in ends if e is not None]
+    if not starts or not ends:
+        return None
+    return min(starts) + shift_ns, max(ends) + shift_ns
+
+
 def write_ranks(folder: RunFolder, ranks: list[RankTrace], alignment: Alignment) -> list[str]:
     """Every rank's tables as one table each (RANK column, shifted onto one clock) and the steps table."""
-    from analyzers.ingest.pipeline import write_tables
+    from analyzers.ingest.writing import write_tables
 
     several = len(ranks) > 1 or ranks[0].info.world_size > 1  # a lone process's tables stay without ranks
     merged: dict[str, list[pa.Table]] = {}
@@ -364,6 +361,21 @@ def _main_pid(tables: dict[str, pa.Table]) -> int | None:
         if table is not None and table.num_rows and "pid" in table.column_names:
             return int(_most_common(table["pid"]))
     return None
+
+
+MAX_WORLD = 1 << 24
+"""Ranks of one job: far beyond any machine's (the largest runs have ~10^5 GPUs); a bigger count is damage."""
+
+
+def _whole(path: Path, info: dict[str, Any], key: str, default: int) -> int:
+    """`distributedInfo[key]` as a count from 0 to MAX_WORLD (`default` when absent); anything else (a list,
+    text, a fraction, a 301-digit number) is refused in one line, never read as `default`."""
+    value = info.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_WORLD:
+        raise UserError(f"{path}: distributedInfo's {key} is {str(value)[:40]!s}, not a whole number of ranks")
+    return value
 
 
 def _int(value: Any, default: int) -> int:

@@ -49,6 +49,10 @@ def read(path: Path) -> tuple[dict[str, pa.Table], Clock]:
         return _read(con), kineto_clock(None)
     except sqlite3.Error as e:
         raise UserError(f"{path}: damaged rocpd database ({e})") from None
+    except (TypeError, ValueError, OverflowError, pa.ArrowException) as e:  # NULL, text or huge times, binary names
+        raise UserError(
+            f"{path}: damaged rocpd database (a value of the wrong type or range: {str(e)[:160]})"
+        ) from None
     finally:
         con.close()
 

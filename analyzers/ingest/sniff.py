@@ -45,6 +45,10 @@ class Seen:
     what: str  # the format in words, for a refusal
 
 
+WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
+"""The byte-order marks of UTF-16 (LE, BE) and UTF-32 (LE begins as UTF-16 LE's; BE)."""
+
+
 def sniff(path: Path) -> Seen:
     if path.is_dir():
         return _folder(path)
@@ -53,8 +57,8 @@ def sniff(path: Path) -> Seen:
             head = f.read(HEAD_BYTES)
     except OSError as e:
         return Seen(None, f"unreadable ({e.strerror or e})")
-    if path.name.lower().endswith(tf.SUFFIXES[tf.XPLANE]):
-        return Seen(tf.XPLANE, "an XPlane profile")
+    if path.name.lower().endswith(tf.SUFFIXES[tf.XPLANE]):  # 0 bytes: a profiler that died before writing
+        return Seen(tf.XPLANE, "an XPlane profile") if head else Seen(None, "an empty file")
     if head.startswith(SQLITE_MAGIC):
         return _sqlite(path)
     if head.startswith(ARROW_STREAM_MAGIC):
@@ -65,6 +69,8 @@ def sniff(path: Path) -> Seen:
         return _zip(path)
     if head[TAR_MAGIC_AT : TAR_MAGIC_AT + 5] == b"ustar":
         return Seen(None, "a tar archive (unpack it and import the trace inside)")
+    if head.startswith(WIDE_BOMS) or (b"\0" in head[:4] and head.replace(b"\0", b"").lstrip()[:1] in (b"{", b"[")):
+        return Seen(None, "UTF-16 or UTF-32 text (save it as UTF-8, as JSON traces are written)")
     if head.lstrip()[:1] in (b"{", b"["):
         return _json(head)
     if head.startswith(b"NVIDIA Tegra Profiler Report") or path.name.lower().endswith(tf.SUFFIXES[tf.NSYS_REP]):

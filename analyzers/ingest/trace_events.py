@@ -229,7 +229,7 @@ class TraceEvents:
                 yield from self._unclosed(buf)
                 return
             if m is None:
-                raise TraceFormatError("the traceEvents array does not close (truncated?)")
+                raise TraceFormatError(_unclosed_why(buf))
             events = self._decode(buf[: m.start() + 1])
             if events is None:
                 search_from = m.end()
@@ -258,6 +258,25 @@ class TraceEvents:
             raise TraceFormatError(f"after traceEvents: {e}") from None
         tail.pop("traceEvents", None)
         self.header.update(tail)
+
+
+NOT_OBJECTS = "the traceEvents array holds an element that is not an event (a JSON object): a number, text or list"
+
+
+def _unclosed_why(buf: bytes, tries: int = 64) -> str:
+    """Why no `}]` ends the array: an element that is no object closes it (the file's end then reads as a
+    header's tail after some `]`), else the file was cut short."""
+    end = len(buf)
+    for _ in range(tries):
+        end = buf.rfind(b"]", 0, end)
+        if end < 0:
+            break
+        try:
+            _ANY.decode(b'{"traceEvents":[]' + buf[end + 1 :])
+        except msgspec.DecodeError:
+            continue
+        return NOT_OBJECTS
+    return "the traceEvents array does not close (truncated?)"
 
 
 def decode_piece(piece: bytes) -> list[Event] | None:

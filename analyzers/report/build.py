@@ -187,8 +187,8 @@ def _ranks_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
         for r in runs:
             table = rank_table(r.folder)
             if table is not None:
-                text.append((r.record.run_id, markdown_lines(r.record.run_id, table)))
-                text += _comm_sections(r.record.run_id, r.folder)
+                text.append((r.run_id, markdown_lines(r.run_id, table)))
+                text += _comm_sections(r.run_id, r.folder)
         md_path = out / f"{RANKS_STEM}.md"
         ranks_md = f"### {RANKS_TITLE}\n\n" + "\n\n".join("\n".join(lines) for _, lines in text) + "\n"
         out_file.write_text(md_path, ranks_md, "report --out")

@@ -63,6 +63,11 @@ class CellEntry:
         return (self.ended_ns - self.started_ns) / 1e9
 
 
+def _one_name(value: object) -> bool:
+    """Whether `value`, read from a record, names one entry of a folder (never a path out of it)."""
+    return isinstance(value, str) and value not in ("", ".", "..") and "/" not in value and "\0" not in value
+
+
 class Campaign:
     """A plan's campaign folder, held by one process at a time (an advisory lock the kernel drops on kill)."""
 
@@ -117,8 +122,20 @@ class Campaign:
             raise UserError(f"{self.path} is unreadable ({e}); move it away to start the campaign afresh") from None
         self.created_ns = int(data.get("created_ns", self.created_ns))
         names = {f.name for f in dataclasses.fields(CellEntry)}
-        for raw in data.get("cells", {}).values():
-            entry = CellEntry(**{k: v for k, v in raw.items() if k in names})
+        cells = data.get("cells", {}) if isinstance(data, dict) else None
+        if not isinstance(cells, dict) or not all(isinstance(raw, dict) for raw in cells.values()):
+            raise UserError(f"{self.path} is damaged (its cells are not records); move it away to start afresh")
+        for raw in cells.values():
+            try:
+                entry = CellEntry(**{k: v for k, v in raw.items() if k in names})
+            except TypeError:
+                raise UserError(f"{self.path} is damaged (a cell lacks its id); move it away to start afresh") from None
+            for what, value in (("cell_id", entry.cell_id), ("run_id", entry.run_id)):
+                if value is not None and not _one_name(value):
+                    raise UserError(
+                        f"{self.path}: cell {str(entry.cell_id)[:80]!r} names {what} {str(value)[:80]!r}, which is no "
+                        "folder name (one path component, not `..`); the record is damaged or forged: move it away"
+                    )
             self.cells[entry.cell_id] = entry
 
     def _check_plan(self) -> None:

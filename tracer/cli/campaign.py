@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracer.cli.common import add_out_dir, console, err_console
-from tracer.cli.outputs import output_dir
+from tracer.cli.outputs import output_dir, resolved_path
 from tracer.core.cases import dataset_label
 from tracer.core.errors import UserError
 
@@ -71,6 +71,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         raise UserError("--shared-dir goes with --ray: the local runner writes straight into --out")
     slurm_opts = _slurm_options(args)
     plan = load_plan(args.plan)
+    resolved_path(args.out, "--out")  # a symlink loop: one line, in a dry run too (which writes nothing)
     if args.dry_run:
         return dry_run(plan, args.out, args.nodes, console(), slurm_opts)
     if args.resume and not Campaign(plan, args.out.resolve()).path.exists():

@@ -159,7 +159,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             backend = ", ".join(dict.fromkeys(r.backend for r in infos if r.backend)) or "backend not recorded"
             console().print(
                 f"ranks: {len(infos)} of world size {record.world_size} ({backend}; {devices}); per rank: "
-                f"`tracer analyze {record.run_id}`, `--rank R`",
+                f"`tracer analyze {run.run_id}`, `--rank R`",
                 markup=False,
             )
             from analyzers.figures.straggler import straggler, summary_lines

@@ -17,6 +17,11 @@ from tracer.core import cases
 from tracer.core.errors import UserError
 from tracer.core.schema import DATA_FILES
 
+PROBE_NEVER_LOADED = (
+    "none seen: the probe never started in the command's Python (python -I, -E or -S, or a PYTHONPATH that "
+    "replaced the tracer's, keeps it out): steps not recorded"
+)
+
 
 def print_problems(run: Any, out: Console) -> None:
     """The run's damaged files (`Run.problems`), one line each under "Problems"; nothing for a sound run."""
@@ -103,6 +108,8 @@ def print_summary(s: object, console: Console) -> None:
         rows = [r for r in rows if r[0] in kept] + [("samples", "none: an imported trace has its trace tables only")]
     if s.command:  # the script's own model, data and batch: the tool knows only what it measured
         seen = f"seen by the probe ({', '.join(s.probes)})" if s.probes else "none seen (no loop the probe knows)"
+        if s.probe_never_loaded:
+            seen = PROBE_NEVER_LOADED
         partial = "".join(f"; epoch {e} partial ({n} steps, left out)" for e, n in s.partial_epochs)
         command_rows = {
             "batch": "the script's own (not recorded)",

@@ -211,10 +211,13 @@ class CommandInfo:
 
     @property
     def text(self) -> str:
-        """The command as a shell would take it (`python train.py --lr 0.1`)."""
+        """The command as a shell would take it (`python train.py --lr 0.1`), as it is shown (no control
+        characters: `tracer.core.text.printable_argv`); argv keeps what was typed."""
         import shlex
 
-        return shlex.join(self.argv)
+        from tracer.core.text import printable_argv
+
+        return shlex.join(printable_argv(self.argv))
 
     @property
     def name(self) -> str:
@@ -222,9 +225,12 @@ class CommandInfo:
         import os
 
         scripts = [a for a in self.argv if a.endswith((".py", ".sh"))]
+        from tracer.core.text import printable_argv
+
+        shown = printable_argv(self.argv)
         if "-m" in self.argv[:-1]:
-            return self.argv[self.argv.index("-m") + 1]
-        return os.path.basename(scripts[-1] if scripts else self.argv[0]) if self.argv else "?"
+            return shown[self.argv.index("-m") + 1]
+        return os.path.basename(shown[self.argv.index(scripts[-1])] if scripts else shown[0]) if self.argv else "?"
 
     @property
     def label(self) -> str:

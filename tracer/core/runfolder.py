@@ -519,9 +519,15 @@ def epochs_from_events(events: Sequence[dict[str, Any]]) -> list[EpochRecord]:
 
 
 def list_runs(out_dir: Path) -> list[RunFolder]:
+    """The run folders in `out_dir`: each folder holding a run.json, a damaged one too (a link round a loop
+    is listed, and read as damaged, not left out); `out_dir` a symlink loop is one line, not "no runs"."""
+    from tracer.core.output import resolved
+
+    resolved(out_dir, "the runs folder")
     if not out_dir.is_dir():
         return []
-    return sorted((RunFolder(p) for p in out_dir.iterdir() if (p / RUN_JSON).exists()), key=lambda r: r.run_id)
+    found = (p for p in out_dir.iterdir() if (p / RUN_JSON).exists() or (p / RUN_JSON).is_symlink())
+    return sorted((RunFolder(p) for p in found), key=lambda r: r.run_id)
 
 
 SHORT_ID_MIN = 4

@@ -6,6 +6,7 @@ made the viewer lay out text for 46 s). run.json keeps what was written; readers
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 CAUSE_MAX_CHARS = 2000
 """A cause is one sentence, or an error and its message; beyond this it is cut (run.json keeps it whole)."""
@@ -28,3 +29,9 @@ def printable(text: str, limit: int = CAUSE_MAX_CHARS) -> str:
         return clean
     more = len(clean) - limit + extra
     return f"{clean[:limit]}... ({more:,} characters more in run.json)"
+
+
+def printable_argv(argv: Sequence[str]) -> list[str]:
+    """A command's words as they are shown: escape sequences and control characters out, a newline or tab
+    written as `\\n` or `\\t` (an argument holding one would otherwise break the line it is shown on)."""
+    return [printable(a.replace("\n", "\\n").replace("\t", "\\t"), LINE_MAX_CHARS) for a in argv]

@@ -85,11 +85,38 @@ def resolve_executable(argv0: str, cwd: Path) -> str:
             raise UserError(
                 f"cannot start the command: {argv0} is not executable (chmod +x it, or run it with its interpreter)"
             )
-        return str(path)
+        return check_startable(argv0, str(path))
     found = shutil.which(argv0)
     if found is None:
         raise UserError(f"cannot start the command: '{argv0}' is not found on PATH")
-    return found
+    return check_startable(argv0, found)
+
+
+ELF_MAGIC = b"\x7fELF"
+
+
+def check_startable(argv0: str, path: str) -> str:
+    """`path`, when the kernel can start it: a program (ELF) or a script whose `#!` line names an
+    interpreter that exists. An empty or binary file, or a missing interpreter, is a UserError here,
+    before any run folder (the kernel's own refusal came after it, and left it behind)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError as e:
+        raise UserError(f"cannot start the command: {argv0} cannot be read ({e.strerror or e})") from None
+    if head.startswith(ELF_MAGIC):
+        return path
+    if not head.startswith(b"#!"):
+        what = "an empty file" if not head else "neither a program nor a script with a #! line"
+        raise UserError(f"cannot start the command: {argv0} is {what} (run it with its interpreter)")
+    words = head[2:].split(b"\n", 1)[0].split()
+    interpreter = words[0].decode(errors="replace") if words else ""
+    if not interpreter or not os.access(interpreter, os.X_OK) or os.path.isdir(interpreter):
+        raise UserError(
+            f"cannot start the command: the #! line of {argv0} names {interpreter or 'no interpreter'}, "
+            "which is not an executable here (fix its first line, or run it with its interpreter)"
+        )
+    return path
 
 
 def probe_pythonpath() -> Path:
@@ -150,7 +177,9 @@ def command_text(argv: Sequence[str], limit: int = 80) -> str:
     """The command as one line, shortened in the middle past `limit` characters."""
     import shlex
 
-    text = shlex.join(argv)
+    from tracer.core.text import printable_argv
+
+    text = shlex.join(printable_argv(argv))
     return text if len(text) <= limit else text[: limit // 2 - 2] + " ... " + text[-(limit // 2 - 3) :]
 
 
@@ -189,8 +218,9 @@ class CommandRunner(Supervisor):
         folder = self.start_folder(launch.out_dir, record, None)
         self.console.print(f"run {folder.run_id}: {command_text(launch.argv)}")
         child_env = dict(os.environ)
+        run_dir = os.path.abspath(folder.path)  # the command may chdir, or start a child elsewhere
         if launch.probe:
-            child_env[PROBE_RUN_DIR_ENV] = str(folder.path)
+            child_env[PROBE_RUN_DIR_ENV] = run_dir
             path = os.environ.get("PYTHONPATH")
             child_env["PYTHONPATH"] = str(probe_pythonpath()) + (os.pathsep + path if path else "")
         child_env.setdefault("PYTHONUNBUFFERED", "1")  # a pipe, not a terminal: output still comes as it is written
@@ -203,7 +233,7 @@ class CommandRunner(Supervisor):
             pid_file=False,
             progress_files=(folder.path / STDOUT_LOG, folder.path / STDERR_LOG),
             sweep=True,
-            mark=f"{PROBE_RUN_DIR_ENV}={folder.path}" if launch.probe else "",
+            mark=f"{PROBE_RUN_DIR_ENV}={run_dir}" if launch.probe else "",
         )
         try:
             ended = self.supervise(folder, child, spec, nvml, pyspy)

@@ -13,7 +13,9 @@ nsys session on the machine hang. The guard ends the agents of the group's proce
 (`end_nsys_agents`, which the nsys backend also uses after a run that ended by itself).
 
 A user's command may start processes in sessions of their own (torchrun's ranks): given a MARK, an
-environment entry only the run's processes hold (the probe's run folder), the guard ends those too.
+environment entry only the run's processes hold (the probe's run folder), the guard ends those too, and
+every descendant of the tracer it saw (the tracer is their subreaper): a daemon started with
+`setsid env -i` holds no mark and no group of the run.
 
     python -m tracer.measure.lifeguard TRACER_PID WORKER_PGID [MARK]
 """
@@ -92,10 +94,62 @@ def marked(mark: str) -> list[int]:
     return found
 
 
+SCAN_EVERY_S = 1.0
+"""How often a command run's guard notes the tracer's descendants (one pass over /proc)."""
+
+
+def _started(pid: int) -> tuple[int, int, int] | None:
+    """(parent pid, process group, start time in clock ticks) of `pid`, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return int(fields[1]), int(fields[2]), int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def descendants(root: int) -> dict[int, int]:
+    """pid -> start time of every process under `root` outside `root`'s own process group (the tracer's
+    helpers, py-spy among them, are in it) but this one. The tracer of a command is its subreaper: a
+    daemon that left the group and cleared its environment (`setsid env -i ...`) is still found under
+    it while it lives, and remembered here for when it does not."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, tuple[int, int, int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            seen = _started(int(name))
+            if seen is not None:
+                children.setdefault(seen[0], []).append(int(name))
+                stats[int(name)] = seen
+    own_group = stats.get(root, (0, -1, 0))[1]
+    out: dict[int, int] = {}
+    todo = list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        if pid != os.getpid() and pid not in out:
+            if stats[pid][1] != own_group:
+                out[pid] = stats[pid][2]
+            todo += children.get(pid, [])
+    return out
+
+
+def _still(known: dict[int, int]) -> dict[int, int]:
+    """Those of `known` alive as the same process (a reused pid has another start time)."""
+    alive = {}
+    for pid, start in known.items():
+        seen = _started(pid)
+        if seen is not None and seen[2] == start:
+            alive[pid] = start
+    return alive
+
+
 def guard(tracer: int, pgid: int, mark: str = "") -> int:
-    """Returns when the group is empty; SIGKILLs the group (and its nsys agents, and the processes
-    holding `mark`) first if the tracer went before it."""
-    while _group_alive(pgid):
+    """Returns when the group is empty (and, for a command, every process it left behind is gone);
+    SIGKILLs the group, its nsys agents, the processes holding `mark` and the tracer's descendants it
+    saw first if the tracer went before it."""
+    known: dict[int, int] = {}
+    scanned = 0.0
+    while _group_alive(pgid) or (mark and _still(known)):
         if os.getppid() != tracer:  # reparented: the tracer is gone
             members = group_members(pgid)
             try:
@@ -103,12 +157,15 @@ def guard(tracer: int, pgid: int, mark: str = "") -> int:
             except (ProcessLookupError, PermissionError):
                 pass
             end_nsys_agents(members)
-            for pid in marked(mark) if mark else ():
+            for pid in {*(marked(mark) if mark else ()), *_still(known)}:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
             return 0
+        if mark and time.monotonic() - scanned >= SCAN_EVERY_S:
+            known = {**_still(known), **descendants(tracer)}
+            scanned = time.monotonic()
         time.sleep(CHECK_EVERY_S)
     return 0
 

@@ -105,30 +105,40 @@ class Tee(threading.Thread):
     def __init__(self, pipe: Any, fd: int, path: Path) -> None:
         super().__init__(daemon=True)
         self.pipe, self.fd, self.path = pipe, fd, path
+        self.error = ""  # why the file stopped getting the output (a full disk): the terminal still gets it all
         self.start()
 
     def run(self) -> None:
         to_terminal = True
-        with self.path.open("wb") as kept:
-            while True:
+        try:
+            kept: Any = self.path.open("wb")
+        except OSError as e:
+            kept, self.error = None, f"{self.path.name} not kept: {e.strerror or e}"
+        while True:  # the pipe is read to its end whatever fails: a command never blocks on its output
+            try:
+                chunk = os.read(self.pipe.fileno(), self.CHUNK)
+            except OSError:  # EIO: a pseudo-terminal whose every writer has closed it (its end of file)
+                break
+            if not chunk:
+                break
+            if kept is not None:
                 try:
-                    chunk = os.read(self.pipe.fileno(), self.CHUNK)
-                except OSError:  # EIO: a pseudo-terminal whose every writer has closed it (its end of file)
+                    kept.write(chunk)
+                    kept.flush()
+                except OSError as e:
+                    _closed(kept)
+                    kept, self.error = None, f"{self.path.name} cut short: {e.strerror or e}"
+            while to_terminal and chunk:
+                try:
+                    written = os.write(self.fd, chunk)
+                except BlockingIOError:
+                    time.sleep(0.01)
+                    continue
+                except OSError:  # our terminal went away: the file still gets everything
+                    to_terminal = False
                     break
-                if not chunk:
-                    break
-                kept.write(chunk)
-                kept.flush()
-                while to_terminal and chunk:
-                    try:
-                        written = os.write(self.fd, chunk)
-                    except BlockingIOError:
-                        time.sleep(0.01)
-                        continue
-                    except OSError:  # our terminal went away: the file still gets everything
-                        to_terminal = False
-                        break
-                    chunk = chunk[written:]
+                chunk = chunk[written:]
+        _closed(kept)
         self.pipe.close()
 
 
@@ -155,6 +165,15 @@ def terminal_like(fd: int) -> tuple[Any, int] | None:
     except OSError:
         pass  # a size or mode that cannot be set: still a terminal
     return os.fdopen(ours, "rb", buffering=0), theirs
+
+
+def _closed(file: Any) -> None:
+    """Closes `file` (None: nothing), losing what it could not write: its disk is full."""
+    if file is not None:
+        try:
+            file.close()
+        except OSError:
+            pass
 
 
 class Signals:
@@ -252,7 +271,13 @@ def stop_lifeguard(guard: subprocess.Popen[bytes] | None) -> None:
 def dump_stacks(folder: RunFolder, pid: int) -> None:
     """py-spy dumps of the worker and every process under it into raw/ (STALL_STACKS), before they
     are ended: where each one waits is the finding of a stalled run."""
-    out = folder.path / STALL_STACKS
+    try:
+        _dump_stacks(folder.path / STALL_STACKS, pid)
+    except OSError:  # a full disk: the stall is recorded all the same, and the run is ended
+        pass
+
+
+def _dump_stacks(out: Path, pid: int) -> None:
     try:
         pyspy: Path | None = find_pyspy()
     except UserError:

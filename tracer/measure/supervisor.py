@@ -262,6 +262,8 @@ class Supervisor:
             ended_by = "interrupted"
             terminate(proc, hurry, self._interrupt_signal(child))
         finally:
+            if ended_by is None and rank_launch.running(procs):  # an error of ours broke the loop: still ended
+                terminate(proc, hurry)
             for p in procs:
                 p.wait()
             end_group(proc.pid)  # loader processes outlive a worker that died by itself
@@ -290,6 +292,8 @@ class Supervisor:
                     self.console.print(f"ended {len(swept)} process(es) the command left behind: {swept}")
             for pump in pumps:
                 pump.join()
+                if pump.error:
+                    self.console.print(f"[yellow]output:[/yellow] {pump.error} (all of it reached the terminal)")
         if ended_by is None and self.signals.count:
             # the signal reached the worker's group too (Slurm's scancel signals every process of the job,
             # a terminal's Ctrl-C the foreground group): the worker may be gone before the loop saw the count

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from analyzers.ingest import nsys_summary
-from analyzers.ingest.pipeline import IMPORTS_DIR
+from analyzers.ingest.import_cache import IMPORTS_DIR
 from analyzers.summaries import cuda_api, kernels, threads
 from analyzers.summaries.rows import ApiRow, KernelRow, MemcpyRow, ThreadRow
 from tests.analyzers.conftest import NSYS_FILES

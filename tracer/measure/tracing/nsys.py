@@ -224,6 +224,10 @@ def stop_agents(folder: RunFolder) -> list[int]:
 #: What starts a command that writes no worker.pid of its own under nsys: a shell writes its pid to the
 #: file named after it, then becomes the command (exec keeps the pid and nsys's injection).
 ANNOUNCE_PID = ("/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"')
+#: nsys waits, by default, for every process the app re-parented: a daemon a user's command left behind
+#: would hold the run open for as long as it lives. The run ends with the command; the daemon is ended
+#: with it (the runner's sweep of the command's descendants).
+WAIT_FOR_THE_COMMAND = "--wait=primary"
 
 
 class NsysBackend(TraceBackend):
@@ -250,8 +254,10 @@ class NsysBackend(TraceBackend):
         measures the command's own process tree, not nsys's with it, and the launcher can tell nsys's
         failed launch (no pid yet: retried) from the command's own quick exit (run once)."""
         output = folder.path / REPORT
+        waits = []
         if not writes_pid:
             worker_cmd = [*ANNOUNCE_PID, str(folder.worker_pid_path), *worker_cmd]
+            waits = [WAIT_FOR_THE_COMMAND]
         return [
             sys.executable,
             str(LAUNCHER),
@@ -259,6 +265,7 @@ class NsysBackend(TraceBackend):
             str(self.nsys),
             "profile",
             *profile_args(spec),
+            *waits,
             f"--output={output.with_suffix('')}",
             "--force-overwrite=true",
             *worker_cmd,
