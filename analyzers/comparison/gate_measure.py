@@ -22,7 +22,6 @@ from analyzers.trace.arrays import as_array
 from tracer.core import schema
 from tracer.core.runfolder import RunFolder
 
-MFU_FIELD = "mfu_pct"
 """The RunSummary field the MFU metric reads (model FLOP utilisation, %), where the summary has it."""
 STEP_BLOCKS, MIN_BLOCK_STEPS = 4, 2
 """A run's steps are read for noise in up to STEP_BLOCKS runs of consecutive steps (MIN_BLOCK_STEPS at least
@@ -88,7 +87,7 @@ def _from_summary(folder: RunFolder, summary: RunSummary, step: Measure | None, 
         ("peak_rss", summary.peak_rss_mib),
         ("gpu_memory", summary.gpu_mem_peak_mib),
         ("gpu_util", summary.gpu_util_pct_mean),
-        ("mfu", getattr(summary, MFU_FIELD, None)),
+        ("mfu", summary.utilisation.mfu_pct),
     ):
         if value is not None:
             out[key] = Measure(float(value), "steady")

@@ -24,6 +24,7 @@ PANELS: tuple[tuple[str, str], ...] = (
     ("data_wait_pct", "data wait (% of the step)"),
     ("gpu_util_pct_mean", "GPU busy (%)"),
     ("energy_j_per_image", "GPU energy (J per image)"),
+    ("mfu_pct", "MFU (% of the device's peak FLOP/s)"),
 )
 PERCENT = ("data_wait_pct", "gpu_util_pct_mean")  # drawn on 0-100 %, so a small share looks small
 PART_COLOURS = {DATA_WAIT: "#BBBBBB", COMPUTE: "#4477AA", SYNC: "#EE7733", HOST: "#DDCC77"}

@@ -22,7 +22,7 @@ HEADLINE_LIMIT = 12  # columns a case's table may have: it reads at 1,280 px and
 class Column:
     header: str  # with its unit
     field: str  # the TableRow field
-    kind: str  # how `cell_text` prints it: "rate", "seconds", "pct", "mib", "joules", or "" (not a number)
+    kind: str  # how `cell_text` prints it: "rate", "seconds", "pct", "mib", "joules", "share" (3 digits), or ""
     gpu_only: bool = False
 
 
@@ -36,6 +36,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("GPU busy (%)", "gpu_util_pct_mean", "pct", gpu_only=True),
     Column("GPU memory held (MiB)", "gpu_mem_nvml_mib", "mib", gpu_only=True),
     Column("Energy (J/image)", "energy_j_per_image", "joules", gpu_only=True),
+    Column("MFU (% of peak)", "mfu_pct", "share"),
     Column("Runs", "runs_ok", ""),
     Column("Status", "status", ""),
 )

@@ -75,6 +75,9 @@ class TableRow:
     whole_run_gpu_util_pct_mean: float | None = None
     whole_run_energy_j_per_epoch: float | None = None
     whole_run_energy_j_per_image: float | None = None
+    # Model FLOPs utilisation over the steady steps (analyzers.figures.utilisation), % of the device's peak:
+    # the median over the ok runs that have it.
+    mfu_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,7 @@ def _row(case_name: str, cp: CasePool, warmup: int) -> TableRow:
     with_energy = [s for s in summaries if s.energy_source is not None]
     per_epoch = [s.energy_j_per_epoch for s in with_energy if s.energy_j_per_epoch is not None]
     per_image = [s.energy_j_per_image for s in with_energy if s.energy_j_per_image is not None]
+    mfu = [s.utilisation.mfu_pct for s in summaries if s.utilisation.mfu_pct is not None]
     spec = runs[0].record.spec
     newest = runs[-1]
     return TableRow(
@@ -224,6 +228,7 @@ def _row(case_name: str, cp: CasePool, warmup: int) -> TableRow:
         whole_run_gpu_util_pct_mean=_fmean([s.whole.gpu_util_pct_mean for s in summaries]),
         whole_run_energy_j_per_epoch=_fmean([s.whole.energy_j_per_epoch for s in summaries]),
         whole_run_energy_j_per_image=_fmean([s.whole.energy_j_per_image for s in summaries]),
+        mfu_pct=statistics.median(mfu) if mfu else None,
     )
 
 
@@ -296,6 +301,7 @@ DISPLAY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("Energy/epoch, steady (J)", "energy_j_per_epoch", ".1f"),
     ("Energy/image, steady (J)", "energy_j_per_image", ".3f"),
     ("Energy source", "energy_source", ""),
+    ("MFU % of the device's peak, steady", "mfu_pct", ".2f"),
     ("Runs ok/all", "runs_ok", "d"),
     ("Status", "status", ""),
 )
