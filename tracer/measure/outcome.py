@@ -79,14 +79,14 @@ def exit_status(outcome: Outcome, ended_by: str | None, signum: int, command: bo
     """The tracer's own exit status for a run, one rule for the built-in worker and a command: 0 when it
     ended well; interrupted, 128 + the signal the tracer got, whatever the command made of it (its own
     status is in run.json); a command's own status otherwise (128 + N where signal N ended it), unless the
-    tracer ended it (timeout, stall) or it exited 0 into a bad end (diverged): then 1, as a failed
-    built-in run."""
+    tracer ended it (timeout, stall), the probe stopped it at a divergence (its status is the probe's, not
+    the script's), or it exited 0 into a bad end: then 1, as a failed built-in run."""
     code = outcome.exit_code
     if outcome.status is RunStatus.OK and not code:
         return 0
     if ended_by == "interrupted":
         return shell_code(signum)
-    if not command or ended_by in ("timeout", "stalled") or not code:
+    if not command or ended_by in ("timeout", "stalled") or not code or outcome.status is RunStatus.DIVERGED:
         return EXIT_RUN_FAILED
     return shell_code(-code) if code < 0 else code
 

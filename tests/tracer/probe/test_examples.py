@@ -90,7 +90,9 @@ def test_diff_of_two_runs_of_a_script_says_the_slowed_loader_waits(profile_examp
     assert result.returncode == 0, result.stderr[-2000:]
     out = json.loads(result.stdout)
     assert out["gap_s"] > 0 and out["parts"][0]["key"] == "data_wait" and out["parts"][0]["delta_s"] > 0
-    assert out["a"]["model"] == out["b"]["model"] == "pytorch_dataloader.py" and out["b"]["batch"] is None
+    # each side named by its script and arguments (two runs of one script told apart), its batch the script's own
+    assert out["a"]["model"].startswith("pytorch_dataloader.py") and out["b"]["model"].endswith("--slow-ms 20")
+    assert out["b"]["batch"] is None
     assert any("more per image waiting for data" in line for line in out["sentences"])
 
 
