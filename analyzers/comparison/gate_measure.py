@@ -87,10 +87,13 @@ def _from_summary(folder: RunFolder, summary: RunSummary, step: Measure | None, 
         ("peak_rss", summary.peak_rss_mib),
         ("gpu_memory", summary.gpu_mem_peak_mib),
         ("gpu_util", summary.gpu_util_pct_mean),
-        ("mfu", summary.utilisation.mfu_pct),
     ):
         if value is not None:
             out[key] = Measure(float(value), "steady")
+    mfu, rate = summary.utilisation.mfu_pct, out.get("images_per_s")
+    if mfu is not None:  # the model's FLOPs at the run's speed: images/s's noise, scaled (the same numbers)
+        scaled = _tuple(mfu * r / rate.value for r in rate.samples) if rate is not None and rate.value > 0 else ()
+        out["mfu"] = Measure(mfu, "steady", scaled, rate.samples_of if rate is not None and scaled else "")
     return out
 
 

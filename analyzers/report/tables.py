@@ -4,8 +4,7 @@ A row pools the repeats of one spec (`analyzers.figures.repeats.pool`: the whole
 included, alike) of one framework on one case (model, dataset, device, batch): each rankable run's
 steady state (the epochs after its warm-up, `analyzers.figures.phases`), then the median and range over the
 runs; the first epoch is a column of its own. The report's throughput figure draws the same pools
-(`case_pools`), so figure and table agree. A case whose runs all failed or diverged is kept, shown with
-the newest run's cause.
+(`case_pools`), so figure and table agree. A case whose runs all failed or diverged is kept, with its cause.
 """
 
 from __future__ import annotations
@@ -75,9 +74,7 @@ class TableRow:
     whole_run_gpu_util_pct_mean: float | None = None
     whole_run_energy_j_per_epoch: float | None = None
     whole_run_energy_j_per_image: float | None = None
-    # Model FLOPs utilisation over the steady steps (analyzers.figures.utilisation), % of the device's peak:
-    # the median over the ok runs that have it.
-    mfu_pct: float | None = None
+    mfu_pct: float | None = None  # steady MFU (analyzers.figures.utilisation), % of peak: median over ok runs
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,7 @@ OUTPUTS: tuple[Output, ...] = (
             "kernels": "within the class that changed most, the kernels that changed most",
             "unlike": "how the runs differ besides framework and model",
             "sentences": "the explanation, in sentences",
+            "explanation": "the gap split by part with each part's share and the unexplained rest (coverage)",
         },
         ("analyzers.figures.step_parts.Decomposition",),
     ),

@@ -244,7 +244,9 @@ class CommandInfo:
         else:
             scripts = [i for i, a in enumerate(argv) if a.endswith((".py", ".sh"))]
             after = argv[scripts[-1] + 1 :] if scripts else argv[1:]
-        text = " ".join([self.name, *(shlex.quote(a) for a in after)])
+        from tracer.core.text import printable_argv
+
+        text = " ".join([self.name, *(shlex.quote(a) for a in printable_argv(after))])
         return text if len(text) <= 60 else text[:28] + " ... " + text[-27:]
 
 

@@ -281,10 +281,10 @@ def test_strings_stay_codes_in_memory_and_files_read_back_plain(
     fixture's tables are cut)."""
     import pyarrow.parquet as pq
 
-    from analyzers.ingest import pipeline
+    from analyzers.ingest import pipeline, writing
     from tracer.core.runfolder import RunFolder
 
-    monkeypatch.setattr(pipeline, "TABLE_ROW_GROUP_ROWS", 4096)
+    monkeypatch.setattr(writing, "TABLE_ROW_GROUP_ROWS", 4096)
 
     path = real_fixtures / FIXTURES[0]
     tables, _clock, _batch = kineto.parse(path)

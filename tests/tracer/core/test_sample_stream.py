@@ -44,7 +44,7 @@ def test_a_crash_leaves_the_journal_and_no_half_parquet(tmp_path: Path, monkeypa
     monkeypatch.setattr(runfolder, "ROW_GROUP_MAX_ROWS", 10)
     folder = RunFolder.create(tmp_path, "run")
     stream = folder.sample_stream(schema.PROCESS.name)
-    row = (1, 50.0, 1.0, 100.0, 1.0, 12, 1, 40.0, 30.0, 5000.0, 3, 4)
+    row = (1, 50.0, 1.0, 100.0, 1.0, 12, 1, 40.0, 30.0, 5000.0, 3, 4, 80.0)
     for i in range(25):
         stream.append((i, *row[1:]))
         stream.flush()
