@@ -257,15 +257,6 @@ def patch_keras(keras, recorder):
 
 
 # --- JAX's grain
-def _subclasses(cls):
-    found, todo = [], [cls]
-    while todo:
-        c = todo.pop()
-        found.append(c)
-        todo.extend(c.__subclasses__())
-    return found
-
-
 def grain_knobs(ds):
     """grain's worker count: the MultiprocessingOptions of the first mp_prefetch in the chain (0: none)."""
     for _ in range(32):
@@ -288,7 +279,7 @@ def patch_grain(grain, recorder):
     recorder.frameworks["grain"] = str(getattr(grain, "__version__", ""))
     for name in ("DataLoader", "MapDataset", "IterDataset"):
         base = getattr(grain, name, None)
-        for cls in _subclasses(base) if base is not None else ():
+        for cls in optimizers.subclasses(base) if base is not None else ():
             if "__iter__" in vars(cls) and cls.__module__.split(".", 1)[0] == "grain":
                 wrap_iter(cls, recorder, Probe.GRAIN, False, grain_knobs)
 

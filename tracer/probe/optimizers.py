@@ -43,7 +43,8 @@ def _counting(original, recorder, probe, when=None, samples=None):
     return update
 
 
-def _subclasses(cls):
+def subclasses(cls):
+    """`cls` and every class below it (the probe patches each that defines its own method)."""
     found, todo = [], [cls]
     while todo:
         c = todo.pop()
@@ -56,7 +57,7 @@ def _patch_all(base, name, recorder, probe, when=None, samples=None):
     """`name` counted where `base` gets it from (a parent: Keras 3's BaseOptimizer) and on each subclass
     that defines its own (Adam's own step, say)."""
     owner = next((c for c in base.__mro__ if name in vars(c)), base)
-    for cls in _subclasses(owner):
+    for cls in subclasses(owner):
         if name in vars(cls):
             setattr(cls, name, _counting(vars(cls)[name], recorder, probe, when, samples))
 
