@@ -17,13 +17,11 @@ from analyzers.ingest import nsys_arrow, nsys_duckdb
 from analyzers.ingest.pipeline import ingest_file, run_traces, trace_kind
 from analyzers.trace import tables
 from tests.analyzers.conftest import NSYS_FILES
-from tests.tracer.measure.tracing.helpers import require_nsys
+from tests.tracer.measure.tracing.helpers import record_nsys_report, require_nsys
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
-from tracer.measure.lifeguard import end_nsys_agents
 from tracer.measure.tracing.nsys import nsys_export_types
-from tracer.measure.tracing.nsys_launch import take_session_lock
 
 
 def _arrow_type(values: tuple[object, ...]) -> pa.DataType:
@@ -78,42 +76,11 @@ def test_fixtures_in_arrow_form_ingest_as_sqlite_does(rel: str, real_fixtures: P
     _same_tables(from_arrow, a_names, from_sqlite, s_names)
 
 
-NSYS_ATTEMPTS, NSYS_ATTEMPT_S = 4, 60
-NO_SAMPLING = ("--sample=none", "--cpuctxsw=none")
-
-
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real report: a Python process sleeping and reading a few hundred times, OS runtime traced."""
-    nsys_bin = require_nsys()
-    out = tmp_path_factory.mktemp("report") / "r"
     code = "import time\nfor _ in range(300):\n    time.sleep(0.001)\n    open('/proc/self/stat').read()"
-    log = out.with_name("nsys.log")  # a file, not a pipe: nsys's helper agent inherits it and may outlive nsys
-    # Debian's nsys 2022.4 now and then hangs in its shutdown ("Generating ...qdstrm", its agent spinning a core)
-    # when it samples the CPU: four tries in a row in two fresh-clone runs of 28 Nov, and once in two sessions
-    # started by hand on the idle machine. The rows wanted are the OS runtime's, so the CPU is not sampled (as
-    # the tool's own CPU runs do not, tracing.nsys.profile_args). A run takes 12 s idle: a hung one is ended
-    # at 60 s and tried again.
-    for _attempt in range(NSYS_ATTEMPTS):
-        with take_session_lock(), log.open("w") as said:  # nsys runs one session at a time on a machine
-            proc = subprocess.Popen(
-                [str(nsys_bin), "profile", "-t", "osrt", *NO_SAMPLING, "-f", "true", "-o", str(out)]
-                + [sys.executable, "-c", code],
-                stdout=said,
-                stderr=subprocess.STDOUT,
-            )
-            try:
-                proc.wait(timeout=NSYS_ATTEMPT_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            finally:
-                end_nsys_agents([proc.pid])  # its helper agent left the group; left over, it hangs later sessions
-        if out.with_suffix(".nsys-rep").exists():
-            break
-    rep = out.with_suffix(".nsys-rep")
-    assert rep.exists(), log.read_text()[-3000:]
-    return rep
+    return record_nsys_report(tmp_path_factory.mktemp("report") / "r", [sys.executable, "-c", code])
 
 
 @pytest.mark.nsys

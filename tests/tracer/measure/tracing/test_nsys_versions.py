@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_tracer
-from tests.tracer.measure.tracing.helpers import require_nsys
+from tests.tracer.measure.tracing.helpers import record_nsys_report, require_nsys
 from tracer.core.runfolder import list_runs
 from tracer.measure.tracing.nsys import nsys_version, report_version, version_text
 
@@ -23,16 +23,8 @@ H100_SQLITE = "nsys-h100/resnet18_train_nsys2025.3.1.sqlite"
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real .nsys-rep written by the nsys found here (OS-runtime trace of a short sleep)."""
-    nsys = require_nsys()
-    out = tmp_path_factory.mktemp("report") / "sleep"
     sleep = shutil.which("sleep") or "/bin/sleep"
-    cmd = [str(nsys), "profile", "--trace=osrt", "--sample=none", "--cpuctxsw=none", f"--output={out}", sleep, "0.2"]
-    for _ in range(3):  # Debian's nsys 2022.4 can die at launch on a loaded machine (see tracing/nsys_launch.py)
-        done = subprocess.run(cmd, capture_output=True, timeout=300)
-        if done.returncode == 0 or b"sem_open" not in done.stderr:
-            break
-    assert done.returncode == 0, done.stderr[-2000:]
-    return out.with_suffix(".nsys-rep")
+    return record_nsys_report(tmp_path_factory.mktemp("report") / "sleep", [sleep, "0.2"])
 
 
 def _as_if_from(report: Path, year: str, out: Path) -> Path:
