@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 
-from analyzers.figures import basis, steps
+from analyzers.figures import basis, probe_missed, steps
 from analyzers.figures.basis import PhaseFigures
 from analyzers.figures.contention import contention
 from analyzers.figures.energy import SourceEnergy, energy
@@ -84,6 +84,8 @@ class RunSummary:
     partial_epochs: tuple[tuple[int, int], ...] = ()  # (epoch, steps) of epochs left before their end, left out
     #: A command run whose probe was on but never started in any of its Python processes (no interpreter seen).
     probe_never_loaded: bool = False
+    #: Why the probe did not load where it did not (`analyzers.figures.probe_missed`): the command, its children.
+    probe_missed: tuple[str, ...] = ()
     # Every resource figure per phase (analyzers.figures.basis): the steady state is the headline (the properties
     # below read it); the whole run only where a row or column is named for it.
     steady: PhaseFigures = PhaseFigures(STEADY)
@@ -252,12 +254,8 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
             _rank_steps(folder),
             folder.path / "raw" / Path(record.imported.source).name if record.imported else None,
         ),
-        probe_never_loaded=bool(
-            record.command
-            and record.command.probe == "on"
-            and not record.command.interpreter
-            and record.outcome.status is not RunStatus.RUNNING
-        ),
+        probe_never_loaded=probe_missed.never_loaded(record),
+        probe_missed=probe_missed.missed(record, folder.events()) if record.command else (),
     )
 
 

@@ -1,7 +1,8 @@
-"""Where `tracer analyze FILE` keeps a trace file's tables (the tool's cache), and the rules that keep it
-harmless: never inside a run folder (a cache folder linked into one would write there), a scratch folder
-in the system's temp space when the cache cannot be written (a read-only home), a full cache named with
-its path, and no more than IMPORTS_KEPT imports kept (the oldest used go first)."""
+"""Where `tracer analyze FILE` keeps what it made of a trace file (the tool's cache: an import's tables,
+an nsys export's summaries), and the rules that keep it harmless, one policy for both: never inside a run
+folder (a cache folder linked into one would write there), a scratch folder in the system's temp space
+when the cache cannot be written (a read-only home), a full cache named with its path, and a bounded
+number of entries kept (the oldest used go first)."""
 
 from __future__ import annotations
 
@@ -19,15 +20,20 @@ IMPORTS_DIR = "imports"
 """Under the tool's cache (`tracer.core.paths.cache_root`): the tables of trace files analysed directly."""
 IMPORTS_KEPT = 16
 """Imports kept in the cache; each holds a whole trace's tables (up to GBs for a big one)."""
-TEMP_IMPORTS = "dl-tracer-imports"
-"""Under the system's temp folder: imports made when the cache cannot be written."""
+SUMMARIES_DIR = "summaries"
+"""Under the tool's cache: one JSON file per nsys export summarised (`analyzers.ingest.nsys_summary`)."""
+SUMMARIES_KEPT = 256
+"""Summaries kept in the cache; each a few kB."""
+TEMP_PREFIX = "dl-tracer-"
+"""Under the system's temp folder, before the cache folder's name and the user id: the folder used when
+the cache cannot be written (`dl-tracer-imports-0`)."""
 DONE = "trace_meta.json"  # the last file an import writes (`analyzers.trace.tables.TRACE_META`)
 
 
-def imports_root() -> Path:
-    """The folder imports go in: the cache's, unless it lies inside a run folder (refused) or cannot be
-    made (then one in the system's temp space)."""
-    root = cache_root() / IMPORTS_DIR
+def cache_folder(name: str) -> Path:
+    """The cache's folder `name`, made: the cache's, unless it lies inside a run folder (refused) or
+    cannot be made (then one in the system's temp space)."""
+    root = cache_root() / name
     where = resolved(root, "the tool's cache (TRACER_CACHE)")
     inside = run_folder_of(where)
     if inside is not None:
@@ -41,39 +47,51 @@ def imports_root() -> Path:
             return root
     except OSError:
         pass
-    fallback = Path(tempfile.gettempdir()) / f"{TEMP_IMPORTS}-{os.getuid()}"
+    fallback = Path(tempfile.gettempdir()) / f"{TEMP_PREFIX}{name}-{os.getuid()}"
     fallback.mkdir(mode=0o700, exist_ok=True)
     return fallback
 
 
+def imports_root() -> Path:
+    """The folder imports go in (`cache_folder`)."""
+    return cache_folder(IMPORTS_DIR)
+
+
 def full_cache(root: Path, error: OSError) -> UserError | None:
-    """The one line for an import that filled the disk under `root`, or None for another error."""
+    """The one line for a write that filled the disk under `root`, or None for another error."""
     if error.errno != errno.ENOSPC:
         return None
     return UserError(
-        f"disk full under {root} (the tool's cache) while importing: free space there, or point TRACER_CACHE "
-        "at a folder with room"
+        f"disk full under {root} (the tool's cache): free space there, or point TRACER_CACHE at a folder with room"
     )
 
 
-def evict(root: Path, keep: Path) -> None:
-    """The oldest-used finished imports beyond IMPORTS_KEPT removed (`keep`, the one just used, stays)."""
+def _stamp(entry: Path) -> Path:
+    """The file whose mtime says when an entry was last used: a finished import's DONE, a summary itself."""
+    return entry / DONE if entry.is_dir() else entry
+
+
+def evict(root: Path, keep: Path, kept: int = IMPORTS_KEPT) -> None:
+    """The oldest-used finished entries beyond `kept` removed (`keep`, the one just used, stays)."""
     done = []
     for entry in root.iterdir():
         if entry.name.startswith(".") or entry == keep or entry.is_symlink():
             continue
         try:
-            done.append((os.stat(entry / DONE).st_mtime, entry))
+            done.append((os.stat(_stamp(entry)).st_mtime, entry))
         except OSError:
             continue
     done.sort()
-    for _, entry in done[: max(0, len(done) + 1 - IMPORTS_KEPT)]:
-        shutil.rmtree(entry, ignore_errors=True)
+    for _, entry in done[: max(0, len(done) + 1 - kept)]:
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
-def touch(folder: Path) -> None:
-    """Marks an import used now (its DONE file's mtime): eviction goes by last use."""
+def touch(entry: Path) -> None:
+    """Marks an entry used now (its stamp's mtime): eviction goes by last use."""
     try:
-        os.utime(folder / DONE)
+        os.utime(_stamp(entry))
     except OSError:
         pass

@@ -37,6 +37,7 @@ from analyzers.ingest.trace_events import (
     TraceEvents,
     TraceFormatError,
     arrow_piece,
+    bounded_name,
     decode_piece,
 )
 from analyzers.trace import collectives
@@ -149,7 +150,7 @@ class _Columns:
                 out.append(values)
                 continue
             encoded = values.dictionary_encode()
-            mapping = [codes.setdefault(v, len(codes)) for v in encoded.dictionary.to_pylist()]
+            mapping = [codes.setdefault(_bounded(v), len(codes)) for v in encoded.dictionary.to_pylist()]
             out.append(pc.take(build.ints(mapping, pa.int32()), encoded.indices))
         self.parts.append(out)
 
@@ -162,7 +163,7 @@ class _Columns:
             if codes is None:
                 arrays.append(build.ints(col, self.types[i]))
             else:
-                arrays.append(build.ints([codes.setdefault(v, len(codes)) for v in col], pa.int32()))
+                arrays.append(build.ints([codes.setdefault(_bounded(v), len(codes)) for v in col], pa.int32()))
         self.parts.append(arrays)
         self.rows = []
 
@@ -200,6 +201,10 @@ class _Columns:
         arrays = [cols[k] if k in cols else pa.nulls(n, schema.field(k).type) for k in schema.names]
         fields = [f.with_type(a.type) if pa.types.is_dictionary(a.type) else f for f, a in zip(schema, arrays)]
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _bounded(value: Any) -> Any:
+    return bounded_name(value) if type(value) is str else value
 
 
 def _dictionary(codes: pa.ChunkedArray, words: pa.Array) -> pa.ChunkedArray:
@@ -248,7 +253,8 @@ def parse_with_header(path: Path) -> tuple[dict[str, pa.Table], Clock, int | Non
         with _open(path) as raw, ThreadPoolExecutor(READERS, thread_name_prefix="kineto-json") as pool:
             events = TraceEvents(raw, _decode, ARROW_CHUNK_BYTES, pool, depth=READERS)
             for n, chunk in enumerate(events, 1):
-                if n % TRIM_EVERY_PIECES == 0:
+                big = isinstance(chunk, _Piece) and len(chunk.raw) > TRIM_PIECE_BYTES
+                if big or n % TRIM_EVERY_PIECES == 0:
                     give_back_freed_memory()
                 if isinstance(chunk, _Piece):
                     if reader.piece(chunk.events, chunk.raw):
@@ -307,6 +313,8 @@ pieces read no faster and held 24 MiB more at the peak of the 167 MB trace, 28 N
 TRIM_EVERY_PIECES = 16
 """Freed memory is given back to the OS every this many pieces (`tracer.core.memory`): 9 MiB off the peak of
 the 167 MB trace for 20 ms of CPU."""
+TRIM_PIECE_BYTES = 8 << 20
+"""A piece this large (an event with a name of many MiB) gives freed memory back at once."""
 READERS = 3
 """Pieces read by Arrow at once, in threads of their own (its reader releases the GIL), while this
 thread makes the previous one into columns. Three on two cores: with another process busy on one, a third

@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from analyzers.ingest import import_cache
 from analyzers.ingest import nsys_export as ex
+from analyzers.ingest.import_cache import SUMMARIES_DIR
 from analyzers.trace import table_names as t
 from analyzers.trace.duration_stats import STATS
 from tracer.core import trace_formats as tf
@@ -29,8 +32,6 @@ from tracer.core.reading import read_bytes
 
 VERSION = 1
 """Of the cached summary's layout and rules: a cache written by another version is recomputed."""
-SUMMARIES_DIR = "summaries"
-"""Under the tool's cache (`tracer.core.paths.cache_root`): one JSON file per summarised trace file."""
 
 Stat = tuple[Any, float, int, int, float, float, int, int, float]
 """(group id, % of all, total, count, avg, median, min, max, stddev) as DuckDB returns them."""
@@ -65,31 +66,38 @@ def readable(path: Path) -> bool:
 
 def cached_summary(path: Path) -> FileSummary:
     """The summaries of `path`, from the cache where an earlier call left them, else computed and kept
-    there (written to a scratch file and renamed: a crash never leaves half a file). A cache that cannot be
-    written (a read-only home) only costs the next call the computation."""
-    from tracer.core.paths import cache_name, cache_root
+    there (written to a scratch file and renamed: a crash never leaves half a file). Where the cache may
+    be and how much of it is kept: `analyzers.ingest.import_cache`, as for imports. A summary that cannot
+    be kept (a full disk, named once on stderr) only costs the next call the computation."""
+    from tracer.core.paths import cache_name
 
     path = Path(path)
-    stored = cache_root() / SUMMARIES_DIR / f"{cache_name(path)}.json"
+    root = import_cache.cache_folder(SUMMARIES_DIR)
+    stored = root / f"{cache_name(path)}.json"
     kept = read_bytes(stored)  # None when absent; a FIFO or other odd file planted there is not opened
     if isinstance(kept, bytes):
         try:
             found = FileSummary.from_json(json.loads(kept))
             if found is not None:
+                import_cache.touch(stored)
                 return found
         except (ValueError, KeyError, TypeError):
             pass
     summary = summarise(path)
     scratch: str | None = None
     try:
-        stored.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=stored.parent, prefix=".", suffix=".tmp", delete=False) as f:
+        with tempfile.NamedTemporaryFile("w", dir=root, prefix=".", suffix=".tmp", delete=False) as f:
             scratch = f.name
             json.dump(summary.to_json(), f)
         os.replace(scratch, stored)  # a link planted at `stored` is replaced, never written through
-    except OSError:
+    except OSError as e:
         if scratch is not None:
             Path(scratch).unlink(missing_ok=True)
+        full = import_cache.full_cache(root, e)
+        if full is not None:
+            print(f"tracer: warning: the summary of {path.name} is not kept: {full}", file=sys.stderr)
+        return summary
+    import_cache.evict(root, stored, import_cache.SUMMARIES_KEPT)
     return summary
 
 

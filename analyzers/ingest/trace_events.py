@@ -34,6 +34,18 @@ MAX_HEAD_BYTES = 64 << 20
 """How far into the file `traceEvents` must start (Kineto writes a header of a few hundred bytes)."""
 MAX_EVENT_BYTES = 32 << 20
 """A piece that will not close within this many bytes is not a trace we can read in bounded memory."""
+MAX_NAME_CHARS = 1 << 16
+"""A name (an operator's, a kernel's) kept past this many characters is cut, marked with its length: ten
+events just under MAX_EVENT_BYTES, each a 30 MiB name, held 1.5 GB at import; C++ kernel names run to a
+few thousand characters."""
+
+
+def bounded_name(name: str) -> str:
+    """`name`, or its first MAX_NAME_CHARS characters and how long it was."""
+    if len(name) <= MAX_NAME_CHARS:
+        return name
+    return f"{name[:MAX_NAME_CHARS]}... (cut: {len(name):,} characters)"
+
 
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BETWEEN = re.compile(rb"\}\s*,\s*\{")
@@ -149,7 +161,8 @@ class TraceEvents:
                 pending.append((piece, buf[m.start() + 1 : m.end() - 1], self.pool.submit(self._decode, piece)))
                 buf = buf[m.end() - 1 :]
                 search_from = 0
-                if len(pending) > self.depth:
+                held = sum(len(p) for p, _, _ in pending)  # big events: one at a time, not `depth` of them
+                if len(pending) > self.depth or (len(pending) > 1 and held > MAX_EVENT_BYTES):
                     back = yield from self._confirm(pending, 1)
                     if back is not None:
                         buf, search_from = back[0] + buf, back[1]

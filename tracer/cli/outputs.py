@@ -31,7 +31,7 @@ def path_arg(text: str) -> Path:
 def protected_owner(path: Path, datasets: Iterable[Path] = (), flag: str = "the path") -> tuple[str, Path] | None:
     """('run folder' or 'dataset', its folder) that `path` (resolved) is or lies in; None for neither.
     A dataset is one this command reads (`datasets`), a generated one, or a user's folder a run here
-    has trained from (`tracer.measure.dataset.is_dataset`)."""
+    has trained from, or a folder shaped as one (`tracer.measure.dataset.is_dataset`)."""
     from tracer.measure.dataset import datasets_root, is_dataset  # NumPy and PIL: only when a path is checked
 
     resolved = resolved_path(path, flag)

@@ -110,6 +110,9 @@ def print_summary(s: object, console: Console) -> None:
         seen = f"seen by the probe ({', '.join(s.probes)})" if s.probes else "none seen (no loop the probe knows)"
         if s.probe_never_loaded:
             seen = PROBE_NEVER_LOADED
+        if s.probe_missed:  # why, where it is known
+            why = "; ".join(s.probe_missed)
+            seen = f"{seen}; the probe did not load: {why}" if s.probes else f"none seen: the probe did not load: {why}"
         partial = "".join(f"; epoch {e} partial ({n} steps, left out)" for e, n in s.partial_epochs)
         command_rows = {
             "batch": "the script's own (not recorded)",

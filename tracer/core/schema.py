@@ -97,6 +97,7 @@ from tracer.worker.schema import (
     WORLD_SIZE_ENV,
     Event,
     Probe,
+    probe_kept_out,
     strict_json,
 )
 
@@ -170,6 +171,7 @@ __all__ = [
     "PROBE_SOURCE_DIR",
     "PROBE_STEPS_SEPARATOR",
     "PROBED_IMPORTS",
+    "probe_kept_out",
     "Probe",
     "strict_json",
     "T_NS",

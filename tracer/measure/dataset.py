@@ -294,8 +294,31 @@ def _check_record(folder: Path) -> Path:
 
 
 def is_dataset(folder: Path) -> bool:
-    """A folder the tool trains from: a generated set, or a user's folder once checked for a run here."""
-    return (folder / DONE_MARKER).exists() or _check_record(folder).exists()
+    """A folder the tool trains from: a generated set, a user's folder once checked for a run here, or one
+    shaped as a dataset (`shaped_like_dataset`: a set trained from on another machine, or not yet)."""
+    return (folder / DONE_MARKER).exists() or _check_record(folder).exists() or shaped_like_dataset(folder)
+
+
+SHAPE_LOOK_ENTRIES = 256
+"""Entries of each sub-folder looked at for an image when telling a dataset by its shape: the check stays
+cheap beside a large folder of other files."""
+
+
+def shaped_like_dataset(folder: Path) -> bool:
+    """Whether `folder` has the layout `validate_folder` trains from: sub-folders (hidden ones aside), each
+    holding an image. A report or a run written into one would add a class that holds no images."""
+    try:
+        subs = [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        if not subs:
+            return False
+        for sub in subs:
+            with os.scandir(sub) as entries:
+                looked = (e for _, e in zip(range(SHAPE_LOOK_ENTRIES), entries))
+                if not any(e.name.lower().endswith(IMAGE_SUFFIXES) for e in looked):
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 def _check_image(path: Path, size: int) -> None:

@@ -18,7 +18,7 @@ def start():  # type: () -> None
     run_dir = os.environ.get(schema.PROBE_RUN_DIR_ENV)
     if not run_dir or "recorder" in _state or not os.path.isdir(run_dir):
         return
-    from . import hooks
+    from . import hooks, spawns
     from .recorder import Recorder
 
     rec = Recorder(run_dir)
@@ -27,6 +27,7 @@ def start():  # type: () -> None
     if at_fork is not None:
         at_fork(after_in_child=rec.after_fork)
     hooks.install(rec)
+    spawns.install(rec)
     rec.emit(
         schema.Event.START,
         python=sys.executable,

@@ -7,6 +7,7 @@ Worker side (Python 3.6, standard library only). The rest of the tool reaches th
 from typing import Any, Dict
 
 from tracer.worker import cupti_layout as CUPTI_LAYOUT  # noqa: F401, N812 - layouts cross the boundary as one module
+from tracer.worker.probe_reach import kept_out as probe_kept_out  # noqa: F401 - the probe's and the tool's reasons
 
 # --- events.jsonl: one JSON object per line, {"kind": ..., "t_ns": ..., fields}
 EVENTS_FILE = "events.jsonl"
@@ -40,6 +41,7 @@ class Event(object):
     TRACE_WINDOW = "trace_window"  # the trace window's edge: edge "open" (tracing began) or "close" (about to stop)
     LOADER = "loader"  # the probe saw an input pipeline iterated: its probe name and settings (num_workers ...)
     FLOPS = "flops"  # the probe counted one training step's FLOPs: FLOPS_PER_STEP, FLOPS_COUNTER (or FLOPS_NOT_COUNTED)
+    PROBE_MISSED = "probe_missed"  # a probed process started a Python the probe cannot enter: argv, reason
 
     ALL = (
         START,
@@ -60,6 +62,7 @@ class Event(object):
         TRACE_WINDOW,
         LOADER,
         FLOPS,
+        PROBE_MISSED,
     )
 
 

@@ -52,9 +52,10 @@ def test_analyze_sqlite_file_summarised_once(real_fixtures: Path, tmp_path: Path
     assert not (cache / IMPORTS_DIR).exists()  # nothing imported
     (stored,) = (cache / nsys_summary.SUMMARIES_DIR).iterdir()
     made = stored.stat().st_mtime_ns
+    written = stored.stat().st_ino  # a summary computed again is a new file renamed into place
     again = _analyze(trace, cache)
     assert again.returncode == 0 and json.loads(again.stdout) == data
-    assert stored.stat().st_mtime_ns == made  # read, not computed again
+    assert stored.stat().st_ino == written  # read, not computed again (its mtime marks the use: eviction)
     os.utime(trace, ns=(made, made + 10**9))  # a changed file is summarised afresh
     assert _analyze(trace, cache).returncode == 0
     assert len(list((cache / nsys_summary.SUMMARIES_DIR).iterdir())) == 2
@@ -113,7 +114,8 @@ def test_a_fifo_or_link_planted_in_the_cache_is_never_read_or_written_through(
     first = _analyze(trace, cache)  # subprocess.run's timeout fails the test if the FIFO is opened
     assert first.returncode == 0, first.stderr
     assert entry.is_file()  # the FIFO was replaced by the summary
-    victim = tmp_path / "run.json"
+    victim = tmp_path / "run" / "run.json"  # a run beside the cache, not around it (that is refused)
+    victim.parent.mkdir()
     victim.write_text("{}")
     entry.unlink()
     entry.symlink_to(victim)

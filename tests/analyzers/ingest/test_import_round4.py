@@ -7,6 +7,8 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -336,3 +338,43 @@ def test_22_cached_imports_are_evicted_past_their_bound(
     kept = sorted(p.name for p in imports.iterdir() if not p.name.startswith("."))
     assert len(kept) == IMPORTS_KEPT and any(name.startswith("triton_example") for name in kept)
     assert "old-00" not in kept and "old-19" in kept
+
+
+PEAK_OF_CHILD = """\
+import resource, subprocess, sys
+result = subprocess.run([sys.executable, "-m", "tracer", *sys.argv[1:]], capture_output=True, text=True)
+sys.stderr.write(result.stderr)
+print(result.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+"""
+"""`tracer ARGS` in a process of its own, then its exit status and peak memory (MiB) on stdout."""
+
+
+def test_15_ten_30_mib_names_import_in_bounded_memory(real_fixtures: Path, tmp_path: Path) -> None:
+    """A 0.3 MB gzip holding ten operators whose names are 30 MiB each (each event under the 32 MiB bound)
+    held 1.5 GB at import: each name is now cut where it is read (`MAX_NAME_CHARS`, its length named) and
+    one such event is decoded at a time, so the peak stays within twice a small trace's, whatever the count."""
+    from analyzers.ingest.trace_events import MAX_NAME_CHARS
+
+    trace = _triton(real_fixtures)
+    (op,) = [e for e in trace["traceEvents"] if e.get("cat") == "cpu_op"][:1]
+    head, key, tail = json.dumps(trace).partition('"traceEvents": [')
+    path = tmp_path / "names.json.gz"
+    with gzip.open(path, "wt", compresslevel=1) as f:
+        f.write(head + key)
+        for i in range(10):
+            event = json.dumps({**op, "name": "@", "ts": op["ts"] + i})
+            f.write(event.replace('"@"', f'"{chr(97 + i) * (30 << 20)}"') + ", ")
+        f.write(tail)
+    out = tmp_path / "runs"
+    (tmp_path / "peak.py").write_text(PEAK_OF_CHILD)
+    measured = subprocess.run(
+        [sys.executable, str(tmp_path / "peak.py"), "import", "--out", str(out), str(path)],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    code, peak_mib = map(int, measured.stdout.split())
+    assert code == 0, measured.stderr[-2000:]
+    assert peak_mib < 1024, f"import of ten 30 MiB names peaked at {peak_mib} MiB"
+    (run,) = list_runs(out)
+    names = pq.read_table(run.path / "operators.parquet", columns=["name"]).column("name").to_pylist()
+    long = [n for n in names if len(n) > 1000]
+    assert len(long) == 10 and all(len(n) < MAX_NAME_CHARS + 100 and "31,457,280 characters" in n for n in long)

@@ -167,3 +167,23 @@ def test_23_a_runs_folder_that_loops_and_a_looping_run_json_are_named(command_ru
     assert listed.returncode == 0, listed.stderr[-2000:]
     assert "selfloop" in listed.stdout and "fine" in listed.stdout
     assert "damaged" in listed.stdout + listed.stderr
+
+
+@pytest.mark.parametrize("inside", ["", "rep"])
+def test_15_report_into_a_users_dataset_folder_is_refused(inside: str, real_fixtures: Path, tmp_path: Path) -> None:
+    """A user's dataset no run here has trained from (one sub-folder per class, each holding images):
+    `report --out` it, or a folder in it (a class with no images), is one line and writes nothing there."""
+    from PIL import Image
+
+    dataset = tmp_path / "photos"
+    for cls in ("cats", "dogs"):
+        (dataset / cls).mkdir(parents=True)
+        Image.new("RGB", (32, 32)).save(dataset / cls / "0.jpg")
+    before = sorted(p.relative_to(dataset) for p in dataset.rglob("*"))
+    out = tmp_path / "runs"
+    trace = real_fixtures / "hta" / "triton_example.json.gz"
+    assert run_tracer("import", "--out", str(out), str(trace)).returncode == 0
+    result = run_tracer("report", str(out), "--out", str(dataset / inside))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert "dataset" in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert sorted(p.relative_to(dataset) for p in dataset.rglob("*")) == before

@@ -280,20 +280,36 @@ print("flags", sys.flags.isolated, sys.flags.ignore_environment, sys.flags.no_si
 """
 
 
-@pytest.mark.parametrize("flag", ["-I", "-E", "-S"])
-def test_06_a_probe_kept_out_says_why_not_no_loop(flag: str, tmp_path: Path) -> None:
-    """`python -I`, `-E` or `-S` keep the probe out of every process of the command: the run says so,
+REPLACING_PARENT = """\
+import os, subprocess, sys
+env = dict(os.environ, PYTHONPATH="/nowhere")  # a launcher that sets its own path for its child
+subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "loop.py")], env=env, check=True)
+"""
+
+
+@pytest.mark.parametrize(
+    "case,words",
+    [("-I", "python -I ignores PYTHONPATH"), ("-E", "python -E ignores PYTHONPATH"),
+     ("-S", "python -S skips sitecustomize"), ("child", "its PYTHONPATH was replaced")],
+)  # fmt: skip
+def test_06_a_probe_kept_out_says_why_not_no_loop(case: str, words: str, tmp_path: Path) -> None:
+    """`python -I`, `-E` or `-S` keep the probe out of the command; a probed parent that replaces its
+    child's PYTHONPATH keeps it out of the child, which runs the loop: the run says which and why,
     rather than "no loop the probe knows"."""
     script = tmp_path / "loop.py"
     script.write_text(MARKED_LOOP)
+    (tmp_path / "parent.py").write_text(REPLACING_PARENT)
+    command = [str(tmp_path / "parent.py")] if case == "child" else [case, str(script)]
     out = tmp_path / "runs"
-    result = run_tracer("profile", "--out", str(out), "--", sys.executable, flag, str(script))
+    result = run_tracer("profile", "--out", str(out), "--", sys.executable, *command)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "no loop the probe knows" not in result.stderr  # the tracer's summary: on stderr, beside the script's
-    assert "probe never started" in result.stderr, result.stderr
+    assert f"the probe did not load: {words}" in result.stderr, result.stderr
     (folder,) = list_runs(out)
     shown = run_tracer("show", str(folder.path))
-    assert "probe never started" in shown.stdout
+    assert f"the probe did not load: {words}" in shown.stdout
+    if case == "child":
+        assert "loop.py" in shown.stdout  # the process named
 
 
 ESCAPER = """\
