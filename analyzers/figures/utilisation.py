@@ -2,7 +2,8 @@
 utilisation (MFU) against the device's peak, over the steady steps (the headline) and the whole run.
 
 FLOPs come from one place per kind of run: the built-in models from their layer description
-(`tracer.core.model_flops`), a user's command from the step the probe counted (its `flops` event). The
+(`tracer.core.model_flops`), a user's command from the step the probe counted (its `flops` event:
+FlopCounterMode for PyTorch, XLA's cost analysis for JAX). The
 peak: a GPU from the declared table (`tracer.core.device_peaks`), a CPU measured once on its machine
 (`tracer.measure.cpu_peak`). Where either is missing the figure says why, never a guess.
 """
@@ -102,7 +103,10 @@ def step_flops(
             return (
                 None,
                 None,
-                f"{NOT_COUNTED}: the probe counted no training step (it counts PyTorch scripts' second optimizer step)",
+                (
+                    f"{NOT_COUNTED}: the probe counted no training step (it counts a PyTorch script's second"
+                    " optimizer step, and a JAX script's jitted calls in its second step)"
+                ),
             )
         last = counted[-1]
         flops = last.get(schema.FLOPS_PER_STEP)
