@@ -134,7 +134,8 @@ def _imported_flops(raw_trace: Path | None) -> tuple[float | None, float | None,
             None,
             (
                 f"{NOT_COUNTED}: {found.not_counted} attention or convolution operators in its steps have no countable"
-                " shapes (strides need the Concrete Inputs of a newer PyTorch)"
+                " shapes (strides need the Concrete Inputs of a newer PyTorch; packed variable-length attention"
+                " and transposed convolutions are not counted)"
             ),
         )
     return (
