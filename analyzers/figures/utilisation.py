@@ -120,8 +120,10 @@ def _imported_flops(raw_trace: Path | None) -> tuple[float | None, float | None,
     """An imported Kineto trace's FLOPs per step from its recorded shapes (analyzers.figures.op_flops)."""
     from analyzers.figures.op_flops import trace_flops
 
-    if raw_trace is None or not raw_trace.name.endswith((".json", ".json.gz")):
+    if raw_trace is None:
         return None, None, f"{NOT_COUNTED}: only a PyTorch-profiler trace recorded with shapes is counted"
+    if not raw_trace.name.endswith((".json", ".json.gz")):
+        return None, None, f"{NOT_COUNTED}: {_kernels_verdict(raw_trace.parent.parent)}"
     try:
         found = trace_flops(raw_trace)
     except (OSError, ValueError) as e:
@@ -228,6 +230,21 @@ def utilisation(
         _frac(whole, peak.flops_per_s),
         ranks,
     )
+
+
+def _kernels_verdict(folder: Path) -> str:
+    """Why an imported trace of kernels (nsys, CUPTI) is not counted, from its run folder's kernel names
+    (analyzers.figures.kernel_flops)."""
+    import pyarrow.parquet as pq
+
+    from analyzers.figures.kernel_flops import names_verdict
+    from analyzers.trace import tables as t
+
+    path = folder / f"{t.KERNELS}.parquet"
+    if not t.present_file(path):
+        return "only a PyTorch-profiler trace recorded with shapes is counted (this one has no kernels table)"
+    names = pq.read_table(path, columns=["name"]).column("name").unique().to_pylist()
+    return names_verdict(str(n) for n in names if n is not None)
 
 
 def _frac(achieved: float | None, peak: float | None) -> float | None:
