@@ -33,3 +33,15 @@ def test_a_users_jax_step_is_counted_as_xla_counts_its_jitted_calls(tmp_path: Pa
     assert u.peak.flops_per_s is not None and u.mfu is not None  # a CPU run here: this machine's measured peak
     first_epoch_end = min(e[schema.T_NS] for e in events if e[schema.KIND] == schema.Event.EPOCH_END)
     assert counted[0][schema.T_NS] < first_epoch_end  # counted in the warm-up epoch, off the steady steps
+
+
+def test_a_jitted_function_inside_an_eager_gradient_is_not_counted_and_says_why(tmp_path: Path) -> None:
+    require_framework("jax")
+    out = tmp_path / "runs"
+    result = run_tracer("profile", "--out", str(out), "--", str(env_python("jax")), str(SCRIPT), "eager")
+    assert result.returncode == 0, result.stderr[-3000:]
+    (folder,) = list_runs(out)
+    u = Run.open(folder.path).summary.utilisation
+    assert u.flops_per_step is None and u.mfu is None
+    assert u.flops_source.startswith("not counted: a jitted call could not be analysed (loss:"), u.flops_source
+    assert "eager transformation" in u.flops_source
