@@ -1,8 +1,10 @@
 """FLOPs of an imported PyTorch-profiler (Kineto) trace recorded with shapes (`record_shapes=True`): each
 matrix product and convolution counted from its `Input Dims` and `Concrete Inputs` (strides, padding,
-groups, which gradients a backward computed), by FlopCounterMode's formulas, and summed per
-`ProfilerStep#N`. Attention, transposed convolutions and operators without recorded shapes are not
-counted: the count says how many operators it left out.
+groups, which gradients a backward computed), each fused attention from its query, key and value
+(`attention_flops`), by FlopCounterMode's formulas, and summed per `ProfilerStep#N`. An operator inside
+one counted already (a product inside an attention's math path) is its parent's. Transposed convolutions,
+packed variable-length attention and operators without recorded shapes are not counted: the count says
+how many operators it left out.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyzers.figures.attention_flops import attention_flops
+
 MATMULS = {"aten::mm": (0, 1), "aten::addmm": (1, 2), "aten::bmm": (0, 1), "aten::baddbmm": (1, 2)}
 CONV, CONV_BACKWARD = "aten::convolution", "aten::convolution_backward"
 STEP_PREFIX = "ProfilerStep#"
@@ -26,7 +30,7 @@ class TraceFlops:
     flops_per_step: float | None
     steps: int
     counted: int  # operators counted inside the steps
-    not_counted: int  # attention and transposed convolutions inside the steps, left out
+    not_counted: int  # attention and convolutions inside the steps whose shapes do not say their FLOPs
     step_s: float  # the steps' mean duration (the profiler's ProfilerStep ranges)
 
 
@@ -67,11 +71,41 @@ def op_flops(name: str, args: dict[str, Any]) -> int | None:
         grad_out, x, w = dims[0], dims[1], dims[2]
         forward = _conv_forward(x, w, grad_out[2:])
         return forward * (bool(mask[0]) + bool(mask[1]))
-    return None
+    return attention_flops(name, dims)
 
 
 def _uncounted(name: str) -> bool:
     return "attention" in name or name in (CONV, CONV_BACKWARD)
+
+
+def _count(ops: list[dict[str, Any]]) -> tuple[int, int, int]:
+    """FLOPs and counted operators of `ops`, and how many that should count could not: one thread at a
+    time, an operator inside a counted one is its parent's; one not countable is left out unless an
+    operator inside it is counted (its work is seen there)."""
+    total, counted, left = 0, 0, 0
+    threads: dict[tuple[object, object], list[dict[str, Any]]] = {}
+    for e in ops:
+        threads.setdefault((e.get("pid"), e.get("tid")), []).append(e)
+    for events in threads.values():
+        events.sort(key=lambda e: (float(e["ts"]), -float(e.get("dur", 0))))
+        open_: list[tuple[float, bool, list[bool]]] = []  # (end, counted, [seen a count inside]) of the parents
+        for e in events:
+            name, ts = str(e.get("name", "")), float(e["ts"])
+            while open_ and open_[-1][0] < ts:
+                _, was_counted, seen = open_.pop()
+                left += int(not was_counted and not seen[0])
+            flops = op_flops(name, e.get("args") or {})
+            if flops is None and not _uncounted(name):
+                continue
+            if any(parent_counted for _, parent_counted, _ in open_):
+                continue  # a counted parent's work
+            if flops is not None:
+                total, counted = total + flops, counted + 1
+                for parent in open_:
+                    parent[2][0] = True
+            open_.append((ts + float(e.get("dur", 0)), flops is not None, [False]))
+        left += sum(1 for _, was_counted, seen in open_ if not was_counted and not seen[0])
+    return total, counted, left
 
 
 @functools.lru_cache(maxsize=8)
@@ -94,15 +128,7 @@ def trace_flops(path: Path) -> TraceFlops | None:
     steps = sorted(set(steps))
     if not steps or not any("Input Dims" in (e.get("args") or {}) for e in ops):
         return None
-    total, counted, left = 0, 0, 0
-    for e in ops:
-        name, ts = str(e.get("name", "")), float(e["ts"])
-        if not any(a <= ts <= b for a, b in steps):
-            continue
-        flops = op_flops(name, e.get("args") or {})
-        if flops is not None:
-            total, counted = total + flops, counted + 1
-        elif _uncounted(name):
-            left += 1
+    inside = [e for e in ops if any(a <= float(e["ts"]) <= b for a, b in steps)]
+    total, counted, left = _count(inside)
     step_s = sum(b - a for a, b in steps) / len(steps) / 1e6  # Kineto's times are microseconds
     return TraceFlops(total / len(steps) if counted else None, len(steps), counted, left, step_s)

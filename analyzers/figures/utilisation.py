@@ -2,7 +2,8 @@
 utilisation (MFU) against the device's peak, over the steady steps (the headline) and the whole run.
 
 FLOPs come from one place per kind of run: the built-in models from their layer description
-(`tracer.core.model_flops`), a user's command from the step the probe counted (its `flops` event). The
+(`tracer.core.model_flops`), a user's command from the step the probe counted (its `flops` event:
+FlopCounterMode for PyTorch, XLA's cost analysis for JAX). The
 peak: a GPU from the declared table (`tracer.core.device_peaks`), a CPU measured once on its machine
 (`tracer.measure.cpu_peak`). Where either is missing the figure says why, never a guess.
 """
@@ -102,7 +103,10 @@ def step_flops(
             return (
                 None,
                 None,
-                f"{NOT_COUNTED}: the probe counted no training step (it counts PyTorch scripts' second optimizer step)",
+                (
+                    f"{NOT_COUNTED}: the probe counted no training step (it counts a PyTorch script's second"
+                    " optimizer step, and a JAX script's jitted calls in its second step)"
+                ),
             )
         last = counted[-1]
         flops = last.get(schema.FLOPS_PER_STEP)
@@ -116,8 +120,10 @@ def _imported_flops(raw_trace: Path | None) -> tuple[float | None, float | None,
     """An imported Kineto trace's FLOPs per step from its recorded shapes (analyzers.figures.op_flops)."""
     from analyzers.figures.op_flops import trace_flops
 
-    if raw_trace is None or not raw_trace.name.endswith((".json", ".json.gz")):
+    if raw_trace is None:
         return None, None, f"{NOT_COUNTED}: only a PyTorch-profiler trace recorded with shapes is counted"
+    if not raw_trace.name.endswith((".json", ".json.gz")):
+        return None, None, f"{NOT_COUNTED}: {_kernels_verdict(raw_trace.parent.parent)}"
     try:
         found = trace_flops(raw_trace)
     except (OSError, ValueError) as e:
@@ -130,7 +136,8 @@ def _imported_flops(raw_trace: Path | None) -> tuple[float | None, float | None,
             None,
             (
                 f"{NOT_COUNTED}: {found.not_counted} attention or convolution operators in its steps have no countable"
-                " shapes (strides need the Concrete Inputs of a newer PyTorch)"
+                " shapes (strides need the Concrete Inputs of a newer PyTorch; packed variable-length attention"
+                " and transposed convolutions are not counted)"
             ),
         )
     return (
@@ -223,6 +230,21 @@ def utilisation(
         _frac(whole, peak.flops_per_s),
         ranks,
     )
+
+
+def _kernels_verdict(folder: Path) -> str:
+    """Why an imported trace of kernels (nsys, CUPTI) is not counted, from its run folder's kernel names
+    (analyzers.figures.kernel_flops)."""
+    import pyarrow.parquet as pq
+
+    from analyzers.figures.kernel_flops import names_verdict
+    from analyzers.trace import tables as t
+
+    path = folder / f"{t.KERNELS}.parquet"
+    if not t.present_file(path):
+        return "only a PyTorch-profiler trace recorded with shapes is counted (this one has no kernels table)"
+    names = pq.read_table(path, columns=["name"]).column("name").unique().to_pylist()
+    return names_verdict(str(n) for n in names if n is not None)
 
 
 def _frac(achieved: float | None, peak: float | None) -> float | None:

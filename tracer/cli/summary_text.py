@@ -104,7 +104,8 @@ def print_summary(s: object, console: Console) -> None:
         ("samples", str(s.samples)),
     ]
     if imported and not s.samples and not s.epochs_done:  # a trace alone: no sampler, no epoch events
-        kept = ("run", "what", "status", "batch", "GPU utilisation (steady)", "trainable parameters")
+        kept = {"run", "what", "status", "batch", "GPU utilisation (steady)", "trainable parameters"}
+        kept |= {name for name, _ in utilisation.rows(s.utilisation)}  # FLOPs from its shapes, or why not
         rows = [r for r in rows if r[0] in kept] + [("samples", "none: an imported trace has its trace tables only")]
     if s.command:  # the script's own model, data and batch: the tool knows only what it measured
         seen = f"seen by the probe ({', '.join(s.probes)})" if s.probes else "none seen (no loop the probe knows)"

@@ -15,6 +15,8 @@ import atexit
 import threading
 import time
 
+from .flops_jax import JaxStepCounter
+
 #: How long the process's exit waits for the watcher to see the last outputs (the script's own end
 #: usually waited for them already: a loss printed, `block_until_ready`).
 EXIT_WAIT_S = 30.0
@@ -84,8 +86,11 @@ class Watcher(object):
 
 
 def patch_jax(jax, recorder):
-    """`jax.jit` handing out functions whose calls in a recording pass are watched (see the docstring)."""
+    """`jax.jit` handing out functions whose calls in a recording pass are watched (see the docstring),
+    and the second step's calls counted (`flops_jax`). A call inside another's tracing (or the counter's
+    lowering) is traced, not run: it is passed through."""
     original = jax.jit
+    counter = JaxStepCounter(recorder)
     leaves = jax.tree_util.tree_leaves
     state = {}  # type: dict
 
@@ -102,7 +107,15 @@ def patch_jax(jax, recorder):
             self.__wrapped__ = fn
 
         def __call__(self, *args, **kwargs):
-            out = self.__wrapped__(*args, **kwargs)
+            if counter.depth:
+                return self.__wrapped__(*args, **kwargs)
+            if counter.counting():
+                counter.count(self.__wrapped__, args, kwargs, leaves)
+            counter.depth += 1
+            try:
+                out = self.__wrapped__(*args, **kwargs)
+            finally:
+                counter.depth -= 1
             active = recorder.active
             if active is not None and getattr(active, "recording", False):
                 recorder.dispatched(watcher().put(out))

@@ -72,6 +72,8 @@ class Recorder(object):
         self.device_end_ns = 0
         self.suspended = None  # type: object  # an evaluation pass a new pass interrupted
         self.seen_pass = False
+        self.steps_taken = 0  # steps the passes took, all of them (the JAX FLOP counter's clock)
+        self.step_hook = None  # type: object  # called after each (flops_jax.JaxStepCounter.step_ended)
         self._rows = []  # type: list
         self._steps_file = None  # type: object
         self._events_file = None  # type: object
@@ -152,6 +154,9 @@ class Recorder(object):
     def take_step(self, probe, start_ns, wait_s, compute_s, n):
         """A pass's step as the host saw it; where its calls' work may still run (a watcher exists), it
         waits in order for their outputs (`settle`)."""
+        self.steps_taken += 1
+        if self.step_hook is not None:
+            self.step_hook()
         if self.watcher is None:
             self.add_step(probe, start_ns, wait_s, compute_s, n)
             return

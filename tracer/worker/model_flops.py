@@ -19,8 +19,9 @@ from tracer.worker.workload import MOBILENET_V2_SETTINGS
 
 # One counted layer: its kind ("conv" or "linear"), multiply-adds of its forward pass for one image (every
 # kernel tap, the zero padding's included, as FlopCounterMode counts them; and those that touch the image
-# only, as XLA's cost analysis counts them), and the elements of its input, weights and output.
-Layer = namedtuple("Layer", "kind macs image_macs inputs weights outputs")
+# only, as XLA's cost analysis counts them), the elements of its input, weights and output, and its
+# convolution groups (1: a dense convolution or a linear layer).
+Layer = namedtuple("Layer", "kind macs image_macs inputs weights outputs groups")
 
 ModelFlops = namedtuple("ModelFlops", "forward backward training")
 """FLOPs for one image: the forward pass, the backward pass, and their sum (a training step's share)."""
@@ -43,7 +44,8 @@ class _Shape(object):
         weights = out * (self.c // groups) * kernel * kernel
         taps = _taps(self.h, kernel, stride, pad) * _taps(self.w, kernel, stride, pad)
         inside = taps * out * (self.c // groups)
-        self.layers.append(Layer("conv", h * w * weights, inside, self.c * self.h * self.w, weights, out * h * w))
+        inputs = self.c * self.h * self.w
+        self.layers.append(Layer("conv", h * w * weights, inside, inputs, weights, out * h * w, groups))
         self.c, self.h, self.w = out, h, w
 
     def pool(self, kernel, stride, pad=0):
@@ -57,7 +59,7 @@ class _Shape(object):
     def linear(self, out):
         # type: (int) -> None
         inputs = self.c * self.h * self.w
-        self.layers.append(Layer("linear", inputs * out, inputs * out, inputs, inputs * out, out))
+        self.layers.append(Layer("linear", inputs * out, inputs * out, inputs, inputs * out, out, 1))
         self.c, self.h, self.w = out, 1, 1
 
 
