@@ -88,7 +88,18 @@ class Diff:
             "unlike": list(self.unlike),
             "sentences": list(self.sentences),
             "explanation": self.explanation.to_json() if self.explanation else None,
+            "class_explanation": self.class_explanation.to_json() if self.class_explanation else None,
         }
+
+    @property
+    def class_explanation(self) -> Explanation | None:
+        """The change in GPU time (B minus A, over all classes) split by class, sized by the coverage rule:
+        a class is the change's cause only from `coverage.NAMED_PCT` of it on. None without classes or change."""
+        change = sum(c.delta for c in self.classes)
+        if not self.classes or change == 0:
+            return None
+        sign = 1 if change > 0 else -1
+        return explain(abs(change), {c.label: sign * c.delta for c in self.classes})
 
 
 def diff(a: RunFolder, b: RunFolder, warmup: int = WARMUP_EPOCHS) -> Diff:
@@ -251,7 +262,7 @@ def _sentences(d: Diff) -> list[str]:
         out.append(f"{say.seconds(abs(rest))} of the gap lies {where}: the parts add up to {say.seconds(total)}.")
     else:
         out.append(f"The parts add up to {say.seconds(total)}, the gap within 5 %.")
-    if d.explanation is not None and d.explanation.cause is not None:
+    if d.explanation is not None:  # named only from NAMED_PCT of the gap on; else the parts with their shares
         out.append(f"Sized against the gap: {d.explanation.text('the gap')}.")
     return out + _gpu_sentences(d)
 
@@ -286,9 +297,18 @@ def _gpu_sentences(d: Diff) -> list[str]:
         if d.kernels and d.kernels[0].delta != 0:
             k = d.kernels[0]
             ka, kb = say.seconds_pair(k.a, k.b)
-            line += f"; within it, {k.label} changed most ({ka} in A, {kb} in B)"
+            line += f"; within it, {k.label} changed most ({ka} in A, {kb} in B{_of_class(k, top)})"
         out.append(line + ".")
+        sized = d.class_explanation
+        if sized is not None:
+            out.append(f"Sized against the change in GPU time: {sized.text('the change in GPU time')}.")
     return out
+
+
+def _of_class(kernel: Delta, cls: Delta) -> str:
+    """', 70 % of the class's change' where the kernel moved with its class and no further than it."""
+    fraction = say.share(kernel.delta, cls.delta) if kernel.delta * cls.delta > 0 else None
+    return f", {say.percent(fraction)} of the class's change" if fraction is not None else ""
 
 
 def _window_sentences(

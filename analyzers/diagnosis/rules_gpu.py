@@ -9,6 +9,7 @@ from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables, column, steady_data_wait, step_threads
 from analyzers.diagnosis.knobs import join, knob, larger_batch
 from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
+from analyzers.figures.coverage import Explanation, explain
 from analyzers.render.display import ratio_text
 from analyzers.summaries.rows import ApiRow
 from analyzers.trace.api_names import ALLOC_CALLS, LAUNCH_CALLS, SYNC_CALLS, match_name
@@ -25,6 +26,19 @@ def _total(rows: tuple[ApiRow, ...], names: frozenset[str]) -> tuple[int, int]:
 
 def steady_gpu_util(t: RunTables) -> list[float]:
     return column(t.in_epochs(t.gpu, t.steady_epochs()), schema.UTIL_PCT)
+
+
+HOST_ISSUING = "the host issuing work"
+"""The part of the GPU's idle time data wait leaves: the host's, by elimination (nothing else holds a step)."""
+
+
+def idle_explained(util_pct: float, wait_pct: float) -> Explanation:
+    """The GPU's idle share of the steady epochs (100 - NVML utilisation) split into the data wait (the GPU has
+    no batch) and the rest (the host has not issued the work), by the coverage rule: the host is named the
+    cause only where data wait leaves it `coverage.NAMED_PCT` of the idle time."""
+    idle = max(0.0, 100.0 - util_pct)
+    waiting = min(wait_pct, idle)
+    return explain(idle, {"data wait": waiting, HOST_ISSUING: idle - waiting})
 
 
 @rule("gpu-under-used")
@@ -46,9 +60,11 @@ def gpu_under_used(t: RunTables) -> Verdict:
         advice = join(knob(t.record, Tuning.WORKERS, "more loader workers"), "see input-bound")
     else:
         advice = join(larger_batch(t.record), knob(t.record, Tuning.LAUNCH, "fewer host round trips"), "see host-bound")
+    finding = f"the GPU is busy {mean:.0f} % of the steady epochs"
+    if wait is not None:  # what keeps it idle, sized: the knob above follows the larger part
+        finding += f"; sized against its idle time: {idle_explained(mean, wait.share_pct).text('it')}"
     return Verdict(name, title, True, True, Severity.HIGH if mean < th.GPU_UNDERUSED_HIGH_PCT else Severity.MEDIUM,
-                   f"the GPU is busy {mean:.0f} % of the steady epochs", mean, "%", th.GPU_UNDERUSED_PCT, evidence,
-                   advice)  # fmt: skip
+                   finding, mean, "%", th.GPU_UNDERUSED_PCT, evidence, advice)  # fmt: skip
 
 
 HOST_THREADS_SHOWN = 3  # the busiest threads of the training process named in the evidence
@@ -83,13 +99,18 @@ def host_bound(t: RunTables) -> Verdict:
                      th.HOST_BOUND_GPU_PCT, evidence)  # fmt: skip
     if mean >= th.HOST_BOUND_GPU_PCT:
         return quiet(name, title, "the GPU is busy: it sets the pace", mean, "%", th.HOST_BOUND_GPU_PCT, evidence)
+    sized = idle_explained(mean, wait.share_pct)
+    evidence += tuple(Evidence(f"GPU idle time: {p.label}", p.pct, "%") for p in sized.parts)
     finding = f"the GPU waits for the host to issue work (GPU busy {mean:.0f} %, data wait {wait.share_pct:.0f} %"
+    if sized.cause != HOST_ISSUING:  # the host covers too little of the idle time to be named its cause
+        finding = f"the GPU idles {100 - mean:.0f} % of the steady epochs (data wait {wait.share_pct:.0f} %"
     if threads:
         busiest = threads[0]
         finding += (f"; the training process's threads share {together:.2f} cores, the busiest "
                     f"({busiest.label()}) {busiest.cores:.2f}")  # fmt: skip
+    finding += f"); sized against the GPU's idle time: {sized.text('it')}"
     return Verdict(name, title, True, True, Severity.HIGH if mean < th.GPU_UNDERUSED_PCT else Severity.MEDIUM,
-                   finding + ")", mean, "%", th.HOST_BOUND_GPU_PCT, evidence,
+                   finding, mean, "%", th.HOST_BOUND_GPU_PCT, evidence,
                    join(larger_batch(t.record, "the same launches carry more images"),
                         knob(t.record, Tuning.LAUNCH, "fewer host round trips per step")))  # fmt: skip
 

@@ -134,7 +134,10 @@ PAIR_DIFFERENCE_PCT = _t(
     "PAIR_DIFFERENCE_PCT", 10.0, "points", "two runs' headline numbers differ by this much to be called different"
 )
 DATA_WAIT_GAP_SHARE = _t(
-    "DATA_WAIT_GAP_SHARE", 0.5, "of the epoch-time gap", "compare: data wait above this share of the gap explains it"
+    "DATA_WAIT_GAP_SHARE",
+    coverage.NAMED_PCT / 100,
+    "of the epoch-time gap",
+    "compare: data wait from this share of the gap on explains it (CAUSE_NAMED_PCT); below it, its share is said",
 )
 RAM_SIMILAR_PCT = _t("RAM_SIMILAR_PCT", 15.0, "%", "peak RSS within this of each other counts as similar")
 FULL_CPU_PCT = _t("FULL_CPU_PCT", 90.0, "% of all cores", "mean CPU % at or above this counts as 100 % CPU")

@@ -6,7 +6,8 @@ arrival against the transfer itself.
   `nccl:all_to_all` ... in the `comm_ops` table a Kineto import writes), else the message of the
   `record_param_comms` around it (`In msg nelems` x `dtype`: PyTorch 2.1 and later, shapes recorded or
   not). A trace that records none (nsys, an older import) gives calls and time, and its bytes are "not
-  recorded".
+  recorded". Under nsys the bytes are NCCL's own NVTX payloads (`analyzers.ingest.nsys_nccl`), where
+  the export holds them.
 - Time is the collective's GPU kernels (those the kernel classes call communication), found through the
   launches the host op made (the runtime calls on its thread inside it, by correlation id); without host
   ops each communication kernel is one call.
@@ -81,8 +82,13 @@ class CollectivesTable:
         return {"world_size": self.world_size, "bytes_from": self.bytes_from, "rows": [r.to_json() for r in self.rows]}
 
 
-BYTES_FROM_TRACE = "the trace's own sizes of its host collectives (Input Dims x Input type, or record_param_comms)"
-BYTES_NOT_RECORDED = "not recorded (the trace holds no host collectives with their inputs)"
+BYTES_FROM_TRACE = (
+    "the trace's own sizes of its host collectives (Input Dims x Input type, record_param_comms, "
+    "or NCCL's NVTX payloads)"
+)
+BYTES_NOT_RECORDED = (
+    "not recorded (the trace holds no sizes of its collectives: no Input Dims, record_param_comms or NCCL NVTX payload)"
+)
 
 
 def _read(folder: RunFolder, name: str, columns: list[str]) -> pa.Table | None:
@@ -129,6 +135,7 @@ def _from_ops(rank: int, ops: pa.Table, api: pa.Table, comm: pa.Table) -> list[C
     a_start, a_tid, a_corr = a_start[order], a_tid[order], a_corr[order]
     seen: dict[str, int] = {}
     out = []
+    claimed: set[int] = set()
     for start, end, name, tid, size in zip(
         *(ops[c].to_pylist() for c in ("start_ns", "end_ns", "name", "tid", "bytes"))
     ):  # fmt: skip
@@ -136,12 +143,26 @@ def _from_ops(rank: int, ops: pa.Table, api: pa.Table, comm: pa.Table) -> list[C
         hits = [by_corr[int(c)] for c, th in zip(a_corr[lo:hi], a_tid[lo:hi]) if th == tid and int(c) in by_corr]
         if not hits:
             continue  # a host op whose kernels the trace does not hold (gloo, or cut by the trace's window)
+        claimed.update(hits)
         kind = coll.collective_kind(name)
         k = seen[kind] = seen.get(kind, -1) + 1
         spans = [(int(k_start[i]), int(k_end[i])) for i in hits]
         out.append(
             Call(rank, kind, k, min(s for s, _ in spans), max(e for _, e in spans), sum(e - s for s, e in spans), size)
         )
+    if len(claimed) == comm.num_rows:
+        return out
+    # kernels no host op launched (its range cut by the trace's window): calls of their own, of no known size
+    rest = comm.filter(pa.array([i not in claimed for i in range(comm.num_rows)]))
+    return _renumbered(out + _from_kernels(rank, rest))
+
+
+def _renumbered(found: list[Call]) -> list[Call]:
+    seen: dict[str, int] = {}
+    out = []
+    for c in sorted(found, key=lambda c: c.start_ns):
+        k = seen[c.kind] = seen.get(c.kind, -1) + 1
+        out.append(Call(c.rank, c.kind, k, c.start_ns, c.end_ns, c.kernel_ns, c.bytes))
     return out
 
 

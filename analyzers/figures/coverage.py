@@ -42,8 +42,8 @@ class Explanation:
         return 100.0 * self.unexplained_s / self.effect_s if self.effect_s else 0.0
 
     def text(self, of: str) -> str:
-        """'data wait: 85 % of the lateness, 15 % unexplained' or 'mixed: data wait 34 %, host time 20 %
-        (46 % of the lateness unexplained)'."""
+        """'data wait: 85 % of the lateness, the other parts 5 %, 10 % unexplained' or 'mixed (no part covers 80 %
+        of the lateness): data wait 34 %, host time 20 %; 46 % unexplained'."""
         u = round(self.unexplained_pct)
         rest = (
             f"{u} % unexplained" if u > 0 else ("nothing unexplained" if u == 0 else f"the parts exceed it by {-u} %")
@@ -54,7 +54,12 @@ class Explanation:
             top = self.parts[0]
             if top.pct > 100:  # the other parts (or the unexplained rest) work against it
                 return f"{top.label}: more than the whole of {of}, the rest narrowing it; {rest}"
-            return f"{top.label}: {top.pct:.0f} % of {of}, {rest}"
+            others = round(sum(p.pct for p in self.parts[1:]))  # so that the shares said add up to the whole
+            if not others:
+                return f"{top.label}: {top.pct:.0f} % of {of}, {rest}"
+            label = self.parts[1].label if len(self.parts) == 2 else "the other parts"
+            said = f"{label} {others} %" if others > 0 else f"{label} against it by {-others} %"
+            return f"{top.label}: {top.pct:.0f} % of {of}, {said}, {rest}"
         listed = [p for p in self.parts if abs(p.pct) >= LISTED_PCT] or list(self.parts[:1])
         said = ", ".join(f"{p.label} {p.pct:.0f} %" if p.pct >= 0 else f"{p.label} against it by {-p.pct:.0f} %"
                          for p in listed)  # fmt: skip

@@ -22,7 +22,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analyzers.ingest import nsys_export as ex
+from analyzers.ingest import nsys_nccl
 from analyzers.ingest.duckdb_sqlite import attach_sqlite, connect, quoted, sqlite_scanner
+from analyzers.trace import collectives as coll
 from analyzers.trace import tables as t
 from analyzers.trace.clock import Clock
 from tracer.core.errors import UserError
@@ -282,13 +284,14 @@ def copied_by_duckdb(
             rows[t.NVTX] = copier.copy_nvtx(out_dir / f"{t.NVTX}.parquet", "textId" in db.columns(ex.NVTX))
         if ex.OSRT in names:
             rows[t.OSRT] = copier.copy_osrt(out_dir / f"{t.OSRT}.parquet")
+        rows[coll.COMM_OPS] = nsys_nccl.write(db, names, clock.offset_ns, out_dir / f"{coll.COMM_OPS}.parquet")
     except duckdb.Error as e:
         raise UserError(f"{db.path}: damaged or truncated export ({_first_line(e)})") from None
     except UnicodeDecodeError as e:  # a StringIds value that is not UTF-8 (a BLOB): DuckDB's text of it
         raise UserError(f"{db.path}: damaged export: a string is not UTF-8 ({_first_line(e)})") from None
     finally:
         copier.close()
-    return [name for name in (t.CUDA_API, t.KERNELS, t.MEMCPY, t.NVTX, t.OSRT) if rows.get(name)]
+    return [name for name in (t.CUDA_API, t.KERNELS, t.MEMCPY, t.NVTX, t.OSRT, coll.COMM_OPS) if rows.get(name)]
 
 
 def _first_line(e: Exception) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from analyzers.figures.coverage import NAMED_PCT
 from analyzers.figures.noise import WITHIN_NOISE
 
 # (unit, seconds per unit), largest first: a duration takes the largest unit it reaches 1 of.
@@ -80,7 +81,7 @@ def ratio(a: float, b: float) -> str | None:
 # --- the gap between two runs' times and the part of it one cause explains (compare, diagnose, the report)
 
 MIN_GAP_S = 0.005  # a gap that would print as 0.00 s is no gap
-MOSTLY = 0.5  # a part above half of its whole is "mostly" it
+MOSTLY = NAMED_PCT / 100  # a part covering this share of its whole is "mostly" it: the one coverage rule
 
 
 @dataclass(frozen=True)
@@ -125,9 +126,12 @@ def gap_sentence(g: Gap) -> str:
             f"{g.part} alone differs by more than the whole {gap_text} gap in {g.what} ({part_text}): "
             "the rest of the slower run's step is faster"
         )
-    if fraction > g.mostly:
-        return f"the {gap_text} gap in {g.what} is mostly {g.part} ({part_text} of it)"
-    return f"{g.part} explains {part_text} of the {gap_text} gap in {g.what}"
+    if fraction >= g.mostly:
+        return f"the {gap_text} gap in {g.what} is mostly {g.part} ({part_text} of it, {percent(fraction)})"
+    return (
+        f"{g.part} explains {part_text} of the {gap_text} gap in {g.what} ({percent(fraction)}; the other "
+        f"{percent(1 - fraction)} is not {g.part}, and no part here covers {percent(g.mostly)} of it)"
+    )
 
 
 def versus(label_a: str, value_a: str, label_b: str, value_b: str, title: str) -> str:

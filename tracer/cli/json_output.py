@@ -107,6 +107,7 @@ OUTPUTS: tuple[Output, ...] = (
             "unlike": "how the runs differ besides framework and model",
             "sentences": "the explanation, in sentences",
             "explanation": "the gap split by part with each part's share and the unexplained rest (coverage)",
+            "class_explanation": "the change in GPU time split by kernel class, sized likewise (null without one)",
         },
         ("analyzers.figures.step_parts.Decomposition",),
     ),

@@ -251,3 +251,39 @@ def test_rows_in_epochs_are_those_a_plain_test_of_each_row_keeps(h100: dict[str,
                     assert mine == sorted(x for x in times if e.start_ns <= x <= e.end_ns)
                 checked += 1
     assert checked >= 12
+
+
+def test_host_bound_sizes_the_gpus_idle_time(real_fixtures: Path, h100: dict[str, RunTables]) -> None:
+    """3950 (PyTorch, batch 1): the GPU idles 100 - NVML utilisation % of the steady epochs; data wait covers
+    its share of step time of that, the host the rest: named the cause only from 80 % of the idle time on.
+    Both figures summed here from the samples with pyarrow alone."""
+    import pyarrow.parquet as pq
+
+    from analyzers.diagnosis.rules_gpu import HOST_ISSUING, idle_explained
+    from analyzers.figures.coverage import MIXED, NAMED_PCT
+
+    tables = h100["3950"]
+    samples = next((real_fixtures / H100).glob("*-3950")) / "samples"
+    epochs = tables.steady_epochs()
+    steady = {e.epoch for e in epochs}
+    steps = pq.read_table(samples / "steps.parquet").to_pylist()
+    wait = sum(s["data_wait_s"] for s in steps if s["epoch"] in steady)
+    total = wait + sum(s["compute_s"] + (s["sync_s"] or 0.0) for s in steps if s["epoch"] in steady)
+    gpu = pq.read_table(samples / "gpu.parquet").to_pylist()
+    util = [g["util_pct"] for g in gpu if any(e.start_ns <= g["t_ns"] <= e.end_ns for e in epochs)]
+    idle, wait_pct = 100 - sum(util) / len(util), 100 * wait / total
+    v = diagnose_tables(tables)
+    host = next(x for x in v if x.rule == "host-bound")
+    shares = {e.name: e.value for e in host.evidence if e.name.startswith("GPU idle time: ")}
+    assert shares[f"GPU idle time: {HOST_ISSUING}"] == pytest.approx(100 * (idle - wait_pct) / idle, abs=1e-6)
+    assert shares["GPU idle time: data wait"] == pytest.approx(100 * wait_pct / idle, abs=1e-6)
+    assert 100 * (idle - wait_pct) / idle >= NAMED_PCT  # so the host is named, with what data wait covers
+    said = f"sized against the GPU's idle time: {HOST_ISSUING}: {100 * (idle - wait_pct) / idle:.0f} % of it"
+    assert said in host.finding and host.finding.startswith("the GPU waits for the host to issue work")
+    under = next(x for x in v if x.rule == "gpu-under-used")  # the same idle time, sized the same way
+    assert under.fired and said.split(": ", 1)[1] in under.finding
+    # where data wait leaves the host under 80 % of the idle time, no cause is named: both parts with their share
+    mixed = idle_explained(70.0, 15.0)
+    assert mixed.cause == MIXED and [round(p.pct) for p in mixed.parts] == [50, 50]
+    said = f"mixed (no part covers 80 % of it): data wait 50 %, {HOST_ISSUING} 50 %; nothing unexplained"
+    assert mixed.text("it") == said

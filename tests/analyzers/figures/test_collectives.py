@@ -109,7 +109,11 @@ def test_the_straggler_summary_says_who_is_last_and_whether_it_persists(dlrm_run
 def test_a_cause_is_named_only_when_it_covers_most_of_the_effect() -> None:
     named = explain(10.0, {"data wait": 8.5, "host time": 0.5})
     assert named.cause == "data wait" and named.unexplained_s == pytest.approx(1.0)
-    assert named.text("the gap") == "data wait: 85 % of the gap, 10 % unexplained"
+    assert named.text("the gap") == "data wait: 85 % of the gap, host time 5 %, 10 % unexplained"
+    three = explain(10.0, {"data wait": 8.5, "host time": 0.5, "GPU compute": 0.5})
+    assert three.text("the gap") == "data wait: 85 % of the gap, the other parts 10 %, 5 % unexplained"
+    alone = explain(10.0, {"data wait": 9.0})
+    assert alone.text("the gap") == "data wait: 90 % of the gap, 10 % unexplained"
     mixed = explain(10.0, {"data wait": 3.4, "host time": 2.0, "GPU compute": -0.2})
     assert mixed.cause == MIXED and mixed.unexplained_s == pytest.approx(4.8)
     said = mixed.text("the lateness")

@@ -72,6 +72,19 @@ def test_imported_nsys_pair_names_the_class_that_changed_most(real_fixtures: Pat
     assert f"changed most is {kc.label(most)}: {say.seconds(abs(b_ns - a_ns) / 1e9)} less in B" in said
     assert "Neither run has steps" in said and "summed over 2 GPUs" in said
     assert out["kernels"][0]["label"].startswith("flash::flash_fwd_kernel")
+    # sized: the classes' changes add up to the change in GPU time (SQL's), attention's share of it is under
+    # the 80 % a cause needs, so the sentence lists the classes with their shares instead of naming one
+    change_ns = sum(b for _, b in got.values()) - sum(a for a, _ in got.values())
+    sized = out["class_explanation"]
+    assert round(sized["effect_s"] * 1e9) == abs(change_ns) and sized["unexplained_s"] == 0
+    sign = 1 if change_ns > 0 else -1
+    shares = {p["label"]: p["pct"] for p in sized["parts"]}
+    for key, (a_ns, b_ns) in got.items():
+        if a_ns != b_ns:
+            assert abs(shares[kc.label(key)] - 100 * sign * (b_ns - a_ns) / abs(change_ns)) < 1e-6
+    attention = 100 * sign * (got["attention"][1] - got["attention"][0]) / abs(change_ns)
+    assert 10 <= attention < 80 and sized["cause"] == "mixed"
+    assert f"mixed (no part covers 80 % of the change in GPU time): attention {attention:.0f} %" in said
 
 
 def test_h100_pytorch_and_jax_simplebig_differ_in_data_wait(real_fixtures: Path) -> None:
@@ -82,6 +95,13 @@ def test_h100_pytorch_and_jax_simplebig_differ_in_data_wait(real_fixtures: Path)
     said = " ".join(out["sentences"])
     assert "B spends" in said and "more per image waiting for data" in said
     assert f"its loader delivered {say.count(ips[0])} images/s against {say.count(ips[1])}" in said
+    # the named cause covers at least 80 % of the gap, and what it does not cover is said, adding up to the gap
+    sized = out["explanation"]
+    assert sized["cause"] == "waiting for data" and sized["parts"][0]["pct"] >= 80
+    assert abs(sum(p["seconds"] for p in sized["parts"]) + sized["unexplained_s"] - out["gap_s"]) < 1e-12
+    others = round(sum(p["pct"] for p in sized["parts"][1:]))
+    rest = sized["parts"][1]["label"] if len(sized["parts"]) == 2 else "the other parts"
+    assert f"waiting for data: {sized['parts'][0]['pct']:.0f} % of the gap, {rest} {others} %" in said
     table = run_tracer("diff", str(torch_run), str(jax_run))
     assert table.returncode == 0 and "waiting for data" in table.stdout and "share of the gap" in table.stdout
 

@@ -64,9 +64,28 @@ def test_every_pair_of_fixtures_with_steps_diffs(imported: dict[str, Path], real
         if explanation is not None and explanation["cause"] is not None:  # the gap's parts sized, with the rest
             total = sum(p["seconds"] for p in explanation["parts"]) + explanation["unexplained_s"]
             assert total == pytest.approx(explanation["effect_s"], rel=1e-9, abs=1e-12)
+            _named_only_when_covered(explanation)
+        sized = out["class_explanation"]  # the change in GPU time by class: the classes add up to it exactly
+        if sized is not None:
+            change = sum(c["b_s"] for c in out["classes"]) - sum(c["a_s"] for c in out["classes"])
+            assert sized["effect_s"] == pytest.approx(abs(change), rel=1e-9)
+            assert sum(p["seconds"] for p in sized["parts"]) == pytest.approx(sized["effect_s"], rel=1e-9)
+            _named_only_when_covered(sized)
+            assert "Sized against the change in GPU time: " in " ".join(out["sentences"]) or not any(
+                "changed most is" in line for line in out["sentences"]
+            )
         if na in imported and nb in imported:  # Kineto: the steps and kernels share the trace's clock
             assert out["classes"], (na, nb)
             assert not any("clock is not the steps' clock" in n for n in out["a"]["notes"] + out["b"]["notes"])
+
+
+def _named_only_when_covered(explanation: dict[str, Any]) -> None:
+    """The coverage rule: a part is the cause only from 80 % of the effect on, else the cause is mixed."""
+    top = explanation["parts"][0]
+    if explanation["cause"] not in (None, "mixed"):
+        assert explanation["cause"] == top["label"] and top["pct"] >= explanation["named_pct"], explanation
+    else:
+        assert top["pct"] < explanation["named_pct"], explanation
 
 
 def test_a_batch_given_on_import_makes_the_diff_per_image(real_fixtures: Path, tmp_path: Path) -> None:
