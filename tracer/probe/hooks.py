@@ -5,7 +5,8 @@ nothing itself), so a script that imports no framework pays one set lookup per i
 Hooks, by what a training loop does:
 - PyTorch: iterating `torch.utils.data.DataLoader` (a `Pass` per `for`, counting only steps with a
   backward or an optimizer step); the tensor given to `backward()` kept to read the loss once at the
-  epoch's end; the first `cross_entropy`'s class count (`facts`).
+  epoch's end; the first `cross_entropy`'s class count (`facts`); under `--trace torch` the profiler
+  over the trace window (`torch_window`).
 - TensorFlow: `keras.Model.fit` (a callback added; Keras's own logs give the loss; samples from what
   fit was given, `fit_samples`; the wait for its batches, `keras_input`), iterating a `tf.data.Dataset`
   eagerly outside `fit`.
@@ -19,7 +20,7 @@ iterating the tf.data set it was given) is the framework's business and not wrap
 
 import sys
 
-from . import device, facts, fit_samples, keras_input, optimizers, singa_mend, step_parts
+from . import device, facts, fit_samples, keras_input, optimizers, singa_mend, step_parts, torch_window
 from .flops import count_torch_step
 from .names import schema
 from .passes import Pass
@@ -89,6 +90,7 @@ def patch_torch(torch, recorder):
     except (ImportError, AttributeError):  # torch < 2.0: the DataLoader and backward() still count
         pass
     count_torch_step(torch, recorder)  # one step's FLOPs (tracer/probe/flops.py)
+    torch_window.install(recorder)  # `--trace torch`: the profiler over the trace window
     knobs = (
         ("num_workers", "num_workers"),
         ("pin_memory", "pin_memory"),

@@ -79,6 +79,12 @@ WINDOW_CLOSE = "close"
 TRACE_ENV = "TRACER_TRACE"
 TRACE_CUPTI = "cupti"  # the CUPTI Activity API collector (tracer/worker/cupti_trace.py)
 TRACE_TORCH = "torch"  # the PyTorch profiler (tracer/worker/torch_trace.py)
+#: The trace window's bounds as JSON (`tracer.core.window.TraceWindow.worker_bounds`), for the probe of a
+#: command under `--trace torch` (the built-in worker reads its own from worker_config.json); unset: the whole run.
+TRACE_WINDOW_ENV = "TRACER_TRACE_WINDOW"
+#: The PyTorch profiler's trace under raw/ (`--trace torch`); a command's ranks write one each, TORCH_RANK_TRACE % rank.
+TORCH_TRACE = "kineto.json.gz"
+TORCH_RANK_TRACE = "kineto-rank%d.json.gz"
 NATIVE_TRACE = "native"  # the framework's own profiler over the trace window (tracer/worker/native_trace.py)
 #: The tracer's pid: the worker dies with it (tracer/worker/lifeline.py).
 TRACER_PID_ENV = "DL_TRACER_PID"
@@ -90,7 +96,7 @@ NSYS_WINDOW_TRACE = "nsys-window"
 #: (PyTorch's Kineto JSON; XPlane from jax.profiler and TensorFlow's profiler; paddle.profiler's and
 #: MXNet's Chrome-trace JSON). A framework not named here has no profiler of its own (SINGA).
 NATIVE_TRACE_FILES = {
-    "pytorch": "kineto.json.gz",
+    "pytorch": TORCH_TRACE,
     "jax": "native.xplane.pb",
     "tensorflow": "native.xplane.pb",
     "paddle": "paddle_profile.json",
