@@ -11,7 +11,7 @@ Hooks, by what a training loop does:
   fit was given, `fit_samples`; the wait for its batches, `keras_input`), iterating a `tf.data.Dataset`
   eagerly outside `fit`.
 - JAX: iterating grain's `DataLoader`, `MapDataset` and `IterDataset`; `jax.jit`'s calls watched
-  (`device`: a step ends when its work is done).
+  (`device`: a step ends when its work is done); optax's update run outside jit (`optimizers`).
 - MXNet: iterating `gluon.data.DataLoader`; PaddlePaddle: `paddle.io.DataLoader`, `paddle.Model.fit`.
 - Every framework's optimizer update counted as a step where no pipeline is iterated (`optimizers`).
 A pipeline iterated from inside a framework package (grain's datasets iterating their parents, Keras
@@ -316,6 +316,7 @@ PATCHES = {
     "tensorflow.python.data.ops.dataset_ops": patch_tf_data,
     "keras": patch_keras,
     "jax": device.patch_jax_version,
+    "optax._src.base": optimizers.optax_update,  # optax's transformations, where update runs outside jit
     "grain": patch_grain,
     "mxnet": version_only("mxnet"),
     "mxnet.gluon.data.dataloader": patch_gluon,

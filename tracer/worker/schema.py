@@ -204,6 +204,7 @@ class Probe(object):
     PADDLE_OPTIMIZER = "paddle.optimizer"  # optimizer.step() in dygraph
     MXNET_TRAINER = "gluon.Trainer"  # trainer.step()
     SINGA_OPTIMIZER = "singa.opt"  # an optimizer call (its update of every parameter)
+    OPTAX_UPDATE = "optax.update"  # a transformation's update() run outside jit (inside it, traced once)
     MARKER = "marker"  # the script's own `for batch in steps(loader)`
     KERAS_FIT = "keras.fit"
     TF_DATA = "tf.data"
@@ -213,7 +214,7 @@ class Probe(object):
     PADDLE_FIT = "paddle.Model.fit"
 
     #: Steps counted from optimizer updates: no batch seen, so no data wait and no samples.
-    OPTIMIZERS = (TORCH_OPTIMIZER, KERAS_OPTIMIZER, PADDLE_OPTIMIZER, MXNET_TRAINER, SINGA_OPTIMIZER)
+    OPTIMIZERS = (TORCH_OPTIMIZER, KERAS_OPTIMIZER, PADDLE_OPTIMIZER, MXNET_TRAINER, SINGA_OPTIMIZER, OPTAX_UPDATE)
     #: Steps whose wait for their batch happens inside a compiled graph, where the probe does not see it.
     IN_GRAPH_INPUT = (KERAS_FIT,)
 
@@ -224,6 +225,7 @@ class Probe(object):
         PADDLE_OPTIMIZER,
         MXNET_TRAINER,
         SINGA_OPTIMIZER,
+        OPTAX_UPDATE,
         MARKER,
         KERAS_FIT,
         TF_DATA,

@@ -9,7 +9,6 @@ with its rank.
 
 import argparse
 import json
-import os
 import time
 
 import torch
@@ -19,10 +18,10 @@ p = argparse.ArgumentParser()
 p.add_argument("--epochs", type=int, default=3)
 args = p.parse_args()
 
-world = int(os.environ.get("WORLD_SIZE", "1"))
-rank = int(os.environ.get("RANK", "0"))
-if world > 1:
+world, rank = 1, 0
+if torch.distributed.is_torchelastic_launched():  # under torchrun
     torch.distributed.init_process_group("gloo")
+    world, rank = torch.distributed.get_world_size(), torch.distributed.get_rank()
 torch.manual_seed(0)
 data = TensorDataset(torch.randn(64 * world, 8), torch.randint(0, 4, (64 * world,)))
 shard = torch.utils.data.Subset(data, range(rank * 64, (rank + 1) * 64))
