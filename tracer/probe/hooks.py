@@ -12,7 +12,8 @@ Hooks, by what a training loop does:
   eagerly outside `fit`.
 - JAX: iterating grain's `DataLoader`, `MapDataset` and `IterDataset`; `jax.jit`'s calls watched
   (`device`: a step ends when its work is done); optax's update run outside jit (`optimizers`).
-- MXNet: iterating `gluon.data.DataLoader`; PaddlePaddle: `paddle.io.DataLoader`, `paddle.Model.fit`.
+- MXNet: iterating `gluon.data.DataLoader`, `Trainer.step`'s updates watched (`device`); PaddlePaddle:
+  `paddle.io.DataLoader`, `paddle.Model.fit`.
 - Every framework's optimizer update counted as a step where no pipeline is iterated (`optimizers`).
 A pipeline iterated from inside a framework package (grain's datasets iterating their parents, Keras
 iterating the tf.data set it was given) is the framework's business and not wrapped.
@@ -320,7 +321,10 @@ PATCHES = {
     "grain": patch_grain,
     "mxnet": version_only("mxnet"),
     "mxnet.gluon.data.dataloader": patch_gluon,
-    "mxnet.gluon.trainer": optimizers.mxnet_trainer,
+    "mxnet.gluon.trainer": lambda module, recorder: (
+        optimizers.mxnet_trainer(module, recorder),
+        device.patch_mxnet_trainer(module, recorder),  # a step ends when its update is done (the engine defers)
+    ),
     "paddle": patch_paddle,
     "singa": singa_mend.patch_singa,  # the wheel's defects mended as the built-in worker does
     "singa.opt": optimizers.singa_optimizer,
