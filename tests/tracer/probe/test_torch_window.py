@@ -38,7 +38,9 @@ def _span(truth: dict, epoch: int, first: int, last: int) -> tuple[int, int]:  #
 
 
 def _profile(out: Path, window: str, *command: str) -> tuple[RunFolder, str]:
-    result = run_tracer("profile", "--out", str(out), "--trace", "torch", "--trace-window", window, "--", *command)
+    """`window` '' for none given (the whole run)."""
+    given = ("--trace-window", window) if window else ()
+    result = run_tracer("profile", "--out", str(out), "--trace", "torch", *given, "--", *command)
     assert result.returncode == 0, result.stderr[-3000:]
     (folder,) = list_runs(out)
     return folder, result.stderr
@@ -61,6 +63,17 @@ def test_a_plain_dataloader_loop_gets_the_operators_of_its_window_steps_only(tmp
     # The steps table is the script's, every step of every epoch, whatever was traced.
     steps = folder.samples("steps")
     assert steps is not None and steps.num_rows == len(truth["steps"])
+
+
+def test_without_a_window_every_step_is_traced_from_the_first(tmp_path: Path) -> None:
+    require_framework("pytorch")
+    folder, _ = _profile(tmp_path / "runs", "", status("pytorch").python, str(SCRIPT))
+    truth = _truths(folder)[0]
+    ops = pq.read_table(folder.table_path(t.OPERATORS))
+    names = Counter(ops["name"].to_pylist())
+    assert names[LINEAR] == len(truth["steps"]) * truth["linear_per_step"]
+    # From the first pass over the loader, not from the import: the data and the model made before are not in it.
+    assert names["aten::randn"] == 0 and names["aten::uniform_"] == 0, names
 
 
 def test_each_rank_of_a_torchrun_job_writes_its_own_trace(tmp_path: Path) -> None:
