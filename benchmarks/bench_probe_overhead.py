@@ -1,7 +1,9 @@
 """What profiling your own training costs: examples/pytorch_dataloader.py alone and under
 `tracer profile --` (sampler at 10 Hz and the probe), alternating pairs in one run; the median ratio
-of their step times (goal: at most 1.01). Also the probe's own cost per step, timed in-process, and,
-where TraceML is installed in its own environment, the same script under `traceml run` as the peer.
+of their step times (goal: at most 1.01). Also the probe's own cost per step, timed in-process, the
+fixed cost of a run (the whole command's wall time under the tracer less alone: the tracer's start-up,
+the probe's start in each process, and the finalising after the script ends), and, where TraceML is
+installed in its own environment, the same script under `traceml run` as the peer.
 
     python benchmarks/bench_probe_overhead.py [--pairs 5] [--epochs 4] [--items 2048]
         [--traceml ~/.cache/dl-tracer/traceml-venv/bin/traceml]
@@ -35,11 +37,16 @@ def step_ms(stdout: str) -> float:
     return statistics.fmean(per_epoch)
 
 
+WALL_S: list[float] = []  # each run's wall time, in the order run
+
+
 def run(cmd: list[str], cwd: Path) -> str:
     """`cmd` in a session of its own, as a script started from its own terminal is and as the tracer starts
     a command: under the kernel's autogroup scheduling (Linux's default) the session decides a process's
     share of a busy machine, so both sides of a pair are scheduled alike."""
+    t = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=3600, start_new_session=True)
+    WALL_S.append(time.perf_counter() - t)
     if done.returncode != 0:
         raise RuntimeError(f"{cmd[:4]} ... failed: {done.stderr[-2000:]}")
     return done.stdout
@@ -79,6 +86,7 @@ def main() -> None:
     script = [args.python, str(SCRIPT), "--epochs", str(args.epochs), "--items", str(args.items)]
     traceml = args.traceml if Path(args.traceml).exists() else None
     alone, traced, peer = [], [], []
+    alone_wall, traced_wall = [], []
     with tempfile.TemporaryDirectory() as tmp:
         tracer = [sys.executable, "-m", "tracer", "profile", "--out", str(Path(tmp) / "runs"), "--"]
         for i in range(args.pairs):
@@ -86,8 +94,10 @@ def main() -> None:
             for which in order:
                 if which == "alone":
                     alone.append(step_ms(run(script, ROOT)))
+                    alone_wall.append(WALL_S[-1])
                 else:
                     traced.append(step_ms(run(tracer + script, ROOT)))
+                    traced_wall.append(WALL_S[-1])
             if traceml is not None:  # TraceML's own launcher; the script's arguments follow --args
                 peer_cmd = [traceml, "run", "--mode", "summary", str(SCRIPT), "--args", *script[2:]]
                 peer.append(step_ms(run(peer_cmd, Path(tmp))))
@@ -103,6 +113,12 @@ def main() -> None:
     else:
         print(f"TraceML: not run ({args.traceml} not found)")
     print(f"the probe's own cost: {probe_cost_us():.2f} us per step (a recording Pass over a list, best of 5)")
+    fixed = [t - a for t, a in zip(traced_wall, alone_wall)]
+    print(
+        f"fixed cost of a run (wall time under the tracer less alone, median of {args.pairs} pairs): "
+        f"{statistics.median(fixed):.2f} s (range {min(fixed):.2f} to {max(fixed):.2f} s; alone "
+        f"{statistics.median(alone_wall):.2f} s, under the tracer {statistics.median(traced_wall):.2f} s)"
+    )
 
 
 if __name__ == "__main__":

@@ -53,8 +53,8 @@ def _backend_files(folder: RunFolder) -> set[str] | None:
 
 
 def rank_traces(folder: RunFolder, paths: list[Path]) -> list[Path]:
-    """The Kineto files of an imported run of several ranks, read together as `tracer import` read them
-    (one at a time, each rank's rows would replace the last's)."""
+    """The Kineto files of an imported run of several ranks, or of a command's ranks, read together as
+    `tracer import` reads them (one at a time, each rank's rows would replace the last's)."""
     kineto = [p for p in paths if _kind(p) == tf.KINETO]
     if len(kineto) < 2:
         return []
@@ -62,4 +62,5 @@ def rank_traces(folder: RunFolder, paths: list[Path]) -> list[Path]:
         record = folder.read_record()
     except (UserError, OSError, ValueError):
         return []
-    return kineto if record.imported is not None and len(record.ranks) > 1 else []
+    # an import of several ranks, or a command's ranks under `--trace torch` (one Kineto file each)
+    return kineto if (record.imported is not None or record.command is not None) and len(record.ranks) > 1 else []

@@ -255,7 +255,14 @@ def builtin_options_given(args: argparse.Namespace) -> list[str]:
 def profile_command(args: argparse.Namespace) -> int:
     """`tracer profile [measuring options] -- COMMAND ...`: the user's command as the measured child."""
     from analyzers.figures.run_summary import summarise
-    from tracer.measure.command import COMMAND_TRACES, CommandLaunch, CommandRunner, command_spec, resolve_executable
+    from tracer.measure.command import (
+        COMMAND_TRACES,
+        COMMAND_WINDOWED_TRACES,
+        CommandLaunch,
+        CommandRunner,
+        command_spec,
+        resolve_executable,
+    )
 
     given = builtin_options_given(args)
     if given:
@@ -264,9 +271,14 @@ def profile_command(args: argparse.Namespace) -> int:
             f" drop {'it' if len(given) == 1 else 'them'}, or drop the command after --"
         )
     if args.trace not in COMMAND_TRACES:
-        raise UserError(f"--trace {args.trace} runs inside the built-in worker; a command takes --trace nsys or none")
-    if args.trace_window is not None:
-        raise UserError("--trace-window applies to the built-in workload; a command is traced whole")
+        raise UserError(
+            f"--trace {args.trace} runs inside the built-in worker; a command takes --trace {', '.join(COMMAND_TRACES)}"
+        )
+    if args.trace_window is not None and args.trace not in COMMAND_WINDOWED_TRACES:
+        raise UserError(
+            "--trace-window beside a command applies to --trace torch (the probe opens the profiler at the"
+            f" window's steps); --trace {args.trace} traces a command whole"
+        )
     cwd = Path.cwd()
     resolve_executable(args.command[0], cwd)  # before any folder: a command that cannot start leaves none
     measuring = {name: getattr(args, name) for name in options.command_options()}

@@ -72,5 +72,7 @@ def make_run_id(spec: RunSpec) -> str:
 
 UNKNOWN_MODEL = "unknown"
 """The model label of an imported trace when the user names none (`tracer import --model`)."""
+NO_FRAMEWORK = "unknown"
+"""The framework of a command (`tracer profile -- COMMAND`) before, or where, its probe saw none it knows."""
 IMPORTED_FRAMEWORK = "imported"
 """The framework label of an imported trace when the user names none and its format names none (`tracer import`)."""

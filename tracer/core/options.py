@@ -141,8 +141,10 @@ class RunSpec:
         AfterValidator(check_window),
         Opt(
             "what the trace records: epochs (2, 2-3), steps of one epoch (2:100-200) or all; the rest of the run"
-            " is sampled, not traced (default: epoch 2 for traced runs of more than 3 epochs, else all)",
+            " is sampled, not traced (default: epoch 2 for traced runs of more than 3 epochs, else all; beside a"
+            " command: --trace torch only, default all)",
             to_worker=worker_window,  # the parsed bounds, None for the whole run
+            command=True,
         ),
     ] = None
     sample_hz: Annotated[

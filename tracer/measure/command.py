@@ -27,7 +27,7 @@ import pyarrow.csv as pacsv
 from rich.console import Console
 
 import tracer
-from tracer.core.cases import UNKNOWN_MODEL
+from tracer.core.cases import NO_FRAMEWORK, UNKNOWN_MODEL
 from tracer.core.divergence import diverged_outcome, divergence
 from tracer.core.errors import UserError
 from tracer.core.paths import cache_root
@@ -56,9 +56,11 @@ from tracer.measure.tracing.pyspy import find_pyspy
 
 STDOUT_LOG = "raw/stdout.log"
 STDERR_LOG = "raw/stderr.log"
-#: Trace backends that work on any process tree; the others run inside the built-in worker.
-COMMAND_TRACES = ("none", "nsys")
-NO_FRAMEWORK = "unknown"  # spec.framework of a command whose processes imported no framework we know
+#: Trace backends that work on a command: nsys on any process tree, the PyTorch profiler through the probe
+#: (tracer/probe/torch_window.py); the others run inside the built-in worker.
+COMMAND_TRACES = ("none", "nsys", "torch")
+#: Trace backends that take a trace window beside a command (the probe opens and closes them at its steps).
+COMMAND_WINDOWED_TRACES = ("torch",)
 PROBE_OFF = "off"
 PROBE_ON = "on"
 

@@ -1,4 +1,5 @@
-"""When an asynchronous framework's step is done, observed without changing how the script runs (JAX).
+"""When an asynchronous framework's step is done, observed without changing how the script runs (JAX,
+MXNet's engine).
 
 A jitted call returns before its work is done: a loop timed on the host sees each step end at its
 dispatch, and the work queued behind the epoch's last dispatch drains after the epoch. So `jax.jit`'s
@@ -9,7 +10,12 @@ its outputs are done, and an epoch when its last step's outputs are (`Recorder.d
 
 An output donated to a later call before the watcher reached it cannot be waited on; the call's other
 outputs (the loss, metrics) come from the same execution and are. A call whose outputs are all gone is
-taken as done when the next one observed is (calls complete in order on a device)."""
+taken as done when the next one observed is (calls complete in order on a device).
+
+MXNet's engine defers the same way, on the CPU too: `Trainer.step` returns once the updates are queued.
+Each update made in a recording pass hands a marker of its parameters to the watcher, which waits for it
+(`wait_to_read`, on its own thread); a step ends when its first parameter is updated (`_update_marker`:
+one engine copy of one value a step, queued behind the update)."""
 
 import atexit
 import threading
@@ -24,11 +30,17 @@ EXIT_WAIT_S = 30.0
 wall_ns = getattr(time, "time_ns", lambda: int(time.time() * 1e9))
 
 
-class Watcher(object):
-    """The thread that waits for jitted calls' outputs, in dispatch order."""
+def _block(leaf):  # type: (object) -> None
+    leaf.block_until_ready()
 
-    def __init__(self, tree_leaves):
-        self._leaves = tree_leaves
+
+class Watcher(object):
+    """The thread that waits for watched calls' outputs, in dispatch order: `leaves(outputs)` gives the
+    arrays to wait for, `wait(array)` waits for one."""
+
+    def __init__(self, leaves, wait=_block):
+        self._leaves = leaves
+        self._wait = wait
         self._cond = threading.Condition()
         self._queue = []  # type: list
         self.dispatched = 0  # calls handed over so far: a call's number is its position
@@ -69,13 +81,13 @@ class Watcher(object):
                     self._cond.wait()
                 number, outputs = self._queue.pop(0)
             try:
-                leaves = [x for x in self._leaves(outputs) if type(x).__name__ == "ArrayImpl"]
+                leaves = list(self._leaves(outputs))
             except Exception:  # noqa: BLE001
                 leaves = []
             outputs = None
             for leaf in leaves:
                 try:
-                    leaf.block_until_ready()
+                    self._wait(leaf)
                 except Exception:  # noqa: BLE001 - donated or deleted: its siblings say when the call was done
                     pass
             leaves = None
@@ -85,6 +97,30 @@ class Watcher(object):
                 self._cond.notify_all()
 
 
+def watching(recorder, leaves, wait=_block):
+    """`put(outputs)`: hands a call made in a recording pass to this process's watcher (made at the first
+    call), so its step ends when they are ready. At exit the script's thread waits for the last ones,
+    before the framework's own exit handlers (registered before this one, so run after it), not holding
+    the interpreter: the watcher notes them when they are ready, not when the exit lets it run."""
+    state = {}  # type: dict
+
+    def put(outputs):  # type: (object) -> None
+        active = recorder.active
+        if active is None or not getattr(active, "recording", False):
+            return
+        if "watcher" not in state:
+            state["watcher"] = Watcher(leaves, wait)
+            recorder.watcher = state["watcher"]
+        recorder.dispatched(state["watcher"].put(outputs))
+
+    def catch_up():  # type: () -> None
+        if "watcher" in state:
+            state["watcher"].wait(state["watcher"].dispatched, EXIT_WAIT_S)
+
+    atexit.register(catch_up)
+    return put
+
+
 def patch_jax(jax, recorder):
     """`jax.jit` handing out functions whose calls in a recording pass are watched (see the docstring),
     and the second step's calls counted (`flops_jax`). A call inside another's tracing (or the counter's
@@ -92,13 +128,7 @@ def patch_jax(jax, recorder):
     original = jax.jit
     counter = JaxStepCounter(recorder)
     leaves = jax.tree_util.tree_leaves
-    state = {}  # type: dict
-
-    def watcher():
-        if "watcher" not in state:
-            state["watcher"] = Watcher(leaves)
-            recorder.watcher = state["watcher"]
-        return state["watcher"]
+    put = watching(recorder, lambda out: [x for x in leaves(out) if type(x).__name__ == "ArrayImpl"])
 
     class Watched(object):
         """A jitted function, called as itself; its other attributes (`lower`, `trace` ...) its own."""
@@ -116,9 +146,7 @@ def patch_jax(jax, recorder):
                 out = self.__wrapped__(*args, **kwargs)
             finally:
                 counter.depth -= 1
-            active = recorder.active
-            if active is not None and getattr(active, "recording", False):
-                recorder.dispatched(watcher().put(out))
+            put(out)
             return out
 
         def __getattr__(self, name):
@@ -135,14 +163,45 @@ def patch_jax(jax, recorder):
     jit.__doc__ = original.__doc__
     jax.jit = jit
 
-    def catch_up():  # type: () -> None
-        """At exit, before JAX's own exit handlers (registered before this one, so run after it): the
-        script's thread waits here, not holding the interpreter, so the watcher notes the last outputs
-        when they are ready rather than when the exit's own work lets it run."""
-        if "watcher" in state:
-            state["watcher"].wait(state["watcher"].dispatched, EXIT_WAIT_S)
 
-    atexit.register(catch_up)
+def _update_marker(trainer):  # type: (object) -> object
+    """A copy of one value of the first trained parameter (the first layer's: the last its backward
+    reaches), queued behind this update: a fresh array, ready when the update is done. The parameter itself
+    is updated in place, so a wait on it begun after the next update was queued would wait for that too."""
+    for p in getattr(trainer, "_params", ()):
+        if p.grad_req != "null":
+            return p.list_data()[0].reshape((-1,))[0:1].copy()
+    return None
+
+
+def _wait_to_read(array):  # type: (object) -> None
+    array.wait_to_read()
+
+
+def patch_mxnet_trainer(trainer_module, recorder):
+    """`Trainer.step` and `update` hand the parameters they updated to the watcher (see the docstring)."""
+    put = watching(recorder, lambda marker: [marker], _wait_to_read)
+    cls = trainer_module.Trainer
+
+    def watched(original):
+        def update(self, *args, **kwargs):
+            out = original(self, *args, **kwargs)
+            active = recorder.active
+            if active is not None and getattr(active, "recording", False):
+                try:
+                    marker = _update_marker(self)
+                except Exception:  # noqa: BLE001 - not watched: the step ends on the host
+                    marker = None
+                if marker is not None:
+                    put(marker)
+            return out
+
+        update.__wrapped__ = original
+        update.__doc__ = original.__doc__
+        return update
+
+    for name in ("step", "update"):
+        setattr(cls, name, watched(getattr(cls, name)))
 
 
 class _Bound(object):

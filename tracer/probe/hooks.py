@@ -5,13 +5,15 @@ nothing itself), so a script that imports no framework pays one set lookup per i
 Hooks, by what a training loop does:
 - PyTorch: iterating `torch.utils.data.DataLoader` (a `Pass` per `for`, counting only steps with a
   backward or an optimizer step); the tensor given to `backward()` kept to read the loss once at the
-  epoch's end; the first `cross_entropy`'s class count (`facts`).
+  epoch's end; the first `cross_entropy`'s class count (`facts`); under `--trace torch` the profiler
+  over the trace window (`torch_window`).
 - TensorFlow: `keras.Model.fit` (a callback added; Keras's own logs give the loss; samples from what
   fit was given, `fit_samples`; the wait for its batches, `keras_input`), iterating a `tf.data.Dataset`
   eagerly outside `fit`.
 - JAX: iterating grain's `DataLoader`, `MapDataset` and `IterDataset`; `jax.jit`'s calls watched
-  (`device`: a step ends when its work is done).
-- MXNet: iterating `gluon.data.DataLoader`; PaddlePaddle: `paddle.io.DataLoader`, `paddle.Model.fit`.
+  (`device`: a step ends when its work is done); optax's update run outside jit (`optimizers`).
+- MXNet: iterating `gluon.data.DataLoader`, `Trainer.step`'s updates watched (`device`); PaddlePaddle:
+  `paddle.io.DataLoader`, `paddle.Model.fit`.
 - Every framework's optimizer update counted as a step where no pipeline is iterated (`optimizers`).
 A pipeline iterated from inside a framework package (grain's datasets iterating their parents, Keras
 iterating the tf.data set it was given) is the framework's business and not wrapped.
@@ -19,7 +21,7 @@ iterating the tf.data set it was given) is the framework's business and not wrap
 
 import sys
 
-from . import device, facts, fit_samples, keras_input, optimizers, singa_mend, step_parts
+from . import device, facts, fit_samples, keras_input, optimizers, singa_mend, step_parts, torch_window
 from .flops import count_torch_step
 from .names import schema
 from .passes import Pass
@@ -89,6 +91,7 @@ def patch_torch(torch, recorder):
     except (ImportError, AttributeError):  # torch < 2.0: the DataLoader and backward() still count
         pass
     count_torch_step(torch, recorder)  # one step's FLOPs (tracer/probe/flops.py)
+    torch_window.install(recorder)  # `--trace torch`: the profiler over the trace window
     knobs = (
         ("num_workers", "num_workers"),
         ("pin_memory", "pin_memory"),
@@ -314,10 +317,14 @@ PATCHES = {
     "tensorflow.python.data.ops.dataset_ops": patch_tf_data,
     "keras": patch_keras,
     "jax": device.patch_jax_version,
+    "optax._src.base": optimizers.optax_update,  # optax's transformations, where update runs outside jit
     "grain": patch_grain,
     "mxnet": version_only("mxnet"),
     "mxnet.gluon.data.dataloader": patch_gluon,
-    "mxnet.gluon.trainer": optimizers.mxnet_trainer,
+    "mxnet.gluon.trainer": lambda module, recorder: (
+        optimizers.mxnet_trainer(module, recorder),
+        device.patch_mxnet_trainer(module, recorder),  # a step ends when its update is done (the engine defers)
+    ),
     "paddle": patch_paddle,
     "singa": singa_mend.patch_singa,  # the wheel's defects mended as the built-in worker does
     "singa.opt": optimizers.singa_optimizer,

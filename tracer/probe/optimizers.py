@@ -4,7 +4,8 @@ iterates no pipeline the probe knows (a loop over tensor slices, a generator, a 
 Such a step is timed from the previous update (the first from the first backward or update: its forward
 before that is not seen); its wait for data and its samples are not seen, and say so (empty cells).
 An update traced into a compiled graph (`tf.function`, `jax.jit`, optax inside it) runs no Python per
-step and is not counted: those loops need the marker (`dltracer_probe.timed_epoch`).
+step and is not counted: those loops need the marker (`dltracer_probe.timed_epoch`). optax's update run
+outside jit is counted (`optax_update`): on its own arrays, not on a jit's tracers.
 """
 
 import functools
@@ -98,3 +99,43 @@ def _batch_size(args, kwargs):  # type: (tuple, dict) -> int
 def singa_optimizer(opt_module, recorder):
     """`optimizer(loss)`: SINGA's backward and update of every parameter in one call."""
     _patch_all(opt_module.Optimizer, "__call__", recorder, Probe.SINGA_OPTIMIZER)
+
+
+def optax_update(base_module, recorder):
+    """Every optax transformation is a `GradientTransformation` (a NamedTuple of `init` and `update`): its
+    construction wraps `update` so that the outermost call (a `chain`'s, not its parts') made on concrete
+    arrays counts one step; a call on a jit's tracers is the graph being traced, once, and does not."""
+    cls = base_module.GradientTransformation
+    original_new = cls.__new__
+    depth = [0]
+    jax = importlib.import_module("jax")
+    tracer_type = jax.core.Tracer
+    leaves = jax.tree_util.tree_leaves
+
+    def traced(args):  # type: (tuple) -> bool
+        first = leaves(args[0]) if args else []
+        return bool(first) and isinstance(first[0], tracer_type)
+
+    def wrap(update):
+        if getattr(update, "_dltracer_counted", False) or not callable(update):
+            return update
+
+        @functools.wraps(update)
+        def counted(*args, **kwargs):
+            outer = depth[0] == 0
+            began = (perf(), wall_ns()) if outer else None
+            depth[0] += 1
+            try:
+                return update(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+                if outer and not traced(args):
+                    recorder.optimizer_step(Probe.OPTAX_UPDATE, None, began)
+
+        counted._dltracer_counted = True
+        return counted
+
+    def __new__(klass, init, update):
+        return original_new(klass, init, wrap(update))
+
+    cls.__new__ = staticmethod(__new__)

@@ -93,6 +93,7 @@ class Pass(object):
         "reads_ahead",
         "ahead",
         "_stop",
+        "epoch_no",
     )
 
     def __init__(self, recorder, probe, needs_training, pipeline=None):
@@ -117,10 +118,13 @@ class Pass(object):
         self.reads_ahead = False  # a batch was carried into a trained step: the loop takes batches ahead
         self.ahead = None  # type: object  # iterated by accelerate, which takes one batch ahead (see _close_step)
         self._stop = None  # type: object  # (training marks, wall ns) at a draining pass's StopIteration
+        self.recording = recorder.begin_pass(self)
+        self.epoch_no = recorder.epoch + 1  # the epoch it will be, where it trains (the trace window's edges)
+        if self.recording:
+            recorder.boundary(self.epoch_no, 0)
         # The pass began before its iterator was made: a loader's start-up (workers spawned again each
         # epoch without persistent_workers) is its first step's wait for data.
         self._begin = (perf(), wall_ns())  # type: object
-        self.recording = recorder.begin_pass(self)
 
     def attach(self, iterator):
         self._it = iterator
@@ -147,8 +151,12 @@ class Pass(object):
             return next(self._it)
         if self._begin is not None:
             (t, now_ns), self._begin = self._begin, None
+            ended = t
         else:
             t, now_ns = perf(), wall_ns()
+            ended = t  # the step before this one ends here, whatever the trace window does next
+            if self._rec.torch_window is not None and self._rec.boundary(self.epoch_no, self.handed):
+                t, now_ns = perf(), wall_ns()
         if self.ahead is None:
             self.ahead = _caller_package() == "accelerate"
         try:
@@ -159,7 +167,7 @@ class Pass(object):
                 self._stop = (self._rec.train_marks, now_ns)
                 raise
             if self._ready is not None:
-                self._close_step(t - self._ready)
+                self._close_step(ended - self._ready)
             self._ready = None
             self.recording = False
             self._rec.end_pass(self, wall_ns())  # the pipeline's tail (its workers shut down) is the epoch's
@@ -167,7 +175,7 @@ class Pass(object):
             raise
         ready = perf()
         if self._ready is not None:
-            self._close_step(t - self._ready)
+            self._close_step(ended - self._ready)
         self._start_ns, self._wait, self._n = now_ns, ready - t, batch_size(batch)
         self._marks = self._rec.train_marks
         self._ready = ready

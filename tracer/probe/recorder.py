@@ -80,6 +80,7 @@ class Recorder(object):
         self._last_progress = 0.0
         self._lock = threading.Lock()
         self.frameworks = {}  # type: dict
+        self.torch_window = None  # type: object  # `--trace torch`: the profiler's gate (torch_window.py)
         atexit.register(self.close)
 
     # --- files
@@ -118,6 +119,20 @@ class Recorder(object):
         self.pid = os.getpid()
         self._rows, self._steps_file, self._events_file, self.active = [], None, None, None
         self.epoch_open, self.watcher, self._fifo = False, None, []
+        self.torch_window = None
+
+    def boundary(self, epoch, step):  # type: (int, int) -> bool
+        """Step `step` of epoch `epoch` is about to begin (the trace window's edges are here); True where
+        tracing started or stopped, which took time that is no step's."""
+        window = self.torch_window
+        if window is None or os.getpid() != self.pid:
+            return False
+        try:
+            return bool(window.boundary(epoch, step))
+        except Exception as e:  # noqa: BLE001 - the trace is lost, never the training
+            self.torch_window = None
+            self.emit(schema.Event.TRACE_ERROR, error="--trace torch: %s: %s" % (type(e).__name__, e))
+            return False
 
     # --- passes and steps
     def begin_pass(self, p):  # type: (Pass) -> bool
@@ -142,6 +157,8 @@ class Recorder(object):
 
     def mark_training(self):  # type: () -> None
         """A backward or an optimizer step: the step under way trains."""
+        if self.first_mark is None and not self.seen_pass:  # optimizer-counted steps: the first begins here
+            self.boundary(1, 0)
         self.train_marks += 1
         self.last_mark = perf()
         if self.first_mark is None:
@@ -263,6 +280,8 @@ class Recorder(object):
             self.pending_end = (event, partial)
         else:
             self._emit_end(event, False)
+        if self.torch_window is not None and os.getpid() == self.pid:  # after the epoch's end: its cost is no epoch's
+            self.torch_window.epoch_ended(self.epoch, self.step)
 
     def _emit_pending(self, at_exit):  # type: (bool) -> None
         pending, self.pending_end = self.pending_end, None
@@ -311,6 +330,8 @@ class Recorder(object):
         if start is not None:
             last, last_ns = start
             self.add_step(probe, last_ns, None, now - last, n)
+            if self.boundary(self.epoch, self.step):  # the next step begins after the profiler started or stopped
+                now, now_ns = perf(), wall_ns()
         self.optimizer_last = (now, now_ns)
 
     def close(self):  # type: () -> None
@@ -327,6 +348,8 @@ class Recorder(object):
             self.end_epoch(self.read_loss(), None, True)
         self._emit_pending(True)
         self._flush_rows()
+        if self.torch_window is not None:
+            self.torch_window.close()
         for f in (self._steps_file, self._events_file):
             try:
                 if f is not None:

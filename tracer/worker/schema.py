@@ -82,6 +82,12 @@ WINDOW_CLOSE = "close"
 TRACE_ENV = "TRACER_TRACE"
 TRACE_CUPTI = "cupti"  # the CUPTI Activity API collector (tracer/worker/cupti_trace.py)
 TRACE_TORCH = "torch"  # the PyTorch profiler (tracer/worker/torch_trace.py)
+#: The trace window's bounds as JSON (`tracer.core.window.TraceWindow.worker_bounds`), for the probe of a
+#: command under `--trace torch` (the built-in worker reads its own from worker_config.json); unset: the whole run.
+TRACE_WINDOW_ENV = "TRACER_TRACE_WINDOW"
+#: The PyTorch profiler's trace under raw/ (`--trace torch`); a command's ranks write one each, TORCH_RANK_TRACE % rank.
+TORCH_TRACE = "kineto.json.gz"
+TORCH_RANK_TRACE = "kineto-rank%d.json.gz"
 NATIVE_TRACE = "native"  # the framework's own profiler over the trace window (tracer/worker/native_trace.py)
 #: The tracer's pid: the worker dies with it (tracer/worker/lifeline.py).
 TRACER_PID_ENV = "DL_TRACER_PID"
@@ -93,7 +99,7 @@ NSYS_WINDOW_TRACE = "nsys-window"
 #: (PyTorch's Kineto JSON; XPlane from jax.profiler and TensorFlow's profiler; paddle.profiler's and
 #: MXNet's Chrome-trace JSON). A framework not named here has no profiler of its own (SINGA).
 NATIVE_TRACE_FILES = {
-    "pytorch": "kineto.json.gz",
+    "pytorch": TORCH_TRACE,
     "jax": "native.xplane.pb",
     "tensorflow": "native.xplane.pb",
     "paddle": "paddle_profile.json",
@@ -201,6 +207,7 @@ class Probe(object):
     PADDLE_OPTIMIZER = "paddle.optimizer"  # optimizer.step() in dygraph
     MXNET_TRAINER = "gluon.Trainer"  # trainer.step()
     SINGA_OPTIMIZER = "singa.opt"  # an optimizer call (its update of every parameter)
+    OPTAX_UPDATE = "optax.update"  # a transformation's update() run outside jit (inside it, traced once)
     MARKER = "marker"  # the script's own `for batch in steps(loader)`
     KERAS_FIT = "keras.fit"
     TF_DATA = "tf.data"
@@ -210,7 +217,7 @@ class Probe(object):
     PADDLE_FIT = "paddle.Model.fit"
 
     #: Steps counted from optimizer updates: no batch seen, so no data wait and no samples.
-    OPTIMIZERS = (TORCH_OPTIMIZER, KERAS_OPTIMIZER, PADDLE_OPTIMIZER, MXNET_TRAINER, SINGA_OPTIMIZER)
+    OPTIMIZERS = (TORCH_OPTIMIZER, KERAS_OPTIMIZER, PADDLE_OPTIMIZER, MXNET_TRAINER, SINGA_OPTIMIZER, OPTAX_UPDATE)
     #: Steps whose wait for their batch happens inside a compiled graph, where the probe does not see it.
     IN_GRAPH_INPUT = (KERAS_FIT,)
 
@@ -221,6 +228,7 @@ class Probe(object):
         PADDLE_OPTIMIZER,
         MXNET_TRAINER,
         SINGA_OPTIMIZER,
+        OPTAX_UPDATE,
         MARKER,
         KERAS_FIT,
         TF_DATA,

@@ -3,20 +3,21 @@
 Runs inside the PyTorch worker. CPU operators always, CUDA runtime calls and kernels when a GPU is
 used. The trace is held by Kineto until the end and written once, gzipped, to `raw/kineto.json.gz`
 (the format the analyzers ingest and Perfetto opens). Its cost is reported as a `trace_overhead` event.
+A user's command gets the same class from the probe (tracer/probe/torch_window.py), one file per rank.
 """
 
 import os
 import time
 
-from tracer.worker.schema import Event
+from tracer.worker.schema import TORCH_TRACE, Event
 
 
 class TorchTrace:
-    def __init__(self, raw_dir, reporter, device):
+    def __init__(self, raw_dir, reporter, device, name=TORCH_TRACE):
         import torch
         from torch.profiler import ProfilerActivity, profile
 
-        self.path = os.path.join(raw_dir, "kineto.json.gz")
+        self.path = os.path.join(raw_dir, name)
         self.reporter = reporter
         self.pid = os.getpid()
         activities = [ProfilerActivity.CPU]

@@ -10,6 +10,7 @@ import pytest
 
 from analyzers.comparison.diff import diff
 from analyzers.figures.step_part_names import DATA_WAIT, WAIT_UNSEEN_LABEL
+from analyzers.render.marker import marker_lines
 from tests.conftest import require_framework, run_tracer
 from tracer.core.runfolder import RunFolder, list_runs
 from tracer.core.schema import KIND, PROBE, STEPS_TABLE, Event, Probe
@@ -56,6 +57,7 @@ UPDATES = [
     ("tensorflow", Probe.KERAS_OPTIMIZER, None),
     ("mxnet", Probe.MXNET_TRAINER, 8),
     ("paddle", Probe.PADDLE_OPTIMIZER, None),
+    ("jax", Probe.OPTAX_UPDATE, None),  # optax's update outside jit
 ]
 
 
@@ -79,3 +81,18 @@ def test_a_loop_with_no_loader_counts_each_optimizer_update_as_a_step(
         found = diff(folder, folder)
         assert DATA_WAIT not in [p.key for p in found.parts] and found.parts[0].label == WAIT_UNSEEN_LABEL
         assert "waiting for data" not in " ".join(found.sentences)
+
+
+def test_an_optax_update_inside_jit_is_not_counted_and_the_marker_is_told(tmp_path: Path) -> None:
+    """Inside jit optax's update is traced once, not run each step: no step is made up from it, and the
+    run says how to mark the loop."""
+    require_framework("jax")
+    out = tmp_path / "runs"
+    script = str(SCRIPTS / "optimizer_only.py")
+    result = run_tracer("profile", "--out", str(out), "--", status("jax").python, script, "jax-jit")
+    assert result.returncode == 0, result.stderr[-3000:]
+    (folder,) = list_runs(out)
+    steps = folder.samples(STEPS_TABLE)
+    assert steps is None or steps.num_rows == 0
+    first, second = marker_lines("jax")
+    assert first in result.stderr and second in result.stderr

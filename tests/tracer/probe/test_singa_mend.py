@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.conftest import require_framework, run_tracer
 from tracer.core.runfolder import list_runs
+from tracer.core.schema import Probe
 from tracer.measure.environments import status
 from tracer.probe.singa_mend import MENDED_KEY
 
@@ -37,3 +38,19 @@ def test_a_users_singa_script_trains_on_the_mended_wheel(tmp_path: Path) -> None
     steps = folder.samples("steps")
     assert steps is not None and steps.num_rows == 8  # the script's own 8 steps, in its 2 epochs
     assert sorted(set(steps.column("epoch").to_pylist())) == [1, 2]
+
+
+def test_an_unmarked_singa_loop_counts_each_optimizer_call_as_a_step(tmp_path: Path) -> None:
+    """Without the marker the probe sees SINGA's `optimizer(loss)` calls (`singa.opt`): each one a step, the
+    first too, all in one epoch, with no data wait or samples made up."""
+    require_framework("singa")
+    python = status("singa").python
+    result = run_tracer("profile", "--out", str(tmp_path / "runs"), "--", python, str(SCRIPT), "--no-marker")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "trained 8 steps in 2 epochs" in result.stdout
+    (folder,) = list_runs(tmp_path / "runs")
+    steps = folder.samples("steps")
+    assert steps is not None and steps.num_rows == 8
+    assert set(steps.column("probe").to_pylist()) == {Probe.SINGA_OPTIMIZER}
+    assert set(steps.column("epoch").to_pylist()) == {1}
+    assert steps.column("data_wait_s").null_count == 8 and steps.column("images").null_count == 8

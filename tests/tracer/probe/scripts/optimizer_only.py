@@ -1,5 +1,6 @@
 """A loop over array slices with no loader, in the framework named by the first argument (tensorflow,
-mxnet, paddle): 2 epochs of 4 updates of 8 samples. The probe sees only the optimizer's updates."""
+mxnet, paddle, jax: optax's update outside jit, the gradient jitted; jax-jit: the whole step, optax's
+update too, inside one jit): 2 epochs of 4 updates of 8 samples. The probe sees only the optimizer's updates."""
 
 import sys
 
@@ -44,4 +45,33 @@ elif framework == "paddle":
             loss.backward()
             opt.step()
             opt.clear_grad()
+elif framework in ("jax", "jax-jit"):
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    params = {"w": jnp.zeros((8, 1)), "b": jnp.zeros(1)}
+    optimizer = optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(0.1))  # a chain: one update a step
+    state = optimizer.init(params)
+
+    def loss_fn(p, xb, yb):
+        return jnp.mean((xb @ p["w"] + p["b"] - yb) ** 2)
+
+    grad = jax.jit(jax.value_and_grad(loss_fn))
+
+    @jax.jit
+    def whole_step(p, s, xb, yb):
+        loss, g = jax.value_and_grad(loss_fn)(p, xb, yb)
+        updates, s = optimizer.update(g, s, p)
+        return optax.apply_updates(p, updates), s, loss
+
+    for _epoch in range(2):
+        for xb, yb in slices:
+            if framework == "jax":
+                loss, g = grad(params, xb, yb)
+                updates, state = optimizer.update(g, state, params)
+                params = optax.apply_updates(params, updates)
+            else:
+                params, state, loss = whole_step(params, state, xb, yb)
+    print("loss", float(loss))
 print("updates", 8)
