@@ -94,25 +94,3 @@ def _signed(value: float) -> str:
     from analyzers.render import sentences as say
 
     return "0" if value == 0 else ("+" if value > 0 else "-") + say.seconds(abs(value))
-
-
-def print_step_parts(run: Any, out: Any) -> None:
-    """`tracer show`'s line on where the steady step's time goes per image (analyzers.figures.step_parts); nothing
-    for a run with neither steps nor a trace."""
-    from analyzers.figures.step_parts import decompose
-    from analyzers.render import sentences as say
-    from tracer.core.errors import UserError
-
-    try:
-        d = decompose(run, run.warmup)
-    except UserError:
-        return
-    if not d.parts or not d.step_s:
-        return
-    ranked = sorted(d.parts, key=lambda p: -p.seconds)
-    text = ", ".join(
-        f"{p.label} {say.seconds(p.seconds)} ({say.percent(p.seconds / d.step_s)})" for p in ranked if p.seconds > 0
-    )
-    out.print(f"steady step per image ({d.basis}): {say.seconds(d.step_s)} = {text}", markup=False)
-    for note in d.notes:
-        out.print(f"   {note}", markup=False)
