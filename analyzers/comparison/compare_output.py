@@ -3,7 +3,6 @@ to the first column or 'within noise', and the lines under the table. `compare` 
 
 from __future__ import annotations
 
-import csv
 import string
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,23 +28,16 @@ def write_csv(comparison: Comparison, path: Path) -> None:
     """One row per difference (the median of a group, its min and max); the first row names each
     column's runs (space-separated ids)."""
     n = len(comparison.columns)
-    with out_file.open_replacing(path, "--csv", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(csv_columns(n))
-        ids = ["run id", ""]
-        for c in comparison.columns:
-            ids += [" ".join(c.run_ids), "", ""]
-        writer.writerow(ids + [""] * 2 * (n - 1))
-        for d in comparison.differences:
-            row = [d.metric, d.unit]
-            for v in d.values:
-                row += [_cell(median_of(v)), _cell(v.low if v else None), _cell(v.high if v else None)]
-            writer.writerow(row + [_cell(d.ratio(i)) for i in range(1, n)] + [d.within_noise(i) for i in range(1, n)])
-
-
-def _cell(value: float | None) -> str:
-    """Shortest text that reads back as the same float (no 1.1600000000000001 noise from summing)."""
-    return "" if value is None else f"{value:.15g}"
+    ids: list[object] = ["run id", ""]
+    for c in comparison.columns:
+        ids += [" ".join(c.run_ids), "", ""]
+    rows: list[list[object]] = [ids + [""] * 2 * (n - 1)]
+    for d in comparison.differences:
+        row: list[object] = [d.metric, d.unit]
+        for v in d.values:
+            row += [median_of(v), v.low if v else None, v.high if v else None]
+        rows.append(row + [d.ratio(i) for i in range(1, n)] + [d.within_noise(i) for i in range(1, n)])
+    out_file.write_csv(path, "--csv", csv_columns(n), rows)
 
 
 def format_ratio(ratio: float | None) -> str:

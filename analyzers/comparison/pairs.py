@@ -9,7 +9,6 @@ median over the finished runs of one mode; a mode without a finished run has non
 
 from __future__ import annotations
 
-import csv
 import functools
 import json
 from collections.abc import Iterable, Sequence
@@ -245,22 +244,17 @@ def markdown_lines(pairs: Sequence[DataPair]) -> list[str]:
 
 def write_csv(pairs: Sequence[DataPair], path: Path) -> None:
     """One row per pair at full precision: each mode's median images/s, the input share and memory / files."""
-    with out_file.open_replacing(path, "report --out", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(
-            ["framework", "model", "dataset", "device", "batch"]
-            + [f"images_per_s_{m}" for m in DATA_MODES]
-            + ["input_share", "memory_over_files"]
-            + [f"run_ids_{m}" for m in DATA_MODES]
-        )
-        for p in pairs:
-            writer.writerow(
-                [p.framework, p.model, p.dataset, p.device, p.batch]
-                + [_cell(p.rate(m)) for m in DATA_MODES]
-                + [_cell(p.input_share), _cell(p.speedup(DATA_MEMORY))]
-                + [" ".join(ids) for ids in p.run_ids]
-            )
-
-
-def _cell(value: float | None) -> str:
-    return "" if value is None else f"{value:.15g}"
+    header = (
+        ["framework", "model", "dataset", "device", "batch"]
+        + [f"images_per_s_{m}" for m in DATA_MODES]
+        + ["input_share", "memory_over_files"]
+        + [f"run_ids_{m}" for m in DATA_MODES]
+    )
+    rows = (
+        [p.framework, p.model, p.dataset, p.device, p.batch]
+        + [p.rate(m) for m in DATA_MODES]
+        + [p.input_share, p.speedup(DATA_MEMORY)]
+        + [" ".join(ids) for ids in p.run_ids]
+        for p in pairs
+    )
+    out_file.write_csv(path, "report --out", header, rows)

@@ -8,13 +8,20 @@ from analyzers.diagnosis import rules_host  # noqa: F401 - the host rules are de
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables, column, steady_data_wait, step_threads
 from analyzers.diagnosis.knobs import join, knob, larger_batch
-from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
+from analyzers.diagnosis.verdict import Evidence, RuleName, Severity, Verdict, not_measured, quiet, rule
 from analyzers.figures.coverage import Explanation, explain
 from analyzers.render.display import ratio_text
 from analyzers.summaries.rows import ApiRow
 from analyzers.trace.api_names import ALLOC_CALLS, LAUNCH_CALLS, SYNC_CALLS, match_name
 from tracer.core import schema
 from tracer.core.frameworks import Tuning
+
+# the rules' names and titles, each declared once (analyzers.diagnosis.verdict.RuleName)
+GPU_UNDER_USED = RuleName("gpu-under-used", "GPU under-used")
+HOST_BOUND = RuleName("host-bound", "host-bound")
+SYNC_DOMINATED = RuleName("sync-dominated", "synchronisation-dominated CUDA split")
+ALLOCATOR_CHURN = RuleName("allocator-churn", "allocator churn")
+LAUNCH_BOUND = RuleName("launch-bound", "launch-bound")
 
 
 def _total(rows: tuple[ApiRow, ...], names: frozenset[str]) -> tuple[int, int]:
@@ -41,9 +48,9 @@ def idle_explained(util_pct: float, wait_pct: float) -> Explanation:
     return explain(idle, {"data wait": waiting, HOST_ISSUING: idle - waiting})
 
 
-@rule("gpu-under-used")
+@rule(GPU_UNDER_USED)
 def gpu_under_used(t: RunTables) -> Verdict:
-    name, title = "gpu-under-used", "GPU under-used"
+    name, title = GPU_UNDER_USED
     if t.record.spec.device != "gpu":
         return not_measured(name, title, "a CPU run")
     util = steady_gpu_util(t)
@@ -70,12 +77,12 @@ def gpu_under_used(t: RunTables) -> Verdict:
 HOST_THREADS_SHOWN = 3  # the busiest threads of the training process named in the evidence
 
 
-@rule("host-bound")
+@rule(HOST_BOUND)
 def host_bound(t: RunTables) -> Verdict:
     """Neither the loader (data wait is small) nor the GPU (it idles) sets the pace: the host does, issuing
     the step's operations (Python dispatch, kernel launches, the interpreter lock its threads share). The
     evidence is the CPU of the training process's threads; none need be saturated, as they take turns."""
-    name, title = "host-bound", "host-bound"
+    name, title = HOST_BOUND
     if t.record.spec.device != "gpu":
         return not_measured(name, title, "a CPU run (the host is the device)")
     wait = steady_data_wait(t)
@@ -120,9 +127,9 @@ def sync_share(rows: tuple[ApiRow, ...]) -> float | None:
     return 100 * _total(rows, SYNC_CALLS)[0] / total if total else None
 
 
-@rule("sync-dominated")
+@rule(SYNC_DOMINATED)
 def sync_dominated(t: RunTables) -> Verdict:
-    name, title = "sync-dominated", "synchronisation-dominated CUDA split"
+    name, title = SYNC_DOMINATED
     share = sync_share(t.cuda_whole)
     if share is None:
         return not_measured(name, title, "no CUDA API trace (--trace nsys or cupti)")
@@ -156,9 +163,9 @@ def steady_steps(t: RunTables) -> int | None:
     return None
 
 
-@rule("allocator-churn")
+@rule(ALLOCATOR_CHURN)
 def allocator_churn(t: RunTables) -> Verdict:
-    name, title = "allocator-churn", "allocator churn"
+    name, title = ALLOCATOR_CHURN
     if not t.cuda_steady:
         return not_measured(name, title, "no CUDA API trace with a steady phase")
     steps = steady_steps(t)
@@ -180,11 +187,11 @@ def allocator_churn(t: RunTables) -> Verdict:
                    knob(t.record, Tuning.ALLOCATOR))  # fmt: skip
 
 
-@rule("launch-bound")
+@rule(LAUNCH_BOUND)
 def launch_bound(t: RunTables) -> Verdict:
     """From a CUDA trace: launch API time against the kernels' own time, and how many launches a step
     issues. Without a trace it says what host-bound read from the steps table and NVML."""
-    name, title = "launch-bound", "launch-bound"
+    name, title = LAUNCH_BOUND
     if not t.cuda_whole or t.kernel_count == 0 or t.kernel_median_ns is None:
         host = host_bound(t)
         seen = f"; host-bound, from the steps table and NVML: {host.state}" if host.measured else ""

@@ -11,12 +11,21 @@ import pyarrow as pa
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables, column, steady_data_wait
 from analyzers.diagnosis.knobs import command_input_knobs, join, knob, larger_batch
-from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
+from analyzers.diagnosis.verdict import Evidence, RuleName, Severity, Verdict, not_measured, quiet, rule
 from analyzers.render.marker import marker_advice, wait_not_seen
 from tracer.core import schema
 from tracer.core.frameworks import FRAMEWORKS, FrameworkInfo, Tuning
 from tracer.core.records import RunStatus
 from tracer.core.schema import CTX_INVOLUNTARY, DATA_FILES, DATA_MODES
+
+# the rules' names and titles, each declared once (analyzers.diagnosis.verdict.RuleName)
+INPUT_BOUND = RuleName("input-bound", "input-bound")
+CPU_OVERSUBSCRIPTION = RuleName("cpu-oversubscription", "CPU oversubscribed")
+CPU_UNDER_USED = RuleName("cpu-under-used", "CPU under-used")
+MEMORY_GROWTH = RuleName("memory-growth", "memory growth")
+STARTUP_HEAVY = RuleName("startup-heavy", "start-up heavy")
+THREAD_PER_IMAGE = RuleName("thread-per-image", "thread per image")
+CRASH = RuleName("crash", "crash or refusal")
 
 GENERIC_WORKERS_KNOB = "loader_workers"  # run.json: the loader budget every worker writes under one name
 
@@ -63,9 +72,9 @@ def step_probes(t: RunTables) -> list[str]:
     return sorted(str(p) for p in t.steps.column(schema.PROBE).unique().to_pylist() if p)
 
 
-@rule("input-bound")
+@rule(INPUT_BOUND)
 def input_bound(t: RunTables) -> Verdict:
-    name, title = "input-bound", "input-bound"
+    name, title = INPUT_BOUND
     if t.steps is None or t.steps.num_rows == 0:
         if t.record.command is not None:  # a user's loop the probe did not see: the two lines to add
             return not_measured(name, title, marker_advice(t.record.spec.framework))
@@ -115,9 +124,9 @@ def _pair_evidence(t: RunTables) -> tuple[Evidence, ...]:
     return tuple(Evidence(f"images/s fed from {m} (paired run)", r, "img/s") for m, r in rates if r is not None)
 
 
-@rule("cpu-oversubscription")
+@rule(CPU_OVERSUBSCRIPTION)
 def oversubscription(t: RunTables) -> Verdict:
-    name, title = "cpu-oversubscription", "CPU oversubscribed"
+    name, title = CPU_OVERSUBSCRIPTION
     table = t.in_epochs(t.process, list(t.epochs))
     if table is None or table.num_rows < 2 or CTX_INVOLUNTARY not in table.column_names:
         return not_measured(name, title, "no context-switch samples in the epochs (runs before this column)")
@@ -183,9 +192,9 @@ def _others_pct(table: pa.Table | None) -> float | None:
     return statistics.fmean(max(0.0, m - r) for m, r in zip(machine, run))
 
 
-@rule("cpu-under-used")
+@rule(CPU_UNDER_USED)
 def cpu_under_used(t: RunTables) -> Verdict:
-    name, title = "cpu-under-used", "CPU under-used"
+    name, title = CPU_UNDER_USED
     if t.record.spec.device == "gpu":
         return not_measured(name, title, "a GPU run: the operators run on the GPU (input-bound and host-bound "
                                          "say what the host holds up)")  # fmt: skip
@@ -225,11 +234,11 @@ def cpu_under_used(t: RunTables) -> Verdict:
                    th.UNDERUSED_CPU_PCT, evidence, advice)  # fmt: skip
 
 
-@rule("memory-growth")
+@rule(MEMORY_GROWTH)
 def memory_growth(t: RunTables) -> Verdict:
     """The slope of each later epoch's peak RSS over the epoch index: the first epoch is left out (it
     holds the allocator's and the framework's warm-up growth), so it needs three epochs."""
-    name, title = "memory-growth", "memory growth"
+    name, title = MEMORY_GROWTH
     steady = t.steady_epochs()
     peaks = []
     for part in (t.epoch_parts(t.process, steady) or []) if len(t.epochs) >= 3 else []:
@@ -274,9 +283,9 @@ def startup_share(t: RunTables) -> tuple[float, str] | None:
     return None
 
 
-@rule("startup-heavy")
+@rule(STARTUP_HEAVY)
 def startup_heavy(t: RunTables) -> Verdict:
-    name, title = "startup-heavy", "start-up heavy"
+    name, title = STARTUP_HEAVY
     found = startup_share(t)
     if found is None:
         return not_measured(name, title, "no epochs, and no traced steps within the CUDA API calls' span")
@@ -299,9 +308,9 @@ def startup_heavy(t: RunTables) -> Verdict:
                    join("more epochs, which amortise it", knob(t.record, Tuning.STARTUP)))  # fmt: skip
 
 
-@rule("thread-per-image")
+@rule(THREAD_PER_IMAGE)
 def thread_per_image(t: RunTables) -> Verdict:
-    name, title = "thread-per-image", "thread per image"
+    name, title = THREAD_PER_IMAGE
     table = t.in_epochs(t.process, list(t.epochs))
     times, threads = column(table, "t_ns"), column(table, "threads")
     if len(threads) < 3:
@@ -335,9 +344,9 @@ def images_done(t: RunTables, times_ns: list[float]) -> list[float]:
     return [float(v) for v in np.interp(times_ns, xs, ys)] if xs else [0.0] * len(times_ns)
 
 
-@rule("crash")
+@rule(CRASH)
 def crash(t: RunTables) -> Verdict:
-    name, title = "crash", "crash or refusal"
+    name, title = CRASH
     outcome = t.record.outcome
     status = outcome.status.value
     if status in ("ok", "running"):

@@ -6,17 +6,19 @@ import math
 
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables
-from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
+from analyzers.diagnosis.verdict import Evidence, RuleName, Severity, Verdict, not_measured, quiet, rule
 from analyzers.figures.learning import at_chance, chance_loss
 from analyzers.figures.steady import WARMUP_EPOCHS
 from tracer.core.schema import CLASSES, MODEL_FACTS
 
+CHANCE_LEVEL = RuleName("chance-level", "learning: still at chance level")
 
-@rule("chance-level")
+
+@rule(CHANCE_LEVEL)
 def chance_level(t: RunTables) -> Verdict:
     """The last epoch after the warm-up still has the loss of a uniform guess: the model learned nothing
     (too few steps, a learning rate too small or too large, labels that do not match the images)."""
-    name, title = "chance-level", "learning: still at chance level"
+    name, title = CHANCE_LEVEL
     split = t.phases.split  # the steady epochs of analyzers.figures.phases, none when the run has only its warm-up
     after = [] if split.includes_warmup else [e for e in t.epochs if e.epoch in split.steady]
     if not after:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables
 from analyzers.diagnosis.knobs import join, knob, larger_batch, tracer_trained
-from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
+from analyzers.diagnosis.verdict import Evidence, RuleName, Severity, Verdict, not_measured, quiet, rule
 from tracer.core.frameworks import FRAMEWORKS, Tuning
 
 
@@ -23,9 +23,12 @@ def precision(t: RunTables) -> str:
     return text
 
 
-@rule("low-mfu")
+LOW_MFU = RuleName("low-mfu", "low MFU")
+
+
+@rule(LOW_MFU)
 def low_mfu(t: RunTables) -> Verdict:
-    name, title = "low-mfu", "low MFU"
+    name, title = LOW_MFU
     if t.record.spec.device != "gpu":
         return not_measured(
             name, title, "a CPU run (mixed precision, compilation and channels-last raise a GPU's share)"

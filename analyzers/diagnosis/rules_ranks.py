@@ -6,12 +6,13 @@ from __future__ import annotations
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.inputs import RunTables
 from analyzers.diagnosis.knobs import join, knob
-from analyzers.diagnosis.verdict import Evidence, Severity, Verdict, not_measured, quiet, rule
+from analyzers.diagnosis.verdict import Evidence, RuleName, Severity, Verdict, not_measured, quiet, rule
 from analyzers.figures.coverage import MIXED
 from analyzers.figures.straggler import CAUSE_DATA, CAUSE_GPU, CAUSE_HOST, Straggler
 from tracer.core.frameworks import Tuning
 
-NAME = TITLE = "straggler"
+STRAGGLER = RuleName("straggler", "straggler")
+NAME, TITLE = STRAGGLER
 
 
 def _knob(t: RunTables, cause: str | None, rank: int) -> str:
@@ -35,7 +36,7 @@ def _knob(t: RunTables, cause: str | None, rank: int) -> str:
     return ""
 
 
-@rule(NAME)
+@rule(STRAGGLER)
 def straggler(t: RunTables) -> Verdict:
     if t.ranks is None:
         return not_measured(NAME, TITLE, "a run of one process")

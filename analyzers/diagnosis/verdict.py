@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from analyzers.diagnosis.inputs import RunTables
@@ -93,13 +93,23 @@ def quiet(rule: str, title: str, finding: str, value: float | None, unit: str, t
 Rule = Callable[["RunTables"], Verdict]
 
 
+class RuleName(NamedTuple):
+    """A rule's name (its key in `tracer diagnose --json`) and its title, declared once beside the rule: the
+    registry keys the rule by it and the rule's verdicts carry it (`name, title = INPUT_BOUND`)."""
+
+    name: str
+    title: str
+
+
 @dataclass
 class Registry:
     """Rules by name, in the order they were declared (the order of `tracer diagnose`)."""
 
     rules: dict[str, Rule] = field(default_factory=dict)
 
-    def register(self, name: str) -> Callable[[Rule], Rule]:
+    def register(self, named: RuleName) -> Callable[[Rule], Rule]:
+        name = named.name
+
         def add(fn: Rule) -> Rule:
             if name in self.rules:
                 raise ValueError(f"diagnosis rule {name!r} declared twice")

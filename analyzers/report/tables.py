@@ -9,7 +9,6 @@ runs; the first epoch is a column of its own. The report's throughput figure dra
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import statistics
 from dataclasses import dataclass, fields
@@ -257,11 +256,7 @@ CSV_COLUMNS = tuple(f.name for f in fields(TableRow))
 
 def write_csv(rows: Sequence[TableRow], path: Path) -> None:
     """Full precision, one column per field; empty cells where a value does not exist."""
-    with out_file.open_replacing(path, "report --out", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(CSV_COLUMNS)
-        for row in rows:
-            writer.writerow([_csv_cell(getattr(row, c)) for c in CSV_COLUMNS])
+    out_file.write_csv(path, "report --out", CSV_COLUMNS, ([getattr(row, c) for c in CSV_COLUMNS] for row in rows))
 
 
 def write_tables_csv(runs: Iterable[LoadedRun], path: Path, warmup: int = WARMUP_EPOCHS) -> Path:
@@ -270,13 +265,6 @@ def write_tables_csv(runs: Iterable[LoadedRun], path: Path, warmup: int = WARMUP
     runs = list(runs)
     write_csv([*table_rows(runs, "cpu", warmup), *table_rows(runs, "gpu", warmup)], path)
     return path
-
-
-def _csv_cell(value: object) -> object:
-    """Empty for a missing value; floats at 15 significant digits (no summation noise)."""
-    if value is None:
-        return ""
-    return f"{value:.15g}" if isinstance(value, float) else value
 
 
 # (header, field, format) of the Markdown (and HTML) table.

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from tracer.cli.blocks import print_data_pairs
 from tracer.cli.common import (
     TOP_BOUND,
     add_runs_dir,
@@ -177,22 +178,6 @@ def _compare(folders: list[Any], args: argparse.Namespace) -> int:
         write_csv(result, args.csv)
         out.print(f"written to {args.csv}")
     return 0
-
-
-def print_data_pairs(pairs: Any, out: Console) -> None:
-    """Runs that differ only in --data, side by side: the three throughputs and the input pipeline's share."""
-    from analyzers.comparison.pairs import input_share_table
-
-    if not pairs:
-        return
-    header, rows = input_share_table(pairs)
-    table = Table(*header, title="data modes: runs that differ only in --data (steady images/s)")
-    for row in rows:
-        table.add_row(*row)
-    out.print(table)
-    for pair in pairs:
-        if pair.sentence():
-            out.print(f"  {pair.framework} {pair.model}: {pair.sentence()}", markup=False)
 
 
 def print_ranks(columns: Any, groups: list[list[Any]], out: Console) -> None:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from rich.console import Console
-
+from tracer.cli.blocks import print_cost
 from tracer.cli.common import add_runs_dir, console, print_wrapped, warn_problems
 
 
@@ -47,44 +46,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
         dump("diagnose", data)
         return 0
+    from analyzers.diagnosis.verdict_text import verdict_body, verdict_head
+
     out = console()
     for v in verdicts:  # one block per rule: a table of six columns cut its knobs at 120 columns
-        severity = f", {v.severity.name.lower()}" if v.fired else ""
-        out.print(f"{v.rule}: {v.state}{severity}", markup=False, highlight=False, soft_wrap=True)
-        print_wrapped(out, v.finding, "  ", "  ")
-        if v.evidence:
-            print_wrapped(out, "evidence: " + "; ".join(e.text() for e in v.evidence), "  ", "  ")
-        if v.fired and v.knob:
-            print_wrapped(out, f"try: {v.knob}", "  ", "  ")
+        out.print(verdict_head(v), markup=False, highlight=False, soft_wrap=True)
+        for paragraph in verdict_body(v):
+            print_wrapped(out, paragraph, "  ", "  ")
     print_cost(cost.lines(), out)
     return 0
-
-
-def print_block(folder: object, out: Console) -> None:
-    """The "Diagnosis" block of `tracer profile` and `tracer show`: the three verdicts that matter
-    most, one line each, then what measuring cost. A rule that breaks costs the block, not the run."""
-    from analyzers.diagnosis import diagnose, top
-    from analyzers.diagnosis.cost import measurement_cost
-    from analyzers.run import as_run
-    from tracer.core.runfolder import RunFolder
-
-    assert isinstance(folder, RunFolder)
-    folder = as_run(folder)
-    out.print("[bold]Diagnosis[/bold]")
-    try:
-        verdicts = top(diagnose(folder))
-        cost = measurement_cost(folder)
-    except Exception as e:  # noqa: BLE001 - the run is complete without its diagnosis
-        out.print(f"  not available: {type(e).__name__}: {e}", markup=False)
-        return
-    if not verdicts:
-        out.print("  no rule fired (`tracer diagnose` lists every rule)")
-    for v in verdicts:
-        print_wrapped(out, f"- {v.headline()}", "  ", "  ")
-    print_cost(cost.lines(), out)
-
-
-def print_cost(lines: list[str], out: Console) -> None:
-    out.print("[bold]Measurement cost[/bold]")
-    for line in lines:
-        print_wrapped(out, line, "  ", "  ")

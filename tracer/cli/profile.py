@@ -14,9 +14,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from tracer.cli.blocks import print_block, print_data_pairs
 from tracer.cli.common import add_out_dir, console, err_console
-from tracer.cli.compare import print_data_pairs
-from tracer.cli.diagnose import print_block
 from tracer.cli.outputs import output_dir
 from tracer.cli.summary_text import print_problems, print_repeats, print_summary
 from tracer.core import cases, options

@@ -11,6 +11,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from tracer.cli.blocks import print_diagnosis, print_step_parts
 from tracer.cli.common import (
     add_runs_dir,
     add_warmup,
@@ -25,7 +26,6 @@ from tracer.cli.summary_text import (
     print_problems,
     print_repeats,
     print_summary,
-    repeats_of,
 )
 from tracer.core.errors import UserError
 from tracer.core.records import RunStatus
@@ -137,45 +137,49 @@ def _print_narrow(headers: list[str], rows: list[list[str]], out: Console) -> No
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    """Open, analyse once (analyzers.run.shown), then print: no analysis between the lines."""
     from analyzers.run import Run
-    from tracer.cli.diagnose import print_block
-    from tracer.cli.diff import print_step_parts
+    from analyzers.run.shown import shown
     from tracer.core.runfolder import find_run
 
     run = Run.open(find_run(args.runs_dir, args.run), args.warmup)
     if args.format == "json":
         return _show_json(run)
-    repeats: list[Run] = []
+    repeats: tuple[Run, ...] = ()
     try:
-        print_summary(run.summary, console())
-        print_step_parts(run, console())
-        repeats = [run if f.path == run.path else Run.open(f, args.warmup) for f in repeats_of(run)]
-        if len(repeats) > 1:
-            print_repeats([r.summary for r in repeats], console())
-        record = run.record
-        if record.world_size > 1:  # a run of several ranks: who they are (`tracer analyze RUN` has their table)
-            infos = record.rank_infos
-            devices = ", ".join(dict.fromkeys(r.device for r in infos if r.device)) or "devices not recorded"
-            backend = ", ".join(dict.fromkeys(r.backend for r in infos if r.backend)) or "backend not recorded"
-            console().print(
-                f"ranks: {len(infos)} of world size {record.world_size} ({backend}; {devices}); per rank: "
-                f"`tracer analyze {run.run_id}`, `--rank R`",
-                markup=False,
-            )
-            from analyzers.figures.straggler import straggler, summary_lines
-
-            found = straggler(run)
-            for line in summary_lines(found) if found is not None and found.summary else []:
-                console().print(f"  {line}", markup=False)
-        if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:
-            console().print("last lines of the worker's output:")
-            for line in record.outcome.stderr_tail[-10:]:
-                console().print(f"  {line}", markup=False)
-        print_block(run, console())
-        print_problems(run, console())
+        s = shown(run)
+        repeats = s.repeats
+        _print_shown(s, console())
     finally:
         warn_problems([r for r in repeats if r.run_id != run.run_id])
     return 0
+
+
+def _print_shown(s: Any, out: Console) -> None:
+    from analyzers.figures.straggler import summary_lines
+
+    print_summary(s.summary, out)
+    print_step_parts(s.step_parts, out)
+    if s.repeat_summaries:
+        print_repeats(list(s.repeat_summaries), out)
+    record = s.run.record
+    if record.world_size > 1:  # a run of several ranks: who they are (`tracer analyze RUN` has their table)
+        infos = record.rank_infos
+        devices = ", ".join(dict.fromkeys(r.device for r in infos if r.device)) or "devices not recorded"
+        backend = ", ".join(dict.fromkeys(r.backend for r in infos if r.backend)) or "backend not recorded"
+        out.print(
+            f"ranks: {len(infos)} of world size {record.world_size} ({backend}; {devices}); per rank: "
+            f"`tracer analyze {s.run.run_id}`, `--rank R`",
+            markup=False,
+        )
+        for line in summary_lines(s.straggler) if s.straggler is not None and s.straggler.summary else []:
+            out.print(f"  {line}", markup=False)
+    if record.outcome.stderr_tail and record.outcome.status is not RunStatus.OK:
+        out.print("last lines of the worker's output:")
+        for line in record.outcome.stderr_tail[-10:]:
+            out.print(f"  {line}", markup=False)
+    print_diagnosis(s.diagnosis, out)
+    print_problems(s.run, out)
 
 
 def _show_json(run: Any) -> int:

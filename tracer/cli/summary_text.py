@@ -14,7 +14,6 @@ from tracer.cli.common import (
     print_wrapped,
 )
 from tracer.core import cases
-from tracer.core.errors import UserError
 from tracer.core.schema import DATA_FILES
 
 PROBE_NEVER_LOADED = (
@@ -205,22 +204,6 @@ def contention_line(s: object) -> str:
 
     assert isinstance(s, RunSummary)
     return Contention(s.other_cpu_pct, None, s.contended).warning()
-
-
-def repeats_of(folder: Any) -> list[Any]:
-    """The run and its repeats (runs of the same spec, analyzers.figures.repeats) in the same folder of runs."""
-    from analyzers.figures.repeats import repeat_key
-    from tracer.core.runfolder import list_runs
-
-    key = repeat_key(folder.read_record())
-    out = []
-    for other in list_runs(folder.path.parent):
-        try:
-            if repeat_key(other.read_record()) == key:
-                out.append(other)
-        except UserError:
-            continue
-    return out
 
 
 def print_repeats(summaries: list[Any], console: Console) -> None:

@@ -22,7 +22,7 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -131,4 +131,24 @@ def write_text(path: Path, text: str, what: str) -> Path:
 def write_bytes(path: Path, data: bytes, what: str) -> Path:
     with open_replacing(path, what, "wb") as f:
         f.write(data)
+    return path
+
+
+def csv_cell(value: object) -> object:
+    """Empty for a missing value; a float at 15 significant digits, the shortest text that reads back as the
+    same number (no 1.1600000000000001 from summing); anything else as it is."""
+    if value is None:
+        return ""
+    return f"{value:.15g}" if isinstance(value, float) else value
+
+
+def write_csv(path: Path, what: str, header: Iterable[str], rows: Iterable[Iterable[object]]) -> Path:
+    """The one table writer of the tool's CSV files (Tables 1-2, `compare --csv`, the data-mode pairs):
+    the header, then each row's cells through `csv_cell`, the file replaced whole or not at all."""
+    import csv
+
+    with open_replacing(path, what, newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows([csv_cell(c) for c in row] for row in rows)
     return path

@@ -6,6 +6,8 @@ import argparse
 import importlib
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 from tracer.cli import COMMAND_MODULES, COMMANDS, build_parser
 
@@ -33,3 +35,11 @@ def test_a_named_command_imports_no_other_command_module() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
     loaded = {m.rsplit(".", 1)[1] for m in eval(out)}  # noqa: S307 - our own print of a list of names
     assert "analyze" in loaded and not loaded & (set(COMMAND_MODULES) - {"analyze"})
+
+
+def test_the_independence_contract_names_every_command_module() -> None:
+    """pyproject.toml's "The CLI's commands are apart" contract holds for every command: a new command module
+    not listed there could import another's printers unchecked."""
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())
+    (contract,) = [c for c in pyproject["tool"]["importlinter"]["contracts"] if c["type"] == "independence"]
+    assert sorted(contract["modules"]) == sorted(f"tracer.cli.{m}" for m in COMMAND_MODULES)
