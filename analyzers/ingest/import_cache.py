@@ -1,7 +1,7 @@
-"""Where `tracer analyze FILE` keeps a trace file's tables (the tool's cache), and the rules that keep it
-harmless: never inside a run folder (a cache folder linked into one would write there), a scratch folder
-in the system's temp space when the cache cannot be written (a read-only home), a full cache named with
-its path, and no more than IMPORTS_KEPT imports kept (the oldest used go first)."""
+"""Where a command keeps the import of a trace file named on it (the tool's cache; `analyzers.ingest.cached_run`),
+and the rules that keep it harmless: never inside a run folder (a cache folder linked into one would write
+there), a scratch folder in the system's temp space when the cache cannot be written (a read-only home), a
+full cache named with its path, and no more than IMPORTS_KEPT imports kept (the oldest used go first)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 from tracer.core.errors import UserError
 from tracer.core.output import resolved, run_folder_of
 from tracer.core.paths import cache_root
+from tracer.core.schema import RUN_JSON
 
 IMPORTS_DIR = "imports"
 """Under the tool's cache (`tracer.core.paths.cache_root`): the tables of trace files analysed directly."""
@@ -21,7 +22,7 @@ IMPORTS_KEPT = 16
 """Imports kept in the cache; each holds a whole trace's tables (up to GBs for a big one)."""
 TEMP_IMPORTS = "dl-tracer-imports"
 """Under the system's temp folder: imports made when the cache cannot be written."""
-DONE = "trace_meta.json"  # the last file an import writes (`analyzers.trace.tables.TRACE_META`)
+DONE = RUN_JSON  # an import's run.json: written last, before the finished import is renamed into place
 
 
 def imports_root() -> Path:
@@ -46,9 +47,10 @@ def imports_root() -> Path:
     return fallback
 
 
-def full_cache(root: Path, error: OSError) -> UserError | None:
-    """The one line for an import that filled the disk under `root`, or None for another error."""
-    if error.errno != errno.ENOSPC:
+def full_cache(root: Path, error: Exception, full: bool = False) -> UserError | None:
+    """The one line for an import that filled the disk under `root` (its error says so, or the caller saw it:
+    `full`), or None for another error."""
+    if getattr(error, "errno", None) != errno.ENOSPC and not full:
         return None
     return UserError(
         f"disk full under {root} (the tool's cache) while importing: free space there, or point TRACER_CACHE "
