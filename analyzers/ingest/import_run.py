@@ -22,10 +22,9 @@ from analyzers.ingest import ranks as rank_ingest
 from analyzers.ingest.archives import is_archive
 from analyzers.ingest.pipeline import (
     import_target,
-    ingest_file,
+    ingest_trace,
     not_readable,
     sibling_export,
-    source_of,
     span_ns,
     trace_kind,
 )
@@ -33,11 +32,9 @@ from analyzers.ingest.readers import reader_of
 from analyzers.trace.tables import (
     ALIGNMENT_FACT,
     BATCH_FACT,
-    RANKS_FACT,
     SOURCE_KINETO,
     SOURCE_MXNET,
     SOURCE_PADDLE,
-    TRACE_META,
     TRACE_OF_SOURCE,
 )
 from tracer.core import trace_formats as tf
@@ -185,17 +182,22 @@ def _import_into(
     rank_infos: tuple[RankInfo, ...] = ()
     gpus: tuple[Any, ...] = ()
     # streamed straight into the folder (memory flat in the rows); a bad file leaves nothing behind
+    # what the ingest wrote to trace_meta.json is handed on here, not read back
     if trace_kind(path) == tf.KINETO:
         read = rank_ingest.read_kineto_ranks(files)
-        written = rank_ingest.write_ranks(folder, read, rank_ingest.align(read))
+        aligned = rank_ingest.align(read)
+        written = rank_ingest.write_ranks(folder, read, aligned)
         if len(read) > 1 or read[0].info.world_size > 1:
             rank_infos = tuple(r.info for r in read)
         gpus = _used_gpus(read)
+        source, read_clock, facts = SOURCE_KINETO, read[0].clock, rank_ingest.facts_of(read)
     else:
         if ranks_files:
             raise UserError(f"{path}: several nsys exports are not one run; import one export holding every rank")
-        written = ingest_file(path, folder)
+        ingested = ingest_trace(path, folder)
+        written = ingested.tables
         rank_infos = tuple(rank_ingest.split_nsys(folder, written)[0])
+        source, read_clock, facts, aligned = ingested.source, ingested.clock, ingested.facts, rank_ingest.NSYS_RANKS
     try:
         for f in files:
             place(f, folder.raw_dir / f.name)
@@ -204,13 +206,11 @@ def _import_into(
             place(beside, folder.raw_dir / beside.name)
     except OSError as e:
         raise UserError(f"{disk_full(out, e) or e}: {label} was not imported") from None
-    meta = json.loads((folder.path / TRACE_META).read_text())
-    source = source_of(path) if source_of(path) in meta else next(iter(meta))  # Kineto's JSON, or paddle's ...
-    clock = meta[source]
-    clock.pop("tables", None)
-    clock.pop(RANKS_FACT, None)  # each rank's file and shift stay in trace_meta.json; the run says how
-    alignment = clock.get(ALIGNMENT_FACT)
-    batch = clock.pop(BATCH_FACT, None)  # Kineto with recorded shapes names it; nothing else does
+    # each rank's file and shift stay in trace_meta.json; the run says how they were put on one clock
+    alignment = aligned.text() if rank_infos else None
+    clock: dict[str, Any] = read_clock.to_json() | {k: v for k, v in facts.items() if k != BATCH_FACT}
+    clock |= {ALIGNMENT_FACT: alignment} if alignment else {}
+    batch = facts.get(BATCH_FACT)  # Kineto with recorded shapes names it; nothing else does
     batch_from = "the trace's first convolution input (recorded shapes)"
     if labels.batch is not None:
         if batch is not None and int(batch) != labels.batch:

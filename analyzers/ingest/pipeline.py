@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -177,13 +178,13 @@ def _read(path: Path) -> Read:
         return Read({name: pq.read_table(Path(tmp) / f"{name}.parquet") for name in names}, clock)
 
 
-def ingest_nsys(path: Path, folder: RunFolder) -> list[str]:
+def ingest_nsys(path: Path, folder: RunFolder) -> tuple[list[str], Clock]:
     """An nsys export (or a .nsys-rep, exported first) streamed into the run folder's tables: memory
-    stays flat in the number of rows (see `nsys_duckdb.write_sqlite`)."""
+    stays flat in the number of rows (see `nsys_duckdb.write_sqlite`). The tables written, and their clock."""
     folder.path.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".ingest-", dir=folder.path) as tmp:
         names, clock = _write_nsys(path, Path(tmp))
-        return install_parts(folder, Path(tmp), names, t.SOURCE_NSYS, clock)
+        return install_parts(folder, Path(tmp), names, t.SOURCE_NSYS, clock), clock
 
 
 def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
@@ -229,19 +230,36 @@ def source_of(path: Path) -> str:
     return reader.source if reader is not None else "other"
 
 
+@dataclass(frozen=True)
+class Ingested:
+    """One trace ingested: the tables written, whose rows they are (their `source`), their clock, and what
+    the trace says of its run; what trace_meta.json records of it, handed on rather than read back."""
+
+    tables: list[str]
+    source: str
+    clock: Clock
+    facts: dict[str, int]
+
+
 def ingest_file(path: Path, folder: RunFolder) -> list[str]:
     """Reads one trace and writes its tables into the run folder; returns the table names written."""
+    return ingest_trace(path, folder).tables
+
+
+def ingest_trace(path: Path, folder: RunFolder) -> Ingested:
+    """Reads one trace by its format's reader and writes its tables into the run folder."""
     path = Path(path)
     reader = reader_of(trace_kind(path))
     if reader is not None and reader.read is None:  # nsys: streamed into the folder
         if not path.exists():
             raise UserError(f"{path}: no such file")
-        written = ingest_nsys(path, folder)
+        written, clock = ingest_nsys(path, folder)
         _refuse_negative_durations(path, folder, written)
-        return written
+        return Ingested(written, reader.source, clock, {})
     read = _read(path)
     _refuse_negative(path, read.tables)
-    return write_tables(folder, read.tables, _written_by(read.tables) or source_of(path), read.clock, read.facts)
+    source = _written_by(read.tables) or source_of(path)
+    return Ingested(write_tables(folder, read.tables, source, read.clock, read.facts), source, read.clock, read.facts)
 
 
 def _written_by(tables: dict[str, pa.Table]) -> str | None:
