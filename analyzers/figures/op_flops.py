@@ -113,7 +113,10 @@ def trace_flops(path: Path) -> TraceFlops | None:
     """The trace's FLOPs per profiler step; None where it has no steps or no recorded shapes."""
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt") as f:  # type: ignore[operator]
-        events = json.load(f).get("traceEvents", [])
+        data = json.load(f)
+    # a Chrome trace is an object holding traceEvents, or (its JSON Array Format) the bare list of events
+    events = data.get("traceEvents", []) if isinstance(data, dict) else data if isinstance(data, list) else []
+    events = [e for e in events if isinstance(e, dict)]
     ops = [e for e in events if e.get("cat") in ("cpu_op", "Operator") and "ts" in e]
     steps = [
         (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)))

@@ -14,15 +14,21 @@ import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analyzers.figures.utilisation_fields import JSON_FIELDS
 from tracer.core import schema
 from tracer.core.device_peaks import device, run_dtype
 from tracer.core.model_flops import COUNTED, model_flops
-from tracer.core.records import BuiltinWorkload, CommandWorkload, RunRecord
+
+if TYPE_CHECKING:  # the records (pydantic) are not loaded by `tracer analyze FILE`'s direct summary
+    from tracer.core.records import RunRecord
 
 NOT_COUNTED = "not counted"
 ANALYTIC = f"analytic (torchvision's layers; {COUNTED})"
+
+
+NO_GPU_NAMED = "not known: the run recorded no GPU name"
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,8 @@ def step_flops(
     record: RunRecord, events: Sequence[dict[str, object]], raw_trace: Path | None = None
 ) -> tuple[float | None, float | None, str]:
     """FLOPs per image and per step of one rank, and how they were counted (or why they were not)."""
+    from tracer.core.records import BuiltinWorkload, CommandWorkload
+
     workload = record.workload
     if isinstance(workload, BuiltinWorkload):
         spec = workload.spec
@@ -147,13 +155,20 @@ def _imported_flops(raw_trace: Path | None) -> tuple[float | None, float | None,
     )
 
 
+def of_unnamed_trace(raw_trace: Path) -> Utilisation:
+    """The utilisation of an imported trace that names no GPU and has no steps (an nsys export): what its
+    import's run gives, for `tracer analyze FILE`'s direct summary, which reads no run."""
+    per_image, per_step, source = _imported_flops(raw_trace)
+    return Utilisation(per_image, per_step, source, Peak(source=NO_GPU_NAMED))
+
+
 def device_peak(record: RunRecord) -> Peak:
     """The peak of what the run used: the table's GPU at the run's dtype times the ranks' GPUs, or the CPU's
     measured peak on the machine it ran on."""
     env, spec = record.environment, record.spec
     if spec.device != "cpu":
         if not env.gpus:
-            return Peak(source="not known: the run recorded no GPU name")
+            return Peak(source=NO_GPU_NAMED)
         name = env.gpus[0].name
         found = device(name)
         if found is None:

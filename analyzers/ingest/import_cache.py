@@ -1,8 +1,8 @@
-"""Where `tracer analyze FILE` keeps what it made of a trace file (the tool's cache: an import's tables,
-an nsys export's summaries), and the rules that keep it harmless, one policy for both: never inside a run
-folder (a cache folder linked into one would write there), a scratch folder in the system's temp space
-when the cache cannot be written (a read-only home), a full cache named with its path, and a bounded
-number of entries kept (the oldest used go first)."""
+"""Where the tool keeps what it made of a trace file named on a command (the tool's cache: an import's
+tables, `analyzers.ingest.cached_run`; an nsys export's summaries), and the rules that keep it harmless, one
+policy for both: never inside a run folder (a cache folder linked into one would write there), a scratch
+folder in the system's temp space when the cache cannot be written (a read-only home), a full cache named
+with its path, and a bounded number of entries kept (the oldest used go first)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 from tracer.core.errors import UserError
 from tracer.core.output import resolved, run_folder_of
 from tracer.core.paths import cache_root
+from tracer.core.schema import RUN_JSON
 
 IMPORTS_DIR = "imports"
 """Under the tool's cache (`tracer.core.paths.cache_root`): the tables of trace files analysed directly."""
@@ -27,7 +28,7 @@ SUMMARIES_KEPT = 256
 TEMP_PREFIX = "dl-tracer-"
 """Under the system's temp folder, before the cache folder's name and the user id: the folder used when
 the cache cannot be written (`dl-tracer-imports-0`)."""
-DONE = "trace_meta.json"  # the last file an import writes (`analyzers.trace.tables.TRACE_META`)
+DONE = RUN_JSON  # an import's run.json: written last, before the finished import is renamed into place
 
 
 def cache_folder(name: str) -> Path:
@@ -57,9 +58,10 @@ def imports_root() -> Path:
     return cache_folder(IMPORTS_DIR)
 
 
-def full_cache(root: Path, error: OSError) -> UserError | None:
-    """The one line for a write that filled the disk under `root`, or None for another error."""
-    if error.errno != errno.ENOSPC:
+def full_cache(root: Path, error: Exception, full: bool = False) -> UserError | None:
+    """The one line for a write that filled the disk under `root` (its error says so, or the caller saw it:
+    `full`), or None for another error."""
+    if getattr(error, "errno", None) != errno.ENOSPC and not full:
         return None
     return UserError(
         f"disk full under {root} (the tool's cache): free space there, or point TRACER_CACHE at a folder with room"

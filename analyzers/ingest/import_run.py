@@ -21,22 +21,20 @@ from typing import Any
 from analyzers.ingest import ranks as rank_ingest
 from analyzers.ingest.archives import is_archive
 from analyzers.ingest.pipeline import (
-    _source_of,
     import_target,
-    ingest_file,
+    ingest_trace,
     not_readable,
     sibling_export,
     span_ns,
     trace_kind,
 )
+from analyzers.ingest.readers import reader_of
 from analyzers.trace.tables import (
     ALIGNMENT_FACT,
     BATCH_FACT,
-    RANKS_FACT,
     SOURCE_KINETO,
     SOURCE_MXNET,
     SOURCE_PADDLE,
-    TRACE_META,
     TRACE_OF_SOURCE,
 )
 from tracer.core import trace_formats as tf
@@ -67,9 +65,6 @@ class Imported:
     alignment: str | None  # how the ranks' clocks were put on one, where there are several
 
 
-# The framework a trace format can only come from (Kineto is PyTorch's profiler, nsys-jax wraps JAX);
-# nsys, rocprof and XPlane (JAX and TensorFlow both write it) trace any.
-FRAMEWORK_OF_FORMAT = {tf.NSYS_JAX: "jax"}
 NOT_RECORDED = ("batch", "epochs")  # spec fields an imported trace does not carry: shown as "not recorded"
 
 
@@ -89,24 +84,43 @@ def _made(out: Path) -> None:
 
 
 def import_trace(
-    paths: list[Path], out: Path, labels: ImportLabels, prepare_out: Callable[[Path], object] = _made
+    paths: list[Path],
+    out: Path,
+    labels: ImportLabels,
+    prepare_out: Callable[[Path], object] = _made,
+    link_files: bool = False,
 ) -> Imported:
     """One run folder under `out` from `paths`: one trace (a file, a folder that is a trace, a profile folder's
     newest XPlane), or several ranks' traces (files, a folder of them, an archive). `prepare_out(out)` makes
     the folder once the inputs are known to be traces (a wrong input is named before a wrong `--out`); a
-    failure leaves nothing of the run behind."""
+    failure leaves nothing of the run behind. `link_files`: raw/ links to the traces instead of holding
+    copies (the cache's imports of a file named on a command, `analyzers.ingest.cached_run`)."""
+    place = _link if link_files else _copy
     if len(paths) == 1 and not is_archive(paths[0]) and not _several_traces(paths[0]):
         path = import_target(paths[0])
         if trace_kind(path) not in tf.FILE_KINDS:
             raise not_readable(path)
         prepare_out(out)
-        return _import(labels, out, path, [path])
+        return _import(labels, out, path, [path], place=place)
     with tempfile.TemporaryDirectory(prefix="tracer-ranks-") as scratch:
         files = rank_ingest.expand(paths, Path(scratch))
         prepare_out(out)
+        # the files of an archive are unpacked into `scratch`, gone after the import: copied, never linked
+        place = _copy if any(is_archive(p) for p in paths) else place
         if len(files) == 1:
-            return _import(labels, out, files[0], paths)
-        return _import(labels, out, files[0], paths, files)
+            return _import(labels, out, files[0], paths, place=place)
+        return _import(labels, out, files[0], paths, files, place=place)
+
+
+def _copy(source: Path, target: Path) -> None:
+    if source.is_dir():
+        shutil.copytree(source, target)
+    else:
+        shutil.copyfile(source, target)
+
+
+def _link(source: Path, target: Path) -> None:
+    target.symlink_to(source.resolve())
 
 
 def _several_traces(path: Path) -> bool:
@@ -117,7 +131,12 @@ def _several_traces(path: Path) -> bool:
 
 
 def _import(
-    labels: ImportLabels, out: Path, path: Path, named: list[Path], ranks_files: list[Path] | None = None
+    labels: ImportLabels,
+    out: Path,
+    path: Path,
+    named: list[Path],
+    ranks_files: list[Path] | None = None,
+    place: Callable[[Path, Path], None] = _copy,
 ) -> Imported:
     """One run folder from `path` (one trace: Kineto, with its rank where it names one, nsys, split by
     process, XPlane, rocpd, nsys-jax) or from `ranks_files` (several ranks' Kineto traces); `named` is what
@@ -132,7 +151,7 @@ def _import(
     # at any instant leaves a whole run or none (after SIGKILL, a hidden folder that holds no run.json).
     folder = RunFolder.create(out, f".{run_id}{STAGING_SUFFIX}")
     try:
-        return _import_into(labels, out, folder, run_id, label, path, ranks_files)
+        return _import_into(labels, out, folder, run_id, label, path, ranks_files, place)
     except BaseException as e:
         shutil.rmtree(folder.path, ignore_errors=True)
         full = disk_full(out, e) if isinstance(e, Exception) else ""
@@ -152,8 +171,10 @@ def _import_into(
     label: Path,
     path: Path,
     ranks_files: list[Path] | None,
+    place: Callable[[Path, Path], None],
 ) -> Imported:
-    """Ingests into the staging `folder`, copies the files into raw/, writes run.json, renames it `run_id`."""
+    """Ingests into the staging `folder`, copies (or links, `place`) the files into raw/, writes run.json,
+    renames it `run_id`."""
     files = ranks_files or [path]
     for f in files:
         if f.is_dir():
@@ -161,35 +182,35 @@ def _import_into(
     rank_infos: tuple[RankInfo, ...] = ()
     gpus: tuple[Any, ...] = ()
     # streamed straight into the folder (memory flat in the rows); a bad file leaves nothing behind
+    # what the ingest wrote to trace_meta.json is handed on here, not read back
     if trace_kind(path) == tf.KINETO:
         read = rank_ingest.read_kineto_ranks(files)
-        written = rank_ingest.write_ranks(folder, read, rank_ingest.align(read))
+        aligned = rank_ingest.align(read)
+        written = rank_ingest.write_ranks(folder, read, aligned)
         if len(read) > 1 or read[0].info.world_size > 1:
             rank_infos = tuple(r.info for r in read)
         gpus = _used_gpus(read)
+        source, read_clock, facts = SOURCE_KINETO, read[0].clock, rank_ingest.facts_of(read)
     else:
         if ranks_files:
             raise UserError(f"{path}: several nsys exports are not one run; import one export holding every rank")
-        written = ingest_file(path, folder)
+        ingested = ingest_trace(path, folder)
+        written = ingested.tables
         rank_infos = tuple(rank_ingest.split_nsys(folder, written)[0])
+        source, read_clock, facts, aligned = ingested.source, ingested.clock, ingested.facts, rank_ingest.NSYS_RANKS
     try:
         for f in files:
-            if f.is_dir():
-                shutil.copytree(f, folder.raw_dir / f.name)
-            else:
-                shutil.copyfile(f, folder.raw_dir / f.name)
+            place(f, folder.raw_dir / f.name)
         beside = sibling_export(path) if trace_kind(path) == tf.NSYS_REP else None
         if beside is not None:  # what was read: the folder is re-ingested from it, with no nsys needed
-            shutil.copyfile(beside, folder.raw_dir / beside.name)
+            place(beside, folder.raw_dir / beside.name)
     except OSError as e:
         raise UserError(f"{disk_full(out, e) or e}: {label} was not imported") from None
-    meta = json.loads((folder.path / TRACE_META).read_text())
-    source = _source_of(path) if _source_of(path) in meta else next(iter(meta))  # Kineto's JSON, or paddle's ...
-    clock = meta[source]
-    clock.pop("tables", None)
-    clock.pop(RANKS_FACT, None)  # each rank's file and shift stay in trace_meta.json; the run says how
-    alignment = clock.get(ALIGNMENT_FACT)
-    batch = clock.pop(BATCH_FACT, None)  # Kineto with recorded shapes names it; nothing else does
+    # each rank's file and shift stay in trace_meta.json; the run says how they were put on one clock
+    alignment = aligned.text() if rank_infos else None
+    clock: dict[str, Any] = read_clock.to_json() | {k: v for k, v in facts.items() if k != BATCH_FACT}
+    clock |= {ALIGNMENT_FACT: alignment} if alignment else {}
+    batch = facts.get(BATCH_FACT)  # Kineto with recorded shapes names it; nothing else does
     batch_from = "the trace's first convolution input (recorded shapes)"
     if labels.batch is not None:
         if batch is not None and int(batch) != labels.batch:
@@ -201,7 +222,8 @@ def _import_into(
     if framework == IMPORTED_FRAMEWORK:
         # the framework whose own profiler wrote the rows
         of_source = {SOURCE_KINETO: "pytorch", SOURCE_PADDLE: "paddle", SOURCE_MXNET: "mxnet"}
-        framework = of_source.get(source, FRAMEWORK_OF_FORMAT.get(trace_kind(path) or "", framework))
+        reader = reader_of(trace_kind(path))  # a format that only one framework writes (nsys-jax)
+        framework = of_source.get(source, reader.framework if reader and reader.framework else framework)
     record = RunRecord(
         run_id=run_id,
         # An imported trace's labels are whatever the user says; they are recorded, not checked as options.

@@ -13,21 +13,20 @@ ConvolutionBackward0 ...) become the `operators` table (`analyzers.summaries.ope
 from __future__ import annotations
 
 import functools
-import gzip
 import logging
 import re
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analyzers.ingest.chrome_columns import MAX_NS, SEQUENCE, Columns, as_int, first_line, ns, open_trace
 from analyzers.ingest.trace_events import (
     ARROW_ARGS,
     PID_TEXT,
@@ -37,7 +36,6 @@ from analyzers.ingest.trace_events import (
     TraceEvents,
     TraceFormatError,
     arrow_piece,
-    bounded_name,
     decode_piece,
 )
 from analyzers.trace import collectives
@@ -57,42 +55,21 @@ _CALL_TIME = re.compile(r"\[\d+(?:\.\d+)? (?:ns|us|ms|s)\]$")
 """paddle.profiler ends each operator's name with its own duration (`conv2d dygraph[31.950 us]`)."""
 
 
-def _open(path: Path) -> IO[bytes]:
-    with path.open("rb") as f:
-        magic = f.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return path.open("rb")
-
-
 log = logging.getLogger(__name__)
-MAX_NS = 2**63 - 1  # the tables' int64
-_THOUSAND = Decimal(1000)
-
-
-def _ns(value: Decimal | None) -> int:
-    """µs to integer ns, exact for the exporter's 3 decimals (more are rounded half to even); a time
-    that is missing, negative or does not fit the tables' int64 is refused (ValueError)."""
-    if value is None:
-        raise ValueError("a complete event has no ts")
-    ns = int((value * _THOUSAND).to_integral_value())
-    if not 0 <= ns <= MAX_NS:
-        raise ValueError(f"time {value} µs is out of range")
-    return ns
 
 
 def _dur_ns(ev: Event) -> int:
     """A complete ('X') event without `dur`, or with a negative one, is a broken trace, not a zero."""
     if ev.dur is None:
         raise ValueError(f"'{ev.name}' has no dur")
-    return _ns(ev.dur)
+    return ns(ev.dur)
 
 
 def _pid_tid(ev: Event) -> tuple[int, int]:
     pid, tid = ev.pid, ev.tid
     if type(pid) is int and type(tid) is int and -MAX_NS <= tid <= MAX_NS:
         return pid, tid
-    return _int(pid), _int(tid) & MAX_NS  # MXNet's thread ids are unsigned 64-bit hashes: one bit goes
+    return as_int(pid), as_int(tid) & MAX_NS  # MXNet's thread ids are unsigned 64-bit hashes: one bit goes
 
 
 def _dims(value: Any) -> list[Any]:
@@ -103,121 +80,6 @@ def _dims(value: Any) -> list[Any]:
         raise ValueError(f"a kernel's grid or block {value!r} is not 3 numbers")
     return value
 
-
-def _int(value: Any, default: int = -1) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
-class _Columns:
-    """Kept rows of one table: Python tuples for the last few thousand rows, Arrow arrays before them,
-    so a long trace never sits in memory as Python objects (peak memory is the goal here). Strings are
-    kept as int32 codes into one dictionary per column (a trace repeats a few thousand names), and
-    `table` hands them over so, dictionary-encoded. Arrays are built from raw buffers (`tracer.core.arrow_build`): no
-    pandas probe."""
-
-    BATCH_ROWS = 8192
-
-    def __init__(
-        self, names: list[str], schema: pa.Schema, aliases: dict[str, str] | None = None, source: str = t.SOURCE_KINETO
-    ) -> None:
-        self.schema = schema
-        self.source = source
-        self.names = names
-        self.aliases = aliases or {}
-        """Columns of the table that equal another (name: the column it repeats)."""
-        self.types = [schema.field(n).type if n in schema.names else pa.int64() for n in names]
-        self.codes: dict[int, dict[str, int]] = {i: {} for i, typ in enumerate(self.types) if typ == pa.string()}
-        self.rows: list[tuple[Any, ...]] = []
-        self.parts: list[list[pa.Array]] = []
-
-    def add(self, *values: Any) -> None:
-        """One row, values in the order of `names`."""
-        self.rows.append(values)
-        if len(self.rows) >= self.BATCH_ROWS:
-            self._flush()
-
-    def add_arrays(self, arrays: list[pa.Array]) -> None:
-        """Rows as whole columns, in the order of `names` (int64 arrays, strings as string arrays), after
-        the rows `add` has been given so far."""
-        self._flush()
-        out = []
-        for i, values in enumerate(arrays):
-            codes = self.codes.get(i)
-            if codes is None:
-                out.append(values)
-                continue
-            encoded = values.dictionary_encode()
-            mapping = [codes.setdefault(_bounded(v), len(codes)) for v in encoded.dictionary.to_pylist()]
-            out.append(pc.take(build.ints(mapping, pa.int32()), encoded.indices))
-        self.parts.append(out)
-
-    def _flush(self) -> None:
-        if not self.rows:
-            return
-        arrays = []
-        for i, col in enumerate(zip(*self.rows)):
-            codes = self.codes.get(i)
-            if codes is None:
-                arrays.append(build.ints(col, self.types[i]))
-            else:
-                arrays.append(build.ints([codes.setdefault(_bounded(v), len(codes)) for v in col], pa.int32()))
-        self.parts.append(arrays)
-        self.rows = []
-
-    def table(self, offset_ns: int) -> pa.Table:
-        self._flush()
-        schema = self.schema
-        if not self.parts:
-            return t.empty(schema)
-        words = {i: build.strings(list(codes)) for i, codes in self.codes.items()}
-        raw = pa.Table.from_batches([pa.RecordBatch.from_arrays(part, names=self.names) for part in self.parts])
-        self.parts = []
-        # by start, the longer first at one start (a parent before the child it opens with), whatever order
-        # the trace had them in; Table.sort_by probes for pandas
-        length = "dur_ns" if "dur_ns" in self.names else "end_ns"
-        keys = [("start_ns", "ascending"), (length, "descending")]
-        keys += [(SEQUENCE, "ascending")] if SEQUENCE in self.names else []  # equal spans: the one made first
-        raw = raw.take(pc.sort_indices(raw, sort_keys=keys))
-        # Strings stay codes into their dictionary (`tables.dictionary_strings`): each distinct one is stored
-        # once (a trace's 74 k kernel rows repeat a few hundred names of up to 400 characters: 30 MiB of
-        # plain strings), and the Parquet writer takes them without hashing every row again.
-        cols: dict[str, Any] = {
-            k: _dictionary(raw[k], words[i]) if i in words else raw[k] for i, k in enumerate(self.names)
-        }
-        n = raw.num_rows
-        offset = build.int_scalar(offset_ns)
-        # checked: a time past int64 is refused (ArrowInvalid), never wrapped to a negative one
-        start = cols["start_ns"] = pc.add_checked(raw["start_ns"], offset)
-        if "dur_ns" in schema.names:
-            cols["end_ns"] = pc.add_checked(start, raw["dur_ns"])
-        else:
-            cols["end_ns"] = pc.add_checked(raw["end_ns"], offset)
-        cols["source"] = build.repeated(self.source, n)
-        for alias, column in self.aliases.items():
-            cols[alias] = cols[column]  # the same buffers, not a copy
-        arrays = [cols[k] if k in cols else pa.nulls(n, schema.field(k).type) for k in schema.names]
-        fields = [f.with_type(a.type) if pa.types.is_dictionary(a.type) else f for f, a in zip(schema, arrays)]
-        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-
-
-def _bounded(value: Any) -> Any:
-    return bounded_name(value) if type(value) is str else value
-
-
-def _dictionary(codes: pa.ChunkedArray, words: pa.Array) -> pa.ChunkedArray:
-    """`codes` (int32 indices into `words`) as a dictionary-encoded string column, sharing their buffers."""
-    return pa.chunked_array(
-        [pa.DictionaryArray.from_arrays(chunk, words) for chunk in codes.chunks],
-        pa.dictionary(pa.int32(), pa.string()),
-    )
-
-
-SEQUENCE = "sequence"
-"""A column kept only to order rows: an operator's `External id` (Kineto numbers ops as it creates them, so
-of two ops with the same start and end, the enclosing one has the smaller number)."""
 
 BATCH_OPS = ("aten::conv2d", "aten::convolution", "aten::_convolution", "aten::cudnn_convolution")
 """Operators whose first input is the NCHW image batch: its N is the batch size (with record_shapes)."""
@@ -250,7 +112,7 @@ def parse_with_header(path: Path) -> tuple[dict[str, pa.Table], Clock, int | Non
     world size of a data-parallel job; `deviceProperties`: its GPUs)."""
     reader = _Reader()
     try:
-        with _open(path) as raw, ThreadPoolExecutor(READERS, thread_name_prefix="kineto-json") as pool:
+        with open_trace(path) as raw, ThreadPoolExecutor(READERS, thread_name_prefix="kineto-json") as pool:
             events = TraceEvents(raw, _decode, ARROW_CHUNK_BYTES, pool, depth=READERS)
             for n, chunk in enumerate(events, 1):
                 big = isinstance(chunk, _Piece) and len(chunk.raw) > TRIM_PIECE_BYTES
@@ -267,15 +129,15 @@ def parse_with_header(path: Path) -> tuple[dict[str, pa.Table], Clock, int | Non
                 for ev in chunk:
                     reader.event(ev)
     except TraceFormatError as e:
-        raise UserError(f"{path}: not a Chrome/Kineto trace ({_first_line(e)})") from None
+        raise UserError(f"{path}: not a Chrome/Kineto trace ({first_line(e)})") from None
     except (OSError, EOFError, zlib.error) as e:
-        raise UserError(f"{path}: cannot read ({_first_line(e)}); truncated or corrupt gzip?") from None
+        raise UserError(f"{path}: cannot read ({first_line(e)}); truncated or corrupt gzip?") from None
     except OverflowError as e:
-        raise UserError(f"{path}: a number in a trace event does not fit 64 bits ({_first_line(e)})") from None
+        raise UserError(f"{path}: a number in a trace event does not fit 64 bits ({first_line(e)})") from None
     except RecursionError:
         raise UserError(f"{path}: a trace event's values are nested too deeply to read") from None
     except (TypeError, ArithmeticError, ValueError) as e:
-        raise UserError(f"{path}: a trace event lacks a usable field ({_first_line(e)})") from None
+        raise UserError(f"{path}: a trace event lacks a usable field ({first_line(e)})") from None
     api, kern, mem, ranges, ops = reader.api, reader.kern, reader.mem, reader.ranges, reader.ops
     for start, end, name, pid, tid in _paired(reader.begin_end):
         ops.add(start, end, name, pid, tid, -1)
@@ -302,7 +164,7 @@ def parse_with_header(path: Path) -> tuple[dict[str, pa.Table], Clock, int | Non
         out[collectives.COMM_OPS] = reader.comm_table(clock.offset_ns, writer)
     except (OverflowError, pa.ArrowInvalid) as e:
         raise UserError(
-            f"{path}: times or numbers beyond 64 bits (baseTimeNanoseconds {base}; {_first_line(e)})"
+            f"{path}: times or numbers beyond 64 bits (baseTimeNanoseconds {base}; {first_line(e)})"
         ) from None
     return {k: v for k, v in out.items() if v.num_rows}, clock, reader.batch, events.header
 
@@ -346,21 +208,21 @@ class _Reader:
     (`piece`): the same rows either way, in the same order."""
 
     def __init__(self) -> None:
-        self.api = _Columns(
+        self.api = Columns(
             ["start_ns", "dur_ns", "name", "api", "kind", "pid", "tid", "thread_name", "correlation_id"],
             t.CUDA_API_SCHEMA,
         )
-        self.kern = _Columns(
+        self.kern = Columns(
             ["start_ns", "dur_ns", "name", "device", "stream", "correlation_id", "pid"]
             + ["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"],
             t.KERNELS_SCHEMA,
             aliases={"short_name": "name"},  # Kineto records one kernel name
         )
-        self.mem = _Columns(
+        self.mem = Columns(
             ["start_ns", "dur_ns", "kind", "bytes", "device", "stream", "correlation_id"], t.MEMCPY_SCHEMA
         )
-        self.ranges = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.NVTX_SCHEMA)
-        self.ops = _Columns(["start_ns", "end_ns", "name", "pid", "tid", SEQUENCE], t.OPERATORS_SCHEMA)
+        self.ranges = Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.NVTX_SCHEMA)
+        self.ops = Columns(["start_ns", "end_ns", "name", "pid", "tid", SEQUENCE], t.OPERATORS_SCHEMA)
         self.comm: list[tuple[int, int, str, int, int, int]] = []  # host collectives with their payload (-1: unknown)
         self.param_comms: list[tuple[int, int, int, int, int]] = []  # record_param_comms: start, end, pid, tid, bytes
         self.seen = 0
@@ -372,15 +234,15 @@ class _Reader:
         self.seen += 1
         if ev.ph != "X":
             if ev.ph in BEGIN_END and ev.cat in OPERATOR_CATS:  # MXNet's operators: B/E pairs
-                self.begin_end.append((_ns(ev.ts), ev.ph == "B", str(ev.name), *_pid_tid(ev)))
+                self.begin_end.append((ns(ev.ts), ev.ph == "B", str(ev.name), *_pid_tid(ev)))
             return
         cat = ev.cat
         if cat in OPERATOR_CATS:  # the most frequent kept kind first (about half the rows)
-            start = _ns(ev.ts)
+            start = ns(ev.ts)
             name = _CALL_TIME.sub("", str(ev.name))
             op_args = ev.args or _NO_ARGS
             number = op_args.external_id if op_args.external_id is not None else op_args.external_id_2021
-            self.ops.add(start, start + (0 if ev.dur is None else _ns(ev.dur)), name, *_pid_tid(ev), _int(number))
+            self.ops.add(start, start + (0 if ev.dur is None else ns(ev.dur)), name, *_pid_tid(ev), as_int(number))
             self._collective(ev)
             if self.batch is None and name in BATCH_OPS:
                 self.batch = _batch_of(ev)
@@ -389,41 +251,41 @@ class _Reader:
         if cat in RUNTIME_CATS:
             name = str(ev.name)
             self.api.add(
-                _ns(ev.ts),
+                ns(ev.ts),
                 _dur_ns(ev),
                 name,
                 _SHOWN(name),
                 RUNTIME_CATS[cat],
                 *_pid_tid(ev),
                 "",
-                _int(args.correlation),
+                as_int(args.correlation),
             )
         elif cat in KERNEL_CATS:
             grid = _dims(args.grid)
             block = _dims(args.block)
             self.kern.add(
-                _ns(ev.ts),
+                ns(ev.ts),
                 _dur_ns(ev),
                 str(ev.name),
-                _int(args.device, 0),
-                _int(args.stream),
-                _int(args.correlation),
-                _int(ev.pid),
-                *(_int(v) for v in grid),
-                *(_int(v) for v in block),
+                as_int(args.device, 0),
+                as_int(args.stream),
+                as_int(args.correlation),
+                as_int(ev.pid),
+                *(as_int(v) for v in grid),
+                *(as_int(v) for v in block),
             )
         elif cat in MEMCPY_CATS or cat in MEMSET_CATS:
             self.mem.add(
-                _ns(ev.ts),
+                ns(ev.ts),
                 _dur_ns(ev),
                 t.MEMSET_KIND if cat in MEMSET_CATS else t.kineto_memcpy_kind(str(ev.name)),
-                _int(args.bytes, 0),
-                _int(args.device, 0),
-                _int(args.stream),
-                _int(args.correlation),
+                as_int(args.bytes, 0),
+                as_int(args.device, 0),
+                as_int(args.stream),
+                as_int(args.correlation),
             )
         elif cat in RANGE_CATS:
-            start = _ns(ev.ts)
+            start = ns(ev.ts)
             self.ranges.add(start, start + _dur_ns(ev), str(ev.name), *_pid_tid(ev))
             self._collective(ev)
 
@@ -434,12 +296,12 @@ class _Reader:
             args = ev.args or _NO_ARGS
             size = collectives.message_bytes(args.in_msg_nelems, args.dtype)
             if size is not None:
-                start = _ns(ev.ts)
+                start = ns(ev.ts)
                 self.param_comms.append((start, start + _dur_ns(ev), *_pid_tid(ev), size))
             return
         if not collectives.is_host_collective(name):
             return
-        start = _ns(ev.ts)
+        start = ns(ev.ts)
         args = ev.args or _NO_ARGS
         size = collectives.payload_bytes(args.input_dims, args.input_type)
         self.comm.append((start, start + _dur_ns(ev), name, *_pid_tid(ev), -1 if size is None else size))
@@ -516,7 +378,7 @@ _INT64_MIN = -(2**63)
 
 
 def _piece_rows(events: pa.StructArray) -> dict[int, list[pa.Array]] | None:
-    """The rows each kept kind of event makes, as arrays in its `_Columns`' order (strings as string arrays),
+    """The rows each kept kind of event makes, as arrays in its `Columns`' order (strings as string arrays),
     by kind; None where `_Reader.event` must take the piece."""
     ph, cat = events.field("ph"), events.field("cat")
     kind = _per_value(cat, lambda c: _KIND_OF_CAT.get(c, 0), pa.int8(), 0)
@@ -627,10 +489,10 @@ def _ints_of(numbers: pa.Array, texts: pa.Array) -> pa.Array | None:
         return pc.coalesce(numbers, _MINUS_ONE) if numbers.null_count else numbers
     if pc.any(pc.and_(pc.is_valid(numbers), pc.is_valid(texts))).as_py():
         return None
-    converted = [_int(v) for v in texts.dictionary_encode().dictionary.to_pylist()]
+    converted = [as_int(v) for v in texts.dictionary_encode().dictionary.to_pylist()]
     if not all(-(2**63) <= v <= MAX_NS for v in converted):
         return None
-    return pc.coalesce(numbers, _per_value(texts, _int, pa.int64(), -1))
+    return pc.coalesce(numbers, _per_value(texts, as_int, pa.int64(), -1))
 
 
 def _pid_tid_arrays(rows: pa.StructArray) -> tuple[pa.Array, pa.Array] | None:
@@ -716,7 +578,3 @@ def _paired(marks: list[tuple[int, bool, str, int, int]]) -> list[tuple[int, int
             start, begun = stack.pop()
             out.append((start, ts, begun, pid, tid))
     return out
-
-
-def _first_line(e: BaseException) -> str:
-    return (str(e).splitlines() or [type(e).__name__])[0][:200]

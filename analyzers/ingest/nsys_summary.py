@@ -30,7 +30,7 @@ from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 from tracer.core.reading import read_bytes
 
-VERSION = 1
+VERSION = 2
 """Of the cached summary's layout and rules: a cache written by another version is recomputed."""
 
 Stat = tuple[Any, float, int, int, float, float, int, int, float]
@@ -46,6 +46,7 @@ class FileSummary:
     kernels: list[tuple[Any, ...]]
     memcpy: list[tuple[Any, ...]]
     threads: list[tuple[Any, ...]]
+    processes: int  # that ran kernels: more than one, the import makes each a rank (`ranks.split_nsys`)
 
     def to_json(self) -> dict[str, Any]:
         return {"version": VERSION} | asdict(self)
@@ -54,7 +55,10 @@ class FileSummary:
     def from_json(data: dict[str, Any]) -> FileSummary | None:
         if data.get("version") != VERSION:
             return None
-        return FileSummary(*([tuple(r) for r in data[k]] for k in ("cuda_api", "kernels", "memcpy", "threads")))
+        api, kernels, memcpy, threads = (
+            [tuple(r) for r in data[k]] for k in ("cuda_api", "kernels", "memcpy", "threads")
+        )
+        return FileSummary(api, kernels, memcpy, threads, int(data["processes"]))
 
 
 def readable(path: Path) -> bool:
@@ -172,7 +176,11 @@ def _summaries(con: Any, db: ex.Export, names: set[str]) -> FileSummary:
 
     try:
         return FileSummary(
-            _cuda_api(con, db, names), _kernels(con, db, names), _memcpy(con, db, names), _threads(con, db, names)
+            _cuda_api(con, db, names),
+            _kernels(con, db, names),
+            _memcpy(con, db, names),
+            _threads(con, db, names),
+            _processes(con, names),
         )
     except duckdb.Error as e:
         raise UserError(f"{db.path}: damaged or truncated export ({_first_line(e)})") from None
@@ -238,6 +246,13 @@ def _kernels(con: Any, db: ex.Export, names: set[str]) -> list[tuple[Any, ...]]:
     shorts = kernel_names.short_names(r[0] for r in rows)
     classes = kernel_classes.classify_distinct([r[0] for r in rows])
     return [(kernel_names.demangle(r[0]), *r[1:], shorts[r[0]], c) for r, c in zip(rows, classes)]
+
+
+def _processes(con: Any, names: set[str]) -> int:
+    """The processes that ran kernels (as the import tells ranks apart, by the kernels' pid)."""
+    if ex.KERNEL not in names:
+        return 0
+    return int(con.execute(f"SELECT count(DISTINCT {ex.pid_sql('k.globalPid')}) FROM nsys.{ex.KERNEL} k").fetchone()[0])
 
 
 def _memcpy(con: Any, db: ex.Export, names: set[str]) -> list[tuple[Any, ...]]:

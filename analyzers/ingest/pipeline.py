@@ -8,12 +8,14 @@ import json
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from analyzers.ingest.readers import Read, reader_of
 from analyzers.ingest.run_files import rank_traces, run_traces
 from analyzers.ingest.sniff import sniff
 from analyzers.ingest.writing import _refuse_negative, install_parts, write_tables
@@ -157,41 +159,32 @@ def _refuse_negative_durations(path: Path, folder: RunFolder, names: list[str]) 
 
 
 def _read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
-    from analyzers.ingest import cupti, kineto
+    read = _read(path)
+    return read.tables, read.clock
 
-    kind = trace_kind(path)
+
+def _read(path: Path) -> Read:
+    """One trace read by its format's reader (`analyzers.ingest.readers`); nsys's, streamed, through a
+    scratch folder."""
+    reader = reader_of(trace_kind(path))
     if not path.exists():
         raise UserError(f"{path}: no such file")
-    if kind == tf.KINETO:
-        return kineto.read_json(path)
-    if kind == tf.CUPTI:
-        return cupti.read_dir(path)
-    if kind in (tf.XPLANE, tf.XPROF_JSON):
-        from analyzers.ingest import xprof
-
-        return xprof.read_xplane(path) if kind == tf.XPLANE else xprof.read_json(path)
-    if kind == tf.ROCPD:
-        from analyzers.ingest import rocpd
-
-        return rocpd.read(path)
-    if kind == tf.NSYS_JAX:
-        from analyzers.ingest import nsys_jax
-
-        return nsys_jax.read(path)
-    if kind in tf.NSYS_KINDS:
-        with tempfile.TemporaryDirectory(prefix="tracer-nsys-") as tmp:
-            names, clock = _write_nsys(path, Path(tmp))
-            return {name: pq.read_table(Path(tmp) / f"{name}.parquet") for name in names}, clock
-    raise not_readable(path)
+    if reader is None:
+        raise not_readable(path)
+    if reader.read is not None:
+        return reader.read(path)
+    with tempfile.TemporaryDirectory(prefix="tracer-nsys-") as tmp:
+        names, clock = _write_nsys(path, Path(tmp))
+        return Read({name: pq.read_table(Path(tmp) / f"{name}.parquet") for name in names}, clock)
 
 
-def ingest_nsys(path: Path, folder: RunFolder) -> list[str]:
+def ingest_nsys(path: Path, folder: RunFolder) -> tuple[list[str], Clock]:
     """An nsys export (or a .nsys-rep, exported first) streamed into the run folder's tables: memory
-    stays flat in the number of rows (see `nsys_duckdb.write_sqlite`)."""
+    stays flat in the number of rows (see `nsys_duckdb.write_sqlite`). The tables written, and their clock."""
     folder.path.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".ingest-", dir=folder.path) as tmp:
         names, clock = _write_nsys(path, Path(tmp))
-        return install_parts(folder, Path(tmp), names, t.SOURCE_NSYS, clock)
+        return install_parts(folder, Path(tmp), names, t.SOURCE_NSYS, clock), clock
 
 
 def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
@@ -231,39 +224,42 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
     return nsys_duckdb.write_sqlite(path, staged)
 
 
-def _source_of(path: Path) -> str:
-    kind = trace_kind(path)
-    if kind in tf.NSYS_KINDS:
-        return t.SOURCE_NSYS
-    sources = {
-        tf.KINETO: t.SOURCE_KINETO,
-        tf.CUPTI: t.SOURCE_CUPTI,
-        tf.XPLANE: t.SOURCE_XPROF,
-        tf.XPROF_JSON: t.SOURCE_XPROF,
-        tf.ROCPD: t.SOURCE_ROCPD,
-        tf.NSYS_JAX: t.SOURCE_NSYS_JAX,
-    }
-    return sources.get(kind or "", "other")
+def source_of(path: Path) -> str:
+    """Whose rows the trace's reader gives (the tables' `source`), from the registry; "other" for no format."""
+    reader = reader_of(trace_kind(path))
+    return reader.source if reader is not None else "other"
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """One trace ingested: the tables written, whose rows they are (their `source`), their clock, and what
+    the trace says of its run; what trace_meta.json records of it, handed on rather than read back."""
+
+    tables: list[str]
+    source: str
+    clock: Clock
+    facts: dict[str, int]
 
 
 def ingest_file(path: Path, folder: RunFolder) -> list[str]:
     """Reads one trace and writes its tables into the run folder; returns the table names written."""
-    if trace_kind(Path(path)) in tf.NSYS_KINDS:
-        if not Path(path).exists():
-            raise UserError(f"{path}: no such file")
-        written = ingest_nsys(Path(path), folder)
-        _refuse_negative_durations(Path(path), folder, written)
-        return written
-    facts: dict[str, int] = {}
-    if trace_kind(Path(path)) == tf.KINETO and Path(path).exists():  # the one format that may name its batch
-        from analyzers.ingest import kineto
+    return ingest_trace(path, folder).tables
 
-        tables, clock, batch = kineto.parse(Path(path))
-        _refuse_negative(Path(path), tables)
-        facts = {t.BATCH_FACT: batch} if batch is not None else {}
-    else:
-        tables, clock = read_trace(Path(path))
-    return write_tables(folder, tables, _written_by(tables) or _source_of(Path(path)), clock, facts)
+
+def ingest_trace(path: Path, folder: RunFolder) -> Ingested:
+    """Reads one trace by its format's reader and writes its tables into the run folder."""
+    path = Path(path)
+    reader = reader_of(trace_kind(path))
+    if reader is not None and reader.read is None:  # nsys: streamed into the folder
+        if not path.exists():
+            raise UserError(f"{path}: no such file")
+        written, clock = ingest_nsys(path, folder)
+        _refuse_negative_durations(path, folder, written)
+        return Ingested(written, reader.source, clock, {})
+    read = _read(path)
+    _refuse_negative(path, read.tables)
+    source = _written_by(read.tables) or source_of(path)
+    return Ingested(write_tables(folder, read.tables, source, read.clock, read.facts), source, read.clock, read.facts)
 
 
 def _written_by(tables: dict[str, pa.Table]) -> str | None:
@@ -370,45 +366,6 @@ def _record_window(folder: RunFolder) -> None:
     for entry in meta.values():
         entry |= {t.WINDOW_FACT: span.window.text, t.WINDOW_NS_FACT: [span.start_ns, span.end_ns]}
     write_json_atomic(meta_path, meta)
-
-
-def cached_import(path: Path) -> RunFolder:
-    """The tables of one trace file, ingested once and kept in the cache under a key of its resolved
-    path, size and mtime (a changed or replaced file gets a fresh import; nothing is written beside the
-    file, which may sit in a read-only place). Made in a scratch folder and renamed into place, so an
-    interrupted import is never taken for a finished one. Where the cache may be and how much of it is
-    kept: `analyzers.ingest.import_cache`."""
-    from analyzers.ingest import import_cache
-    from tracer.core.paths import cache_name
-
-    path = Path(path)
-    if not path.exists():
-        raise UserError(f"{path}: no such file or folder")
-    if trace_kind(path) not in tf.FILE_KINDS:
-        raise not_readable(path)
-    root = import_cache.imports_root()
-    name = cache_name(path)
-    final = root / name
-    if (final / t.TRACE_META).exists():
-        import_cache.touch(final)
-        return RunFolder(final)
-    try:
-        with tempfile.TemporaryDirectory(prefix=f".{name}-", dir=root) as tmp:
-            scratch = Path(tmp) / "run"
-            scratch.mkdir()
-            ingest_file(path, RunFolder(scratch))
-            try:
-                os.replace(scratch, final)
-            except OSError:  # another process finished the same import first: theirs is as good
-                if not (final / t.TRACE_META).exists():
-                    raise
-    except OSError as e:
-        full = import_cache.full_cache(root, e)
-        if full is None:
-            raise
-        raise full from None
-    import_cache.evict(root, final)
-    return RunFolder(final)
 
 
 def span_ns(folder: RunFolder, names: list[str]) -> tuple[int | None, int | None]:

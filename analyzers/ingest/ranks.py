@@ -217,9 +217,7 @@ def write_ranks(folder: RunFolder, ranks: list[RankTrace], alignment: Alignment)
         name: parts[0] if len(parts) == 1 else pa.concat_tables(parts).sort_by("start_ns")
         for name, parts in merged.items()
     }
-    batches = {r.batch for r in ranks}
-    facts = {t.BATCH_FACT: batches.pop()} if len(batches) == 1 and None not in batches else {}
-    written = write_tables(folder, tables, t.SOURCE_KINETO, ranks[0].clock, facts)  # type: ignore[arg-type]
+    written = write_tables(folder, tables, t.SOURCE_KINETO, ranks[0].clock, facts_of(ranks))
     steps = [_shifted(r.steps, alignment.shifts_ns.get(r.info.rank, 0)) for r in ranks if r.steps is not None]
     if steps:
         pq.write_table(pa.concat_tables(steps), folder.sample_parquet_path(schema.STEPS_TABLE))
@@ -242,6 +240,13 @@ def write_ranks(folder: RunFolder, ranks: list[RankTrace], alignment: Alignment)
     return written
 
 
+def facts_of(ranks: list[RankTrace]) -> dict[str, int]:
+    """What the ranks' traces say of their run: the batch, where every rank recorded the same one."""
+    batches = {r.batch for r in ranks}
+    batch = batches.pop() if len(batches) == 1 else None
+    return {t.BATCH_FACT: batch} if batch is not None else {}
+
+
 def record_ranks(folder: RunFolder, source: str, alignment: Alignment, ranks: list[dict[str, Any]]) -> None:
     meta_path = folder.path / t.TRACE_META
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
@@ -249,6 +254,10 @@ def record_ranks(folder: RunFolder, source: str, alignment: Alignment, ranks: li
     meta[source][t.RANKS_FACT] = ranks
     meta[source][t.ALIGNMENT_FACT] = alignment.text()
     write_json_atomic(meta_path, meta)
+
+
+NSYS_RANKS = Alignment(ALIGN_NSYS_SESSION)
+"""The processes of one nsys session share its clock: nothing is shifted."""
 
 
 def split_nsys(folder: RunFolder, written: list[str]) -> tuple[list[RankInfo], dict[int, int]]:
@@ -293,7 +302,7 @@ def split_nsys(folder: RunFolder, written: list[str]) -> tuple[list[RankInfo], d
     record_ranks(
         folder,
         t.SOURCE_NSYS,
-        Alignment(ALIGN_NSYS_SESSION),
+        NSYS_RANKS,
         [{schema.RANK: i, "pid": pid, "device": min(by_pid[pid])} for i, pid in enumerate(order)],
     )
     return infos, rank_of_pid

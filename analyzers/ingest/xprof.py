@@ -30,7 +30,7 @@ from typing import IO, Any
 
 import pyarrow as pa
 
-from analyzers.ingest.kineto import _Columns, _first_line, _int, _ns, _open
+from analyzers.ingest.chrome_columns import Columns, as_int, first_line, ns, open_trace
 from analyzers.ingest.trace_events import Args, TraceEvents, TraceFormatError
 from analyzers.trace import tables as t
 from analyzers.trace.clock import Clock, kineto_clock
@@ -69,7 +69,7 @@ def trace_viewer_json(path: Path) -> bytes:
     try:
         data, _content_type = raw_to_tool_data.xspace_to_tool_data([str(path)], TRACE_VIEWER, {})
     except Exception as e:  # noqa: BLE001 - XProf raises what its C++ converter says, of many types
-        raise UserError(f"{path}: XProf cannot read this XPlane profile ({_first_line(e)})") from None
+        raise UserError(f"{path}: XProf cannot read this XPlane profile ({first_line(e)})") from None
     if not data:
         damage = _wire_damage(path)
         if damage:
@@ -86,7 +86,7 @@ def _wire_damage(path: Path) -> str:
     try:
         data = path.read_bytes()
     except OSError as e:
-        return _first_line(e)
+        return first_line(e)
     at = 0
 
     def varint() -> int:
@@ -150,30 +150,30 @@ def _bytes_io(data: bytes) -> IO[bytes]:
 def read_json(path: Path) -> tuple[dict[str, pa.Table], Clock]:
     """The tables of XProf's trace JSON, plain or gzipped (jax.profiler's `perfetto_trace.json.gz`)."""
     try:
-        with _open(path) as raw:
+        with open_trace(path) as raw:
             return parse(path, raw)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as e:
-        raise UserError(f"{path}: cannot read ({_first_line(e)}); truncated or corrupt gzip?") from None
+        raise UserError(f"{path}: cannot read ({first_line(e)}); truncated or corrupt gzip?") from None
 
 
 def parse(path: Path, raw: IO[bytes]) -> tuple[dict[str, pa.Table], Clock]:
     source = t.SOURCE_XPROF
-    api = _Columns(
+    api = Columns(
         ["start_ns", "dur_ns", "name", "api", "kind", "pid", "tid", "thread_name", "correlation_id"],
         t.CUDA_API_SCHEMA,
         source=source,
     )
-    kern = _Columns(
+    kern = Columns(
         ["start_ns", "dur_ns", "name", "device", "stream", "correlation_id", "pid"],
         t.KERNELS_SCHEMA,
         aliases={"short_name": "name"},
         source=source,
     )
-    mem = _Columns(
+    mem = Columns(
         ["start_ns", "dur_ns", "kind", "bytes", "device", "stream", "correlation_id"], t.MEMCPY_SCHEMA, source=source
     )
-    ranges = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.NVTX_SCHEMA, source=source)
-    ops = _Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.OPERATORS_SCHEMA, source=source)
+    ranges = Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.NVTX_SCHEMA, source=source)
+    ops = Columns(["start_ns", "end_ns", "name", "pid", "tid"], t.OPERATORS_SCHEMA, source=source)
     processes: dict[Any, str] = {}
     threads: dict[tuple[Any, Any], str] = {}
     complete = []  # X events wait for the metadata, which XProf writes first but the format allows anywhere
@@ -193,13 +193,13 @@ def parse(path: Path, raw: IO[bytes]) -> tuple[dict[str, pa.Table], Clock]:
                     complete.append(ev)
         shown = functools.cache(t.api_display_name)
         for ev in complete:
-            start = _ns(ev.ts)
-            end = start + (0 if ev.dur is None else _ns(ev.dur))
+            start = ns(ev.ts)
+            end = start + (0 if ev.dur is None else ns(ev.dur))
             args = ev.args or no_args
             process = processes.get(ev.pid, "")
             thread = threads.get((ev.pid, ev.tid), "")
             name = str(ev.name)
-            pid, tid = _int(ev.pid), _int(ev.tid)
+            pid, tid = as_int(ev.pid), as_int(ev.tid)
             if process.startswith(DEVICE_PREFIX):
                 device = _device(process)
                 if thread.startswith(OPS_LINE):
@@ -219,9 +219,9 @@ def parse(path: Path, raw: IO[bytes]) -> tuple[dict[str, pa.Table], Clock]:
             elif not name.startswith("end: "):  # XLA's CPU executor marks each op's end as an event of its own
                 ranges.add(start, end, name, pid, tid)
     except TraceFormatError as e:
-        raise UserError(f"{path}: not an XProf trace ({_first_line(e)})") from None
+        raise UserError(f"{path}: not an XProf trace ({first_line(e)})") from None
     except (TypeError, ArithmeticError, ValueError) as e:
-        raise UserError(f"{path}: a trace event lacks a usable field ({_first_line(e)})") from None
+        raise UserError(f"{path}: a trace event lacks a usable field ({first_line(e)})") from None
     if seen == 0:
         raise UserError(f"{path}: not an XProf trace (no traceEvents)")
     clock = kineto_clock(None)
@@ -237,7 +237,7 @@ def parse(path: Path, raw: IO[bytes]) -> tuple[dict[str, pa.Table], Clock]:
 
 def _device(process: str) -> int:
     """`/device:GPU:3` -> 3."""
-    return _int(process.rsplit(":", 1)[-1], 0)
+    return as_int(process.rsplit(":", 1)[-1], 0)
 
 
 def _stream(thread: str) -> int:

@@ -16,10 +16,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from analyzers.trace import table_names as t
-from tracer.cli.common import TOP_BOUND, add_runs_dir, check_bound, console, warn_problems
+from tracer.cli.common import RUN_OR_TRACE, TOP_BOUND, add_runs_dir, check_bound, console, open_run, warn_problems
 from tracer.cli.outputs import output_file, path_arg
 from tracer.core import schema
-from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 from tracer.core.paths import cache_name
 
@@ -33,11 +32,7 @@ RANKS_SECTION = "ranks"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("analyze", help="print a run's CUDA API split, kernel, memory and thread summaries")
-    p.add_argument(
-        "run",
-        help=f"run id (or a unique part of it), a run folder path, or a trace file ({tf.READABLE}: imported "
-        "into the cache on first use)",
-    )
+    p.add_argument("run", help=RUN_OR_TRACE)
     add_runs_dir(p)
     p.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
     p.add_argument(
@@ -51,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     p.set_defaults(func=cmd_analyze)
     e = sub.add_parser("export-trace", help="write a run as Chrome-trace JSON (open it in Perfetto)")
-    e.add_argument("run", help="run id (or a unique part of it) or a run folder path")
+    e.add_argument("run", help=RUN_OR_TRACE)
     e.add_argument("output", type=path_arg, help="the .json file to write (never inside a run folder or a dataset)")
     add_runs_dir(e)
     e.set_defaults(func=cmd_export)
@@ -107,17 +102,6 @@ def _api_rows(run: Any, p: Any) -> list[Any]:
     return api_summary(run, p.start_ns, p.end_ns)
 
 
-def open_run(ref: str, runs_dir: Path) -> Any:
-    """The run `ref` names (an id, a folder, or a trace file imported into the cache), ingested where its
-    raw traces have no tables yet, opened as a `Run`."""
-    from analyzers.ingest.pipeline import cached_import, ingest_if_needed
-    from analyzers.run import Run
-    from tracer.core.runfolder import find_run
-
-    folder = cached_import(Path(ref)) if Path(ref).is_file() else find_run(runs_dir, ref)
-    return Run.open(ingest_if_needed(folder))
-
-
 def cmd_analyze(args: argparse.Namespace) -> int:
     check_bound(TOP_BOUND, args.top)
     direct = file_summary(args)
@@ -136,7 +120,7 @@ def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
     from analyzers.render import display
     from analyzers.run import Run
 
-    by_rank = rank_table(run) if run.run_json.exists() else None  # a trace file analysed directly has no record
+    by_rank = rank_table(run)
     if args.rank is not None:
         if by_rank is None:
             raise UserError(f"{run.path.name} is a run of one process: --rank is for runs of several ranks")
@@ -149,7 +133,7 @@ def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
     span = run.window
     cut = trace_phase(run, args.phase)
     head: dict[str, Any] = {"run": run.run_id, "phase": args.phase, "covers": cut.label(), "api": run.api_family}
-    head |= run.summary.utilisation.to_json() if run.run_json.exists() else {}  # FLOPs, peak, MFU (steady)
+    head |= run.summary.utilisation.to_json()  # FLOPs, peak, MFU (steady)
     if by_rank is not None:
         head |= {schema.RANK: args.rank, "ranks_basis": by_rank.basis, "comm_source": by_rank.comm_source}
         if args.format == "json" and args.rank is None:
@@ -222,9 +206,12 @@ def file_summary(args: argparse.Namespace) -> int | None:
     if not nsys_summary.readable(path):
         return None
     from analyzers.figures.phases import WHOLE, Phase
+    from analyzers.figures.utilisation import of_unnamed_trace
     from analyzers.summaries.rows import ApiRow, KernelRow, MemcpyRow, ThreadRow, shown
 
     found = nsys_summary.cached_summary(path)
+    if found.processes > 1:  # its import makes each process a rank, with a table of them: read from the import
+        return None
     api = [ApiRow(*r) for r in found.cuda_api]
     family = t.api_family(r.name for r in api)
     data = sections(
@@ -238,6 +225,7 @@ def file_summary(args: argparse.Namespace) -> int | None:
     whole = Phase(WHOLE, None, None)
     run_id = cache_name(path)
     head = {"run": run_id, "phase": args.phase, "covers": whole.label(), "api": family}
+    head |= of_unnamed_trace(path).to_json()  # as the import's run says it: no GPU named, no FLOPs counted
     emit(data, args, head, f"{run_id}, {whole.label()}")
     return 0
 
@@ -318,14 +306,10 @@ def _finite(value: Any) -> Any:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from analyzers.ingest.pipeline import ingest_if_needed
-    from analyzers.run import Run
     from analyzers.timeline import chrome_trace
-    from tracer.core.runfolder import find_run
 
-    folder = find_run(args.runs_dir, args.run)
     output_file(args.output, "export-trace")
-    run = Run.open(ingest_if_needed(folder))
+    run = open_run(args.run, args.runs_dir)
     try:
         n = chrome_trace.export(run, args.output)
     finally:

@@ -17,9 +17,15 @@ from rich.measure import Measurement
 from rich.text import Text
 
 from tracer.cli.outputs import path_arg
+from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 
 DEFAULT_RUNS_DIR = Path("runs")
+RUN_OR_TRACE = (
+    f"run id (or a unique part of it), a run folder, or a trace ({tf.READABLE}; imported into the cache on "
+    "first use, as `tracer import` imports it)"
+)
+"""The help of every argument that names one run (`open_run` takes each of these)."""
 
 
 @dataclass(frozen=True)
@@ -188,3 +194,15 @@ def warn_problems(runs: Any) -> None:
 
     for problem in problems_of(runs):
         print(f"tracer: warning: {problem.text()}", file=sys.stderr)
+
+
+def open_run(ref: str, runs_dir: Path, warmup: int | None = None) -> Any:
+    """The run `ref` names, opened as a `Run`: a run id or folder, or a trace file (or trace folder) imported
+    into the cache by `tracer import`'s own path (`analyzers.ingest.cached_run`), so every command answers the
+    same for a file and for its import; ingested first where its raw traces have no tables yet."""
+    from analyzers.ingest.cached_run import run_folder
+    from analyzers.ingest.pipeline import ingest_if_needed
+    from analyzers.run import Run
+
+    folder = ingest_if_needed(run_folder(ref, runs_dir))
+    return Run.open(folder) if warmup is None else Run.open(folder, warmup)

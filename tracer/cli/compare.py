@@ -19,6 +19,7 @@ from tracer.cli.common import (
     check_bound,
     console,
     err_console,
+    open_run,
     print_wrapped,
     warn_problems,
 )
@@ -39,7 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "runs",
         metavar="RUN",
         nargs="+",
-        help="run folder, run id (or a unique part) in --runs, or a folder of runs; two columns at least",
+        help="run folder, run id (or a unique part) in --runs, a folder of runs, or a trace (imported into the "
+        "cache on first use, as `tracer import` imports it); two columns at least",
     )
     add_runs_dir(p)
     p.add_argument(
@@ -59,7 +61,7 @@ SETTINGS = ("dataset", "device", "batch", "epochs", "limit", "image_size", "lr",
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from analyzers.run import Run
-    from tracer.core.runfolder import find_run, list_runs
+    from tracer.core.runfolder import list_runs
     from tracer.core.schema import RUN_JSON
 
     check_bound(TOP_BOUND, args.top)
@@ -69,7 +71,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for ref in args.runs:
         path = Path(ref)
         inside = list_runs(path) if path.is_dir() and not (path / RUN_JSON).exists() else []
-        folders += [Run.open(f, args.warmup) for f in _readable(inside) or [find_run(args.runs_dir, ref)]]
+        found = [Run.open(f, args.warmup) for f in _readable(inside)]
+        folders += found or [open_run(ref, args.runs_dir, args.warmup)]
     try:
         return _compare(folders, args)
     finally:

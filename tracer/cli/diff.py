@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
-from tracer.cli.common import add_runs_dir, add_warmup, console, warn_problems
+from tracer.cli.common import RUN_OR_TRACE, add_runs_dir, add_warmup, console, open_run, warn_problems
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -19,9 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "GPU time by kernel class (where a trace exists), the gap between them ranked by part, in sentences, "
         "then the tables. Imported traces without steps compare their GPU time by kernel class over each window.",
     )
-    p.add_argument(
-        "a", metavar="A", help="run id (or a unique part), run folder, or trace file (imported on first use)"
-    )
+    p.add_argument("a", metavar="A", help=RUN_OR_TRACE)
     p.add_argument("b", metavar="B", help="the run to explain against A")
     add_runs_dir(p)
     add_warmup(p)
@@ -31,7 +29,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def cmd_diff(args: argparse.Namespace) -> int:
     from analyzers.comparison.diff import diff
-    from tracer.cli.analyze import open_run
 
     runs = [open_run(args.a, args.runs_dir), open_run(args.b, args.runs_dir)]
     try:

@@ -87,7 +87,7 @@ def _refs(given: list[str], flag: str) -> list[str]:
 def cmd_gate(args: argparse.Namespace) -> int:
     from analyzers.comparison.gate import gate, thresholds
     from analyzers.comparison.gate_output import junit, markdown, text_lines
-    from tracer.cli.analyze import open_run
+    from tracer.cli.common import open_run
     from tracer.cli.json_output import dump
     from tracer.core.output import write_text
 

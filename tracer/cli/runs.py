@@ -13,11 +13,13 @@ from rich.table import Table
 
 from tracer.cli.blocks import print_diagnosis, print_step_parts
 from tracer.cli.common import (
+    RUN_OR_TRACE,
     add_runs_dir,
     add_warmup,
     console,
     err_console,
     fits,
+    open_run,
     print_wrapped,
     table_lines,
     warn_problems,
@@ -37,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default table)")
     p.set_defaults(func=cmd_runs)
     s = sub.add_parser("show", help="print one run's summary")
-    s.add_argument("run", help="run id (or a unique part of it) or a run folder path")
+    s.add_argument("run", help=RUN_OR_TRACE)
     add_runs_dir(s)
     add_warmup(s)
     s.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
@@ -140,9 +142,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     """Open, analyse once (analyzers.run.shown), then print: no analysis between the lines."""
     from analyzers.run import Run
     from analyzers.run.shown import shown
-    from tracer.core.runfolder import find_run
 
-    run = Run.open(find_run(args.runs_dir, args.run), args.warmup)
+    run = open_run(args.run, args.runs_dir, args.warmup)
     if args.format == "json":
         return _show_json(run)
     repeats: tuple[Run, ...] = ()

@@ -15,7 +15,9 @@ from tracer.core.runfolder import RunFolder, find_run
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("view", help="open runs side by side in the desktop viewer")
-    p.add_argument("runs", nargs="*", help="run ids (or unique parts) or run folder paths; none opens the browser")
+    p.add_argument(
+        "runs", nargs="*", help="run ids (or unique parts), run folder paths or traces; none opens the browser"
+    )
     add_runs_dir(p)
     p.add_argument("--screenshot", type=path_arg, metavar="FILE.png", help="render offscreen, save the window, exit")
     p.add_argument("--columns", action="store_true", help="one column per run instead of one colour per run")
@@ -30,10 +32,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def resolve(ref: str, out_dir: Path) -> Path:
-    """A run folder by path or id. A damaged one is named in one line and still opened (the viewer says
-    what is wrong with it); a folder that is no run at all is refused."""
+    """A run folder by path or id, or a trace imported into the cache as `tracer import` imports it. A
+    damaged run is named in one line and still opened (the viewer says what is wrong with it); a folder that
+    is neither a run nor a trace is refused."""
+    from analyzers.ingest.cached_run import cached_import, is_trace_ref
+
     path = Path(ref)
-    folder = RunFolder(path) if path.is_dir() else find_run(out_dir, ref)
+    if is_trace_ref(ref):
+        folder = cached_import(path)
+    else:
+        folder = RunFolder(path) if path.is_dir() else find_run(out_dir, ref)
     try:
         folder.read_record()
     except UserError as e:

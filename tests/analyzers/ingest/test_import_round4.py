@@ -325,14 +325,14 @@ def test_22_cached_imports_are_evicted_past_their_bound(
     down to the declared bound, and the new one stays."""
     import os
 
-    from analyzers.ingest.import_cache import IMPORTS_DIR, IMPORTS_KEPT
+    from analyzers.ingest.import_cache import DONE, IMPORTS_DIR, IMPORTS_KEPT
 
     imports = tmp_path / "cache" / IMPORTS_DIR
     for i in range(20):
         old = imports / f"old-{i:02d}"
         old.mkdir(parents=True)
-        (old / "trace_meta.json").write_text("{}")
-        os.utime(old / "trace_meta.json", (1_000_000 + i, 1_000_000 + i))
+        (old / DONE).write_text("{}")
+        os.utime(old / DONE, (1_000_000 + i, 1_000_000 + i))
     result = _analyze_file(real_fixtures / "hta" / "triton_example.json.gz", tmp_path / "cache", monkeypatch)
     assert result.returncode == 0, result.stderr[-2000:]
     kept = sorted(p.name for p in imports.iterdir() if not p.name.startswith("."))
