@@ -11,7 +11,7 @@ peak: a GPU from the declared table (`tracer.core.device_peaks`), a CPU measured
 from __future__ import annotations
 
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -155,11 +155,14 @@ def _imported_flops(raw_trace: Path | None) -> tuple[float | None, float | None,
     )
 
 
-def of_unnamed_trace(raw_trace: Path) -> Utilisation:
-    """The utilisation of an imported trace that names no GPU and has no steps (an nsys export): what its
-    import's run gives, for `tracer analyze FILE`'s direct summary, which reads no run."""
-    per_image, per_step, source = _imported_flops(raw_trace)
-    return Utilisation(per_image, per_step, source, Peak(source=NO_GPU_NAMED))
+def of_unnamed_trace(kernel_names: Iterable[str]) -> Utilisation:
+    """The utilisation of an imported trace of kernels that names no GPU and has no steps (an nsys export),
+    from its distinct kernel names: what its import's run gives, for `tracer analyze FILE`'s direct summary,
+    which reads no run."""
+    from analyzers.figures.kernel_flops import names_verdict
+
+    source = f"{NOT_COUNTED}: {names_verdict(kernel_names)}"
+    return Utilisation(None, None, source, Peak(source=NO_GPU_NAMED))
 
 
 def device_peak(record: RunRecord) -> Peak:
@@ -249,16 +252,14 @@ def utilisation(
 
 def _kernels_verdict(folder: Path) -> str:
     """Why an imported trace of kernels (nsys, CUPTI) is not counted, from its run folder's kernel names
-    (analyzers.figures.kernel_flops)."""
+    (analyzers.figures.kernel_flops); a trace without kernels has none to count."""
     import pyarrow.parquet as pq
 
     from analyzers.figures.kernel_flops import names_verdict
     from analyzers.trace import tables as t
 
     path = folder / f"{t.KERNELS}.parquet"
-    if not t.present_file(path):
-        return "only a PyTorch-profiler trace recorded with shapes is counted (this one has no kernels table)"
-    names = pq.read_table(path, columns=["name"]).column("name").unique().to_pylist()
+    names = pq.read_table(path, columns=["name"]).column("name").unique().to_pylist() if t.present_file(path) else []
     return names_verdict(str(n) for n in names if n is not None)
 
 

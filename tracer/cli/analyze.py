@@ -225,7 +225,8 @@ def file_summary(args: argparse.Namespace) -> int | None:
     whole = Phase(WHOLE, None, None)
     run_id = cache_name(path)
     head = {"run": run_id, "phase": args.phase, "covers": whole.label(), "api": family}
-    head |= of_unnamed_trace(path).to_json()  # as the import's run says it: no GPU named, no FLOPs counted
+    # as the import's run says it: no GPU named, no FLOPs counted (why, from the kernels' names)
+    head |= of_unnamed_trace(r[0] for r in found.kernels).to_json()
     emit(data, args, head, f"{run_id}, {whole.label()}")
     return 0
 
