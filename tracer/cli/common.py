@@ -184,7 +184,7 @@ def fmt(value: float | int | None, spec: str = "") -> str:
 
 def warn_problems(runs: Any) -> None:
     """One line on stderr per damaged file the runs met (`Run.problems`): what it held was skipped."""
-    from analyzers.run import problems_of
+    from analyzers.run.run import problems_of
 
     for problem in problems_of(runs):
         print(f"tracer: warning: {problem.text()}", file=sys.stderr)

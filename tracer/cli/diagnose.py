@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from analyzers.diagnosis import diagnose
     from analyzers.diagnosis.cost import measurement_cost
-    from analyzers.run import Run
+    from analyzers.run.run import Run
     from tracer.core.runfolder import find_run
 
     run = Run.open(find_run(args.runs_dir, args.run))
@@ -65,11 +65,9 @@ def print_block(folder: object, out: Console) -> None:
     most, one line each, then what measuring cost. A rule that breaks costs the block, not the run."""
     from analyzers.diagnosis import diagnose, top
     from analyzers.diagnosis.cost import measurement_cost
-    from analyzers.run import as_run
-    from tracer.core.runfolder import RunFolder
+    from analyzers.run.run import Run
 
-    assert isinstance(folder, RunFolder)
-    folder = as_run(folder)
+    assert isinstance(folder, Run)
     out.print("[bold]Diagnosis[/bold]")
     try:
         verdicts = top(diagnose(folder))
