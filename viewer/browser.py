@@ -7,13 +7,15 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from analyzers.run import Run, run_rows
+from analyzers.figures.run_summary import summarise
+from analyzers.run.run import Run
+from analyzers.summaries import run_rows
 from tracer.core.errors import UserError
 from tracer.core.runfolder import list_runs
 from viewer.loader import Task, deliver
 
 PICKED = ("framework", "model", "dataset", "device", "batch", "status", "img/s")
-"""The columns of `tracer runs` the browser shows (`analyzers.run.run_rows`; img/s: the steady state's)."""
+"""The columns of `tracer runs` the browser shows (`analyzers.summaries.run_rows`; img/s: the steady state's)."""
 PICK = [run_rows.RUNS_HEADERS.index(c) for c in PICKED]
 # Beside steady images/s, the steady state's figures (analyzers.figures.basis); `tracer show` has the whole run's.
 FIGURES = (("data wait % steady", "data_wait_pct", ".0f"), ("GPU util % steady", "gpu_util_pct_mean", ".0f"),
@@ -23,14 +25,14 @@ STATUS = COLUMNS.index("status")
 
 
 def browse(out_dir: Path) -> list[list[str]]:
-    """One row per run folder, as `tracer runs` builds it (`analyzers.run.run_rows`), then the folder's path;
+    """One row per run folder, as `tracer runs` builds it (`analyzers.summaries.run_rows`), then the folder's path;
     an unreadable one says why in its status column, a damaged file is named there."""
     rows = []
     for folder in list_runs(out_dir):
         run = Run.open(folder)
         try:
             cells = list(run_rows.run_row(run))
-            figures = [_cell(getattr(run.summary.steady, name), spec) for _, name, spec in FIGURES]
+            figures = [_cell(getattr(summarise(run).steady, name), spec) for _, name, spec in FIGURES]
         except (UserError, OSError, ValueError, KeyError, TypeError) as e:
             cells = list(run_rows.damaged_row(run.run_id, f"unreadable: {e}"))
             figures = ["" for _ in FIGURES]

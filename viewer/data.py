@@ -23,12 +23,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analyzers.figures import utilisation
-from analyzers.figures.run_summary import displayed_status
+from analyzers.figures.run_summary import displayed_status, summarise
 from analyzers.figures.steps import COMPUTE_TOTAL_S, STEP_S, data_wait_shares, with_step_columns
 from analyzers.render.facts import run_facts, run_label, unique_labels
-from analyzers.run import Run
+from analyzers.run.run import Run
 from analyzers.summaries.rows import ApiRow, KernelRow
 from analyzers.timeline import lanes as ln
+from analyzers.timeline import view_store
 from analyzers.timeline.lane_index import LaneIndex
 from analyzers.trace.arrays import as_array
 from tracer.core import arrow_build, schema
@@ -172,7 +173,9 @@ class RunData:
     def facts(self) -> list[tuple[str, str]]:
         """run.json's facts, then FLOPs, the peak and MFU (analyzers.figures.utilisation) where the run is open."""
         facts = run_facts(self.record, self.path, self.epochs, self.sample_count, bool(self.api_phases))
-        return facts + (utilisation.rows(self.run.summary.utilisation) if self.run is not None and self.record else [])
+        return facts + (
+            utilisation.rows(summarise(self.run).utilisation) if self.run is not None and self.record else []
+        )
 
 
 def name_runs(runs: Sequence[RunData]) -> None:
@@ -236,9 +239,9 @@ def _guard(data: RunData, what: str, fn: Callable[[], Any], default: Any) -> Any
 
 def _load_view(run: Run, data: RunData) -> None:
     """Lanes, their zoom indexes, the CUDA API split per phase and the kernel summary, as the analyzers
-    computed them (`Run.view`, from `analyzers.timeline.view_store`: stored for a big trace, so a 10 M-event run
+    computed them once per run (`analyzers.timeline.view_store.load`: stored for a big trace, so a 10 M-event run
     opens at once)."""
-    view = run.view
+    view = view_store.load(run)
     data.lanes, data.indexes, data.api_phases = view.lanes, view.indexes, view.api_phases
     data.kernels, data.api_label = view.kernels, view.api_label
 

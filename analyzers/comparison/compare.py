@@ -20,10 +20,10 @@ from analyzers.figures.learning import CurveGap, curve_gaps, same_workload
 from analyzers.figures.noise import MIN_DIFFERENCE, disagree, why_not_ordered
 from analyzers.figures.run_summary import RunSummary, summarise
 from analyzers.figures.steady import WARMUP_EPOCHS, Spread, spread
+from analyzers.run.run import Run
 from analyzers.summaries.rows import ApiRow
 from analyzers.trace import api_names
 from tracer.core.errors import UserError
-from tracer.core.runfolder import RunFolder
 
 STEADY_MARK, WHOLE_MARK = "(steady)", f"({WHOLE_RUN})"
 
@@ -139,13 +139,14 @@ class Comparison:
         return out
 
 
-def compare(groups: Sequence[Sequence[RunFolder]], top_cuda: int = TOP_CUDA, warmup: int = WARMUP_EPOCHS) -> Comparison:
+def compare(groups: Sequence[Sequence[Run]], top_cuda: int = TOP_CUDA, warmup: int = WARMUP_EPOCHS) -> Comparison:
     if len(groups) < 2:
         raise UserError("compare needs two runs or groups at least (runs of one spec are one group)")
     if len(groups) > MAX_COLUMNS:
         raise UserError(f"compare shows {MAX_COLUMNS} runs or groups at most; give fewer")
     columns = tuple(
-        Column(string.ascii_uppercase[i], tuple(summarise(f, warmup) for f in group)) for i, group in enumerate(groups)
+        Column(string.ascii_uppercase[i], tuple(summarise(Run.open(f, warmup)) for f in group))
+        for i, group in enumerate(groups)
     )
     diffs = [
         Difference(
@@ -256,7 +257,7 @@ def attribute(summary: RunSummary, path: str) -> object:
     return value
 
 
-def cuda_differences(folders: Sequence[RunFolder], top: int = TOP_CUDA) -> tuple[list[Difference], list[str]]:
+def cuda_differences(folders: Sequence[Run], top: int = TOP_CUDA) -> tuple[list[Difference], list[str]]:
     """Total API time, then the `top` functions whose total time differs most from the first run's (in
     ms), over the whole run; empty unless every run has an API trace. Runs traced by different tracers
     are compared over the calls every one of them recorded (a call one tracer does not record is not
@@ -299,7 +300,7 @@ def cuda_differences(folders: Sequence[RunFolder], top: int = TOP_CUDA) -> tuple
     return out, notes
 
 
-def class_differences(folders: Sequence[RunFolder]) -> list[Difference]:
+def class_differences(folders: Sequence[Run]) -> list[Difference]:
     """GPU kernel time by class (analyzers.trace.kernel_classes) over the whole run, in ms, every class some
     run has, then the share left in `other`; empty unless every run has a kernels table."""
     from analyzers.summaries.kernels import kernel_summary
@@ -323,7 +324,7 @@ def class_differences(folders: Sequence[RunFolder]) -> list[Difference]:
 api_match_name = api_names.match_name  # the name two traces' calls are matched on (analyzers.trace.api_names)
 
 
-def _api_totals_ns(folder: RunFolder) -> dict[str, int] | None:
+def _api_totals_ns(folder: Run) -> dict[str, int] | None:
     from analyzers.trace import tables as trace_tables
 
     if not trace_tables.present(folder, trace_tables.CUDA_API):

@@ -25,10 +25,10 @@ from analyzers.figures.step_part_names import (
 )
 from analyzers.figures.step_parts import Decomposition, Part, decompose
 from analyzers.render import sentences as say
+from analyzers.run.run import Run
 from analyzers.trace import kernel_classes as kc
 from analyzers.trace.kernel_names import short_names
 from tracer.core.errors import UserError
-from tracer.core.runfolder import RunFolder
 
 REST = "rest"
 REST_LABEL = "the rest of the step (compute, host and synchronising)"
@@ -102,7 +102,7 @@ class Diff:
         return explain(abs(change), {c.label: sign * c.delta for c in self.classes})
 
 
-def diff(a: RunFolder, b: RunFolder, warmup: int = WARMUP_EPOCHS) -> Diff:
+def diff(a: Run, b: Run, warmup: int = WARMUP_EPOCHS) -> Diff:
     from analyzers.comparison.mfu import with_mfu  # its sentence on MFU
 
     return with_mfu(diff_decompositions(decompose(a, warmup), decompose(b, warmup)), a, b)

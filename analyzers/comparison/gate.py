@@ -22,8 +22,8 @@ from analyzers.comparison.gate_measure import Measure, contended, measure
 from analyzers.comparison.gate_metrics import GATE_METRICS, GateMetric
 from analyzers.figures.noise import REPEATS, why_not_ordered
 from analyzers.figures.steady import WARMUP_EPOCHS, Spread
+from analyzers.run.run import Run
 from tracer.core.errors import UserError
-from tracer.core.runfolder import RunFolder
 
 REGRESSED, NOT_JUDGED, WITHIN_NOISE = "regressed", "not judged", "within noise"
 WITHIN_THRESHOLD, IMPROVED, NOT_MEASURED = "within threshold", "improved", "not measured"
@@ -131,8 +131,8 @@ def thresholds(overrides: Mapping[str, float] | None = None) -> dict[str, float]
 
 
 def gate(
-    baseline: Sequence[RunFolder],
-    candidate: Sequence[RunFolder],
+    baseline: Sequence[Run],
+    candidate: Sequence[Run],
     overrides: Mapping[str, float] | None = None,
     warmup: int = WARMUP_EPOCHS,
 ) -> GateResult:
@@ -219,7 +219,7 @@ def _kind(over: str) -> str:
     return over if over != A_RUN else "single figures"
 
 
-def _middle(side: Sequence[RunFolder], measured: Sequence[dict[str, Measure]]) -> RunFolder:
+def _middle(side: Sequence[Run], measured: Sequence[dict[str, Measure]]) -> Run:
     """The run of a side whose step time (else epoch time) is nearest the side's median: what `diff` explains."""
     for key in ("step_time", "epoch_time"):
         values = [m[key].value for m in measured if key in m]

@@ -18,9 +18,9 @@ import pyarrow.compute as pc
 from analyzers.figures.run_summary import RunSummary, summarise
 from analyzers.figures.steady import WARMUP_EPOCHS, epoch_stats
 from analyzers.figures.steps import steps_table
+from analyzers.run.run import Run
 from analyzers.trace.arrays import as_array
 from tracer.core import schema
-from tracer.core.runfolder import RunFolder
 
 """The RunSummary field the MFU metric reads (model FLOP utilisation, %), where the summary has it."""
 STEP_BLOCKS, MIN_BLOCK_STEPS = 4, 2
@@ -41,9 +41,11 @@ class Measure:
     samples_of: str = ""  # BLOCKS or "epochs"
 
 
-def measure(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> dict[str, Measure]:
+def measure(folder: Run, warmup: int = WARMUP_EPOCHS) -> dict[str, Measure]:
     """Every gate metric the run measures, by key."""
-    summary = summarise(folder, warmup) if folder.run_json.exists() else None  # a trace analysed in place: none
+    summary = (
+        summarise(Run.open(folder, warmup)) if folder.run_json.exists() else None
+    )  # a trace analysed in place: none
     out: dict[str, Measure] = {}
     steps = _steady_steps(folder, warmup)
     if steps is not None:
@@ -66,7 +68,7 @@ def measure(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> dict[str, Measure
     return out
 
 
-def _from_summary(folder: RunFolder, summary: RunSummary, step: Measure | None, warmup: int) -> dict[str, Measure]:
+def _from_summary(folder: Run, summary: RunSummary, step: Measure | None, warmup: int) -> dict[str, Measure]:
     """The metrics of the run's summary: epoch time and images/s (with their epochs' or steps' noise),
     memory, utilisation, MFU."""
     out = {}
@@ -97,17 +99,17 @@ def _from_summary(folder: RunFolder, summary: RunSummary, step: Measure | None, 
     return out
 
 
-def contended(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> bool:
+def contended(folder: Run, warmup: int = WARMUP_EPOCHS) -> bool:
     """Whether other processes held the machine while the run trained (analyzers.figures.contention); a trace
     analysed in place (no run.json) has no samples to tell."""
-    return folder.run_json.exists() and summarise(folder, warmup).contended
+    return folder.run_json.exists() and summarise(Run.open(folder, warmup)).contended
 
 
 def _tuple(values: object) -> tuple[float, ...]:
     return tuple(float(v) for v in values)  # type: ignore[attr-defined]
 
 
-def _steady_steps(folder: RunFolder, warmup: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _steady_steps(folder: Run, warmup: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(data wait s, step s, images) per steady step of rank 0, as `diff` counts them: the steady epochs'
     steps, or every step of a run with steps and no epochs; None without steps."""
     table = steps_table(folder)
@@ -129,16 +131,15 @@ def _steady_steps(folder: RunFolder, warmup: int) -> tuple[np.ndarray, np.ndarra
     return wait, wait + column(schema.COMPUTE_S) + column(schema.SYNC_S), column("images")
 
 
-def _api_ms_per_image(folder: RunFolder, warmup: int) -> Measure | None:
+def _api_ms_per_image(folder: Run, warmup: int) -> Measure | None:
     """CUDA API time per image over the steady epochs the trace covers (a trace window covers some), or over
     the whole trace per image of its steps (an import has no epochs); None without an API trace or images."""
-    from analyzers.figures.parts import part
     from analyzers.summaries.cuda_api import phase_summaries
     from analyzers.trace import tables as t
 
     if not t.present(folder, t.CUDA_API):
         return None
-    phases = part(folder, "api_phases", lambda: phase_summaries(folder, warmup), warmup)
+    phases = phase_summaries(Run.open(folder, warmup))
     epochs = {e.epoch: e for e in folder.epochs()}
     steady = epoch_stats(list(epochs.values()), warmup).steady_epoch_numbers
     per_epoch = []  # (API ms, images) of each steady epoch the trace covers

@@ -7,10 +7,10 @@ from typing import Any, TypeVar
 
 from analyzers.figures.run_summary import summarise
 from analyzers.figures.utilisation import percent
-from tracer.core.runfolder import RunFolder
+from analyzers.run.run import Run
 
 
-def sentence(a: RunFolder, b: RunFolder) -> str | None:
+def sentence(a: Run, b: Run) -> str | None:
     """'B reaches 31 % of the peak against A's 12 %.' (steady steps; each against its own device's peak)."""
     ua, ub = summarise(a).utilisation, summarise(b).utilisation
     if ua.mfu is None or ub.mfu is None:
@@ -23,7 +23,7 @@ def sentence(a: RunFolder, b: RunFolder) -> str | None:
 D = TypeVar("D", bound=Any)  # analyzers.comparison.diff.Diff, not imported: diff imports this module
 
 
-def with_mfu(d: D, a: RunFolder, b: RunFolder) -> D:
+def with_mfu(d: D, a: Run, b: Run) -> D:
     """`d` (a `Diff`) with the MFU sentence after the others (unchanged where either run has no MFU)."""
     line = sentence(a, b)
     return dataclasses.replace(d, sentences=(*d.sentences, line)) if line else d

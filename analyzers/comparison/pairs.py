@@ -15,15 +15,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzers.figures.contention import contention
+from analyzers.figures.contention import run_contention
 from analyzers.figures.noise import why_not_ordered
 from analyzers.figures.repeats import spec_key
 from analyzers.figures.steady import WARMUP_EPOCHS, Spread, throughput
 from analyzers.render.display import ratio_text
+from analyzers.run.memo import per_run
+from analyzers.run.run import Run
 from tracer.core import output as out_file
 from tracer.core.cases import RunKey
 from tracer.core.records import RunRecord
-from tracer.core.runfolder import RunFolder, list_runs
+from tracer.core.runfolder import list_runs
 from tracer.core.schema import DATA_FILES, DATA_MEMORY, DATA_MODES, DATA_SYNTHETIC
 
 
@@ -117,9 +119,9 @@ class DataPair:
         return self.contended[index] if index < len(self.contended) else False
 
 
-def data_pairs(folders: Iterable[RunFolder], warmup: int = WARMUP_EPOCHS) -> list[DataPair]:
+def data_pairs(folders: Iterable[Run], warmup: int = WARMUP_EPOCHS) -> list[DataPair]:
     """Every pair among `folders` (runs of one spec in two data modes or more), in the order of their first run."""
-    groups: dict[str, list[tuple[RunFolder, RunRecord]]] = {}
+    groups: dict[str, list[tuple[Run, RunRecord]]] = {}
     for folder in folders:
         record = folder.read_record()
         groups.setdefault(pair_key(record), []).append((folder, record))
@@ -130,7 +132,7 @@ def data_pairs(folders: Iterable[RunFolder], warmup: int = WARMUP_EPOCHS) -> lis
     return pairs
 
 
-def pair_of(folder: RunFolder, candidates: Iterable[RunFolder], warmup: int = WARMUP_EPOCHS) -> DataPair | None:
+def pair_of(folder: Run, candidates: Iterable[Run], warmup: int = WARMUP_EPOCHS) -> DataPair | None:
     """The pair `folder` belongs to among `candidates` (e.g. the runs beside it), or None."""
     key = pair_key(folder.read_record())
     mine = [f for f in candidates if f.path != folder.path and _key_or_none(f) == key]
@@ -138,13 +140,14 @@ def pair_of(folder: RunFolder, candidates: Iterable[RunFolder], warmup: int = WA
     return found[0] if found else None
 
 
-def pair_beside(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> DataPair | None:
-    """The pair `folder` makes with the runs in the same folder of runs (where `tracer profile --data all`
-    and a campaign put them), or None."""
-    key = pair_key(folder.read_record())
-    paths = _keys_beside(folder.path.parent, _mtime_ns(folder.path.parent)).get(key, ())
-    mine = [RunFolder(p) for p in paths if p != folder.path]
-    found = data_pairs([folder, *mine], warmup) if mine else []
+@per_run
+def pair_beside(run: Run) -> DataPair | None:
+    """The pair `run` makes with the runs in the same folder of runs (where `tracer profile --data all`
+    and a campaign put them), or None; looked for once per run."""
+    key = pair_key(run.read_record())
+    paths = _keys_beside(run.path.parent, _mtime_ns(run.path.parent)).get(key, ())
+    mine = [Run.open(p, run.warmup) for p in paths if p != run.path]
+    found = data_pairs([run, *mine], run.warmup) if mine else []
     return found[0] if found else None
 
 
@@ -161,20 +164,20 @@ def _keys_beside(parent: Path, mtime_ns: int) -> dict[str, tuple[Path, ...]]:
     so diagnosing every run of a campaign reads each run.json once, not once per run."""
     keys: dict[str, list[Path]] = {}
     for f in list_runs(parent):
-        key = _key_or_none(f)
+        key = _key_or_none(Run.open(f))
         if key is not None:
             keys.setdefault(key, []).append(f.path)
     return {k: tuple(v) for k, v in keys.items()}
 
 
-def _key_or_none(folder: RunFolder) -> str | None:
+def _key_or_none(folder: Run) -> str | None:
     try:
         return pair_key(folder.read_record())
     except Exception:  # noqa: BLE001 - a damaged neighbour is not part of any pair
         return None
 
 
-def _pair(runs: Sequence[tuple[RunFolder, RunRecord]], warmup: int) -> DataPair:
+def _pair(runs: Sequence[tuple[Run, RunRecord]], warmup: int) -> DataPair:
     spec = runs[0][1].spec
     rates: list[Spread | None] = []
     ids: list[tuple[str, ...]] = []
@@ -184,7 +187,7 @@ def _pair(runs: Sequence[tuple[RunFolder, RunRecord]], warmup: int) -> DataPair:
         ok = [f for f in mine if f.read_record().rankable]
         rates.append(throughput([f.epochs() for f in ok], warmup).images_per_s if ok else None)
         ids.append(tuple(f.run_id for f in mine))
-        busy.append(any(contention(f.samples("process")).contended for f in ok))
+        busy.append(any(run_contention(f).contended for f in ok))
     return DataPair(
         spec.framework, spec.model, spec.dataset, spec.device, spec.batch, tuple(rates), tuple(ids), tuple(busy)
     )

@@ -14,7 +14,8 @@ from analyzers.diagnosis import (
 from analyzers.diagnosis.inputs import RunTables, load
 from analyzers.diagnosis.knobs import for_command
 from analyzers.diagnosis.verdict import RULES, Evidence, Severity, Verdict, ranked
-from tracer.core.runfolder import RunFolder
+from analyzers.run.memo import per_run
+from analyzers.run.run import Run
 
 __all__ = [
     "RULES",
@@ -39,11 +40,11 @@ def diagnose_tables(tables: RunTables) -> list[Verdict]:
     return verdicts
 
 
-def diagnose(folder: RunFolder) -> list[Verdict]:
-    """Every rule's verdict on the run (its inputs: a `Run`'s `diagnosis_inputs`, made once; else made now)."""
-    from analyzers.figures.parts import part
-
-    return diagnose_tables(part(folder, "diagnosis_inputs", lambda: load(folder)))
+@per_run
+def diagnose(run: Run) -> list[Verdict]:
+    """Every rule's verdict on the run, judged once per run (`tracer show`, `compare`, the report and the
+    viewer's tab ask for the same verdicts; the inputs: `analyzers.diagnosis.inputs.load`)."""
+    return diagnose_tables(load(run))
 
 
 def top(verdicts: list[Verdict], n: int = TOP) -> list[Verdict]:

@@ -6,34 +6,61 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import combinations
 
+from analyzers.diagnosis import diagnose
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.verdict import Verdict
+from analyzers.figures.contention import run_contention
 from analyzers.figures.noise import why_not_ordered
+from analyzers.figures.run_summary import summarise
 from analyzers.figures.steady import Spread
 from analyzers.render.sentences import Gap, gap_sentence, versus
+from analyzers.run.run import Run
 
 
 @dataclass(frozen=True)
-class Diagnosed:
-    """One run with its verdicts, as the comparison needs it."""
+class Labelled:
+    """A run under the label a comparison gives it (its framework, or its id where frameworks repeat). It
+    copies nothing: its figures are the run's summary and diagnosis, each computed once per run."""
 
-    label: str  # the framework, or the run id where frameworks repeat
-    run_id: str
-    steady_epoch_s: float | None  # mean steady epoch time (analyzers.figures.phases)
-    ok: bool
-    verdicts: tuple[Verdict, ...]
-    steady_images_per_s: float | None = None  # what runs of one case are ranked by (their epochs may differ)
-    contended: bool = False  # taken on a busy machine (analyzers.figures.contention): its times are not ordered
+    label: str
+    run: Run
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    @property
+    def ok(self) -> bool:
+        return self.run.record.rankable
+
+    @property
+    def steady_epoch_s(self) -> float | None:
+        """Mean steady epoch time (analyzers.figures.phases)."""
+        return summarise(self.run).steady_epoch_s
+
+    @property
+    def steady_images_per_s(self) -> float | None:
+        """What runs of one case are ranked by (their epochs may differ)."""
+        return summarise(self.run).steady_images_per_s
+
+    @property
+    def contended(self) -> bool:
+        """Taken on a busy machine (analyzers.figures.contention): its times are not ordered."""
+        return run_contention(self.run).contended
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        return diagnose(self.run)
 
     def verdict(self, rule: str) -> Verdict | None:
         return next((v for v in self.verdicts if v.rule == rule), None)
 
 
-def ranked_runs(runs: list[Diagnosed]) -> list[Diagnosed]:
+def ranked_runs(runs: list[Labelled]) -> list[Labelled]:
     """Most steady images/s first (runs of one case may use different --limit, so not epoch time);
     runs that may not be ranked (failed, diverged) and runs without epochs last."""
 
-    def key(r: Diagnosed) -> tuple[bool, float, float, str]:
+    def key(r: Labelled) -> tuple[bool, float, float, str]:
         missing = not r.ok or (r.steady_images_per_s is None and r.steady_epoch_s is None)
         return (missing, -(r.steady_images_per_s or 0.0), r.steady_epoch_s or 0.0, r.label)
 
@@ -50,7 +77,7 @@ def _value(v: Verdict) -> str:
     return f"{shown} {v.unit.split(' ')[0]}" + "".join(f", {r}" for r in ratios) + ("" if v.fired else " (quiet)")
 
 
-def differing(a: Diagnosed, b: Diagnosed) -> list[str]:
+def differing(a: Labelled, b: Labelled) -> list[str]:
     """One line per rule whose verdicts differ between `a` and `b` (one fired and not the other, or
     both measured with headline numbers PAIR_DIFFERENCE_PCT points apart in a % unit)."""
     out = []
@@ -70,7 +97,7 @@ def differing(a: Diagnosed, b: Diagnosed) -> list[str]:
     return out
 
 
-def _data_wait_gap(a: Diagnosed, b: Diagnosed, va: Verdict, vb: Verdict) -> str:
+def _data_wait_gap(a: Labelled, b: Labelled, va: Verdict, vb: Verdict) -> str:
     """How much of the gap in steady epoch time the data wait explains (analyzers.render.sentences),
     slower run first."""
     wa, wb = _evidence(va, "data wait per epoch"), _evidence(vb, "data wait per epoch")
@@ -89,24 +116,7 @@ def _evidence(v: Verdict, name: str) -> float | None:
     return next((e.value for e in v.evidence if e.name == name), None)
 
 
-def pair_lines(runs: list[Diagnosed]) -> list[tuple[str, str, list[str]]]:
+def pair_lines(runs: list[Labelled]) -> list[tuple[str, str, list[str]]]:
     """(faster, slower, lines) for every pair, in ranking order."""
     order = ranked_runs(runs)
     return [(a.label, b.label, differing(b, a)) for a, b in combinations(order, 2)]
-
-
-def diagnosed_folder(folder: object, label: str) -> Diagnosed:
-    """One run folder, diagnosed, for `tracer compare`."""
-    from analyzers.diagnosis import diagnose
-    from analyzers.figures.steady import epoch_stats
-    from tracer.core.runfolder import RunFolder
-
-    assert isinstance(folder, RunFolder)
-    ok = folder.read_record().rankable
-    stats = epoch_stats(folder.epochs())
-    from analyzers.figures.contention import contention
-
-    busy = contention(folder.samples("process")).contended
-    return Diagnosed(
-        label, folder.run_id, stats.steady_epoch_s, ok, tuple(diagnose(folder)), stats.steady_images_per_s, busy
-    )

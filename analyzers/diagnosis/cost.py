@@ -18,16 +18,17 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
-from analyzers.figures.contention import contention
+from analyzers.figures.contention import run_contention
 from analyzers.figures.noise import WITHIN_NOISE
 from analyzers.figures.repeats import UNMEASURED
 from analyzers.figures.steady import epoch_stats
 from analyzers.render.display import ratio_text
+from analyzers.run.run import Run
 from analyzers.trace import tables as t
 from tracer.core import schema
 from tracer.core import window as trace_window
 from tracer.core.records import RunRecord
-from tracer.core.runfolder import RunFolder, list_runs
+from tracer.core.runfolder import list_runs
 from tracer.measure.tracing import BACKENDS
 
 TRACE_TABLES = (t.CUDA_API, t.KERNELS, t.MEMCPY, t.NVTX, t.OSRT)
@@ -83,7 +84,7 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f} %"
 
 
-def measurement_cost(folder: RunFolder) -> Cost:
+def measurement_cost(folder: Run) -> Cost:
     record = folder.read_record()
     m = record.measurement_cost
     records = bytes_ = None
@@ -107,7 +108,7 @@ def measurement_cost(folder: RunFolder) -> Cost:
                 mine, theirs = _window_epoch_s(folder, window), _window_epoch_s(found, window)
             else:
                 mine = theirs = None  # a few traced steps inside an untraced epoch: no epoch ratio
-            busy = [f.run_id for f in (found, folder) if contention(f.samples("process")).contended]
+            busy = [f.run_id for f in (found, folder) if run_contention(f).contended]
             if mine and theirs and busy:  # a contended run is never the baseline (nor the subject) of a cost ratio
                 peer, no_ratio = found.run_id, f"{' and '.join(busy)} contended: {WITHIN_NOISE}"
             elif mine and theirs:
@@ -135,14 +136,14 @@ def measurement_cost(folder: RunFolder) -> Cost:
     )
 
 
-def _window_epoch_s(folder: RunFolder, window: trace_window.TraceWindow) -> float | None:
+def _window_epoch_s(folder: Run, window: trace_window.TraceWindow) -> float | None:
     """Mean time of the window's epochs in this run (None when it did not reach them all)."""
     wanted = range(window.first_epoch, window.last_epoch + 1)
     times = {e.epoch: e.duration_s for e in folder.epochs()}
     return statistics.fmean(times[n] for n in wanted) if all(n in times for n in wanted) else None
 
 
-def sampled_tree_cpu_s(folder: RunFolder) -> float | None:
+def sampled_tree_cpu_s(folder: Run) -> float | None:
     """CPU seconds of the worker's process tree from the sampler's samples: each sample's cores busy
     since the one before, times the time between them."""
     process = folder.samples("process")
@@ -153,7 +154,7 @@ def sampled_tree_cpu_s(folder: RunFolder) -> float | None:
     return sum((c or 0.0) * (t[i] - t[i - 1]) / 1e9 for i, c in enumerate(cores) if i > 0)
 
 
-def untraced_peer(folder: RunFolder, record: RunRecord) -> RunFolder | None:
+def untraced_peer(folder: Run, record: RunRecord) -> Run | None:
     """The newest finished run beside this one whose spec is the same but for what measured it."""
     want = dataclasses.replace(record.spec, case=None, **UNMEASURED)
     for other in reversed(list_runs(folder.path.parent)):
@@ -164,5 +165,5 @@ def untraced_peer(folder: RunFolder, record: RunRecord) -> RunFolder | None:
         except Exception:  # noqa: BLE001 - a damaged neighbour is not this run's business
             continue
         if r.rankable and dataclasses.replace(r.spec, case=None) == want:
-            return other
+            return Run.open(other)
     return None

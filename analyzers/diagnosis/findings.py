@@ -22,8 +22,8 @@ from analyzers.figures.repeats import pool
 from analyzers.figures.run_summary import RunSummary, summarise
 from analyzers.figures.steady import Spread, spread
 from analyzers.render import palette
+from analyzers.run.run import Run
 from tracer.core.records import RunRecord
-from tracer.core.runfolder import RunFolder
 
 AGREES, DISAGREES, NOT_MEASURED = "agrees", "disagrees", "not measured"
 SOURCE = "the study, as summarised in issue #19"
@@ -49,32 +49,19 @@ class Finding:
     runs: tuple[str, ...] = ()  # the run ids the judgement used
 
 
-@dataclass(frozen=True)
-class Run:
-    record: RunRecord
-    summary: RunSummary
-    data_wait_pct: float | None  # the steady data-wait share (the input-bound rule's number), where measured
-    folder: RunFolder | None = None
+def case_of(run: Run) -> tuple[str, str, str, int]:
+    """What a claim pools runs by: model, dataset, device, batch."""
+    s = run.record.spec
+    return (s.model, s.dataset, s.device, s.batch)
 
-    @property
-    def framework(self) -> str:
-        return self.record.spec.framework
 
-    @property
-    def case(self) -> tuple[str, str, str, int]:
-        s = self.record.spec
-        return (s.model, s.dataset, s.device, s.batch)
+def rankable(run: Run) -> bool:
+    return run.record.rankable
 
-    @property
-    def ok(self) -> bool:
-        return self.record.rankable
 
-    @property
-    def run_id(self) -> str:
-        """The run's one identity, as every consumer keys it: its folder's name (`RunFolder.run_id`, what
-        `find_run` looks up and `analyzers.figures.repeats` pools by), which run.json's `run_id` need not match
-        (a renamed or copied folder, a damaged id)."""
-        return self.folder.run_id if self.folder is not None else self.record.run_id
+def data_wait_pct(run: Run) -> float | None:
+    """The steady data-wait share (the input-bound rule's number), where measured."""
+    return summarise(run).steady_data_wait_pct
 
 
 @dataclass(frozen=True)
@@ -114,14 +101,6 @@ CLAIMS = (
 )  # fmt: skip
 
 
-def load_runs(folders: Sequence[RunFolder]) -> list[Run]:
-    out = []
-    for f in folders:
-        s = summarise(f)
-        out.append(Run(f.read_record(), s, s.steady_data_wait_pct, f))
-    return out
-
-
 def findings(runs: Sequence[Run]) -> list[Finding]:
     out = []
     for c in CLAIMS:
@@ -159,14 +138,14 @@ def cells(runs: Sequence[Run]) -> dict[tuple[str, str, str, int], list[Cell]]:
     one with the most runs), pooled as analyzers.figures.repeats pools them."""
     by_case: dict[tuple[str, str, str, int], dict[str, list[Run]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
-        if r.ok and r.folder is not None:
-            by_case[r.case][r.framework].append(r)
+        if rankable(r):
+            by_case[case_of(r)][r.framework].append(r)
     out: dict[tuple[str, str, str, int], list[Cell]] = {}
     for case, frameworks in by_case.items():
         row = []
         for fw in palette.order(list(frameworks)):
             mine = {r.run_id: r for r in frameworks[fw]}
-            pools = [p for p in pool((r.folder, r.record) for r in mine.values() if r.folder) if p.counted]
+            pools = [p for p in pool((r, r.record) for r in mine.values()) if p.counted]
             if not pools:
                 continue
             best = min(pools, key=lambda p: (_measured(p.records[0]), -len(p.counted), p.run_ids[0]))
@@ -200,7 +179,7 @@ def _table_order(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> 
         return NOT_MEASURED, _none_of_kind(claim, all_runs), []
     for case, row in found.items():
         timed = sorted(
-            ((v.median, c) for c in row if (v := c.value(lambda r: r.summary.steady_epoch_s)) is not None),
+            ((v.median, c) for c in row if (v := c.value(lambda r: summarise(r).steady_epoch_s)) is not None),
             key=lambda x: x[0],
         )
         names = {c.framework for _, c in timed}
@@ -209,14 +188,14 @@ def _table_order(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> 
         # the second and the third within noise (analyzers.figures.noise): "the two fastest" is not decided there
         (_, second), (_, third) = timed[1], timed[2]
         noise = why_not_ordered(
-            second.value(lambda r: r.summary.steady_epoch_s),
-            third.value(lambda r: r.summary.steady_epoch_s),
-            (any(r.summary.contended for r in second.runs), any(r.summary.contended for r in third.runs)),
+            second.value(lambda r: summarise(r).steady_epoch_s),
+            third.value(lambda r: summarise(r).steady_epoch_s),
+            (any(summarise(r).contended for r in second.runs), any(summarise(r).contended for r in third.runs)),
         )
         if not noise:
             verdicts.append({c.framework for _, c in timed[:2]} == {"pytorch", "tensorflow"})
         used += _used([c for _, c in timed])
-        order = " < ".join(c.text(lambda r: r.summary.steady_epoch_s, ".2f", "s") for _, c in timed)
+        order = " < ".join(c.text(lambda r: summarise(r).steady_epoch_s, ".2f", "s") for _, c in timed)
         if noise:
             order += f" (the second and third {WITHIN_NOISE}: {noise}; no order judged)"
         parts.append(f"{_case_text(case)}, steady epoch: {order}")
@@ -238,15 +217,15 @@ def _table_order(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> 
 def _pytorch_full_cpu(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> tuple[str, str, list[str]]:
     mine = [
         c for row in cells(runs).values() for c in row
-        if c.framework == "pytorch" and c.value(lambda r: r.summary.cpu_pct_mean) is not None
+        if c.framework == "pytorch" and c.value(lambda r: summarise(r).cpu_pct_mean) is not None
     ]  # fmt: skip
     if not mine:
         return NOT_MEASURED, f"no finished PyTorch CPU run with CPU samples among the {len(all_runs)} runs given", []
     parts, ok = [], []
     for c in mine:
-        cpu = c.value(lambda r: r.summary.cpu_pct_mean)
-        lo = min((r.summary.threads_min for r in c.runs if r.summary.threads_min is not None), default=None)
-        hi = max((r.summary.threads_max for r in c.runs if r.summary.threads_max is not None), default=None)
+        cpu = c.value(lambda r: summarise(r).cpu_pct_mean)
+        lo = min((v for r in c.runs if (v := summarise(r).threads_min) is not None), default=None)
+        hi = max((v for r in c.runs if (v := summarise(r).threads_max) is not None), default=None)
         steady = lo is not None and hi is not None and hi - lo <= 2
         ok.append(cpu is not None and cpu.median >= th.FULL_CPU_PCT and steady)
         parts.append(
@@ -263,19 +242,19 @@ def _compare_per_case(
     parts, results, used = [], [], []
     for case, row in cells(runs).items():
         tf = next((c for c in row if c.framework == "tensorflow"), None)
-        others = [c for c in row if c.framework != "tensorflow" and c.value(lambda r: value(r.summary)) is not None]
-        tf_value = tf.value(lambda r: value(r.summary)) if tf is not None else None
+        others = [c for c in row if c.framework != "tensorflow" and c.value(lambda r: value(summarise(r))) is not None]
+        tf_value = tf.value(lambda r: value(summarise(r))) if tf is not None else None
         if tf is None or tf_value is None or not others:
             continue
-        other_values = [v.median for c in others if (v := c.value(lambda r: value(r.summary))) is not None]
+        other_values = [v.median for c in others if (v := c.value(lambda r: value(summarise(r)))) is not None]
         results.append(test(tf_value.median, other_values))
         used += _used([tf, *others])
         parts.append(
             f"{_case_text(case)}: "
-            + " vs ".join(c.text(lambda r: value(r.summary), ".0f", unit) for c in [tf, *others])
+            + " vs ".join(c.text(lambda r: value(summarise(r)), ".0f", unit) for c in [tf, *others])
         )
     if not results:
-        present = sorted({r.framework for r in runs if r.ok})
+        present = sorted({r.framework for r in runs if rankable(r)})
         return (
             NOT_MEASURED,
             (
@@ -307,14 +286,13 @@ def _similar_ram_b100(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim
 def _data_loading_gpu(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> tuple[str, str, list[str]]:
     """Judged on the steady data-wait share of each framework's pooled GPU runs at the batch sizes where
     the study made the claim: it agrees where every framework waits above the input-bound threshold."""
-    mine = [c for row in cells(runs).values() for c in row if c.value(lambda r: r.data_wait_pct) is not None]
+    mine = [c for row in cells(runs).values() for c in row if c.value(data_wait_pct) is not None]
     if not mine:
         return NOT_MEASURED, _none_of_kind(claim, all_runs) + " with per-step timing", []
     parts = [
-        f"{_case_text(c.case)}: " + c.text(lambda r: r.data_wait_pct, ".0f", "% of steady step time wait for data")
-        for c in mine
+        f"{_case_text(c.case)}: " + c.text(data_wait_pct, ".0f", "% of steady step time wait for data") for c in mine
     ]
-    high = [c for c in mine if (v := c.value(lambda r: r.data_wait_pct)) is not None and v.median > th.INPUT_BOUND_PCT]
+    high = [c for c in mine if (v := c.value(data_wait_pct)) is not None and v.median > th.INPUT_BOUND_PCT]
     verdict = AGREES if len(high) == len(mine) else DISAGREES
     summary = f"{len(high)} of {len(mine)} above {th.INPUT_BOUND_PCT:.0f} %: "
     return verdict, summary + "; ".join(parts), _used(mine)
@@ -332,8 +310,8 @@ def _mxnet_paddle_fail(runs: Sequence[Run], all_runs: Sequence[Run], claim: Clai
             ),
             [],
         )
-    failed = [r for r in mine if not r.ok]
-    parts = [f"{r.framework} {_case_text(r.case)}: {r.summary.status}" for r in mine]
+    failed = [r for r in mine if not rankable(r)]
+    parts = [f"{r.framework} {_case_text(case_of(r))}: {summarise(r).status}" for r in mine]
     used = [r.run_id for r in mine]
     return (AGREES if failed else DISAGREES), f"{len(failed)} of {len(mine)} failed: " + "; ".join(parts), used
 
@@ -350,8 +328,8 @@ def _singa_crash(runs: Sequence[Run], all_runs: Sequence[Run], claim: Claim) -> 
             ),
             [],
         )
-    failed = [r for r in mine if not r.ok]
-    parts = [f"{_case_text(r.case)}: {r.summary.status} {r.record.outcome.cause}".rstrip() for r in mine]
+    failed = [r for r in mine if not rankable(r)]
+    parts = [f"{_case_text(case_of(r))}: {summarise(r).status} {r.record.outcome.cause}".rstrip() for r in mine]
     used = [r.run_id for r in mine]
     return (AGREES if failed else DISAGREES), f"{len(failed)} of {len(mine)} failed: " + "; ".join(parts), used
 

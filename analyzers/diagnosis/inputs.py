@@ -1,6 +1,6 @@
-"""One run's tables as the diagnosis rules read them: a view over the run's parts (`analyzers.run.Run`),
-made once per run and handed to every rule, so rules stay pure functions of tables (tests swap a table
-with `dataclasses.replace`)."""
+"""One run's tables as the diagnosis rules read them: a view over the run's parts (`analyzers.run.run.Run`),
+made once per run (`load`, kept by the run) and handed to every rule, so rules stay pure functions of
+tables (tests swap a table with `dataclasses.replace`)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzers.comparison.pairs import DataPair
+from analyzers.comparison.pairs import DataPair, pair_beside
+from analyzers.figures import phases as ph
+from analyzers.figures.phase_cuts import nvtx_ranges, run_phases, trace_phases
 from analyzers.figures.phases import RunPhases, split_epochs
 from analyzers.figures.ranks import RankTable, rank_table
 from analyzers.figures.run_summary import summarise
 from analyzers.figures.straggler import Straggler, straggler
 from analyzers.figures.utilisation import Utilisation
+from analyzers.run.memo import per_run_holding_tables
+from analyzers.run.run import Run
 from analyzers.summaries.rows import ApiRow
+from analyzers.timeline import view_store
+from analyzers.trace import table_names as t
 from tracer.core import schema
 from tracer.core.records import EpochRecord, RunRecord
-from tracer.core.runfolder import RunFolder
 from tracer.core.schema import STEPS_TABLE, THREADS_TABLE
 
 
@@ -112,16 +117,10 @@ def _bounds(sorted_t: np.ndarray, epochs: list[EpochRecord]) -> tuple[np.ndarray
     return lo, np.maximum(hi, lo)
 
 
-def load(folder: RunFolder) -> RunTables:
-    """The rules' inputs, taken from the run's parts (`analyzers.run.Run`: phases, the CUDA API split
-    per phase and the samples are computed once per run, for the diagnosis and every other view)."""
-    from analyzers.comparison.pairs import pair_beside
-    from analyzers.figures import phases as ph
-    from analyzers.figures.parts import part
-    from analyzers.summaries.cuda_api import connect, phase_summaries
-    from analyzers.trace import tables as t
-
-    run = folder
+@per_run_holding_tables
+def load(run: Run) -> RunTables:
+    """The rules' inputs, taken from the run's parts (phases, the CUDA API split per phase, the summary and
+    the samples are each computed once per run, for the diagnosis and every other view), made once per run."""
     record = run.read_record()
     startup: list[ApiRow] = []
     steady: list[ApiRow] = []
@@ -131,12 +130,11 @@ def load(folder: RunFolder) -> RunTables:
     span = None
     kernels: tuple[int, int, float | None] = (0, 0, None)
     nvtx_steps = 0
-    api_path = run.table_path(t.CUDA_API)
     traced = None
-    if t.present(run, t.CUDA_API) or t.present(run, t.NVTX):
-        traced = part(run, "trace_phases", lambda: ph.trace_phases(run))
-    if t.present(run, t.CUDA_API) and traced is not None:
-        split = part(run, "api_phases", lambda: phase_summaries(run))
+    if run.has_table(t.CUDA_API) or run.has_table(t.NVTX):
+        traced = trace_phases(run)
+    if traced is not None and run.has_table(t.CUDA_API):
+        split = view_store.api_phases(run)  # from a big run's stored view: the costliest part of a diagnosis
         whole = split[ph.WHOLE]
         for p in traced.phases:
             if p.name == ph.STARTUP:
@@ -145,22 +143,14 @@ def load(folder: RunFolder) -> RunTables:
             elif p.name == ph.STEADY:
                 steady = split[ph.STEADY]
                 steady_cut = p.start_ns
-        q = f"SELECT min(start_ns), max(end_ns) FROM read_parquet('{_sql(api_path)}')"
-        lo, hi = connect().execute(q).fetchone() or (None, None)
-        span = (int(lo), int(hi)) if lo is not None else None
-    kpath = run.table_path(t.KERNELS)
-    if t.present(run, t.KERNELS):
-        row = (
-            connect()
-            .execute(f"SELECT count(*), coalesce(sum(dur_ns), 0), median(dur_ns) FROM read_parquet('{_sql(kpath)}')")
-            .fetchone()
-        )
-        if row is not None:
-            kernels = (int(row[0]), int(row[1]), float(row[2]) if row[2] is not None else None)
+        span = _span(run.table(t.CUDA_API, ["start_ns", "end_ns"]))
+    durations = run.table(t.KERNELS, ["dur_ns"])
+    if durations is not None:
+        dur = pc.drop_null(durations["dur_ns"]).to_numpy(zero_copy_only=False)
+        kernels = (durations.num_rows, int(dur.sum()), float(np.median(dur)) if len(dur) else None)
     nvtx_steady = 0
     if traced is not None:
-        nvtx = part(run, "nvtx_ranges", lambda: ph.nvtx_ranges(run))
-        step_starts = [s for name, s, _e in nvtx if ph.STEP_NAME.match(name)]
+        step_starts = [s for name, s, _e in nvtx_ranges(run) if ph.STEP_NAME.match(name)]
         nvtx_steps = len(step_starts)
         window = traced.steady
         nvtx_steady = sum(1 for s in step_starts if window is not None and window.holds(s))
@@ -186,18 +176,22 @@ def load(folder: RunFolder) -> RunTables:
         nvtx_steps=nvtx_steps,
         errors=errors,
         worker_start_ns=starts[0] if starts else record.wall_start_ns,
-        phases=part(run, "phases", lambda: ph.run_phases(run)),
+        phases=run_phases(run),
         nvtx_steady_steps=nvtx_steady,
         steady_cut_ns=steady_cut,
-        pair=part(run, "pair", lambda: pair_beside(run)),
-        ranks=rank_table(folder),
-        straggler=straggler(folder),
-        utilisation=summarise(folder).utilisation,
+        pair=pair_beside(run),
+        ranks=rank_table(run),
+        straggler=straggler(run),
+        utilisation=summarise(run).utilisation,
     )
 
 
-def _sql(path: object) -> str:
-    return str(path).replace("'", "''")
+def _span(calls: pa.Table | None) -> tuple[int, int] | None:
+    """The first call's start and the last one's end (None without calls)."""
+    if calls is None or calls.num_rows == 0:
+        return None
+    lo, hi = pc.min(calls["start_ns"]).as_py(), pc.max(calls["end_ns"]).as_py()
+    return None if lo is None or hi is None else (int(lo), int(hi))
 
 
 def column(table: pa.Table | None, name: str) -> list[float]:

@@ -30,10 +30,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers.figures.ranks import _merged, _overlap
+from analyzers.run.run import Run
 from analyzers.trace import collectives as coll
 from analyzers.trace import tables as t
 from tracer.core import schema
-from tracer.core.runfolder import RunFolder
 
 GB = 1e9
 """Bandwidths in GB/s (10^9 bytes), as nccl-tests print them."""
@@ -91,7 +91,7 @@ BYTES_NOT_RECORDED = (
 )
 
 
-def _read(folder: RunFolder, name: str, columns: list[str]) -> pa.Table | None:
+def _read(folder: Run, name: str, columns: list[str]) -> pa.Table | None:
     path = folder.table_path(name)
     if not t.present(folder, name):
         return None
@@ -100,7 +100,7 @@ def _read(folder: RunFolder, name: str, columns: list[str]) -> pa.Table | None:
     return table if table.num_rows else None
 
 
-def calls(folder: RunFolder) -> list[Call]:
+def calls(folder: Run) -> list[Call]:
     """Every collective of every rank, with its wait for the last arrival where all ranks have it."""
     kernels = _read(folder, t.KERNELS, ["start_ns", "end_ns", "name", "correlation_id"])
     if kernels is None:
@@ -199,7 +199,7 @@ def _with_waits(out: list[Call]) -> list[Call]:
     return sorted(made, key=lambda c: (c.rank, c.start_ns))
 
 
-def table(folder: RunFolder) -> CollectivesTable | None:
+def table(folder: Run) -> CollectivesTable | None:
     """One row per rank and kind; None where the run has no communication kernels."""
     found = calls(folder)
     if not found:

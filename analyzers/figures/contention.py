@@ -3,8 +3,8 @@
 The sampler records the whole machine's CPU (`sys_cpu_pct`) beside the training's own (`cpu_pct`), both
 with 100 = every core busy. Their difference is what other processes used. A run during which the
 median of that difference reached `CONTENDED_OTHER_CPU_PCT` is *contended*: its times are not
-comparable with a run on a quiet machine. Computed from the samples each time it is read (never stored),
-so the threshold can change without rewriting run folders, and imported or older runs get it too.
+comparable with a run on a quiet machine. Computed from the samples once per opened run (`run_contention`,
+never stored), so the threshold can change without rewriting run folders, and imported or older runs get it too.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analyzers.run.memo import per_run
+from analyzers.run.run import Run
 from analyzers.trace.arrays import as_array
 from tracer.core import schema
 
@@ -43,6 +45,13 @@ class Contention:
             f"contended: other processes held {self.other_cpu_pct:.0f} % of the CPU (median; threshold "
             f"{CONTENDED_OTHER_CPU_PCT:.0f} %): times are not comparable with a quiet machine's"
         )
+
+
+@per_run
+def run_contention(run: Run) -> Contention:
+    """The run's contention, judged once per run from its process samples (the summary, the data pairs, the
+    report, the diagnosis's cost and every list of runs read this one)."""
+    return contention(run.samples("process"))
 
 
 def contention(process: pa.Table | None, threshold: float = CONTENDED_OTHER_CPU_PCT) -> Contention:

@@ -14,9 +14,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from analyzers.run.run import Run
 from tracer.core import schema
 from tracer.core.records import EpochRecord
-from tracer.core.runfolder import RunFolder
 from tracer.core.schema import RAILS_TABLE, RAPL_TABLE
 
 NO_SOURCE = "no energy source"
@@ -101,7 +101,7 @@ def from_power(t_ns: Sequence[int], watts: Sequence[float]) -> CumulativeSeries:
     return CumulativeSeries(tuple(out_t), tuple(out_j))
 
 
-def series_by_source(folder: RunFolder) -> dict[str, CumulativeSeries]:
+def series_by_source(folder: Run) -> dict[str, CumulativeSeries]:
     """Every source's cumulative series, named as printed."""
     out: dict[str, CumulativeSeries] = {}
     gpu = _rows(folder, "gpu")
@@ -144,7 +144,7 @@ def series_by_source(folder: RunFolder) -> dict[str, CumulativeSeries]:
     return out
 
 
-def energy(folder: RunFolder, epochs: Sequence[EpochRecord] | None = None) -> tuple[SourceEnergy, ...]:
+def energy(folder: Run, epochs: Sequence[EpochRecord] | None = None) -> tuple[SourceEnergy, ...]:
     """Each source's energy per epoch (empty: the run had no energy source)."""
     epochs = list(folder.epochs() if epochs is None else epochs)
     out = []
@@ -154,7 +154,7 @@ def energy(folder: RunFolder, epochs: Sequence[EpochRecord] | None = None) -> tu
     return tuple(out)
 
 
-def _rows(folder: RunFolder, table: str) -> list[dict[str, Any]]:
+def _rows(folder: Run, table: str) -> list[dict[str, Any]]:
     t = folder.samples(table)
     return t.to_pylist() if t is not None else []
 

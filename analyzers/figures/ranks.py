@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from analyzers.figures import torch_parts
 from analyzers.figures.phases import split_epochs
+from analyzers.run.run import Run
 from analyzers.trace import collectives
 from analyzers.trace import tables as t
 from tracer.core import schema
@@ -116,7 +117,7 @@ class RankTable:
     comm_source: str
 
 
-def load(folder: RunFolder) -> RanksInput | None:
+def load(folder: Run) -> RanksInput | None:
     """The run's ranks as the analyses read them; None for a run of one process."""
     record = folder.read_record()
     steps = folder.samples(schema.STEPS_TABLE)
@@ -171,7 +172,7 @@ def load(folder: RunFolder) -> RanksInput | None:
     return RanksInput(infos, tuple(out), BASIS_TRACE if imported else BASIS_STEADY, source, steady)
 
 
-def rank_table(folder: RunFolder) -> RankTable | None:
+def rank_table(folder: Run) -> RankTable | None:
     """One row per rank; None for a run of one process."""
     data = load(folder)
     if data is None:
@@ -268,7 +269,7 @@ def _worker_arrivals(table: pa.Table, steady: tuple[int, ...]) -> list[Arrival]:
     return out
 
 
-def _read(folder: RunFolder, name: str, columns: list[str]) -> pa.Table | None:
+def _read(folder: Run, name: str, columns: list[str]) -> pa.Table | None:
     path = folder.table_path(name)
     if not t.present(folder, name):  # absent, or damaged (named in the run's problems)
         return None
@@ -277,7 +278,7 @@ def _read(folder: RunFolder, name: str, columns: list[str]) -> pa.Table | None:
     return table if table.num_rows else None
 
 
-def _host_collectives(folder: RunFolder) -> pa.Table | None:
+def _host_collectives(folder: Run) -> pa.Table | None:
     parts = []
     for name in (t.OPERATORS, t.NVTX):
         table = _read(folder, name, ["start_ns", "end_ns", "name"])
@@ -325,7 +326,7 @@ def busy_between(r: RankSteps, a: int, b: int) -> int:
     return _overlap(r.compute_starts, r.compute_ends, a, b)
 
 
-def rank_view(folder: RunFolder, rank: int, scratch: Path) -> RunFolder:
+def rank_view(folder: Run, rank: int, scratch: Path) -> RunFolder:
     """One rank of a run as a run folder of its own under `scratch` (same run id): every trace table and
     the steps table with that rank's rows only, that rank's own samples (its process tree), the run's
     record and events. Every summary then reads one rank without knowing of ranks."""

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from analyzers.figures.steady import WARMUP_EPOCHS, Throughput, throughput
+from analyzers.run.run import Run
 from tracer.core.records import ImportOrigin, RunRecord, RunSpec
-from tracer.core.runfolder import RunFolder
 
 # Spec fields that do not change what is measured (limits on how long a run may take, a label):
 # runs differing only there are repeats
@@ -49,9 +49,9 @@ def repeat_key(record: RunRecord) -> str:
     return json.dumps({"spec": spec_key(record), "knobs": knobs}, sort_keys=True, default=str)
 
 
-def group_repeats(folders: Iterable[RunFolder]) -> list[list[RunFolder]]:
+def group_repeats(folders: Iterable[Run]) -> list[list[Run]]:
     """Runs grouped by spec, groups in the order their first run was given, runs by id within a group."""
-    groups: dict[str, list[RunFolder]] = {}
+    groups: dict[str, list[Run]] = {}
     for folder in folders:
         groups.setdefault(repeat_key(folder.read_record()), []).append(folder)
     return [sorted(g, key=lambda f: f.run_id) for g in groups.values()]
@@ -62,7 +62,7 @@ class Pool:
     """One group of repeats and its pooled steady state."""
 
     key: str  # repeat_key of every run in it
-    folders: tuple[RunFolder, ...]  # every run of the spec, in the order given
+    folders: tuple[Run, ...]  # every run of the spec, in the order given
     records: tuple[RunRecord, ...]
     counted: tuple[str, ...]  # run ids whose speed went into the median (rankable runs with epochs)
     left_out: tuple[str, ...]  # 'RUN: why' for the runs kept out of the median
@@ -77,16 +77,16 @@ class Pool:
         return self.records[0].spec
 
 
-def pool(runs: Iterable[tuple[RunFolder, RunRecord]], warmup: int = WARMUP_EPOCHS) -> list[Pool]:
+def pool(runs: Iterable[tuple[Run, RunRecord]], warmup: int = WARMUP_EPOCHS) -> list[Pool]:
     """The runs grouped into repeats (same `repeat_key`), each group pooled: the median and range over
     its rankable runs of each one's steady state. Groups in the order their first run was given."""
-    groups: dict[str, list[tuple[RunFolder, RunRecord]]] = {}
+    groups: dict[str, list[tuple[Run, RunRecord]]] = {}
     for folder, record in runs:
         groups.setdefault(repeat_key(record), []).append((folder, record))
     return [_pool(key, members, warmup) for key, members in groups.items()]
 
 
-def _pool(key: str, members: Sequence[tuple[RunFolder, RunRecord]], warmup: int) -> Pool:
+def _pool(key: str, members: Sequence[tuple[Run, RunRecord]], warmup: int) -> Pool:
     counted, left_out, epochs = [], [], []
     for folder, record in members:
         if not record.rankable:

@@ -12,15 +12,18 @@ import psutil
 
 from analyzers.figures import basis, probe_missed, steps
 from analyzers.figures.basis import PhaseFigures
-from analyzers.figures.contention import contention
+from analyzers.figures.contention import run_contention
 from analyzers.figures.energy import SourceEnergy, energy
 from analyzers.figures.learning import workload_key
-from analyzers.figures.phases import STEADY, WHOLE, EpochMark, Phase, from_marks
-from analyzers.figures.steady import WARMUP_EPOCHS, epoch_stats
+from analyzers.figures.phase_cuts import run_phases
+from analyzers.figures.phases import STEADY, WHOLE, Phase
+from analyzers.figures.steady import epoch_stats
 from analyzers.figures.utilisation import Utilisation, utilisation
+from analyzers.run.memo import per_run
+from analyzers.run.run import Run
 from tracer.core.cases import RunKey
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
-from tracer.core.runfolder import RunFolder, partial_epochs
+from tracer.core.runfolder import partial_epochs
 from tracer.core.schema import KIND, TEGRA_TABLE, TEMPS_TABLE, Event
 
 
@@ -168,25 +171,19 @@ class RunSummary:
         return RunKey.of(self)
 
 
-def summarise(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
-    """The run's summary: a `Run`'s, computed once (`Run.summary`); a bare folder's, computed now."""
-    from analyzers.figures.parts import part
-
-    return part(folder, "summary", lambda: compute_summary(folder, warmup), warmup)
-
-
-def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummary:
-    """What `Run.summary` holds, computed from the run's parts."""
-    record = folder.read_record()
-    epochs = folder.epochs()
-    steady = epoch_stats(epochs, warmup)
-    process = folder.samples("process")
-    load = contention(process)
+@per_run
+def summarise(run: Run) -> RunSummary:
+    """The run's headline numbers over its steady epochs (the run's warm-up left out), computed once per run."""
+    record = run.read_record()
+    epochs = run.epochs()
+    steady = epoch_stats(epochs, run.warmup)
+    process = run.samples("process")
+    load = run_contention(run)
     spec = record.spec
-    splits = steps.epoch_splits(folder)  # the steps table, read once for the run and per epoch
-    sources = energy(folder, epochs)
-    cut = from_marks([EpochMark(e.epoch, e.start_ns, e.end_ns) for e in epochs], warmup)
-    sampled = basis.Tables(process, folder.samples("gpu"), folder.samples(TEGRA_TABLE), folder.samples(TEMPS_TABLE))
+    splits = steps.epoch_splits(run)  # the steps table, read once for the run and per epoch
+    sources = energy(run, epochs)
+    cut = run_phases(run)
+    sampled = basis.Tables(process, run.samples("gpu"), run.samples(TEGRA_TABLE), run.samples(TEMPS_TABLE))
     whole = basis.phase_figures(cut.get(WHOLE) or Phase(WHOLE, None, None), epochs, sampled, splits, sources)
     steady_phase = cut.steady
     figures = (
@@ -196,7 +193,7 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
     )
     steady_step_ms = _per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.total_s)
     return RunSummary(
-        run_id=folder.run_id,  # the folder's name: a copied or renamed run is known by it
+        run_id=run.run_id,  # the run's name: a copied or renamed run is known by it
         framework=spec.framework,
         model=spec.model,
         dataset=spec.dataset,
@@ -219,10 +216,10 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
         contended=load.contended,
         samples=process.num_rows if process is not None else 0,
         trainable_params=record.model.trainable_params if record.model else None,
-        folder=str(folder.path),
+        folder=str(run.path),
         energy=sources,
         energy_unavailable=record.environment.energy_unavailable,
-        compile_s=compile_seconds(folder.events()),
+        compile_s=compile_seconds(run.events()),
         imported_from=record.imported.source if record.imported else "",
         rankable=record.rankable,
         not_rankable_why=record.not_rankable_why,
@@ -233,7 +230,7 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
         workload=workload_key(spec),
         not_recorded=record.imported.not_recorded if record.imported else (),
         data=spec.data,
-        decode_s=decode_seconds(folder.events()),
+        decode_s=decode_seconds(run.events()),
         steady=figures,
         whole=whole,
         steady_step_ms=steady_step_ms,
@@ -241,25 +238,25 @@ def compute_summary(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> RunSummar
             [s for s in splits if s.wait_measured], steady.steady_epoch_numbers, lambda s: s.data_wait_s
         ),
         command=record.command.text if record.command else "",
-        probes=steps.probes(folder),
-        steady_between_ms=_between_ms(folder, steady.steady_epoch_numbers) if record.command else None,
-        partial_epochs=tuple(partial_epochs(folder.events())),
-        rank_images_per_s=_rank_rates(folder, steady.steady_epoch_numbers, steady.steady_images_per_s),
+        probes=steps.probes(run),
+        steady_between_ms=_between_ms(run, steady.steady_epoch_numbers) if record.command else None,
+        partial_epochs=tuple(partial_epochs(run.events())),
+        rank_images_per_s=_rank_rates(run, steady.steady_epoch_numbers, steady.steady_images_per_s),
         utilisation=utilisation(
             record,
-            folder.events(),
+            run.events(),
             steady.steady_images_per_s,
             images_per_s(epochs),
             steady_step_ms,
-            _rank_steps(folder),
-            folder.path / "raw" / Path(record.imported.source).name if record.imported else None,
+            _rank_steps(run),
+            run.path / "raw" / Path(record.imported.source).name if record.imported else None,
         ),
         probe_never_loaded=probe_missed.never_loaded(record),
-        probe_missed=probe_missed.missed(record, folder.events()) if record.command else (),
+        probe_missed=probe_missed.missed(record, run.events()) if record.command else (),
     )
 
 
-def _rank_steps(folder: RunFolder) -> list[tuple[int, float | None]]:
+def _rank_steps(folder: Run) -> list[tuple[int, float | None]]:
     """Each rank's mean steady step (s) of a run of several ranks; none for one process."""
     from analyzers.figures.ranks import rank_table
 
@@ -267,13 +264,13 @@ def _rank_steps(folder: RunFolder) -> list[tuple[int, float | None]]:
     return [(r.rank, r.step_mean_s) for r in table.rows] if table else []
 
 
-def _between_ms(folder: RunFolder, epochs: Collection[int]) -> float | None:
+def _between_ms(folder: Run, epochs: Collection[int]) -> float | None:
     """The mean over `epochs` of each epoch's time outside its steps (`steps.between_steps`), in ms."""
     values = [v for e, v in steps.between_steps(folder).items() if e in epochs]
     return 1000 * statistics.fmean(values) if values else None
 
 
-def _rank_rates(folder: RunFolder, epochs: Collection[int], rank0_per_s: float | None) -> tuple[float, ...]:
+def _rank_rates(folder: Run, epochs: Collection[int], rank0_per_s: float | None) -> tuple[float, ...]:
     """Each rank's steady images/s: rank 0's (from the epochs' wall time) scaled by the images each rank
     took in the same steady epochs (the ranks step together: their epochs span the same wall time)."""
     images = steps.images_by_rank(folder, epochs)

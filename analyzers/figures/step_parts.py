@@ -46,6 +46,7 @@ from analyzers.figures.step_part_names import (
     split_compute,
 )
 from analyzers.figures.steps import steps_table
+from analyzers.run.run import Run
 from analyzers.trace import kernel_classes as kc
 from analyzers.trace import kernel_names
 from analyzers.trace import tables as t
@@ -54,7 +55,6 @@ from tracer.core import schema
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.records import RunStatus
-from tracer.core.runfolder import RunFolder
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class Decomposition:
         return next((p.seconds for p in self.parts if p.key == key), 0.0)
 
 
-def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
+def decompose(folder: Run, warmup: int = WARMUP_EPOCHS) -> Decomposition:
     """The steady step of one run, split (see the module docstring)."""
     if not folder.run_json.exists() and (folder.path / t.TRACE_META).exists():
         return _window_only(folder, _bare_head(folder))  # a trace file analysed in place (`ingest.cached_import`)
@@ -207,7 +207,7 @@ def decompose(folder: RunFolder, warmup: int = WARMUP_EPOCHS) -> Decomposition:
     )
 
 
-def _refuse_damaged_steps(folder: RunFolder, missing: int, *columns: np.ndarray) -> None:
+def _refuse_damaged_steps(folder: Run, missing: int, *columns: np.ndarray) -> None:
     """A step whose parts or images are NaN, infinite or negative (or `missing`: made so by the reader) is
     damage, not a measurement: summed, it would pass for a real step (a NaN gap reads as "the same time")."""
     bad = np.zeros(len(columns[0]), dtype=bool)
@@ -236,7 +236,7 @@ class _Gpu:
     devices: int
 
 
-def _gpu_rows(folder: RunFolder, rank: int | None = None) -> _Gpu | None:
+def _gpu_rows(folder: Run, rank: int | None = None) -> _Gpu | None:
     """The run's kernels and memory operations (of `rank` only, where given and the tables have ranks)."""
     parts = []
     for name, column in ((t.KERNELS, "name"), (t.MEMCPY, "kind")):
@@ -289,7 +289,7 @@ def _by_kernel(gpu: _Gpu, rows: np.ndarray, per: float) -> dict[str, tuple[str, 
     return out
 
 
-def _relative_clock(folder: RunFolder) -> bool:
+def _relative_clock(folder: Run) -> bool:
     path = folder.path / t.TRACE_META
     if not path.exists():
         return False
@@ -366,7 +366,7 @@ def _traced(
     )
 
 
-def _bare_head(folder: RunFolder) -> dict[str, object]:
+def _bare_head(folder: Run) -> dict[str, object]:
     """What a trace file ingested without a run record says of itself: its name and its tracer."""
     try:
         sources = list(json.loads((folder.path / t.TRACE_META).read_text()))
@@ -377,7 +377,7 @@ def _bare_head(folder: RunFolder) -> dict[str, object]:
                 asynchronous=False, measured_s=None, images_per_s=None)  # fmt: skip
 
 
-def _window_only(folder: RunFolder, head: dict[str, object]) -> Decomposition:
+def _window_only(folder: Run, head: dict[str, object]) -> Decomposition:
     """A run without steady steps: GPU time by class over its whole trace, or nothing to split."""
     gpu = _gpu_rows(folder)
     if gpu is None:

@@ -26,9 +26,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analyzers.run.run import Run
 from analyzers.trace.arrays import as_array
 from tracer.core import arrow_build, schema
-from tracer.core.runfolder import RunFolder
 from tracer.core.schema import STEPS_TABLE
 
 STEP_S = "step_s"  # derived: data wait + compute + sync
@@ -85,14 +85,14 @@ class EpochSplit:
         return self.data_wait_s / self.total_s if self.total_s > 0 and self.wait_measured else None
 
 
-def steps_table(folder: RunFolder) -> pa.Table | None:
+def steps_table(folder: Run) -> pa.Table | None:
     """The run's per-step rows (Parquet once finalised, else the worker's CSV), or None for runs
     made before the table existed or that never reached a step."""
     table = folder.samples(STEPS_TABLE)
     return table if table is not None and table.num_rows > 0 else None
 
 
-def epoch_splits(folder: RunFolder) -> list[EpochSplit]:
+def epoch_splits(folder: Run) -> list[EpochSplit]:
     """One EpochSplit per epoch that has steps, in epoch order."""
     table = steps_table(folder)
     if table is None:
@@ -128,13 +128,13 @@ def epoch_splits(folder: RunFolder) -> list[EpochSplit]:
     ]
 
 
-def between_steps(folder: RunFolder) -> dict[int, float]:
+def between_steps(folder: Run) -> dict[int, float]:
     """Epoch number -> its wall time (events) minus its steps' time: what lies outside every step."""
     splits = {s.epoch: s for s in epoch_splits(folder)}
     return {e.epoch: max(0.0, e.duration_s - splits[e.epoch].total_s) for e in folder.epochs() if e.epoch in splits}
 
 
-def probes(folder: RunFolder) -> tuple[str, ...]:
+def probes(folder: Run) -> tuple[str, ...]:
     """Who saw the run's steps (the steps table's PROBE column: `worker`, `torch.DataLoader`, `marker` ...)."""
     table = steps_table(folder)
     if table is None or schema.PROBE not in table.column_names:
@@ -142,7 +142,7 @@ def probes(folder: RunFolder) -> tuple[str, ...]:
     return tuple(sorted(str(p) for p in table.column(schema.PROBE).unique().to_pylist() if p))
 
 
-def images_by_rank(folder: RunFolder, epochs: Collection[int]) -> dict[int, int]:
+def images_by_rank(folder: Run, epochs: Collection[int]) -> dict[int, int]:
     """Images each rank's steps of `epochs` took (a data-parallel run's steps table has every rank's);
     {} for a run of one rank."""
     table = steps_table(folder)
@@ -155,7 +155,7 @@ def images_by_rank(folder: RunFolder, epochs: Collection[int]) -> dict[int, int]
     return out if len(out) > 1 else {}
 
 
-def data_wait_shares(folder: RunFolder) -> dict[int, float | None]:
+def data_wait_shares(folder: Run) -> dict[int, float | None]:
     """Epoch number -> its data-wait share (0..1)."""
     return {s.epoch: s.data_wait_share for s in epoch_splits(folder)}
 
@@ -174,6 +174,6 @@ def share_over(splits: list[EpochSplit], epochs: Collection[int]) -> float | Non
     return run_share([s for s in splits if s.epoch in epochs])
 
 
-def run_data_wait_share(folder: RunFolder) -> float | None:
+def run_data_wait_share(folder: Run) -> float | None:
     """The whole run's data-wait share: every step's wait over every step's time."""
     return run_share(epoch_splits(folder))

@@ -25,7 +25,7 @@ import numpy as np
 
 from analyzers.figures.coverage import Explanation, explain
 from analyzers.figures.ranks import COMM_ARRIVAL, RanksInput, RankSteps, busy_between, comm_time_ns, load
-from tracer.core.runfolder import RunFolder
+from analyzers.run.run import Run
 
 MIN_COLLECTIVES = 3
 """Fewer collectives matched on every rank than this, and nobody is named (one step is an anecdote)."""
@@ -101,7 +101,7 @@ class Straggler:
         }
 
 
-def straggler(folder: RunFolder) -> Straggler | None:
+def straggler(folder: Run) -> Straggler | None:
     """None for a run of one process."""
     data = load(folder)
     return None if data is None else attribute(data)

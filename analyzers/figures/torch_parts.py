@@ -8,11 +8,11 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analyzers.run.run import Run
 from tracer.core import schema
-from tracer.core.runfolder import RunFolder
 
 
-def probe_parts(folder: RunFolder, steps: pa.Table) -> tuple[float, float, float] | None:
+def probe_parts(folder: Run, steps: pa.Table) -> tuple[float, float, float] | None:
     """Seconds of forward, backward and optimizer over `steps` (rank 0's steady steps) from the probe's
     step parts; None where the run has none for every one of them (not a PyTorch command, or an older run)."""
     table = folder.samples(schema.STEP_PARTS_TABLE)
@@ -31,7 +31,7 @@ def probe_parts(folder: RunFolder, steps: pa.Table) -> tuple[float, float, float
     return f, b, o
 
 
-def step_arrivals(folder: RunFolder) -> pa.Table | None:
+def step_arrivals(folder: Run) -> pa.Table | None:
     """The probe's step parts with an arrival (a step that called backward()), or None."""
     table = folder.samples(schema.STEP_PARTS_TABLE)
     if table is None or schema.ARRIVE_NS not in table.column_names:

@@ -300,10 +300,11 @@ def ingest_run(folder: RunFolder) -> list[str]:
 def _store_view(folder: RunFolder) -> None:
     """The run's view for the viewer (`analyzers.timeline.view_store`), stored for a big trace so that it opens at
     once; a failure here loses nothing (the viewer builds the view itself): one line, not a failed ingest."""
+    from analyzers.run.run import Run
     from analyzers.timeline import view_store  # here: view_store reads the tables this package writes
 
     try:
-        view_store.store_if_big(folder)
+        view_store.store_if_big(Run.open(folder))
     except Exception as e:  # noqa: BLE001 - the tables are written; the view is an optimisation
         print(
             f"tracer: warning: the viewer's view of {folder.path.name} was not stored ({type(e).__name__}: {e})",

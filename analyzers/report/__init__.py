@@ -12,7 +12,7 @@ from analyzers.report.build import plan_report
 from analyzers.report.html import write_index
 from analyzers.report.outputs import Output, Step
 from analyzers.report.runs import LoadedRun, collect_runs
-from analyzers.run import problems_of
+from analyzers.run.run import problems_of
 
 __all__ = ["Output", "Step", "collect_runs", "contention_warnings", "plan_report", "write_report"]
 
@@ -46,11 +46,11 @@ def write_report(
 
 def contention_warnings(runs: Sequence[LoadedRun]) -> list[str]:
     """One line per run taken on a busy machine (analyzers.figures.contention), shown at the top of the page."""
-    from analyzers.figures.contention import contention
+    from analyzers.figures.contention import run_contention
 
     out = []
     for run in runs:
-        load = contention(run.samples("process"))
+        load = run_contention(run)
         if load.contended:
             out.append(f"run {run.run_id}: {load.warning()}")
     return out

@@ -34,7 +34,7 @@ def plan_report(
     steps = [
         Step(f"writing {title}", _table_step(runs, device, out / stem, title, warmup)) for device, stem, title in TABLES
     ]
-    if pairs.data_pairs(r.folder for r in runs):
+    if pairs.data_pairs(r for r in runs):
         steps.append(Step("comparing the data modes", _pairs_step(runs, out, warmup)))
     steps.append(Step("diagnosing the runs", _diagnosis_step(runs, out, warmup)))
     if any(r.record.world_size > 1 for r in runs):
@@ -45,7 +45,7 @@ def plan_report(
             made = case_steps.frameworks_step(case, group, out, formats, warmup)
             steps.append(Step(f"drawing {case.name} side by side", made))
     for case, group in cases.items():
-        if any(r.ok and r.folder.epochs() for r in group):
+        if any(r.ok and r.epochs() for r in group):
             steps.append(
                 Step(f"drawing throughput of {case.name}", _throughput_step(case, group, out, formats, warmup))
             )
@@ -111,19 +111,19 @@ def _one_data_mode(group: Sequence[LoadedRun]) -> list[LoadedRun]:
 
 
 def _has_process_samples(run: LoadedRun) -> bool:
-    folder = run.folder
+    folder = run
     return folder.sample_parquet_path("process").exists() or folder.sample_stream_path("process").exists()
 
 
 def _has_gpu_samples(run: LoadedRun) -> bool:
-    folder = run.folder
+    folder = run
     return folder.samples_dir.joinpath("gpu.parquet").exists() or folder.sample_stream_path("gpu").exists()
 
 
 def _has_cuda(run: LoadedRun) -> bool:
     from analyzers.trace import tables as trace_tables
 
-    return trace_tables.present(run.folder, trace_tables.CUDA_API)
+    return trace_tables.present(run, trace_tables.CUDA_API)
 
 
 def _note(run: LoadedRun) -> str:
@@ -135,9 +135,9 @@ def _note(run: LoadedRun) -> str:
 def _contended(run: LoadedRun) -> bool:
     """Taken while other processes held a share of the CPU (analyzers.figures.contention), as the page's
     warnings say."""
-    from analyzers.figures.contention import contention
+    from analyzers.figures.contention import run_contention
 
-    return contention(run.folder.samples("process")).contended
+    return run_contention(run).contended
 
 
 def _marks(choice: like.Choice) -> dict[str, str]:
@@ -163,7 +163,7 @@ def _table_step(runs: Sequence[LoadedRun], device: str, base: Path, title: str, 
 
 def _pairs_step(runs: Sequence[LoadedRun], out: Path, warmup: int) -> Callable[[], Output]:
     def step() -> Output:
-        found = pairs.data_pairs((r.folder for r in runs), warmup)
+        found = pairs.data_pairs((r for r in runs), warmup)
         md_path, csv_path = out / f"{PAIRS_STEM}.md", out / f"{PAIRS_STEM}.csv"
         lines = pairs.markdown_lines(found)
         out_file.write_text(md_path, f"### {PAIRS_TITLE}\n\n" + "\n".join(lines) + "\n", "report --out")
@@ -185,10 +185,10 @@ def _ranks_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]:
 
         text = []
         for r in runs:
-            table = rank_table(r.folder)
+            table = rank_table(r)
             if table is not None:
                 text.append((r.run_id, markdown_lines(r.run_id, table)))
-                text += _comm_sections(r.run_id, r.folder)
+                text += _comm_sections(r.run_id, r)
         md_path = out / f"{RANKS_STEM}.md"
         ranks_md = f"### {RANKS_TITLE}\n\n" + "\n\n".join("\n".join(lines) for _, lines in text) + "\n"
         out_file.write_text(md_path, ranks_md, "report --out")
@@ -239,7 +239,7 @@ def _resource_step(case: CaseKey, choice: like.Choice, out: Path, formats: Seque
     chosen = choice.runs
 
     def step() -> Output:
-        data = {fw: series.resource_series(r.folder) for fw, r in chosen.items()}
+        data = {fw: series.resource_series(r) for fw, r in chosen.items()}
         env = {fw: r.record.environment for fw, r in chosen.items()}
         fig = charts.resource_figure(
             f"CPU, RAM and threads over time\n{case.title}",
@@ -290,10 +290,10 @@ def throughput_bars(group: Sequence[LoadedRun], warmup: int = WARMUP_EPOCHS) -> 
     """The throughput figure's bars: one per pool of `tables.case_pools`, the table rows' own pools."""
     bars = []
     for cp in tables.case_pools(group, warmup):
-        newest = next((r for r in reversed(cp.runs) if r.folder.run_id in cp.pool.counted), None)
-        epoch_s = tuple(e.duration_s for e in newest.folder.epochs()) if newest else ()
+        newest = next((r for r in reversed(cp.runs) if r.run_id in cp.pool.counted), None)
+        epoch_s = tuple(e.duration_s for e in newest.epochs()) if newest else ()
         note = ", ".join(sorted({r.record.outcome.status.value for r in cp.runs if not r.record.rankable}))
-        counted = [r for r in cp.runs if r.folder.run_id in cp.pool.counted]
+        counted = [r for r in cp.runs if r.run_id in cp.pool.counted]
         contended = sum(_contended(r) for r in counted)
         mark = "" if not contended else "contended" if len(counted) == 1 else f"{contended} of {len(counted)} contended"
         bars.append(series.ThroughputBar(cp.framework, cp.label, cp.pool.throughput, epoch_s, note, mark))
@@ -304,13 +304,13 @@ def _cuda_step(case: CaseKey, choice: like.Choice, out: Path, formats: Sequence[
     chosen = choice.runs
 
     def step() -> Output:
-        phases = {fw: series.cuda_phases(r.folder) for fw, r in chosen.items()}
+        phases = {fw: series.cuda_phases(r) for fw, r in chosen.items()}
         panels = []
         for phase, label in (("whole", "whole run"), ("steady", "steady state: the epochs after the warm-up")):
             shares = {fw: p[phase] for fw, p in phases.items() if p.get(phase)}
             names, grouped = series.group_shares(shares)
             panels.append((label, names, grouped))
-        api = "/".join(dict.fromkeys(cuda_api.api_family(r.folder) for r in chosen.values())) + " API"
+        api = "/".join(dict.fromkeys(cuda_api.api_family(r) for r in chosen.values())) + " API"
         marks = _marks(choice)
         titles = {fw: choice.title(fw) for fw in chosen}
         fig = charts.cuda_api_figure(f"Share of {api} time per function\n{case.title}", panels, api, marks, titles)
@@ -354,7 +354,7 @@ def _energy_step(case: CaseKey, choice: like.Choice, out: Path, formats: Sequenc
     chosen = choice.runs
 
     def step() -> Output | None:
-        energy = {fw: rows for fw, r in chosen.items() if (rows := series.epoch_energy(r.folder))}
+        energy = {fw: rows for fw, r in chosen.items() if (rows := series.epoch_energy(r))}
         if not energy:
             return None
         marks = {fw: m for fw, m in _marks(choice).items() if fw in energy}

@@ -41,7 +41,7 @@ def write(runs: Sequence[LoadedRun], out: Path) -> tuple[Path, list[tuple[str, l
     md = [f"### {TITLE}", ""]
     for command, group in by_command(runs).items():
         rows = ["| " + " | ".join(COLUMNS) + " |", "|" + " --- |" * len(COLUMNS)]
-        rows += ["| " + " | ".join(_cells(summarise(r.folder))) + " |" for r in group]
+        rows += ["| " + " | ".join(_cells(summarise(r))) + " |" for r in group]
         md += [f"`{command}`", "", *rows, ""]
         text.append((command, rows))
     path = out / f"{STEM}.md"

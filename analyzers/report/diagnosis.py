@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analyzers.diagnosis import diagnose, top
-from analyzers.diagnosis.across import Diagnosed, pair_lines, ranked_runs
-from analyzers.diagnosis.findings import findings, load_runs, to_markdown
-from analyzers.figures.contention import contention
+from analyzers.diagnosis.across import Labelled, pair_lines, ranked_runs
+from analyzers.diagnosis.findings import findings, to_markdown
+from analyzers.figures.contention import run_contention
 from analyzers.figures.noise import WITHIN_NOISE, why_not_ordered
-from analyzers.figures.steady import Spread, epoch_stats
+from analyzers.figures.steady import Spread
 from analyzers.report import prose
 from analyzers.report.like import UNTRACED, run_kind
 from analyzers.report.prose import CaseFindings
@@ -20,7 +20,7 @@ from tracer.core import output as out_file
 from tracer.core.schema import DATA_FILES
 
 
-def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
+def diagnosed(runs: Sequence[LoadedRun]) -> list[Labelled]:
     """Frameworks label the runs, with the settings that tell their specs apart (the table rows' labels,
     analyzers.report.tables.case_pools); a framework that repeats in a case gets its run id as well."""
     from analyzers.report.tables import case_pools
@@ -31,19 +31,8 @@ def diagnosed(runs: Sequence[LoadedRun]) -> list[Diagnosed]:
         seen[r.framework] = seen.get(r.framework, 0) + 1
     out = []
     for r in runs:
-        stats = epoch_stats(r.folder.epochs())
-        label = labels.get(r.folder.run_id, r.framework)
-        out.append(
-            Diagnosed(
-                (label if seen[r.framework] == 1 else f"{label} ({r.folder.run_id})") + _fed(r),
-                r.folder.run_id,
-                stats.steady_epoch_s,
-                r.record.rankable,
-                tuple(diagnose(r.folder)),
-                stats.steady_images_per_s,
-                contention(r.folder.samples("process")).contended,
-            )
-        )
+        label = labels.get(r.run_id, r.framework)
+        out.append(Labelled((label if seen[r.framework] == 1 else f"{label} ({r.run_id})") + _fed(r), r))
     return out
 
 
@@ -71,7 +60,7 @@ def case_sections(runs: Sequence[LoadedRun]) -> list[tuple[str, list[str]]]:
 def _kind_lines(group: Sequence[LoadedRun]) -> list[str]:
     """The ranking; a run within noise of the one above it (analyzers.figures.noise) is said to be, not ordered."""
     runs_d = ranked_runs(diagnosed(group))
-    busy = {r.folder.run_id: contention(r.folder.samples("process")).contended for r in group}
+    busy = {r.run_id: run_contention(r).contended for r in group}
     lines = []
     for i, d in enumerate(runs_d, 1):
         epoch = (
@@ -93,7 +82,7 @@ def _kind_lines(group: Sequence[LoadedRun]) -> list[str]:
     return lines
 
 
-def _noise(a: Diagnosed, b: Diagnosed, busy: dict[str, bool]) -> str:
+def _noise(a: Labelled, b: Labelled, busy: dict[str, bool]) -> str:
     if a.steady_images_per_s is None or b.steady_images_per_s is None:
         return ""
     ra, rb = a.steady_images_per_s, b.steady_images_per_s
@@ -104,7 +93,7 @@ def case_findings(runs: Sequence[LoadedRun], warmup: int) -> list[CaseFindings]:
     """Per case of Tables 1-2 (imported traces aside): its sentences and the verdicts of each row's newest run."""
     from analyzers.report import headline, tables
 
-    by_id = {r.folder.run_id: r for r in runs}
+    by_id = {r.run_id: r for r in runs}
     out = []
     for device in ("cpu", "gpu"):
         for table in headline.case_tables(tables.table_rows(runs, device, warmup)):
@@ -114,7 +103,7 @@ def case_findings(runs: Sequence[LoadedRun], warmup: int) -> list[CaseFindings]:
             for i, row in enumerate(table.rows):
                 run = by_id.get(row.run_ids.split(" ")[-1])
                 if run is not None:
-                    labelled.append((table.label(i), tuple(diagnose(run.folder))))
+                    labelled.append((table.label(i), tuple(diagnose(run))))
             said, items = prose.case_sentences(table), prose.verdict_items(labelled, table.key.slug)
             out.append(CaseFindings(table, tuple(said), tuple(items)))
     return out
@@ -129,7 +118,7 @@ def write(runs: Sequence[LoadedRun], out: Path) -> tuple[Path, Path, list[tuple[
     for title, lines in sections:
         text += [f"## {title}", "", *lines, ""]
     out_file.write_text(diag_md, "\n".join(text), "report --out")
-    found = to_markdown(findings(load_runs([r.folder for r in runs])))
+    found = to_markdown(findings(list(runs)))
     findings_md = out / "findings.md"
     out_file.write_text(findings_md, "# Findings: the study's claims on these runs\n\n" + found, "report --out")
     return diag_md, findings_md, sections, found

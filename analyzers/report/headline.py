@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from analyzers.figures.noise import disagree
 from analyzers.report.runs import CaseKey
 from analyzers.report.tables import TRACE_TAG, TableRow, rate_spread, settings_parts, status_text
-from analyzers.run import IMPORTED
+from analyzers.run.run import IMPORTED
 
 HEADLINE_LIMIT = 12  # columns a case's table may have: it reads at 1,280 px and on paper
 

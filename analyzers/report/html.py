@@ -223,7 +223,7 @@ def _runs_table(runs: Sequence[LoadedRun]) -> str:
         status = outcome.status.value + (f": {outcome.cause}" if outcome.cause else "")
         cls = "" if r.ok else ' class="failed"'
         rows.append(
-            f"<tr{cls}><td>{_e(r.folder.run_id)}</td><td>{_e(palette.label(spec.framework))}</td>"
+            f"<tr{cls}><td>{_e(r.run_id)}</td><td>{_e(palette.label(spec.framework))}</td>"
             f'<td>{_e(r.case.name)}</td><td>{_e(spec.device)}</td><td class="num">{spec.batch}</td>'
             f'<td class="num">{spec.epochs}</td><td>{_e(status)}</td></tr>'
         )

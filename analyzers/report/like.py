@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from analyzers.figures.contention import contention
+from analyzers.figures.contention import run_contention
 from analyzers.render import palette
 from analyzers.report.runs import LoadedRun
 from tracer.core.records import RunRecord
@@ -49,7 +49,7 @@ class Choice:
 
     def caption(self) -> str:
         """'Runs: A, B (untraced). Left out: C (cupti: the figure draws untraced runs).'"""
-        text = f"Runs: {', '.join(r.folder.run_id for r in self.runs.values())} ({self.kind})."
+        text = f"Runs: {', '.join(r.run_id for r in self.runs.values())} ({self.kind})."
         if self.left_out:
             text += " Left out: " + "; ".join(f"{run_id} ({why})" for run_id, why in self.left_out) + "."
         return text
@@ -67,7 +67,7 @@ def choose(runs: Iterable[LoadedRun], usable: Callable[[LoadedRun], bool], trace
         kinds.setdefault(run_kind(r.record), set()).add(r.framework)
     newest = {run_kind(r.record): r.record.wall_start_ns for r in candidates}  # candidates are oldest first
     kind = max(kinds, key=lambda k: (k == UNTRACED, len(kinds[k]), newest[k]))
-    quiet = {r.folder.run_id: not contention(r.folder.samples("process")).contended for r in candidates}
+    quiet = {r.run_id: not run_contention(r).contended for r in candidates}
     chosen: dict[str, LoadedRun] = {}
     for r in candidates:  # oldest first: a later run of equal standing replaces the one before
         if run_kind(r.record) != kind:
@@ -84,15 +84,15 @@ def choose(runs: Iterable[LoadedRun], usable: Callable[[LoadedRun], bool], trace
             why = f"{mine}: the figure draws {kind} runs"
         elif not r.record.rankable:
             why = r.record.not_rankable_why or r.record.outcome.status.value
-        elif not quiet[r.folder.run_id] and quiet[chosen[r.framework].folder.run_id]:
+        elif not quiet[r.run_id] and quiet[chosen[r.framework].run_id]:
             why = "contended: a quiet run of the same kind is drawn"
         else:
             why = "an older run of the same kind"
-        left.append((r.folder.run_id, why))
-    contended = frozenset(fw for fw, r in chosen.items() if not quiet[r.folder.run_id])
+        left.append((r.run_id, why))
+    contended = frozenset(fw for fw, r in chosen.items() if not quiet[r.run_id])
     return Choice(kind, chosen, tuple(left), contended)
 
 
 def _standing(run: LoadedRun, quiet: dict[str, bool]) -> tuple[bool, bool]:
     """Finished (and rankable: not diverged) before not; quiet before contended."""
-    return (run.ok and run.record.rankable, quiet[run.folder.run_id])
+    return (run.ok and run.record.rankable, quiet[run.run_id])

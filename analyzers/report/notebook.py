@@ -21,10 +21,11 @@ import pandas as pd
 import pyarrow as pa
 
 from analyzers.figures.basis import FIGURES, WHOLE_RUN_PREFIX
+from analyzers.figures.run_summary import summarise
 from analyzers.figures.steady import WARMUP_EPOCHS
 from analyzers.figures.steps import with_step_columns
 from analyzers.report.runs import collect_runs
-from analyzers.run import Run
+from analyzers.run.run import Run
 from analyzers.trace import tables as trace_tables
 from analyzers.trace.kernel_classes import with_classes
 from analyzers.trace.kernel_names import short_names
@@ -112,7 +113,7 @@ def load_runs(*paths: str | Path, warmup: int = WARMUP_EPOCHS) -> RunFrames:
 def _run_row(run: Run) -> dict[str, Any]:
     """The run's summary fields, its figures (analyzers.figures.basis: the steady state's under their own names,
     the whole run's prefixed `whole_run_`), then the options it was run with that the summary does not name."""
-    s = run.summary
+    s = summarise(run)
     summary = dataclasses.asdict(s)
     row = {key: value for key, value in summary.items() if _scalar(value) and key not in ALL_EPOCHS_FIELDS}
     for figure in FIGURES:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from analyzers.run import IMPORTED, CaseKey, Run
+from analyzers.run.run import IMPORTED, CaseKey, Run
 from tracer.core.errors import UserError
 from tracer.core.runfolder import list_runs
 from tracer.core.schema import RUN_JSON

@@ -9,9 +9,9 @@ import numpy as np
 import pyarrow as pa
 
 from analyzers.figures.steady import Throughput
+from analyzers.run.run import Run
 from analyzers.summaries.shares import OTHER, group_shares
 from tracer.core import schema
-from tracer.core.runfolder import RunFolder
 
 # the rule lives in analyzers.summaries.shares (the viewer's CUDA panel uses it too)
 __all__ = ["OTHER", "group_shares"]
@@ -42,7 +42,7 @@ class ResourceSeries:
     epoch_ends_s: tuple[float, ...]
 
 
-def resource_series(folder: RunFolder) -> ResourceSeries:
+def resource_series(folder: Run) -> ResourceSeries:
     record = folder.read_record()
     t0 = record.wall_start_ns
     process = folder.samples("process")
@@ -74,7 +74,7 @@ class EpochEnergy:
     source: str  # "energy counter" (NVML total energy) or "power samples" (integrated)
 
 
-def epoch_energy(folder: RunFolder) -> list[EpochEnergy]:
+def epoch_energy(folder: Run) -> list[EpochEnergy]:
     """Energy and mean power of each epoch on the GPUs the run used (those where its processes held
     memory; all sampled GPUs when NVML gave no per-process memory). Energy comes from NVML's total
     energy counter, interpolated at the epoch's start and end; without the counter, from the power
@@ -154,7 +154,7 @@ class ApiShare:
     time_pct: float
 
 
-def cuda_phases(folder: RunFolder) -> dict[str, list[ApiShare]]:
+def cuda_phases(folder: Run) -> dict[str, list[ApiShare]]:
     """The share of CUDA API time per function, per phase ("whole", "steady", ...), as
     `analyzers.summaries.cuda_api.phase_summaries` computes it; empty when the run has no CUDA API trace."""
     from analyzers.trace import tables as trace_tables

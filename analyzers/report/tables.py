@@ -93,8 +93,8 @@ def case_pools(group: Sequence[LoadedRun], warmup: int = WARMUP_EPOCHS) -> list[
     out = []
     for fw in palette.order({r.framework for r in group}):
         same_fw = [r for r in group if r.framework == fw]
-        by_id = {r.folder.run_id: r for r in same_fw}
-        pools = pool(((r.folder, r.record) for r in same_fw), warmup)
+        by_id = {r.run_id: r for r in same_fw}
+        pools = pool(((r, r.record) for r in same_fw), warmup)
         labels = _labels([settings_label(by_id[p.run_ids[0]]) for p in pools], pools)
         for p, settings, distinct in zip(pools, labels, _distinct(labels)):
             label = palette.label(fw) + (f" ({distinct})" if len(pools) > 1 else "")
@@ -167,10 +167,10 @@ def _imported_gpu(run: LoadedRun) -> bool:
 
 def _row(case_name: str, cp: CasePool, warmup: int) -> TableRow:
     runs = cp.runs
-    ok = [r for r in runs if r.folder.run_id in cp.pool.counted]
+    ok = [r for r in runs if r.run_id in cp.pool.counted]
     failed = [r for r in runs if not r.ok]
     cell = cp.pool.throughput
-    summaries = [summarise(r.folder, warmup) for r in ok]
+    summaries = [summarise(r.with_warmup(warmup)) for r in ok]
     cpu = [s.cpu_pct_mean for s in summaries if s.cpu_pct_mean is not None]
     wait = [s.steady_data_wait_pct for s in summaries if s.steady_data_wait_pct is not None]
     rss = [s.peak_rss_mib for s in summaries if s.peak_rss_mib is not None]
@@ -194,7 +194,7 @@ def _row(case_name: str, cp: CasePool, warmup: int) -> TableRow:
         runs_ok=len(ok),
         runs_failed=len(failed),
         runs_contended=sum(s.contended for s in summaries),
-        epochs=sum(len(r.folder.epochs()) for r in ok),
+        epochs=sum(len(r.epochs()) for r in ok),
         warmup_epochs=warmup,
         steady_epoch_s=cell.epoch_s.median if cell.epoch_s else None,
         steady_epoch_s_min=cell.epoch_s.low if cell.epoch_s else None,
@@ -214,7 +214,7 @@ def _row(case_name: str, cp: CasePool, warmup: int) -> TableRow:
         energy_j_per_image=statistics.fmean(per_image) if per_image else None,
         energy_source=" / ".join(sorted({str(s.energy_source) for s in with_energy})) or NO_SOURCE,
         cause=_cause(failed[-1]) if failed else "",
-        run_ids=" ".join(r.folder.run_id for r in runs),
+        run_ids=" ".join(r.run_id for r in runs),
         imported=runs[0].case.imported,
         left_out="; ".join(cp.pool.left_out),
         gpu=" / ".join(dict.fromkeys(r.record.environment.gpu_text for r in runs if r.record.environment.gpu_text)),

@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analyzers.figures import phases as ph
+from analyzers.figures.phase_cuts import trace_phases
+from analyzers.run.memo import per_run
+from analyzers.run.run import Run
 from analyzers.summaries.rows import ApiRow
 from analyzers.trace import tables as t
 from analyzers.trace.duration_stats import STATS
-from tracer.core.runfolder import RunFolder
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -59,8 +61,9 @@ def sources(path: Path) -> list[str]:
     return [s for s in SOURCE_PREFERENCE if s in found] + sorted(found - set(SOURCE_PREFERENCE))
 
 
-def api_family(folder: RunFolder) -> str:
-    """`tables.API_HIP` for a ROCm trace (its calls are hip*), else `tables.API_CUDA`."""
+@per_run
+def api_family(folder: Run) -> str:
+    """`tables.API_HIP` for a ROCm trace (its calls are hip*), else `tables.API_CUDA`; asked once per run."""
     path = folder.table_path(t.CUDA_API)
     if not t.present(folder, t.CUDA_API):
         return t.API_CUDA
@@ -69,7 +72,7 @@ def api_family(folder: RunFolder) -> str:
     return t.api_family(r[0] for r in hit)
 
 
-def api_tracer(folder: RunFolder) -> str:
+def api_tracer(folder: Run) -> str:
     """The tracer whose calls the API table holds ('nsys', 'cupti', 'torch' ..., `t.TRACE_OF_SOURCE`).
     Tracers record different calls (an nsys report leaves out cudaFuncGetAttributes and other queries,
     the CUPTI collector the calls Kineto switches off, the PyTorch profiler every driver call): totals
@@ -219,7 +222,7 @@ def range_layers(ranges: list[tuple[int, int]]) -> list[list[int]]:
 
 
 def api_summary(
-    folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None, source: str | None = None
+    folder: Run, start_ns: int | None = None, end_ns: int | None = None, source: str | None = None
 ) -> list[ApiRow]:
     """cuda_api_sum over calls starting in [start_ns, end_ns); one source (nsys > cupti > kineto)."""
     if not t.present(folder, t.CUDA_API):  # absent, or damaged (named in the run's problems)
@@ -285,19 +288,18 @@ Phase = ph.Phase
 FALLBACK_NOTE = ph.FALLBACK_NOTE
 
 
-def phases(folder: RunFolder, warmup: int = ph.WARMUP_EPOCHS) -> list[Phase]:
+def phases(run: Run) -> list[Phase]:
     """whole, startup, warmup, steady, teardown (those the run has) and one phase per epoch, on the
-    trace's clock (`analyzers.figures.phases.trace_phases`): a `Run`'s, computed once."""
-    from analyzers.figures.parts import part
-
-    return list(part(folder, "trace_phases", lambda: ph.trace_phases(folder, warmup), warmup).phases)
+    trace's clock (`analyzers.figures.phase_cuts.trace_phases`, computed once per run)."""
+    return list(trace_phases(run).phases)
 
 
-def phase_summaries(folder: RunFolder, warmup: int = ph.WARMUP_EPOCHS) -> dict[str, list[ApiRow]]:
+@per_run
+def phase_summaries(run: Run) -> dict[str, list[ApiRow]]:
     """Keys "whole", "startup", "warmup", "steady", "teardown" and "epoch N"; a phase the run does not
-    have (no marks to cut at, no epoch after the warm-up) is an empty list."""
-    cut = phases(folder, warmup)
-    t.present(folder, t.CUDA_API)  # a damaged table is named in the run's problems (and summarised as none)
-    rows = summarise_ranges(folder.table_path(t.CUDA_API), "name", "api", [(p.start_ns, p.end_ns) for p in cut])
+    have (no marks to cut at, no epoch after the warm-up) is an empty list. Computed once per run."""
+    cut = phases(run)
+    run.has_table(t.CUDA_API)  # a damaged table is named in the run's problems (and summarised as none)
+    rows = summarise_ranges(run.table_path(t.CUDA_API), "name", "api", [(p.start_ns, p.end_ns) for p in cut])
     out: dict[str, list[ApiRow]] = {name: [] for name in ph.PHASES}
     return out | {p.name: [ApiRow(*r) for r in summary] for p, summary in zip(cut, rows)}

@@ -13,14 +13,14 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.parquet as pq
 
+from analyzers.run.run import Run
 from analyzers.summaries.cuda_api import summarise_durations
 from analyzers.summaries.rows import KernelRow, MemcpyRow
 from analyzers.trace import kernel_classes, kernel_names
 from analyzers.trace import tables as t
-from tracer.core.runfolder import RunFolder
 
 
-def kernel_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[KernelRow]:
+def kernel_summary(folder: Run, start_ns: int | None = None, end_ns: int | None = None) -> list[KernelRow]:
     if not t.present(folder, t.KERNELS):  # absent, or damaged (named in the run's problems)
         return []
     rows = summarise_durations(folder.table_path(t.KERNELS), "name", "name", start_ns, end_ns)
@@ -32,7 +32,7 @@ def kernel_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int |
     ]
 
 
-def memcpy_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[MemcpyRow]:
+def memcpy_summary(folder: Run, start_ns: int | None = None, end_ns: int | None = None) -> list[MemcpyRow]:
     if not t.present(folder, t.MEMCPY):  # absent, or damaged (named in the run's problems)
         return []
     rows = summarise_durations(folder.table_path(t.MEMCPY), "kind", "kind", start_ns, end_ns)
@@ -57,7 +57,7 @@ def union_ns(starts: np.ndarray, ends: np.ndarray) -> int:
     return int((block_end - block_start).sum())
 
 
-def gpu_busy(folder: RunFolder) -> tuple[int, int]:
+def gpu_busy(folder: Run) -> tuple[int, int]:
     """(busy_ns, idle_ns) summed over devices; (0, 0) without GPU activity."""
     per_device: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
     for name in (t.KERNELS, t.MEMCPY):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analyzers.run.run import Run
 from analyzers.summaries.operators import operator_summary
 from analyzers.trace import tables as t
-from tracer.core.runfolder import RunFolder
 
 TOP_OPERATORS = 5
 SOURCE_NAMES = {
@@ -34,7 +34,7 @@ class TopOperator:
     self_ns_per_image: float | None  # None: the images the trace saw are not known
 
 
-def images_traced(folder: RunFolder) -> int | None:
+def images_traced(folder: Run) -> int | None:
     """Images of the epochs the trace saw: those inside the trace window, else all of the run's."""
     from analyzers.trace.trace_window import window_span
 
@@ -48,14 +48,14 @@ def images_traced(folder: RunFolder) -> int | None:
     return sum(e.images for e in inside) or None
 
 
-def top_operators(folder: RunFolder, top: int = TOP_OPERATORS) -> list[TopOperator]:
+def top_operators(folder: Run, top: int = TOP_OPERATORS) -> list[TopOperator]:
     """The `top` operators by self time over the whole trace, with self time per traced image."""
     rows = operator_summary(folder)[:top]
     images = images_traced(folder) if rows else None
     return [TopOperator(r.name, r.self_ns, r.self_pct, r.self_ns / images if images else None) for r in rows]
 
 
-def operator_source(folder: RunFolder) -> str:
+def operator_source(folder: Run) -> str:
     """Whose profiler the operator table came from, in words ('' without one)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq

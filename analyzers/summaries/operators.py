@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
+from analyzers.run.run import Run
 from analyzers.trace import tables as t
-from tracer.core.runfolder import RunFolder
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class OperatorRow:
     avg_total_ns: float
 
 
-def operator_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[OperatorRow]:
+def operator_summary(folder: Run, start_ns: int | None = None, end_ns: int | None = None) -> list[OperatorRow]:
     """Operators that start inside [start_ns, end_ns) (the whole trace when not given)."""
     path = folder.table_path(t.OPERATORS)
     if not t.present(folder, t.OPERATORS):

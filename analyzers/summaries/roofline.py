@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analyzers.figures.utilisation import Peak
+from analyzers.run.run import Run
 from tracer.core.model_flops import Layer, layers
 from tracer.core.records import BuiltinWorkload
 
@@ -54,9 +55,8 @@ def _flops_bytes(counted: list[Layer], batch: int, dtype_bytes: int, model_input
 def run_points(run: object) -> Roofline | None:
     """The run's points (a `Run`, or a bare folder), or None where it has no FLOPs, no peak or no bandwidth."""
     from analyzers.figures.run_summary import summarise
-    from tracer.core.runfolder import RunFolder
 
-    assert isinstance(run, RunFolder)
+    assert isinstance(run, Run)
     record = run.read_record()
     u = summarise(run).utilisation
     peak = u.peak

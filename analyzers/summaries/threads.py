@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from analyzers.run.run import Run
 from analyzers.summaries.rows import ThreadRow, shown
 from analyzers.trace import tables as t
 from analyzers.trace.arrays import as_array
 from tracer.core import reading, schema
-from tracer.core.runfolder import RunFolder
 
 # nsys OS-runtime calls by what a thread in them is doing; a lane shows the kind, not each call's name
 OSRT_KINDS: dict[str, tuple[str, ...]] = {
@@ -51,7 +51,7 @@ def activity_kind(activity: str, source: str) -> str:
     return activity
 
 
-def thread_timeline(folder: RunFolder) -> pa.Table:
+def thread_timeline(folder: Run) -> pa.Table:
     """The run's thread timeline (`tables.THREAD_TIMELINE_SCHEMA`, sorted by pid, tid, start): the
     ingest's table, or, for a folder ingested before there was one (or read-only), made the same way."""
     path = folder.table_path(t.THREAD_TIMELINE)
@@ -62,7 +62,7 @@ def thread_timeline(folder: RunFolder) -> pa.Table:
     return threads.build(folder)
 
 
-def _cpu_seconds(folder: RunFolder, lo: int, hi: int, whole: bool) -> dict[tuple[int, int], float]:
+def _cpu_seconds(folder: Run, lo: int, hi: int, whole: bool) -> dict[tuple[int, int], float]:
     """CPU seconds per thread: its cumulative CPU time, grown over the samples between `lo` and `hi`."""
     samples = folder.samples(schema.THREADS_TABLE.name)
     out: dict[tuple[int, int], float] = {}
@@ -79,7 +79,7 @@ def _cpu_seconds(folder: RunFolder, lo: int, hi: int, whole: bool) -> dict[tuple
     return out
 
 
-def thread_summary(folder: RunFolder, start_ns: int | None = None, end_ns: int | None = None) -> list[ThreadRow]:
+def thread_summary(folder: Run, start_ns: int | None = None, end_ns: int | None = None) -> list[ThreadRow]:
     """One row per thread seen by any source, busiest (CPU seconds, then OSRT time) first; between
     `start_ns` and `end_ns` when given (a phase): CPU seconds are the growth of the thread's CPU time
     over the samples inside it, timeline rows are clipped to it."""

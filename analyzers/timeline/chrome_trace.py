@@ -19,12 +19,12 @@ from typing import IO, Any
 
 import pyarrow.parquet as pq
 
+from analyzers.run.run import Run
 from analyzers.timeline import lanes as ln
 from analyzers.timeline.gpu_timeline import KERNEL, NVTX_ACTIVITIES
 from analyzers.trace import tables as t
 from tracer.core import output as out_file
 from tracer.core import schema
-from tracer.core.runfolder import RunFolder
 
 GPU_PID_BASE = 1_000_000_000
 THREADS_PID = 999_999_999
@@ -61,7 +61,7 @@ def _slice(cat: str, name: str, pid: int, tid: int, start_ns: int, end_ns: int, 
     return event | ({"args": args} if args else {})
 
 
-def events(folder: RunFolder) -> Iterator[dict[str, Any]]:
+def events(folder: Run) -> Iterator[dict[str, Any]]:
     """The run's events; a run of several ranks as one process per rank (`rank_events`)."""
     if folder.run_json.exists() and folder.read_record().world_size > 1:
         yield from rank_events(folder)
@@ -75,7 +75,7 @@ STEPS_THREAD = "steps"
 STEP_CATEGORY = "step"
 
 
-def rank_events(folder: RunFolder) -> Iterator[dict[str, Any]]:
+def rank_events(folder: Run) -> Iterator[dict[str, Any]]:
     """Each rank's events (its threads, GPU streams, NVTX rows, counters) as one process, named with its
     rank and device, its tracks renamed `<process>: <track>`, and its steps on a track of their own: the
     ranks on one time axis, one above the other, where a late arrival shows."""
@@ -99,7 +99,7 @@ def rank_events(folder: RunFolder) -> Iterator[dict[str, Any]]:
                     end = r["start_ns"] + round((r[schema.DATA_WAIT_S] + r[schema.COMPUTE_S] + r[schema.SYNC_S]) * 1e9)
                     name = f"step {r['step']}" + (f" (epoch {r['epoch']})" if r["epoch"] else "")
                     yield _slice(STEP_CATEGORY, name, pid, 0, r["start_ns"], end, data_wait_s=r[schema.DATA_WAIT_S])
-            view = rank_view(folder, info.rank, Path(scratch) / str(info.rank))
+            view = Run.open(rank_view(folder, info.rank, Path(scratch) / str(info.rank)))
             for ev in _run_events(view):
                 old = (int(ev.get("pid", 0)), int(ev.get("tid", 0)))
                 if ev["ph"] == "M" and ev["name"] == "process_name":
@@ -112,7 +112,7 @@ def rank_events(folder: RunFolder) -> Iterator[dict[str, Any]]:
                 yield {**ev, "pid": pid, "tid": tid}
 
 
-def _run_events(folder: RunFolder) -> Iterator[dict[str, Any]]:
+def _run_events(folder: Run) -> Iterator[dict[str, Any]]:
     lanes = ln.load(folder)
     if lanes.threads is not None and lanes.api_calls is not None:
         yield from _api_events(lanes.threads, lanes.api_calls)
@@ -141,7 +141,7 @@ def _api_events(threads: ln.ThreadLanes, calls: ln.ApiCalls) -> Iterator[dict[st
         )  # fmt: skip
 
 
-def _operators(folder: RunFolder) -> Iterator[dict[str, Any]]:
+def _operators(folder: Run) -> Iterator[dict[str, Any]]:
     path = folder.table_path(t.OPERATORS)
     if not t.present(folder, t.OPERATORS):
         return
@@ -222,7 +222,7 @@ def _thread_events(threads: ln.ThreadLanes) -> Iterator[dict[str, Any]]:
         )
 
 
-def _counters(folder: RunFolder) -> Iterator[dict[str, Any]]:
+def _counters(folder: Run) -> Iterator[dict[str, Any]]:
     first = True
     for name, cols in (
         ("process", (schema.CPU_PCT, schema.RSS_MIB, "threads")),
@@ -258,7 +258,7 @@ def write(stream: IO[str], items: Iterator[dict[str, Any]]) -> int:
     return n
 
 
-def export(folder: RunFolder, out_path: Path) -> int:
+def export(folder: Run, out_path: Path) -> int:
     """Writes the trace through the one output writer (a unique temporary name, then a rename);
     returns the number of events."""
     with out_file.open_replacing(Path(out_path), "export-trace", "w") as f:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from analyzers.run.run import Run
 from analyzers.summaries.rows import NO_THREAD
 from analyzers.summaries.threads import activity_kind, thread_timeline
 from analyzers.timeline.gpu_timeline import GPU_ACTIVITIES, NVTX_ACTIVITIES, gpu_activity, nvtx_depth, stream_label
@@ -29,7 +30,6 @@ from analyzers.trace.arrays import as_array, codes
 from analyzers.trace.correlation import GPU_TABLES, launch_links
 from tracer.core import schema
 from tracer.core.cached import cached_property
-from tracer.core.runfolder import RunFolder
 
 LOW_PRIORITY = (t.ACTIVITY_IDLE, "waiting")
 THREAD_KEY = 1 << 32  # pid * THREAD_KEY + tid names a thread
@@ -168,7 +168,7 @@ class Lanes:
     links: LaunchLinks | None
 
 
-def load(folder: RunFolder) -> Lanes:
+def load(folder: Run) -> Lanes:
     api = _read_api(folder)
     threads = thread_lanes(thread_timeline(folder), api)
     calls = api_calls(api, threads)
@@ -188,7 +188,7 @@ class RankLabels:
     of_device: dict[int, int]
 
     @classmethod
-    def of(cls, folder: RunFolder) -> RankLabels | None:
+    def of(cls, folder: Run) -> RankLabels | None:
         if not folder.run_json.exists() or folder.read_record().world_size <= 1:
             return None
         of_pid: dict[int, int] = {}
@@ -223,7 +223,7 @@ class RankLabels:
         return name if rank is None or name.startswith("rank ") else f"rank {rank} · {name}"
 
 
-def _read_api(folder: RunFolder) -> pa.Table | None:
+def _read_api(folder: Run) -> pa.Table | None:
     path = folder.table_path(t.CUDA_API)
     if not t.present(folder, t.CUDA_API):
         return None
@@ -307,7 +307,7 @@ def api_calls(api: pa.Table | None, lanes: ThreadLanes | None) -> ApiCalls | Non
     )
 
 
-def gpu_lanes(folder: RunFolder) -> GpuLanes | None:
+def gpu_lanes(folder: Run) -> GpuLanes | None:
     """The GPU rows of a traced run: streams first, then NVTX depth rows."""
     parts: list[tuple[np.ndarray, ...]] = []  # (lane key, start, end, activity code, label, correlation, api row)
     labels: dict[str, int] = {}
@@ -375,7 +375,7 @@ def gpu_lanes(folder: RunFolder) -> GpuLanes | None:
 
 
 def _nvtx_rows(
-    folder: RunFolder, labels: dict[str, int], first_code: int
+    folder: Run, labels: dict[str, int], first_code: int
 ) -> tuple[np.ndarray, tuple[np.ndarray, ...], list[str]] | None:
     """NVTX ranges by nesting depth (each rank's apart, for a run of several ranks), every other range of a
     row in the second colour; the rows' names."""
@@ -424,7 +424,7 @@ def launch_indices(calls: ApiCalls | None, gpu: GpuLanes | None) -> LaunchLinks 
 
 
 def _step_rows(
-    folder: RunFolder, labels: dict[str, int], first_code: int
+    folder: Run, labels: dict[str, int], first_code: int
 ) -> tuple[np.ndarray, tuple[np.ndarray, ...], list[str]] | None:
     """A run of several ranks: each rank's steps (the steps table) as a row `rank r · steps`, so each
     rank's step boundaries sit on the one time axis above its own lanes' neighbours."""
@@ -452,7 +452,7 @@ def _step_rows(
     )
 
 
-def _last_at(folder: RunFolder) -> dict[int, str]:
+def _last_at(folder: Run) -> dict[int, str]:
     """Per rank, how often it arrived last at the collectives matched on every rank (the straggler summary,
     `analyzers.figures.straggler`), as a lane's name ends: ` (last at 5 of 8)`."""
     from analyzers.figures.straggler import straggler

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from analyzers.run.memo import per_run
+from analyzers.run.run import Run
 from analyzers.summaries.rows import ApiRow, KernelRow
 from analyzers.timeline import lanes as ln
 from analyzers.timeline.lane_index import LaneIndex, lane_indexes
@@ -36,7 +38,6 @@ from analyzers.trace.correlation import GPU_TABLES
 from tracer.core import schema
 from tracer.core.problems import Problems
 from tracer.core.reading import not_regular, read_bytes
-from tracer.core.runfolder import RunFolder
 
 VIEW_DIR = "view"
 VIEWS_CACHE = "views"  # under `tracer.core.paths.cache_root`, for read-only run folders
@@ -79,7 +80,7 @@ class RunView:
         return sum(len(s.start_ns) for s in sets if s is not None)
 
 
-def build(folder: RunFolder) -> RunView:
+def build(folder: Run) -> RunView:
     """The view computed from the run's tables (`analyzers.timeline.lanes`, `lane_index`, `cuda_api`, `kernels`)."""
     lanes = ln.load(folder)
     view = RunView(lanes=lanes, indexes=lane_indexes(lanes))
@@ -93,8 +94,9 @@ def build(folder: RunFolder) -> RunView:
     return view
 
 
-def load(folder: RunFolder) -> RunView:
-    """The stored view where it is current, else a fresh one (stored where it is big enough)."""
+@per_run
+def load(folder: Run) -> RunView:
+    """The stored view where it is current, else a fresh one (stored where it is big enough); once per run."""
     key = signature(folder)
     for place in (folder.path / VIEW_DIR, _cache_place(folder)):
         view = _read(place, key, folder.problems)
@@ -106,7 +108,7 @@ def load(folder: RunFolder) -> RunView:
     return view
 
 
-def stored_api_phases(folder: RunFolder) -> dict[str, list[ApiRow]] | None:
+def stored_api_phases(folder: Run) -> dict[str, list[ApiRow]] | None:
     """The CUDA API split per phase of a current stored view (`cuda_api.phase_summaries` with the default
     warm-up, phases with no call left out), from its manifest alone; None where no view is stored or it
     is stale. Why: at 100 M events the split is the costliest part of a diagnosis (23 s of CPU), and
@@ -123,7 +125,20 @@ def stored_api_phases(folder: RunFolder) -> dict[str, list[ApiRow]] | None:
     return None
 
 
-def store_if_big(folder: RunFolder) -> Path | None:
+@per_run
+def api_phases(run: Run) -> dict[str, list[ApiRow]]:
+    """The CUDA API split per phase on the trace's clock (`cuda_api.phase_summaries`), from the stored view
+    where one is current and the warm-up is the one it was made with; computed once per run."""
+    from analyzers.figures import phases as ph
+    from analyzers.summaries.cuda_api import phase_summaries
+
+    stored = stored_api_phases(run) if run.warmup == ph.WARMUP_EPOCHS else None
+    if stored is not None:
+        return {name: [] for name in ph.PHASES} | stored
+    return phase_summaries(run)
+
+
+def store_if_big(folder: Run) -> Path | None:
     """Writes the view of a run whose tables hold at least `STORE_MIN_EVENTS` rows (read from the Parquet
     footers: a small run costs nothing here); where it went, else None."""
     import pyarrow.parquet as pq
@@ -133,7 +148,7 @@ def store_if_big(folder: RunFolder) -> Path | None:
     return write(folder) if rows >= STORE_MIN_EVENTS else None
 
 
-def write(folder: RunFolder, view: RunView | None = None, key: dict[str, Any] | None = None) -> Path | None:
+def write(folder: Run, view: RunView | None = None, key: dict[str, Any] | None = None) -> Path | None:
     """Stores the view (built here when not given) in the run folder, or in the cache where the folder is
     read-only; returns where, None where neither could be written."""
     view = view if view is not None else build(folder)
@@ -147,7 +162,7 @@ def write(folder: RunFolder, view: RunView | None = None, key: dict[str, Any] | 
     return None
 
 
-def signature(folder: RunFolder) -> dict[str, Any]:
+def signature(folder: Run) -> dict[str, Any]:
     """Size and mtime of every file a view is computed from, and the format: a change in any rebuilds it."""
     inputs = [*folder.path.glob("*.parquet"), folder.path / t.TRACE_META, folder.events_path, folder.run_json]
     sampled = schema.THREADS_TABLE.name  # the sampler's thread table, which the thread timeline is made from
@@ -160,7 +175,7 @@ def signature(folder: RunFolder) -> dict[str, Any]:
     return {"format": FORMAT, "files": files}
 
 
-def _cache_place(folder: RunFolder) -> Path:
+def _cache_place(folder: Run) -> Path:
     from tracer.core.paths import cache_root
 
     digest = hashlib.sha256(str(folder.path.resolve()).encode()).hexdigest()[:16]

@@ -27,8 +27,8 @@ def test_a_damaged_table_is_a_problem_line_and_the_rest_is_drawn(
 
 
 def test_the_run_browser_shows_the_rows_of_tracer_runs(real_fixtures: Path, tmp_path: Path) -> None:
-    from analyzers.run import Run
-    from analyzers.run.run_rows import RUNS_HEADERS, run_row
+    from analyzers.run.run import Run
+    from analyzers.summaries.run_rows import RUNS_HEADERS, run_row
     from viewer.browser import PICKED, STATUS, browse
 
     run = Path(shutil.copytree(real_fixtures / CF98, tmp_path / Path(CF98).name))

@@ -54,7 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
     """Every section as plain rows, for one phase of a `Run` (analyzers.run) on the trace's clock."""
-    from analyzers.summaries import kernels, operators, threads
+    from analyzers.summaries import cuda_api, kernels, operators, threads
 
     p = trace_phase(run, phase)
     return sections(
@@ -63,7 +63,7 @@ def analysis(run: Any, phase: str) -> dict[str, list[dict[str, Any]]]:
         kernels.kernel_summary(run, p.start_ns, p.end_ns),
         kernels.memcpy_summary(run, p.start_ns, p.end_ns),
         threads.thread_summary(run, p.start_ns, p.end_ns),
-        run.api_family,
+        cuda_api.api_family(run),
     )
 
 
@@ -86,19 +86,22 @@ def sections(
 
 def trace_phase(run: Any, phase: str) -> Any:
     """The phase named `phase` ("steady", "epoch 2") among the run's phases on the trace's clock."""
+    from analyzers.figures.phase_cuts import trace_phases
+
     wanted = " ".join(phase.split())
-    found = run.trace_phases.get(wanted)
+    found = trace_phases(run).get(wanted)
     if found is None:
-        raise UserError(f"no phase '{phase}' in {run.path}: this run has {', '.join(run.trace_phases.names)}")
+        raise UserError(f"no phase '{phase}' in {run.path}: this run has {', '.join(trace_phases(run).names)}")
     return found
 
 
 def _api_rows(run: Any, p: Any) -> list[Any]:
     """The CUDA API split of one phase: the run's per-phase split (one scan for every phase)."""
     from analyzers.summaries.cuda_api import api_summary
+    from analyzers.timeline.view_store import api_phases
 
-    if p.name in run.api_phases:
-        return list(run.api_phases[p.name])
+    if p.name in api_phases(run):
+        return list(api_phases(run)[p.name])
     return api_summary(run, p.start_ns, p.end_ns)
 
 
@@ -117,8 +120,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
     from analyzers.figures.ranks import rank_table, rank_view
+    from analyzers.figures.run_summary import summarise
     from analyzers.render import display
-    from analyzers.run import Run
+    from analyzers.run.run import Run
+    from analyzers.summaries.cuda_api import api_family
 
     by_rank = rank_table(run)
     if args.rank is not None:
@@ -132,8 +137,8 @@ def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
             data = {k: [row | {schema.RANK: args.rank} for row in rows] for k, rows in data.items()}
     span = run.window
     cut = trace_phase(run, args.phase)
-    head: dict[str, Any] = {"run": run.run_id, "phase": args.phase, "covers": cut.label(), "api": run.api_family}
-    head |= run.summary.utilisation.to_json()  # FLOPs, peak, MFU (steady)
+    head: dict[str, Any] = {"run": run.run_id, "phase": args.phase, "covers": cut.label(), "api": api_family(run)}
+    head |= summarise(run).utilisation.to_json()  # FLOPs, peak, MFU (steady)
     if by_rank is not None:
         head |= {schema.RANK: args.rank, "ranks_basis": by_rank.basis, "comm_source": by_rank.comm_source}
         if args.format == "json" and args.rank is None:

@@ -13,11 +13,11 @@ from tracer.cli.common import print_wrapped
 
 
 def print_block(run: Any, out: Console) -> None:
-    """The "Diagnosis" block of `tracer profile`: the run diagnosed (analyzers.run.shown.diagnosis), printed."""
-    from analyzers.run import as_run
-    from analyzers.run.shown import diagnosis
+    """The "Diagnosis" block of `tracer profile`: the run diagnosed (analyzers.report.shown.diagnosis), printed."""
+    from analyzers.report.shown import diagnosis
+    from analyzers.run.run import Run
 
-    print_diagnosis(diagnosis(as_run(run)), out)
+    print_diagnosis(diagnosis(run if isinstance(run, Run) else Run.open(run)), out)
 
 
 def print_diagnosis(d: Any, out: Console) -> None:

@@ -296,6 +296,6 @@ def write_epoch_table(folders: list[RunFolder], path: Path) -> Path:
     """The study's Tables 1 and 2 over the campaign's runs, written by the report's one table writer
     (`analyzers.report.tables.write_tables_csv`: repeats of one spec pooled, one row per spec)."""
     from analyzers.report.tables import write_tables_csv
-    from analyzers.run import Run
+    from analyzers.run.run import Run
 
     return write_tables_csv([Run.open(f) for f in folders], path)

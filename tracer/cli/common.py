@@ -190,7 +190,7 @@ def fmt(value: float | int | None, spec: str = "") -> str:
 
 def warn_problems(runs: Any) -> None:
     """One line on stderr per damaged file the runs met (`Run.problems`): what it held was skipped."""
-    from analyzers.run import problems_of
+    from analyzers.run.run import problems_of
 
     for problem in problems_of(runs):
         print(f"tracer: warning: {problem.text()}", file=sys.stderr)
@@ -202,7 +202,7 @@ def open_run(ref: str, runs_dir: Path, warmup: int | None = None) -> Any:
     same for a file and for its import; ingested first where its raw traces have no tables yet."""
     from analyzers.ingest.cached_run import run_folder
     from analyzers.ingest.pipeline import ingest_if_needed
-    from analyzers.run import Run
+    from analyzers.run.run import Run
 
     folder = ingest_if_needed(run_folder(ref, runs_dir))
     return Run.open(folder) if warmup is None else Run.open(folder, warmup)

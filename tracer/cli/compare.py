@@ -60,7 +60,7 @@ SETTINGS = ("dataset", "device", "batch", "epochs", "limit", "image_size", "lr",
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from analyzers.run import Run
+    from analyzers.run.run import Run
     from tracer.core.runfolder import list_runs
     from tracer.core.schema import RUN_JSON
 
@@ -244,9 +244,11 @@ def _readable(folders: list[Any]) -> list[Any]:
 
 def print_verdict_differences(a: object, b: object, label_a: str, label_b: str, out: Console) -> None:
     """Which diagnosis verdicts differ between two runs, faster run first."""
-    from analyzers.diagnosis.across import diagnosed_folder, pair_lines
+    from analyzers.diagnosis.across import Labelled, pair_lines
+    from analyzers.run.run import Run
 
-    lines = [line for _f, _s, diffs in pair_lines([diagnosed_folder(a, label_a), diagnosed_folder(b, label_b)])
+    assert isinstance(a, Run) and isinstance(b, Run)
+    lines = [line for _f, _s, diffs in pair_lines([Labelled(label_a, a), Labelled(label_b, b)])
              for line in diffs]  # fmt: skip
     out.print(f"[bold]Diagnosis: verdicts that differ, {label_a} and {label_b}[/bold]")
     for line in lines or ["none: the same rules fire with similar numbers"]:

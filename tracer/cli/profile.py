@@ -130,7 +130,7 @@ def check_device(spec: RunSpec) -> None:
 
 def cmd_profile(args: argparse.Namespace) -> int:
     from analyzers.figures.run_summary import summarise
-    from analyzers.run import Run
+    from analyzers.run.run import Run
     from tracer.measure.runner import Launch, Runner
 
     if args.repeat < 1:
@@ -159,7 +159,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
             )
     if any(s.data == DATA_MEMORY for s in specs):  # --data all: refused before its files run, not after
         dataset.check_memory_fits(data_dir, spec.limit, spec.image_size)
-    folders = []
+    runs = []
     for repeat in range(1, args.repeat + 1):
         if args.repeat > 1:
             err.print(f"repeat {repeat}/{args.repeat}")
@@ -169,11 +169,11 @@ def cmd_profile(args: argparse.Namespace) -> int:
             launch = Launch(one, python, data_dir, args.out, backend)
             runner = Runner(launch, err)
             folder, record = runner.run()
-            folders.append(folder)
             ingest_traces(folder, err)  # a run without a trace still gets its thread timeline
-            run = Run.open(folder)  # read once for the summary, the diagnosis and its problems
+            run = Run.open(folder)  # read once for the summary, the diagnosis, its problems, repeats and pairs
+            runs.append(run)
             with pipe_may_go():
-                print_summary(run.summary, console())
+                print_summary(summarise(run), console())
                 print_block(run, console())
                 print_problems(run, console())
             if record.outcome.status is not RunStatus.OK:
@@ -183,15 +183,15 @@ def cmd_profile(args: argparse.Namespace) -> int:
                 err.print("tracer: interrupted after the run ended; its folder is complete")
                 return shell_code(runner.signals.last)
     for one in specs:
-        mine = [f for f in folders if f.read_record().spec == one]
+        mine = [r for r in runs if r.record.spec == one]
         if len(mine) > 1:
             with pipe_may_go():
-                print_repeats([summarise(f) for f in mine], console())
+                print_repeats([summarise(r) for r in mine], console())
     if len(specs) > 1:
         from analyzers.comparison.pairs import data_pairs
 
         with pipe_may_go():
-            print_data_pairs(data_pairs(folders), console())
+            print_data_pairs(data_pairs(runs), console())
     return 0
 
 
@@ -254,6 +254,7 @@ def builtin_options_given(args: argparse.Namespace) -> list[str]:
 def profile_command(args: argparse.Namespace) -> int:
     """`tracer profile [measuring options] -- COMMAND ...`: the user's command as the measured child."""
     from analyzers.figures.run_summary import summarise
+    from analyzers.run.run import Run
     from tracer.measure.command import (
         COMMAND_TRACES,
         COMMAND_WINDOWED_TRACES,
@@ -287,24 +288,25 @@ def profile_command(args: argparse.Namespace) -> int:
     backend.check(spec)
     output_dir(args.out)
     err = err_console()
-    folders = []
+    runs = []
     for repeat in range(1, args.repeat + 1):
         if args.repeat > 1:
             err.print(f"repeat {repeat}/{args.repeat}")
         launch = CommandLaunch(tuple(args.command), cwd, spec, args.out, backend, probe=args.probe == "on")
         runner = CommandRunner(launch, err)
         folder, record = runner.run()
-        folders.append(folder)
         ingest_traces(folder, err)
+        run = Run.open(folder)  # computed once for the summary, the diagnosis and the repeats
+        runs.append(run)
         # the summary on stderr: the command's stdout (redirected to a file, piped on) holds only its own output
-        print_summary(summarise(folder), err)
-        print_block(folder, err)
+        print_summary(summarise(run), err)
+        print_block(run, err)
         if record.outcome.status is not RunStatus.OK:
             err.print(f"[red]run {record.outcome.status.value}:[/red] {escape(record.outcome.cause)}")
             return exit_status(record.outcome, runner.ended_by, runner.signals.last, command=True)
         if runner.signalled:
             err.print("tracer: interrupted after the run ended; its folder is complete")
             return shell_code(runner.signals.last)
-    if len(folders) > 1:
-        print_repeats([summarise(f) for f in folders], err)
+    if len(runs) > 1:
+        print_repeats([summarise(r) for r in runs], err)
     return 0

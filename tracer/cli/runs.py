@@ -47,10 +47,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    """The columns, each run's row, its marks and their legend are analyzers.run.run_rows' (the viewer's run
+    """The columns, each run's row, its marks and their legend are analyzers.summaries.run_rows' (the viewer's run
     browser shows the same rows)."""
-    from analyzers.run import Run, run_rows
-    from analyzers.run.run_rows import LEGEND, RUNS_HEADERS
+    from analyzers.run.run import Run
+    from analyzers.summaries import run_rows
+    from analyzers.summaries.run_rows import LEGEND, RUNS_HEADERS
     from tracer.core.runfolder import list_runs, short_ids
 
     runs = [Run.open(f) for f in list_runs(args.runs_dir)]
@@ -97,9 +98,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def _runs_json(runs: list[Any], runs_dir: Path) -> int:
-    """`runs --format json`: every run's row as column header -> cell (analyzers.run.run_rows)."""
-    from analyzers.run import run_rows
-    from analyzers.run.run_rows import RUNS_HEADERS
+    """`runs --format json`: every run's row as column header -> cell (analyzers.summaries.run_rows)."""
+    from analyzers.summaries import run_rows
+    from analyzers.summaries.run_rows import RUNS_HEADERS
     from tracer.cli.json_output import dump
 
     rows = []
@@ -119,7 +120,7 @@ def _runs_json(runs: list[Any], runs_dir: Path) -> int:
 def _split_shared(rows: list[tuple[str, ...]]) -> tuple[list[int], list[tuple[str, str]]]:
     """The columns that differ between rows (the id always), and (header, value) of those all rows share."""
     shown, shared = [], []
-    from analyzers.run.run_rows import RUN_COLUMNS
+    from analyzers.summaries.run_rows import RUN_COLUMNS
 
     for i, column in enumerate(RUN_COLUMNS):
         values = {row[i] for row in rows}
@@ -139,9 +140,9 @@ def _print_narrow(headers: list[str], rows: list[list[str]], out: Console) -> No
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """Open, analyse once (analyzers.run.shown), then print: no analysis between the lines."""
-    from analyzers.run import Run
-    from analyzers.run.shown import shown
+    """Open, analyse once (analyzers.report.shown), then print: no analysis between the lines."""
+    from analyzers.report.shown import shown
+    from analyzers.run.run import Run
 
     run = open_run(args.run, args.runs_dir, args.warmup)
     if args.format == "json":
@@ -187,10 +188,11 @@ def _show_json(run: Any) -> int:
     """`show --format json`: the run's summary record (analyzers.figures.run_summary.RunSummary), whole."""
     import dataclasses
 
+    from analyzers.figures.run_summary import summarise
     from tracer.cli.json_output import dump
 
     try:
-        summary = dataclasses.asdict(run.summary)
+        summary = dataclasses.asdict(summarise(run))
     finally:
         warn_problems([run])
     dump("show", {"run": run.run_id, "summary": summary, "problems": [dataclasses.asdict(p) for p in run.problems]})

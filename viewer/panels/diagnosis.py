@@ -4,12 +4,11 @@ to try. The rules are the analyzers' (`analyzers.diagnosis`); they run off the G
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from analyzers.diagnosis import Verdict, diagnose, ranked
-from analyzers.run import Run
+from analyzers.run.run import Run
 from viewer.data import RunData
 from viewer.style import run_colour
 
@@ -22,17 +21,20 @@ class _Signals(QtCore.QObject):
 
 
 class _Diagnose(QtCore.QRunnable):
-    def __init__(self, path: Path, signals: _Signals) -> None:
+    """The rules over the run the viewer loaded: what the viewer computed of it (phases, the CUDA API split,
+    the samples) is reused, not read again."""
+
+    def __init__(self, run: Run, signals: _Signals) -> None:
         super().__init__()
-        self.path, self.signals = path, signals
+        self.target, self.signals = run, signals
 
     def run(self) -> None:
         try:
-            result: object = ranked(diagnose(Run.open(self.path)))  # a Run reads a stored view's parts
+            result: object = ranked(diagnose(self.target))
         except Exception as e:  # noqa: BLE001 - one run's broken tables must not break the tab
             result = f"{type(e).__name__}: {e}"
         try:
-            self.signals.done.emit(str(self.path), result)
+            self.signals.done.emit(str(self.target.path), result)
         except RuntimeError:  # the window closed while this ran: nobody is left to tell
             pass
 
@@ -69,7 +71,8 @@ class DiagnosisPanel(QtWidgets.QTableWidget):
             key = str(run.path)
             if self._results.get(key) == WAITING:
                 self._results[key] = DIAGNOSING
-                QtCore.QThreadPool.globalInstance().start(_Diagnose(run.path, self._signals))
+                held = run.run if run.run is not None else Run.open(run.path)  # a failed load holds none
+                QtCore.QThreadPool.globalInstance().start(_Diagnose(held, self._signals))
         self._fill()
 
     def _on_done(self, key: str, result: object) -> None:

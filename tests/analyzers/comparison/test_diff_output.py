@@ -7,7 +7,7 @@ from pathlib import Path
 
 from analyzers.comparison.diff import diff
 from analyzers.comparison.diff_output import side_lines, signed, tables
-from analyzers.run import Run
+from analyzers.run.run import Run
 
 A = "gpu-h100/20261125-001123-pytorch-alexnet-big-gpu-b100-a9b3"
 B = "gpu-h100/20261125-001502-pytorch-alexnet-big-gpu-b100-a266"

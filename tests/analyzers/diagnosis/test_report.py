@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzers.diagnosis.findings import AGREES, CLAIMS, DISAGREES, NOT_MEASURED, findings, load_runs
+from analyzers.diagnosis.findings import AGREES, CLAIMS, DISAGREES, NOT_MEASURED, findings
 from analyzers.figures.run_summary import summarise
 from analyzers.report.build import FINDINGS_TITLE
+from analyzers.run.run import Run
 from tests.conftest import run_tracer
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder
 
 
 def test_findings_on_real_runs(plain3: RunFolder, oversubscribed: RunFolder) -> None:
-    found = {f.claim.key: f for f in findings(load_runs([plain3, oversubscribed]))}
+    found = {f.claim.key: f for f in findings([Run.open(plain3), Run.open(oversubscribed)])}
     assert list(found) == [c.key for c in CLAIMS]
     pt = found["pytorch-full-cpu"]
     s = summarise(plain3)

@@ -8,7 +8,7 @@ from pathlib import Path
 from analyzers.diagnosis import diagnose
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.verdict import Severity
-from analyzers.run import Run
+from analyzers.run.run import Run
 from tracer.core.runfolder import RunFolder
 
 

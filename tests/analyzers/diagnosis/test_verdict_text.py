@@ -6,7 +6,7 @@ from pathlib import Path
 
 from analyzers.diagnosis import diagnose, top
 from analyzers.diagnosis.verdict_text import NOTHING_FIRED, top_lines, verdict_body, verdict_head
-from analyzers.run import Run
+from analyzers.run.run import Run
 
 CF98 = "gpu-h100/20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"
 

@@ -7,7 +7,7 @@ import re
 import sqlite3
 from pathlib import Path
 
-from analyzers.run import Run
+from analyzers.run.run import Run
 from tests.conftest import run_tracer
 from tracer.core.runfolder import list_runs
 

@@ -8,7 +8,8 @@ import re
 from pathlib import Path
 
 from analyzers.figures.op_flops import trace_flops
-from analyzers.run import Run
+from analyzers.figures.run_summary import summarise
+from analyzers.run.run import Run
 from tests.conftest import require_framework, run_tracer
 from tests.tracer.worker.helpers import run_in_framework
 from tracer.core.runfolder import list_runs
@@ -49,7 +50,7 @@ def test_a_traces_shapes_give_flop_counter_modes_count(tmp_path: Path) -> None:
     result = run_tracer("import", str(trace), "--out", str(tmp_path / "runs"))
     assert result.returncode == 0, result.stderr
     (folder,) = list_runs(tmp_path / "runs")
-    u = Run.open(folder.path).summary.utilisation
+    u = summarise(Run.open(folder.path)).utilisation
     assert u.flops_per_step == int(own.group(1)) and u.flops_source.startswith("from the trace's recorded shapes")
     assert u.achieved_flops_per_s is not None and u.achieved_flops_per_s > 0
     assert u.mfu is None and u.peak.source.startswith("not known")  # a CPU trace: no GPU recorded, no peak

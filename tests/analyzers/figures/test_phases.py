@@ -13,7 +13,7 @@ import pytest
 
 from analyzers.diagnosis import load
 from analyzers.diagnosis.inputs import steady_data_wait
-from analyzers.figures import phases
+from analyzers.figures import phase_cuts, phases
 from analyzers.figures.run_summary import summarise
 from analyzers.summaries import cuda_api
 from analyzers.trace.tables import CUDA_API, NVTX
@@ -62,7 +62,7 @@ def test_steady_cuda_split_of_cf98_is_the_steady_nvtx_epoch(real_fixtures: Path)
     assert epochs == 2  # epoch 1 is the warm-up, epoch 2 the steady state
     assert sum(r.calls for r in steady.values()) == calls == 16482
     assert sum(r.total_ns for r in steady.values()) == total
-    cut = phases.trace_phases(folder).steady
+    cut = phase_cuts.trace_phases(folder).steady
     assert cut is not None and cut.label() == "steady state (epoch 2)" and cut.epochs == (2,)
 
 
@@ -93,5 +93,5 @@ def test_steady_data_wait_is_the_steady_share(real_fixtures: Path) -> None:
 def test_one_phase_model_for_the_diagnosis_and_the_trace(real_fixtures: Path) -> None:
     folder = RunFolder(real_fixtures / CF98)
     t = load(folder)
-    assert [e.epoch for e in t.steady_epochs()] == list(phases.trace_phases(folder).split.steady) == [2]
+    assert [e.epoch for e in t.steady_epochs()] == list(phase_cuts.trace_phases(folder).split.steady) == [2]
     assert sum(r.calls for r in t.cuda_steady) == 16482

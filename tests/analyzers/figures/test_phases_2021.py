@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.figures.phases import STEPS_NOTE, trace_phases
+from analyzers.figures.phase_cuts import trace_phases
+from analyzers.figures.phases import STEPS_NOTE
 from tests.conftest import run_tracer
 from tracer.core.runfolder import RunFolder, list_runs
 

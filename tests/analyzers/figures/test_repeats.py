@@ -28,7 +28,7 @@ def _case(runs: list[LoadedRun], model: str, batch: int) -> list[LoadedRun]:
 
 
 def test_repeats_need_the_whole_spec(h100: list[LoadedRun]) -> None:
-    record = next(r.record for r in h100 if r.folder.run_id.endswith("6573"))
+    record = next(r.record for r in h100 if r.run_id.endswith("6573"))
     same = dataclasses.replace(record, run_id="other")
     assert repeat_key(same) == repeat_key(record)
     for change in ({"trace": "cupti"}, {"pyspy": True}, {"limit": 1500}, {"workers": 4}, {"image_size": 112}):
@@ -49,7 +49,7 @@ def test_batch_one_figure_pools_only_identical_specs_and_agrees_with_table_2(
     pools = tables.case_pools(group)
     rows = [r for r in tables.table_rows(h100, "gpu") if r.model == "alexnet" and r.batch == 1]
     assert len(bars) == len(pools) == len(rows) == 4
-    by_id = {r.folder.run_id: r for r in group}
+    by_id = {r.run_id: r for r in group}
     for bar, cp, row in zip(bars, pools, rows):
         keys = {repeat_key(by_id[i].record) for i in cp.pool.run_ids}
         assert len(keys) == 1  # one spec per pool
@@ -88,6 +88,6 @@ def test_traced_runs_of_one_case_are_rows_of_their_own(h100: list[LoadedRun]) ->
 
 def test_pool_leaves_a_not_rankable_run_out(h100: list[LoadedRun]) -> None:
     group = _case(h100, "alexnet", 1)
-    run = next(r for r in group if r.folder.run_id.endswith("3950"))
-    (p,) = pool([(run.folder, run.record)])
-    assert p.counted == () and p.throughput.images_per_s is None and p.run_ids == (run.folder.run_id,)
+    run = next(r for r in group if r.run_id.endswith("3950"))
+    (p,) = pool([(run, run.record)])
+    assert p.counted == () and p.throughput.images_per_s is None and p.run_ids == (run.run_id,)

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from analyzers.figures.run_summary import summarise
 from analyzers.figures.utilisation import ANALYTIC, percent
-from analyzers.run import Run
+from analyzers.run.run import Run
 from tracer.core.device_peaks import Dtype, device, run_dtype
 from tracer.core.model_flops import model_flops
 from tracer.core.runfolder import RunFolder
@@ -33,7 +34,7 @@ def test_h100_runs_measured_against_the_tables_tf32_peak(real_fixtures: Path) ->
     for path in runs:
         record = json.loads((path / "run.json").read_text())
         spec = record["spec"]
-        s = Run.open(path).summary
+        s = summarise(Run.open(path))
         u = s.utilisation
         per_image = model_flops(spec["model"], spec["image_size"], spec["num_classes"]).training
         assert u.flops_per_image == per_image and u.flops_per_step == per_image * spec["batch"]
@@ -50,8 +51,8 @@ def test_h100_runs_measured_against_the_tables_tf32_peak(real_fixtures: Path) ->
 def test_vgg16_at_batch_100_reaches_twelve_percent_and_alexnet_one(real_fixtures: Path) -> None:
     """VGG16's convolutions keep the H100 busier than AlexNet's input-bound steps (92 % data wait)."""
     root = real_fixtures / "gpu-h100"
-    vgg = Run.open(root / "20261125-000240-pytorch-vgg16-small-gpu-b100-7ff0").summary.utilisation
-    alexnet = Run.open(root / "20261125-000159-pytorch-alexnet-big-gpu-b100-85cf").summary.utilisation
+    vgg = summarise(Run.open(root / "20261125-000240-pytorch-vgg16-small-gpu-b100-7ff0")).utilisation
+    alexnet = summarise(Run.open(root / "20261125-000159-pytorch-alexnet-big-gpu-b100-85cf")).utilisation
     assert percent(vgg.mfu) == "12 %"
     assert percent(alexnet.mfu) == "1.0 %"
 
@@ -89,7 +90,7 @@ def test_a_cpu_run_here_is_measured_against_this_machines_peak(
     monkeypatch.setenv("TRACER_CACHE", str(tmp_path))  # measured afresh, into this test's cache
     run = Run.open(folder.path)
     record = run.read_record()
-    u = run.summary.utilisation
+    u = summarise(run).utilisation
     key = cpu_peak.machine_key(
         record.environment.cpu_model, record.environment.cpu_logical_cores, record.environment.hostname
     )
@@ -115,7 +116,7 @@ def test_a_run_from_another_machine_has_no_cpu_peak(tiny_pytorch_run: RunFolder,
     data = json.loads((copy / "run.json").read_text())
     data["environment"]["hostname"] = "elsewhere"
     (copy / "run.json").write_text(json.dumps(data))
-    u = Run.open(copy).summary.utilisation
+    u = summarise(Run.open(copy)).utilisation
     assert u.flops_per_step is not None and u.peak.flops_per_s is None and u.mfu is None
     assert "not measured" in u.peak.source and "elsewhere" in u.peak.source
 
@@ -126,7 +127,7 @@ def test_each_rank_of_a_two_rank_run_has_its_mfu(make_run: Callable[..., RunFold
 
     folder = make_run("pytorch", "--nproc", "2", "--batch", "4")
     run = Run.open(folder.path)
-    u = run.summary.utilisation
+    u = summarise(run).utilisation
     table = rank_table(run)
     assert table is not None and u.peak.flops_per_s is not None and u.flops_per_step is not None
     assert [r.rank for r in u.by_rank] == [0, 1]
@@ -134,5 +135,5 @@ def test_each_rank_of_a_two_rank_run_has_its_mfu(make_run: Callable[..., RunFold
         assert row.step_mean_s is not None
         assert mine.mfu == pytest.approx(u.flops_per_step / row.step_mean_s / u.peak.flops_per_s)
     # The epochs' images are rank 0's: the run's FLOP/s are both ranks'.
-    s = run.summary
+    s = summarise(run)
     assert u.achieved_flops_per_s == pytest.approx(u.flops_per_image * s.steady_images_per_s * 2)  # type: ignore[operator]

@@ -40,7 +40,7 @@ def _analyze(path: Path, tmp_path: Path, *extra: str) -> str:
 def analyses(real_fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[dict]]]:
     """What `tracer analyze` shows of each fixture, as rows (its tables are made from them)."""
     from analyzers.ingest.pipeline import ingest_file
-    from analyzers.run import Run
+    from analyzers.run.run import Run
     from tracer.cli.analyze import analysis
     from tracer.core.runfolder import RunFolder
 

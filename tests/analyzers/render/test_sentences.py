@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from analyzers.diagnosis import diagnose
-from analyzers.diagnosis.across import diagnosed_folder, pair_lines
+from analyzers.diagnosis.across import Labelled, pair_lines
 from analyzers.render import sentences as say
 from analyzers.render.sentences import Gap, gap_sentence
 from analyzers.report import collect_runs, write_report
+from analyzers.run.run import Run
 from tests.conftest import run_tracer
 from tracer.core.runfolder import RunFolder
 
@@ -97,7 +98,7 @@ def _sentences_of(folders: list[RunFolder], tmp: Path) -> dict[str, list[str]]:
     """Every generated sentence: each run's verdicts, every pair's differing verdicts (compare's and the
     report's), and the report's diagnosis and findings."""
     out: dict[str, list[str]] = {"diagnose": [], "compare": []}
-    diagnosed = [diagnosed_folder(f, f"{f.read_record().spec.framework} {f.run_id[-4:]}") for f in folders]
+    diagnosed = [Labelled(f"{f.read_record().spec.framework} {f.run_id[-4:]}", Run.open(f)) for f in folders]
     for d in diagnosed:
         out["diagnose"] += [v.headline() for v in d.verdicts] + [v.finding for v in d.verdicts]
     for a, b in itertools.combinations(diagnosed, 2):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from analyzers.figures.step_parts import decompose
 from analyzers.render.step_parts import step_parts_lines
-from analyzers.run import Run
+from analyzers.run.run import Run
 
 CF98 = "gpu-h100/20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"
 

@@ -45,7 +45,7 @@ def test_panel_titles_name_the_kind(real_fixtures: Path) -> None:
     runs, _ = collect_runs(paths)
     untraced = choose(runs, lambda r: True)
     assert untraced is not None and untraced.kind == UNTRACED
-    assert {fw: r.folder.run_id[-4:] for fw, r in untraced.runs.items()} == {"pytorch": "85cf", "jax": "a504"}
+    assert {fw: r.run_id[-4:] for fw, r in untraced.runs.items()} == {"pytorch": "85cf", "jax": "a504"}
     assert untraced.title("pytorch") == "PyTorch (untraced)"
     traced = choose(runs, lambda r: True, traced_only=True)  # a figure of traces: one backend only
     assert traced is not None and len({run_kind(r.record) for r in traced.runs.values()}) == 1

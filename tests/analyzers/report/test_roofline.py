@@ -9,7 +9,7 @@ import pytest
 
 from analyzers.report.build import plan_report
 from analyzers.report.roofline import write
-from analyzers.run import Run
+from analyzers.run.run import Run
 from analyzers.summaries.roofline import STEP, run_points
 
 TRACED = {

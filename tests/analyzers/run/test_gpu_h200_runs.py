@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.run import Run
+from analyzers.figures.run_summary import summarise
+from analyzers.run.run import Run
 from analyzers.trace import kernel_classes
 from tracer.core.records import CommandWorkload
 
@@ -31,7 +32,7 @@ def test_every_gpu_run_reads_whole_with_its_gpu_named_and_sampled(folder: Path) 
     run = Run.open(folder)
     assert run.ok
     assert [g.name for g in run.record.environment.gpus] == ["NVIDIA H200"]
-    summary = run.summary
+    summary = summarise(run)
     assert summary.steady_images_per_s and summary.steady_images_per_s > 0
     assert summary.gpu_util_pct_mean is not None and summary.gpu_mem_peak_mib and summary.gpu_mem_peak_mib > 0
     assert run.problem_list() == []
@@ -40,9 +41,9 @@ def test_every_gpu_run_reads_whole_with_its_gpu_named_and_sampled(folder: Path) 
 @pytest.mark.parametrize(("framework", "model"), [("pytorch", "alexnet"), ("pytorch", "vgg16"), ("jax", "alexnet")])
 def test_synthetic_data_lifts_the_input_bound_that_files_show(framework: str, model: str) -> None:
     files, synthetic = by(framework, model, "files"), by(framework, model, "synthetic")
-    assert files.summary.steady_data_wait_pct is not None and files.summary.steady_data_wait_pct > 40
-    assert synthetic.summary.steady_data_wait_pct is not None and synthetic.summary.steady_data_wait_pct < 5
-    assert synthetic.summary.steady_images_per_s > files.summary.steady_images_per_s  # type: ignore[operator]
+    assert summarise(files).steady_data_wait_pct is not None and summarise(files).steady_data_wait_pct > 40
+    assert summarise(synthetic).steady_data_wait_pct is not None and summarise(synthetic).steady_data_wait_pct < 5
+    assert summarise(synthetic).steady_images_per_s > summarise(files).steady_images_per_s  # type: ignore[operator]
 
 
 def test_the_cupti_run_dropped_nothing_and_has_its_cuda_tables() -> None:

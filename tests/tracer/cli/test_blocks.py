@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from analyzers.run.shown import Diagnosis
+from analyzers.report.shown import Diagnosis
 from tracer.cli.blocks import print_diagnosis, print_step_parts
 
 

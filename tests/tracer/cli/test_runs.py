@@ -6,7 +6,7 @@ import re
 import shutil
 from pathlib import Path
 
-from analyzers.run.run_rows import NOT_RANKED
+from analyzers.summaries.run_rows import NOT_RANKED
 from tests.conftest import run_tracer
 from tests.tracer.cli.test_output import _in_terminal
 from tracer.core.runfolder import short_ids

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from analyzers.run import Run
+from analyzers.run.run import Run
 from tests.conftest import require_framework, run_tracer
 from tracer.core import schema
 from tracer.core.runfolder import list_runs

@@ -1,5 +1,5 @@
 """One row per run, built once for every list of runs: `tracer runs` prints the cells, the viewer's run
-browser shows a few of its columns, both from the run's summary (`analyzers.run.Run.summary`), so the
+browser shows a few of its columns, both from the run's summary (`analyzers.figures.run_summary.summarise`), so the
 two never word a run differently."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from tracer.core import cases
 
 if TYPE_CHECKING:  # imported when a row is built: the command line reads the columns without pyarrow
     from analyzers.figures.run_summary import RunSummary
-    from analyzers.run import Run
+    from analyzers.run.run import Run
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,9 @@ LEGEND = {
 def run_row(run: Run) -> tuple[str, ...]:
     """The run's cells in RUN_COLUMNS order; a run whose run.json cannot be read raises `UserError`
     (`damaged_row` is its row)."""
-    s, record = run.summary, run.record
+    from analyzers.figures.run_summary import summarise
+
+    s, record = summarise(run), run.record
     spec, divergence = record.spec, record.outcome.divergence
     started = time.strftime("%m-%d %H:%M", time.localtime(record.wall_start_ns / 1e9)) if record.wall_start_ns else "-"
     # A command's model, data and batch are its script's own: its name stands for them.

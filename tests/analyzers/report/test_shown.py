@@ -1,4 +1,4 @@
-"""`tracer show` analyses once (analyzers.run.shown) and prints the record: on a real traced H100 run, every
+"""`tracer show` analyses once (analyzers.report.shown) and prints the record: on a real traced H100 run, every
 part it prints is in the record before a line is printed, and the terminal prints it as it always did."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.run import Run
-from analyzers.run.shown import Diagnosis, diagnosis, repeats_of, shown
+from analyzers.figures.run_summary import summarise
+from analyzers.report.shown import Diagnosis, diagnosis, repeats_of, shown
+from analyzers.run.run import Run
 from tracer.cli import main
 
 CF98 = "gpu-h100/20261125-001043-pytorch-alexnet-big-gpu-b100-cf98"  # traced with nsys, 2 epochs
@@ -25,7 +26,7 @@ def runs(real_fixtures: Path, tmp_path: Path) -> Path:
 def test_the_record_holds_every_part_show_prints(runs: Path) -> None:
     run = Run.open(runs / Path(CF98).name)
     s = shown(run)
-    assert s.summary is run.summary and s.summary.run_id == run.run_id
+    assert s.summary is summarise(run) and s.summary.run_id == run.run_id
     assert s.step_parts is not None and s.step_parts.parts and s.step_parts.step_s
     assert [r.run_id for r in s.repeats] == [run.run_id] and s.repeat_summaries == ()  # a run alone
     assert s.straggler is None  # one rank

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from analyzers.figures.run_summary import RunSummary
     from analyzers.figures.step_parts import Decomposition
     from analyzers.figures.straggler import Straggler
-    from analyzers.run import Run
+    from analyzers.run.run import Run
     from tracer.core.runfolder import RunFolder
 
 
@@ -70,17 +70,18 @@ def repeats_of(folder: RunFolder) -> list[RunFolder]:
 
 def shown(run: Run) -> Shown:
     """Everything `tracer show` prints of `run`, at the run's warm-up; its repeats opened at the same one."""
+    from analyzers.figures.run_summary import summarise
     from analyzers.figures.step_parts import decompose
     from analyzers.figures.straggler import straggler
-    from analyzers.run import Run
+    from analyzers.run.run import Run
 
-    summary = run.summary
+    summary = summarise(run)
     try:
         parts: Decomposition | None = decompose(run, run.warmup)
     except UserError:
         parts = None
     repeats = tuple(run if f.path == run.path else Run.open(f, run.warmup) for f in repeats_of(run))
-    summaries = tuple(r.summary for r in repeats) if len(repeats) > 1 else ()
+    summaries = tuple(summarise(r) for r in repeats) if len(repeats) > 1 else ()
     found = straggler(run) if run.record.world_size > 1 else None
     # diagnosed at the default warm-up, as the Diagnosis block of `tracer profile` is (and as `show` always was)
     return Shown(run, summary, parts, repeats, summaries, found, diagnosis(Run.open(run)))
