@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from analyzers.figures import phase_cuts
 from analyzers.figures import phases as phases_module
 from analyzers.summaries import cuda_api
 from analyzers.trace import api_names
@@ -201,7 +202,7 @@ def test_epoch_phases_from_worker_events(tmp_path: Path, ingested: dict[str, Run
 
 def test_a_trace_without_markers_gets_the_stated_fallback(ingested: dict[str, RunFolder]) -> None:
     """No step range, no epoch: steady state runs from the first to the last kernel launch, and says so."""
-    folder = next(f for f in ingested.values() if not phases_module.nvtx_ranges(f) and not f.epochs())
+    folder = next(f for f in ingested.values() if not phase_cuts.nvtx_ranges(f) and not f.epochs())
     cuts = {p.name: p for p in cuda_api.phases(folder)}
     steady = cuts["steady"]
     assert steady.note == cuda_api.FALLBACK_NOTE

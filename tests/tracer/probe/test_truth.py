@@ -16,7 +16,7 @@ from analyzers.diagnosis import diagnose
 from analyzers.diagnosis import thresholds as th
 from analyzers.diagnosis.knobs import command_input_knobs
 from analyzers.figures import steps
-from analyzers.figures.run_summary import compute_summary as run_summary
+from analyzers.figures.run_summary import summarise as run_summary
 from analyzers.render.marker import marker_lines
 from tests.conftest import require_framework, run_tracer
 from tracer.core.runfolder import RunFolder, list_runs, partial_epochs
