@@ -14,10 +14,10 @@ from tracer.core.frameworks import FRAMEWORKS, Tuning
 def precision(t: RunTables) -> str:
     """Mixed precision, unless the run already used it: the framework's setting, and --amp where the tracer sets it."""
     spec = t.record.spec
-    if spec.amp:
+    if spec is not None and spec.amp:
         return ""
     text = knob(t.record, Tuning.PRECISION, "mixed precision")
-    info = FRAMEWORKS.get(spec.framework)
+    info = FRAMEWORKS.get(t.record.measurement.framework)
     if text and info is not None and info.amp and tracer_trained(t.record):
         text += " (tracer --amp)"
     return text
@@ -26,7 +26,7 @@ def precision(t: RunTables) -> str:
 @rule("low-mfu")
 def low_mfu(t: RunTables) -> Verdict:
     name, title = "low-mfu", "low MFU"
-    if t.record.spec.device != "gpu":
+    if t.record.measurement.device != "gpu":
         return not_measured(
             name, title, "a CPU run (mixed precision, compilation and channels-last raise a GPU's share)"
         )

@@ -18,7 +18,8 @@ from analyzers.figures.utilisation_fields import JSON_FIELDS
 from tracer.core import schema
 from tracer.core.device_peaks import device, run_dtype
 from tracer.core.model_flops import COUNTED, model_flops
-from tracer.core.records import BuiltinWorkload, CommandWorkload, RunRecord
+from tracer.core.records import RunRecord
+from tracer.core.workload import BuiltinWorkload, CommandWorkload
 
 NOT_COUNTED = "not counted"
 ANALYTIC = f"analytic (torchvision's layers; {COUNTED})"
@@ -144,14 +145,15 @@ def device_peak(record: RunRecord) -> Peak:
     """The peak of what the run used: the table's GPU at the run's dtype times the ranks' GPUs, or the CPU's
     measured peak on the machine it ran on."""
     env, spec = record.environment, record.spec
-    if spec.device != "cpu":
+    if record.measurement.device != "cpu":
         if not env.gpus:
             return Peak(source="not known: the run recorded no GPU name")
         name = env.gpus[0].name
         found = device(name)
         if found is None:
             return Peak(source=f"not known: {name} is not in the device table (tracer/core/device_peaks.py)")
-        dtype = run_dtype(spec.amp, found)
+        # a command's or an import's precision is not recorded: the peak is read at the framework's default
+        dtype = run_dtype(spec.amp if spec else False, found)
         per_device = found.flops.get(dtype)
         if per_device is None:
             return Peak(dtype=dtype.value, source=f"not known: no {dtype.value} figure for {found.label}")
