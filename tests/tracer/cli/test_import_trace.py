@@ -120,3 +120,19 @@ def test_rocm_trace_is_named_hip(real_fixtures: Path, tmp_path: Path) -> None:
     rows, notes = cuda_differences([folder, folder])
     assert rows[0].metric == "HIP API total time (whole run)" and notes == []  # one tracer: every call
     assert load_run(folder.path).api_label == "HIP API"
+
+
+def test_compare_and_show_of_an_import_say_its_batch_is_not_recorded(real_fixtures: Path, tmp_path: Path) -> None:
+    """Issue 51, item 3: an import whose trace records no batch is compared and shown as "batch not recorded",
+    never as "batch 1" (the option's default that older records carried)."""
+    trace = real_fixtures / "kineto-h100/resnet50_bs100_train_torch2.11.json.gz"
+    for name in ("a", "b"):
+        assert run_tracer("import", str(trace), "--out", str(tmp_path / name)).returncode == 0
+    (a,), (b,) = list_runs(tmp_path / "a"), list_runs(tmp_path / "b")
+    compared = run_tracer("compare", str(a.path), str(b.path), "--no-group")
+    assert compared.returncode == 0, compared.stderr[-2000:]
+    assert "batch not recorded" in compared.stdout and "batch 1" not in compared.stdout, compared.stdout
+    as_json = run_tracer("compare", str(a.path), str(b.path), "--no-group", "--format", "json")
+    assert as_json.returncode == 0 and '"batch": 1' not in as_json.stdout
+    shown = run_tracer("show", str(a.path)).stdout
+    assert any(line.split()[:3] == ["batch", "not", "recorded"] for line in shown.splitlines()), shown
