@@ -1,6 +1,6 @@
 """run.json's first layout read as its second, in one place: folders written before the workload was stored
 as what it is (format_version 1: one `spec` for every run, a command beside it, an import's origin in the
-knobs) still open. Only the second layout is written (`tracer.core.records.RUN_FORMAT_VERSION`).
+knobs) still open. Only the second layout is written (`RUN_FORMAT_VERSION`, declared here for the record).
 
 Version 1 gave every run a RunSpec; a command's and an import's model, dataset, batch and lr in it were
 placeholders (`unknown`, batch 1, lr 0.001) and are dropped here, so no reader meets them.
@@ -21,7 +21,7 @@ RUN_FORMAT_VERSION = 2
 """run.json's layout: 2 stores the workload as what it is (`tracer.core.workload`); 1 is read, converted."""
 SPEC_DEFAULTS = {f.name: f.default for f in dataclasses.fields(RunSpec) if f.default is not dataclasses.MISSING}
 
-# version 1's bookkeeping knobs of an import (`ImportOrigin`): its file, what it did not record, its clock
+# version 1's bookkeeping knobs of an import (its former `ImportOrigin`): its file, what it did not record, its clock
 IMPORTED_FROM, NOT_RECORDED, CLOCK, BATCH_FROM = "imported_from", "not_recorded", "clock", "batch_from"
 IMPORT_KNOBS = (IMPORTED_FROM, NOT_RECORDED, CLOCK, BATCH_FROM)
 
