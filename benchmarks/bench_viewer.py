@@ -70,7 +70,7 @@ def make_run(out: Path, index: int, samples: int) -> Path:
     spec = RunSpec(framework=run_id.split("-")[-1], model="resnet50", dataset="big", epochs=EPOCHS)
     env = EnvironmentInfo("bench", "Linux", "bench CPU", 16, 8, 64 * 1024.0, "3.11")
     facts = ModelFacts(25_557_032, 25_557_032)
-    record = RunRecord(run_id, spec, env, Outcome(RunStatus.OK), START_NS, end, model=facts)
+    record = RunRecord.built_in(run_id, spec, env, Outcome(RunStatus.OK), START_NS, end, model=facts)
     folder.write_record(record)
     bounds = np.linspace(START_NS + 30 * 10**9, end, EPOCHS + 1).astype(np.int64)
     with folder.events_path.open("w") as f:

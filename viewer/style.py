@@ -55,7 +55,7 @@ def run_colour(runs: Sequence[RunData], index: int) -> str:
 
 
 def _framework(run: RunData) -> str:
-    return run.record.spec.framework if run.record is not None else run.path.name
+    return run.record.measurement.framework if run.record is not None else run.path.name
 
 
 def activity_colour(activity: str) -> str:

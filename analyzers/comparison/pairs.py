@@ -124,10 +124,11 @@ def data_pairs(folders: Iterable[Run], warmup: int = WARMUP_EPOCHS) -> list[Data
     groups: dict[str, list[tuple[Run, RunRecord]]] = {}
     for folder in folders:
         record = folder.read_record()
-        groups.setdefault(pair_key(record), []).append((folder, record))
+        if record.spec is not None:  # a command's or an import's data mode is its own: it pairs with none
+            groups.setdefault(pair_key(record), []).append((folder, record))
     pairs = []
     for runs in groups.values():
-        if len({r.spec.data for _, r in runs}) > 1:
+        if len({_data(r) for _, r in runs}) > 1:
             pairs.append(_pair(runs, warmup))
     return pairs
 
@@ -177,13 +178,18 @@ def _key_or_none(folder: Run) -> str | None:
         return None
 
 
+def _data(record: RunRecord) -> str:
+    return record.spec.data if record.spec else ""
+
+
 def _pair(runs: Sequence[tuple[Run, RunRecord]], warmup: int) -> DataPair:
     spec = runs[0][1].spec
+    assert spec is not None  # data_pairs groups built-in runs only
     rates: list[Spread | None] = []
     ids: list[tuple[str, ...]] = []
     busy: list[bool] = []
     for mode in DATA_MODES:
-        mine = sorted((f for f, r in runs if r.spec.data == mode), key=lambda f: f.run_id)
+        mine = sorted((f for f, r in runs if _data(r) == mode), key=lambda f: f.run_id)
         ok = [f for f in mine if f.read_record().rankable]
         rates.append(throughput([f.epochs() for f in ok], warmup).images_per_s if ok else None)
         ids.append(tuple(f.run_id for f in mine))

@@ -91,7 +91,7 @@ def measurement_cost(folder: Run) -> Cost:
     peer = ratio = None
     no_ratio = ""
     ratio_basis = Cost.ratio_basis
-    if record.spec.trace != "none":
+    if record.measurement.trace != "none":
         records = sum(
             pq.ParquetFile(folder.table_path(n)).metadata.num_rows for n in TRACE_TABLES if t.present(folder, n)
         )
@@ -116,11 +116,11 @@ def measurement_cost(folder: Run) -> Cost:
     training = m.training_cpu_s if m else None
     share = m.sampler_pct_of_training_cpu if m else None
     basis = Cost.training_cpu_basis
-    backend = BACKENDS.get(record.spec.trace)
+    backend = BACKENDS.get(record.measurement.trace)
     if m is not None and backend is not None and backend.wraps_process:
         training = sampled_tree_cpu_s(folder)
         share = 100 * m.sampler_cpu_s / training if training else None
-        basis = f"the worker's process tree as sampled ({record.spec.trace} launched the worker)"
+        basis = f"the worker's process tree as sampled ({record.measurement.trace} launched the worker)"
     return Cost(
         sampler_cpu_s=m.sampler_cpu_s if m else None,
         training_cpu_s=training,
@@ -156,6 +156,8 @@ def sampled_tree_cpu_s(folder: Run) -> float | None:
 
 def untraced_peer(folder: Run, record: RunRecord) -> Run | None:
     """The newest finished run beside this one whose spec is the same but for what measured it."""
+    if record.spec is None:  # a command's or an import's peers are not ours to pair
+        return None
     want = dataclasses.replace(record.spec, case=None, **UNMEASURED)
     for other in reversed(list_runs(folder.path.parent)):
         if other.path == folder.path:
@@ -164,6 +166,6 @@ def untraced_peer(folder: Run, record: RunRecord) -> Run | None:
             r = other.read_record()
         except Exception:  # noqa: BLE001 - a damaged neighbour is not this run's business
             continue
-        if r.rankable and dataclasses.replace(r.spec, case=None) == want:
+        if r.rankable and r.spec is not None and dataclasses.replace(r.spec, case=None) == want:
             return Run.open(other)
     return None

@@ -24,6 +24,7 @@ from analyzers.figures.steady import Spread, spread
 from analyzers.render import palette
 from analyzers.run.run import Run
 from tracer.core.records import RunRecord
+from tracer.core.workload import Known
 
 AGREES, DISAGREES, NOT_MEASURED = "agrees", "disagrees", "not measured"
 SOURCE = "the study, as summarised in issue #19"
@@ -51,8 +52,8 @@ class Finding:
 
 def case_of(run: Run) -> tuple[str, str, str, int]:
     """What a claim pools runs by: model, dataset, device, batch."""
-    s = run.record.spec
-    return (s.model, s.dataset, s.device, s.batch)
+    known = Known.of(run.record.workload)  # batch 0: not recorded (a key, never shown)
+    return (known.model, known.dataset, run.record.measurement.device, known.batch or 0)
 
 
 def rankable(run: Run) -> bool:
@@ -115,8 +116,8 @@ def of_kind(runs: Sequence[Run], claim: Claim) -> list[Run]:
     return [
         r
         for r in runs
-        if (claim.device is None or r.record.spec.device == claim.device)
-        and (claim.batch is None or r.record.spec.batch == claim.batch)
+        if (claim.device is None or r.record.measurement.device == claim.device)
+        and (claim.batch is None or Known.of(r.record.workload).batch == claim.batch)
     ]
 
 
@@ -127,7 +128,7 @@ def _kind_text(claim: Claim) -> str:
 
 def _none_of_kind(claim: Claim, all_runs: Sequence[Run]) -> str:
     """Why a claim has nothing to judge, from the runs given."""
-    kinds = sorted({f"{r.record.spec.device.upper()} b{r.record.spec.batch}" for r in all_runs})
+    kinds = sorted({f"{r.record.measurement.device.upper()} b{Known.of(r.record.workload).batch}" for r in all_runs})
     return (
         f"no finished {_kind_text(claim)} among the {len(all_runs)} runs given (they are {', '.join(kinds) or 'none'})"
     )
@@ -156,8 +157,8 @@ def cells(runs: Sequence[Run]) -> dict[tuple[str, str, str, int], list[Cell]]:
 
 
 def _measured(record: RunRecord) -> bool:
-    spec = record.spec
-    return spec.trace != "none" or spec.pyspy or spec.nsys_sampling
+    m = record.measurement
+    return m.trace != "none" or m.pyspy or m.nsys_sampling
 
 
 def _used(cs: Sequence[Cell]) -> list[str]:

@@ -12,8 +12,9 @@ from typing import Any
 
 from tracer.core.frameworks import FRAMEWORKS, Tuning
 from tracer.core.options import flag_of
-from tracer.core.records import BuiltinWorkload, RunRecord, RunSpec
+from tracer.core.records import RunRecord, RunSpec
 from tracer.core.schema import Probe
+from tracer.core.workload import BuiltinWorkload, Measurement
 
 # the tracer option that changes a tuning for every framework alike
 _TRACER_OPTION = {Tuning.WORKERS: "workers", Tuning.PREFETCH: "prefetch", Tuning.THREADS: "threads",
@@ -26,7 +27,7 @@ def tracer_trained(run: RunSpec | RunRecord) -> bool:
     return not isinstance(run, RunRecord) or isinstance(run.workload, BuiltinWorkload)
 
 
-def setting(spec: RunSpec, what: Tuning) -> str | None:
+def setting(spec: RunSpec | Measurement, what: Tuning) -> str | None:
     """The run's framework's own setting on the run's device, or None (also for an undeclared
     framework: an imported trace's framework is whatever its user typed)."""
     info = FRAMEWORKS.get(spec.framework)
@@ -55,7 +56,7 @@ def knob(run: RunSpec | RunRecord, what: Tuning, advice: str = "", knobs: Mappin
     tracer did not train itself (an imported trace, a user's command) gets no tracer option: none of
     them would change that training. Where the run recorded an older setting instead of the declared one
     (AS_RUN; `knobs`, else the record's), that one is named."""
-    spec = run.spec if isinstance(run, RunRecord) else run
+    spec = run.measurement if isinstance(run, RunRecord) else run
     own = setting(spec, what)
     recorded = knobs if knobs is not None else (run.knobs if isinstance(run, RunRecord) else None)
     used, declared, text_as_run = AS_RUN.get((spec.framework, what), ("", "", ""))

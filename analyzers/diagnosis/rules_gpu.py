@@ -15,6 +15,7 @@ from analyzers.summaries.rows import ApiRow
 from analyzers.trace.api_names import ALLOC_CALLS, LAUNCH_CALLS, SYNC_CALLS, match_name
 from tracer.core import schema
 from tracer.core.frameworks import Tuning
+from tracer.core.workload import Known
 
 # the rules' names and titles, each declared once (analyzers.diagnosis.verdict.RuleName)
 GPU_UNDER_USED = RuleName("gpu-under-used", "GPU under-used")
@@ -51,7 +52,7 @@ def idle_explained(util_pct: float, wait_pct: float) -> Explanation:
 @rule(GPU_UNDER_USED)
 def gpu_under_used(t: RunTables) -> Verdict:
     name, title = GPU_UNDER_USED
-    if t.record.spec.device != "gpu":
+    if t.record.measurement.device != "gpu":
         return not_measured(name, title, "a CPU run")
     util = steady_gpu_util(t)
     if not util:
@@ -83,7 +84,7 @@ def host_bound(t: RunTables) -> Verdict:
     the step's operations (Python dispatch, kernel launches, the interpreter lock its threads share). The
     evidence is the CPU of the training process's threads; none need be saturated, as they take turns."""
     name, title = HOST_BOUND
-    if t.record.spec.device != "gpu":
+    if t.record.measurement.device != "gpu":
         return not_measured(name, title, "a CPU run (the host is the device)")
     wait = steady_data_wait(t)
     if wait is None:
@@ -157,8 +158,9 @@ def steady_steps(t: RunTables) -> int | None:
         return sum(1 for e in column(t.steps, "epoch") if int(e) in steady) or None
     if t.nvtx_steady_steps:
         return t.nvtx_steady_steps
-    if t.epochs:
-        batch = max(1, t.record.spec.batch)
+    batch = Known.of(t.record.workload).batch
+    if t.epochs and batch is not None:  # steps counted from images need the batch (an import may not record it)
+        batch = max(1, batch)
         return sum(-(-e.images // batch) for e in t.steady_epochs())
     return None
 

@@ -39,14 +39,14 @@ def _int_knob(t: RunTables, names: tuple[str | None, ...]) -> int | None:
 
 
 def _declared(t: RunTables) -> FrameworkInfo | None:
-    return FRAMEWORKS.get(t.record.spec.framework)
+    return FRAMEWORKS.get(t.record.measurement.framework)
 
 
 def intra_op_threads(t: RunTables) -> int:
     """The intra-op thread count the run used: the framework's own report, else --threads, else the
     cores (every framework's default is one thread per core)."""
     info = _declared(t)
-    return _int_knob(t, (info.intra_op_knob if info else None,)) or t.record.spec.threads or t.cores
+    return _int_knob(t, (info.intra_op_knob if info else None,)) or (t.record.spec and t.record.spec.threads) or t.cores
 
 
 def loader_workers(t: RunTables) -> int | None:
@@ -77,7 +77,7 @@ def input_bound(t: RunTables) -> Verdict:
     name, title = INPUT_BOUND
     if t.steps is None or t.steps.num_rows == 0:
         if t.record.command is not None:  # a user's loop the probe did not see: the two lines to add
-            return not_measured(name, title, marker_advice(t.record.spec.framework))
+            return not_measured(name, title, marker_advice(t.record.measurement.framework))
         return not_measured(name, title, "the run has no per-step timing (samples/steps; runs before issue 18)")
     wait = steady_data_wait(t)
     if wait is None and t.steps.column(schema.DATA_WAIT_S).null_count:
@@ -109,7 +109,7 @@ def input_bound(t: RunTables) -> Verdict:
     advice = join(knob(t.record, Tuning.WORKERS, "more loader workers"),
                   knob(t.record, Tuning.PREFETCH, "deeper prefetch"),
                   "or a smaller image pipeline (--image-size)")  # fmt: skip
-    if spec.data != DATA_FILES:  # batches from memory: no loader workers or prefetch to give
+    if spec is not None and spec.data != DATA_FILES:  # batches from memory: no loader workers or prefetch to give
         advice = larger_batch(t.record, "fewer, larger batches to index and copy from memory")
     if t.record.command is not None:  # the user's own script: its pipeline's settings, not the tracer's flags
         advice = command_input_knobs(step_probes(t), t.record.knobs) or "overlap loading with the steps"
@@ -195,7 +195,7 @@ def _others_pct(table: pa.Table | None) -> float | None:
 @rule(CPU_UNDER_USED)
 def cpu_under_used(t: RunTables) -> Verdict:
     name, title = CPU_UNDER_USED
-    if t.record.spec.device == "gpu":
+    if t.record.measurement.device == "gpu":
         return not_measured(name, title, "a GPU run: the operators run on the GPU (input-bound and host-bound "
                                          "say what the host holds up)")  # fmt: skip
     table = t.in_epochs(t.process, t.steady_epochs())
@@ -353,7 +353,7 @@ def crash(t: RunTables) -> Verdict:
         return quiet(name, title, f"the run ended {status}", None, "", None)
     cause = own_cause(t)
     evidence: tuple[Evidence, ...] = (
-        Evidence("epochs done", float(len(t.epochs)), f"of {t.record.spec.epochs}"),
+        Evidence("epochs done", float(len(t.epochs)), f"of {t.record.spec.epochs}" if t.record.spec else ""),
         Evidence("exit code", float(outcome.exit_code) if outcome.exit_code is not None else None, ""),
     )
     divergence = outcome.divergence

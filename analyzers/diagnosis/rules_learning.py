@@ -23,12 +23,15 @@ def chance_level(t: RunTables) -> Verdict:
     after = [] if split.includes_warmup else [e for e in t.epochs if e.epoch in split.steady]
     if not after:
         return not_measured(name, title, f"no epoch after the first {WARMUP_EPOCHS} (warm-up)")
-    classes = len(t.record.dataset.classes) if t.record.dataset else t.record.spec.num_classes
+    spec = t.record.spec
+    classes = len(t.record.dataset.classes) if t.record.dataset else (spec.num_classes if spec else 0)
     if t.record.command is not None:  # a user's script: its class count as the probe read it, else no guess
         said = t.record.knobs.get(f"{MODEL_FACTS}.{CLASSES}")
         if not isinstance(said, int) or isinstance(said, bool) or said < 2:
             return not_measured(name, title, "the script's class count was not read (no cross-entropy seen)")
         classes = said
+    if classes < 2:  # an import records no class count
+        return not_measured(name, title, "the class count was not recorded")
     last = after[-1]
     if not math.isfinite(last.loss):
         return not_measured(name, title, f"the loss of epoch {last.epoch} is not a number (the run diverged)")

@@ -14,10 +14,10 @@ from tracer.core.frameworks import FRAMEWORKS, Tuning
 def precision(t: RunTables) -> str:
     """Mixed precision, unless the run already used it: the framework's setting, and --amp where the tracer sets it."""
     spec = t.record.spec
-    if spec.amp:
+    if spec is not None and spec.amp:
         return ""
     text = knob(t.record, Tuning.PRECISION, "mixed precision")
-    info = FRAMEWORKS.get(spec.framework)
+    info = FRAMEWORKS.get(t.record.measurement.framework)
     if text and info is not None and info.amp and tracer_trained(t.record):
         text += " (tracer --amp)"
     return text
@@ -29,7 +29,7 @@ LOW_MFU = RuleName("low-mfu", "low MFU")
 @rule(LOW_MFU)
 def low_mfu(t: RunTables) -> Verdict:
     name, title = LOW_MFU
-    if t.record.spec.device != "gpu":
+    if t.record.measurement.device != "gpu":
         return not_measured(
             name, title, "a CPU run (mixed precision, compilation and channels-last raise a GPU's share)"
         )

@@ -18,35 +18,35 @@ from typing import Any, Iterable, Sequence
 
 from analyzers.figures.steady import WARMUP_EPOCHS, Throughput, throughput
 from analyzers.run.run import Run
-from tracer.core.records import ImportOrigin, RunRecord, RunSpec
+from tracer.core.records import RunRecord, RunSpec
+from tracer.core.workload import BuiltinWorkload, CommandWorkload, ImportedWorkload
 
 # Spec fields that do not change what is measured (limits on how long a run may take, a label):
 # runs differing only there are repeats
 # (`case` is the study's name of model + dataset, a label: older runs lack it).
 NOT_PART_OF_THE_EXPERIMENT = ("timeout_s", "stall_s", "case")
-# Knobs that are bookkeeping, not settings.
-NOT_A_SETTING = ImportOrigin.KNOBS
 # Spec fields that say how a run was measured, not what it trained, with their unmeasured values
 # (analyzers.diagnosis.cost pairs a traced run with the run that differs only there).
 UNMEASURED: dict[str, Any] = {"trace": "none", "trace_window": None, "pyspy": False, "nsys_sampling": False}
 
 
 def spec_key(record: RunRecord) -> dict[str, Any]:
-    """What the run was asked to do: its spec without NOT_PART_OF_THE_EXPERIMENT (an imported trace
-    keeps its source: nothing says two imports measured the same thing)."""
-    spec = {k: v for k, v in dataclasses.asdict(record.spec).items() if k not in NOT_PART_OF_THE_EXPERIMENT}
-    if record.imported is not None:
-        spec[ImportOrigin.SOURCE_KNOB] = record.imported.source
-    if record.command is not None:  # a command is its argv where it ran, and its script's content
-        command = record.command
-        spec["command"] = [*command.argv, command.cwd, command.probe, command.script_digest]
-    return spec
+    """What the run was asked to do: a built-in run's spec, else how it was measured and what it ran, without
+    NOT_PART_OF_THE_EXPERIMENT (an imported trace keeps its source: nothing says two imports measured the same
+    thing; a command is its argv where it ran, and its script's content)."""
+    match record.workload:
+        case BuiltinWorkload(spec=spec):
+            asked = dataclasses.asdict(spec)
+        case ImportedWorkload(source=source):
+            asked = dataclasses.asdict(record.measurement) | {"imported_from": source}
+        case CommandWorkload() as c:
+            asked = dataclasses.asdict(record.measurement) | {"command": [*c.argv, c.cwd, c.probe, c.script_digest]}
+    return {k: v for k, v in asked.items() if k not in NOT_PART_OF_THE_EXPERIMENT}
 
 
 def repeat_key(record: RunRecord) -> str:
     """Equal for repeats: the same spec (`spec_key`) and the same settings the worker reported."""
-    knobs = {k: v for k, v in record.knobs.items() if k not in NOT_A_SETTING}
-    return json.dumps({"spec": spec_key(record), "knobs": knobs}, sort_keys=True, default=str)
+    return json.dumps({"spec": spec_key(record), "knobs": record.knobs}, sort_keys=True, default=str)
 
 
 def group_repeats(folders: Iterable[Run]) -> list[list[Run]]:
@@ -73,7 +73,8 @@ class Pool:
         return tuple(f.run_id for f in self.folders)
 
     @property
-    def spec(self) -> RunSpec:
+    def spec(self) -> RunSpec | None:
+        """The built-in spec its runs share; None for repeats of a command or an import."""
         return self.records[0].spec
 
 

@@ -25,6 +25,7 @@ from tracer.core.cases import RunKey
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
 from tracer.core.runfolder import partial_epochs
 from tracer.core.schema import KIND, TEGRA_TABLE, TEMPS_TABLE, Event
+from tracer.core.workload import Known
 
 
 @dataclass(frozen=True)
@@ -34,11 +35,11 @@ class RunSummary:
     model: str
     dataset: str
     device: str
-    batch: int
+    batch: int | None  # None: not recorded (an import without it; a command's batch is its own)
     status: str
     cause: str
     epochs_done: int
-    epochs_planned: int
+    epochs_planned: int | None  # None: not recorded (an import; a command's own loop)
     mean_epoch_s: float | None  # over every epoch, warm-up included
     images_per_s: float | None  # over every epoch, warm-up included
     # The headline (analyzers.figures.steady): epochs after the warm-up, the first epoch apart.
@@ -179,7 +180,7 @@ def summarise(run: Run) -> RunSummary:
     steady = epoch_stats(epochs, run.warmup)
     process = run.samples("process")
     load = run_contention(run)
-    spec = record.spec
+    spec, known = record.spec, Known.of(record.workload)
     splits = steps.epoch_splits(run)  # the steps table, read once for the run and per epoch
     sources = energy(run, epochs)
     cut = run_phases(run)
@@ -194,15 +195,15 @@ def summarise(run: Run) -> RunSummary:
     steady_step_ms = _per_step_ms(splits, steady.steady_epoch_numbers, lambda s: s.total_s)
     return RunSummary(
         run_id=run.run_id,  # the run's name: a copied or renamed run is known by it
-        framework=spec.framework,
-        model=spec.model,
-        dataset=spec.dataset,
-        device=spec.device,
-        batch=spec.batch,
+        framework=record.measurement.framework,
+        model=known.model,
+        dataset=known.dataset,
+        device=record.measurement.device,
+        batch=known.batch,
         status=displayed_status(record),
         cause=record.outcome.cause,
         epochs_done=len(epochs),
-        epochs_planned=spec.epochs,
+        epochs_planned=known.epochs,
         mean_epoch_s=mean_epoch_s(epochs),
         images_per_s=images_per_s(epochs),
         data_wait_pct_by_epoch=tuple(_pct(s.data_wait_share) for s in splits),
@@ -227,9 +228,9 @@ def summarise(run: Run) -> RunSummary:
         accuracy_by_epoch=tuple(e.accuracy for e in epochs),
         device_peak_source=next((e.device_peak_source for e in reversed(epochs) if e.device_peak_source), ""),
         gpu=record.environment.gpu_text,
-        workload=workload_key(spec),
+        workload=workload_key(spec) if spec else "",
         not_recorded=record.imported.not_recorded if record.imported else (),
-        data=spec.data,
+        data=spec.data if spec else "",  # "": not recorded (a command feeds itself, an import says nothing)
         decode_s=decode_seconds(run.events()),
         steady=figures,
         whole=whole,

@@ -55,6 +55,7 @@ from tracer.core import schema
 from tracer.core.errors import UserError
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.records import RunStatus
+from tracer.core.workload import Known
 
 
 @dataclass(frozen=True)
@@ -107,24 +108,22 @@ def decompose(folder: Run, warmup: int = WARMUP_EPOCHS) -> Decomposition:
             f"{folder.path}: its run.json still says running (the run goes on, or its tracer was killed): "
             "its steady step is not known yet; compare it once it has ended"
         )
-    spec = record.spec
-    command = record.command
+    spec, command, measured = record.spec, record.command, record.measurement
     # A command's frameworks are the ones its processes imported; the built-in workload's is its spec's.
-    frameworks = command.frameworks_imported if command is not None else (spec.framework,)
+    frameworks = command.frameworks_imported if command is not None else (measured.framework,)
     asynchronous = any(FRAMEWORKS[f].asynchronous for f in frameworks if f in FRAMEWORKS)
     stats = epoch_stats(folder.epochs(), warmup)
     ips = stats.steady_images_per_s
-    # What an imported trace or a user's command does not say stays unknown: never the spec's defaults.
-    foreign = record.imported is not None or record.command is not None
-    unknown_batch = record.command is not None or (record.imported and "batch" in record.imported.not_recorded)
-    batch = None if unknown_batch else spec.batch
+    # What an imported trace or a user's command does not say stays unknown (its workload records none).
+    known = Known.of(record.workload)
+    batch = known.batch
     head = dict(
         run_id=folder.run_id,
-        framework="+".join(frameworks) if command is not None else spec.framework,
-        model=command.label if command is not None else spec.model,
-        device=spec.device,
-        data="" if foreign else str(spec.data),
-        trace=str(spec.trace),
+        framework="+".join(frameworks) if command is not None else measured.framework,
+        model=command.label if command is not None else known.model,
+        device=measured.device,
+        data=str(spec.data) if spec else "",
+        trace=str(measured.trace),
         asynchronous=asynchronous,
         measured_s=1 / ips if ips else None,
         images_per_s=ips,

@@ -95,7 +95,7 @@ def step_flops(
     record: RunRecord, events: Sequence[dict[str, object]], raw_trace: Path | None = None
 ) -> tuple[float | None, float | None, str]:
     """FLOPs per image and per step of one rank, and how they were counted (or why they were not)."""
-    from tracer.core.records import BuiltinWorkload, CommandWorkload
+    from tracer.core.workload import BuiltinWorkload, CommandWorkload
 
     workload = record.workload
     if isinstance(workload, BuiltinWorkload):
@@ -169,14 +169,15 @@ def device_peak(record: RunRecord) -> Peak:
     """The peak of what the run used: the table's GPU at the run's dtype times the ranks' GPUs, or the CPU's
     measured peak on the machine it ran on."""
     env, spec = record.environment, record.spec
-    if spec.device != "cpu":
+    if record.measurement.device != "cpu":
         if not env.gpus:
             return Peak(source=NO_GPU_NAMED)
         name = env.gpus[0].name
         found = device(name)
         if found is None:
             return Peak(source=f"not known: {name} is not in the device table (tracer/core/device_peaks.py)")
-        dtype = run_dtype(spec.amp, found)
+        # a command's or an import's precision is not recorded: the peak is read at the framework's default
+        dtype = run_dtype(spec.amp if spec else False, found)
         per_device = found.flops.get(dtype)
         if per_device is None:
             return Peak(dtype=dtype.value, source=f"not known: no {dtype.value} figure for {found.label}")

@@ -6,7 +6,6 @@ analysed, viewed and compared like a run of ours. The CLI parses, calls `import_
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import shutil
@@ -40,8 +39,9 @@ from analyzers.trace.tables import (
 from tracer.core import trace_formats as tf
 from tracer.core.cases import IMPORTED_FRAMEWORK, UNKNOWN_MODEL
 from tracer.core.errors import UserError
-from tracer.core.records import EnvironmentInfo, ImportOrigin, Outcome, RankInfo, RunRecord, RunSpec, RunStatus
+from tracer.core.records import EnvironmentInfo, Outcome, RankInfo, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
+from tracer.core.workload import ImportedWorkload, Measurement, TraceClock
 
 
 @dataclass(frozen=True)
@@ -63,9 +63,6 @@ class Imported:
     tables: tuple[str, ...]
     ranks: int  # ranks on one clock (0: a trace of one process)
     alignment: str | None  # how the ranks' clocks were put on one, where there are several
-
-
-NOT_RECORDED = ("batch", "epochs")  # spec fields an imported trace does not carry: shown as "not recorded"
 
 
 RUN_ID_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
@@ -224,17 +221,19 @@ def _import_into(
         of_source = {SOURCE_KINETO: "pytorch", SOURCE_PADDLE: "paddle", SOURCE_MXNET: "mxnet"}
         reader = reader_of(trace_kind(path))  # a format that only one framework writes (nsys-jax)
         framework = of_source.get(source, reader.framework if reader and reader.framework else framework)
+    workload = ImportedWorkload(
+        source=str(label.resolve()),
+        format=trace_kind(path) or "",
+        model=labels.model,  # the user's words, recorded as given
+        batch=int(batch) if batch is not None else None,  # None: not recorded (never a made-up batch)
+        batch_from=batch_from if batch is not None else "",
+        clock=TraceClock(str(clock.pop("clock", "")), int(clock.pop("offset_ns", 0)), alignment),
+    )
     record = RunRecord(
         run_id=run_id,
-        # An imported trace's labels are whatever the user says; they are recorded, not checked as options.
-        spec=RunSpec(
-            framework=framework,  # type: ignore[arg-type]
-            model=labels.model,  # type: ignore[arg-type]
-            dataset=str(label),
-            device=labels.device,  # type: ignore[arg-type]
-            trace=TRACE_OF_SOURCE.get(source, "none"),  # type: ignore[arg-type]
-            batch=int(batch) if batch is not None else RunSpec.batch,
-        ),
+        workload=workload,
+        # what the trace says of how it was measured; nothing was sampled, timed or watched by the tool
+        measurement=Measurement(framework, labels.device, trace=TRACE_OF_SOURCE.get(source, "none")),
         # The trace was made elsewhere: this machine's facts would mislead, so they stay unknown; the
         # GPUs a trace names (Kineto's deviceProperties, those its ranks used) are the trace's own facts.
         environment=EnvironmentInfo("unknown", "unknown", "unknown", 0, 0, 0.0, sys.version.split()[0], gpus=gpus),
@@ -242,13 +241,6 @@ def _import_into(
         wall_start_ns=starts if starts is not None else 0,
         wall_end_ns=ends,
         trace_files=tuple(f"raw/{f.name}" for f in files),
-        knobs={
-            **ImportOrigin(
-                str(label.resolve()), tuple(f for f in NOT_RECORDED if not (f == "batch" and batch is not None))
-            ).to_knobs(),
-            "clock": json.dumps(clock),
-            **({"batch_from": batch_from} if batch is not None else {}),
-        },
         ranks=rank_infos,
     )
     folder.write_record(record)

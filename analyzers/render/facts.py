@@ -12,6 +12,7 @@ from tracer.core import trace_formats as tf
 from tracer.core.cases import UNKNOWN_MODEL
 from tracer.core.options import TRACE_BACKENDS
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
+from tracer.core.workload import NOT_RECORDED, BuiltinWorkload, CommandWorkload, ImportedWorkload
 
 NO_TRACE = "no trace in this run"
 UNTRACED = TRACE_BACKENDS[0]  # `--trace none`: the label leaves the backend out
@@ -22,17 +23,16 @@ def run_label(record: RunRecord | None, folder: Path) -> str:
     batch is not recorded, and its file says what it is better than "unknown"."""
     if record is None:
         return folder.name
-    s = record.spec
+    m, workload = record.measurement, record.workload
     status = "" if record.outcome.status is RunStatus.OK else f" [{displayed_status(record)}]"
-    trace = "" if s.trace == UNTRACED else f" {s.trace}"
-    if record.command is not None:  # a user's command: its script names it (model and batch are its own)
-        return f"{s.framework} {record.command.label} {s.device}{trace}{status}"
-    origin = record.imported
-    if origin is not None:
-        model = tf.stem(Path(origin.source).name) if s.model == UNKNOWN_MODEL else s.model
-        batch = "" if "batch" in origin.not_recorded else f" b{s.batch}"
-        return f"{s.framework} {model}{batch} {s.device}{trace} (imported){status}"
-    return f"{s.framework} {s.model} b{s.batch} {s.device}{trace}{status}"
+    trace = "" if m.trace == UNTRACED else f" {m.trace}"
+    if isinstance(workload, CommandWorkload):  # a user's command: its script names it (model and batch are its own)
+        return f"{m.framework} {workload.label} {m.device}{trace}{status}"
+    if isinstance(workload, ImportedWorkload):
+        model = tf.stem(Path(workload.source).name) if workload.model == UNKNOWN_MODEL else workload.model
+        batch = "" if workload.batch is None else f" b{workload.batch}"
+        return f"{m.framework} {model}{batch} {m.device}{trace} (imported){status}"
+    return f"{m.framework} {workload.spec.model} b{workload.spec.batch} {m.device}{trace}{status}"
 
 
 def unique_labels(labels: Sequence[str], run_ids: Sequence[str]) -> list[str]:
@@ -62,7 +62,7 @@ def run_facts(
     r = record
     if r is None:
         return [("status", "unreadable"), ("folder", str(folder))]
-    env, spec, out = r.environment, r.spec, r.outcome
+    env, m, out = r.environment, r.measurement, r.outcome
     versions = ", ".join(f"{k} {v}" for k, v in env.framework_versions.items()) or "-"
     gpus = ", ".join(g.name for g in env.gpus) or "none"
     status = out.status.value + (f": {out.cause}" if out.cause else "")
@@ -71,25 +71,35 @@ def run_facts(
     if out.signal:
         status += f" (signal {out.signal})"
     duration = f"{(r.wall_end_ns - r.wall_start_ns) / 1e9:.1f} s" if r.wall_end_ns else "-"
-    if r.command is not None:
-        workload = [
-            ("command", r.command.text),
-            ("working directory", r.command.cwd),
-            ("interpreter", r.command.interpreter or "-"),
-            ("device", f"{spec.device}; GPU: {gpus}"),
-            ("epochs", f"{len(epochs)} (seen by the probe)" if r.command.probe == "on" else "- (--probe off)"),
-        ]
-    else:
-        workload = [
-            ("model", spec.model),
-            ("parameters", f"{r.model.trainable_params:,}" if r.model else "-"),
-            ("dataset", f"{spec.dataset}, {r.dataset.images_used if r.dataset else '?'} images"),
-            ("device", f"{spec.device}; GPU: {gpus}"),
-            ("batch / epochs", f"{spec.batch} / {len(epochs)} of {spec.epochs}"),
-        ]
+    gpu = ("device", f"{m.device}; GPU: {gpus}")
+    match r.workload:
+        case CommandWorkload() as command:
+            workload = [
+                ("command", command.text),
+                ("working directory", command.cwd),
+                ("interpreter", command.interpreter or "-"),
+                gpu,
+                ("epochs", f"{len(epochs)} (seen by the probe)" if command.probe == "on" else "- (--probe off)"),
+            ]
+        case ImportedWorkload() as imported:
+            workload = [
+                ("imported from", imported.source),
+                ("model", imported.model),
+                gpu,
+                ("batch", NOT_RECORDED if imported.batch is None else f"{imported.batch} ({imported.batch_from})"),
+                ("epochs", f"{len(epochs)} (planned: {NOT_RECORDED})"),
+            ]
+        case BuiltinWorkload(spec=spec):
+            workload = [
+                ("model", spec.model),
+                ("parameters", f"{r.model.trainable_params:,}" if r.model else "-"),
+                ("dataset", f"{spec.dataset}, {r.dataset.images_used if r.dataset else '?'} images"),
+                gpu,
+                ("batch / epochs", f"{spec.batch} / {len(epochs)} of {spec.epochs}"),
+            ]
     return [
         ("status", status),
-        ("framework", f"{spec.framework} ({versions})"),
+        ("framework", f"{m.framework} ({versions})"),
         *workload,
         ("epoch time (steady)", _fmt(epoch_stats(epochs).steady_epoch_s, ".2f", " s")),
         ("images/s (steady)", _fmt(epoch_stats(epochs).steady_images_per_s, ".1f")),
@@ -101,7 +111,7 @@ def run_facts(
         ("RAM", f"{env.ram_total_mib / 1024:.1f} GiB"),
         ("Python", env.worker_python_version or env.tracer_python),
         ("samples", f"{samples:,}"),
-        ("trace", spec.trace if traced else NO_TRACE),
+        ("trace", m.trace if traced else NO_TRACE),
         ("duration", duration),
         ("folder", str(folder)),
     ]

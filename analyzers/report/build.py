@@ -106,8 +106,8 @@ def _commands_step(runs: Sequence[LoadedRun], out: Path) -> Callable[[], Output]
 def _one_data_mode(group: Sequence[LoadedRun]) -> list[LoadedRun]:
     """The runs of a case fed one way: files where there are such runs (the other modes are in the
     input-pipeline table), so a figure never pools a synthetic run with a files run."""
-    modes = [m for m in DATA_MODES if any(r.record.spec.data == m for r in group)]
-    return [r for r in group if r.record.spec.data == (modes[0] if modes else DATA_FILES)]
+    modes = [m for m in DATA_MODES if any(r.record.setting("data") == m for r in group)]
+    return [r for r in group if (r.record.setting("data") or DATA_FILES) == (modes[0] if modes else DATA_FILES)]
 
 
 def _has_process_samples(run: LoadedRun) -> bool:
@@ -250,7 +250,7 @@ def _resource_step(case: CaseKey, choice: like.Choice, out: Path, formats: Seque
             {fw: choice.title(fw) for fw in chosen},
         )
         files = charts.save(fig, out / f"fig-resources-{case.slug}", formats)
-        hz = sorted({f"{r.record.spec.sample_hz:g}" for r in chosen.values()})
+        hz = sorted({f"{r.record.measurement.sample_hz:g}" for r in chosen.values()})
         caption = (
             f"The training process and its children, sampled at {' / '.join(hz)} Hz; shaded bands are epochs. "
             "All columns share one time axis (seconds since each run's start), so run lengths compare; "
@@ -275,7 +275,11 @@ def _throughput_step(
             "of one spec (the rows of Tables 1-2: trace backend and knobs alike) with their range; diverged and "
             "failed runs left out. Right: every epoch's time in the newest run of each, warm-up shaded; the legend "
             "is below the panels."
-            + "".join(f" Fed by --data {m}." for m in sorted({r.record.spec.data for r in group}) if m != DATA_FILES)
+            + "".join(
+                f" Fed by --data {m}."
+                for m in sorted({r.record.setting("data") or DATA_FILES for r in group})
+                if m != DATA_FILES
+            )
             + (CONTENDED_NOTE if any(b.mark for b in bars) else "")
             + " Runs: "
             + ", ".join(counted)

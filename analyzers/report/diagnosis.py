@@ -38,7 +38,7 @@ def diagnosed(runs: Sequence[LoadedRun]) -> list[Labelled]:
 
 def _fed(run: LoadedRun) -> str:
     """' [--data memory]' for a run not fed from files: its epoch time measures another input."""
-    data = run.record.spec.data
+    data = run.record.spec.data if run.record.spec else DATA_FILES  # an import records none: no tag
     return "" if data == DATA_FILES else f" [--data {data}]"
 
 

@@ -17,6 +17,7 @@ from analyzers.report import html_cases
 from analyzers.report.outputs import Output
 from analyzers.report.runs import LoadedRun
 from tracer.core import output as out_file
+from tracer.core.workload import NOT_RECORDED, Known
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1200px;
@@ -142,6 +143,10 @@ def _figure_numbers(outputs: Sequence[Output]) -> dict[str, int]:
     return {_anchor(o): n for n, o in enumerate((o for o in outputs if o.kind == "figure"), 1)}
 
 
+def _known(value: int | None) -> str:
+    return NOT_RECORDED if value is None else str(value)
+
+
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
@@ -211,7 +216,9 @@ def _figure(output: Output, page: _Page) -> str:
 def _gpu_lines(runs: Sequence[LoadedRun]) -> list[str]:
     """The GPUs the GPU runs used (name, driver, CUDA from run.json), one line, or nothing."""
     gpus = dict.fromkeys(
-        r.record.environment.gpu_text for r in runs if r.record.spec.device == "gpu" and r.record.environment.gpu_text
+        r.record.environment.gpu_text
+        for r in runs
+        if r.record.measurement.device == "gpu" and r.record.environment.gpu_text
     )
     return [f'<p class="muted">GPU: {_e(" and ".join(gpus))}</p>'] if gpus else []
 
@@ -219,13 +226,13 @@ def _gpu_lines(runs: Sequence[LoadedRun]) -> list[str]:
 def _runs_table(runs: Sequence[LoadedRun]) -> str:
     rows = []
     for r in runs:
-        spec, outcome = r.record.spec, r.record.outcome
+        m, known, outcome = r.record.measurement, Known.of(r.record.workload), r.record.outcome
         status = outcome.status.value + (f": {outcome.cause}" if outcome.cause else "")
         cls = "" if r.ok else ' class="failed"'
         rows.append(
-            f"<tr{cls}><td>{_e(r.run_id)}</td><td>{_e(palette.label(spec.framework))}</td>"
-            f'<td>{_e(r.case.name)}</td><td>{_e(spec.device)}</td><td class="num">{spec.batch}</td>'
-            f'<td class="num">{spec.epochs}</td><td>{_e(status)}</td></tr>'
+            f"<tr{cls}><td>{_e(r.run_id)}</td><td>{_e(palette.label(m.framework))}</td>"
+            f'<td>{_e(r.case.name)}</td><td>{_e(m.device)}</td><td class="num">{_e(_known(known.batch))}</td>'
+            f'<td class="num">{_e(_known(known.epochs))}</td><td>{_e(status)}</td></tr>'
         )
     names = ("run", "framework", "case", "device", "batch", "epochs", "status")
     head = "<tr>" + "".join(f"<th>{h}</th>" for h in names)

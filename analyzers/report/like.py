@@ -23,13 +23,13 @@ UNTRACED = "untraced"
 
 def run_kind(record: RunRecord) -> str:
     """'untraced', or how the run was measured: 'cupti', 'nsys', 'cupti + py-spy', 'nsys sampling'."""
-    spec = record.spec
-    parts: list[str] = [str(spec.trace)] if spec.trace != "none" else []
-    if spec.trace_window:
+    m, spec = record.measurement, record.spec
+    parts: list[str] = [str(m.trace)] if m.trace != "none" else []
+    if spec is not None and spec.trace_window:
         parts.append(f"window {spec.trace_window}")
-    if spec.pyspy:
+    if m.pyspy:
         parts.append("py-spy")
-    if spec.nsys_sampling:
+    if m.nsys_sampling:
         parts.append("nsys sampling")
     return " + ".join(parts) or UNTRACED
 

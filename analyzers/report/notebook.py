@@ -119,7 +119,8 @@ def _run_row(run: Run) -> dict[str, Any]:
     for figure in FIGURES:
         row[figure.name] = getattr(s.steady, figure.name)
         row[WHOLE_RUN_PREFIX + figure.name] = getattr(s.whole, figure.name)
-    for key, value in dataclasses.asdict(run.record.spec).items():
+    spec = run.record.spec  # an import's or a command's settings are not recorded: none added
+    for key, value in (dataclasses.asdict(spec) if spec is not None else {}).items():
         if key not in row and _scalar(value):
             row[key] = value
     return row

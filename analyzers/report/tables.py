@@ -26,6 +26,7 @@ from analyzers.render import palette
 from analyzers.report.runs import LoadedRun, by_case
 from tracer.core import output as out_file
 from tracer.core.records import RunSpec
+from tracer.core.workload import Known
 
 
 @dataclass(frozen=True)
@@ -139,19 +140,17 @@ TRACE_TAG = "trace "  # how a settings label names the trace backend ('trace nsy
 def settings_label(run: LoadedRun) -> str:
     """The settings besides the case that change what an epoch is: images used, input size, epochs,
     how it was measured (trace backend, py-spy), and the optimiser and pipeline knobs where they are not
-    the study's defaults."""
-    spec = run.record.spec
-    parts = [f"{spec.limit} images" if spec.limit else "all images", f"{spec.image_size} px", f"{spec.epochs} ep"]
-    default = RunSpec(spec.framework, spec.model, spec.dataset)
-    for name in ("lr", "momentum", "workers", "prefetch", "pipeline", "data", "sync_every", "threads", "amp"):
-        if getattr(spec, name) != getattr(default, name):
-            parts.append(f"{name} {getattr(spec, name)}")
-    if spec.trace != default.trace:
-        parts.append(f"{TRACE_TAG}{spec.trace}")
-    if spec.pyspy:
-        parts.append("py-spy")
-    if spec.nsys_sampling:
-        parts.append("nsys sampling")
+    the study's defaults; an import's, only how it was traced (the rest is not recorded)."""
+    spec, m, parts = run.record.spec, run.record.measurement, []
+    if spec is not None:
+        parts = [f"{spec.limit} images" if spec.limit else "all images", f"{spec.image_size} px", f"{spec.epochs} ep"]
+        default = RunSpec(spec.framework, spec.model, spec.dataset)
+        for name in ("lr", "momentum", "workers", "prefetch", "pipeline", "data", "sync_every", "threads", "amp"):
+            if getattr(spec, name) != getattr(default, name):
+                parts.append(f"{name} {getattr(spec, name)}")
+    parts += (
+        [f"{TRACE_TAG}{m.trace}"] * (m.trace != "none") + ["py-spy"] * m.pyspy + ["nsys sampling"] * m.nsys_sampling
+    )
     return ", ".join(parts)
 
 
@@ -162,7 +161,7 @@ def settings_parts(settings: str) -> list[str]:
 
 def _imported_gpu(run: LoadedRun) -> bool:
     """Imported traces ran where nothing was sampled; those made on a GPU belong in Table 2 (as traces)."""
-    return run.case.imported and run.record.spec.device == "gpu"
+    return run.case.imported and run.record.measurement.device == "gpu"
 
 
 def _row(case_name: str, cp: CasePool, warmup: int) -> TableRow:
@@ -181,14 +180,14 @@ def _row(case_name: str, cp: CasePool, warmup: int) -> TableRow:
     per_epoch = [s.energy_j_per_epoch for s in with_energy if s.energy_j_per_epoch is not None]
     per_image = [s.energy_j_per_image for s in with_energy if s.energy_j_per_image is not None]
     mfu = [s.utilisation.mfu_pct for s in summaries if s.utilisation.mfu_pct is not None]
-    spec = runs[0].record.spec
+    m, known = runs[0].record.measurement, Known.of(runs[0].record.workload)
     newest = runs[-1]
     return TableRow(
-        framework=spec.framework,
-        model=spec.model,
+        framework=m.framework,
+        model=known.model,
         dataset=runs[0].case.dataset,
-        device=spec.device,
-        batch=spec.batch,
+        device=m.device,
+        batch=known.batch or 0,  # 0: not recorded (an import's row says so, `imported`)
         case=case_name,
         status="ok" if ok else _status(newest),
         runs_ok=len(ok),
@@ -218,7 +217,7 @@ def _row(case_name: str, cp: CasePool, warmup: int) -> TableRow:
         imported=runs[0].case.imported,
         left_out="; ".join(cp.pool.left_out),
         gpu=" / ".join(dict.fromkeys(r.record.environment.gpu_text for r in runs if r.record.environment.gpu_text)),
-        data=spec.data,
+        data=runs[0].record.setting("data") or "",  # "": not recorded (an import)
         whole_run_cpu_pct_mean=_fmean([s.whole.cpu_pct_mean for s in summaries]),
         whole_run_peak_rss_mib=_max([s.whole.peak_rss_mib for s in summaries]),
         whole_run_gpu_util_pct_mean=_fmean([s.whole.gpu_util_pct_mean for s in summaries]),

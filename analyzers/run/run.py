@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 from analyzers.run import WARMUP_EPOCHS
 from analyzers.trace.trace_window import WindowSpan, window_span
 from tracer.core.cached import cached_property
-from tracer.core.cases import CASES, RunKey
+from tracer.core.cases import CASES, RunKey, dataset_label
 from tracer.core.errors import UserError
 from tracer.core.problems import Problem
-from tracer.core.records import EpochRecord, RankInfo, RunRecord, RunStatus, Workload
+from tracer.core.records import EpochRecord, RankInfo, RunRecord, RunStatus
 from tracer.core.runfolder import RunFolder
 from tracer.core.schema import STEPS_TABLE
+from tracer.core.workload import Known, Workload
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -137,7 +138,7 @@ class Run(RunFolder):
 
     @property
     def framework(self) -> str:
-        return self.record.spec.framework
+        return self.record.measurement.framework
 
     @property
     def ok(self) -> bool:
@@ -146,7 +147,8 @@ class Run(RunFolder):
     @property
     def key(self) -> RunKey:
         """Framework, model, dataset, device, batch: the run's identity (`tracer.core.cases.RunKey`)."""
-        return RunKey.of(self.record.spec)
+        known, measured = Known.of(self.record.workload), self.record.measurement
+        return RunKey(measured.framework, known.model, dataset_label(known.dataset), measured.device, known.batch or 0)
 
     @property
     def case(self) -> CaseKey:

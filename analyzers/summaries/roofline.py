@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from analyzers.figures.utilisation import Peak
 from analyzers.run.run import Run
 from tracer.core.model_flops import Layer, layers
-from tracer.core.records import BuiltinWorkload
+from tracer.core.workload import BuiltinWorkload
 
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16/bf16": 2, "fp8": 1}
 CONV_CLASSES = ("conv_fwd", "conv_bwd_data", "conv_bwd_filter", "conv")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tracer.core import cases
+from tracer.core.workload import BuiltinWorkload, CommandWorkload, ImportedWorkload
 
 if TYPE_CHECKING:  # imported when a row is built: the command line reads the columns without pyarrow
     from analyzers.figures.run_summary import RunSummary
@@ -63,25 +64,22 @@ def run_row(run: Run) -> tuple[str, ...]:
     from analyzers.figures.run_summary import summarise
 
     s, record = summarise(run), run.record
-    spec, divergence = record.spec, record.outcome.divergence
+    divergence = record.outcome.divergence
     started = time.strftime("%m-%d %H:%M", time.localtime(record.wall_start_ns / 1e9)) if record.wall_start_ns else "-"
-    # A command's model, data and batch are its script's own: its name stands for them.
-    workload = (
-        (record.command.label, "-", "-", "-", "-", "-")
-        if record.command
-        else (
-            s.model,
-            cases.dataset_label(s.dataset),
-            "-" if "batch" in s.not_recorded else str(s.batch),
-            spec.data,
-            "all" if spec.limit is None else str(spec.limit),
-            str(spec.image_size),
-        )
-    )
-    if "epochs" in s.not_recorded:
-        epochs = "-"
-    else:
-        epochs = str(s.epochs_done) if s.command else f"{s.epochs_done}/{s.epochs_planned}"
+    # A command's model, data and batch are its script's own: its name stands for them; an import records
+    # no data mode, limit nor image size.
+    match record.workload:
+        case CommandWorkload() as command:
+            workload = (command.label, "-", "-", "-", "-", "-")
+        case ImportedWorkload() as imported:
+            batch = "-" if imported.batch is None else str(imported.batch)
+            workload = (imported.model, cases.dataset_label(s.dataset), batch, "-", "-", "-")
+        case BuiltinWorkload(spec=spec):
+            limit = "all" if spec.limit is None else str(spec.limit)
+            workload = (s.model, cases.dataset_label(s.dataset), str(s.batch), spec.data, limit, str(spec.image_size))
+    epochs = "-" if s.epochs_planned is None and not s.command else str(s.epochs_done)
+    if s.epochs_planned is not None:
+        epochs = f"{s.epochs_done}/{s.epochs_planned}"
     return (
         run.run_id,
         started,
@@ -90,7 +88,7 @@ def run_row(run: Run) -> tuple[str, ...]:
         workload[1],
         s.device,
         workload[2],
-        spec.trace,
+        record.measurement.trace,
         *workload[3:],
         s.status,
         "no" if divergence is None else f"epoch {divergence.epoch}",

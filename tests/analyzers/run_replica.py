@@ -70,7 +70,7 @@ def replicate_run(out: Path, events: int, source: Path | None = None) -> Path:
         _tile_table(pq.read_table(path), folder.samples_dir / path.name, copies, period, epochs)
     shutil.copy(src.path / "trace_meta.json", folder.path / "trace_meta.json")
     spec = dataclasses.replace(record.spec, epochs=epochs * copies)
-    folder.write_record(dataclasses.replace(record, spec=spec, wall_end_ns=record.wall_start_ns + copies * period))
+    folder.write_record(dataclasses.replace(record.with_spec(spec), wall_end_ns=record.wall_start_ns + copies * period))
     threads.write(folder)
     return folder.path
 

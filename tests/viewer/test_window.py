@@ -75,7 +75,7 @@ def test_tensorflow_beside_pytorch(
     require_framework("tensorflow")
     tf_run = make_run("tensorflow", "--limit", "4")
     window = open_window([tiny_pytorch_run.path, tf_run.path])
-    assert {r.record.spec.framework for r in window.runs if r.record} == {"pytorch", "tensorflow"}
+    assert {r.record.measurement.framework for r in window.runs if r.record} == {"pytorch", "tensorflow"}
     master = window.timeline.master
     assert all(_linked_to(p, master) for p in window.timeline.plots.values() if p is not master)
     tf = window.runs[1]

@@ -111,8 +111,7 @@ def traced_epochs(trace: str, window_text: str | None, epochs: int, pyspy: bool 
     return epochs if window is None else min(epochs, window.last_epoch) - window.first_epoch + 1
 
 
-def _traced_set(record: RunRecord, done: list[int]) -> set[int]:
-    spec = record.spec
+def _traced_set(spec: RunSpec, done: list[int]) -> set[int]:
     if spec.trace == "none":
         return set()
     window = trace_window.of_record(spec)
@@ -153,12 +152,13 @@ def _pools(out_dir: Path) -> tuple[dict[Hashable, _Pool], dict[tuple[Hashable, s
         except UserError:
             continue
         done = folder.epochs()
-        if record.outcome.status is not RunStatus.OK or not done or record.wall_end_ns is None:
+        spec = record.spec  # a campaign's cells are built-in runs: a command's or an import's times say nothing
+        if spec is None or record.outcome.status is not RunStatus.OK or not done or record.wall_end_ns is None:
             continue
-        key = spec_key(record.spec)
+        key = spec_key(spec)
         pool = pools[key]
         pool.runs += 1
-        traced = _traced_set(record, [e.epoch for e in done])
+        traced = _traced_set(spec, [e.epoch for e in done])
         first_epoch = min(e.epoch for e in done)
         for e in done:
             if e.epoch not in traced:
@@ -166,12 +166,12 @@ def _pools(out_dir: Path) -> tuple[dict[Hashable, _Pool], dict[tuple[Hashable, s
         wall = (record.wall_end_ns - record.wall_start_ns) / 1e9
         outside = max(0.0, wall - sum(e.duration_s for e in done))  # start-up, wind-down (a trace's export too)
         (pool.traced_overheads if traced else pool.overheads).append(outside)
-        if wall > 0 and record.spec.sample_hz > 0:
-            pool.sampled_rates.append(_sampled_mib(folder) / (wall / 3600) / record.spec.sample_hz)
+        if wall > 0 and spec.sample_hz > 0:
+            pool.sampled_rates.append(_sampled_mib(folder) / (wall / 3600) / spec.sample_hz)
         if traced:
             traced_later = [e.duration_s for e in done if e.epoch in traced and e.epoch != first_epoch]
             per_epoch = _trace_mib(folder, record) / len(traced)
-            traces[(key, record.spec.trace)].append((per_epoch, traced_later))
+            traces[(key, spec.trace)].append((per_epoch, traced_later))
     return pools, traces
 
 

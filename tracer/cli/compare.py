@@ -25,6 +25,7 @@ from tracer.cli.common import (
 )
 from tracer.cli.outputs import output_file, path_arg
 from tracer.core.errors import UserError
+from tracer.core.workload import NOT_RECORDED
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -59,6 +60,16 @@ SETTINGS = ("dataset", "device", "batch", "epochs", "limit", "image_size", "lr",
             "prefetch", "pipeline", "sync_every", "threads", "amp", "trace")  # fmt: skip
 
 
+def _shown(value: object) -> str:
+    """A setting as the run records it, or "not recorded" (an import's batch: never the option's default)."""
+    return NOT_RECORDED if value is None else str(value)
+
+
+def _pipeline(record: Any) -> object:
+    """The input pipeline the worker ran (JAX has no native one: its knobs say shared), else the one asked for."""
+    return record.knobs.get("pipeline", record.setting("pipeline"))
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from analyzers.run.run import Run
     from tracer.core.runfolder import list_runs
@@ -87,15 +98,14 @@ def _compare(folders: list[Any], args: argparse.Namespace) -> int:
     from analyzers.figures.repeats import group_repeats
 
     records = [folder.read_record() for folder in folders]  # a damaged run named alone: one line, exit 2
-    specs = [r.spec for r in records]
     differ = []
     for name in SETTINGS:
-        values = list(dict.fromkeys(str(getattr(s, name)) for s in specs))
+        values = list(dict.fromkeys(_shown(r.setting(name)) for r in records))
         if len(values) > 1:
             differ.append(f"{name} {' vs '.join(values)}")
     # What the worker ran, where it differs from what was asked: JAX has no native pipeline (knobs: shared).
-    ran = list(dict.fromkeys(f"{r.spec.framework} {r.knobs.get('pipeline', r.spec.pipeline)}" for r in records))
-    if len({r.knobs.get("pipeline", r.spec.pipeline) for r in records}) > 1:
+    ran = list(dict.fromkeys(f"{r.measurement.framework} {_shown(_pipeline(r))}" for r in records))
+    if len({_pipeline(r) for r in records}) > 1:
         differ.append(f"input pipeline as run {' vs '.join(ran)} (a shared pipeline decodes with PIL for all)")
     if differ:
         said = ", ".join(differ)
@@ -117,7 +127,7 @@ def _compare(folders: list[Any], args: argparse.Namespace) -> int:
         s = column.head
         status = s.status + (f" ({s.cause})" if s.cause else "")
         runs = " ".join(column.run_ids) if len(column.summaries) < 4 else f"{len(column.summaries)} repeats"
-        what = f"{s.framework} {s.model} {s.device} batch {s.batch}, data {s.data}"
+        what = f"{s.framework} {s.model} {s.device} batch {_shown(s.batch)}, data {_shown(s.data or None)}"
         if s.command:  # the script's own model, data and batch
             what = f"{s.framework}: {s.command}, {s.device}"
         out.print(f"{column.letter}: {runs}  [{what}, {status}]", markup=False)
@@ -209,7 +219,7 @@ def print_top_operators(columns: list[tuple[str, Any]], out: Console) -> None:
     if len(shown) < 2:
         return
     folders = dict(columns)
-    heads = [f"{x}: {folders[x].read_record().spec.framework}, {operator_source(folders[x])}" for x in shown]
+    heads = [f"{x}: {folders[x].read_record().measurement.framework}, {operator_source(folders[x])}" for x in shown]
     per_image = [r.self_ns_per_image for x in shown for r in tops[x] if r.self_ns_per_image]
     unit, scale = duration_unit(max(per_image, default=0.0))
     table = Table("rank", *heads, title="top framework operators by self time, per traced image (each one's own names)")

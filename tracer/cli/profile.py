@@ -282,7 +282,7 @@ def profile_command(args: argparse.Namespace) -> int:
     cwd = Path.cwd()
     resolve_executable(args.command[0], cwd)  # before any folder: a command that cannot start leaves none
     measuring = {name: getattr(args, name) for name in options.command_options()}
-    options.validate_spec({**measuring, "framework": "pytorch", "model": "alexnet", "dataset": "-"})  # bounds only
+    options.validate_options(measuring)
     spec = command_spec(measuring)
     backend = tracing.backend(spec.trace)
     backend.check(spec)

@@ -15,6 +15,7 @@ from tracer.cli.common import (
 )
 from tracer.core import cases
 from tracer.core.schema import DATA_FILES
+from tracer.core.workload import NOT_RECORDED
 
 PROBE_NEVER_LOADED = (
     "none seen: the probe never started in the command's Python (python -I, -E or -S, or a PYTHONPATH that "
@@ -75,14 +76,17 @@ def print_summary(s: object, console: Console) -> None:
         ("what", what),
         ("status", s.status + (f" ({s.cause})" if s.cause else "")),
         *([("ranking", f"speed not ranked beside other runs: the run ended {s.status}")] if not s.rankable else []),
-        ("batch", "not recorded (imported trace)" if "batch" in s.not_recorded else str(s.batch)),
-        ("epochs", f"{s.epochs_done} (planned: not recorded)" if imported else f"{s.epochs_done}/{s.epochs_planned}"),
+        ("batch", f"{NOT_RECORDED} (imported trace)" if s.batch is None else str(s.batch)),
+        (
+            "epochs",
+            f"{s.epochs_done}/{s.epochs_planned}" if s.epochs_planned else f"{s.epochs_done} (planned: {NOT_RECORDED})",
+        ),
         ("images/s (steady)", steady_text(s)),
         *([("images/s (steady), the job", job_text(s))] if s.rank_images_per_s else []),
         ("epoch time (steady)", f"{fmt(s.steady_epoch_s, '.3f')} s"),
         ("first epoch", f"{fmt(s.first_epoch_s, '.3f')} s (warm-up: first {s.warmup_epochs} left out)"),
         *([("compile time, whole run", f"{s.compile_s:.3f} s")] if s.compile_s is not None else []),
-        *([("data", f"--data {s.data}")] if s.data != DATA_FILES else []),
+        *([("data", f"--data {s.data}")] if s.data not in (DATA_FILES, "") else []),
         *([("decode into memory", f"{s.decode_s:.3f} s, before the first epoch")] if s.decode_s is not None else []),
         ("data wait (steady, % of step time)", _data_wait(s.steady.data_wait_pct, s.data_wait_pct_by_epoch)),
         ("CPU % (steady, 100 = all cores)", f"mean {fmt(s.cpu_pct_mean, '.1f')}, max {fmt(s.cpu_pct_max, '.1f')}"),

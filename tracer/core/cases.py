@@ -60,8 +60,9 @@ class RunKey:
 
     @classmethod
     def of(cls, item: Any) -> RunKey:
-        """The key of anything that names the five: a RunSpec, a RunSummary, a plan's Cell, a DataPair."""
-        return cls(item.framework, item.model, dataset_label(item.dataset), item.device, int(item.batch))
+        """The key of anything that names the five: a RunSpec, a RunSummary, a plan's Cell, a DataPair (batch 0:
+        not recorded, an import's; a key, never shown)."""
+        return cls(item.framework, item.model, dataset_label(item.dataset), item.device, int(item.batch or 0))
 
 
 def make_run_id(spec: RunSpec) -> str:

@@ -364,6 +364,23 @@ def validate_spec(values: Mapping[str, Any], spec_type: type = RunSpec) -> Any:
         raise UserError(describe_error(e.errors()[0], spec_type)) from None
 
 
+def validate_options(values: Mapping[str, Any]) -> None:
+    """Checks some options alone (a command's measuring options: no framework, model or dataset to make up),
+    with the words and bounds `validate_spec` uses; a `UserError` naming the flag and the rule it broke."""
+    try:
+        _options_adapter(tuple(values)).validate_python(dict(values))
+    except pydantic.ValidationError as e:
+        raise UserError(describe_error(e.errors()[0])) from None
+
+
+@functools.cache
+def _options_adapter(names: tuple[str, ...]) -> pydantic.TypeAdapter[Any]:
+    fields = spec_fields()
+    return pydantic.TypeAdapter(
+        dataclasses.make_dataclass("Options", [(n, fields[n][0], fields[n][2]) for n in names], frozen=True)
+    )
+
+
 def describe_error(error: Mapping[str, Any], spec_type: type = RunSpec) -> str:
     """One pydantic error as one line in the words of the flag a user typed."""
     loc = [str(part) for part in error.get("loc", ()) if not str(part).isdigit()]

@@ -1,25 +1,22 @@
 """The records of a run folder (`run.json` and the epochs), declared in one place.
 
-Every record is a frozen dataclass that turns into plain JSON and back, so a run folder
-written on one machine loads on another. Units are in field names (`_s`, `_ns`, `_mib`).
+Every record is a frozen dataclass (the workload a msgspec tagged union) that turns into plain JSON and
+back, so a run folder written on one machine loads on another. Units are in field names (`_s`, `_ns`, `_mib`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
-import types
-import typing
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Mapping
+from typing import Any, Mapping
 
-import pydantic
+import msgspec
 
 from tracer.core.options import RunSpec
+from tracer.core.record_layout import RUN_FORMAT_VERSION, current_layout
 from tracer.core.text import LINE_MAX_CHARS, printable
-
-RUN_FORMAT_VERSION = 1
+from tracer.core.workload import BuiltinWorkload, CommandWorkload, ImportedWorkload, Known, Measurement, Workload
 
 
 class RunStatus(str, enum.Enum):
@@ -157,29 +154,6 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class ImportOrigin:
-    """Where an imported run came from (`tracer import`): kept in the record's knobs under these keys
-    (run.json's format is unchanged), read only through `RunRecord.imported`."""
-
-    source: str  # the trace file, resolved
-    not_recorded: tuple[str, ...] = ()  # spec fields the trace does not carry ("batch", "epochs")
-
-    SOURCE_KNOB = "imported_from"
-    NOT_RECORDED_KNOB = "not_recorded"
-    KNOBS = (SOURCE_KNOB, NOT_RECORDED_KNOB)  # bookkeeping, not settings: never part of a run's spec
-
-    def to_knobs(self) -> dict[str, Any]:
-        return {self.SOURCE_KNOB: self.source, self.NOT_RECORDED_KNOB: list(self.not_recorded)}
-
-    @classmethod
-    def from_knobs(cls, knobs: Mapping[str, Any]) -> ImportOrigin | None:
-        source = knobs.get(cls.SOURCE_KNOB)
-        if not source:
-            return None
-        return cls(str(source), tuple(str(f) for f in knobs.get(cls.NOT_RECORDED_KNOB) or ()))
-
-
-@dataclass(frozen=True)
 class RankInfo:
     """One process of a (possibly data-parallel) run. A single-process run is rank 0 of 1: an empty
     `RunRecord.ranks` reads as that, so every folder written before ranks existed still reads."""
@@ -197,90 +171,13 @@ SINGLE_RANK = RankInfo()
 
 
 @dataclass(frozen=True)
-class CommandInfo:
-    """A user's own training command run by `tracer profile -- COMMAND` (no built-in workload)."""
-
-    argv: tuple[str, ...]
-    cwd: str
-    interpreter: str = ""  # the Python the command resolved to, when it is one
-    frameworks_imported: tuple[str, ...] = ()  # declared framework names the probe saw imported
-    probe: str = "on"  # "on" or "off" (--probe off)
-    #: sha256 (16 hex digits) of the files the command names (its script, a config): an edited script is
-    #: another experiment, never a repeat of its old self ('' in runs before it was recorded).
-    script_digest: str = ""
-
-    @property
-    def text(self) -> str:
-        """The command as a shell would take it (`python train.py --lr 0.1`), as it is shown (no control
-        characters: `tracer.core.text.printable_argv`); argv keeps what was typed."""
-        import shlex
-
-        from tracer.core.text import printable_argv
-
-        return shlex.join(printable_argv(self.argv))
-
-    @property
-    def name(self) -> str:
-        """Its script's file name (`train.py` for `torchrun --nproc-per-node 2 train.py`), else its program's."""
-        import os
-
-        scripts = [a for a in self.argv if a.endswith((".py", ".sh"))]
-        from tracer.core.text import printable_argv
-
-        shown = printable_argv(self.argv)
-        if "-m" in self.argv[:-1]:
-            return shown[self.argv.index("-m") + 1]
-        return os.path.basename(shown[self.argv.index(scripts[-1])] if scripts else shown[0]) if self.argv else "?"
-
-    @property
-    def label(self) -> str:
-        """Its name and the arguments given after its script (`train.py --lr 0.1`): runs that differ only
-        by an argument are told apart in `runs`, `show` and the viewer's legend. Shortened past 60 characters."""
-        import shlex
-
-        argv = list(self.argv)
-        if "-m" in argv[:-1]:
-            after = argv[argv.index("-m") + 2 :]
-        else:
-            scripts = [i for i, a in enumerate(argv) if a.endswith((".py", ".sh"))]
-            after = argv[scripts[-1] + 1 :] if scripts else argv[1:]
-        from tracer.core.text import printable_argv
-
-        text = " ".join([self.name, *(shlex.quote(a) for a in printable_argv(after))])
-        return text if len(text) <= 60 else text[:28] + " ... " + text[-27:]
-
-
-@dataclass(frozen=True)
-class BuiltinWorkload:
-    """What was run: one of the built-in models and datasets, as the spec says."""
-
-    spec: RunSpec
-
-
-@dataclass(frozen=True)
-class CommandWorkload:
-    """What was run: a user's command; model, dataset and batch are the script's, not ours."""
-
-    command: CommandInfo
-
-
-@dataclass(frozen=True)
-class ImportedWorkload:
-    """What was run: unknown beyond what an imported trace records."""
-
-    origin: ImportOrigin
-
-
-Workload = BuiltinWorkload | CommandWorkload | ImportedWorkload
-"""What a run ran: the one typed union every consumer switches on (never a made-up "batch 1")."""
-
-
-@dataclass(frozen=True)
 class RunRecord:
-    """The content of `run.json`."""
+    """The content of `run.json`: what was run (`workload`) apart from how it was measured (`measurement`,
+    the machine, the sampler, the times)."""
 
     run_id: str
-    spec: RunSpec
+    workload: Workload
+    measurement: Measurement
     environment: EnvironmentInfo
     outcome: Outcome
     wall_start_ns: int
@@ -293,19 +190,41 @@ class RunRecord:
     trace_files: tuple[str, ...] = ()
     knobs: Mapping[str, Any] = field(default_factory=dict)
     measurement_cost: MeasurementCost | None = None
-    command: CommandInfo | None = None  # set for `tracer profile -- COMMAND`
     ranks: tuple[RankInfo, ...] = ()  # empty: rank 0 of 1
     format_version: int = RUN_FORMAT_VERSION
 
+    @classmethod
+    def built_in(cls, run_id: str, spec: RunSpec, *args: Any, **rest: Any) -> RunRecord:
+        """The record of a built-in run: its spec is its workload, and says how it was measured."""
+        return cls(run_id, BuiltinWorkload(spec), Measurement.of_spec(spec), *args, **rest)
+
+    def with_spec(self, spec: RunSpec) -> RunRecord:
+        """This record as a built-in run of `spec` (a replica or a variant of a run, in the tests and benchmarks)."""
+        return dataclasses.replace(self, workload=BuiltinWorkload(spec), measurement=Measurement.of_spec(spec))
+
     @property
-    def workload(self) -> Workload:
-        """What was run: the built-in workload, a user's command, or an imported trace."""
-        if self.command is not None:
-            return CommandWorkload(self.command)
-        origin = self.imported
-        if origin is not None:
-            return ImportedWorkload(origin)
-        return BuiltinWorkload(self.spec)
+    def spec(self) -> RunSpec | None:
+        """The built-in workload's spec; None for a command or an import (their settings are their own)."""
+        return self.workload.spec if isinstance(self.workload, BuiltinWorkload) else None
+
+    @property
+    def command(self) -> CommandWorkload | None:
+        """The user's command (`tracer profile -- COMMAND`), or None."""
+        return self.workload if isinstance(self.workload, CommandWorkload) else None
+
+    @property
+    def imported(self) -> ImportedWorkload | None:
+        """The trace a `tracer import`ed run came from, and what it records; None for a run we measured."""
+        return self.workload if isinstance(self.workload, ImportedWorkload) else None
+
+    def setting(self, name: str) -> Any:
+        """A run option by its RunSpec name as the run records it, or None where it records none (a command's
+        or an import's model, batch, lr ...): shown as "not recorded", never as the option's default."""
+        if self.spec is not None:
+            return getattr(self.spec, name)
+        if name in {f.name for f in dataclasses.fields(Measurement)}:
+            return getattr(self.measurement, name)
+        return getattr(Known.of(self.workload), name, None) or None
 
     @property
     def rank_infos(self) -> tuple[RankInfo, ...]:
@@ -315,12 +234,6 @@ class RunRecord:
     @property
     def world_size(self) -> int:
         return max((r.world_size for r in self.rank_infos), default=1)
-
-    @property
-    def imported(self) -> ImportOrigin | None:
-        """The trace file a `tracer import`ed run came from, and what it does not record; None for a run
-        made by `tracer profile`."""
-        return ImportOrigin.from_knobs(self.knobs)
 
     @property
     def rankable(self) -> bool:
@@ -338,7 +251,9 @@ class RunRecord:
         return f"{self.outcome.status.value}: {self.outcome.cause}" if self.outcome.cause else self.outcome.status.value
 
     def to_json(self) -> dict[str, Any]:
-        return _to_plain(self)  # type: ignore[no-any-return]
+        """run.json's content: plain JSON, the workload tagged with its `kind`."""
+        plain: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(self))
+        return plain
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
@@ -371,42 +286,26 @@ class EpochRecord:
         return self.images / self.duration_s if self.duration_s > 0 else 0.0
 
 
-def _to_plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, Mapping):
-        return {str(k): _to_plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_to_plain(v) for v in value]
-    return value
-
-
 def validate_record(data: Any) -> RunRecord | str:
-    """run.json's content as a RunRecord, or the first reason it is not one (the field's path, what it
-    holds and what it should). Types are checked against the declaration with pydantic; the spec's
-    bounds are not, for they belong to the machine a run is started on (`--workers` up to 4 per core
-    there), not to the one that reads it."""
+    """run.json's content (either layout: `tracer.core.record_layout`) as a RunRecord, or the first reason it
+    is not one (the field's path and what is wrong). Types are checked against the declaration with msgspec;
+    the spec's bounds are not, for they belong to the machine a run is started on (`--workers` up to 4 per
+    core there), not to the one that reads it."""
     if not isinstance(data, Mapping):
         return f"it holds a JSON {type(data).__name__}, not an object"
     knobs = data.get("knobs")
     if isinstance(knobs, Mapping) and len(knobs) > MAX_KNOBS:
         return f"knobs: holds {len(knobs):,} entries, more than any run sets ({MAX_KNOBS:,})"
     try:
-        loose = _reading_adapter().validate_python(dict(data))
-    except pydantic.ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "the record"
-        value = repr(first.get("input"))
-        value = value if len(value) <= 40 else value[:37] + "..."
-        return f"{where}: {first.get('msg', 'is not valid')} (holds {value})"
-    spec = RunSpec(**{f.name: getattr(loose.spec, f.name) for f in dataclasses.fields(RunSpec)})
+        record = msgspec.convert(current_layout(data), RunRecord)
+    except msgspec.ValidationError as e:
+        what, _, where = str(e).partition(" - at `$")
+        return f"{where.rstrip('`').lstrip('.') or 'the record'}: {what[0].lower() + what[1:]}"
+    spec = record.spec
     for name in AT_LEAST_ONE:
-        value = getattr(spec, name)
+        value = None if spec is None else getattr(spec, name)
         if value is not None and value < 1:
-            return f"spec.{name}: {value} is impossible (at least 1 on any machine)"
-    record = dataclasses.replace(_from_loose(loose), spec=spec)
+            return f"workload.spec.{name}: {value} is impossible (at least 1 on any machine)"
     outcome = record.outcome
     shown = dataclasses.replace(
         outcome,
@@ -422,54 +321,3 @@ MAX_TAIL_LINES = 200
 """Lines of the worker's output tail a reader gets (the runner keeps far fewer)."""
 AT_LEAST_ONE = ("batch", "epochs", "image_size", "limit")
 """Spec fields below 1 on no machine: a record holding one is damaged (other bounds are the starting machine's)."""
-
-
-def _unbounded(hint: Any) -> Any:
-    """A type hint with its Annotated metadata (bounds, Opt) removed, recursively through unions."""
-    if typing.get_origin(hint) is Annotated:
-        return _unbounded(typing.get_args(hint)[0])
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return functools.reduce(lambda a, b: a | b, (_unbounded(a) for a in typing.get_args(hint)))
-    return hint
-
-
-IMPORTED_LABELS = ("framework", "model")
-"""Spec fields that an imported trace (`tracer import --framework/--model`) holds as the user's words
-(`imported`, `unknown`, a model we do not train): read as any string."""
-
-
-@functools.cache
-def _reading_adapter() -> pydantic.TypeAdapter[Any]:
-    """A RunRecord whose spec has RunSpec's field types without their bounds (built once: a second)."""
-    spec_hints = typing.get_type_hints(RunSpec, include_extras=True)
-    loose_spec = dataclasses.make_dataclass(
-        "RecordedSpec",
-        [
-            (f.name, str if f.name in IMPORTED_LABELS else _unbounded(spec_hints[f.name]), _default_of(f))
-            for f in dataclasses.fields(RunSpec)
-        ],
-        frozen=True,
-    )
-    hints = typing.get_type_hints(RunRecord)
-    loose_record = dataclasses.make_dataclass(
-        "RecordedRun",
-        [
-            (f.name, loose_spec if f.name == "spec" else hints[f.name], _default_of(f))
-            for f in dataclasses.fields(RunRecord)
-        ],
-        frozen=True,
-    )
-    return pydantic.TypeAdapter(loose_record)
-
-
-def _default_of(f: dataclasses.Field[Any]) -> Any:
-    if f.default is not dataclasses.MISSING:
-        return field(default=f.default)
-    if f.default_factory is not dataclasses.MISSING:
-        return field(default_factory=f.default_factory)
-    return field()
-
-
-def _from_loose(loose: Any) -> RunRecord:
-    values = {f.name: getattr(loose, f.name) for f in dataclasses.fields(RunRecord)}
-    return RunRecord(**values)

@@ -319,7 +319,7 @@ class RunFolder:
             return record
         if not any(mark in text for mark in NONFINITE_MARKS):
             return record
-        found = divergence(self.events(), record.spec.lr)
+        found = divergence(self.events(), record.spec.lr if record.spec else None)
         return dataclasses.replace(record, outcome=diverged_outcome(record.outcome, found))
 
     def events(self) -> list[dict[str, Any]]:

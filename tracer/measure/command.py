@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pyarrow as pa
 import pyarrow.csv as pacsv
 from rich.console import Console
@@ -31,7 +32,7 @@ from tracer.core.cases import NO_FRAMEWORK, UNKNOWN_MODEL
 from tracer.core.divergence import diverged_outcome, divergence
 from tracer.core.errors import UserError
 from tracer.core.paths import cache_root
-from tracer.core.records import CommandInfo, Outcome, RankInfo, RunRecord, RunSpec, RunStatus
+from tracer.core.records import Outcome, RankInfo, RunRecord, RunSpec, RunStatus
 from tracer.core.runfolder import RunFolder, read_csv_stream
 from tracer.core.schema import (
     KIND,
@@ -48,6 +49,7 @@ from tracer.core.schema import (
     STEPS_TABLE,
     Event,
 )
+from tracer.core.workload import CommandWorkload, Measurement
 from tracer.measure.outcome import ended_by_signal, interrupted_cause, last_said, stderr_tail
 from tracer.measure.process import STALL_STACKS, Child
 from tracer.measure.supervisor import Supervisor
@@ -200,7 +202,7 @@ class CommandRunner(Supervisor):
         if self.signals.count:
             raise KeyboardInterrupt
         spec = dataclasses.replace(spec, device="gpu" if env.gpus else "cpu")
-        info = CommandInfo(
+        info = CommandWorkload(
             argv=launch.argv,
             cwd=str(launch.cwd),
             interpreter="",
@@ -210,12 +212,12 @@ class CommandRunner(Supervisor):
         stamp = time.strftime("%Y%m%d-%H%M%S")
         record = RunRecord(
             run_id=f"{stamp}-cmd-{label_of(launch.argv)}-{uuid.uuid4().hex[:4]}",
-            spec=spec,
+            workload=info,
+            measurement=Measurement.of_spec(spec),
             environment=env,
             outcome=Outcome(RunStatus.RUNNING, "training"),
             wall_start_ns=time.time_ns(),
             tracer_pid=os.getpid(),
-            command=info,
         )
         folder = self.start_folder(launch.out_dir, record, None)
         self.console.print(f"run {folder.run_id}: {command_text(launch.argv)}")
@@ -349,26 +351,26 @@ def _completed(
     """What the probe reported (interpreter, frameworks, versions, ranks) and how the command ended."""
     starts = [e for e in events if e.get(KIND) == Event.START]
     frameworks = frameworks_of(events)
-    assert record.command is not None
+    assert isinstance(record.workload, CommandWorkload)
     python = str(starts[0].get("python") or "") if starts else ""
-    command = dataclasses.replace(record.command, interpreter=python, frameworks_imported=frameworks)
+    command = msgspec.structs.replace(record.workload, interpreter=python, frameworks_imported=frameworks)
     env = dataclasses.replace(
         record.environment,
         framework_versions=_versions(events),
         worker_python=python,
         worker_python_version=str(starts[0].get("python_version") or "") if starts else "",
     )
-    spec = dataclasses.replace(record.spec, framework=frameworks[0] if frameworks else NO_FRAMEWORK)
+    measured = dataclasses.replace(record.measurement, framework=frameworks[0] if frameworks else NO_FRAMEWORK)
     return dataclasses.replace(
         record,
-        spec=spec,
+        workload=command,
+        measurement=measured,
         environment=env,
         outcome=outcome,
         wall_end_ns=time.time_ns(),
         sampling=sampling,
         worker_pid=starts[0].get("pid") if starts else None,
         trace_files=tuple(trace_files),
-        command=command,
         ranks=_ranks(events, env.hostname),
         knobs=_loader_knobs(events),
     )
@@ -385,6 +387,6 @@ def _loader_knobs(events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def command_spec(values: Mapping[str, Any]) -> RunSpec:
-    """The spec of a command run: its measuring options; the workload fields hold no made-up facts
-    (framework is filled from what the probe saw, model and dataset stay `unknown`)."""
+    """The launch spec of a command run, for the supervisor and the trace backends, which take a RunSpec: only
+    its measuring options are read (`Measurement.of_spec`); its placeholder model and dataset are never stored."""
     return RunSpec(framework=NO_FRAMEWORK, model=UNKNOWN_MODEL, dataset=UNKNOWN_MODEL, **values)  # type: ignore[arg-type]

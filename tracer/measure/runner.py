@@ -70,9 +70,9 @@ class Runner(Supervisor):
         nvml, env = self.open_machine(self.launch.python.python, self.launch.python.python_version)
         if self.signals.count:  # before any folder: nothing to record
             raise KeyboardInterrupt
-        record = RunRecord(
-            run_id=make_run_id(spec),
-            spec=spec,
+        record = RunRecord.built_in(
+            make_run_id(spec),
+            spec,
             environment=env,
             outcome=Outcome(RunStatus.RUNNING, "training"),
             wall_start_ns=time.time_ns(),

@@ -48,8 +48,8 @@ def _memory_words(folders: list[RunFolder]) -> str:
 
 def test_pair_key_ignores_only_data(data_all_runs: tuple[list[RunFolder], str]) -> None:
     record = data_all_runs[0][0].read_record()
-    memory = dataclasses.replace(record, spec=dataclasses.replace(record.spec, data=DATA_MEMORY))
-    other_batch = dataclasses.replace(record, spec=dataclasses.replace(record.spec, batch=record.spec.batch + 1))
+    memory = record.with_spec(dataclasses.replace(record.spec, data=DATA_MEMORY))
+    other_batch = record.with_spec(dataclasses.replace(record.spec, batch=record.spec.batch + 1))
     assert pair_key(memory) == pair_key(record)
     assert pair_key(other_batch) != pair_key(record)
 

@@ -97,7 +97,7 @@ def test_no_rule_suggests_loader_workers_below_the_input_bound_threshold(
         low += 1
         for v in found:
             if v.fired:
-                assert not any(w in v.knob for w in workers_words(tables.record.spec.framework)), (run, v)
+                assert not any(w in v.knob for w in workers_words(tables.record.measurement.framework)), (run, v)
     assert low >= 5  # 3950, f7d9, a032, 6573, e36e at least
 
 
@@ -171,7 +171,7 @@ def _everything_fires(t: RunTables) -> RunTables:
 def test_every_fired_knob_on_a_cpu_run_fits_each_framework(plain3: RunFolder, framework: str) -> None:
     """The real CPU run's tables under each framework's name (the rules read the framework from the spec)."""
     t = _everything_fires(load(plain3))
-    record = dataclasses.replace(t.record, spec=dataclasses.replace(t.record.spec, framework=framework))
+    record = t.record.with_spec(dataclasses.replace(t.record.spec, framework=framework))
     fired = [v for v in diagnose_tables(dataclasses.replace(t, record=record)) if v.fired and v.knob]
     assert {"input-bound", "startup-heavy"} <= {v.rule for v in fired}, fired
     assert {"cpu-oversubscription", "thread-per-image"} & {v.rule for v in fired}, fired  # need 2-3 samples

@@ -140,7 +140,7 @@ def test_preemption_by_other_processes_is_not_the_runs_oversubscription(base: Ru
     v = run_rule(dataclasses.replace(base, process=table), "cpu-oversubscription")
     assert v.measured and not v.fired, v
     assert "the machine's load" in v.finding
-    knob = FRAMEWORKS[base.record.spec.framework].intra_op_knob
+    knob = FRAMEWORKS[base.record.measurement.framework].intra_op_knob
     assert knob is not None
     many = dataclasses.replace(base.record, knobs={**base.record.knobs, knob: 16 * base.cores})
     own = dataclasses.replace(base, process=table, record=many)
@@ -179,7 +179,7 @@ def _gpu_table(base: RunTables, util: float) -> pa.Table:
 
 
 def test_gpu_under_used(base: RunTables) -> None:
-    gpu_spec = dataclasses.replace(base.record, spec=dataclasses.replace(base.record.spec, device="gpu"))
+    gpu_spec = base.record.with_spec(dataclasses.replace(base.record.spec, device="gpu"))
     low = dataclasses.replace(base, record=gpu_spec, gpu=_gpu_table(base, 12.0))
     high = dataclasses.replace(base, record=gpu_spec, gpu=_gpu_table(base, 93.0))
     assert run_rule(low, "gpu-under-used").fired and run_rule(low, "gpu-under-used").value == pytest.approx(12.0)

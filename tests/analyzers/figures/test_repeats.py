@@ -32,11 +32,11 @@ def test_repeats_need_the_whole_spec(h100: list[LoadedRun]) -> None:
     same = dataclasses.replace(record, run_id="other")
     assert repeat_key(same) == repeat_key(record)
     for change in ({"trace": "cupti"}, {"pyspy": True}, {"limit": 1500}, {"workers": 4}, {"image_size": 112}):
-        other = dataclasses.replace(record, spec=dataclasses.replace(record.spec, **change))
+        other = record.with_spec(dataclasses.replace(record.spec, **change))
         assert repeat_key(other) != repeat_key(record), change
     knob = dataclasses.replace(record, knobs={**record.knobs, "DataLoader.prefetch_factor": 4})
     assert repeat_key(knob) != repeat_key(record)
-    labelled = dataclasses.replace(record, spec=dataclasses.replace(record.spec, case=None, timeout_s=60))
+    labelled = record.with_spec(dataclasses.replace(record.spec, case=None, timeout_s=60))
     assert repeat_key(labelled) == repeat_key(record)  # a name and a time limit are not settings
 
 

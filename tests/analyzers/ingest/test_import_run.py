@@ -18,8 +18,9 @@ def test_a_trace_becomes_a_finished_run(real_fixtures: Path, tmp_path: Path) -> 
     assert [r.path for r in list_runs(tmp_path)] == [done.folder.path]
     assert [p.name for p in tmp_path.iterdir()] == [done.folder.path.name]  # no staging folder left
     record = done.folder.read_record()
-    assert record.spec.framework == "pytorch"  # Kineto is PyTorch's profiler: the label follows the format
-    assert record.spec.model == "resnet50" and record.trace_files == (f"raw/{trace.name}",)
+    assert record.measurement.framework == "pytorch"  # Kineto is PyTorch's profiler: the label follows the format
+    assert record.imported is not None and record.imported.model == "resnet50"
+    assert record.trace_files == (f"raw/{trace.name}",)
     assert done.label == trace and done.ranks == 0 and done.alignment is None
     assert done.tables and all(done.folder.table_path(name).exists() for name in done.tables)
 

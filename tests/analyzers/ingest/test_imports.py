@@ -162,7 +162,7 @@ def test_an_nsys_jax_archive_imports_its_thunks_as_operators(tmp_path: Path) -> 
     done = run_tracer("import", str(archive), "--out", str(tmp_path / "runs"))
     assert done.returncode == 0, done.stderr
     (run,) = list_runs(tmp_path / "runs")
-    assert run.read_record().spec.framework == "jax"
+    assert run.read_record().measurement.framework == "jax"
     _sorted(run)
     ops = {r.name: r for r in operator_summary(run)}
     assert {k: ops[k].total_ns for k in totals} == totals and ops["convolution.3"].calls == 4

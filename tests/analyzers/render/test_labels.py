@@ -15,7 +15,8 @@ from analyzers.diagnosis.knobs import knob
 from analyzers.render import display
 from analyzers.trace import kernel_names as kn
 from tracer.core.frameworks import Tuning
-from tracer.core.records import ImportOrigin, RunSpec
+from tracer.core.records import RunSpec
+from tracer.core.workload import BuiltinWorkload, ImportedWorkload, Measurement
 
 FIXTURES = [
     "kineto-2021/worker0.1623143089861.pt.trace.json.gz",
@@ -131,16 +132,11 @@ def test_ratios_have_digits_enough_to_be_non_zero() -> None:
 def test_advice_for_a_foreign_trace_names_no_tracer_option() -> None:
     from tracer.core.records import EnvironmentInfo, Outcome, RunRecord, RunStatus
 
-    spec = RunSpec(framework="pytorch", model="resnet18", dataset="imported", device="gpu")
+    spec = RunSpec(framework="pytorch", model="resnet50", dataset="small", device="gpu")
     env = EnvironmentInfo("unknown", "unknown", "unknown", 0, 0, 0.0, "3")
-    ours = RunRecord(run_id="a", spec=spec, environment=env, outcome=Outcome(status=RunStatus.OK), wall_start_ns=0)
-    imported = RunRecord(
-        run_id="b",
-        spec=spec,
-        environment=env,
-        outcome=Outcome(status=RunStatus.OK),
-        wall_start_ns=0,
-        knobs=ImportOrigin("/x/trace.json", ()).to_knobs(),
-    )
+    measured = Measurement.of_spec(spec)
+    ok = Outcome(status=RunStatus.OK)
+    ours = RunRecord("a", BuiltinWorkload(spec), measured, env, ok, wall_start_ns=0)
+    imported = RunRecord("b", ImportedWorkload("/x/trace.json", model="resnet18"), measured, env, ok, wall_start_ns=0)
     assert "tracer --sync-every" in knob(ours, Tuning.SYNC)
     assert "tracer" not in knob(imported, Tuning.SYNC)

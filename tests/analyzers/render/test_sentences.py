@@ -98,7 +98,7 @@ def _sentences_of(folders: list[RunFolder], tmp: Path) -> dict[str, list[str]]:
     """Every generated sentence: each run's verdicts, every pair's differing verdicts (compare's and the
     report's), and the report's diagnosis and findings."""
     out: dict[str, list[str]] = {"diagnose": [], "compare": []}
-    diagnosed = [Labelled(f"{f.read_record().spec.framework} {f.run_id[-4:]}", Run.open(f)) for f in folders]
+    diagnosed = [Labelled(f"{f.read_record().measurement.framework} {f.run_id[-4:]}", Run.open(f)) for f in folders]
     for d in diagnosed:
         out["diagnose"] += [v.headline() for v in d.verdicts] + [v.finding for v in d.verdicts]
     for a, b in itertools.combinations(diagnosed, 2):

@@ -21,7 +21,7 @@ def by(framework: str, model: str, data: str, trace: str = "none") -> Run:
     (found,) = [
         r
         for r in map(Run.open, BUILT_IN)
-        if (r.record.spec.framework, r.record.spec.model, r.record.spec.data, r.record.spec.trace)
+        if (r.record.measurement.framework, r.record.spec.model, r.record.spec.data, r.record.spec.trace)
         == (framework, model, data, trace)
     ]
     return found

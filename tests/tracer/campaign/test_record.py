@@ -20,7 +20,7 @@ def fake_run(parent: Path, cell: Cell, status: RunStatus) -> RunFolder:
     folder = RunFolder.create(parent, f"run-{cell.model}-{time.time_ns()}")
     env = EnvironmentInfo("host", "linux", "cpu", 2, 2, 1024.0, "python")
     spec = RunSpec(cell.framework, cell.model, cell.dataset)
-    folder.write_record(RunRecord(folder.run_id, spec, env, Outcome(status), time.time_ns(), time.time_ns()))
+    folder.write_record(RunRecord.built_in(folder.run_id, spec, env, Outcome(status), time.time_ns(), time.time_ns()))
     return folder
 
 

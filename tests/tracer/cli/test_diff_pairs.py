@@ -94,8 +94,8 @@ def test_a_batch_given_on_import_makes_the_diff_per_image(real_fixtures: Path, t
         result = run_tracer("import", str(trace), "--batch", batch, "--out", str(tmp_path / batch))
         assert result.returncode == 0, result.stderr
     (a,), (b,) = list_runs(tmp_path / "32"), list_runs(tmp_path / "64")
-    assert a.read_record().spec.batch == 32 and a.read_record().imported is not None
-    assert "batch" not in (a.read_record().imported.not_recorded or ())  # type: ignore[union-attr]
+    imported = a.read_record().imported
+    assert imported is not None and imported.batch == 32 and "batch" not in imported.not_recorded
     out = _diff(a.path, b.path)
     assert out["per"] == "image" and out["a"]["images"] == 32 * out["a"]["steps"]
     # the same trace: per image, B takes half A's time (twice the images per step)

@@ -18,8 +18,9 @@ def test_import_with_labels(real_fixtures: Path, tmp_path: Path) -> None:
     result = run_tracer("import", str(trace), "--framework", "pytorch", "--model", "alexnet", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
     (folder,) = list_runs(tmp_path)
-    spec = folder.read_record().spec
-    assert (spec.framework, spec.model, spec.device) == ("pytorch", "alexnet", "gpu")
+    record = folder.read_record()
+    assert record.imported is not None and record.imported.model == "alexnet"
+    assert (record.measurement.framework, record.measurement.device) == ("pytorch", "gpu")
     assert folder.table_path("cuda_api").exists()
 
 
@@ -36,7 +37,9 @@ def test_kineto_trace_is_pytorch_and_show_says_what_was_not_recorded(real_fixtur
     trace = real_fixtures / "kineto-h100/resnet50_bs100_train_torch2.11.json.gz"
     assert run_tracer("import", str(trace), "--out", str(tmp_path)).returncode == 0
     (folder,) = list_runs(tmp_path)
-    assert folder.read_record().spec.framework == "pytorch"
+    record = folder.read_record()
+    assert record.measurement.framework == "pytorch" and record.spec is None  # no made-up built-in spec
+    assert record.imported is not None and record.imported.batch is None
     shown = run_tracer("show", str(folder.path))
     assert shown.returncode == 0, shown.stderr
     assert "not recorded" in shown.stdout and "batch 1" not in shown.stdout and "0/1" not in shown.stdout
@@ -49,9 +52,11 @@ def test_kineto_trace_with_recorded_shapes_names_its_batch(real_fixtures: Path, 
     assert run_tracer("import", str(trace), "--out", str(tmp_path)).returncode == 0
     (folder,) = list_runs(tmp_path)
     record = folder.read_record()
-    assert record.spec.batch == 32
-    assert record.knobs["not_recorded"] == ["epochs"]  # run.json's form, read back typed:
-    assert record.imported is not None and record.imported.not_recorded == ("epochs",)
+    assert record.imported is not None and record.imported.batch == 32
+    assert record.imported.not_recorded == ("epochs",)
+    stored = json.loads(folder.run_json.read_text())["workload"]  # run.json's form: the tagged workload
+    assert stored["kind"] == "imported" and stored["batch"] == 32 and stored["format"] == "kineto"
+    assert "spec" not in stored and "lr" not in json.dumps(stored)
     assert record.imported.source == str(trace.resolve())
     shown = run_tracer("show", str(folder.path)).stdout
     assert any(line.split()[:2] == ["batch", "32"] for line in shown.splitlines())
@@ -115,3 +120,19 @@ def test_rocm_trace_is_named_hip(real_fixtures: Path, tmp_path: Path) -> None:
     rows, notes = cuda_differences([folder, folder])
     assert rows[0].metric == "HIP API total time (whole run)" and notes == []  # one tracer: every call
     assert load_run(folder.path).api_label == "HIP API"
+
+
+def test_compare_and_show_of_an_import_say_its_batch_is_not_recorded(real_fixtures: Path, tmp_path: Path) -> None:
+    """Issue 51, item 3: an import whose trace records no batch is compared and shown as "batch not recorded",
+    never as "batch 1" (the option's default that older records carried)."""
+    trace = real_fixtures / "kineto-h100/resnet50_bs100_train_torch2.11.json.gz"
+    for name in ("a", "b"):
+        assert run_tracer("import", str(trace), "--out", str(tmp_path / name)).returncode == 0
+    (a,), (b,) = list_runs(tmp_path / "a"), list_runs(tmp_path / "b")
+    compared = run_tracer("compare", str(a.path), str(b.path), "--no-group")
+    assert compared.returncode == 0, compared.stderr[-2000:]
+    assert "batch not recorded" in compared.stdout and "batch 1" not in compared.stdout, compared.stdout
+    as_json = run_tracer("compare", str(a.path), str(b.path), "--no-group", "--format", "json")
+    assert as_json.returncode == 0 and '"batch": 1' not in as_json.stdout
+    shown = run_tracer("show", str(a.path)).stdout
+    assert any(line.split()[:3] == ["batch", "not", "recorded"] for line in shown.splitlines()), shown

@@ -23,7 +23,7 @@ from tracer.core.runfolder import CsvStream, RunFolder, find_run, read_csv_strea
 
 def record(run_id: str) -> RunRecord:
     env = EnvironmentInfo("h", "linux", "cpu", 2, 2, 1024.0, "3.11")
-    return RunRecord(run_id, RunSpec("pytorch", "alexnet", "small"), env, Outcome(RunStatus.RUNNING), 1)
+    return RunRecord.built_in(run_id, RunSpec("pytorch", "alexnet", "small"), env, Outcome(RunStatus.RUNNING), 1)
 
 
 def test_record_round_trip(tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ def test_a_slowed_dataloader_is_input_bound_with_its_own_knobs(profile_example: 
     assert "--workers" not in verdict.knob and "--image-size" not in verdict.knob  # the script's knobs, not ours
     record = folder.read_record()
     assert record.command is not None and record.command.frameworks_imported == ("pytorch",)
-    assert record.spec.framework == "pytorch"
+    assert record.measurement.framework == "pytorch"
 
 
 def test_the_same_loader_without_the_sleep_is_not_input_bound(profile_example: Callable[..., RunFolder]) -> None:

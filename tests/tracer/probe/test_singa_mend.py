@@ -32,7 +32,7 @@ def test_a_users_singa_script_trains_on_the_mended_wheel(tmp_path: Path) -> None
     assert len(losses) == 8 and all(0 < v < 10 for v in losses)
     (folder,) = list_runs(tmp_path / "runs")
     record = folder.read_record()
-    assert record.spec.framework == "singa"
+    assert record.measurement.framework == "singa"
     mended = record.environment.framework_versions.get(MENDED_KEY, "")
     assert ("numpy copies" in mended) == wheel_defective, mended
     steps = folder.samples("steps")

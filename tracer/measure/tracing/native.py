@@ -41,8 +41,8 @@ class NativeBackend(TraceBackend):
         return {TRACE_ENV: NATIVE_TRACE, **PROFILER_ENVIRONMENT.get(spec.framework, {})}
 
     def finish(self, folder: RunFolder) -> list[str]:
-        spec = folder.read_record().spec
-        trace = f"raw/{NATIVE_TRACE_FILES[spec.framework]}"
+        framework = folder.read_record().measurement.framework
+        trace = f"raw/{NATIVE_TRACE_FILES[framework]}"
         if not (folder.path / trace).exists():
-            raise RuntimeError(f"the {spec.framework} profiler wrote no {trace} (see raw/worker.log)")
+            raise RuntimeError(f"the {framework} profiler wrote no {trace} (see raw/worker.log)")
         return [trace]
