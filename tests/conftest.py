@@ -144,6 +144,20 @@ def ctrl_c_reaches_python() -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
+def spec_of(record: dict[str, Any]) -> dict[str, Any]:
+    """A run.json's spec as a dict to read or edit: the built-in workload's (`workload.spec`), or the first
+    layout's `spec` (fixtures written before format_version 2)."""
+    return record["workload"]["spec"] if "workload" in record else record["spec"]
+
+
+def edit_spec(record: dict[str, Any], **changes: object) -> None:
+    """Changes a run.json's spec in place; a field the measurement holds too (framework, device) changes there
+    as well, so the edited run reads as one run."""
+    spec_of(record).update(changes)
+    measured = record.get("measurement", {})
+    measured.update({k: v for k, v in changes.items() if k in measured})
+
+
 def run_tracer(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """`tracer ARGS` as a user runs it (a real process, real exit code, real output), piped and with no
     COLUMNS: the environment is passed explicitly, as the test process's C-level environment held a

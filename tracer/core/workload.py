@@ -30,6 +30,7 @@ class Measurement:
     framework: str
     device: str
     trace: str = "none"
+    trace_window: str | None = None  # what the trace records (None: the whole run, or no trace)
     sample_hz: float = 0.0  # 0: not sampled (an import's samples are not ours)
     timeout_s: float | None = None
     stall_s: float | None = None  # None: not watched for stalls (an import)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_tracer
+from tests.conftest import edit_spec, run_tracer
 from tracer.core.runfolder import RunFolder, list_runs
 
 IMPORTS = ("nsys-h100/resnet18_train_nsys2025.3.1.sqlite", "kineto-h100/resnet50_bs100_train_torch2.11.json.gz")
@@ -63,5 +63,5 @@ def report_dir(tmp_path_factory: pytest.TempPathFactory, report_runs: ReportRuns
 def set_spec(run: Path, **changes: object) -> None:
     """Edits a copied run's spec (tests only: e.g. to stand an imported trace in for a named framework)."""
     data = json.loads((run / "run.json").read_text())
-    data["spec"].update(changes)
+    edit_spec(data, **changes)
     (run / "run.json").write_text(json.dumps(data))

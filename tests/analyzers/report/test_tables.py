@@ -9,6 +9,7 @@ import pytest
 
 from tests.analyzers.report import _expected as x
 from tests.analyzers.report.conftest import ReportRuns
+from tests.conftest import spec_of
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -24,7 +25,7 @@ def _row_of(rows: list[dict[str, str]], run: Path) -> dict[str, str]:
 def test_ok_run_cells_equal_values_from_the_folder(report_dir: Path, report_runs: ReportRuns) -> None:
     run = report_runs.ok
     row = _row_of(_rows(report_dir / "table1-cpu.csv"), run)
-    spec = x.record(run)["spec"]
+    spec = spec_of(x.record(run))
     assert row["framework"] == spec["framework"] == "pytorch"
     assert (row["model"], row["dataset"], row["device"], int(row["batch"])) == (
         spec["model"],

@@ -116,7 +116,8 @@ def test_cli_import_analyze_export(real_fixtures: Path, tmp_path: Path) -> None:
     assert imp.returncode == 0, imp.stderr
     (run,) = [p for p in runs.iterdir()]
     assert (run / "raw" / src.name).exists() and (run / "cuda_api.parquet").exists()
-    assert json.loads((run / "run.json").read_text())["spec"]["framework"] == "imported"
+    record = json.loads((run / "run.json").read_text())
+    assert record["measurement"]["framework"] == "imported" and record["workload"]["kind"] == "imported"
     res = run_tracer("analyze", run.name, "--runs", str(runs), "--format", "json")
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ctrl_c_reaches_python, run_tracer
+from tests.conftest import ctrl_c_reaches_python, edit_spec, run_tracer
 from tests.real_fixtures import REAL_FIXTURES
 from tracer.core.frameworks import FRAMEWORKS
 from tracer.core.runfolder import RunFolder
@@ -508,7 +508,7 @@ def test_d16_impossible_record_values_mark_the_run_damaged(
         if field == "knobs":
             record["knobs"] = value
         else:
-            record["spec"][field] = value
+            edit_spec(record, **{field: value})
 
     root = tmp_path / "runs"
     run = _edited_copy(runs, root, f"impossible-{field}", edit)

@@ -17,7 +17,7 @@ import psutil
 import pytest
 from PIL import Image
 
-from tests.conftest import run_tracer
+from tests.conftest import edit_spec, run_tracer
 from tracer.campaign.local import kill_leftover
 from tracer.campaign.record import CellEntry
 from tracer.core import options
@@ -113,7 +113,7 @@ def test_compare_warns_on_different_settings(tiny_pytorch_run: RunFolder, tmp_pa
     other = tmp_path / (tiny_pytorch_run.run_id + "-limit8")
     shutil.copytree(tiny_pytorch_run.path, other)
     record = json.loads((other / "run.json").read_text())
-    record["spec"]["limit"] = 8
+    edit_spec(record, limit=8)
     (other / "run.json").write_text(json.dumps(record))
     result = run_tracer("compare", str(tiny_pytorch_run.path), str(other))
     assert result.returncode == 0, result.stderr
@@ -229,7 +229,7 @@ def test_report_rows_never_pool_runs_of_different_settings(tiny_pytorch_run: Run
     other = tmp_path / (tiny_pytorch_run.run_id + "-limit8")
     shutil.copytree(tiny_pytorch_run.path, other)
     record = json.loads((other / "run.json").read_text())
-    record["spec"]["limit"] = 8
+    edit_spec(record, limit=8)
     (other / "run.json").write_text(json.dumps(record))
     runs, _ = collect_runs([tmp_path])
     rows = table_rows(runs, "cpu")

@@ -82,7 +82,7 @@ def test_an_old_import_keeps_its_recorded_batch_and_drops_the_placeholder(real_f
     assert record.workload.batch is None and record.workload.source == "/x/t.json.gz" and record.spec is None
     assert (record.workload.clock.kind, record.workload.clock.offset_ns) == ("unix_ns", 5)
     assert record.workload.clock.alignment == "ProfilerStep" and record.knobs == {}
-    assert record.measurement == Measurement("pytorch", "gpu", "torch", 0.0, None, None)
+    assert record.measurement == Measurement("pytorch", "gpu", "torch", sample_hz=0.0, timeout_s=None, stall_s=None)
     old["spec"]["batch"], old["knobs"]["not_recorded"] = 32, ["epochs"]
     again = validate_record(old)
     assert isinstance(again, RunRecord) and again.imported is not None and again.imported.batch == 32

@@ -26,7 +26,9 @@ def test_a_measurement_holds_the_options_that_measure_a_command_too() -> None:
     """Declared once: the measuring options are RunSpec's `command=True` fields, in the same order."""
     assert MEASURING_FIELDS == command_options()
     spec = RunSpec("pytorch", "alexnet", "small", trace="nsys", sample_hz=20.0, pyspy=True)
-    assert Measurement.of_spec(spec) == Measurement("pytorch", "cpu", "nsys", 20.0, None, 180.0, True, False)
+    assert Measurement.of_spec(spec) == Measurement(
+        "pytorch", "cpu", "nsys", sample_hz=20.0, timeout_s=None, stall_s=180.0, pyspy=True, nsys_sampling=False
+    )
     assert Measurement.of_spec(spec, device="gpu").device == "gpu"
 
 
