@@ -22,7 +22,10 @@ from tracer.core.schema import RUN_JSON
 
 def is_trace_ref(ref: str) -> bool:
     """Whether `ref` names a trace rather than a run: an existing file, or a folder that is neither a run
-    nor a folder of runs (a trace folder, a profile folder, several ranks' traces)."""
+    nor a folder of runs (a trace folder, a profile folder, several ranks' traces). An empty or blank ref
+    names nothing (`Path("")` would be the current folder): `find_run` refuses it in one line."""
+    if not ref.strip():
+        return False
     path = Path(ref)
     if path.is_file():
         return True

@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from analyzers.figures.utilisation import flops_text
 from analyzers.render import palette
 from analyzers.report import charts
+from analyzers.run.run import Run
 from analyzers.summaries.roofline import STEP, Roofline, run_points
 
 TITLE = "Roofline"
@@ -62,7 +63,7 @@ def roofline_figure(title: str, roof: Roofline, points: Sequence[Roofline]) -> F
 
 
 def write(
-    runs: Sequence[object], out: Path, formats: Sequence[str] = charts.FORMATS
+    runs: Sequence[Run], out: Path, formats: Sequence[str] = charts.FORMATS
 ) -> tuple[str, list[Path], str] | None:
     """The figure's title, files and caption for the report; None where no run has FLOPs, a peak and a bandwidth."""
     found = [r for r in (run_points(run) for run in runs) if r is not None]

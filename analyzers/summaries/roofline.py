@@ -52,11 +52,10 @@ def _flops_bytes(counted: list[Layer], batch: int, dtype_bytes: int, model_input
     return flops, bytes_
 
 
-def run_points(run: object) -> Roofline | None:
+def run_points(run: Run) -> Roofline | None:
     """The run's points (a `Run`, or a bare folder), or None where it has no FLOPs, no peak or no bandwidth."""
     from analyzers.figures.run_summary import summarise
 
-    assert isinstance(run, Run)
     record = run.read_record()
     u = summarise(run).utilisation
     peak = u.peak
@@ -75,21 +74,20 @@ def run_points(run: object) -> Roofline | None:
 
 
 def _class_points(
-    run: object, run_id: str, framework: str, counted: list[Layer], batch: int, dtype_bytes: int
+    run: Run, run_id: str, framework: str, counted: list[Layer], batch: int, dtype_bytes: int
 ) -> list[RoofPoint]:
     """Convolution and matrix-multiply kernels over the steady epochs of a run traced whole: their share of
     the layers' FLOPs per image over their GPU time per image."""
+    from analyzers.figures.phase_cuts import trace_phases
     from analyzers.figures.phases import STEADY
     from analyzers.summaries.kernels import kernel_summary
 
-    window = getattr(run, "window", None)
-    phases = getattr(run, "trace_phases", None)
-    steady = phases.get(STEADY) if phases is not None else None
-    if window is not None or steady is None:
+    steady = trace_phases(run).get(STEADY)
+    if run.window is not None or steady is None:
         return []
-    epochs = [e for e in run.epochs() if e.epoch in steady.epochs]  # type: ignore[attr-defined]
+    epochs = [e for e in run.epochs() if e.epoch in steady.epochs]
     images = sum(e.images for e in epochs)
-    rows = kernel_summary(run, steady.start_ns, steady.end_ns)  # type: ignore[arg-type]
+    rows = kernel_summary(run, steady.start_ns, steady.end_ns)
     if not images or not rows:
         return []
     out = []
