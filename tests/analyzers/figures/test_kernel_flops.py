@@ -7,6 +7,7 @@ import re
 import sqlite3
 from pathlib import Path
 
+from analyzers.figures.run_summary import summarise
 from analyzers.run.run import Run
 from tests.conftest import run_tracer
 from tracer.core.runfolder import list_runs
@@ -25,7 +26,7 @@ def test_an_nsys_reports_flops_are_not_counted_and_say_why(real_fixtures: Path, 
     result = run_tracer("import", str(real_fixtures / NSYS), "--out", str(tmp_path / "runs"))
     assert result.returncode == 0, result.stderr
     (folder,) = list_runs(tmp_path / "runs")
-    u = Run.open(folder.path).summary.utilisation
+    u = summarise(Run.open(folder.path)).utilisation
     assert u.flops_per_step is None and u.mfu is None
     said = re.search(r"not counted: .* names of its (\d+) matrix-multiply and convolution kernels", u.flops_source)
     assert said is not None and int(said.group(1)) == gemms, u.flops_source

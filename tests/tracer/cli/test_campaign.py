@@ -13,7 +13,7 @@ from tracer.cli.campaign import write_epoch_table
 
 def test_epoch_table_is_tables_1_and_2(real_fixtures: Path, tmp_path: Path) -> None:
     runs, _ = collect_runs([real_fixtures / "gpu-h100"])
-    path = write_epoch_table([r.folder for r in runs], tmp_path / "epoch_times.csv")
+    path = write_epoch_table(list(runs), tmp_path / "epoch_times.csv")
     with path.open() as f:
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == list(tables.CSV_COLUMNS)
