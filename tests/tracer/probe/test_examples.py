@@ -59,10 +59,13 @@ def input_bound(folder: RunFolder):  # type: ignore[no-untyped-def]
 
 
 LOADER = ("pytorch_dataloader.py", "--items", "64", "--batch", "16", "--epochs", "2")
+# 60 ms an item: ten times the plain loop's whole step per image, so a busy machine (the plain run's 4 steady
+# steps once took as long as the slowed ones' at 20 ms) never hides the slowed loader's wait
+SLOWED = (*LOADER, "--slow-ms", "60")
 
 
 def test_a_slowed_dataloader_is_input_bound_with_its_own_knobs(profile_example: Callable[..., RunFolder]) -> None:
-    folder = profile_example("pytorch", *LOADER, "--slow-ms", "20")
+    folder = profile_example("pytorch", *SLOWED)
     assert probes(folder) == {Probe.TORCH_DATALOADER}
     steps = folder.samples(STEPS_TABLE)
     assert steps is not None and steps.num_rows == 2 * 4  # two epochs of 64 / 16 batches
@@ -85,13 +88,13 @@ def test_diff_of_two_runs_of_a_script_says_the_slowed_loader_waits(profile_examp
     """`tracer diff` of the plain and the slowed loader (two runs of one command): the gap is data wait."""
     import json
 
-    plain, slowed = profile_example("pytorch", *LOADER), profile_example("pytorch", *LOADER, "--slow-ms", "20")
+    plain, slowed = profile_example("pytorch", *LOADER), profile_example("pytorch", *SLOWED)
     result = run_tracer("diff", str(plain.path), str(slowed.path), "--format", "json")
     assert result.returncode == 0, result.stderr[-2000:]
     out = json.loads(result.stdout)
     assert out["gap_s"] > 0 and out["parts"][0]["key"] == "data_wait" and out["parts"][0]["delta_s"] > 0
     # each side named by its script and arguments (two runs of one script told apart), its batch the script's own
-    assert out["a"]["model"].startswith("pytorch_dataloader.py") and out["b"]["model"].endswith("--slow-ms 20")
+    assert out["a"]["model"].startswith("pytorch_dataloader.py") and out["b"]["model"].endswith("--slow-ms 60")
     assert out["b"]["batch"] is None
     assert any("more per image waiting for data" in line for line in out["sentences"])
 
