@@ -52,14 +52,14 @@ def diagnosis(run: Run) -> Diagnosis:
         return Diagnosis(unavailable=f"{type(e).__name__}: {e}")
 
 
-def repeats_of(folder: RunFolder) -> list[RunFolder]:
+def repeats_of(run: Run) -> list[RunFolder]:
     """The run and its repeats (runs of the same spec, analyzers.figures.repeats) in the same folder of runs."""
     from analyzers.figures.repeats import repeat_key
     from tracer.core.runfolder import list_runs
 
-    key = repeat_key(folder.read_record())
+    key = repeat_key(run.read_record())
     out = []
-    for other in list_runs(folder.path.parent):
+    for other in list_runs(run.path.parent):
         try:
             if repeat_key(other.read_record()) == key:
                 out.append(other)
