@@ -99,7 +99,7 @@ def measurement_cost(folder: Run) -> Cost:
         if not bytes_ and folder.raw_dir.is_dir():
             bytes_ = sum(p.stat().st_size for p in folder.raw_dir.rglob("*") if p.is_file() and p.suffix != ".log")
         found = untraced_peer(folder, record)
-        window = trace_window.of_record(record.spec)
+        window = trace_window.of_record(record.measurement)
         if found is not None:
             if window is None:
                 mine, theirs = epoch_stats(folder.epochs()).steady_epoch_s, epoch_stats(found.epochs()).steady_epoch_s

@@ -40,7 +40,7 @@ def run_window(folder: RunFolder) -> trace_window.TraceWindow | None:
         record = folder.read_record()
     except UserError:
         return None
-    return trace_window.of_record(record.spec)
+    return trace_window.of_record(record.measurement)
 
 
 def window_span(folder: RunFolder, window: trace_window.TraceWindow | None = None) -> WindowSpan | None:

@@ -115,7 +115,8 @@ def resolve(spec: Any) -> tuple[str | None, bool]:
 
 
 def of_record(spec: Any) -> TraceWindow | None:
-    """The window a finished run was traced in (None: the whole run, or a run from before windows)."""
+    """The window a run is or was traced in, from its spec or its record's measurement (both hold
+    `trace_window`); None: the whole run, or a run from before windows."""
     text = getattr(spec, "trace_window", None)
     try:
         return parse(text)
