@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from analyzers.ingest import readers
 from analyzers.ingest.readers import Read, reader_of
 from analyzers.ingest.run_files import rank_traces, run_traces
 from analyzers.ingest.sniff import sniff
@@ -53,7 +54,7 @@ def import_target(path: Path) -> Path:
     found = xplanes(path)
     if found:
         return found[0]
-    inside = sorted(p for p in path.iterdir() if p.is_file() and trace_kind(p) in tf.FILE_KINDS)
+    inside = sorted(p for p in path.iterdir() if p.is_file() and trace_kind(p) in readers.FILE_KINDS)
     if len(inside) == 1:
         return inside[0]
     if inside:
@@ -103,10 +104,10 @@ than that, a file of the same name is another trace, never this one's export."""
 
 
 def _beside(trace: Path, suffix: str) -> Path | None:
-    """The file of the same whole stem (`tf.stem`, which keeps every dot of the name) with
+    """The file of the same whole stem (`readers.stem`, which keeps every dot of the name) with
     `suffix`, when it is a file written no earlier than `trace` (less EXPORT_SLACK_S): an export is made from
     its report, so a much older file of that name is another trace, never this one's export."""
-    candidate = trace.with_name(tf.stem(trace.name) + suffix)
+    candidate = trace.with_name(readers.stem(trace.name) + suffix)
     try:
         fresh = candidate.stat().st_mtime >= trace.stat().st_mtime - EXPORT_SLACK_S
         return candidate if candidate.is_file() and fresh else None
@@ -117,7 +118,7 @@ def _beside(trace: Path, suffix: str) -> Path | None:
 def skipped_export(report: Path) -> str:
     """Why an export beside `report` was not read ('' where there is none, or it was read)."""
     for suffix in (".arrow", ".sqlite"):
-        candidate = report.with_name(tf.stem(report.name) + suffix)
+        candidate = report.with_name(readers.stem(report.name) + suffix)
         try:
             if not candidate.is_file() or _beside(report, suffix) is not None:
                 continue
@@ -196,7 +197,7 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
     from analyzers.ingest import nsys_arrow, nsys_duckdb
 
     kind = trace_kind(path)
-    report = path if kind == tf.NSYS_REP else path.with_name(tf.stem(path.name) + ".nsys-rep")
+    report = path if kind == tf.NSYS_REP else path.with_name(readers.stem(path.name) + ".nsys-rep")
     sibling = sibling_export(path) if kind == tf.NSYS_REP else None
     if sibling is not None:
         path = sibling
@@ -207,7 +208,7 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
             nsys_bin = None
         # with no nsys, export_nsys_rep says so in one line
         export = tracing_nsys.best_export(str(nsys_bin)) if nsys_bin is not None else "sqlite"
-        path = staged / f"{tf.stem(path.name)}.{export}"
+        path = staged / f"{readers.stem(path.name)}.{export}"
         export_nsys_rep(report, path, export)
     if trace_kind(path) == tf.NSYS_ARROW:
         try:
@@ -219,7 +220,7 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
             elif not report.is_file() or tracing_nsys.nsys_if_any() is None:
                 raise
             else:
-                path = staged / (tf.stem(report.name) + ".sqlite")
+                path = staged / (readers.stem(report.name) + ".sqlite")
                 export_nsys_rep(report, path, "sqlite")
     return nsys_duckdb.write_sqlite(path, staged)
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analyzers.ingest import trace_steps
+from analyzers.ingest import readers, trace_steps
 from analyzers.ingest.archives import extract, is_archive
 from analyzers.trace import collectives
 from analyzers.trace import tables as t
@@ -54,12 +54,13 @@ def expand(paths: list[Path], scratch: Path) -> list[Path]:
         if not path.exists():
             raise UserError(f"{path}: no such file or folder")
         if path.is_dir():
-            inside = sorted(p for p in path.iterdir() if p.is_file() and sniff(p).kind in tf.FILE_KINDS)
+            inside = sorted(p for p in path.iterdir() if p.is_file() and sniff(p).kind in readers.FILE_KINDS)
             if not inside:
                 raise UserError(f"{path}: no trace file in this folder ({tf.READABLE})")
             found += inside
         elif is_archive(path):
-            found += extract(path, scratch)
+            out = scratch / readers.stem(path.name).replace(".tar", "")
+            found += extract(path, out, lambda p: sniff(p).kind in readers.FILE_KINDS)
         else:
             found.append(path)
     names = Counter(p.resolve() for p in found)
