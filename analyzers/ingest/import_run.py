@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.ingest import ranks as rank_ingest
-from analyzers.ingest import readers
+from analyzers.ingest import readers, trace_steps
 from analyzers.ingest.archives import is_archive
 from analyzers.ingest.pipeline import (
     import_target,
@@ -189,13 +189,18 @@ def _import_into(
             rank_infos = tuple(r.info for r in read)
         gpus = _used_gpus(read)
         source, read_clock, facts = SOURCE_KINETO, read[0].clock, rank_ingest.facts_of(read)
+        traced = rank_ingest.step_ranges(read, aligned)
     else:
         if ranks_files:
             raise UserError(f"{path}: several nsys exports are not one run; import one export holding every rank")
         ingested = ingest_trace(path, folder)
         written = ingested.tables
-        rank_infos = tuple(rank_ingest.split_nsys(folder, written)[0])
+        split, rank_of_pid = rank_ingest.split_nsys(folder, written)
+        rank_infos = tuple(split)
         source, read_clock, facts, aligned = ingested.source, ingested.clock, ingested.facts, rank_ingest.NSYS_RANKS
+        ranges = trace_steps.written_ranges(folder, written)
+        traced = [trace_steps.Ranges(ranges, batch=facts.get(BATCH_FACT), rank_of_pid=rank_of_pid)]
+    trace_steps.write_steps(folder, traced)  # every format's steps from its own ranges, in this one place
     try:
         for f in files:
             place(f, folder.raw_dir / f.name)

@@ -283,9 +283,12 @@ def ingest_run(folder: RunFolder) -> list[str]:
     ranks = rank_traces(folder, paths)
     if ranks:  # an import of several ranks' Kineto files: one table per kind, a RANK column, one clock
         from analyzers.ingest import ranks as rank_ingest
+        from analyzers.ingest import trace_steps
 
         read = rank_ingest.read_kineto_ranks(ranks)
-        written += rank_ingest.write_ranks(folder, read, rank_ingest.align(read))
+        aligned = rank_ingest.align(read)
+        written += rank_ingest.write_ranks(folder, read, aligned)
+        trace_steps.write_steps(folder, rank_ingest.step_ranges(read, aligned))
         paths = [p for p in paths if p not in ranks]
     for path in paths:
         for name in ingest_file(path, folder):

@@ -72,13 +72,12 @@ def expand(paths: list[Path], scratch: Path) -> list[Path]:
 
 @dataclass(frozen=True)
 class RankTrace:
-    """One rank's trace, read: its tables on its own clock, its steps, and what it says of itself."""
+    """One rank's trace, read: its tables on its own clock, and what it says of itself."""
 
     path: Path
     info: RankInfo
     clock: Clock
     tables: dict[str, pa.Table]
-    steps: pa.Table | None
     gpus: tuple[GpuInfo, ...] = ()
     batch: int | None = None
 
@@ -109,8 +108,7 @@ def read_kineto_rank(path: Path) -> RankTrace:
         backend=str(info.get("backend") or ""),
         pid=pid,
     )
-    steps = trace_steps.steps_from_ranges(tables, rank, batch)
-    return RankTrace(path, rank_info, clock, tables, steps, gpus, batch)
+    return RankTrace(path, rank_info, clock, tables, gpus, batch)
 
 
 def read_kineto_ranks(paths: list[Path]) -> list[RankTrace]:
@@ -203,7 +201,8 @@ def _span(r: RankTrace, shift_ns: int) -> tuple[int, int] | None:
 
 
 def write_ranks(folder: RunFolder, ranks: list[RankTrace], alignment: Alignment) -> list[str]:
-    """Every rank's tables as one table each (RANK column, shifted onto one clock) and the steps table."""
+    """Every rank's tables as one table each (RANK column, shifted onto one clock); the steps of their own
+    ranges are written apart, with every format's (`step_ranges`, `trace_steps.write_steps`)."""
     from analyzers.ingest.writing import write_tables
 
     several = len(ranks) > 1 or ranks[0].info.world_size > 1  # a lone process's tables stay without ranks
@@ -219,9 +218,6 @@ def write_ranks(folder: RunFolder, ranks: list[RankTrace], alignment: Alignment)
         for name, parts in merged.items()
     }
     written = write_tables(folder, tables, t.SOURCE_KINETO, ranks[0].clock, facts_of(ranks))
-    steps = [_shifted(r.steps, alignment.shifts_ns.get(r.info.rank, 0)) for r in ranks if r.steps is not None]
-    if steps:
-        pq.write_table(pa.concat_tables(steps), folder.sample_parquet_path(schema.STEPS_TABLE))
     if not several:
         return written
     record_ranks(
@@ -239,6 +235,11 @@ def write_ranks(folder: RunFolder, ranks: list[RankTrace], alignment: Alignment)
         ],
     )
     return written
+
+
+def step_ranges(ranks: list[RankTrace], alignment: Alignment) -> list[trace_steps.Ranges]:
+    """Each rank's tables, for the steps of its own ranges (`trace_steps.write_steps`), on the run's clock."""
+    return [trace_steps.Ranges(r.tables, r.info.rank, r.batch, alignment.shifts_ns.get(r.info.rank, 0)) for r in ranks]
 
 
 def facts_of(ranks: list[RankTrace]) -> dict[str, int]:
