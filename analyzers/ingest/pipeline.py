@@ -87,10 +87,18 @@ def export_nsys_rep(path: Path, out: Path, kind: str = "sqlite") -> None:
         )
 
 
+EXPORTS = tuple(readers.READERS[kind].suffixes[0] for kind in (tf.NSYS_ARROW, tf.NSYS_SQLITE))
+"""How `nsys export` names its Arrow and SQLite exports of `x.nsys-rep` (`x.arrow`, `x.sqlite`): each format's first
+suffix, Arrow first (read rather than SQLite where both are there)."""
+SQLITE_EXPORT = EXPORTS[1]
+REPORT_SUFFIX = readers.READERS[tf.NSYS_REP].suffixes[0]
+"""`.nsys-rep`: the report an export beside it was made from."""
+
+
 def sibling_export(report: Path) -> Path | None:
     """An export of the report beside it (`x.nsys-rep` -> `x.arrow`, else `x.sqlite`, as `nsys export`
     names them): read instead of exporting again, which needs an nsys at least as new as the report's."""
-    for suffix in (".arrow", ".sqlite"):
+    for suffix in EXPORTS:
         candidate = _beside(report, suffix)
         if candidate is not None and trace_kind(candidate) in (tf.NSYS_ARROW, tf.NSYS_SQLITE):
             return candidate
@@ -117,7 +125,7 @@ def _beside(trace: Path, suffix: str) -> Path | None:
 
 def skipped_export(report: Path) -> str:
     """Why an export beside `report` was not read ('' where there is none, or it was read)."""
-    for suffix in (".arrow", ".sqlite"):
+    for suffix in EXPORTS:
         candidate = report.with_name(readers.stem(report.name) + suffix)
         try:
             if not candidate.is_file() or _beside(report, suffix) is not None:
@@ -197,7 +205,7 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
     from analyzers.ingest import nsys_arrow, nsys_duckdb
 
     kind = trace_kind(path)
-    report = path if kind == tf.NSYS_REP else path.with_name(readers.stem(path.name) + ".nsys-rep")
+    report = path if kind == tf.NSYS_REP else path.with_name(readers.stem(path.name) + REPORT_SUFFIX)
     sibling = sibling_export(path) if kind == tf.NSYS_REP else None
     if sibling is not None:
         path = sibling
@@ -214,13 +222,13 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
         try:
             return nsys_arrow.write_arrow(path, staged)
         except UserError:
-            beside = _beside(report if report.is_file() else path, ".sqlite")
+            beside = _beside(report if report.is_file() else path, SQLITE_EXPORT)
             if beside is not None and trace_kind(beside) == tf.NSYS_SQLITE:
                 path = beside
             elif not report.is_file() or tracing_nsys.nsys_if_any() is None:
                 raise
             else:
-                path = staged / (readers.stem(report.name) + ".sqlite")
+                path = staged / (readers.stem(report.name) + SQLITE_EXPORT)
                 export_nsys_rep(report, path, "sqlite")
     return nsys_duckdb.write_sqlite(path, staged)
 
