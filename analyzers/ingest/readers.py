@@ -2,7 +2,8 @@
 gives (the tables' `source`), the framework it can only come from, how its names end, how its content is told
 apart (`sniff`) and its reader. The sniffing (`analyzers.ingest.sniff`), the ingest (`analyzers.ingest.pipeline`),
 the import (`analyzers.ingest.import_run`) and every list of trace suffixes look a format up here instead of each
-keeping a chain of `if kind ==`; a new format is its reader module and one line in READERS.
+keeping a chain of `if kind ==`; a new format is its reader module and, here, its `sniff`, a `read` wrapper
+importing that module, and one line in READERS.
 
 A reader takes a path and returns a `Read`: the normalised tables, the clock they are on and what the trace
 says of the run (`facts`: Kineto's batch, read from the recorded shapes). nsys is the exception: its
@@ -40,8 +41,8 @@ class Read:
 
 
 FOLDER, HEAD, SQLITE, JSON, ZIP, BYTES = "folder", "head", "sqlite", "json", "zip", "bytes"
-"""What a `Look` is of, in the order the sniffing looks (`analyzers.ingest.sniff`): a folder; a file's first
-bytes as they are, before any container is recognised; an SQLite database's table names; JSON text (a gzip
+"""What a `Look` is of (`analyzers.ingest.sniff` makes them): a folder; a file's first bytes as they are, before
+any container is recognised; an SQLite database's table names; JSON text (a gzip
 member decompressed); a zip archive's member names; the first bytes of a file no container was recognised in."""
 
 
