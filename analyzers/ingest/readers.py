@@ -42,8 +42,8 @@ class Read:
 
 FOLDER, HEAD, SQLITE, JSON, ZIP, BYTES = "folder", "head", "sqlite", "json", "zip", "bytes"
 """What a `Look` is of (`analyzers.ingest.sniff` makes them): a folder; a file's first bytes as they are, before
-any container is recognised; an SQLite database's table names; JSON text (a gzip
-member decompressed); a zip archive's member names; the first bytes of a file no container was recognised in."""
+any container is recognised; an SQLite database's table names; JSON text (a gzip member decompressed); a zip
+archive's member names; the first bytes of a file no container was recognised in."""
 
 
 @dataclass(frozen=True)
