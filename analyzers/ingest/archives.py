@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -70,12 +71,9 @@ def is_archive(path: Path) -> bool:
     return path.is_file() and path.name.lower().endswith(tf.ARCHIVE_SUFFIXES)
 
 
-def extract(archive: Path, scratch: Path) -> list[Path]:
-    """An archive's trace files extracted flat into `scratch` (regular members only: no path leaves it),
-    each streamed and bounded (`Budget`)."""
-    from analyzers.ingest.sniff import sniff
-
-    out = scratch / tf.stem(archive.name).replace(".tar", "")
+def extract(archive: Path, out: Path, is_trace: Callable[[Path], bool]) -> list[Path]:
+    """An archive's trace files (`is_trace`) extracted flat into `out` (regular members only: no path leaves
+    it), each streamed and bounded (`Budget`)."""
     out.mkdir(parents=True, exist_ok=True)
     found = []
     budget = Budget(archive)
@@ -98,7 +96,7 @@ def extract(archive: Path, scratch: Path) -> list[Path]:
                 except UserError:
                     target.unlink(missing_ok=True)
                     raise
-                if sniff(target).kind in tf.FILE_KINDS:
+                if is_trace(target):
                     found.append(target)
                 else:
                     target.unlink()

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from analyzers.ingest import import_cache
 from tracer.core.errors import UserError
-from tracer.core.paths import cache_name
 from tracer.core.runfolder import RunFolder, find_run, list_runs
 from tracer.core.schema import RUN_JSON
 
@@ -48,7 +47,7 @@ def cached_import(path: Path) -> RunFolder:
     if not path.exists():
         raise UserError(f"{path}: no such file or folder")
     root = import_cache.imports_root()
-    final = root / cache_name(path)
+    final = root / import_cache.cache_name(path)
     if (final / import_cache.DONE).exists():
         import_cache.touch(final)
         return RunFolder(final)

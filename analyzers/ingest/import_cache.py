@@ -12,10 +12,22 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from analyzers.ingest import readers
 from tracer.core.errors import UserError
 from tracer.core.output import resolved, run_folder_of
 from tracer.core.paths import cache_root
 from tracer.core.schema import RUN_JSON
+
+
+def cache_name(path: Path) -> str:
+    """The name a trace file's cached import or summary is kept under: its stem and a key of its resolved
+    path, size and mtime (a changed or replaced file gets a new one)."""
+    import hashlib
+
+    st = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    return f"{readers.stem(path.name) or 'trace'}-{key}"
+
 
 IMPORTS_DIR = "imports"
 """Under the tool's cache (`tracer.core.paths.cache_root`): the tables of trace files analysed directly."""

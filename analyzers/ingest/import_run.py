@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzers.ingest import ranks as rank_ingest
+from analyzers.ingest import readers, trace_steps
 from analyzers.ingest.archives import is_archive
 from analyzers.ingest.pipeline import (
     import_target,
@@ -72,7 +73,7 @@ MAX_RUN_ID = 120
 def _run_id(path: Path) -> str:
     """The time, then the file's whole stem (anything but letters, digits, `.`, `_`, `-` as `-`), so
     files of one folder (`run_nsys2024.5.sqlite`, `run_nsys2024.6.sqlite`) get ids that tell them apart."""
-    stem = RUN_ID_CHARS.sub("-", tf.stem(path.name)).strip("-.") or "trace"
+    stem = RUN_ID_CHARS.sub("-", readers.stem(path.name)).strip("-.") or "trace"
     return f"{time.strftime('%Y%m%d-%H%M%S')}-imported-{stem}"[:MAX_RUN_ID]
 
 
@@ -95,7 +96,7 @@ def import_trace(
     place = _link if link_files else _copy
     if len(paths) == 1 and not is_archive(paths[0]) and not _several_traces(paths[0]):
         path = import_target(paths[0])
-        if trace_kind(path) not in tf.FILE_KINDS:
+        if trace_kind(path) not in readers.FILE_KINDS:
             raise not_readable(path)
         prepare_out(out)
         return _import(labels, out, path, [path], place=place)
@@ -124,7 +125,7 @@ def _several_traces(path: Path) -> bool:
     """A folder holding two or more trace files (several ranks' traces), not itself a trace."""
     if not path.is_dir() or trace_kind(path) is not None:
         return False
-    return sum(1 for p in path.iterdir() if p.is_file() and trace_kind(p) in tf.FILE_KINDS) > 1
+    return sum(1 for p in path.iterdir() if p.is_file() and trace_kind(p) in readers.FILE_KINDS) > 1
 
 
 def _import(
@@ -188,13 +189,18 @@ def _import_into(
             rank_infos = tuple(r.info for r in read)
         gpus = _used_gpus(read)
         source, read_clock, facts = SOURCE_KINETO, read[0].clock, rank_ingest.facts_of(read)
+        traced = rank_ingest.step_ranges(read, aligned)
     else:
         if ranks_files:
             raise UserError(f"{path}: several nsys exports are not one run; import one export holding every rank")
         ingested = ingest_trace(path, folder)
         written = ingested.tables
-        rank_infos = tuple(rank_ingest.split_nsys(folder, written)[0])
+        split, rank_of_pid = rank_ingest.split_nsys(folder, written)
+        rank_infos = tuple(split)
         source, read_clock, facts, aligned = ingested.source, ingested.clock, ingested.facts, rank_ingest.NSYS_RANKS
+        ranges = trace_steps.written_ranges(folder, written)
+        traced = [trace_steps.Ranges(ranges, batch=facts.get(BATCH_FACT), rank_of_pid=rank_of_pid)]
+    trace_steps.write_steps(folder, traced)  # every format's steps from its own ranges, in this one place
     try:
         for f in files:
             place(f, folder.raw_dir / f.name)

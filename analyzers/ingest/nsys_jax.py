@@ -22,7 +22,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers.ingest.archives import Budget
-from analyzers.ingest.sniff import NSYS_JAX_TRACE
 from analyzers.trace import tables as t
 from analyzers.trace.clock import Clock, kineto_clock
 from tracer.core.errors import UserError
@@ -35,8 +34,10 @@ LAYOUTS = (
 )
 
 
-def read(path: Path) -> tuple[dict[str, pa.Table], Clock]:
-    table = _recipe_table(path)
+def read(path: Path, recipe: str) -> tuple[dict[str, pa.Table], Clock]:
+    """The tables of an archive (or its folder) holding the recipe output `recipe` (the path it ends with:
+    `readers.recipe`, by which the registry tells the format apart)."""
+    table = _recipe_table(path, recipe)
     names = set(table.column_names)
     layout = next((cols for cols in LAYOUTS if set(cols) | {"PID", "TID"} <= names), None)
     if layout is None:
@@ -64,12 +65,12 @@ def read(path: Path) -> tuple[dict[str, pa.Table], Clock]:
     return {k: v for k, v in out.items() if v.num_rows}, kineto_clock(None)
 
 
-def _recipe_table(path: Path) -> pa.Table:
+def _recipe_table(path: Path, recipe: str) -> pa.Table:
     try:
         if path.is_dir():
-            return pq.read_table(path / NSYS_JAX_TRACE)
+            return pq.read_table(path / recipe)
         with zipfile.ZipFile(path) as z, tempfile.TemporaryFile() as unpacked:
-            member = next(i for i in z.infolist() if i.filename.endswith(NSYS_JAX_TRACE))
+            member = next(i for i in z.infolist() if i.filename.endswith(recipe))
             budget = Budget(path)  # streamed to a file, never whole in memory, and bounded as it comes
             budget.check_declared(member.filename, member.file_size)
             with z.open(member) as source:
@@ -77,4 +78,4 @@ def _recipe_table(path: Path) -> pa.Table:
             unpacked.seek(0)
             return pq.read_table(unpacked)
     except (OSError, zipfile.BadZipFile, StopIteration, pa.ArrowInvalid) as e:
-        raise UserError(f"{path}: cannot read the nsys-jax recipe output {NSYS_JAX_TRACE} ({e})") from None
+        raise UserError(f"{path}: cannot read the nsys-jax recipe output {recipe} ({e})") from None

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzers.ingest import import_cache
+from analyzers.ingest import import_cache, readers
 from analyzers.ingest import nsys_export as ex
 from analyzers.ingest.import_cache import SUMMARIES_DIR
 from analyzers.trace import table_names as t
@@ -73,11 +73,10 @@ def cached_summary(path: Path) -> FileSummary:
     there (written to a scratch file and renamed: a crash never leaves half a file). Where the cache may
     be and how much of it is kept: `analyzers.ingest.import_cache`, as for imports. A summary that cannot
     be kept (a full disk, named once on stderr) only costs the next call the computation."""
-    from tracer.core.paths import cache_name
 
     path = Path(path)
     root = import_cache.cache_folder(SUMMARIES_DIR)
-    stored = root / f"{cache_name(path)}.json"
+    stored = root / f"{import_cache.cache_name(path)}.json"
     kept = read_bytes(stored)  # None when absent; a FIFO or other odd file planted there is not opened
     if isinstance(kept, bytes):
         try:
@@ -150,7 +149,7 @@ def _summarise_report(path: Path) -> FileSummary:
     kinds += ["sqlite"] if kinds[0] != "sqlite" else []
     with tempfile.TemporaryDirectory(prefix="tracer-summary-") as scratch:
         for i, kind in enumerate(kinds):
-            export = Path(scratch) / f"{tf.stem(path.name)}.{kind}"
+            export = Path(scratch) / f"{readers.stem(path.name)}.{kind}"
             export_nsys_rep(path, export, kind)
             try:
                 return summarise(export)

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from analyzers.ingest import readers
 from analyzers.ingest.readers import Read, reader_of
 from analyzers.ingest.run_files import rank_traces, run_traces
 from analyzers.ingest.sniff import sniff
@@ -53,7 +54,7 @@ def import_target(path: Path) -> Path:
     found = xplanes(path)
     if found:
         return found[0]
-    inside = sorted(p for p in path.iterdir() if p.is_file() and trace_kind(p) in tf.FILE_KINDS)
+    inside = sorted(p for p in path.iterdir() if p.is_file() and trace_kind(p) in readers.FILE_KINDS)
     if len(inside) == 1:
         return inside[0]
     if inside:
@@ -86,10 +87,18 @@ def export_nsys_rep(path: Path, out: Path, kind: str = "sqlite") -> None:
         )
 
 
+EXPORTS = tuple(readers.READERS[kind].suffixes[0] for kind in (tf.NSYS_ARROW, tf.NSYS_SQLITE))
+"""How `nsys export` names its Arrow and SQLite exports of `x.nsys-rep` (`x.arrow`, `x.sqlite`): each format's first
+suffix, Arrow first (read rather than SQLite where both are there)."""
+SQLITE_EXPORT = EXPORTS[1]
+REPORT_SUFFIX = readers.READERS[tf.NSYS_REP].suffixes[0]
+"""`.nsys-rep`: the report an export beside it was made from."""
+
+
 def sibling_export(report: Path) -> Path | None:
     """An export of the report beside it (`x.nsys-rep` -> `x.arrow`, else `x.sqlite`, as `nsys export`
     names them): read instead of exporting again, which needs an nsys at least as new as the report's."""
-    for suffix in (".arrow", ".sqlite"):
+    for suffix in EXPORTS:
         candidate = _beside(report, suffix)
         if candidate is not None and trace_kind(candidate) in (tf.NSYS_ARROW, tf.NSYS_SQLITE):
             return candidate
@@ -103,10 +112,10 @@ than that, a file of the same name is another trace, never this one's export."""
 
 
 def _beside(trace: Path, suffix: str) -> Path | None:
-    """The file of the same whole stem (`tf.stem`, which keeps every dot of the name) with
+    """The file of the same whole stem (`readers.stem`, which keeps every dot of the name) with
     `suffix`, when it is a file written no earlier than `trace` (less EXPORT_SLACK_S): an export is made from
     its report, so a much older file of that name is another trace, never this one's export."""
-    candidate = trace.with_name(tf.stem(trace.name) + suffix)
+    candidate = trace.with_name(readers.stem(trace.name) + suffix)
     try:
         fresh = candidate.stat().st_mtime >= trace.stat().st_mtime - EXPORT_SLACK_S
         return candidate if candidate.is_file() and fresh else None
@@ -116,8 +125,8 @@ def _beside(trace: Path, suffix: str) -> Path | None:
 
 def skipped_export(report: Path) -> str:
     """Why an export beside `report` was not read ('' where there is none, or it was read)."""
-    for suffix in (".arrow", ".sqlite"):
-        candidate = report.with_name(tf.stem(report.name) + suffix)
+    for suffix in EXPORTS:
+        candidate = report.with_name(readers.stem(report.name) + suffix)
         try:
             if not candidate.is_file() or _beside(report, suffix) is not None:
                 continue
@@ -196,7 +205,7 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
     from analyzers.ingest import nsys_arrow, nsys_duckdb
 
     kind = trace_kind(path)
-    report = path if kind == tf.NSYS_REP else path.with_name(tf.stem(path.name) + ".nsys-rep")
+    report = path if kind == tf.NSYS_REP else path.with_name(readers.stem(path.name) + REPORT_SUFFIX)
     sibling = sibling_export(path) if kind == tf.NSYS_REP else None
     if sibling is not None:
         path = sibling
@@ -207,19 +216,19 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
             nsys_bin = None
         # with no nsys, export_nsys_rep says so in one line
         export = tracing_nsys.best_export(str(nsys_bin)) if nsys_bin is not None else "sqlite"
-        path = staged / f"{tf.stem(path.name)}.{export}"
+        path = staged / f"{readers.stem(path.name)}.{export}"
         export_nsys_rep(report, path, export)
     if trace_kind(path) == tf.NSYS_ARROW:
         try:
             return nsys_arrow.write_arrow(path, staged)
         except UserError:
-            beside = _beside(report if report.is_file() else path, ".sqlite")
+            beside = _beside(report if report.is_file() else path, SQLITE_EXPORT)
             if beside is not None and trace_kind(beside) == tf.NSYS_SQLITE:
                 path = beside
             elif not report.is_file() or tracing_nsys.nsys_if_any() is None:
                 raise
             else:
-                path = staged / (tf.stem(report.name) + ".sqlite")
+                path = staged / (readers.stem(report.name) + SQLITE_EXPORT)
                 export_nsys_rep(report, path, "sqlite")
     return nsys_duckdb.write_sqlite(path, staged)
 
@@ -282,9 +291,12 @@ def ingest_run(folder: RunFolder) -> list[str]:
     ranks = rank_traces(folder, paths)
     if ranks:  # an import of several ranks' Kineto files: one table per kind, a RANK column, one clock
         from analyzers.ingest import ranks as rank_ingest
+        from analyzers.ingest import trace_steps
 
         read = rank_ingest.read_kineto_ranks(ranks)
-        written += rank_ingest.write_ranks(folder, read, rank_ingest.align(read))
+        aligned = rank_ingest.align(read)
+        written += rank_ingest.write_ranks(folder, read, aligned)
+        trace_steps.write_steps(folder, rank_ingest.step_ranges(read, aligned))
         paths = [p for p in paths if p not in ranks]
     for path in paths:
         for name in ingest_file(path, folder):

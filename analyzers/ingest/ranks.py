@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analyzers.ingest import trace_steps
+from analyzers.ingest import readers, trace_steps
 from analyzers.ingest.archives import extract, is_archive
 from analyzers.trace import collectives
 from analyzers.trace import tables as t
@@ -54,12 +54,13 @@ def expand(paths: list[Path], scratch: Path) -> list[Path]:
         if not path.exists():
             raise UserError(f"{path}: no such file or folder")
         if path.is_dir():
-            inside = sorted(p for p in path.iterdir() if p.is_file() and sniff(p).kind in tf.FILE_KINDS)
+            inside = sorted(p for p in path.iterdir() if p.is_file() and sniff(p).kind in readers.FILE_KINDS)
             if not inside:
                 raise UserError(f"{path}: no trace file in this folder ({tf.READABLE})")
             found += inside
         elif is_archive(path):
-            found += extract(path, scratch)
+            out = scratch / readers.stem(path.name).replace(".tar", "")
+            found += extract(path, out, lambda p: sniff(p).kind in readers.FILE_KINDS)
         else:
             found.append(path)
     names = Counter(p.resolve() for p in found)
@@ -71,13 +72,12 @@ def expand(paths: list[Path], scratch: Path) -> list[Path]:
 
 @dataclass(frozen=True)
 class RankTrace:
-    """One rank's trace, read: its tables on its own clock, its steps, and what it says of itself."""
+    """One rank's trace, read: its tables on its own clock, and what it says of itself."""
 
     path: Path
     info: RankInfo
     clock: Clock
     tables: dict[str, pa.Table]
-    steps: pa.Table | None
     gpus: tuple[GpuInfo, ...] = ()
     batch: int | None = None
 
@@ -108,8 +108,7 @@ def read_kineto_rank(path: Path) -> RankTrace:
         backend=str(info.get("backend") or ""),
         pid=pid,
     )
-    steps = trace_steps.steps_from_ranges(tables, rank, batch)
-    return RankTrace(path, rank_info, clock, tables, steps, gpus, batch)
+    return RankTrace(path, rank_info, clock, tables, gpus, batch)
 
 
 def read_kineto_ranks(paths: list[Path]) -> list[RankTrace]:
@@ -202,7 +201,8 @@ def _span(r: RankTrace, shift_ns: int) -> tuple[int, int] | None:
 
 
 def write_ranks(folder: RunFolder, ranks: list[RankTrace], alignment: Alignment) -> list[str]:
-    """Every rank's tables as one table each (RANK column, shifted onto one clock) and the steps table."""
+    """Every rank's tables as one table each (RANK column, shifted onto one clock); the steps of their own
+    ranges are written apart, with every format's (`step_ranges`, `trace_steps.write_steps`)."""
     from analyzers.ingest.writing import write_tables
 
     several = len(ranks) > 1 or ranks[0].info.world_size > 1  # a lone process's tables stay without ranks
@@ -218,9 +218,6 @@ def write_ranks(folder: RunFolder, ranks: list[RankTrace], alignment: Alignment)
         for name, parts in merged.items()
     }
     written = write_tables(folder, tables, t.SOURCE_KINETO, ranks[0].clock, facts_of(ranks))
-    steps = [_shifted(r.steps, alignment.shifts_ns.get(r.info.rank, 0)) for r in ranks if r.steps is not None]
-    if steps:
-        pq.write_table(pa.concat_tables(steps), folder.sample_parquet_path(schema.STEPS_TABLE))
     if not several:
         return written
     record_ranks(
@@ -238,6 +235,11 @@ def write_ranks(folder: RunFolder, ranks: list[RankTrace], alignment: Alignment)
         ],
     )
     return written
+
+
+def step_ranges(ranks: list[RankTrace], alignment: Alignment) -> list[trace_steps.Ranges]:
+    """Each rank's tables, for the steps of its own ranges (`trace_steps.write_steps`), on the run's clock."""
+    return [trace_steps.Ranges(r.tables, r.info.rank, r.batch, alignment.shifts_ns.get(r.info.rank, 0)) for r in ranks]
 
 
 def facts_of(ranks: list[RankTrace]) -> dict[str, int]:

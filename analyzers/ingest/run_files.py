@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from analyzers.ingest import readers
 from analyzers.ingest.sniff import sniff
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
@@ -25,11 +26,11 @@ def run_traces(folder: RunFolder) -> list[Path]:
         return []
     written = _backend_files(folder)
     entries = [p for p in sorted(raw.iterdir()) if p.suffix != LOG_SUFFIX and (written is None or p.name in written)]
-    found = [p for p in entries if _kind(p) in (*tf.FILE_KINDS, tf.CUPTI)]
+    found = [p for p in entries if _kind(p) in (*readers.FILE_KINDS, tf.CUPTI)]
     found = [p for p in found if not tf.is_pyspy(p.name)]  # read by the thread timeline
-    stems = {kind: {tf.stem(p.name) for p in found if _kind(p) == kind} for kind in tf.NSYS_KINDS}
+    stems = {kind: {readers.stem(p.name) for p in found if _kind(p) == kind} for kind in tf.NSYS_KINDS}
     shadowed = {tf.NSYS_REP: stems[tf.NSYS_SQLITE] | stems[tf.NSYS_ARROW], tf.NSYS_SQLITE: stems[tf.NSYS_ARROW]}
-    return [p for p in found if tf.stem(p.name) not in shadowed.get(_kind(p) or "", set())]
+    return [p for p in found if readers.stem(p.name) not in shadowed.get(_kind(p) or "", set())]
 
 
 LOG_SUFFIX = ".log"

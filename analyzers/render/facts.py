@@ -8,7 +8,7 @@ from pathlib import Path
 
 from analyzers.figures.run_summary import displayed_status, images_per_s, mean_epoch_s
 from analyzers.figures.steady import epoch_stats
-from tracer.core import trace_formats as tf
+from analyzers.ingest import readers
 from tracer.core.cases import UNKNOWN_MODEL
 from tracer.core.options import TRACE_BACKENDS
 from tracer.core.records import EpochRecord, RunRecord, RunStatus
@@ -29,7 +29,7 @@ def run_label(record: RunRecord | None, folder: Path) -> str:
     if isinstance(workload, CommandWorkload):  # a user's command: its script names it (model and batch are its own)
         return f"{m.framework} {workload.label} {m.device}{trace}{status}"
     if isinstance(workload, ImportedWorkload):
-        model = tf.stem(Path(workload.source).name) if workload.model == UNKNOWN_MODEL else workload.model
+        model = readers.stem(Path(workload.source).name) if workload.model == UNKNOWN_MODEL else workload.model
         batch = "" if workload.batch is None else f" b{workload.batch}"
         return f"{m.framework} {model}{batch} {m.device}{trace} (imported){status}"
     return f"{m.framework} {workload.spec.model} b{workload.spec.batch} {m.device}{trace}{status}"

@@ -67,5 +67,5 @@ def test_viewer_label_of_an_import_names_the_file_not_a_batch(real_fixtures: Pat
     assert run_tracer("import", str(trace), "--out", str(tmp_path)).returncode == 0
     (folder,) = list_runs(tmp_path)
     label = load_run(folder.path).default_label
-    # the file's stem (tracer.core.trace_formats.stem: "torch2.11" whole, not cut at its first dot); torch: the backend
+    # the file's stem (analyzers.ingest.readers.stem: "torch2.11" whole, not cut at its first dot); torch: the backend
     assert label == "pytorch resnet50_bs100_train_torch2.11 gpu torch (imported)", label

@@ -15,12 +15,12 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from analyzers.ingest.import_cache import cache_name
 from analyzers.trace import table_names as t
 from tracer.cli.common import RUN_OR_TRACE, TOP_BOUND, add_runs_dir, check_bound, console, open_run, warn_problems
 from tracer.cli.outputs import output_file, path_arg
 from tracer.core import schema
 from tracer.core.errors import UserError
-from tracer.core.paths import cache_name
 
 THREADS_SECTION = "threads"  # per-thread sums of the thread timeline (analyzers.summaries.threads.thread_summary)
 CLASSES_SECTION = "kernel_classes"  # kernel time by what the kernels do (analyzers.summaries.rows.class_summary)

@@ -12,18 +12,6 @@ def cache_root() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "dl-tracer"
 
 
-def cache_name(path: Path) -> str:
-    """The name a trace file's cached import or summary is kept under: its stem and a key of its resolved
-    path, size and mtime (a changed or replaced file gets a new one)."""
-    import hashlib
-
-    from tracer.core.trace_formats import stem
-
-    st = path.stat()
-    key = hashlib.sha256(f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
-    return f"{stem(path.name) or 'trace'}-{key}"
-
-
 def writable_dir(path: Path, flag: str = "--out") -> Path:
     """Makes sure `path` is a folder this process can write into (creating it), before any work is
     done, so a bad output path is one line rather than a traceback after a run."""

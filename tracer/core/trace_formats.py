@@ -1,7 +1,6 @@
-"""The trace files the tool reads, declared once: their kinds, how their names end, and how to say so.
-
-Kept in the core (no imports) so that the CLI's help text and the ingest agree without the CLI
-importing the analyzers at start-up."""
+"""The trace files the tool reads: their kinds' names (what a run's record says it was imported from) and how
+to say them, for the CLI's help text without importing the analyzers at start-up (no imports). The rest of a
+format (its suffixes, its sniffing, its reader) is its entry in `analyzers.ingest.readers`."""
 
 from __future__ import annotations
 
@@ -24,20 +23,7 @@ NSYS_JAX = "nsys-jax"
 the thread names beside it."""
 
 NSYS_KINDS = (NSYS_SQLITE, NSYS_ARROW, NSYS_REP)
-FILE_KINDS = (*NSYS_KINDS, KINETO, ROCPD, XPLANE, XPROF_JSON, NSYS_JAX)
-"""The kinds one file can be imported or analysed as."""
-
-SUFFIXES = {
-    NSYS_REP: (".nsys-rep", ".qdrep"),
-    KINETO: (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz"),
-    NSYS_SQLITE: (".sqlite", ".sqlite3", ".db"),
-    NSYS_ARROW: (".arrow",),
-    ROCPD: (".rpd",),
-    XPLANE: (".xplane.pb",),
-    XPROF_JSON: ("perfetto_trace.json.gz", ".trace.json.gz"),
-    NSYS_JAX: (".zip",),
-}
-"""How names of each kind end (what a file is, is read from its content: `analyzers.ingest.sniff`)."""
+"""nsys's kinds: an export and the report it was exported from are one trace (the export is read)."""
 
 PYSPY_PREFIX = "pyspy"
 PYSPY_OUTPUT = "pyspy.speedscope.json"
@@ -60,11 +46,3 @@ READABLE = (
     "rocpd .rpd, XPlane .xplane.pb (or its profile folder), XProf/Perfetto .json.gz, nsys-jax .zip"
 )
 """The file kinds in words, for help texts and refusals."""
-
-
-def stem(file_name: str) -> str:
-    """A trace file's name without the longest of `SUFFIXES` it ends with (`run_nsys2024.6.sqlite` ->
-    `run_nsys2024.6`, `w0.1623.pt.trace.json.gz` -> `w0.1623`): the rest tells files of one folder apart."""
-    lower = file_name.lower()
-    ends = [s for suffixes in SUFFIXES.values() for s in suffixes if lower.endswith(s) and len(s) < len(file_name)]
-    return file_name[: -max(map(len, ends))] if ends else file_name

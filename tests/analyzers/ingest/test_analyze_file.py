@@ -15,11 +15,10 @@ from pathlib import Path
 import pytest
 
 from analyzers.ingest import nsys_summary
-from analyzers.ingest.import_cache import IMPORTS_DIR
+from analyzers.ingest.import_cache import IMPORTS_DIR, cache_name
 from analyzers.summaries import cuda_api, kernels, threads
 from analyzers.summaries.rows import ApiRow, KernelRow, MemcpyRow, ThreadRow
 from tests.analyzers.conftest import NSYS_FILES
-from tracer.core.paths import cache_name
 from tracer.core.runfolder import RunFolder
 
 FIXTURE = "extra-p/con_kernel.sqlite"

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzers.ingest.import_cache import SUMMARIES_DIR, SUMMARIES_KEPT, TEMP_PREFIX
+from analyzers.ingest.import_cache import SUMMARIES_DIR, SUMMARIES_KEPT, TEMP_PREFIX, cache_name
 from tests.conftest import run_tracer
-from tracer.core.paths import cache_name
 from tracer.core.runfolder import list_runs
 
 FIXTURE = "extra-p/con_kernel.sqlite"

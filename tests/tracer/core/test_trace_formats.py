@@ -1,6 +1,6 @@
-"""One trace-file stem rule (`tracer.core.trace_formats.stem`): an export and the report it came from are
-paired by it everywhere (the ingest, an import's run id and label, the cache of analysed files), dots in
-the name included: `run_nsys2024.6.nsys-rep` and `run_nsys2024.6.sqlite` are one trace."""
+"""One trace-file stem rule (`analyzers.ingest.readers.stem`, from the registered formats' suffixes): an export
+and the report it came from are paired by it everywhere (the ingest, an import's run id and label, the cache of
+analysed files), dots in the name included: `run_nsys2024.6.nsys-rep` and `run_nsys2024.6.sqlite` are one trace."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from analyzers.ingest import readers
 from analyzers.ingest.pipeline import run_traces, sibling_export
-from tracer.core import trace_formats as tf
 from tracer.core.runfolder import RunFolder
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[3]
     ],
 )
 def test_stem(name: str, stem: str) -> None:
-    assert tf.stem(name) == stem
+    assert readers.stem(name) == stem
 
 
 def test_an_export_shadows_its_report_and_is_found_beside_it(tmp_path: Path, real_fixtures: Path) -> None:
@@ -46,9 +46,9 @@ def test_an_export_shadows_its_report_and_is_found_beside_it(tmp_path: Path, rea
 
 def test_no_second_stem_rule() -> None:
     """Where trace files are named (the ingest, the import, the run labels), no name is cut at its first dot."""
-    cut = re.compile(r"""\.split\(\s*["']\.["']\s*\)\s*\[\s*0\s*\]|(?<!\btf)\.stem\b""")
+    cut = re.compile(r"""\.split\(\s*["']\.["']\s*\)\s*\[\s*0\s*\]|(?<!\breaders)\.stem\b""")
     places = [*(ROOT / "analyzers" / "ingest").glob("*.py"), ROOT / "analyzers" / "render" / "facts.py"]
     places += [ROOT / "tracer" / "cli" / "import_trace.py"]
     found = [f"{p.relative_to(ROOT)}:{n}: {line.strip()}" for p in places
              for n, line in enumerate(p.read_text().splitlines(), 1) if cut.search(line)]  # fmt: skip
-    assert not found, "name trace files by tracer.core.trace_formats.stem:\n" + "\n".join(found)
+    assert not found, "name trace files by analyzers.ingest.readers.stem:\n" + "\n".join(found)
