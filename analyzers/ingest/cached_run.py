@@ -21,14 +21,19 @@ from tracer.core.schema import RUN_JSON
 
 def is_trace_ref(ref: str) -> bool:
     """Whether `ref` names a trace rather than a run: an existing file, or a folder that is neither a run
-    nor a folder of runs (a trace folder, a profile folder, several ranks' traces). An empty or blank ref
-    names nothing (`Path("")` would be the current folder): `find_run` refuses it in one line."""
+    nor a folder of runs and holds a trace (a trace folder, a profile folder, several ranks' traces). An
+    empty or blank ref names nothing (`Path("")` would be the current folder), and a folder with no trace
+    (`/`) is no trace: `find_run` refuses either in one line."""
     if not ref.strip():
         return False
     path = Path(ref)
     if path.is_file():
         return True
-    return path.is_dir() and not (path / RUN_JSON).exists() and not list_runs(path)
+    if not path.is_dir() or (path / RUN_JSON).exists() or list_runs(path):
+        return False
+    from analyzers.ingest.pipeline import holds_trace
+
+    return holds_trace(path)
 
 
 def run_folder(ref: str, runs_dir: Path) -> RunFolder:

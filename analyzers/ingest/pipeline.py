@@ -39,6 +39,16 @@ def not_readable(path: Path) -> UserError:
     return UserError(f"{path}: {sniff(Path(path)).what}, not a trace this tracer reads ({tf.READABLE})")
 
 
+def holds_trace(folder: Path) -> bool:
+    """Whether `tracer import FOLDER` finds a trace where `import_target` looks: the folder itself (our CUPTI
+    records, an unpacked nsys-jax archive), a profile folder's XPlane files, or trace files at its top."""
+    from analyzers.ingest.sniff import xplanes
+
+    if trace_kind(folder) is not None or xplanes(folder):
+        return True
+    return any(p.is_file() and trace_kind(p) in readers.FILE_KINDS for p in folder.iterdir())
+
+
 def import_target(path: Path) -> Path:
     """The trace `tracer import PATH` reads: a file as it is; a folder that is a trace (our CUPTI
     records, an unpacked nsys-jax archive); the newest XPlane of a profile folder (`logdir/plugins/

@@ -128,8 +128,16 @@ def _sqlite(path: Path) -> Seen:
     return Seen(None, f"an SQLite database with tables {names or '(none)'}, neither an nsys export nor a rocpd file")
 
 
+PROFILE_RUN_DEPTHS = ("", "*/", "profile/*/", "plugins/profile/*/", "*/plugins/profile/*/")
+"""Where a profile folder's XPlane files lie below the folder named: `<host>.xplane.pb` in a profile run
+(`logdir/plugins/profile/<run>/`), named as the run, as `profile`, `plugins`, the logdir, or the parent of
+a Keras TensorBoard logdir (`logs/train/plugins/...`). Bounded: a folder such as `/` is never walked."""
+
+
 def xplanes(folder: Path) -> list[Path]:
     """The XPlane files of a profile folder (`logdir/plugins/profile/<run>/<host>.xplane.pb`, as
     jax.profiler and TensorFlow's profiler write them), newest run first."""
-    found = sorted(folder.rglob("*" + r.XPLANE_SUFFIXES[0]), key=lambda p: (p.stat().st_mtime, str(p)))
+    pattern = "*" + r.XPLANE_SUFFIXES[0]
+    paths = {p for depth in PROFILE_RUN_DEPTHS for p in folder.glob(depth + pattern) if p.is_file()}
+    found = sorted(paths, key=lambda p: (p.stat().st_mtime, str(p)))
     return found[::-1]
