@@ -93,7 +93,7 @@ def measurement_cost(folder: Run) -> Cost:
     ratio_basis = Cost.ratio_basis
     if record.measurement.trace != "none":
         records = sum(
-            pq.ParquetFile(folder.table_path(n)).metadata.num_rows for n in TRACE_TABLES if t.present(folder, n)
+            pq.ParquetFile(folder.table_file(n)).metadata.num_rows for n in TRACE_TABLES if t.present(folder, n)
         )
         bytes_ = sum((folder.path / f).stat().st_size for f in record.trace_files if (folder.path / f).is_file())
         if not bytes_ and folder.raw_dir.is_dir():

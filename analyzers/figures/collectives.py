@@ -92,7 +92,7 @@ BYTES_NOT_RECORDED = (
 
 
 def _read(folder: Run, name: str, columns: list[str]) -> pa.Table | None:
-    path = folder.table_path(name)
+    path = folder.table_file(name)
     if not t.present(folder, name):
         return None
     have = pq.ParquetFile(path).schema_arrow.names

@@ -97,18 +97,17 @@ def windowed_phases(run: Run) -> RunPhases | None:
     return RunPhases(tuple(named + inside), events.split, label)
 
 
-def _sql_path(path: object) -> str:
-    return str(path).replace("'", "''")
-
-
 @per_run
 def nvtx_ranges(run: Run) -> list[tuple[str, int, int]]:
     """The run's NVTX ranges (name, start, end), oldest first, with the profiler's step ranges the operators
     table holds (a 2021 Kineto trace's); empty without either."""
     import duckdb
 
+    from analyzers.trace.tables import sql_table
+
     parts = []
-    nvtx = f"read_parquet('{_sql_path(run.table_path(t.NVTX))}')"
+    con = duckdb.connect()
+    nvtx = sql_table(con, run.table_file(t.NVTX), t.NVTX) if run.has_table(t.NVTX) else ""
     if run.has_table(t.NVTX):
         parts.append(f"SELECT name, start_ns, end_ns FROM {nvtx}")
     if run.has_table(t.OPERATORS):  # only where the annotations hold no step range (never twice)
@@ -116,13 +115,13 @@ def nvtx_ranges(run: Run) -> list[tuple[str, int, int]]:
             f" AND NOT EXISTS (SELECT 1 FROM {nvtx} WHERE starts_with(name, '{PROFILER_STEP_PREFIX}'))" if parts else ""
         )
         parts.append(
-            f"SELECT name, start_ns, end_ns FROM read_parquet('{_sql_path(run.table_path(t.OPERATORS))}') "
+            f"SELECT name, start_ns, end_ns FROM {sql_table(con, run.table_file(t.OPERATORS), t.OPERATORS)} "
             f"WHERE starts_with(name, '{PROFILER_STEP_PREFIX}'){unless}"
         )
     if not parts:
         return []
     sql = f"SELECT * FROM ({' UNION '.join(parts)}) ORDER BY start_ns, name"
-    rows = duckdb.connect().execute(sql).fetchall()
+    rows = con.execute(sql).fetchall()
     return [(str(n), int(s), int(e)) for n, s, e in rows if s is not None and e is not None]
 
 
@@ -130,10 +129,12 @@ def launch_span(run: Run) -> tuple[int, int] | None:
     """The first kernel launch's start and the last one's end, from the CUDA API table."""
     import duckdb
 
-    path = run.table_path(t.CUDA_API)
+    from analyzers.trace.tables import sql_table
+
     if not run.has_table(t.CUDA_API):
         return None
-    where = api_names.sql_in("name", api_names.LAUNCH_CALLS)
-    sql = f"SELECT min(start_ns), max(end_ns) FROM read_parquet('{_sql_path(path)}') WHERE {where}"
-    row = duckdb.connect().execute(sql).fetchone()
+    con = duckdb.connect()
+    api = sql_table(con, run.table_file(t.CUDA_API), t.CUDA_API)
+    sql = f"SELECT min(start_ns), max(end_ns) FROM {api} WHERE {api_names.sql_in('name', api_names.LAUNCH_CALLS)}"
+    row = con.execute(sql).fetchone()
     return None if row is None or row[0] is None else (int(row[0]), int(row[1]))

@@ -11,7 +11,6 @@ already chose the steps), and says so.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -24,9 +23,7 @@ from analyzers.run.run import Run
 from analyzers.trace import collectives
 from analyzers.trace import tables as t
 from tracer.core import schema
-from tracer.core.errors import UserError
 from tracer.core.records import RankInfo
-from tracer.core.runfolder import RunFolder
 
 BASIS_STEADY = "steady epochs"
 BASIS_TRACE = "every step and kernel the trace holds"
@@ -270,7 +267,7 @@ def _worker_arrivals(table: pa.Table, steady: tuple[int, ...]) -> list[Arrival]:
 
 
 def _read(folder: Run, name: str, columns: list[str]) -> pa.Table | None:
-    path = folder.table_path(name)
+    path = folder.table_file(name)
     if not t.present(folder, name):  # absent, or damaged (named in the run's problems)
         return None
     have = pq.ParquetFile(path).schema_arrow.names
@@ -324,36 +321,6 @@ def _overlap(starts: np.ndarray, ends: np.ndarray, a: int, b: int) -> int:
 def busy_between(r: RankSteps, a: int, b: int) -> int:
     """GPU compute ns of one rank in [a, b)."""
     return _overlap(r.compute_starts, r.compute_ends, a, b)
-
-
-def rank_view(folder: Run, rank: int, scratch: Path) -> RunFolder:
-    """One rank of a run as a run folder of its own under `scratch` (same run id): every trace table and
-    the steps table with that rank's rows only, that rank's own samples (its process tree), the run's
-    record and events. Every summary then reads one rank without knowing of ranks."""
-    import shutil
-
-    record = folder.read_record()
-    known = [r.rank for r in record.rank_infos]
-    if rank not in known:
-        raise UserError(f"{folder.path.name} has no rank {rank}: its ranks are {', '.join(map(str, known))}")
-    view = RunFolder(scratch / folder.run_id)
-    (view.path / schema.SAMPLES_DIR).mkdir(parents=True)
-    (view.path / "raw").mkdir()
-    for name in (schema.RUN_JSON, t.TRACE_META, schema.EVENTS_FILE):
-        if (folder.path / name).exists():
-            shutil.copyfile(folder.path / name, view.path / name)
-    for path in folder.path.glob("*.parquet"):
-        if t.present_file(path, getattr(folder, "problems", None)):  # a damaged table: a problem of the run, left out
-            pq.write_table(t.of_rank(pq.read_table(path), rank), view.path / path.name)
-    own = folder.path / schema.RANKS_DIR / str(rank) / schema.SAMPLES_DIR if rank else folder.samples_dir
-    for path in own.glob("*.parquet"):
-        if path.stem not in (schema.STEPS_TABLE, schema.COLLECTIVES_TABLE):
-            shutil.copyfile(path, view.samples_dir / path.name)
-    for name in (schema.STEPS_TABLE, schema.COLLECTIVES_TABLE):
-        table = folder.samples(name)
-        if table is not None:
-            pq.write_table(t.of_rank(table, rank), view.sample_parquet_path(name))
-    return view
 
 
 RANK_COLUMNS = (

@@ -239,7 +239,7 @@ def _gpu_rows(folder: Run, rank: int | None = None) -> _Gpu | None:
     """The run's kernels and memory operations (of `rank` only, where given and the tables have ranks)."""
     parts = []
     for name, column in ((t.KERNELS, "name"), (t.MEMCPY, "kind")):
-        path = folder.table_path(name)
+        path = folder.table_file(name)
         if t.present(folder, name):  # absent, or damaged (named in the run's problems)
             table = pq.read_table(path, columns=["start_ns", "end_ns", column, "device"])
             if rank is not None and schema.RANK in pq.ParquetFile(path).schema_arrow.names:

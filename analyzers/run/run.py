@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 from analyzers.run import WARMUP_EPOCHS
+from analyzers.run.rank_view import RankOf
 from analyzers.trace.trace_window import WindowSpan, window_span
 from tracer.core.cached import cached_property
 from tracer.core.cases import CASES, RunKey, dataset_label
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 IMPORTED = "imported"  # the device of a case made by `tracer import`: what ran where is unknown
-READS = ("samples", "table")  # the keys of the tables read, which `Run.release` drops
+READS = ("samples", "table", "file")  # the keys of the tables read, which `Run.release` drops
 HOLD_TABLES: set[Callable[..., Any]] = set()
 """The analyses whose results hold the run's tables (`analyzers.run.memo.per_run_holding_tables`): dropped
 from the memo with the tables by `Run.release`."""
@@ -77,9 +78,11 @@ class CaseKey:
 class Run(RunFolder):
     """One run folder, each part read once. `warmup` is the number of leading epochs the phases, the summary
     and the diagnosis leave out of the steady state; `memo` holds what the analyses computed, keyed by the
-    function and the warm-up (`analyzers.run.memo`), shared by the same run opened with another warm-up."""
+    function and the warm-up (`analyzers.run.memo`), shared by the same run opened with another warm-up.
+    `rank_of`: where this is one rank's view of a run (`rank`), that rank; None for the whole run."""
 
     warmup: int = WARMUP_EPOCHS
+    rank_of: RankOf | None = field(default=None, repr=False, compare=False)
     memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
     _reads: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -97,7 +100,7 @@ class Run(RunFolder):
         """This run with another warm-up: what was read is shared, what is computed is kept per warm-up."""
         if warmup == self.warmup:
             return self
-        other = Run(self.path, self.problems, warmup)
+        other = Run(self.path, self.problems, warmup, self.rank_of)
         object.__setattr__(other, "memo", self.memo)
         object.__setattr__(other, "_reads", self._reads)
         return other
@@ -111,6 +114,8 @@ class Run(RunFolder):
     # What was run -------------------------------------------------------------------------------------
     def read_record(self) -> RunRecord:
         """run.json, read once (a damaged one raises `UserError` on every ask, as a folder's does)."""
+        if self.rank_of is not None:
+            return self.rank_of.whole.read_record()
         return self._once("record", super().read_record)
 
     @property
@@ -160,17 +165,24 @@ class Run(RunFolder):
 
     # What it reported as it went ----------------------------------------------------------------------
     def events(self) -> list[dict[str, Any]]:
+        if self.rank_of is not None:
+            return self.rank_of.whole.events()
         return list(self._once("events", super().events))
 
     def epochs(self) -> list[EpochRecord]:
+        if self.rank_of is not None:
+            return self.rank_of.whole.epochs()
         return list(self._once("epochs", super().epochs))
 
     def samples(self, name: str, columns: Iterable[str] | None = None) -> pa.Table | None:
         """A sample table (the steps table too), read once; `columns`: those of them only (where present)."""
-        table = self._once(("samples", name), lambda: super(Run, self).samples(name))
+        table = self._once(("samples", name), lambda: self._read_samples(name))
         if table is None or columns is None:
             return table
         return table.select([c for c in columns if c in table.column_names])
+
+    def _read_samples(self, name: str) -> pa.Table | None:
+        return RunFolder.samples(self, name) if self.rank_of is None else self.rank_of.samples(name)
 
     @property
     def steps(self) -> pa.Table | None:
@@ -183,6 +195,14 @@ class Run(RunFolder):
         none, and where it is damaged (named in `problems`)."""
         wanted = None if columns is None else list(columns)
         return self._once(("table", name, tuple(wanted or ())), lambda: self._read_table(name, wanted))
+
+    def table_file(self, name: str) -> Path | pa.Buffer:
+        """What a reader of trace table `name` opens: its file; for one rank's view (`rank`), where the table
+        is present, that rank's rows as Parquet in memory, made once."""
+        rank_of = self.rank_of
+        if rank_of is None or not self.has_table(name):
+            return self.table_path(name)
+        return self._once(("file", name), lambda: rank_of.table_file(self.table_path(name)))
 
     def has_table(self, name: str) -> bool:
         """Whether the trace table `name` is there and readable (a damaged one is named in `problems`)."""
@@ -198,7 +218,7 @@ class Run(RunFolder):
         if not self.has_table(name):  # absent, or damaged (its schema checked first; named in problems)
             return None
         try:
-            with pq.ParquetFile(path, memory_map=True) as file:
+            with pq.ParquetFile(self.table_file(name), memory_map=True) as file:
                 have = file.schema_arrow.names
                 return file.read(columns=None if columns is None else [c for c in columns if c in have])
         except (pa.ArrowException, OSError, ValueError) as e:
@@ -209,6 +229,19 @@ class Run(RunFolder):
     def window(self) -> WindowSpan | None:
         """Where the run's trace window lies (None for a run traced whole): a fact of its trace tables."""
         return window_span(self)
+
+    def rank(self, rank: int) -> Run:
+        """This run as rank `rank` alone, in memory (`analyzers.run.rank_view`): its trace tables, steps and
+        collectives hold that rank's rows, its samples are the rank's own; the record, events and problems
+        are the run's, and what is computed on it is kept in its own memo (the rank's summary, phases ...).
+        An unknown rank is a `UserError` naming the run's ranks."""
+        whole = self if self.rank_of is None else self.rank_of.whole
+        return Run(self.path, self.problems, self.warmup, RankOf.of(whole, rank))
+
+    @property
+    def only_rank(self) -> int | None:
+        """The rank this run is a view of (`rank`); None for the whole run."""
+        return None if self.rank_of is None else self.rank_of.rank
 
     def release(self) -> None:
         """Drops the tables read so far (sample and trace tables, the analyses that hold them: the

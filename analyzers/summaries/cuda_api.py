@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
     import duckdb
     import pyarrow as pa
-
 SOURCE_PREFERENCE = (t.SOURCE_NSYS, t.SOURCE_CUPTI, t.SOURCE_KINETO)
 
 
@@ -50,25 +49,26 @@ def _cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def sources(path: Path) -> list[str]:
-    """The sources present in one table file, in order of preference."""
-    if not path.exists():
+def sources(path: t.TableFile) -> list[str]:
+    """The sources present in one table file (a run's `table_file`), in order of preference."""
+    if isinstance(path, Path) and not path.exists():
         return []
     found = _single_valued(path, "source")
     if found is None:
-        sql = f"SELECT DISTINCT source FROM read_parquet('{_sql_path(path)}')"
-        found = {r[0] for r in connect().execute(sql).fetchall()}
+        con = connect()
+        found = {r[0] for r in con.execute(f"SELECT DISTINCT source FROM {t.sql_table(con, path, 'api')}").fetchall()}
     return [s for s in SOURCE_PREFERENCE if s in found] + sorted(found - set(SOURCE_PREFERENCE))
 
 
 @per_run
 def api_family(folder: Run) -> str:
     """`tables.API_HIP` for a ROCm trace (its calls are hip*), else `tables.API_CUDA`; asked once per run."""
-    path = folder.table_path(t.CUDA_API)
     if not t.present(folder, t.CUDA_API):
         return t.API_CUDA
     prefixes = " OR ".join(f"starts_with(name, '{p}')" for p in t.HIP_PREFIXES)
-    hit = connect().execute(f"SELECT name FROM read_parquet('{_sql_path(path)}') WHERE {prefixes} LIMIT 1").fetchall()
+    con = connect()
+    api = t.sql_table(con, folder.table_file(t.CUDA_API), t.CUDA_API)
+    hit = con.execute(f"SELECT name FROM {api} WHERE {prefixes} LIMIT 1").fetchall()
     return t.api_family(r[0] for r in hit)
 
 
@@ -77,10 +77,10 @@ def api_tracer(folder: Run) -> str:
     Tracers record different calls (an nsys report leaves out cudaFuncGetAttributes and other queries,
     the CUPTI collector the calls Kineto switches off, the PyTorch profiler every driver call): totals
     of two tracers are only compared over the calls both hold."""
-    return "/".join(t.TRACE_OF_SOURCE.get(s, s) for s in sources(folder.table_path(t.CUDA_API)))
+    return "/".join(t.TRACE_OF_SOURCE.get(s, s) for s in sources(folder.table_file(t.CUDA_API)))
 
 
-def _single_valued(path: Path, column: str) -> set[str] | None:
+def _single_valued(path: t.TableFile, column: str) -> set[str] | None:
     """The values of `column` from the Parquet footer alone, where every row group's statistics say
     it holds one value (a file from one source: no 10 M-row scan); else None."""
     import pyarrow.parquet as pq
@@ -93,28 +93,25 @@ def _single_valued(path: Path, column: str) -> set[str] | None:
     return found
 
 
-def _sql_path(path: Path) -> str:
-    return str(path).replace("'", "''")
-
-
 Summary = tuple[str, float, int, int, float, float, int, int, float]
 Range = tuple[int | None, int | None]
 
 
 def summarise_durations(
-    path: Path,
+    path: t.TableFile,
     name_col: str,
     display: str,
     start_ns: int | None = None,
     end_ns: int | None = None,
     source: str | None = None,
 ) -> list[Summary]:
-    """The nsys *_sum statistics over one Parquet table, grouped by `name_col`, shown as `display`."""
+    """The nsys *_sum statistics over one Parquet table (a run's `table_file`), grouped by `name_col`,
+    shown as `display`."""
     return summarise_ranges(path, name_col, display, [(start_ns, end_ns)], source)[0]
 
 
 def summarise_ranges(
-    path: Path, name_col: str, display: str, ranges: list[Range], source: str | None = None
+    path: t.TableFile, name_col: str, display: str, ranges: list[Range], source: str | None = None
 ) -> list[list[Summary]]:
     """`summarise_durations` for each [start, end) of `ranges` (a row counts where its start falls), in one
     scan: a run of 200 epochs is one query, not 200 (3.6 s -> well under one at 10 M calls).
@@ -125,7 +122,7 @@ def summarise_ranges(
     epochs); the file is read in batches, and NumPy gives each row, in each layer, the one range it
     falls in by a binary search over the layer's starts; DuckDB aggregates the stream, so only the
     medians' values are held. One range is a plain filter that DuckDB scans on every core."""
-    if not t.present_file(path) or not ranges:
+    if (isinstance(path, Path) and not t.present_file(path)) or not ranges:
         return [[] for _ in ranges]
     if source is None:
         present = sources(path)
@@ -141,7 +138,7 @@ def summarise_ranges(
     if len(layers) == 1 and len(layers[0]) == 1:
         (i,) = layers[0]
         lo, hi = bounded[i]
-        rows = f"SELECT {i} AS i, {picked} FROM read_parquet('{_sql_path(path)}') "
+        rows = f"SELECT {i} AS i, {picked} FROM {t.sql_table(con, path, 'summarised')} "
         rows += f"WHERE start_ns >= {lo} AND start_ns < {hi} AND {only}"
     else:
         columns = list(dict.fromkeys([name_col, display, "dur_ns", *(["source"] if source is not None else [])]))
@@ -167,7 +164,7 @@ _BATCH_ROWS = 1 << 17
 
 
 def _ranged_batches(
-    path: Path, columns: list[str], ranges: list[tuple[int, int]], layers: list[list[int]]
+    path: t.TableFile, columns: list[str], ranges: list[tuple[int, int]], layers: list[list[int]]
 ) -> pa.RecordBatchReader:
     """`columns` of the table at `path` in batches, each with one column per layer (`_LAYER` k): the index
     of the range of that layer the row's start falls in, or -1."""
@@ -227,7 +224,7 @@ def api_summary(
     """cuda_api_sum over calls starting in [start_ns, end_ns); one source (nsys > cupti > kineto)."""
     if not t.present(folder, t.CUDA_API):  # absent, or damaged (named in the run's problems)
         return []
-    rows = summarise_durations(folder.table_path(t.CUDA_API), "name", "api", start_ns, end_ns, source)
+    rows = summarise_durations(folder.table_file(t.CUDA_API), "name", "api", start_ns, end_ns, source)
     return [ApiRow(*r) for r in rows]
 
 
@@ -300,6 +297,6 @@ def phase_summaries(run: Run) -> dict[str, list[ApiRow]]:
     have (no marks to cut at, no epoch after the warm-up) is an empty list. Computed once per run."""
     cut = phases(run)
     run.has_table(t.CUDA_API)  # a damaged table is named in the run's problems (and summarised as none)
-    rows = summarise_ranges(run.table_path(t.CUDA_API), "name", "api", [(p.start_ns, p.end_ns) for p in cut])
+    rows = summarise_ranges(run.table_file(t.CUDA_API), "name", "api", [(p.start_ns, p.end_ns) for p in cut])
     out: dict[str, list[ApiRow]] = {name: [] for name in ph.PHASES}
     return out | {p.name: [ApiRow(*r) for r in summary] for p, summary in zip(cut, rows)}

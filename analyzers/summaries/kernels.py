@@ -23,7 +23,7 @@ from analyzers.trace import tables as t
 def kernel_summary(folder: Run, start_ns: int | None = None, end_ns: int | None = None) -> list[KernelRow]:
     if not t.present(folder, t.KERNELS):  # absent, or damaged (named in the run's problems)
         return []
-    rows = summarise_durations(folder.table_path(t.KERNELS), "name", "name", start_ns, end_ns)
+    rows = summarise_durations(folder.table_file(t.KERNELS), "name", "name", start_ns, end_ns)
     labels = kernel_names.short_names(r[0] for r in rows)
     classes = kernel_classes.classify_distinct([r[0] for r in rows])
     return [
@@ -35,7 +35,7 @@ def kernel_summary(folder: Run, start_ns: int | None = None, end_ns: int | None 
 def memcpy_summary(folder: Run, start_ns: int | None = None, end_ns: int | None = None) -> list[MemcpyRow]:
     if not t.present(folder, t.MEMCPY):  # absent, or damaged (named in the run's problems)
         return []
-    rows = summarise_durations(folder.table_path(t.MEMCPY), "kind", "kind", start_ns, end_ns)
+    rows = summarise_durations(folder.table_file(t.MEMCPY), "kind", "kind", start_ns, end_ns)
     return [MemcpyRow(*r) for r in rows]
 
 
@@ -61,7 +61,7 @@ def gpu_busy(folder: Run) -> tuple[int, int]:
     """(busy_ns, idle_ns) summed over devices; (0, 0) without GPU activity."""
     per_device: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
     for name in (t.KERNELS, t.MEMCPY):
-        path = folder.table_path(name)
+        path = folder.table_file(name)
         if not t.present(folder, name):
             continue
         table = pq.read_table(path, columns=["start_ns", "end_ns", "device"])

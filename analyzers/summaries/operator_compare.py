@@ -60,7 +60,7 @@ def operator_source(folder: Run) -> str:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    path = folder.table_path(t.OPERATORS)
+    path = folder.table_file(t.OPERATORS)
     if not t.present(folder, t.OPERATORS):  # absent, or damaged (named in the run's problems)
         return ""
     sources = pc.unique(pq.read_table(path, columns=["source"])["source"]).to_pylist()

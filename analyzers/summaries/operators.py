@@ -28,7 +28,7 @@ class OperatorRow:
 
 def operator_summary(folder: Run, start_ns: int | None = None, end_ns: int | None = None) -> list[OperatorRow]:
     """Operators that start inside [start_ns, end_ns) (the whole trace when not given)."""
-    path = folder.table_path(t.OPERATORS)
+    path = folder.table_file(t.OPERATORS)
     if not t.present(folder, t.OPERATORS):
         return []
     table = pq.read_table(path, columns=["start_ns", "end_ns", "name", "pid", "tid"])

@@ -54,7 +54,7 @@ def activity_kind(activity: str, source: str) -> str:
 def thread_timeline(folder: Run) -> pa.Table:
     """The run's thread timeline (`tables.THREAD_TIMELINE_SCHEMA`, sorted by pid, tid, start): the
     ingest's table, or, for a folder ingested before there was one (or read-only), made the same way."""
-    path = folder.table_path(t.THREAD_TIMELINE)
+    path = folder.table_file(t.THREAD_TIMELINE)
     if t.present(folder, t.THREAD_TIMELINE):  # a damaged one is made again, as for a read-only folder
         return reading.parquet(path)
     from analyzers.ingest import threads

@@ -79,37 +79,32 @@ def rank_events(folder: Run) -> Iterator[dict[str, Any]]:
     """Each rank's events (its threads, GPU streams, NVTX rows, counters) as one process, named with its
     rank and device, its tracks renamed `<process>: <track>`, and its steps on a track of their own: the
     ranks on one time axis, one above the other, where a late arrival shows."""
-    import tempfile
-
-    from analyzers.figures.ranks import rank_view
-
     record = folder.read_record()
-    steps = folder.samples(schema.STEPS_TABLE)
-    with tempfile.TemporaryDirectory(prefix="tracer-export-") as scratch:
-        for info in record.rank_infos:
-            pid = RANK_PID_BASE + info.rank
-            yield _meta(pid, f"rank {info.rank} ({info.device or 'device not recorded'})")
-            yield {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": info.rank}}
-            tids: dict[tuple[int, int], int] = {}
-            names: dict[int, str] = {}
-            if steps is not None:
-                tids[(-1, -1)] = 0
-                yield _meta(pid, STEPS_THREAD, 0)
-                for r in t.of_rank(steps, info.rank).to_pylist():
-                    end = r["start_ns"] + round((r[schema.DATA_WAIT_S] + r[schema.COMPUTE_S] + r[schema.SYNC_S]) * 1e9)
-                    name = f"step {r['step']}" + (f" (epoch {r['epoch']})" if r["epoch"] else "")
-                    yield _slice(STEP_CATEGORY, name, pid, 0, r["start_ns"], end, data_wait_s=r[schema.DATA_WAIT_S])
-            view = Run.open(rank_view(folder, info.rank, Path(scratch) / str(info.rank)))
-            for ev in _run_events(view):
-                old = (int(ev.get("pid", 0)), int(ev.get("tid", 0)))
-                if ev["ph"] == "M" and ev["name"] == "process_name":
-                    names[old[0]] = ev["args"]["name"]
-                    continue
-                tid = tids.setdefault(old, len(tids) + 1)
-                if ev["ph"] == "M" and ev["name"] == "thread_name":
-                    where = names.get(old[0], "")
-                    ev = {**ev, "args": {"name": f"{where}: {ev['args']['name']}" if where else ev["args"]["name"]}}
-                yield {**ev, "pid": pid, "tid": tid}
+    for info in record.rank_infos:
+        pid = RANK_PID_BASE + info.rank
+        yield _meta(pid, f"rank {info.rank} ({info.device or 'device not recorded'})")
+        yield {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": info.rank}}
+        tids: dict[tuple[int, int], int] = {}
+        names: dict[int, str] = {}
+        view = folder.rank(info.rank)  # in memory: its tables hold this rank's rows only
+        steps = view.samples(schema.STEPS_TABLE)
+        if steps is not None:
+            tids[(-1, -1)] = 0
+            yield _meta(pid, STEPS_THREAD, 0)
+            for r in steps.to_pylist():
+                end = r["start_ns"] + round((r[schema.DATA_WAIT_S] + r[schema.COMPUTE_S] + r[schema.SYNC_S]) * 1e9)
+                name = f"step {r['step']}" + (f" (epoch {r['epoch']})" if r["epoch"] else "")
+                yield _slice(STEP_CATEGORY, name, pid, 0, r["start_ns"], end, data_wait_s=r[schema.DATA_WAIT_S])
+        for ev in _run_events(view):
+            old = (int(ev.get("pid", 0)), int(ev.get("tid", 0)))
+            if ev["ph"] == "M" and ev["name"] == "process_name":
+                names[old[0]] = ev["args"]["name"]
+                continue
+            tid = tids.setdefault(old, len(tids) + 1)
+            if ev["ph"] == "M" and ev["name"] == "thread_name":
+                where = names.get(old[0], "")
+                ev = {**ev, "args": {"name": f"{where}: {ev['args']['name']}" if where else ev["args"]["name"]}}
+            yield {**ev, "pid": pid, "tid": tid}
 
 
 def _run_events(folder: Run) -> Iterator[dict[str, Any]]:
@@ -142,7 +137,7 @@ def _api_events(threads: ln.ThreadLanes, calls: ln.ApiCalls) -> Iterator[dict[st
 
 
 def _operators(folder: Run) -> Iterator[dict[str, Any]]:
-    path = folder.table_path(t.OPERATORS)
+    path = folder.table_file(t.OPERATORS)
     if not t.present(folder, t.OPERATORS):
         return
     for batch in pq.ParquetFile(path).iter_batches(

@@ -194,7 +194,7 @@ class RankLabels:
         of_pid: dict[int, int] = {}
         of_device: dict[int, int] = {}
         for name, key, into in ((t.CUDA_API, "pid", of_pid), (t.NVTX, "pid", of_pid), (t.KERNELS, "device", of_device)):
-            path = folder.table_path(name)
+            path = folder.table_file(name)
             if not t.present(folder, name) or schema.RANK not in pq.ParquetFile(path).schema_arrow.names:
                 continue
             pairs = pq.read_table(path, columns=[key, schema.RANK]).group_by([key, schema.RANK]).aggregate([])
@@ -224,7 +224,7 @@ class RankLabels:
 
 
 def _read_api(folder: Run) -> pa.Table | None:
-    path = folder.table_path(t.CUDA_API)
+    path = folder.table_file(t.CUDA_API)
     if not t.present(folder, t.CUDA_API):
         return None
     columns = ["start_ns", "end_ns", "name", "api", "kind", "pid", "tid", "thread_name", "correlation_id"]
@@ -313,7 +313,7 @@ def gpu_lanes(folder: Run) -> GpuLanes | None:
     labels: dict[str, int] = {}
     names = (*GPU_ACTIVITIES, *NVTX_ACTIVITIES)
     for table, label_column in zip(GPU_TABLES, ("name", "kind")):
-        path = folder.table_path(table)
+        path = folder.table_file(table)
         if not t.present(folder, table):
             continue
         with pq.ParquetFile(path, memory_map=True, read_dictionary=[label_column]) as file:
@@ -379,7 +379,7 @@ def _nvtx_rows(
 ) -> tuple[np.ndarray, tuple[np.ndarray, ...], list[str]] | None:
     """NVTX ranges by nesting depth (each rank's apart, for a run of several ranks), every other range of a
     row in the second colour; the rows' names."""
-    path = folder.table_path(t.NVTX)
+    path = folder.table_file(t.NVTX)
     if not t.present(folder, t.NVTX):
         return None
     with pq.ParquetFile(path, memory_map=True, read_dictionary=["name"]) as file:

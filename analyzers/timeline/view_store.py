@@ -96,7 +96,10 @@ def build(folder: Run) -> RunView:
 
 @per_run
 def load(folder: Run) -> RunView:
-    """The stored view where it is current, else a fresh one (stored where it is big enough); once per run."""
+    """The stored view where it is current, else a fresh one (stored where it is big enough); once per run.
+    One rank's view of a run (`Run.rank`) is made in memory, never stored: a stored view is the run's."""
+    if folder.only_rank is not None:
+        return build(folder)
     key = signature(folder)
     for place in (folder.path / VIEW_DIR, _cache_place(folder)):
         view = _read(place, key, folder.problems)
@@ -112,7 +115,9 @@ def stored_api_phases(folder: Run) -> dict[str, list[ApiRow]] | None:
     """The CUDA API split per phase of a current stored view (`cuda_api.phase_summaries` with the default
     warm-up, phases with no call left out), from its manifest alone; None where no view is stored or it
     is stale. Why: at 100 M events the split is the costliest part of a diagnosis (23 s of CPU), and
-    the ingest computed it when it stored the view."""
+    the ingest computed it when it stored the view. None for one rank's view of a run (`Run.rank`)."""
+    if isinstance(folder, Run) and folder.only_rank is not None:
+        return None
     key = signature(folder)
     for place in (folder.path / VIEW_DIR, _cache_place(folder)):
         manifest = _current_manifest(place, key)
@@ -144,7 +149,7 @@ def store_if_big(folder: Run) -> Path | None:
     import pyarrow.parquet as pq
 
     tables = (t.THREAD_TIMELINE, t.CUDA_API, *GPU_TABLES, t.NVTX)
-    rows = sum(pq.read_metadata(folder.table_path(n)).num_rows for n in tables if t.present(folder, n))
+    rows = sum(pq.read_metadata(folder.table_file(n)).num_rows for n in tables if t.present(folder, n))
     return write(folder) if rows >= STORE_MIN_EVENTS else None
 
 

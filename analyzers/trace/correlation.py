@@ -12,6 +12,7 @@ such a pair (an id reused by a process whose call the trace missed) is dropped.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -36,8 +37,9 @@ class Links:
         return int(self.api_row.shape[0])
 
 
-def int_column(path: str, column: str) -> np.ndarray:
-    """One int64 column, nulls as -1; viewed from Arrow's buffers (pyarrow's to_numpy imports pandas)."""
+def int_column(path: str | Path | pa.Buffer, column: str) -> np.ndarray:
+    """One int64 column of a Parquet file (a run's `table_file`), nulls as -1; viewed from Arrow's buffers
+    (pyarrow's to_numpy imports pandas)."""
     with pq.ParquetFile(path, memory_map=True) as file:
         values = file.read(columns=[column]).column(column)
     if values.null_count:
@@ -97,29 +99,29 @@ def _lookup(sorted_keys: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.n
 
 def launch_links(folder: RunFolder, table: str) -> Links:
     """The API call behind each row of `table` (one of `GPU_TABLES`) that has one."""
-    api_path, gpu_path = folder.table_path(CUDA_API), folder.table_path(table)
+    api_path, gpu_path = folder.table_file(CUDA_API), folder.table_file(table)
     if not present(folder, CUDA_API) or not present(folder, table):
         empty = np.zeros(0, dtype=np.int64)
         return Links(empty, empty)
-    api_pid = int_column(str(api_path), "pid")
+    api_pid = int_column(api_path, "pid")
     gpu_pid = None
     if "pid" in pq.read_schema(gpu_path).names:
-        gpu_pid = int_column(str(gpu_path), "pid")
+        gpu_pid = int_column(gpu_path, "pid")
     elif present(folder, KERNELS):
-        gpu_pid = _pid_by_device(folder, api_pid, int_column(str(gpu_path), "device"))
+        gpu_pid = _pid_by_device(folder, api_pid, int_column(gpu_path, "device"))
     return match(
         api_pid,
-        int_column(str(api_path), CORRELATION),
-        int_column(str(api_path), "start_ns"),
-        int_column(str(gpu_path), CORRELATION),
+        int_column(api_path, CORRELATION),
+        int_column(api_path, "start_ns"),
+        int_column(gpu_path, CORRELATION),
         gpu_pid,
-        int_column(str(gpu_path), "start_ns"),
+        int_column(gpu_path, "start_ns"),
     )
 
 
 def _pid_by_device(folder: RunFolder, api_pid: np.ndarray, device: np.ndarray) -> np.ndarray | None:
     """Each row's host pid from its device, where one traced process ran every kernel of that device."""
-    path = str(folder.table_path(KERNELS))
+    path = folder.table_file(KERNELS)
     k_pid, k_dev = int_column(path, "pid"), int_column(path, "device")
     host = np.isin(k_pid, np.unique(api_pid))
     if not host.any():

@@ -23,7 +23,7 @@ strings again; the files always read back with the plain schemas below.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 
@@ -208,6 +208,11 @@ OPTIONAL_COLUMNS: dict[str, frozenset[str]] = {KERNELS: LATER_COLUMNS | {"pid"}}
 """Per table, the columns its readers look for before using them (`analyzers.trace.correlation`: kernels' pid)."""
 
 
+TableFile: TypeAlias = Path | pa.Buffer
+"""What a reader opens to read a trace table (`RunFolder.table_file`): its Parquet file, or one rank's rows of
+it as Parquet in memory (`analyzers.run.rank_view`)."""
+
+
 def present_file(path: Path, problems: Any = None) -> bool:
     """Whether the trace table at `path` (named by its stem) exists and reads as its declared schema.
     A damaged one (not a regular file, a bad footer, foreign columns) is read as absent and named in
@@ -229,6 +234,18 @@ def present_file(path: Path, problems: Any = None) -> bool:
 def present(folder: Any, name: str) -> bool:
     """`present_file` of the run folder's table `name` (`folder` is a `RunFolder`), its problems noted."""
     return present_file(folder.table_path(name), getattr(folder, "problems", None))
+
+
+def sql_table(con: Any, source: TableFile, name: str) -> str:
+    """What a DuckDB query on `con` reads a trace table from (`source`: a run's `table_file`): `read_parquet`
+    of its file, or (one rank's view of a run: Parquet in memory) its rows registered on `con` as `name`."""
+    if isinstance(source, Path):
+        quoted = str(source).replace("'", "''")
+        return f"read_parquet('{quoted}')"
+    import pyarrow.parquet as pq
+
+    con.register(name, pq.ParquetFile(source).read())
+    return name
 
 
 def table_problems(folder: Any) -> list[Any]:

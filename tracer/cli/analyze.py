@@ -8,7 +8,6 @@ import csv
 import dataclasses
 import math
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -112,24 +111,22 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         return direct
     run = open_run(args.run, args.runs_dir)
     try:
-        with tempfile.TemporaryDirectory(prefix="tracer-rank-") as scratch:
-            return _print_analysis(run, args, Path(scratch))
+        return _print_analysis(run, args)
     finally:
         warn_problems([run])
 
 
-def _print_analysis(run: Any, args: argparse.Namespace, scratch: Path) -> int:
-    from analyzers.figures.ranks import rank_table, rank_view
+def _print_analysis(run: Any, args: argparse.Namespace) -> int:
+    from analyzers.figures.ranks import rank_table
     from analyzers.figures.run_summary import summarise
     from analyzers.render import display
-    from analyzers.run.run import Run
     from analyzers.summaries.cuda_api import api_family
 
     by_rank = rank_table(run)
     if args.rank is not None:
         if by_rank is None:
             raise UserError(f"{run.path.name} is a run of one process: --rank is for runs of several ranks")
-        run = Run.open(rank_view(run, args.rank, scratch))
+        run = run.rank(args.rank)  # every table below holds that rank's rows only
     data = analysis(run, args.phase)
     if by_rank is not None:
         data[RANKS_SECTION] = [r.to_json() for r in by_rank.rows if args.rank in (None, r.rank)]

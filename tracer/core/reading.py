@@ -126,7 +126,7 @@ def _table_problem(
     return schema_problem(found, declared, optional)
 
 
-def parquet(path: Path, columns: list[str] | None = None) -> pa.Table:
+def parquet(path: Path | pa.Buffer, columns: list[str] | None = None) -> pa.Table:
     """The Parquet file at `path` (only `columns` when given). Not `pq.read_table`: its pyarrow.dataset import
     brings pandas (0.2-0.4 s of CPU)."""
     import pyarrow.parquet as pq

@@ -281,6 +281,12 @@ class RunFolder:
         """Normalised trace tables (cuda_api, kernels, memcpy, threads ...) live at the top as Parquet."""
         return self.path / f"{name}.parquet"
 
+    def table_file(self, name: str) -> Path | pa.Buffer:
+        """What a reader opens to read trace table `name` (a Parquet file; where it is present, as
+        `table_path` says): here its file; one rank's view of a run (`analyzers.run.rank_view`) gives that
+        rank's rows, as Parquet in memory."""
+        return self.table_path(name)
+
     @classmethod
     def create(cls, out_dir: Path, run_id: str) -> RunFolder:
         path = out_dir / run_id

@@ -129,7 +129,8 @@ def test_15_export_trace_of_ranks_with_a_damaged_table_skips_it(
     table: str, real_fixtures: Path, tmp_path: Path
 ) -> None:
     """Two real ranks (PARAM's DLRM) imported, one table then damaged: export-trace (which reads each rank
-    through a scratch copy) names the damaged table once and writes the rest, never a traceback."""
+    as an in-memory view of the run, `Run.rank`) names the damaged table once and writes the rest, never a
+    traceback."""
     ranks = sorted((real_fixtures / "param-dlrm-8rank").glob("worker[01]_*.json.gz"))
     out = tmp_path / "runs"
     assert run_tracer("import", "--out", str(out), *map(str, ranks)).returncode == 0
