@@ -138,7 +138,7 @@ def summarise(path: Path) -> FileSummary:
 def _summarise_report(path: Path) -> FileSummary:
     """A report read as the import reads it (`analyzers.ingest.pipeline._write_nsys`): its export beside it, else
     exported to Arrow where this nsys offers it (SQLite where not, or where that Arrow cannot be read)."""
-    from analyzers.ingest.pipeline import export_nsys_rep, sibling_export
+    from analyzers.ingest.nsys_report import export_nsys_rep, sibling_export
     from tracer.measure.tracing import nsys as tracing_nsys
 
     beside = sibling_export(path)

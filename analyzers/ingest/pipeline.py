@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers.ingest import readers
+from analyzers.ingest.nsys_report import REPORT_SUFFIX, SQLITE_EXPORT, beside, export_nsys_rep, sibling_export
 from analyzers.ingest.readers import Read, reader_of
 from analyzers.ingest.run_files import rank_traces, run_traces
 from analyzers.ingest.sniff import sniff
@@ -71,83 +72,6 @@ def import_target(path: Path) -> Path:
         names = ", ".join(p.name for p in inside[:4]) + (", ..." if len(inside) > 4 else "")
         raise UserError(f"{path}: a folder of {len(inside)} traces ({names}): import one of them")
     raise UserError(f"{path}: a folder with no trace this tracer reads in it ({tf.READABLE})")
-
-
-def export_nsys_rep(path: Path, out: Path, kind: str = "sqlite") -> None:
-    """`nsys export --type kind` of a report into `out`, with the nsys `tracer.measure.tracing.nsys` finds;
-    UserError (one line) when that fails."""
-    try:
-        nsys = tracing_nsys.find_nsys()
-    except UserError as e:
-        made = tracing_nsys.report_version(path)
-        origin = "" if made is None else f" (the report was written by nsys {tracing_nsys.version_text(made)})"
-        skipped = skipped_export(path)
-        raise UserError(
-            f"{path}: reading a .nsys-rep needs Nsight Systems{origin}: {e}{'; ' + skipped if skipped else ''}"
-        ) from None
-    tracing_nsys.check_can_read(nsys, path)
-    failed = tracing_nsys.export(nsys, path, out, kind)
-    if failed:
-        made = tracing_nsys.report_version(path)
-        have = tracing_nsys.version_text(tracing_nsys.nsys_version(str(nsys)))
-        origin = "" if made is None else f"; the report is from nsys {tracing_nsys.version_text(made)}"
-        raise UserError(
-            f"{path}: `nsys export` by nsys {have} ({nsys}) failed ({failed}){origin}: for a report from a "
-            "newer nsys, set NSYS to one at least as new, or export .sqlite where the report was made"
-        )
-
-
-EXPORTS = tuple(readers.READERS[kind].suffixes[0] for kind in (tf.NSYS_ARROW, tf.NSYS_SQLITE))
-"""How `nsys export` names its Arrow and SQLite exports of `x.nsys-rep` (`x.arrow`, `x.sqlite`): each format's first
-suffix, Arrow first (read rather than SQLite where both are there)."""
-SQLITE_EXPORT = EXPORTS[1]
-REPORT_SUFFIX = readers.READERS[tf.NSYS_REP].suffixes[0]
-"""`.nsys-rep`: the report an export beside it was made from."""
-
-
-def sibling_export(report: Path) -> Path | None:
-    """An export of the report beside it (`x.nsys-rep` -> `x.arrow`, else `x.sqlite`, as `nsys export`
-    names them): read instead of exporting again, which needs an nsys at least as new as the report's."""
-    for suffix in EXPORTS:
-        candidate = _beside(report, suffix)
-        if candidate is not None and trace_kind(candidate) in (tf.NSYS_ARROW, tf.NSYS_SQLITE):
-            return candidate
-    return None
-
-
-EXPORT_SLACK_S = 2.0
-"""An export may be this much older than its report and still be taken for its export: nsys finishes the report
-after writing some exports, and copies (`cp -p`, rsync, zip) keep or round times to a second or two. Older
-than that, a file of the same name is another trace, never this one's export."""
-
-
-def _beside(trace: Path, suffix: str) -> Path | None:
-    """The file of the same whole stem (`readers.stem`, which keeps every dot of the name) with
-    `suffix`, when it is a file written no earlier than `trace` (less EXPORT_SLACK_S): an export is made from
-    its report, so a much older file of that name is another trace, never this one's export."""
-    candidate = trace.with_name(readers.stem(trace.name) + suffix)
-    try:
-        fresh = candidate.stat().st_mtime >= trace.stat().st_mtime - EXPORT_SLACK_S
-        return candidate if candidate.is_file() and fresh else None
-    except OSError:
-        return None
-
-
-def skipped_export(report: Path) -> str:
-    """Why an export beside `report` was not read ('' where there is none, or it was read)."""
-    for suffix in EXPORTS:
-        candidate = report.with_name(readers.stem(report.name) + suffix)
-        try:
-            if not candidate.is_file() or _beside(report, suffix) is not None:
-                continue
-            older = report.stat().st_mtime - candidate.stat().st_mtime
-        except OSError:
-            continue
-        return (
-            f"{candidate.name} beside it is {older:.0f} s older than the report, so it is not taken for its export "
-            f"(import {candidate.name} itself if it is)"
-        )
-    return ""
 
 
 def read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
@@ -232,9 +156,9 @@ def _write_nsys(path: Path, staged: Path) -> tuple[list[str], Clock]:
         try:
             return nsys_arrow.write_arrow(path, staged)
         except UserError:
-            beside = _beside(report if report.is_file() else path, SQLITE_EXPORT)
-            if beside is not None and trace_kind(beside) == tf.NSYS_SQLITE:
-                path = beside
+            sqlite = beside(report if report.is_file() else path, SQLITE_EXPORT)
+            if sqlite is not None and trace_kind(sqlite) == tf.NSYS_SQLITE:
+                path = sqlite
             elif not report.is_file() or tracing_nsys.nsys_if_any() is None:
                 raise
             else:

@@ -171,8 +171,9 @@ def test_a_trace_file_opens_in_the_viewer(real_fixtures: Path, tmp_path: Path) -
 
 def test_diff_of_two_dataloader_traces_names_data_wait_as_their_imports_do(tmp_path: Path) -> None:
     """The issue's case: 0 loader workers against 2, a real training under torch.profiler on the CPU, its
-    script timing its own waits. `diff` of the files and of their imports both find the profiled steps and
-    lead with data wait, A (0 workers) waiting longer."""
+    script timing its own waits. `diff` of the files and of their imports both find the profiled steps, give
+    the same parts, and say what the script's own clock says: A (0 workers) waiting longer, data wait leading
+    where it is most of the gap (on a quiet machine; on a busy one the workers cannot decode ahead)."""
     require_framework("pytorch")
     python = status("pytorch").python
     truths, traces = [], []
@@ -200,10 +201,18 @@ def test_diff_of_two_dataloader_traces_names_data_wait_as_their_imports_do(tmp_p
         assert result.returncode == 0, result.stderr[-3000:]
         answers.append(json.loads(result.stdout))
     names = [*(p.name for p in (cache / IMPORTS_DIR).iterdir()), *(p.name for p in imports)]
-    for said in answers:  # the steps the script profiled, and the data wait it timed itself, first
+    # The script's own timing says what leads: on a quiet machine the loader workers decode ahead and data wait
+    # is most of the gap; on a busy one they cannot, and the gap may be compute. The tool must say what the
+    # script measured, whichever it was.
+    wait_gap = truths[0]["wait_s"] - truths[1]["wait_s"]
+    compute_gap = (truths[0]["step_s"] - truths[0]["wait_s"]) - (truths[1]["step_s"] - truths[1]["wait_s"])
+    for said in answers:  # the steps the script profiled, and the data wait it timed itself
         assert said["a"]["steps"] == truths[0]["steps"] and said["b"]["steps"] == truths[1]["steps"]
-        assert said["parts"][0]["key"] == "data_wait", said["parts"]
-        assert said["parts"][0]["a_s"] > said["parts"][0]["b_s"]
-        assert "waiting for data" in " ".join(said["sentences"][:2]), said["sentences"]
+        wait = next(p for p in said["parts"] if p["key"] == "data_wait")
+        if abs(wait_gap) > 0.2 * max(t["wait_s"] for t in truths):  # a difference the script's clock is sure of
+            assert (wait["a_s"] > wait["b_s"]) == (wait_gap > 0), (wait, truths)
+        if abs(wait_gap) > 2 * abs(compute_gap):  # data wait, by the script's own clock, is most of the gap
+            assert said["parts"][0]["key"] == "data_wait", (said["parts"], truths)
+            assert "waiting for data" in " ".join(said["sentences"][:2]), said["sentences"]
     assert answers[0]["parts"] == answers[1]["parts"]
     assert [_same(s, names) for s in answers[0]["sentences"]] == [_same(s, names) for s in answers[1]["sentences"]]

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from analyzers.ingest import readers
-from analyzers.ingest.pipeline import run_traces, sibling_export
+from analyzers.ingest.nsys_report import sibling_export
+from analyzers.ingest.pipeline import run_traces
 from tracer.core.runfolder import RunFolder
 
 ROOT = Path(__file__).resolve().parents[3]
