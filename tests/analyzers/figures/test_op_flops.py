@@ -14,7 +14,18 @@ from tests.conftest import require_framework, run_tracer
 from tests.tracer.worker.helpers import run_in_framework
 from tracer.core.runfolder import list_runs
 
-TRACE = """
+PROFILED_STEPS = """schedule = torch.profiler.schedule(wait=0, warmup=1, active=3)
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True, schedule=schedule,
+                            on_trace_ready=lambda p: p.export_chrome_trace(sys.argv[1])) as prof:
+    for _ in range(4):
+        step()
+        prof.step()
+"""
+"""The tail of each script below: its `step()` run four times under the PyTorch profiler with shapes recorded,
+the last three written as a Chrome trace to argv[1]."""
+
+TRACE = (
+    """
 import sys, torch
 from torch.utils.flop_counter import FlopCounterMode
 torch.manual_seed(0)
@@ -29,13 +40,9 @@ def step():
 with FlopCounterMode(display=False) as counter:
     step()
 print("own_flops_per_step", counter.get_total_flops())
-schedule = torch.profiler.schedule(wait=0, warmup=1, active=3)
-with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True, schedule=schedule,
-                            on_trace_ready=lambda p: p.export_chrome_trace(sys.argv[1])) as prof:
-    for _ in range(4):
-        step()
-        prof.step()
 """
+    + PROFILED_STEPS
+)
 
 
 def test_a_traces_shapes_give_flop_counter_modes_count(tmp_path: Path) -> None:
@@ -56,7 +63,8 @@ def test_a_traces_shapes_give_flop_counter_modes_count(tmp_path: Path) -> None:
     assert u.mfu is None and u.peak.source.startswith("not known")  # a CPU trace: no GPU recorded, no peak
 
 
-ATTENTION = """
+ATTENTION = (
+    """
 import sys, torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -78,13 +86,9 @@ with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
     step()
 print("own_flops_per_step", counter.get_total_flops())
 print("attention_flops_per_step", 3 * 4 * B * H * S * S * (E // H))  # forward, and a backward twice as large
-schedule = torch.profiler.schedule(wait=0, warmup=1, active=3)
-with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True, schedule=schedule,
-                            on_trace_ready=lambda p: p.export_chrome_trace(sys.argv[1])) as prof:
-    for _ in range(4):
-        step()
-        prof.step()
 """
+    + PROFILED_STEPS
+)
 
 
 def test_a_traces_fused_attention_counts_as_its_math_path(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import run_tracer
+from tests.conftest import run_tracer, tmpfs
 from tracer.core.runfolder import list_runs
 
 DAY_US = 86_400 * 10**6
@@ -296,16 +295,7 @@ def test_22_a_cache_that_cannot_be_written_falls_back(
 
 def test_22_a_full_cache_is_named(real_fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A cache on a full tmpfs: one line naming the cache's path, not a bare "No space left on device"."""
-    import os
-    import subprocess
-
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("mounting a tmpfs needs root and mount(8)")
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with tmpfs(tmp_path / "disk", "1m") as disk:
         with (disk / "filler").open("wb") as f:
             try:
                 f.write(b"\0" * (1 << 20))
@@ -314,8 +304,6 @@ def test_22_a_full_cache_is_named(real_fixtures: Path, tmp_path: Path, monkeypat
         trace = real_fixtures / "kineto-h100" / "resnet50_bs100_train_torch2.11.json.gz"
         line = _one_line(_analyze_file(trace, disk / "cache", monkeypatch), "disk full")
         assert str(disk) in line and "TRACER_CACHE" in line
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def test_22_cached_imports_are_evicted_past_their_bound(

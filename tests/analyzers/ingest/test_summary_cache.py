@@ -11,10 +11,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
-
 from analyzers.ingest.import_cache import SUMMARIES_DIR, SUMMARIES_KEPT, TEMP_PREFIX, cache_name
-from tests.conftest import run_tracer
+from tests.conftest import run_tracer, tmpfs
 from tracer.core.runfolder import list_runs
 
 FIXTURE = "extra-p/con_kernel.sqlite"
@@ -80,13 +78,7 @@ def test_old_summaries_are_evicted_past_their_bound(real_fixtures: Path, tmp_pat
 
 def test_a_full_cache_is_named_and_the_summary_still_shown(real_fixtures: Path, tmp_path: Path) -> None:
     """The cache on a full tmpfs: the summary is printed, and one warning names the cache's path."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("mounting a tmpfs needs root and mount(8)")
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with tmpfs(tmp_path / "disk", "64k") as disk:
         (disk / "cache" / SUMMARIES_DIR).mkdir(parents=True)
         with (disk / "filler").open("wb") as f:
             try:
@@ -98,5 +90,3 @@ def test_a_full_cache_is_named_and_the_summary_still_shown(real_fixtures: Path, 
         assert "cuda" in result.stdout.lower(), result.stdout  # the summary, shown
         (line,) = [ln for ln in result.stderr.splitlines() if ln.strip()]
         assert "disk full" in line and str(disk) in line and "TRACER_CACHE" in line, line
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)

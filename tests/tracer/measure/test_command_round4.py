@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ctrl_c_reaches_python, run_tracer
+from tests.conftest import ctrl_c_reaches_python, run_tracer, tmpfs
 from tracer.core.runfolder import list_runs
 
 KINETO_LINE = json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "fake_gemm", "ts": 1, "dur": 5,
@@ -102,17 +102,8 @@ def test_02_a_relative_run_folder_keeps_the_steps_of_a_script_that_chdirs(with_c
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 2 MiB tmpfs of our own (root only), unmounted whatever the test did."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("mounting a tmpfs needs root and mount(8)")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    with tmpfs(tmp_path / "disk", "2m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 FLOOD = """\
