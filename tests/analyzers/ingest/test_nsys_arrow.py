@@ -107,7 +107,10 @@ def test_a_real_arrow_export_ingests_as_its_sqlite_export_does(report: Path, tmp
     assert a_clock == s_clock and a_names == [tables.OSRT]
     _same_tables(from_arrow, a_names, from_sqlite, s_names)
     osrt = pq.read_table(from_arrow / f"{tables.OSRT}.parquet")
-    assert osrt.num_rows >= 300 and "python" in " ".join(set(osrt["thread_name"].to_pylist())).lower()
+    # the profiled process's thread: named python, or nsys-launcher where nsys took its name before the launcher
+    # exec'd python (seen on a busy machine, CI-like run of 6 Dec): one process either way
+    names = " ".join(set(osrt["thread_name"].to_pylist())).lower()
+    assert osrt.num_rows >= 300 and ("python" in names or "nsys-launcher" in names), names
 
 
 @pytest.mark.nsys

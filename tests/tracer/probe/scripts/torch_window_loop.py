@@ -9,6 +9,8 @@ with its rank.
 
 import argparse
 import json
+import os
+import sys
 import time
 
 import torch
@@ -46,6 +48,9 @@ for epoch in range(1, args.epochs + 1):
         time.sleep(0.002)
         steps.append({"epoch": epoch, "step": step, "start_ns": start, "end_ns": time.time_ns()})
         step += 1
-print(json.dumps({"rank": rank, "linear_per_step": 1, "steps": steps}), flush=True)
+# one write of the whole line: two ranks share this stdout, and print() writes the text and its newline
+# apart, so the ranks' lines could interleave on a busy machine
+sys.stdout.flush()
+os.write(1, (json.dumps({"rank": rank, "linear_per_step": 1, "steps": steps}) + "\n").encode())
 if world > 1:
     torch.distributed.destroy_process_group()
