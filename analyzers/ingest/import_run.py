@@ -29,6 +29,7 @@ from analyzers.ingest.pipeline import (
     trace_kind,
 )
 from analyzers.ingest.readers import reader_of
+from analyzers.ingest.sniff import trace_files
 from analyzers.trace.tables import (
     ALIGNMENT_FACT,
     BATCH_FACT,
@@ -125,7 +126,7 @@ def _several_traces(path: Path) -> bool:
     """A folder holding two or more trace files (several ranks' traces), not itself a trace."""
     if not path.is_dir() or trace_kind(path) is not None:
         return False
-    return sum(1 for p in path.iterdir() if p.is_file() and trace_kind(p) in readers.FILE_KINDS) > 1
+    return len(trace_files(path)) > 1
 
 
 def _import(

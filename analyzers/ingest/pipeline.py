@@ -19,7 +19,7 @@ from analyzers.ingest import readers
 from analyzers.ingest.nsys_report import REPORT_SUFFIX, SQLITE_EXPORT, beside, export_nsys_rep, sibling_export
 from analyzers.ingest.readers import Read, reader_of
 from analyzers.ingest.run_files import rank_traces, run_traces
-from analyzers.ingest.sniff import sniff
+from analyzers.ingest.sniff import sniff, trace_files, xplanes
 from analyzers.ingest.writing import _refuse_negative, install_parts, write_tables
 from analyzers.trace import tables as t
 from analyzers.trace.clock import Clock
@@ -43,11 +43,9 @@ def not_readable(path: Path) -> UserError:
 def holds_trace(folder: Path) -> bool:
     """Whether `tracer import FOLDER` finds a trace where `import_target` looks: the folder itself (our CUPTI
     records, an unpacked nsys-jax archive), a profile folder's XPlane files, or trace files at its top."""
-    from analyzers.ingest.sniff import xplanes
-
     if trace_kind(folder) is not None or xplanes(folder):
         return True
-    return any(p.is_file() and trace_kind(p) in readers.FILE_KINDS for p in folder.iterdir())
+    return bool(trace_files(folder))
 
 
 def import_target(path: Path) -> Path:
@@ -60,12 +58,10 @@ def import_target(path: Path) -> Path:
         raise UserError(f"{path}: no such file or folder")
     if not path.is_dir() or trace_kind(path) is not None:
         return path
-    from analyzers.ingest.sniff import xplanes
-
     found = xplanes(path)
     if found:
         return found[0]
-    inside = sorted(p for p in path.iterdir() if p.is_file() and trace_kind(p) in readers.FILE_KINDS)
+    inside = trace_files(path)
     if len(inside) == 1:
         return inside[0]
     if inside:

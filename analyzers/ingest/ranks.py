@@ -47,14 +47,14 @@ ALIGN_ONE_TRACE = "one trace, on its own clock"
 def expand(paths: list[Path], scratch: Path) -> list[Path]:
     """The trace files named by `paths`: files as they are, a folder's trace files (not recursive), an
     archive's trace files extracted flat into `scratch` (regular members only: no path leaves it)."""
-    from analyzers.ingest.sniff import sniff
+    from analyzers.ingest.sniff import sniff, trace_files
 
     found: list[Path] = []
     for path in paths:
         if not path.exists():
             raise UserError(f"{path}: no such file or folder")
         if path.is_dir():
-            inside = sorted(p for p in path.iterdir() if p.is_file() and sniff(p).kind in readers.FILE_KINDS)
+            inside = trace_files(path)
             if not inside:
                 raise UserError(f"{path}: no trace file in this folder ({tf.READABLE})")
             found += inside

@@ -128,6 +128,12 @@ def _sqlite(path: Path) -> Seen:
     return Seen(None, f"an SQLite database with tables {names or '(none)'}, neither an nsys export nor a rocpd file")
 
 
+def trace_files(folder: Path) -> list[Path]:
+    """The trace files at a folder's top (one file each, by content: several ranks' traces, or the one trace
+    `tracer import FOLDER` reads), in name order."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and sniff(p).kind in r.FILE_KINDS)
+
+
 PROFILE_RUN_DEPTHS = ("", "*/", "profile/*/", "plugins/profile/*/", "*/plugins/profile/*/")
 """Where a profile folder's XPlane files lie below the folder named: `<host>.xplane.pb` in a profile run
 (`logdir/plugins/profile/<run>/`), named as the run, as `profile`, `plugins`, the logdir, or the parent of
