@@ -23,8 +23,8 @@ def mend_closed_streams() -> None:
 
 
 def entry() -> int:
-    mend_closed_streams()
     try:
+        mend_closed_streams()
         from tracer.core.signals import raise_on_terminal_signals
 
         raise_on_terminal_signals()
