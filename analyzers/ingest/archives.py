@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from analyzers.ingest.readers import readable
 from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 
@@ -103,5 +104,5 @@ def extract(archive: Path, out: Path, is_trace: Callable[[Path], bool]) -> list[
     except (tarfile.TarError, OSError, EOFError) as e:
         raise UserError(f"{archive}: not a readable tar archive ({e})") from None
     if not found:
-        raise UserError(f"{archive}: no trace file inside ({tf.READABLE})")
+        raise UserError(f"{archive}: no trace file inside ({readable()})")
     return sorted(found)

@@ -97,7 +97,7 @@ def import_trace(
     place = _link if link_files else _copy
     if len(paths) == 1 and not is_archive(paths[0]) and not _several_traces(paths[0]):
         path = import_target(paths[0])
-        if trace_kind(path) not in readers.FILE_KINDS:
+        if trace_kind(path) not in readers.file_kinds():
             raise not_readable(path)
         prepare_out(out)
         return _import(labels, out, path, [path], place=place)

@@ -22,8 +22,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analyzers.ingest.archives import Budget
+from analyzers.ingest.readers import NSYS_JAX_TRACE, Read
 from analyzers.trace import tables as t
-from analyzers.trace.clock import Clock, kineto_clock
+from analyzers.trace.clock import kineto_clock
 from tracer.core.errors import UserError
 
 THUNK = re.compile(r"^(?:TSL:)?Thunk:#(?:name=.*?,|)hlo_op=([^#,]+)#$")
@@ -34,10 +35,10 @@ LAYOUTS = (
 )
 
 
-def read(path: Path, recipe: str) -> tuple[dict[str, pa.Table], Clock]:
-    """The tables of an archive (or its folder) holding the recipe output `recipe` (the path it ends with:
-    `readers.recipe`, by which the registry tells the format apart)."""
-    table = _recipe_table(path, recipe)
+def read(path: Path) -> Read:
+    """The tables of an archive (or its folder) holding the recipe output (`readers.NSYS_JAX_TRACE`, the path
+    it ends with, by which the registry tells the format apart)."""
+    table = _recipe_table(path, NSYS_JAX_TRACE)
     names = set(table.column_names)
     layout = next((cols for cols in LAYOUTS if set(cols) | {"PID", "TID"} <= names), None)
     if layout is None:
@@ -62,7 +63,7 @@ def read(path: Path, recipe: str) -> tuple[dict[str, pa.Table], Clock]:
     source = pa.array([t.SOURCE_NSYS_JAX] * len(names_list), pa.string())
     rows = pa.table([start, end, shown, pid, tid, source], schema=t.RANGE_SCHEMA)
     out = {t.OPERATORS: rows.filter(is_op), t.NVTX: rows.filter(pc.invert(is_op))}
-    return {k: v for k, v in out.items() if v.num_rows}, kineto_clock(None)
+    return Read({k: v for k, v in out.items() if v.num_rows}, kineto_clock(None))
 
 
 def _recipe_table(path: Path, recipe: str) -> pa.Table:

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from analyzers.ingest import readers
 from analyzers.ingest.nsys_report import REPORT_SUFFIX, SQLITE_EXPORT, beside, export_nsys_rep, sibling_export
-from analyzers.ingest.readers import Read, reader_of
+from analyzers.ingest.readers import Read, readable, reader_of
 from analyzers.ingest.run_files import rank_traces, run_traces
 from analyzers.ingest.sniff import sniff, trace_files, xplanes
 from analyzers.ingest.writing import _refuse_negative, install_parts, write_tables
@@ -37,7 +37,7 @@ def trace_kind(path: Path) -> str | None:
 
 def not_readable(path: Path) -> UserError:
     """The refusal of a file or folder that is no trace this tracer reads, naming what it is."""
-    return UserError(f"{path}: {sniff(Path(path)).what}, not a trace this tracer reads ({tf.READABLE})")
+    return UserError(f"{path}: {sniff(Path(path)).what}, not a trace this tracer reads ({readable()})")
 
 
 def holds_trace(folder: Path) -> bool:
@@ -67,7 +67,7 @@ def import_target(path: Path) -> Path:
     if inside:
         names = ", ".join(p.name for p in inside[:4]) + (", ..." if len(inside) > 4 else "")
         raise UserError(f"{path}: a folder of {len(inside)} traces ({names}): import one of them")
-    raise UserError(f"{path}: a folder with no trace this tracer reads in it ({tf.READABLE})")
+    raise UserError(f"{path}: a folder with no trace this tracer reads in it ({readable()})")
 
 
 def read_trace(path: Path) -> tuple[dict[str, pa.Table], Clock]:
@@ -111,7 +111,7 @@ def _read(path: Path) -> Read:
     if reader is None:
         raise not_readable(path)
     if reader.read is not None:
-        return reader.read(path)
+        return reader.read_trace(path)
     with tempfile.TemporaryDirectory(prefix="tracer-nsys-") as tmp:
         names, clock = _write_nsys(path, Path(tmp))
         return Read({name: pq.read_table(Path(tmp) / f"{name}.parquet") for name in names}, clock)

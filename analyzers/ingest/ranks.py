@@ -56,11 +56,11 @@ def expand(paths: list[Path], scratch: Path) -> list[Path]:
         if path.is_dir():
             inside = trace_files(path)
             if not inside:
-                raise UserError(f"{path}: no trace file in this folder ({tf.READABLE})")
+                raise UserError(f"{path}: no trace file in this folder ({readers.readable()})")
             found += inside
         elif is_archive(path):
             out = scratch / readers.stem(path.name).replace(".tar", "")
-            found += extract(path, out, lambda p: sniff(p).kind in readers.FILE_KINDS)
+            found += extract(path, out, lambda p: sniff(p).kind in readers.file_kinds())
         else:
             found.append(path)
     names = Counter(p.resolve() for p in found)

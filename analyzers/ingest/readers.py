@@ -2,8 +2,8 @@
 gives (the tables' `source`), the framework it can only come from, how its names end, how its content is told
 apart (`sniff`) and its reader. The sniffing (`analyzers.ingest.sniff`), the ingest (`analyzers.ingest.pipeline`),
 the import (`analyzers.ingest.import_run`) and every list of trace suffixes look a format up here instead of each
-keeping a chain of `if kind ==`; a new format is its reader module and, here, its `sniff`, a `read` wrapper
-importing that module, and one line in READERS.
+keeping a chain of `if kind ==`; a new format is its reader module and one line in READERS (its kind, words,
+suffixes, `sniff`, and the module's name: docs/development/architecture.md, "A trace format").
 
 A reader takes a path and returns a `Read`: the normalised tables, the clock they are on and what the trace
 says of the run (`facts`: Kineto's batch, read from the recorded shapes). nsys is the exception: its
@@ -19,7 +19,8 @@ sniffing and `tracer analyze FILE` of an nsys export go through it; each reader 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,13 +63,56 @@ class Look:
 
 @dataclass(frozen=True)
 class Reader:
-    kind: str
-    source: str  # the tables' `source` (a Chrome-trace JSON's reader may say paddle or mxnet row by row)
-    framework: str | None  # the framework the format can only come from; None: any (nsys, rocprof, XPlane)
-    read: Callable[[Path], Read] | None  # None: streamed into the folder (nsys)
+    """A format's one registration: everything the sniffing, the ingest, the import and the help texts know
+    of it. `read` is a function, or the name of the module whose `read(path) -> Read` reads it (imported only
+    when a trace of the format is read: the registry imports no reader, so sniffing stays free of Arrow)."""
+
+    kind: str  # what a run's record says it was imported from
+    words: str  # the format in words for help texts and refusals (`READABLE`); '' where a sibling's says it
     suffixes: tuple[str, ...]  # how its names end (what a file is, is read from its content: `sniff`)
     sniff: Callable[[Look], str | None]  # the format in words, where the content seen is this format's
+    read: Callable[[Path], Read] | str | None  # None: streamed into the folder (nsys)
+    source: str = ""  # the tables' `source`; '' is its kind (a Chrome-trace JSON's reader may say paddle or mxnet)
+    framework: str | None = None  # the framework the format can only come from; None: any (nsys, rocprof, XPlane)
     one_file: bool = True  # a trace one file (or folder) can be imported or analysed as; False: ours, in raw/
+
+    def __post_init__(self) -> None:
+        if not self.source:
+            object.__setattr__(self, "source", self.kind)
+
+    def read_trace(self, path: Path) -> Read:
+        """The trace read by this format's reader; a table without its schema's `source` column gets the
+        format's source on every row (a reader need not name itself)."""
+        if self.read is None:
+            raise ValueError(f"{self.kind} is streamed into the folder, not read")
+        read = self.read(path) if callable(self.read) else import_module(self.read).read(path)
+        return replace(read, tables={name: _stamped(table, self.source) for name, table in read.tables.items()})
+
+
+def _stamped(table: pa.Table, source: str) -> pa.Table:
+    if "source" in table.column_names:
+        return table
+    import pyarrow as pa
+
+    return table.append_column("source", pa.array([source] * table.num_rows, pa.string()))
+
+
+# What a format's `sniff` is most often: a content test, made here so that a registration stays one line.
+
+
+def sqlite_with(tables: frozenset[str], what: str, every: bool = True) -> Callable[[Look], str | None]:
+    """An SQLite file holding all of `tables` (`every`) or any of them."""
+
+    def sniff(look: Look) -> str | None:
+        held = tables <= look.tables if every else bool(tables & look.tables)
+        return what if look.of == SQLITE and held else None
+
+    return sniff
+
+
+def starting_with(magic: bytes, what: str) -> Callable[[Look], str | None]:
+    """A file whose first bytes are `magic`, before any container (gzip, zip, SQLite) is recognised."""
+    return lambda look: what if look.of == HEAD and look.head.startswith(magic) else None
 
 
 # nsys: SQLite and Arrow exports, and the report they are exported from (streamed: no `read`)
@@ -81,14 +125,6 @@ NSYS_REP_MAGIC = b"NVIDIA Tegra Profiler Report"
 NSYS_REP_SUFFIXES = (".nsys-rep", ".qdrep")
 
 
-def _sniff_nsys_sqlite(look: Look) -> str | None:
-    return "an nsys SQLite export" if look.of == SQLITE and look.tables & NSYS_TABLES else None
-
-
-def _sniff_nsys_arrow(look: Look) -> str | None:
-    return "an nsys Arrow export" if look.of == HEAD and look.head.startswith(ARROW_STREAM_MAGIC) else None
-
-
 def _sniff_nsys_rep(look: Look) -> str | None:
     if look.of == BYTES and (look.head.startswith(NSYS_REP_MAGIC) or look.named(NSYS_REP_SUFFIXES)):
         return "an nsys report"
@@ -99,6 +135,7 @@ def _sniff_nsys_rep(look: Look) -> str | None:
 
 
 KINETO_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")
+KINETO_WORDS = "Kineto .json[.gz] (one or several ranks: a folder or a .tar[.gz] of them)"
 
 
 def _sniff_kineto(look: Look) -> str | None:
@@ -163,16 +200,6 @@ ROCPD_TABLES = frozenset({"rocpd_op", "rocpd_api", "rocpd_string"})
 """All of these make an SQLite file a rocpd (rocprof / rocmProfileData) database."""
 
 
-def _sniff_rocpd(look: Look) -> str | None:
-    return "a rocpd database" if look.of == SQLITE and ROCPD_TABLES <= look.tables else None
-
-
-def _rocpd(path: Path) -> Read:
-    from analyzers.ingest import rocpd
-
-    return Read(*rocpd.read(path))
-
-
 # nsys-jax: a zip (or its unpacked folder) of the nvtx_gpu_proj_trace recipe's output
 
 NSYS_JAX_TRACE = "nvtx_gpu_proj_trace/trace.parquet"
@@ -188,31 +215,79 @@ def _sniff_nsys_jax(look: Look) -> str | None:
     return None
 
 
-def _nsys_jax(path: Path) -> Read:
-    from analyzers.ingest import nsys_jax
-
-    return Read(*nsys_jax.read(path, NSYS_JAX_TRACE))
-
-
 READERS = {
     r.kind: r
     for r in (
-        Reader(tf.XPLANE, t.SOURCE_XPROF, None, _xplane, XPLANE_SUFFIXES, _sniff_xplane),
-        Reader(tf.NSYS_SQLITE, t.SOURCE_NSYS, None, None, (".sqlite", ".sqlite3", ".db"), _sniff_nsys_sqlite),
-        Reader(tf.NSYS_ARROW, t.SOURCE_NSYS, None, None, (".arrow",), _sniff_nsys_arrow),
-        Reader(tf.NSYS_REP, t.SOURCE_NSYS, None, None, NSYS_REP_SUFFIXES, _sniff_nsys_rep),
-        Reader(tf.XPROF_JSON, t.SOURCE_XPROF, None, _xprof_json, XPROF_JSON_SUFFIXES, _sniff_xprof_json),
-        Reader(tf.KINETO, t.SOURCE_KINETO, None, _kineto, KINETO_SUFFIXES, _sniff_kineto),
-        Reader(tf.CUPTI, t.SOURCE_CUPTI, None, _cupti, (), _sniff_cupti, one_file=False),
-        Reader(tf.ROCPD, t.SOURCE_ROCPD, None, _rocpd, (".rpd",), _sniff_rocpd),
-        Reader(tf.NSYS_JAX, t.SOURCE_NSYS_JAX, "jax", _nsys_jax, (".zip",), _sniff_nsys_jax),
+        Reader(
+            tf.XPLANE,
+            "XPlane .xplane.pb (or its profile folder)",
+            XPLANE_SUFFIXES,
+            _sniff_xplane,
+            _xplane,
+            t.SOURCE_XPROF,
+        ),
+        Reader(
+            tf.NSYS_SQLITE,
+            "nsys .sqlite/.arrow/.nsys-rep",
+            (".sqlite", ".sqlite3", ".db"),
+            sqlite_with(NSYS_TABLES, "an nsys SQLite export", every=False),
+            None,
+            t.SOURCE_NSYS,
+        ),
+        Reader(
+            tf.NSYS_ARROW,
+            "",
+            (".arrow",),
+            starting_with(ARROW_STREAM_MAGIC, "an nsys Arrow export"),
+            None,
+            t.SOURCE_NSYS,
+        ),
+        Reader(tf.NSYS_REP, "", NSYS_REP_SUFFIXES, _sniff_nsys_rep, None, t.SOURCE_NSYS),
+        Reader(
+            tf.XPROF_JSON,
+            "XProf/Perfetto .json.gz",
+            XPROF_JSON_SUFFIXES,
+            _sniff_xprof_json,
+            _xprof_json,
+            t.SOURCE_XPROF,
+        ),
+        Reader(tf.KINETO, KINETO_WORDS, KINETO_SUFFIXES, _sniff_kineto, _kineto, t.SOURCE_KINETO),
+        Reader(tf.CUPTI, "", (), _sniff_cupti, _cupti, t.SOURCE_CUPTI, one_file=False),
+        Reader(
+            tf.ROCPD, "rocpd .rpd", (".rpd",), sqlite_with(ROCPD_TABLES, "a rocpd database"), "analyzers.ingest.rocpd"
+        ),
+        Reader(
+            tf.NSYS_JAX,
+            "nsys-jax .zip",
+            (".zip",),
+            _sniff_nsys_jax,
+            "analyzers.ingest.nsys_jax",
+            t.SOURCE_NSYS_JAX,
+            framework="jax",
+        ),
     )
 }
 """The formats, by kind, in the order their `sniff` is asked: every kind of `tracer.core.trace_formats` has its
 one entry (a test holds it)."""
 
-FILE_KINDS = tuple(kind for kind, r in READERS.items() if r.one_file)
-"""The kinds one file can be imported or analysed as."""
+
+def register(reader: Reader) -> None:
+    """A format added from outside this module (a user's own reader, a test's): asked before the built-in
+    ones, since a new format is a more specific content than what they claim (any JSON, any SQLite file)."""
+    formats = {reader.kind: reader, **{k: r for k, r in READERS.items() if k != reader.kind}}
+    READERS.clear()
+    READERS.update(formats)
+
+
+def file_kinds() -> tuple[str, ...]:
+    """The kinds one file can be imported or analysed as."""
+    return tuple(kind for kind, r in READERS.items() if r.one_file)
+
+
+def readable() -> str:
+    """The formats in words, for help texts and refusals (the registered ones: a format added by a
+    registration is said with the rest)."""
+    return ", ".join(r.words for r in READERS.values() if r.words)
 
 
 def reader_of(kind: str | None) -> Reader | None:

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from analyzers.ingest.readers import Read
 from analyzers.trace import tables as t
-from analyzers.trace.clock import Clock, kineto_clock
+from analyzers.trace.clock import kineto_clock
 from tracer.core.errors import UserError
 
 KERNEL_OPS = ("KernelExecution", "Task")
@@ -40,13 +41,13 @@ MARKER_API = "UserMarker"
 _DRIVER = re.compile(r"^hsa_")
 
 
-def read(path: Path) -> tuple[dict[str, pa.Table], Clock]:
+def read(path: Path) -> Read:
     try:
         con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
     except sqlite3.Error as e:
         raise UserError(f"{path}: cannot open the rocpd database ({e})") from None
     try:
-        return _read(con), kineto_clock(None)
+        return Read(_read(con), kineto_clock(None))
     except sqlite3.Error as e:
         raise UserError(f"{path}: damaged rocpd database ({e})") from None
     except (TypeError, ValueError, OverflowError, pa.ArrowException) as e:  # NULL, text or huge times, binary names

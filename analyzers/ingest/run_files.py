@@ -26,7 +26,7 @@ def run_traces(folder: RunFolder) -> list[Path]:
         return []
     written = _backend_files(folder)
     entries = [p for p in sorted(raw.iterdir()) if p.suffix != LOG_SUFFIX and (written is None or p.name in written)]
-    found = [p for p in entries if _kind(p) in (*readers.FILE_KINDS, tf.CUPTI)]
+    found = [p for p in entries if _kind(p) in (*readers.file_kinds(), tf.CUPTI)]
     found = [p for p in found if not tf.is_pyspy(p.name)]  # read by the thread timeline
     stems = {kind: {readers.stem(p.name) for p in found if _kind(p) == kind} for kind in tf.NSYS_KINDS}
     shadowed = {tf.NSYS_REP: stems[tf.NSYS_SQLITE] | stems[tf.NSYS_ARROW], tf.NSYS_SQLITE: stems[tf.NSYS_ARROW]}

@@ -131,7 +131,7 @@ def _sqlite(path: Path) -> Seen:
 def trace_files(folder: Path) -> list[Path]:
     """The trace files at a folder's top (one file each, by content: several ranks' traces, or the one trace
     `tracer import FOLDER` reads), in name order."""
-    return sorted(p for p in folder.iterdir() if p.is_file() and sniff(p).kind in r.FILE_KINDS)
+    return sorted(p for p in folder.iterdir() if p.is_file() and sniff(p).kind in r.file_kinds())
 
 
 PROFILE_RUN_DEPTHS = ("", "*/", "profile/*/", "plugins/profile/*/", "*/plugins/profile/*/")

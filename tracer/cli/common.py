@@ -16,13 +16,13 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.text import Text
 
+from analyzers.ingest.readers import readable
 from tracer.cli.outputs import path_arg
-from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 
 DEFAULT_RUNS_DIR = Path("runs")
 RUN_OR_TRACE = (
-    f"run id (or a unique part of it), a run folder, or a trace ({tf.READABLE}; imported into the cache on "
+    f"run id (or a unique part of it), a run folder, or a trace ({readable()}; imported into the cache on "
     "first use, as `tracer import` imports it)"
 )
 """The help of every argument that names one run (`open_run` takes each of these)."""

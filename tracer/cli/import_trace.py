@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from analyzers.ingest.readers import readable
 from tracer.cli.common import add_out_dir, console
 from tracer.cli.outputs import output_dir
-from tracer.core import trace_formats as tf
 from tracer.core.cases import IMPORTED_FRAMEWORK, UNKNOWN_MODEL
 from tracer.core.frameworks import framework_info
 
@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "files",
         type=Path,
         nargs="+",
-        help=f"a trace file or folder ({tf.READABLE}); or several ranks' Kineto traces",
+        help=f"a trace file or folder ({readable()}); or several ranks' Kineto traces",
     )
     add_out_dir(p)
     p.add_argument(

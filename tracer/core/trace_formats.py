@@ -1,6 +1,7 @@
-"""The trace files the tool reads: their kinds' names (what a run's record says it was imported from) and how
-to say them, for the CLI's help text without importing the analyzers at start-up (no imports). The rest of a
-format (its suffixes, its sniffing, its reader) is its entry in `analyzers.ingest.readers`."""
+"""The names of the trace kinds that code outside their formats' entries tells apart (what a run's record
+says it was imported from), and the py-spy and archive names the tracer shares with the ingest (no
+imports). A format itself (its kind, its words, suffixes, sniffing and reader) is its one entry in
+`analyzers.ingest.readers`: a format added there needs no name here."""
 
 from __future__ import annotations
 
@@ -40,9 +41,3 @@ def is_pyspy(file_name: str) -> bool:
 
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz")
 """An archive of several ranks' traces (`tracer import` reads the traces inside it as one run)."""
-
-READABLE = (
-    "nsys .sqlite/.arrow/.nsys-rep, Kineto .json[.gz] (one or several ranks: a folder or a .tar[.gz] of them), "
-    "rocpd .rpd, XPlane .xplane.pb (or its profile folder), XProf/Perfetto .json.gz, nsys-jax .zip"
-)
-"""The file kinds in words, for help texts and refusals."""
