@@ -107,7 +107,7 @@ class Recorder(object):
                 name = "%s%s%d.csv" % (schema.STEPS_TABLE, schema.PROBE_STEPS_SEPARATOR, self.pid)
                 self._steps_file = open(os.path.join(folder, name), "a")
                 if self._steps_file.tell() == 0:
-                    self._steps_file.write(",".join(schema.STEP_COLUMNS) + "\n")
+                    self._steps_file.write(schema.STEP_HEADER)
             self._steps_file.write("".join(self._rows))
             self._steps_file.flush()
         except (OSError, ValueError):
@@ -218,10 +218,7 @@ class Recorder(object):
         if not self.epoch_open:
             self.begin_epoch(start_ns)
         self.suspended = None  # a pass that trains: the evaluation it interrupted will not
-        wait = "" if wait_s is None else "%.9f" % wait_s
-        images = "" if n is None else "%d" % n
-        row = (self.epoch, self.step, images, start_ns, wait, compute_s, self.rank, probe)
-        self._rows.append("%d,%d,%s,%d,%s,%.9f,0,%d,%s\n" % row)
+        self._rows.append(schema.step_row(self.epoch, self.step, n, start_ns, wait_s, compute_s, 0.0, self.rank, probe))
         self.step += 1
         self.images += n or 0
         self.step_end_ns = start_ns + int(((wait_s or 0.0) + compute_s) * 1e9)

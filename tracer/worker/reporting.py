@@ -10,7 +10,7 @@ import os
 from typing import Any, List, Optional
 
 from tracer.worker.clock import time_ns
-from tracer.worker.schema import KIND, PROBE_WORKER, STEP_COLUMNS, T_NS, Event, strict_json
+from tracer.worker.schema import KIND, PROBE_WORKER, STEP_HEADER, T_NS, Event, step_row, strict_json
 
 
 class Reporter:
@@ -46,21 +46,22 @@ class StepLog:
     each epoch's end, so a crash loses at most the rows of the running epoch's last batch of rows."""
 
     def __init__(self, path: str, rank: int = 0) -> None:
-        self._tail = ",%d,%s\n" % (rank, PROBE_WORKER)  # the row's rank and probe, the same on every row
+        self._rank = rank
         folder = os.path.dirname(path)
         if folder and not os.path.isdir(folder):
             os.makedirs(folder)
         self._file = open(path, "a")
         if self._file.tell() == 0:
-            self._file.write(",".join(STEP_COLUMNS) + "\n")
+            self._file.write(STEP_HEADER)
             self._file.flush()
         self._rows: List[str] = []
 
     def add(
         self, epoch: int, step: int, images: int, start_ns: int, data_wait_s: float, compute_s: float, sync_s: float
     ) -> None:
-        row = (epoch, step, images, start_ns, data_wait_s, compute_s, sync_s)
-        self._rows.append("%d,%d,%d,%d,%.9f,%.9f,%.9f" % row + self._tail)
+        self._rows.append(
+            step_row(epoch, step, images, start_ns, data_wait_s, compute_s, sync_s, self._rank, PROBE_WORKER)
+        )
         if len(self._rows) >= FLUSH_EVERY_ROWS:
             self.flush()
 

@@ -4,7 +4,7 @@ Worker side (Python 3.6, standard library only). The rest of the tool reaches th
 `tracer.core.schema`, the one module allowed to import this one, so worker and tracer cannot drift.
 """
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional  # noqa: F401 - Optional is read in a type comment (Python 3.6)
 
 from tracer.worker import cupti_layout as CUPTI_LAYOUT  # noqa: F401, N812 - layouts cross the boundary as one module
 from tracer.worker.probe_reach import kept_out as probe_kept_out  # noqa: F401 - the probe's and the tool's reasons
@@ -178,6 +178,18 @@ RANK = "rank"  # the process's rank in a data-parallel run (0 for a single proce
 PROBE = "probe"  # who saw the step: PROBE_WORKER for the built-in workload, else one of Probe
 STEP_COLUMNS = ("epoch", "step", "images", "start_ns", DATA_WAIT_S, COMPUTE_S, SYNC_S, RANK, PROBE)
 PROBE_WORKER = "worker"
+STEP_HEADER = ",".join(STEP_COLUMNS) + "\n"
+
+
+def step_row(epoch, step, images, start_ns, data_wait_s, compute_s, sync_s, rank, probe):
+    # type: (int, int, Optional[int], int, Optional[float], float, float, int, str) -> str
+    """One line of STEP_COLUMNS, as the worker and the probe both write it (the one writer of a step):
+    `images` None where the step's samples were not counted, `data_wait_s` None where the wait for its
+    batch was not seen (an empty field each, read back as null)."""
+    shown_images = "" if images is None else "%d" % images
+    wait = "" if data_wait_s is None else "%.9f" % data_wait_s
+    row = (epoch, step, shown_images, start_ns, wait, compute_s, sync_s, rank, probe)
+    return "%d,%d,%s,%d,%s,%.9f,%.9f,%d,%s\n" % row
 
 
 # --- the probe (tracer/probe/) inside every Python process of a user's command (`tracer profile -- COMMAND`)
