@@ -39,15 +39,16 @@ def called_from_framework(depth=2):  # type: (int) -> bool
     return name.split(".", 1)[0] in FRAMEWORK_PACKAGES
 
 
-def wrap_iter(cls, recorder, probe, needs_training=False, knobs=None):
-    """`cls.__iter__` handing out a Pass around the pipeline's own iterator."""
+def wrap_iter(cls, recorder, probe, needs_training=False, knobs=None, releases=False):
+    """`cls.__iter__` handing out a Pass around the pipeline's own iterator (`releases`: dropped at its
+    StopIteration, see `Pass`)."""
     original = cls.__iter__
     seen = set()  # type: set
 
     def __iter__(self):
         if called_from_framework() or recorder.suppress:
             return original(self)
-        p = Pass(recorder, probe, needs_training, self)
+        p = Pass(recorder, probe, needs_training, self, releases)
         if p.recording and knobs is not None:
             try:
                 found = knobs(self)
@@ -129,7 +130,7 @@ def patch_tf_data(dataset_ops, recorder):
     def eager_only(self):
         return original(self)
 
-    wrap_iter(cls, recorder, Probe.TF_DATA, False, tf_data_knobs)
+    wrap_iter(cls, recorder, Probe.TF_DATA, False, tf_data_knobs, releases=True)
     wrapped = cls.__iter__
 
     def __iter__(self):

@@ -32,6 +32,9 @@ import sys
 
 from .recorder import perf, wall_ns
 
+_STOPPED = object()
+"""What `next()` of a pass's pipeline gave where it raised StopIteration."""
+
 
 def _caller_package():  # type: () -> str
     """The top package of the code that called the pass's `next()` (two frames up)."""
@@ -94,9 +97,10 @@ class Pass(object):
         "ahead",
         "_stop",
         "epoch_no",
+        "releases",
     )
 
-    def __init__(self, recorder, probe, needs_training, pipeline=None):
+    def __init__(self, recorder, probe, needs_training, pipeline=None, releases=False):
         """Claims the recording first, then `attach` gives the iterator: a pipeline iterated while
         it is made (a DataLoader inside a marker) finds the claim taken."""
         self._it = None  # type: object
@@ -109,6 +113,9 @@ class Pass(object):
         self.handed = 0  # batches handed out
         self.counted = 0  # steps recorded
         self.marks_at_begin = recorder.train_marks
+        # drops the pipeline's iterator at its StopIteration (tf.data's: its teardown joins the pipeline's
+        # threads, up to 1.2 s on a busy machine), so that the teardown is the epoch's
+        self.releases = releases
         self._ready = None  # type: object
         self._start_ns = 0
         self._wait = 0.0
@@ -166,13 +173,17 @@ class Pass(object):
                 self.draining = True  # read one ahead: its last batch trains after this
                 self._stop = (self._rec.train_marks, now_ns)
                 raise
+            batch = _STOPPED
+        if batch is _STOPPED:  # outside the except clause, whose traceback holds the pipeline's iterator
             if self._ready is not None:
                 self._close_step(ended - self._ready)
             self._ready = None
             self.recording = False
+            if self.releases:
+                self._it = iter(())  # dropped here: its teardown is the epoch's, not the loop's next line's
             self._rec.end_pass(self, wall_ns())  # the pipeline's tail (its workers shut down) is the epoch's
             self._rec.stop_if_diverged()
-            raise
+            raise StopIteration
         ready = perf()
         if self._ready is not None:
             self._close_step(ended - self._ready)
