@@ -27,13 +27,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from analyzers.figures.ranks import _merged, _overlap
+from analyzers.figures.ranks import _merged, _overlap, ranked_table
 from analyzers.run.run import Run
 from analyzers.trace import collectives as coll
 from analyzers.trace import tables as t
-from tracer.core import schema
 
 GB = 1e9
 """Bandwidths in GB/s (10^9 bytes), as nccl-tests print them."""
@@ -91,22 +89,13 @@ BYTES_NOT_RECORDED = (
 )
 
 
-def _read(folder: Run, name: str, columns: list[str]) -> pa.Table | None:
-    path = folder.table_file(name)
-    if not t.present(folder, name):
-        return None
-    have = pq.ParquetFile(path).schema_arrow.names
-    table = pq.read_table(path, columns=[c for c in [*columns, schema.RANK] if c in have])
-    return table if table.num_rows else None
-
-
 def calls(folder: Run) -> list[Call]:
     """Every collective of every rank, with its wait for the last arrival where all ranks have it."""
-    kernels = _read(folder, t.KERNELS, ["start_ns", "end_ns", "name", "correlation_id"])
+    kernels = ranked_table(folder, t.KERNELS, ["start_ns", "end_ns", "name", "correlation_id"])
     if kernels is None:
         return []
-    ops = _read(folder, coll.COMM_OPS, ["start_ns", "end_ns", "name", "pid", "tid", "bytes"])
-    api = _read(folder, t.CUDA_API, ["start_ns", "pid", "tid", "correlation_id"]) if ops is not None else None
+    ops = ranked_table(folder, coll.COMM_OPS, ["start_ns", "end_ns", "name", "pid", "tid", "bytes"])
+    api = ranked_table(folder, t.CUDA_API, ["start_ns", "pid", "tid", "correlation_id"]) if ops is not None else None
     out: list[Call] = []
     for rank in sorted(set(t.rank_of(kernels).to_pylist())):
         mine = t.of_rank(kernels, rank)

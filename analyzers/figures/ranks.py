@@ -129,7 +129,7 @@ def load(folder: Run) -> RanksInput | None:
         steady = split_epochs(steps[schema.STEP_COLUMNS[0]].to_pylist()).steady
     imported = record.imported is not None
     worker_collectives = folder.samples(schema.COLLECTIVES_TABLE)
-    kernels = _read(folder, t.KERNELS, ["start_ns", "end_ns", "name", "device"])
+    kernels = ranked_table(folder, t.KERNELS, ["start_ns", "end_ns", "name", "device"])
     host_ops = _host_collectives(folder)
     arrived = torch_parts.step_arrivals(folder)
     if worker_collectives is not None and worker_collectives.num_rows:
@@ -266,9 +266,11 @@ def _worker_arrivals(table: pa.Table, steady: tuple[int, ...]) -> list[Arrival]:
     return out
 
 
-def _read(folder: Run, name: str, columns: list[str]) -> pa.Table | None:
-    path = folder.table_file(name)
-    if not t.present(folder, name):  # absent, or damaged (named in the run's problems)
+def ranked_table(run: Run, name: str, columns: list[str]) -> pa.Table | None:
+    """Those of `columns` trace table `name` has, with its rank column where it has one; None where the table
+    is absent, damaged (named in the run's problems) or empty."""
+    path = run.table_file(name)
+    if not t.present(run, name):
         return None
     have = pq.ParquetFile(path).schema_arrow.names
     table = pq.read_table(path, columns=[c for c in [*columns, schema.RANK] if c in have])
@@ -278,7 +280,7 @@ def _read(folder: Run, name: str, columns: list[str]) -> pa.Table | None:
 def _host_collectives(folder: Run) -> pa.Table | None:
     parts = []
     for name in (t.OPERATORS, t.NVTX):
-        table = _read(folder, name, ["start_ns", "end_ns", "name"])
+        table = ranked_table(folder, name, ["start_ns", "end_ns", "name"])
         if table is None:
             continue
         mask = pc.or_(
