@@ -38,7 +38,7 @@ LAYOUTS = (
 def read(path: Path) -> Read:
     """The tables of an archive (or its folder) holding the recipe output (`readers.NSYS_JAX_TRACE`, the path
     it ends with, by which the registry tells the format apart)."""
-    table = _recipe_table(path, NSYS_JAX_TRACE)
+    table = _recipe_table(path)
     names = set(table.column_names)
     layout = next((cols for cols in LAYOUTS if set(cols) | {"PID", "TID"} <= names), None)
     if layout is None:
@@ -66,12 +66,12 @@ def read(path: Path) -> Read:
     return Read({k: v for k, v in out.items() if v.num_rows}, kineto_clock(None))
 
 
-def _recipe_table(path: Path, recipe: str) -> pa.Table:
+def _recipe_table(path: Path) -> pa.Table:
     try:
         if path.is_dir():
-            return pq.read_table(path / recipe)
+            return pq.read_table(path / NSYS_JAX_TRACE)
         with zipfile.ZipFile(path) as z, tempfile.TemporaryFile() as unpacked:
-            member = next(i for i in z.infolist() if i.filename.endswith(recipe))
+            member = next(i for i in z.infolist() if i.filename.endswith(NSYS_JAX_TRACE))
             budget = Budget(path)  # streamed to a file, never whole in memory, and bounded as it comes
             budget.check_declared(member.filename, member.file_size)
             with z.open(member) as source:
@@ -79,4 +79,4 @@ def _recipe_table(path: Path, recipe: str) -> pa.Table:
             unpacked.seek(0)
             return pq.read_table(unpacked)
     except (OSError, zipfile.BadZipFile, StopIteration, pa.ArrowInvalid) as e:
-        raise UserError(f"{path}: cannot read the nsys-jax recipe output {recipe} ({e})") from None
+        raise UserError(f"{path}: cannot read the nsys-jax recipe output {NSYS_JAX_TRACE} ({e})") from None

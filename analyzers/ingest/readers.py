@@ -1,8 +1,9 @@
-"""Every trace format the ingest reads, registered once: its kind (`tracer.core.trace_formats`), whose rows it
-gives (the tables' `source`), the framework it can only come from, how its names end, how its content is told
-apart (`sniff`) and its reader. The sniffing (`analyzers.ingest.sniff`), the ingest (`analyzers.ingest.pipeline`),
-the import (`analyzers.ingest.import_run`) and every list of trace suffixes look a format up here instead of each
-keeping a chain of `if kind ==`; a new format is its reader module and one line in READERS (its kind, words,
+"""Every trace format the ingest reads, registered once: its kind (named in `tracer.core.trace_formats` where
+other code tells it apart), its words for the help texts, whose rows it gives (the tables' `source`), the
+framework it can only come from, how its names end, how its content is told apart (`sniff`) and its reader.
+The sniffing (`analyzers.ingest.sniff`), the ingest (`analyzers.ingest.pipeline`), the import
+(`analyzers.ingest.import_run`) and every list of trace suffixes look a format up here instead of each keeping a
+chain of `if kind ==`; a new format is its reader module and one line in READERS (its kind, words,
 suffixes, `sniff`, and the module's name: docs/development/architecture.md, "A trace format").
 
 A reader takes a path and returns a `Read`: the normalised tables, the clock they are on and what the trace
@@ -68,7 +69,7 @@ class Reader:
     when a trace of the format is read: the registry imports no reader, so sniffing stays free of Arrow)."""
 
     kind: str  # what a run's record says it was imported from
-    words: str  # the format in words for help texts and refusals (`READABLE`); '' where a sibling's says it
+    words: str  # the format in words for help texts and refusals (`readable()`); '' where a sibling's says it
     suffixes: tuple[str, ...]  # how its names end (what a file is, is read from its content: `sniff`)
     sniff: Callable[[Look], str | None]  # the format in words, where the content seen is this format's
     read: Callable[[Path], Read] | str | None  # None: streamed into the folder (nsys)
@@ -203,8 +204,7 @@ ROCPD_TABLES = frozenset({"rocpd_op", "rocpd_api", "rocpd_string"})
 # nsys-jax: a zip (or its unpacked folder) of the nvtx_gpu_proj_trace recipe's output
 
 NSYS_JAX_TRACE = "nvtx_gpu_proj_trace/trace.parquet"
-NSYS_JAX_THREADS = "thread-metadata.parquet"
-"""The nsys-jax archive's recipe output (NVTX ranges projected onto the GPU) and its thread names."""
+"""The nsys-jax archive's recipe output (NVTX ranges projected onto the GPU)."""
 
 
 def _sniff_nsys_jax(look: Look) -> str | None:
@@ -267,8 +267,8 @@ READERS = {
         ),
     )
 }
-"""The formats, by kind, in the order their `sniff` is asked: every kind of `tracer.core.trace_formats` has its
-one entry (a test holds it)."""
+"""The formats, by kind, in the order their `sniff` is asked: each built-in kind (`tracer.core.trace_formats`) has
+its one entry (a test holds it); `register` adds others."""
 
 
 def register(reader: Reader) -> None:

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from analyzers.ingest.import_cache import cache_name
 from analyzers.trace import table_names as t
-from tracer.cli.common import RUN_OR_TRACE, TOP_BOUND, add_runs_dir, check_bound, console, open_run, warn_problems
+from tracer.cli.common import TOP_BOUND, add_runs_dir, check_bound, console, open_run, run_or_trace, warn_problems
 from tracer.cli.outputs import output_file, path_arg
 from tracer.core import schema
 from tracer.core.errors import UserError
@@ -31,7 +31,7 @@ RANKS_SECTION = "ranks"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("analyze", help="print a run's CUDA API split, kernel, memory and thread summaries")
-    p.add_argument("run", help=RUN_OR_TRACE)
+    p.add_argument("run", help=run_or_trace())
     add_runs_dir(p)
     p.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format")
     p.add_argument(
@@ -45,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     p.set_defaults(func=cmd_analyze)
     e = sub.add_parser("export-trace", help="write a run as Chrome-trace JSON (open it in Perfetto)")
-    e.add_argument("run", help=RUN_OR_TRACE)
+    e.add_argument("run", help=run_or_trace())
     e.add_argument("output", type=path_arg, help="the .json file to write (never inside a run folder or a dataset)")
     add_runs_dir(e)
     e.set_defaults(func=cmd_export)

@@ -16,16 +16,22 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.text import Text
 
-from analyzers.ingest.readers import readable
 from tracer.cli.outputs import path_arg
 from tracer.core.errors import UserError
 
 DEFAULT_RUNS_DIR = Path("runs")
-RUN_OR_TRACE = (
-    f"run id (or a unique part of it), a run folder, or a trace ({readable()}; imported into the cache on "
-    "first use, as `tracer import` imports it)"
-)
-"""The help of every argument that names one run (`open_run` takes each of these)."""
+
+
+def run_or_trace() -> str:
+    """The help of every argument that names one run (`open_run` takes each of these), made when that
+    command's parser is built: the formats' list comes from the registry, which a command naming no run
+    (`profile`, `env`, `campaign`) does not import at start-up."""
+    from analyzers.ingest.readers import readable
+
+    return (
+        f"run id (or a unique part of it), a run folder, or a trace ({readable()}; imported into the cache on "
+        "first use, as `tracer import` imports it)"
+    )
 
 
 @dataclass(frozen=True)

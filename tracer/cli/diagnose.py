@@ -7,7 +7,7 @@ import argparse
 import dataclasses
 
 from tracer.cli.blocks import print_cost
-from tracer.cli.common import RUN_OR_TRACE, add_runs_dir, console, open_run, print_wrapped, warn_problems
+from tracer.cli.common import add_runs_dir, console, open_run, print_wrapped, run_or_trace, warn_problems
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -16,7 +16,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help="every diagnosis rule's verdict on one run, with its evidence and the knob to try",
         description="Run the diagnosis rules (docs/guide/diagnosis.md) over one run folder's tables.",
     )
-    p.add_argument("run", help=RUN_OR_TRACE)
+    p.add_argument("run", help=run_or_trace())
     add_runs_dir(p)
     p.add_argument("--format", choices=["text", "json"], default="text", help="text (default) or json")
     p.set_defaults(func=cmd_diagnose)

@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
-from tracer.cli.common import RUN_OR_TRACE, add_runs_dir, add_warmup, console, open_run, warn_problems
+from tracer.cli.common import add_runs_dir, add_warmup, console, open_run, run_or_trace, warn_problems
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -19,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "GPU time by kernel class (where a trace exists), the gap between them ranked by part, in sentences, "
         "then the tables. Imported traces without steps compare their GPU time by kernel class over each window.",
     )
-    p.add_argument("a", metavar="A", help=RUN_OR_TRACE)
+    p.add_argument("a", metavar="A", help=run_or_trace())
     p.add_argument("b", metavar="B", help="the run to explain against A")
     add_runs_dir(p)
     add_warmup(p)

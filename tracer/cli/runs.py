@@ -13,7 +13,6 @@ from rich.table import Table
 
 from tracer.cli.blocks import print_diagnosis, print_step_parts
 from tracer.cli.common import (
-    RUN_OR_TRACE,
     add_runs_dir,
     add_warmup,
     console,
@@ -21,6 +20,7 @@ from tracer.cli.common import (
     fits,
     open_run,
     print_wrapped,
+    run_or_trace,
     table_lines,
     warn_problems,
 )
@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default table)")
     p.set_defaults(func=cmd_runs)
     s = sub.add_parser("show", help="print one run's summary")
-    s.add_argument("run", help=RUN_OR_TRACE)
+    s.add_argument("run", help=run_or_trace())
     add_runs_dir(s)
     add_warmup(s)
     s.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")

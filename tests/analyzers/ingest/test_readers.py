@@ -32,11 +32,12 @@ from tracer.core import trace_formats as tf
 from tracer.core.errors import UserError
 from tracer.core.runfolder import RunFolder
 
-KINDS = (*file_kinds(), tf.CUPTI)
+KINDS = (*tf.NSYS_KINDS, tf.KINETO, tf.CUPTI, tf.ROCPD, tf.XPLANE, tf.XPROF_JSON, tf.NSYS_JAX)
+"""The kinds `tracer.core.trace_formats` names, declared there apart from the registry."""
 
 
 def test_every_kind_has_one_reader() -> None:
-    assert set(READERS) == set(KINDS)
+    assert set(READERS) == set(KINDS) and set(file_kinds()) == set(KINDS) - {tf.CUPTI}
     assert all(READERS[k].kind == k for k in READERS)
     assert [k for k in READERS if READERS[k].read is None] == list(tf.NSYS_KINDS)  # nsys alone is streamed
 
